@@ -1,0 +1,14 @@
+#include "core/case.h"
+
+#include <array>
+
+namespace oomlens {
+
+std::string_view inputKindName(InputKind kind)
+{
+    static constexpr std::array<std::string_view, 7> names = {"snapshot",   "oom_message", "memory_summary", "traceback",
+                                                              "nvidia_smi", "log",         "unknown"};
+    return names[static_cast<size_t>(kind)];
+}
+
+} // namespace oomlens

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace oomlens {
+
+// Where in a training program an allocation or a failure happened.
+// The string forms are part of the JSON contract (product.md §5).
+enum class Phase : uint8_t { Unknown, Load, Forward, Backward, Optimizer, Eval, Data };
+
+std::string_view phaseName(Phase phase);
+Phase phaseFromName(std::string_view name);
+
+// What an allocation is for. The string forms are the JSON keys of categories_at_peak.
+enum class Category : uint8_t { Parameters, Gradients, OptimizerState, Activations, Temporaries, Inputs, Unknown };
+constexpr int categoryCount = 7;
+
+std::string_view categoryName(Category category);
+Category categoryFromName(std::string_view name);
+
+} // namespace oomlens

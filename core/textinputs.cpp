@@ -1,0 +1,31 @@
+#include "core/textinputs.h"
+
+#include <charconv>
+
+namespace oomlens {
+
+bool AllocConfSetting::expandableSegments() const
+{
+    const auto it = options.find("expandable_segments");
+    return it != options.end() && (it->second == "True" || it->second == "true" || it->second == "1");
+}
+
+std::optional<int64_t> AllocConfSetting::maxSplitSizeMb() const
+{
+    const auto it = options.find("max_split_size_mb");
+    if (it == options.end())
+        return std::nullopt;
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+    if (ec != std::errc())
+        return std::nullopt;
+    return value;
+}
+
+std::string AllocConfSetting::backend() const
+{
+    const auto it = options.find("backend");
+    return it == options.end() ? std::string("native") : it->second;
+}
+
+} // namespace oomlens

@@ -1,0 +1,95 @@
+#include "parsers/inputloader.h"
+
+#include "parsers/text/textparser.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace oomlens {
+
+namespace {
+
+// Text logs beyond this are almost certainly not something a person pasted or copied;
+// refusing keeps a stray multi-GB file from eating the machine.
+constexpr size_t maxTextBytes = size_t(512) << 20;
+
+bool looksBinary(std::string_view bytes)
+{
+    const size_t probe = std::min<size_t>(bytes.size(), 64 * 1024);
+    size_t suspicious = 0;
+    for (size_t i = 0; i < probe; ++i) {
+        const auto c = static_cast<unsigned char>(bytes[i]);
+        if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b))
+            ++suspicious;
+    }
+    return suspicious * 100 > probe; // more than 1% control bytes
+}
+
+} // namespace
+
+void addInput(Case& target, const std::string& path, std::string_view bytes, const SnapshotReadOptions& options)
+{
+    CaseInput input;
+    input.path = path;
+    if (bytes.empty()) {
+        input.error = "the input is empty";
+        target.inputs.push_back(std::move(input));
+        return;
+    }
+    if (looksLikeSnapshot(bytes)) {
+        input.kind = InputKind::Snapshot;
+        SnapshotReadResult result = readSnapshot(bytes, options);
+        if (result.snapshot) {
+            input.snapshotIndex = static_cast<int>(target.snapshots.size());
+            target.snapshots.push_back(std::move(result.snapshot));
+        } else {
+            input.error = result.cancelled ? std::string("loading was cancelled") : result.error;
+        }
+        target.inputs.push_back(std::move(input));
+        return;
+    }
+    if (looksBinary(bytes)) {
+        input.error = "not a memory snapshot, and not text: no OOM message, summary or log can be read from binary data";
+        target.inputs.push_back(std::move(input));
+        return;
+    }
+    if (bytes.size() > maxTextBytes) {
+        input.error = "text input is larger than 512 MiB; cut the log down to the part around the error";
+        target.inputs.push_back(std::move(input));
+        return;
+    }
+    TextFindings findings = parseText(bytes);
+    input.kind = classifyText(bytes, findings);
+    if (findings.empty()) {
+        input.error = "no OOM message, memory summary, traceback, nvidia-smi table or allocator setting found";
+        target.inputs.push_back(std::move(input));
+        return;
+    }
+    auto append = [](auto& into, auto& from) {
+        into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    };
+    append(target.text.oomMessages, findings.oomMessages);
+    append(target.text.summaries, findings.summaries);
+    append(target.text.nvidiaSmi, findings.nvidiaSmi);
+    append(target.text.allocConfs, findings.allocConfs);
+    append(target.text.tracebacks, findings.tracebacks);
+    target.inputs.push_back(std::move(input));
+}
+
+void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
+{
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        CaseInput input;
+        input.path = path;
+        input.error = "cannot open the file (missing or unreadable)";
+        target.inputs.push_back(std::move(input));
+        return;
+    }
+    std::ostringstream buffer;
+    buffer << file.rdbuf();
+    const std::string bytes = std::move(buffer).str();
+    addInput(target, path, bytes, options);
+}
+
+} // namespace oomlens

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine (run as root or with sudo available):
+#   scripts/quickstart.sh app    install what is missing, build, open the bundled example case
+#                                (without a display: print its diagnosis and write its report)
+#   scripts/quickstart.sh test   install what is missing, build, run the whole test suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-app}"
+build_dir="${OOMLENS_BUILD_DIR:-build/release}"
+
+packages=(build-essential cmake ninja-build ccache pkg-config
+          qt6-base-dev libqt6svg6-dev libqcustomplot-dev pybind11-dev python3-dev
+          nlohmann-json3-dev zlib1g-dev)
+if [ "$mode" = test ]; then
+    # The report is checked in a real headless browser; xvfb for the window tests by hand.
+    packages+=(chromium xvfb xauth)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "Installing: ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)"
+
+example=resources/examples/oom_case.txt
+case "$mode" in
+app)
+    if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+        exec "$build_dir/app/oomlens" "$example"
+    fi
+    echo "No display found: diagnosing the example case instead ($example)."
+    "$build_dir/app/oomlens" diagnose "$example"
+    if "$build_dir/app/oomlens" report "$example" -o "$build_dir/example-report.html" 2>/dev/null; then
+        echo "Report written to $build_dir/example-report.html"
+    fi
+    ;;
+test)
+    cd "$build_dir"
+    ctest --output-on-failure -j2
+    ;;
+*)
+    echo "usage: scripts/quickstart.sh [app|test]" >&2
+    exit 2
+    ;;
+esac

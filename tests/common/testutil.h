@@ -1,0 +1,30 @@
+#pragma once
+
+#include <QString>
+#include <QTest>
+
+#include <string>
+
+namespace oomlens::test {
+
+// ../shared beside the checkout (CI has it; a user's clone may not).
+QString sharedDir();
+bool hasShared();
+QString corpusDir();          // ../shared/corpus
+QString testDataDir();        // tests/data in the source tree
+QByteArray readFile(const QString& path);
+
+// Compares `actual` with tests/data/golden/<name>. On mismatch writes <name>.actual beside it,
+// prints `diff -u`, and returns false. Set OOMLENS_UPDATE_GOLDEN=1 to rewrite the golden file.
+bool matchesGolden(const QString& name, const std::string& actual);
+
+} // namespace oomlens::test
+
+// Skips the current test with a clear message when ../shared is absent.
+#define OOMLENS_REQUIRE_SHARED()                                                                        \
+    do {                                                                                                \
+        if (!oomlens::test::hasShared())                                                                \
+            QSKIP("../shared (the real corpus) is not beside this checkout; skipping corpus checks");  \
+    } while (false)
+
+#define OOMLENS_COMPARE_GOLDEN(name, actual) QVERIFY2(oomlens::test::matchesGolden(name, actual), "golden mismatch: see diff above")
