@@ -15,8 +15,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("text");
         QTest::newRow("zero") << 0ULL << QStringLiteral("0 bytes");
         QTest::newRow("1024 stays bytes") << 1024ULL << QStringLiteral("1024 bytes");
-        QTest::newRow("1 MiB prints as KiB") << MiB << QStringLiteral("1024.00 KiB");
-        QTest::newRow("1 GiB prints as MiB") << GiB << QStringLiteral("1024.00 MiB");
+        QTest::newRow("1 MiB prints as KiB") << qulonglong(MiB) << QStringLiteral("1024.00 KiB");
+        QTest::newRow("1 GiB prints as MiB") << qulonglong(GiB) << QStringLiteral("1024.00 MiB");
         QTest::newRow("3.5 GiB") << 3758096384ULL << QStringLiteral("3.50 GiB");
     }
     void formatsLikePyTorch()
