@@ -1,0 +1,197 @@
+#include "core/jsonexport.h"
+
+#include <algorithm>
+
+namespace oomlens {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+template<typename T>
+json optionalToJson(const std::optional<T>& value)
+{
+    return value ? json(*value) : json(nullptr);
+}
+
+json summaryRowToJson(const SummaryRow& row)
+{
+    return json{{"current", optionalToJson(row.current)},
+                {"peak", optionalToJson(row.peak)},
+                {"allocated", optionalToJson(row.allocated)},
+                {"freed", optionalToJson(row.freed)}};
+}
+
+json summaryRowsToJson(const std::map<std::string, SummaryRow>& rows)
+{
+    json result = json::object();
+    for (const auto& [key, row] : rows)
+        result[key] = summaryRowToJson(row);
+    return result;
+}
+
+json tracebackToJson(const TracebackInfo& traceback)
+{
+    json frames = json::array();
+    for (const auto& frame : traceback.frames)
+        frames.push_back({{"filename", frame.filename}, {"line", frame.line}, {"function", frame.function}});
+    return json{{"phase", phaseName(traceback.phase)},
+                {"phase_evidence", traceback.phaseEvidence},
+                {"exception", traceback.exceptionLine},
+                {"chained", traceback.chained},
+                {"frames", std::move(frames)}};
+}
+
+} // namespace
+
+json oomMessageToJson(const OomMessage& message)
+{
+    json processes = json::array();
+    for (const auto& process : message.processes) {
+        processes.push_back(
+            {{"pid", optionalToJson(process.pid)}, {"bytes", optionalToJson(process.bytes)}, {"self", process.self}});
+    }
+    json result{{"backend", message.backend},
+                {"template", message.templateId},
+                {"exception", message.exception},
+                {"device", optionalToJson(message.device)},
+                {"requested_bytes", optionalToJson(message.requestedBytes)},
+                {"total_bytes", optionalToJson(message.totalBytes)},
+                {"free_bytes", optionalToJson(message.freeBytes)},
+                {"allocated_bytes", optionalToJson(message.allocatedBytes)},
+                {"reserved_bytes", optionalToJson(message.reservedBytes)},
+                {"reserved_unallocated_bytes", optionalToJson(message.reservedUnallocatedBytes)},
+                {"allowed_bytes", optionalToJson(message.allowedBytes)},
+                {"private_pools_bytes", optionalToJson(message.privatePoolsBytes)},
+                {"processes", std::move(processes)},
+                {"torch_version_hint", message.torchVersionHint},
+                {"phase", phaseName(message.phase)},
+                {"truncated", message.truncated},
+                {"probable", message.probable},
+                {"notes", message.notes}};
+    if (message.otherAllocationsBytes)
+        result["other_allocations_bytes"] = *message.otherAllocationsBytes;
+    if (message.traceback)
+        result["traceback"] = tracebackToJson(*message.traceback);
+    return result;
+}
+
+json memorySummaryToJson(const MemorySummary& summary)
+{
+    return json{{"device", summary.device},
+                {"ooms", optionalToJson(summary.ooms)},
+                {"alloc_retries", optionalToJson(summary.allocRetries)},
+                {"rows", summaryRowsToJson(summary.rows)},
+                {"large_pool_rows", summaryRowsToJson(summary.largePool)},
+                {"small_pool_rows", summaryRowsToJson(summary.smallPool)},
+                {"unit_era", summary.unitEra},
+                {"abbreviated", summary.abbreviated},
+                {"truncated", summary.truncated}};
+}
+
+json snapshotToJson(const SnapshotAnalysis& analysis)
+{
+    const Snapshot& snapshot = *analysis.snapshot;
+    const int32_t device = analysis.primaryDevice;
+
+    uint64_t segments = 0, blocks = 0, reserved = 0, allocated = 0;
+    for (const auto& segment : snapshot.segments) {
+        if (segment.device != device)
+            continue;
+        ++segments;
+        blocks += segment.blockCount;
+        reserved += segment.totalSize;
+        allocated += segment.allocatedSize;
+    }
+    const DeviceTrace* trace = snapshot.trace(device);
+    const size_t traceEvents = trace ? trace->events.size() : 0;
+    const size_t oomEvents = trace ? std::count_if(trace->events.begin(), trace->events.end(),
+                                                   [](const TraceEvent& e) { return e.action == TraceAction::Oom; })
+                                   : 0;
+
+    json categories = json::object();
+    const DeviceAnalysis* deviceAnalysis = analysis.primary();
+    for (int i = 0; i < categoryCount; ++i) {
+        const auto category = static_cast<Category>(i);
+        categories[std::string(categoryName(category))] = deviceAnalysis ? deviceAnalysis->categoriesAtPeak[i] : 0;
+    }
+    return json{{"devices", snapshot.devices()},
+                {"device", device},
+                {"segments", segments},
+                {"blocks", blocks},
+                {"trace_events", traceEvents},
+                {"reserved_bytes", reserved},
+                {"allocated_bytes", allocated},
+                {"peak_allocated_bytes", deviceAnalysis ? deviceAnalysis->peakAllocatedBytes : 0},
+                {"peak_time_us", deviceAnalysis ? json(deviceAnalysis->peakTimeUs) : json(nullptr)},
+                {"oom_events", oomEvents},
+                {"categories_at_peak", std::move(categories)},
+                {"container", snapshot.container},
+                {"trace_truncated", deviceAnalysis ? deviceAnalysis->traceTruncated : false},
+                {"warnings", snapshot.warnings}};
+}
+
+json diagnosisToJson(const Diagnosis& diagnosis)
+{
+    json evidence = json::array();
+    json links = json::array();
+    for (const auto& item : diagnosis.evidence) {
+        evidence.push_back(item.text);
+        if (item.link) {
+            links.push_back({{"evidence", evidence.size() - 1},
+                             {"snapshot", item.link->snapshotIndex},
+                             {"device", item.link->device},
+                             {"event_index", item.link->eventIndex},
+                             {"time_us", item.link->timeUs}});
+        }
+    }
+    json fixes = json::array();
+    for (const auto& fix : diagnosis.fixes) {
+        fixes.push_back({{"id", fix.id},
+                         {"title", fix.title},
+                         {"detail", fix.detail},
+                         {"snippet", fix.snippet},
+                         {"projected_saving_bytes", optionalToJson(fix.projectedSavingBytes)},
+                         {"fits_after", optionalToJson(fix.fitsAfter)},
+                         {"changes_experiment", fix.changesExperiment}});
+    }
+    return json{{"id", diagnosis.id},
+                {"title", diagnosis.title},
+                {"confidence", diagnosis.confidence},
+                {"summary", diagnosis.summary},
+                {"evidence", std::move(evidence)},
+                {"evidence_links", std::move(links)},
+                {"fixes", std::move(fixes)}};
+}
+
+json caseToJson(const Case& input, const CaseAnalysis& analysis)
+{
+    json inputs = json::array();
+    for (const auto& item : input.inputs) {
+        inputs.push_back({{"path", item.path},
+                          {"kind", inputKindName(item.kind)},
+                          {"error", item.error ? json(*item.error) : json(nullptr)}});
+    }
+    json messages = json::array();
+    for (const auto& message : input.text.oomMessages)
+        messages.push_back(oomMessageToJson(message));
+    json summaries = json::array();
+    for (const auto& summary : input.text.summaries)
+        summaries.push_back(memorySummaryToJson(summary));
+    json snapshots = json::array();
+    for (const auto& snapshot : analysis.snapshots)
+        snapshots.push_back(snapshotToJson(snapshot));
+    json diagnoses = json::array();
+    for (const auto& diagnosis : analysis.diagnoses)
+        diagnoses.push_back(diagnosisToJson(diagnosis));
+
+    return json{{"tool", "oomlens"},
+                {"version", OOMLENS_VERSION},
+                {"inputs", std::move(inputs)},
+                {"oom_messages", std::move(messages)},
+                {"memory_summaries", std::move(summaries)},
+                {"snapshots", std::move(snapshots)},
+                {"diagnoses", std::move(diagnoses)}};
+}
+
+} // namespace oomlens

@@ -1,0 +1,19 @@
+#pragma once
+
+#include "core/caseanalysis.h"
+#include "core/case.h"
+
+#include <nlohmann/json.hpp>
+
+namespace oomlens {
+
+// The `diagnose --json` document, exactly as product.md §5 defines it. Keys may be added,
+// never renamed: scripts depend on them.
+nlohmann::ordered_json caseToJson(const Case& input, const CaseAnalysis& analysis);
+
+nlohmann::ordered_json oomMessageToJson(const OomMessage& message);
+nlohmann::ordered_json memorySummaryToJson(const MemorySummary& summary);
+nlohmann::ordered_json snapshotToJson(const SnapshotAnalysis& analysis);
+nlohmann::ordered_json diagnosisToJson(const Diagnosis& diagnosis);
+
+} // namespace oomlens
