@@ -28,6 +28,8 @@ struct TracebackInfo {
     std::string phaseEvidence;          // the frame or line that decided the phase, in words
     bool chained = false;               // "During handling of the above exception ..."
     bool compiled = false;              // torch._dynamo / torch._inductor frames present
+    bool truncated = false;             // the input ends inside the frames, before the exception line
+    size_t sourceLine = 0;              // 1-based line of the first frame (or the header)
 };
 
 struct ProcessUsage {
