@@ -1,0 +1,156 @@
+#include "core/analysis/categorizer.h"
+
+#include <string>
+#include <unordered_map>
+
+namespace oomlens {
+
+namespace {
+
+class Reasons {
+public:
+    explicit Reasons(std::vector<std::string>& storage)
+        : m_storage(storage)
+    {
+        m_storage.clear();
+        intern("no evidence");
+    }
+    uint16_t intern(const std::string& text)
+    {
+        auto it = m_index.find(text);
+        if (it != m_index.end())
+            return it->second;
+        if (m_storage.size() >= UINT16_MAX)
+            return 0;
+        const auto id = static_cast<uint16_t>(m_storage.size());
+        m_storage.push_back(text);
+        m_index.emplace(text, id);
+        return id;
+    }
+
+private:
+    std::vector<std::string>& m_storage;
+    std::unordered_map<std::string, uint16_t> m_index;
+};
+
+struct Verdict {
+    Category category;
+    const char* reason;
+};
+
+Verdict olderWithoutFrames(const Allocation& a, Phase freedIn, uint32_t freeFeatures)
+{
+    if (a.freeEvent < 0)
+        return {Category::Parameters,
+                "older than the trace and never freed: persistent state, assumed parameters "
+                "(no stack recorded; lower confidence)"};
+    if (freedIn == Phase::Backward)
+        return {Category::Activations, "older than the trace and freed in backward: a saved activation "
+                                       "(no stack recorded; lower confidence)"};
+    if (freeFeatures & FeatureZeroGrad)
+        return {Category::Gradients, "older than the trace and freed by zero_grad "
+                                     "(no stack recorded; lower confidence)"};
+    return {Category::Unknown, "older than the trace, no stack recorded, lifetime not conclusive"};
+}
+
+Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, Phase freedIn)
+{
+    switch (born) {
+    case Phase::Load:
+        if (sameRun)
+            return {Category::Temporaries, "allocated while loading the model and freed during loading"};
+        return {Category::Parameters, "created by model loading (_apply/.to()/load_state_dict/module init) and kept"};
+    case Phase::Optimizer:
+        if (sameRun)
+            return {Category::Temporaries, "scratch of the optimizer step, freed within it"};
+        if (features & FeatureOptimizerInit)
+            return {Category::OptimizerState, "optimizer state created by _init_group and kept across steps"};
+        return {Category::OptimizerState, "allocated in the optimizer step and kept beyond it"};
+    case Phase::Backward:
+        if (sameRun)
+            return {Category::Temporaries, "backward scratch, freed within the backward pass"};
+        return {Category::Gradients, "produced in backward and kept until the optimizer step or zero_grad"};
+    case Phase::Forward:
+        if (freedIn == Phase::Backward && !alive)
+            return {Category::Activations, "saved in forward, freed in backward"};
+        if (sameRun)
+            return {Category::Temporaries, "freed within the forward pass that allocated it"};
+        if (alive)
+            return {Category::Activations, "produced in forward, still alive at the dump"};
+        return {Category::Activations, "produced in forward and kept beyond it"};
+    case Phase::Eval:
+        if (sameRun)
+            return {Category::Temporaries, "eval/no-grad scratch, freed within the pass"};
+        return {Category::Activations, "eval/no-grad output kept beyond its pass"};
+    case Phase::Data:
+        if (sameRun)
+            return {Category::Temporaries, "freed while preparing the batch"};
+        return {Category::Inputs, "batch data moved to the device"};
+    case Phase::Unknown:
+        break;
+    }
+    return {Category::Unknown, "no phase evidence in its stack"};
+}
+
+} // namespace
+
+void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules* rules, DeviceAnalysis& out)
+{
+    static const std::vector<TraceEvent> none;
+    const DeviceTrace* trace = snapshot.trace(out.device);
+    const std::vector<TraceEvent>& events = trace ? trace->events : none;
+
+    // Which phase span each event falls in: "freed within the run that allocated it".
+    std::vector<int32_t> spanOf(out.eventPhase.size(), -1);
+    for (size_t s = 0; s < out.phaseSpans.size(); ++s) {
+        for (int64_t e = out.phaseSpans[s].firstEvent; e <= out.phaseSpans[s].lastEvent; ++e)
+            spanOf[static_cast<size_t>(e)] = static_cast<int32_t>(s);
+    }
+
+    Reasons reasons(out.reasons);
+    std::unordered_map<uint32_t, CategoryRules::Match> ruleCache;
+    std::unordered_map<uint32_t, uint16_t> ruleReason;
+
+    for (Allocation& a : out.allocations) {
+        const bool older = a.allocEvent < 0;
+        const bool alive = a.freeEvent < 0;
+        const uint32_t f = features.features(a.stack);
+        a.phase = older ? StackFeatures::phaseFromFeatures(f) : out.eventPhase[static_cast<size_t>(a.allocEvent)];
+        a.step = older ? -1 : out.eventStep[static_cast<size_t>(a.allocEvent)];
+        const Phase freedIn = alive ? Phase::Unknown : out.eventPhase[static_cast<size_t>(a.freeEvent)];
+
+        if (rules && !rules->empty() && a.stack != FrameTable::emptyStack()) {
+            auto it = ruleCache.find(a.stack.value);
+            if (it == ruleCache.end())
+                it = ruleCache.emplace(a.stack.value, rules->match(snapshot, a.stack)).first;
+            if (it->second.rule >= 0) {
+                const auto& rule = rules->rules()[static_cast<size_t>(it->second.rule)];
+                auto r = ruleReason.find(static_cast<uint32_t>(it->second.rule));
+                if (r == ruleReason.end()) {
+                    const auto text = "user rule " + std::string(categoryName(rule.category)) + ": /" + rule.pattern + "/";
+                    r = ruleReason.emplace(static_cast<uint32_t>(it->second.rule), reasons.intern(text)).first;
+                }
+                a.category = rule.category;
+                a.reason = r->second;
+                continue;
+            }
+        }
+
+        Verdict v{Category::Unknown, "no evidence"};
+        if (f & FeatureAccumulateGrad) {
+            v = {Category::Gradients, "written by AccumulateGrad (a parameter's .grad)"};
+        } else if (older && a.stack == FrameTable::emptyStack()) {
+            const uint32_t freeFeatures
+                = alive ? 0u : features.features(events[static_cast<size_t>(a.freeEvent)].stack);
+            v = olderWithoutFrames(a, freedIn, freeFeatures);
+        } else {
+            const bool sameRun = !older && !alive
+                && spanOf[static_cast<size_t>(a.allocEvent)] == spanOf[static_cast<size_t>(a.freeEvent)];
+            v = byPhase(a.phase, f, alive, sameRun, freedIn);
+        }
+        a.category = v.category;
+        a.reason = reasons.intern(v.reason);
+    }
+}
+
+} // namespace oomlens

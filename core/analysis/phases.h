@@ -1,0 +1,21 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+#include "core/analysis/stackfeatures.h"
+
+namespace oomlens {
+
+// Labels every trace event with a phase and a training step and fills phaseSpans and
+// stepCount. Needs eventAllocation (reconstructTimeline) to recognise free events whose
+// frames are only the allocation's own context (context='alloc' falls back to it).
+//
+// Evidence, strongest first: the event's own frames (StackFeatures), optimizer annotations
+// (external_annotations "Optimizer.step#..."), then continuity: an event without frames (the
+// autograd thread records none under stacks='python') continues the phase before it, and
+// loose training-loop code continues a forward (the loss) or else is data preparation.
+// Steps: ProfilerStep#N annotations when present, else a new step starts when forward or
+// data follows the optimizer (or backward, when the trace has no optimizer), else — for
+// forward-only traces — when the model's top-level forward starts over.
+void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalysis& out);
+
+} // namespace oomlens

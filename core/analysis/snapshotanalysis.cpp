@@ -1,0 +1,142 @@
+#include "core/analysis/snapshotanalysis.h"
+
+#include "core/analysis/allocatorstate.h"
+#include "core/analysis/categorizer.h"
+#include "core/analysis/categoryrules.h"
+#include "core/analysis/phases.h"
+#include "core/analysis/reconstruction.h"
+#include "core/analysis/series.h"
+#include "core/analysis/stackfeatures.h"
+
+#include <algorithm>
+
+namespace oomlens {
+
+namespace {
+
+void findPeak(const Snapshot& snapshot, DeviceAnalysis& d)
+{
+    d.peakAllocatedBytes = d.initialAllocatedBytes;
+    d.peakEvent = -1;
+    for (size_t i = 0; i < d.allocatedAfter.size(); ++i) {
+        if (d.allocatedAfter[i] > d.peakAllocatedBytes) {
+            d.peakAllocatedBytes = d.allocatedAfter[i];
+            d.peakEvent = static_cast<int64_t>(i);
+        }
+    }
+    const DeviceTrace* trace = snapshot.trace(d.device);
+    if (trace && !trace->events.empty())
+        d.peakTimeUs = trace->events[static_cast<size_t>(std::max<int64_t>(d.peakEvent, 0))].timeUs;
+
+    d.categoriesAtPeak = {};
+    for (const Allocation& a : d.allocations) {
+        if (a.liveAfter(d.peakEvent))
+            d.categoriesAtPeak[static_cast<size_t>(a.category)] += a.requestedSize;
+    }
+    d.peakReservedBytes = d.initialReservedBytes;
+    for (uint64_t r : d.reservedAfter)
+        d.peakReservedBytes = std::max(d.peakReservedBytes, r);
+}
+
+void analyzeOoms(const Snapshot& snapshot, StackFeatures& features, DeviceAnalysis& d)
+{
+    const DeviceTrace* trace = snapshot.trace(d.device);
+    if (!trace)
+        return;
+    for (size_t i = 0; i < trace->events.size(); ++i) {
+        const TraceEvent& e = trace->events[i];
+        if (e.action != TraceAction::Oom)
+            continue;
+        OomAnalysis oom;
+        oom.eventIndex = static_cast<int64_t>(i);
+        oom.timeUs = e.timeUs;
+        oom.stream = e.stream;
+        oom.requestedBytes = e.size;
+        oom.deviceFreeBytes = e.deviceFree();
+        oom.stack = e.stack;
+        // The oom event changes nothing: the state right before it is the state it failed in.
+        const int64_t before = oom.eventIndex - 1;
+        oom.allocatedBytes = allocatedAt(d, before);
+        oom.reservedBytes = reservedAt(d, before);
+        oom.liveByCategory = categoryBytesAt(d, before);
+        if (before < 0) {
+            oom.liveByCategory = {};
+            for (const Allocation& a : d.allocations) {
+                if (a.liveAfter(-1))
+                    oom.liveByCategory[static_cast<size_t>(a.category)] += a.requestedSize;
+            }
+        }
+        const AllocatorState state = allocatorStateAt(snapshot, d, before);
+        const bool large = isLargePoolRequest(e.size);
+        oom.largestFreeBlock = state.largestFreeBlock(e.stream, large);
+        oom.freeInPoolBytes = state.freeBytes(e.stream, large);
+        const Phase own = features.phase(e.stack);
+        oom.phase = own != Phase::Unknown ? own : d.eventPhase[i];
+        oom.step = d.eventStep[i];
+        d.ooms.push_back(oom);
+    }
+}
+
+int32_t choosePrimary(const Snapshot& snapshot, const AnalysisOptions& options)
+{
+    const auto present = snapshot.devices();
+    if (options.device)
+        return *options.device;
+    for (const DeviceTrace& t : snapshot.traces) {
+        for (const TraceEvent& e : t.events) {
+            if (e.action == TraceAction::Oom)
+                return t.device;
+        }
+    }
+    int32_t best = present.empty() ? 0 : present.front();
+    size_t most = 0;
+    for (const DeviceTrace& t : snapshot.traces) {
+        if (t.events.size() > most) {
+            most = t.events.size();
+            best = t.device;
+        }
+    }
+    return best;
+}
+
+} // namespace
+
+const DeviceAnalysis* SnapshotAnalysis::device(int32_t ordinal) const
+{
+    for (const DeviceAnalysis& d : devices) {
+        if (d.device == ordinal)
+            return &d;
+    }
+    return nullptr;
+}
+
+SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const AnalysisOptions& options)
+{
+    SnapshotAnalysis result;
+    result.snapshot = snapshot;
+    if (!snapshot || !snapshot->frames || !snapshot->strings)
+        return result;
+
+    std::optional<CategoryRules> rules;
+    if (!options.rulesPath.empty())
+        rules = CategoryRules::load(options.rulesPath, &result.rulesError);
+    else if (!options.rulesText.empty())
+        rules = CategoryRules::parse(options.rulesText, &result.rulesError);
+
+    StackFeatures features(*snapshot);
+    auto devices = snapshot->devices();
+    result.primaryDevice = choosePrimary(*snapshot, options);
+    for (int32_t ordinal : devices) {
+        DeviceAnalysis d;
+        reconstructTimeline(*snapshot, ordinal, d);
+        labelPhases(*snapshot, features, d);
+        categorize(*snapshot, features, rules ? &*rules : nullptr, d);
+        buildCategoryCheckpoints(d);
+        findPeak(*snapshot, d);
+        analyzeOoms(*snapshot, features, d);
+        result.devices.push_back(std::move(d));
+    }
+    return result;
+}
+
+} // namespace oomlens

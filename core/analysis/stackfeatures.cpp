@@ -1,0 +1,153 @@
+#include "core/analysis/stackfeatures.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string_view>
+
+namespace oomlens {
+
+namespace {
+
+bool contains(std::string_view text, std::string_view part)
+{
+    return text.find(part) != std::string_view::npos;
+}
+
+bool startsWith(std::string_view text, std::string_view prefix)
+{
+    return text.substr(0, prefix.size()) == prefix;
+}
+
+// Filenames are whatever co_filename was: absolute site-packages paths, relative paths, or on
+// Windows backslashes. Match the package-relative tail only.
+bool inTorch(std::string_view filename, std::string_view tail)
+{
+    return contains(filename, tail);
+}
+
+bool isEvalName(std::string_view name)
+{
+    static constexpr std::array<std::string_view, 12> prefixes = {
+        "eval", "valid", "val_", "predict", "generate", "infer", "test_step", "sample", "greedy_search",
+        "beam_search", "_sample", "run_inference"};
+    std::string lower(name.substr(0, 32));
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return startsWith(lower, p); });
+}
+
+} // namespace
+
+StackFeatures::StackFeatures(const Snapshot& snapshot)
+    : m_snapshot(snapshot)
+{
+    if (snapshot.frames) {
+        m_stacks.resize(snapshot.frames->stackCount());
+        m_frames.resize(snapshot.frames->frameCount(), 0);
+    }
+}
+
+uint32_t StackFeatures::frameFeatures(FrameId id)
+{
+    uint32_t& cached = m_frames[id.value];
+    if (cached & computedBit)
+        return cached & ~computedBit;
+
+    const Frame& frame = m_snapshot.frames->frame(id);
+    const std::string_view name = m_snapshot.strings->get(frame.name);
+    const std::string_view file = m_snapshot.strings->get(frame.filename);
+    uint32_t f = 0;
+
+    // C++ frames (stacks='all' / record_context_cpp) carry demangled names with "::".
+    if (contains(name, "torch::autograd::Engine::") || contains(name, "PythonEngine::thread")
+        || (contains(name, "Backward") && contains(name, "::")))
+        f |= FeatureBackward;
+    if (contains(name, "AccumulateGrad"))
+        f |= FeatureBackward | FeatureAccumulateGrad;
+    if (name == "_engine_run_backward" || name == "_make_grads" || name == "run_backward"
+        || (name == "backward" && (inTorch(file, "torch/_tensor.py") || inTorch(file, "torch/autograd/"))))
+        f |= FeatureBackward;
+
+    if (inTorch(file, "torch/optim/") || inTorch(file, "torch\\optim\\") || inTorch(file, "torch/nn/utils/clip_grad"))
+        f |= FeatureOptimizer;
+    if (name == "_init_group" || name == "_init_state" || contains(name, "init_state"))
+        f |= FeatureOptimizerInit;
+    if (name == "zero_grad")
+        f |= FeatureZeroGrad;
+
+    if ((name == "_call_impl" || name == "_wrapped_call_impl") && inTorch(file, "torch/nn/modules/module.py"))
+        f |= FeatureForward;
+    if (name == "forward") {
+        f |= FeatureForward;
+        cached |= forwardNameBit;
+    }
+    if (name == "decorate_context" || contains(name, "inference_mode") || contains(name, "no_grad"))
+        f |= FeatureNoGrad;
+    if (isEvalName(name))
+        f |= FeatureEvalName;
+
+    if (name == "_apply" || name == "load_state_dict" || name == "_load_from_state_dict" || name == "from_pretrained"
+        || name == "reset_parameters" || name == "to_empty" || name == "_load_state_dict_into_model"
+        || name == "__init__" || inTorch(file, "torch/serialization.py") || inTorch(file, "torch/nn/init.py")
+        || inTorch(file, "safetensors") || ((name == "to" || name == "cuda") && inTorch(file, "torch/nn/modules/module.py")))
+        f |= FeatureLoad;
+
+    if (inTorch(file, "torch/utils/data/") || contains(name, "pin_memory") || contains(name, "collate"))
+        f |= FeatureData;
+    if (contains(name, "THPVariable_to(") || contains(name, "THPVariable_cuda(") || contains(name, "THPVariable_to_("))
+        f |= FeatureTensorTo;
+
+    cached |= f | computedBit;
+    return f;
+}
+
+const StackFeatures::Entry& StackFeatures::entry(StackId stack)
+{
+    static const Entry empty;
+    if (!stack.isValid() || stack.value >= m_stacks.size())
+        return empty;
+    Entry& e = m_stacks[stack.value];
+    if (e.computed)
+        return e;
+    e.computed = true;
+    for (FrameId frame : m_snapshot.frames->stack(stack)) {
+        e.features |= frameFeatures(frame);
+        if (m_frames[frame.value] & forwardNameBit)
+            e.topForward = frame; // innermost first: the last one seen is the outermost
+    }
+    return e;
+}
+
+uint32_t StackFeatures::features(StackId stack)
+{
+    return entry(stack).features;
+}
+
+FrameId StackFeatures::topForwardFrame(StackId stack)
+{
+    return entry(stack).topForward;
+}
+
+Phase StackFeatures::phase(StackId stack)
+{
+    return phaseFromFeatures(features(stack));
+}
+
+Phase StackFeatures::phaseFromFeatures(uint32_t f)
+{
+    // Backward first: activation checkpointing re-runs forward inside backward, and the engine
+    // thread's stacks carry no Python frames at all.
+    if (f & FeatureBackward)
+        return Phase::Backward;
+    if (f & (FeatureOptimizer | FeatureZeroGrad | FeatureOptimizerInit))
+        return Phase::Optimizer;
+    if ((f & FeatureLoad) && !(f & FeatureForward))
+        return Phase::Load;
+    if (f & FeatureForward)
+        return (f & (FeatureNoGrad | FeatureEvalName)) ? Phase::Eval : Phase::Forward;
+    if (f & (FeatureData | FeatureTensorTo))
+        return Phase::Data;
+    return Phase::Unknown;
+}
+
+} // namespace oomlens

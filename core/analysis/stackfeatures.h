@@ -1,0 +1,56 @@
+#pragma once
+
+#include "core/phase.h"
+#include "core/snapshot.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace oomlens {
+
+// What a call stack tells about the program's activity, computed once per distinct stack.
+// Frames may be Python only, or C++ innermost with Python outermost (stacks='all'); the
+// markers below are matched wherever they sit, so either order works.
+enum StackFeature : uint32_t {
+    FeatureBackward = 1u << 0,       // autograd engine, *Backward0 nodes, Tensor.backward
+    FeatureAccumulateGrad = 1u << 1, // a parameter's .grad being written
+    FeatureOptimizer = 1u << 2,      // torch/optim/
+    FeatureOptimizerInit = 1u << 3,  // _init_group: lazy optimizer state creation
+    FeatureZeroGrad = 1u << 4,
+    FeatureForward = 1u << 5,        // nn.Module call or a forward() frame
+    FeatureNoGrad = 1u << 6,         // no_grad / inference_mode decorators
+    FeatureEvalName = 1u << 7,       // evaluate/validate/predict/generate in user code
+    FeatureLoad = 1u << 8,           // _apply/.to()/.cuda() on a module, load_state_dict, torch.load, module __init__
+    FeatureData = 1u << 9,           // torch.utils.data, pin_memory, collate
+    FeatureTensorTo = 1u << 10,      // C++ Tensor.to()/.cuda() binding (a copy to the device)
+};
+
+class StackFeatures {
+public:
+    StackFeatures(const Snapshot& snapshot);
+
+    uint32_t features(StackId stack);
+    Phase phase(StackId stack);
+    // The outermost `forward` frame (the model's top-level forward), invalid when none. A
+    // forward-only trace starts a new pass when this frame's line jumps back.
+    FrameId topForwardFrame(StackId stack);
+
+    static Phase phaseFromFeatures(uint32_t features);
+
+private:
+    struct Entry {
+        uint32_t features = 0;
+        FrameId topForward;
+        bool computed = false;
+    };
+    const Entry& entry(StackId stack);
+    uint32_t frameFeatures(FrameId frame);
+
+    const Snapshot& m_snapshot;
+    std::vector<Entry> m_stacks;
+    std::vector<uint32_t> m_frames; // per frame: features | computedBit
+    static constexpr uint32_t computedBit = 1u << 31;
+    static constexpr uint32_t forwardNameBit = 1u << 30;
+};
+
+} // namespace oomlens
