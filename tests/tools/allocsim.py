@@ -180,6 +180,7 @@ class CachingAllocator:
         self.expandable_segments = {}   # (small, stream) -> Segment
         self.reserved = 0
         self.allocated = 0
+        self.window_peak = 0        # highest reserved since the caller last reset it
         self.stats = Stats()
         self.alloc_seq = 0
         self.va_next = va_base + device * (1 << 40)
@@ -309,6 +310,7 @@ class CachingAllocator:
         seg.head = Block(addr, size, seg)
         self.segments[addr] = seg
         self.reserved += size
+        self.window_peak = max(self.window_peak, self.reserved)
         self.stats.update("reserved_bytes", small, size)
         self.stats.update("segment", small, 1)
         self.sink.record("segment_alloc", addr, size, stream, ctx)
@@ -340,6 +342,7 @@ class CachingAllocator:
         self.sink.record("segment_map", start, need, stream, ctx)
         seg.size += need
         self.reserved += need
+        self.window_peak = max(self.window_peak, self.reserved)
         self.stats.update("reserved_bytes", small, need)
         if tail is not None and not tail.allocated:
             old = self._isplit(tail)

@@ -427,6 +427,8 @@ class Trainer:
         self.grads = {}
         self.state = {}
         self.last_sites = ()
+        self.phase_allocs = 0       # allocations made so far in the current phase
+        self.log = None             # when a list: (step, phase, index in phase, bytes) of every allocation
         self.annotations = []
         self._ids = []
         self._logits = None
@@ -435,6 +437,9 @@ class Trainer:
     # -- primitives -------------------------------------------------------------------------------------
     def alloc(self, nbytes, sites, op, backward=None):
         self.last_sites = sites
+        if self.log is not None:
+            self.log.append((self.step, self.phase, self.phase_allocs, nbytes))
+        self.phase_allocs += 1
         self.clock.tick(5, 120)
         return self.a.malloc(nbytes, 0, Context(self.s.stack(sites, op, "alloc", backward)))
 
@@ -445,6 +450,8 @@ class Trainer:
     def set_phase(self, phase):
         if self.on_phase is not None:
             self.on_phase(self.step, self.phase)
+        if phase != self.phase:
+            self.phase_allocs = 0
         self.phase = phase
 
     def annotate(self, name, stage):
