@@ -1,0 +1,26 @@
+#pragma once
+
+#include "core/case.h"
+#include "core/caseanalysis.h"
+
+#include <cstddef>
+#include <string>
+
+namespace oomlens::report {
+
+struct ReportOptions {
+    std::string title;        // empty: derived from the case ("Out of memory: optimizer state ...")
+    std::string generatedAt;  // shown in the footer; empty leaves it out (reproducible output)
+    size_t timelineBuckets = 1000;
+    size_t topAllocations = 20;
+    size_t maxStackFrames = 48;
+    size_t maxSegments = 64;
+};
+
+// The whole report as one self-contained HTML document: inline CSS, inline SVG charts, no
+// script, no outside resource (a Content-Security-Policy says so to the browser too), and
+// every string from the inputs escaped. The CLI `report` command and the GUI's
+// File ▸ Export report both call this, so they write the same file.
+std::string buildHtmlReport(const Case& input, const CaseAnalysis& analysis, const ReportOptions& options = {});
+
+} // namespace oomlens::report

@@ -1,0 +1,55 @@
+#pragma once
+
+#include "core/report/htmlreport.h"
+
+#include <string>
+#include <string_view>
+
+namespace oomlens::report {
+
+// Writes the report section by section. The text sections (inputs, diagnoses, OOM messages,
+// summaries, capture advice) live in reportbuilder.cpp and reporttextsections.cpp, the
+// snapshot sections in reportsnapshotsections.cpp.
+class ReportBuilder
+{
+public:
+    ReportBuilder(const Case& input, const CaseAnalysis& analysis, const ReportOptions& options);
+    std::string build();
+
+private:
+    void writeHead();
+    void writeHeader();
+    void writeNavigation();
+    void writeInputs();
+    void writeDiagnoses();
+    void writeOomMessages();
+    void writeSummaries();
+    void writeSnapshots();
+    void writeSnapshot(size_t index, const SnapshotAnalysis& analysis);
+    void writeTimeline(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
+    void writeBreakdown(const DeviceAnalysis& device);
+    void writeAllocatorMap(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
+    void writeTopAllocations(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
+    void writeCaptureAdvice();
+    void writeFooter();
+
+    std::string title() const;
+    std::string captureAdviceReason() const;
+    std::optional<uint64_t> capacityBytes() const;
+
+    // Markup helpers: `text` is escaped, `raw` is trusted markup written by this class.
+    void raw(std::string_view markup) { m_out += markup; }
+    void text(std::string_view content);
+    void element(std::string_view tag, std::string_view content, std::string_view cssClass = {});
+    void beginSection(std::string_view id, std::string_view heading);
+    void endSection() { raw("</section>\n"); }
+    void keyValueRow(std::string_view key, std::string_view value);
+    void stack(const Snapshot& snapshot, StackId id, std::string_view summary);
+
+    const Case& m_case;
+    const CaseAnalysis& m_analysis;
+    const ReportOptions& m_options;
+    std::string m_out;
+};
+
+} // namespace oomlens::report

@@ -1,0 +1,310 @@
+#include "core/report/reportbuilder.h"
+
+#include "core/report/charts.h"
+#include "core/report/timelineseries.h"
+#include "core/units.h"
+
+#include <cstdio>
+#include <numeric>
+
+namespace oomlens::report {
+
+namespace {
+
+const DeviceAnalysis* findDevice(const SnapshotAnalysis& analysis, int32_t ordinal)
+{
+    for (const DeviceAnalysis& device : analysis.devices) {
+        if (device.device == ordinal)
+            return &device;
+    }
+    return analysis.devices.empty() ? nullptr : &analysis.devices.front();
+}
+
+std::string percent(uint64_t part, uint64_t whole)
+{
+    if (whole == 0)
+        return "—";
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+    return buffer;
+}
+
+std::string eventLabel(int64_t event)
+{
+    return event < 0 ? std::string("before the trace began") : "event " + std::to_string(event);
+}
+
+std::string whenLabel(Phase phase, int32_t step)
+{
+    std::string when;
+    if (phase != Phase::Unknown)
+        when = std::string(phaseName(phase));
+    if (step >= 0)
+        when += (when.empty() ? "step " : " of step ") + std::to_string(step);
+    return when;
+}
+
+// The frame a reader recognises: the first one outside PyTorch's own files, else the innermost.
+std::string headlineFrame(const Snapshot& snapshot, StackId id)
+{
+    const FrameTable::StackView frames = snapshot.frames->stack(id);
+    if (frames.empty())
+        return {};
+    const Frame* chosen = &snapshot.frames->frame(frames[0]);
+    for (FrameId frameId : frames) {
+        const Frame& frame = snapshot.frames->frame(frameId);
+        const std::string_view filename = snapshot.strings->get(frame.filename);
+        if (filename.find("torch/") == std::string_view::npos && filename.find("??") == std::string_view::npos
+            && !filename.empty()) {
+            chosen = &frame;
+            break;
+        }
+    }
+    return std::string(snapshot.strings->get(chosen->name)) + " (" + std::string(snapshot.strings->get(chosen->filename))
+        + ":" + std::to_string(chosen->line) + ")";
+}
+
+} // namespace
+
+void ReportBuilder::stack(const Snapshot& snapshot, StackId id, std::string_view summary)
+{
+    raw("<details><summary>");
+    text(summary);
+    raw("</summary>");
+    if (!snapshot.frames || !snapshot.strings) {
+        raw("</details>\n");
+        return;
+    }
+    const FrameTable::StackView frames = snapshot.frames->stack(id);
+    if (frames.empty()) {
+        element("p", "No stack recorded for this allocation.", "note");
+        raw("</details>\n");
+        return;
+    }
+    raw("<pre><code>");
+    const size_t shown = std::min(frames.size(), m_options.maxStackFrames);
+    for (size_t i = 0; i < shown; ++i) {
+        const Frame& frame = snapshot.frames->frame(frames[i]);
+        text(std::string(snapshot.strings->get(frame.name)) + "  " + std::string(snapshot.strings->get(frame.filename))
+             + ":" + std::to_string(frame.line) + "\n");
+    }
+    if (shown < frames.size())
+        text("… " + std::to_string(frames.size() - shown) + " more frames\n");
+    raw("</code></pre></details>\n");
+}
+
+void ReportBuilder::writeSnapshots()
+{
+    if (m_analysis.snapshots.empty())
+        return;
+    beginSection("snapshots", "Timeline and memory at the peak");
+    for (size_t i = 0; i < m_analysis.snapshots.size(); ++i)
+        writeSnapshot(i, m_analysis.snapshots[i]);
+    endSection();
+}
+
+void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis)
+{
+    if (!analysis.snapshot)
+        return;
+    const DeviceAnalysis* device = findDevice(analysis, analysis.primaryDevice);
+    std::string path;
+    for (const CaseInput& input : m_case.inputs) {
+        if (input.snapshotIndex == static_cast<int>(index))
+            path = input.path;
+    }
+    std::string heading = "Snapshot " + (path.empty() ? std::to_string(index + 1) : path);
+    if (device)
+        heading += " · device " + std::to_string(device->device);
+    element("h3", heading);
+    raw("\n");
+    if (!device) {
+        element("p", "This snapshot has no device with segments or trace events.", "note");
+        return;
+    }
+    const std::vector<int32_t> devices = analysis.snapshot->devices();
+    std::string facts;
+    if (devices.size() > 1) {
+        facts += "Devices present:";
+        for (int32_t ordinal : devices)
+            facts += " " + std::to_string(ordinal);
+        facts += "; this section shows device " + std::to_string(device->device) + ". ";
+    }
+    const DeviceTrace* trace = analysis.snapshot->trace(device->device);
+    facts += std::to_string(trace ? trace->events.size() : 0) + " trace events, peak allocated "
+        + formatBytes(device->peakAllocatedBytes) + " (" + eventLabel(device->peakEvent) + ")";
+    if (device->peakReservedBytes > 0)
+        facts += ", peak reserved " + formatBytes(device->peakReservedBytes);
+    if (device->stepCount > 0)
+        facts += ", " + std::to_string(device->stepCount) + " training steps seen";
+    if (!device->ooms.empty())
+        facts += ", " + std::to_string(device->ooms.size()) + " OOM event" + (device->ooms.size() > 1 ? "s" : "");
+    facts += ".";
+    if (device->traceTruncated)
+        facts += " The trace is truncated: allocations older than it were recovered from the segments at the dump.";
+    element("p", facts);
+    raw("\n");
+    writeTimeline(analysis, *device);
+    writeBreakdown(*device);
+    writeAllocatorMap(analysis, *device);
+    writeTopAllocations(analysis, *device);
+}
+
+void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const DeviceAnalysis& device)
+{
+    const TimelineSeries series = buildTimelineSeries(*analysis.snapshot, device, m_options.timelineBuckets);
+    std::vector<TimelineMarker> markers;
+    if (device.peakAllocatedBytes > 0)
+        markers.push_back({device.peakEvent, "peak " + formatBytes(device.peakAllocatedBytes), false});
+    for (const OomAnalysis& oom : device.ooms)
+        markers.push_back({oom.eventIndex, "OOM: " + formatBytes(oom.requestedBytes) + " requested", true});
+    raw("<div class=\"figure\">\n");
+    raw(timelineSvg(series, markers, capacityBytes()));
+    raw("\n<div class=\"legend\">");
+    for (int c = 0; c < categoryCount; ++c) {
+        const auto category = static_cast<Category>(c);
+        raw("<span><span class=\"swatch ");
+        raw(categoryClass(category));
+        raw("\"></span>");
+        text(categoryName(category));
+        raw("</span> ");
+    }
+    raw("<span><span class=\"swatch reserved\"></span>reserved</span> ");
+    for (Phase phase : {Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data}) {
+        bool present = false;
+        for (const PhaseRun& run : series.phases)
+            present = present || run.phase == phase;
+        if (!present)
+            continue;
+        raw("<span><span class=\"swatch phase-");
+        raw(phaseName(phase));
+        raw("\"></span>");
+        text(std::string(phaseName(phase)) + " phase");
+        raw("</span> ");
+    }
+    raw("</div>\n");
+    element("p",
+            "Live requested bytes by category after each trace event, reduced to " + std::to_string(series.points.size())
+                + " samples keeping each bucket's lowest and highest moment, so the peak is drawn at its true height.",
+            "note");
+    raw("</div>\n");
+}
+
+void ReportBuilder::writeBreakdown(const DeviceAnalysis& device)
+{
+    std::vector<BreakdownRow> rows;
+    rows.push_back({"at the peak", device.categoriesAtPeak});
+    for (size_t k = 0; k < device.ooms.size(); ++k)
+        rows.push_back({device.ooms.size() > 1 ? "at OOM " + std::to_string(k + 1) : "at the OOM",
+                        device.ooms[k].liveByCategory});
+    raw("<h3>What was live, by category</h3>\n<div class=\"figure\">\n");
+    raw(breakdownSvg(rows));
+    raw("\n</div>\n<table>\n<tr><th>category</th>");
+    for (const BreakdownRow& row : rows) {
+        element("th", row.label, "num");
+        element("th", "share", "num");
+    }
+    raw("</tr>\n");
+    std::vector<uint64_t> totals;
+    for (const BreakdownRow& row : rows)
+        totals.push_back(std::accumulate(row.bytes.begin(), row.bytes.end(), uint64_t(0)));
+    for (int c = 0; c < categoryCount; ++c) {
+        raw("<tr><td><span class=\"swatch ");
+        raw(categoryClass(static_cast<Category>(c)));
+        raw("\"></span>");
+        text(categoryName(static_cast<Category>(c)));
+        raw("</td>");
+        for (size_t r = 0; r < rows.size(); ++r) {
+            const uint64_t bytes = rows[r].bytes[static_cast<size_t>(c)];
+            element("td", formatBytes(bytes), "num");
+            element("td", percent(bytes, totals[r]), "num");
+        }
+        raw("</tr>\n");
+    }
+    raw("<tr><th>total</th>");
+    for (uint64_t total : totals) {
+        element("th", formatBytes(total), "num");
+        element("th", "", "num");
+    }
+    raw("</tr>\n</table>\n");
+}
+
+void ReportBuilder::writeAllocatorMap(const SnapshotAnalysis& analysis, const DeviceAnalysis& device)
+{
+    const Snapshot& snapshot = *analysis.snapshot;
+    size_t segmentCount = 0;
+    uint64_t reserved = 0;
+    uint64_t allocated = 0;
+    for (const Segment& segment : snapshot.segments) {
+        if (segment.device != device.device)
+            continue;
+        ++segmentCount;
+        reserved += segment.totalSize;
+        allocated += segment.allocatedSize;
+    }
+    raw("<h3>Allocator state</h3>\n");
+    for (const OomAnalysis& oom : device.ooms) {
+        std::string line = "At the OOM (" + eventLabel(oom.eventIndex) + "): the request of "
+            + formatBytes(oom.requestedBytes) + " met " + formatBytes(oom.reservedBytes) + " reserved, "
+            + formatBytes(oom.allocatedBytes) + " allocated, a largest free cached block of "
+            + formatBytes(oom.largestFreeBlock);
+        if (oom.freeInPoolBytes > 0)
+            line += " (" + formatBytes(oom.freeInPoolBytes) + " free in that pool in total)";
+        line += ", and " + formatBytes(oom.deviceFreeBytes) + " free on the device.";
+        if (oom.largestFreeBlock < oom.requestedBytes && oom.freeInPoolBytes >= oom.requestedBytes)
+            line += " Enough cached memory was free, but not in one piece: fragmentation.";
+        element("p", line);
+        raw("\n");
+    }
+    if (segmentCount == 0) {
+        element("p", "The snapshot holds no segments for this device at the dump.", "note");
+        return;
+    }
+    const DeviceTrace* trace = snapshot.trace(device.device);
+    std::string when = "Segments at the dump";
+    if (!device.ooms.empty() && trace && device.ooms.back().eventIndex >= 0) {
+        const auto after = static_cast<int64_t>(trace->events.size()) - 1 - device.ooms.back().eventIndex;
+        when += after <= 0 ? ", right after the OOM" : ", " + std::to_string(after) + " trace events after the OOM";
+    }
+    element("p",
+            when + ": " + std::to_string(segmentCount) + " segments, " + formatBytes(reserved) + " reserved, "
+                + formatBytes(allocated) + " allocated, " + formatBytes(reserved - std::min(reserved, allocated))
+                + " cached free."
+                + (segmentCount > m_options.maxSegments
+                       ? " The " + std::to_string(m_options.maxSegments) + " largest segments are drawn."
+                       : std::string()),
+            "note");
+    raw("\n<div class=\"figure\">\n");
+    raw(allocatorMapSvg(snapshot, device.device, m_options.maxSegments));
+    raw("\n<div class=\"legend\"><span><span class=\"swatch block-allocated\"></span>allocated</span> "
+        "<span><span class=\"swatch block-pending\"></span>freed, waiting for its stream</span> "
+        "<span><span class=\"swatch segment\"></span>free (cached)</span></div>\n</div>\n");
+}
+
+void ReportBuilder::writeTopAllocations(const SnapshotAnalysis& analysis, const DeviceAnalysis& device)
+{
+    const Snapshot& snapshot = *analysis.snapshot;
+    const std::vector<const Allocation*> top = largestLiveAt(device, device.peakEvent, m_options.topAllocations);
+    raw("<h3>Largest allocations live at the peak</h3>\n");
+    if (top.empty()) {
+        element("p", "Nothing was live at the peak.", "note");
+        return;
+    }
+    for (size_t i = 0; i < top.size(); ++i) {
+        const Allocation& allocation = *top[i];
+        std::string summary = std::to_string(i + 1) + ". " + formatBytes(allocation.requestedSize) + " · "
+            + std::string(categoryName(allocation.category));
+        const std::string when = whenLabel(allocation.phase, allocation.step);
+        summary += " · allocated " + (when.empty() ? eventLabel(allocation.allocEvent) : "in " + when);
+        if (snapshot.frames && snapshot.strings) {
+            const std::string frame = headlineFrame(snapshot, allocation.stack);
+            if (!frame.empty())
+                summary += " · " + frame;
+        }
+        if (allocation.reason < device.reasons.size())
+            summary += " — " + device.reasons[allocation.reason];
+        stack(snapshot, allocation.stack, summary);
+    }
+}
+
+} // namespace oomlens::report

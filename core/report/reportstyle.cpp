@@ -1,0 +1,120 @@
+#include "core/report/reportstyle.h"
+
+namespace oomlens::report {
+
+std::string_view reportStyleSheet()
+{
+    static constexpr std::string_view css = R"css(
+:root {
+  color-scheme: light dark;
+  --bg: #ffffff; --fg: #1d232b; --muted: #5c6773; --card: #f5f7fa; --border: #d5dbe3;
+  --accent: #2160c4; --bad: #c62828; --warn: #a15c00; --good: #2e7d32; --code: #eef1f5;
+  --grid: #e3e7ec; --axis: #8a96a3;
+  --parameters: #2f6fb3; --gradients: #1f9aa3; --optimizer_state: #6c52b8; --activations: #e37b22;
+  --temporaries: #d9a41b; --inputs: #4c9a3b; --unknown: #9a9aa2;
+  --reserved: #1d232b; --phase-load: #f0ecf9; --phase-forward: #eaf2fb; --phase-backward: #fbf0e6;
+  --phase-optimizer: #fbeaea; --phase-eval: #eaf6ea; --phase-data: #f6f6e6;
+  --segment: #e6ebf1; --block-allocated: #2f6fb3; --block-pending: #d9a41b; --block-unknown: #9a9aa2;
+}
+@media (prefers-color-scheme: dark) {
+  :root {
+    --bg: #14181d; --fg: #e3e8ee; --muted: #9aa7b4; --card: #1d232b; --border: #333d48;
+    --accent: #7aa7f0; --bad: #ef6b6b; --warn: #e0a44a; --good: #74c37a; --code: #242b34;
+    --grid: #2a323c; --axis: #6b7784;
+    --parameters: #5b9bd5; --gradients: #4fc1c9; --optimizer_state: #9d86e0; --activations: #f29b4c;
+    --temporaries: #f0c85a; --inputs: #7dc96b; --unknown: #909098;
+    --reserved: #e3e8ee; --phase-load: #2a2536; --phase-forward: #1c2835; --phase-backward: #33281e;
+    --phase-optimizer: #352122; --phase-eval: #1e2e20; --phase-data: #2d2d1e;
+    --segment: #2a323c; --block-allocated: #5b9bd5; --block-pending: #f0c85a; --block-unknown: #909098;
+  }
+}
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif; }
+main { max-width: 1040px; margin: 0 auto; padding: 24px 20px 64px; }
+h1 { font-size: 1.6em; margin: 0 0 4px; }
+h2 { font-size: 1.25em; margin: 36px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--border); }
+h3 { font-size: 1.05em; margin: 18px 0 6px; }
+p { margin: 6px 0; }
+.subtitle, .note { color: var(--muted); }
+.note { font-size: 0.92em; }
+nav ul { list-style: none; padding: 0; margin: 8px 0 0; display: flex; flex-wrap: wrap; gap: 6px 16px; }
+nav a, a { color: var(--accent); text-decoration: none; }
+table { border-collapse: collapse; width: 100%; margin: 8px 0; font-size: 0.93em; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--border); vertical-align: top; }
+th { color: var(--muted); font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "Liberation Mono", monospace; font-size: 0.9em; }
+pre { background: var(--code); padding: 10px 12px; border-radius: 6px; overflow-x: auto; white-space: pre-wrap;
+  word-break: break-word; margin: 6px 0; }
+code { background: var(--code); padding: 0 3px; border-radius: 3px; }
+pre code { background: none; padding: 0; }
+.card { background: var(--card); border: 1px solid var(--border); border-left: 4px solid var(--accent);
+  border-radius: 8px; padding: 12px 16px; margin: 12px 0; break-inside: avoid; }
+.card h3 { margin-top: 0; }
+.card .confidence { float: right; color: var(--muted); font-size: 0.9em; }
+.evidence li { margin: 2px 0; }
+.fixes > li { margin: 10px 0; }
+.saving { color: var(--good); font-weight: 600; white-space: nowrap; }
+.badge { display: inline-block; font-size: 0.78em; padding: 1px 7px; border-radius: 10px; margin-left: 6px;
+  border: 1px solid currentColor; white-space: nowrap; }
+.badge.experiment { color: var(--warn); }
+.badge.error { color: var(--bad); }
+.badge.ok { color: var(--good); }
+.figure { margin: 10px 0; }
+svg.chart { width: 100%; height: auto; display: block; font-size: 11px; }
+svg .tick, svg .axis-title, svg .marker-label { fill: var(--muted); }
+svg .small { font-size: 9px; }
+svg .marker-label { fill: var(--fg); font-weight: 600; }
+svg .grid { stroke: var(--grid); stroke-width: 1; }
+svg .axis { stroke: var(--axis); stroke-width: 1; }
+svg .band { stroke: none; }
+svg .reserved-line { fill: none; stroke: var(--reserved); stroke-width: 1.5; stroke-dasharray: 5 3; }
+svg .capacity-line { stroke: var(--bad); stroke-width: 1; stroke-dasharray: 2 3; }
+svg .marker { stroke-width: 1.5; }
+svg .peak-marker { stroke: var(--fg); }
+svg .oom-marker { stroke: var(--bad); stroke-width: 2; }
+svg .segment { fill: var(--segment); }
+svg .block-allocated { fill: var(--block-allocated); }
+svg .block-pending { fill: var(--block-pending); }
+svg .block-unknown { fill: var(--block-unknown); }
+.cat-parameters { fill: var(--parameters); background: var(--parameters); }
+.cat-gradients { fill: var(--gradients); background: var(--gradients); }
+.cat-optimizer_state { fill: var(--optimizer_state); background: var(--optimizer_state); }
+.cat-activations { fill: var(--activations); background: var(--activations); }
+.cat-temporaries { fill: var(--temporaries); background: var(--temporaries); }
+.cat-inputs { fill: var(--inputs); background: var(--inputs); }
+.cat-unknown { fill: var(--unknown); background: var(--unknown); }
+.phase-load { fill: var(--phase-load); background: var(--phase-load); }
+.phase-forward { fill: var(--phase-forward); background: var(--phase-forward); }
+.phase-backward { fill: var(--phase-backward); background: var(--phase-backward); }
+.phase-optimizer { fill: var(--phase-optimizer); background: var(--phase-optimizer); }
+.phase-eval { fill: var(--phase-eval); background: var(--phase-eval); }
+.phase-data { fill: var(--phase-data); background: var(--phase-data); }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88em; color: var(--muted); margin: 4px 0; }
+.swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 4px; vertical-align: -1px;
+  border: 1px solid var(--border); }
+.swatch.reserved { background: none; border: 1px dashed var(--reserved); }
+.swatch.block-allocated { background: var(--block-allocated); }
+.swatch.block-pending { background: var(--block-pending); }
+.swatch.segment { background: var(--segment); }
+details { margin: 4px 0; }
+summary { cursor: pointer; }
+details pre { margin-left: 16px; }
+footer { margin-top: 48px; color: var(--muted); font-size: 0.85em; }
+@media print {
+  :root { color-scheme: light; }
+  body { background: #fff; color: #000; font-size: 11pt; }
+  main { max-width: none; padding: 0; }
+  nav, .no-print { display: none; }
+  a { color: inherit; }
+  h2 { break-after: avoid; }
+  .card, figure, .figure, table, pre { break-inside: avoid; }
+  pre { white-space: pre-wrap; }
+  details::details-content { content-visibility: visible; display: block; }
+}
+)css";
+    return css;
+}
+
+} // namespace oomlens::report

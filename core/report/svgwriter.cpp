@@ -1,0 +1,168 @@
+#include "core/report/svgwriter.h"
+
+#include "core/report/htmlescape.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace oomlens::report {
+
+SvgWriter::SvgWriter(double width, double height, std::string_view cssClass, std::string_view ariaLabel)
+{
+    m_out += "<svg viewBox=\"0 0 ";
+    number(width);
+    m_out += ' ';
+    number(height);
+    m_out += '"';
+    attribute("class", cssClass);
+    m_out += " role=\"img\"";
+    attribute("aria-label", ariaLabel);
+    m_out += " preserveAspectRatio=\"xMidYMid meet\">";
+}
+
+void SvgWriter::number(double value)
+{
+    // One decimal is sub-pixel at any sensible print size and keeps the file small.
+    if (!std::isfinite(value))
+        value = 0;
+    char buffer[32];
+    const double rounded = std::round(value * 10.0) / 10.0;
+    if (rounded == std::floor(rounded))
+        std::snprintf(buffer, sizeof buffer, "%.0f", rounded);
+    else
+        std::snprintf(buffer, sizeof buffer, "%.1f", rounded);
+    m_out += buffer;
+}
+
+void SvgWriter::attribute(std::string_view name, std::string_view value)
+{
+    if (value.empty())
+        return;
+    m_out += ' ';
+    m_out += name;
+    m_out += "=\"";
+    appendEscaped(m_out, value);
+    m_out += '"';
+}
+
+void SvgWriter::titleElement(std::string_view tooltip)
+{
+    if (tooltip.empty())
+        return;
+    m_out += "<title>";
+    appendEscaped(m_out, tooltip);
+    m_out += "</title>";
+}
+
+void SvgWriter::rect(double x, double y, double width, double height, std::string_view cssClass,
+                     std::string_view tooltip)
+{
+    m_out += "<rect x=\"";
+    number(x);
+    m_out += "\" y=\"";
+    number(y);
+    m_out += "\" width=\"";
+    number(std::max(width, 0.0));
+    m_out += "\" height=\"";
+    number(std::max(height, 0.0));
+    m_out += '"';
+    attribute("class", cssClass);
+    if (tooltip.empty()) {
+        m_out += "/>";
+        return;
+    }
+    m_out += '>';
+    titleElement(tooltip);
+    m_out += "</rect>";
+}
+
+void SvgWriter::line(double x1, double y1, double x2, double y2, std::string_view cssClass)
+{
+    m_out += "<line x1=\"";
+    number(x1);
+    m_out += "\" y1=\"";
+    number(y1);
+    m_out += "\" x2=\"";
+    number(x2);
+    m_out += "\" y2=\"";
+    number(y2);
+    m_out += '"';
+    attribute("class", cssClass);
+    m_out += "/>";
+}
+
+void SvgWriter::polygon(const std::vector<std::pair<double, double>>& points, std::string_view cssClass,
+                        std::string_view tooltip)
+{
+    m_out += "<polygon points=\"";
+    for (size_t i = 0; i < points.size(); ++i) {
+        if (i > 0)
+            m_out += ' ';
+        number(points[i].first);
+        m_out += ',';
+        number(points[i].second);
+    }
+    m_out += '"';
+    attribute("class", cssClass);
+    if (tooltip.empty()) {
+        m_out += "/>";
+        return;
+    }
+    m_out += '>';
+    titleElement(tooltip);
+    m_out += "</polygon>";
+}
+
+void SvgWriter::polyline(const std::vector<std::pair<double, double>>& points, std::string_view cssClass)
+{
+    m_out += "<polyline points=\"";
+    for (size_t i = 0; i < points.size(); ++i) {
+        if (i > 0)
+            m_out += ' ';
+        number(points[i].first);
+        m_out += ',';
+        number(points[i].second);
+    }
+    m_out += '"';
+    attribute("class", cssClass);
+    m_out += "/>";
+}
+
+void SvgWriter::text(double x, double y, std::string_view content, std::string_view cssClass, Anchor anchor)
+{
+    m_out += "<text x=\"";
+    number(x);
+    m_out += "\" y=\"";
+    number(y);
+    m_out += '"';
+    if (anchor == Anchor::Middle)
+        m_out += " text-anchor=\"middle\"";
+    else if (anchor == Anchor::End)
+        m_out += " text-anchor=\"end\"";
+    attribute("class", cssClass);
+    m_out += '>';
+    appendEscaped(m_out, content);
+    m_out += "</text>";
+}
+
+void SvgWriter::beginGroup(std::string_view cssClass, std::string_view tooltip)
+{
+    m_out += "<g";
+    attribute("class", cssClass);
+    m_out += '>';
+    titleElement(tooltip);
+}
+
+void SvgWriter::endGroup()
+{
+    m_out += "</g>";
+}
+
+std::string SvgWriter::finish()
+{
+    m_out += "</svg>";
+    return std::move(m_out);
+}
+
+} // namespace oomlens::report

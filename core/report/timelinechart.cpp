@@ -1,0 +1,156 @@
+#include "core/report/charts.h"
+
+#include "core/report/svgwriter.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace oomlens::report {
+
+namespace {
+
+constexpr double chartWidth = 960;
+constexpr double chartHeight = 340;
+constexpr double plotLeft = 72;
+constexpr double plotRight = 944;
+constexpr double plotTop = 24;
+constexpr double plotBottom = 296;
+
+uint64_t niceByteStep(uint64_t maximum)
+{
+    static constexpr std::array<uint64_t, 9> mantissas = {1, 2, 5, 10, 20, 50, 100, 200, 500};
+    for (uint64_t unit : {uint64_t(1), KiB, MiB, GiB, 1024 * GiB}) {
+        for (uint64_t mantissa : mantissas) {
+            const uint64_t step = mantissa * unit;
+            if (maximum / step <= 5)
+                return step;
+        }
+    }
+    return maximum;
+}
+
+int64_t niceCountStep(int64_t maximum)
+{
+    int64_t magnitude = 1;
+    while (true) {
+        for (int64_t mantissa : {1, 2, 5}) {
+            if (maximum / (mantissa * magnitude) <= 8)
+                return mantissa * magnitude;
+        }
+        magnitude *= 10;
+    }
+}
+
+std::string groupedNumber(int64_t value)
+{
+    std::string digits = std::to_string(value);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+        digits.insert(static_cast<size_t>(i), ",");
+    return digits;
+}
+
+} // namespace
+
+std::string timelineSvg(const TimelineSeries& series, const std::vector<TimelineMarker>& markers,
+                        std::optional<uint64_t> capacityBytes)
+{
+    SvgWriter svg(chartWidth, chartHeight, "chart timeline", "Allocated memory by category over the trace");
+    const uint64_t top = std::max({series.maxAllocated, series.maxReserved, capacityBytes.value_or(0), uint64_t(1)});
+    const uint64_t step = niceByteStep(top);
+    // Round the axis up past the highest value so the peak is never clipped.
+    const uint64_t axisMax = (top / step + 1) * step;
+    const double eventSpan = std::max<double>(1.0, static_cast<double>(series.eventCount - 1));
+    const auto xOf = [&](int64_t event) {
+        return plotLeft + (plotRight - plotLeft) * static_cast<double>(event) / eventSpan;
+    };
+    const auto yOf = [&](uint64_t bytes) {
+        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axisMax);
+    };
+
+    for (const PhaseRun& run : series.phases) {
+        const std::string name(phaseName(run.phase));
+        const double left = xOf(run.firstEvent);
+        const double right = series.eventCount > 1 ? xOf(run.lastEvent + 1) : plotRight;
+        svg.rect(left, plotTop, std::min(right, plotRight) - left, plotBottom - plotTop, "phase phase-" + name,
+                 name + ", events " + groupedNumber(run.firstEvent) + "–" + groupedNumber(run.lastEvent));
+    }
+
+    for (uint64_t tick = 0; tick <= axisMax; tick += step) {
+        const double y = yOf(tick);
+        svg.line(plotLeft, y, plotRight, y, tick == 0 ? "axis" : "grid");
+        svg.text(plotLeft - 6, y + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
+    }
+    if (series.eventCount > 1) {
+        const int64_t xStep = niceCountStep(series.eventCount);
+        for (int64_t event = 0; event < series.eventCount; event += xStep) {
+            svg.line(xOf(event), plotBottom, xOf(event), plotBottom + 4, "axis");
+            svg.text(xOf(event), plotBottom + 17, groupedNumber(event), "tick", SvgWriter::Anchor::Middle);
+        }
+    }
+    std::string axisTitle = "trace event (" + groupedNumber(series.eventCount) + " events";
+    if (series.lastTimeUs > series.firstTimeUs)
+        axisTitle += ", " + formatDurationUs(series.lastTimeUs - series.firstTimeUs);
+    axisTitle += ")";
+    svg.text((plotLeft + plotRight) / 2, chartHeight - 10, axisTitle, "axis-title", SvgWriter::Anchor::Middle);
+
+    // A single sample (no trace) still deserves a visible band: stretch it across the plot.
+    std::vector<TimelinePoint> points = series.points;
+    if (points.size() == 1) {
+        points.push_back(points.front());
+        points.back().event = std::max<int64_t>(1, series.eventCount - 1);
+    }
+    const auto xOfPoint = [&](const TimelinePoint& point) {
+        return series.eventCount > 1 ? xOf(point.event)
+                                     : (point.event == 0 ? plotLeft : plotRight);
+    };
+
+    std::vector<uint64_t> below(points.size(), 0);
+    for (int c = 0; c < categoryCount; ++c) {
+        uint64_t bandMax = 0;
+        for (const TimelinePoint& point : points)
+            bandMax = std::max(bandMax, point.live[static_cast<size_t>(c)]);
+        if (bandMax == 0)
+            continue;
+        std::vector<std::pair<double, double>> outline;
+        outline.reserve(points.size() * 2);
+        for (size_t i = 0; i < points.size(); ++i)
+            outline.emplace_back(xOfPoint(points[i]), yOf(below[i] + points[i].live[static_cast<size_t>(c)]));
+        for (size_t i = points.size(); i-- > 0;)
+            outline.emplace_back(xOfPoint(points[i]), yOf(below[i]));
+        const auto category = static_cast<Category>(c);
+        svg.polygon(outline, "band " + categoryClass(category),
+                    std::string(categoryName(category)) + ": up to " + formatBytes(bandMax));
+        for (size_t i = 0; i < points.size(); ++i)
+            below[i] += points[i].live[static_cast<size_t>(c)];
+    }
+
+    if (series.maxReserved > 0) {
+        std::vector<std::pair<double, double>> reservedLine;
+        reservedLine.reserve(points.size());
+        for (const TimelinePoint& point : points)
+            reservedLine.emplace_back(xOfPoint(point), yOf(point.reserved));
+        svg.beginGroup("reserved", "reserved by the caching allocator: up to " + formatBytes(series.maxReserved));
+        svg.polyline(reservedLine, "reserved-line");
+        svg.endGroup();
+    }
+    if (capacityBytes) {
+        const double y = yOf(*capacityBytes);
+        svg.line(plotLeft, y, plotRight, y, "capacity-line");
+        svg.text(plotRight - 4, y - 4, "GPU capacity " + formatBytes(*capacityBytes), "marker-label",
+                 SvgWriter::Anchor::End);
+    }
+
+    for (const TimelineMarker& marker : markers) {
+        const double x = series.eventCount > 1 ? xOf(std::clamp<int64_t>(marker.event, 0, series.eventCount - 1))
+                                               : plotRight;
+        svg.line(x, plotTop - 8, x, plotBottom, marker.oom ? "marker oom-marker" : "marker peak-marker");
+        const bool rightHalf = x > (plotLeft + plotRight) / 2;
+        svg.text(rightHalf ? x - 4 : x + 4, plotTop - 10 + (marker.oom ? 0 : 12), marker.label, "marker-label",
+                 rightHalf ? SvgWriter::Anchor::End : SvgWriter::Anchor::Start);
+    }
+    return svg.finish();
+}
+
+} // namespace oomlens::report
