@@ -1,15 +1,202 @@
 #include "parsers/text/textparser.h"
 
+#include "parsers/text/allocconfparser.h"
+#include "parsers/text/nvidiasmiparser.h"
+#include "parsers/text/oommessage.h"
+#include "parsers/text/summaryparser.h"
+#include "parsers/text/textlines.h"
+#include "parsers/text/tracebackparser.h"
+
+#include <algorithm>
+#include <map>
+
 namespace oomlens {
 
-TextFindings parseText(std::string_view)
+namespace {
+
+using text::TracebackBlock;
+
+constexpr size_t chainGapLines = 3;
+
+// The traceback that follows a "During handling of the above exception" line right after `line`.
+std::optional<size_t> chainedBlockAfter(const text::TracebackScan& scan, size_t line)
 {
-    return {};
+    for (size_t separator : scan.chainSeparators) {
+        if (separator <= line || separator > line + chainGapLines)
+            continue;
+        for (size_t b = 0; b < scan.blocks.size(); ++b) {
+            const TracebackBlock& block = scan.blocks[b];
+            if (block.firstLine > separator && block.firstLine <= separator + chainGapLines && !block.info.frames.empty())
+                return b;
+        }
+    }
+    return std::nullopt;
 }
 
-InputKind classifyText(std::string_view, const TextFindings&)
+// The traceback that ends right before a separator which itself ends right before `line`.
+std::optional<size_t> chainedBlockBefore(const text::TracebackScan& scan, size_t line)
 {
-    return InputKind::Unknown;
+    for (size_t separator : scan.chainSeparators) {
+        if (separator >= line || separator + chainGapLines + 1 < line)
+            continue;
+        for (size_t b = 0; b < scan.blocks.size(); ++b) {
+            const TracebackBlock& block = scan.blocks[b];
+            if (block.terminator && *block.terminator < separator && *block.terminator + chainGapLines >= separator)
+                return b;
+        }
+    }
+    return std::nullopt;
+}
+
+void adoptPhaseIfUnknown(TracebackInfo& info, const TracebackInfo& other)
+{
+    if (info.phase != Phase::Unknown || other.phase == Phase::Unknown)
+        return;
+    info.phase = other.phase;
+    info.phaseEvidence = other.phaseEvidence + " (in the chained exception's traceback)";
+}
+
+void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& ooms, const text::TracebackScan& scan,
+    std::vector<char>& used)
+{
+    std::map<size_t, size_t> oomAtLine;
+    for (size_t m = 0; m < ooms.size(); ++m) {
+        oomAtLine[ooms[m].firstLine] = m;
+        for (size_t repeat : ooms[m].repeatLines)
+            oomAtLine.emplace(repeat, m);
+    }
+    // 1. CPython order: frames, then the exception line that is the message.
+    for (size_t b = 0; b < scan.blocks.size(); ++b) {
+        const TracebackBlock& block = scan.blocks[b];
+        if (!block.terminator)
+            continue;
+        const auto it = oomAtLine.find(*block.terminator);
+        if (it == oomAtLine.end() || ooms[it->second].message.traceback)
+            continue;
+        OomMessage& message = ooms[it->second].message;
+        message.traceback = block.info;
+        used[b] = 1;
+        if (const auto next = chainedBlockAfter(scan, *block.terminator)) {
+            message.traceback->chained = true;
+            adoptPhaseIfUnknown(*message.traceback, scan.blocks[*next].info);
+            used[*next] = 1;
+        }
+        if (const auto previous = chainedBlockBefore(scan, block.firstLine)) {
+            message.traceback->chained = true;
+            adoptPhaseIfUnknown(*message.traceback, scan.blocks[*previous].info);
+        }
+    }
+    for (text::FoundOom& found : ooms) {
+        OomMessage& message = found.message;
+        if (message.traceback)
+            continue;
+        // 2. The message printed alone, then "During handling ..." and the handler's traceback.
+        if (const auto next = chainedBlockAfter(scan, found.lastLine)) {
+            message.traceback = scan.blocks[*next].info;
+            message.traceback->chained = true;
+            used[*next] = 1;
+            continue;
+        }
+        // 3. VS Code's debugger: "Exception has occurred: X", the message, then frames innermost first.
+        const bool vscode = found.firstLine > 0 && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
+        if (!vscode)
+            continue;
+        for (size_t b = 0; b < scan.blocks.size(); ++b) {
+            const TracebackBlock& block = scan.blocks[b];
+            if (used[b] || block.hasHeader || block.firstLine <= found.lastLine || block.firstLine > found.lastLine + 2)
+                continue;
+            TracebackInfo info = block.info;
+            std::reverse(info.frames.begin(), info.frames.end());
+            info.truncated = !block.terminator && (info.frames.empty() || info.frames.front().function != "<module>");
+            text::decidePhase(info);
+            message.traceback = std::move(info);
+            used[b] = 1;
+            break;
+        }
+    }
+}
+
+} // namespace
+
+TextFindings parseText(std::string_view input)
+{
+    TextFindings findings;
+    if (text::trimmed(input).empty())
+        return findings;
+    const text::TextLines lines(input);
+
+    std::vector<text::FoundOom> ooms = text::findOomMessages(lines);
+    std::vector<char> messageStarts(lines.size(), 0);
+    for (const text::FoundOom& found : ooms) {
+        messageStarts[found.firstLine] = 1;
+        for (size_t repeat : found.repeatLines)
+            messageStarts[repeat] = 1;
+    }
+    const text::TracebackScan scan = text::findTracebacks(lines, messageStarts);
+    std::vector<char> used(scan.blocks.size(), 0);
+    linkTracebacks(lines, ooms, scan, used);
+
+    for (text::FoundOom& found : ooms) {
+        if (found.message.traceback)
+            found.message.phase = found.message.traceback->phase;
+        findings.oomMessages.push_back(std::move(found.message));
+    }
+    for (size_t b = 0; b < scan.blocks.size(); ++b) {
+        if (used[b] || scan.blocks[b].info.frames.empty())
+            continue;
+        TracebackInfo info = scan.blocks[b].info;
+        if ((scan.blocks[b].terminator && chainedBlockAfter(scan, *scan.blocks[b].terminator))
+            || chainedBlockBefore(scan, scan.blocks[b].firstLine))
+            info.chained = true;
+        findings.tracebacks.push_back(std::move(info));
+    }
+    findings.summaries = text::findMemorySummaries(lines);
+    findings.nvidiaSmi = text::findNvidiaSmiTables(lines);
+    findings.allocConfs = text::findAllocConfs(lines);
+    return findings;
+}
+
+InputKind classifyText(std::string_view input, const TextFindings& findings)
+{
+    if (findings.empty())
+        return InputKind::Unknown;
+    const bool hasOom = !findings.oomMessages.empty();
+    const bool hasSummary = !findings.summaries.empty();
+    const bool hasSmi = !findings.nvidiaSmi.empty();
+    const bool hasTraceback = !findings.tracebacks.empty() && !hasOom;
+    const int kinds = int(hasOom) + int(hasSummary) + int(hasSmi) + int(hasTraceback);
+    if (kinds != 1)
+        return InputKind::Log;
+
+    // A whole training log that happens to hold one message is still a log: compare the lines
+    // the findings explain with the lines there are.
+    size_t explained = 20;
+    for (const OomMessage& message : findings.oomMessages)
+        explained += 3 + (message.traceback ? 3 * message.traceback->frames.size() : 0);
+    for (const TracebackInfo& traceback : findings.tracebacks)
+        explained += 2 + 3 * traceback.frames.size();
+    explained += 35 * findings.summaries.size();
+    for (const NvidiaSmiTable& table : findings.nvidiaSmi)
+        explained += 15 + 2 * table.gpus.size() + table.processes.size();
+    size_t nonEmpty = 0;
+    size_t begin = 0;
+    while (begin < input.size()) {
+        size_t end = input.find('\n', begin);
+        if (end == std::string_view::npos)
+            end = input.size();
+        if (!text::trimmed(input.substr(begin, end - begin)).empty())
+            ++nonEmpty;
+        begin = end + 1;
+    }
+    if (nonEmpty > 3 * explained)
+        return InputKind::Log;
+    if (hasOom)
+        return InputKind::OomMessage;
+    if (hasSummary)
+        return InputKind::MemorySummary;
+    if (hasSmi)
+        return InputKind::NvidiaSmi;
+    return InputKind::Traceback;
 }
 
 } // namespace oomlens

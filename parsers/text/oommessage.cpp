@@ -1,0 +1,394 @@
+#include "parsers/text/oommessage.h"
+
+#include "parsers/text/sizeparse.h"
+#include "parsers/text/textlines.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace oomlens::text {
+
+namespace {
+
+constexpr size_t maxMessageLines = 12;
+constexpr size_t maxMessageBytes = 8192;
+constexpr size_t repeatWindowLines = 400;
+
+struct Anchor {
+    OomFamily family;
+    size_t pos;
+};
+
+void consider(std::optional<Anchor>& best, OomFamily family, size_t pos)
+{
+    if (!best || pos < best->pos)
+        best = Anchor { family, pos };
+}
+
+size_t startOf(std::string_view line, size_t pos, std::string_view lead)
+{
+    if (pos >= lead.size() && line.substr(pos - lead.size(), lead.size()) == lead)
+        return pos - lead.size();
+    return pos;
+}
+
+bool mentionsMemory(std::string_view text)
+{
+    return contains(text, "emory") || contains(text, "EMORY") || contains(text, "llocat");
+}
+
+// The phrase that starts an OOM message in this line, if any. `next` is the following line, for
+// messages a terminal broke in two ("Resource exhausted: Out" / "of memory while ...").
+std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
+{
+    const bool maybe = contains(line, "emory") || contains(line, "RESOURCE_EXHAUSTED")
+        || contains(line, "Resource exhausted") || contains(line, "OOM when") || contains(line, "STATUS_")
+        || contains(line, "DefaultCPUAllocator") || contains(line, "OUT_OF_DEVICE_MEMORY");
+    if (!maybe)
+        return std::nullopt;
+
+    std::optional<Anchor> best;
+    static constexpr std::array<std::string_view, 7> deviceWords { "CUDA", "HIP", "XPU", "DPCPP", "NPU", "MUSA",
+        "MLU" };
+    for (size_t at = line.find("out of memory"); at != std::string_view::npos;
+         at = line.find("out of memory", at + 1)) {
+        const std::string_view before = line.substr(0, at);
+        if (endsWith(before, "MPS backend ")) {
+            consider(best, OomFamily::Mps, at - 12);
+            continue;
+        }
+        bool matched = false;
+        for (std::string_view word : deviceWords) {
+            if (endsWith(before, std::string(word) + ' ')) {
+                consider(best, OomFamily::Caching, at - word.size() - 1);
+                matched = true;
+                break;
+            }
+        }
+        if (matched)
+            continue;
+        if (endsWith(before, "CUDA error: ") || endsWith(before, "HIP error: ")) {
+            consider(best, OomFamily::CudaRuntime, at - (endsWith(before, "HIP error: ") ? 11 : 12));
+        } else if (endsWith(before, "CUDA driver error: ")) {
+            consider(best, OomFamily::CudaDriver, at - 19);
+        } else if (endsWith(before, "(") && contains(line, "would exceed allowed memory")) {
+            const size_t allocation = line.find("Allocation on device");
+            consider(best, OomFamily::MallocAsync, allocation == std::string_view::npos ? at : allocation);
+        } else if (const size_t thc = before.find("cuda runtime error (2)"); thc != std::string_view::npos) {
+            consider(best, OomFamily::Thc, thc);
+        } else if (const size_t check = before.find("THCudaCheck FAIL"); check != std::string_view::npos) {
+            consider(best, OomFamily::Thc, check);
+        }
+    }
+    if (const size_t at = line.find("OOM when allocating tensor"); at != std::string_view::npos) {
+        consider(best, OomFamily::Tf, at);
+    } else {
+        for (std::string_view marker : { "RESOURCE_EXHAUSTED", "Resource exhausted", "Out of memory while trying to allocate",
+                 "Out of memory allocating" }) {
+            const size_t at = line.find(marker);
+            if (at != std::string_view::npos && (mentionsMemory(line.substr(at)) || mentionsMemory(next)))
+                consider(best, OomFamily::Xla, at);
+        }
+    }
+    for (std::string_view status : { "CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_NOT_INITIALIZED" }) {
+        if (const size_t at = line.find(status); at != std::string_view::npos)
+            consider(best, OomFamily::Cublas, startOf(line, at, "CUDA error: "));
+    }
+    for (std::string_view status : { "CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_ALLOC_FAILED", "CUDNN_STATUS_INTERNAL_ERROR" }) {
+        if (const size_t at = line.find(status); at != std::string_view::npos)
+            consider(best, OomFamily::Cudnn, startOf(line, at, "cuDNN error: "));
+    }
+    if (const size_t at = line.find("DefaultCPUAllocator: "); at != std::string_view::npos)
+        consider(best, OomFamily::Cpu, at);
+    if (const size_t at = line.find("UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); at != std::string_view::npos)
+        consider(best, OomFamily::LevelZero, at);
+    return best;
+}
+
+bool isIdentifierChar(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.';
+}
+
+bool looksLikeExceptionClass(std::string_view name)
+{
+    return endsWith(name, "Error") || endsWith(name, "Exception") || endsWith(name, "Exhausted");
+}
+
+// "torch.OutOfMemoryError: CUDA out of memory" -> "torch.OutOfMemoryError", with where it starts.
+std::string_view exceptionBefore(std::string_view line, size_t anchor, size_t* begin)
+{
+    std::string_view before = line.substr(0, anchor);
+    while (!before.empty() && before.back() == ' ')
+        before.remove_suffix(1);
+    if (before.empty() || before.back() != ':')
+        return {};
+    before.remove_suffix(1);
+    size_t start = before.size();
+    while (start > 0 && isIdentifierChar(before[start - 1]))
+        --start;
+    const std::string_view name = before.substr(start);
+    if (!looksLikeExceptionClass(name))
+        return {};
+    *begin = start;
+    return name;
+}
+
+// Lines that cannot be the continuation of a re-wrapped message.
+bool isStructural(std::string_view line)
+{
+    const std::string_view text = trimmed(line);
+    if (text.empty())
+        return true;
+    for (std::string_view lead : { "```", "~~~", "Traceback (most recent", "File \"", "During handling",
+             "The above exception", "Exception raised from", "frame #", "|", "---", "===", "___", "Exception has occurred",
+             "ERROR", "WARNING", "INFO", "DEBUG", ">>>", "$ " }) {
+        if (startsWith(text, lead))
+            return true;
+    }
+    if (text.size() > 2 && text[0] == '[' && text[1] >= '0' && text[1] <= '9')
+        return true;
+    // glog lines: "E1103 18:23:55.103186 ..."
+    if (text.size() > 6 && (text[0] == 'E' || text[0] == 'W' || text[0] == 'I' || text[0] == 'F')) {
+        bool digits = true;
+        for (size_t i = 1; i < 5; ++i)
+            digits = digits && text[i] >= '0' && text[i] <= '9';
+        if (digits)
+            return true;
+    }
+    // A log timestamp: "2024-08-21 ..."
+    if (text.size() > 10 && text[4] == '-' && text[7] == '-' && text[0] >= '0' && text[0] <= '9')
+        return true;
+    return false;
+}
+
+bool isParagraphFamily(OomFamily family)
+{
+    return family == OomFamily::Caching || family == OomFamily::Mps || family == OomFamily::MallocAsync
+        || family == OomFamily::Xla;
+}
+
+// After a finished sentence only the family's own wording may follow on the next line;
+// anything else is the next log line, not a wrapped part of the message.
+bool continuesMessage(OomFamily family, std::string_view sofar, std::string_view nextLine)
+{
+    const std::string_view next = trimmed(nextLine);
+    if (family == OomFamily::MallocAsync) {
+        for (std::string_view lead : { "Currently allocated", "Requested", "Device limit", "Free (according", "PyTorch limit", ":" }) {
+            if (startsWith(next, lead))
+                return true;
+        }
+        return false;
+    }
+    if (family == OomFamily::Xla)
+        return contains(next, "emory") || contains(next, "bytes") || contains(next, "allocat");
+    const char last = sofar.empty() ? '.' : sofar.back();
+    if (last != '.' && last != ')')
+        return true;
+    for (std::string_view lead : { "If ", "See ", "(https", "Of the", "Including", "Process ", "GPU ", "Tried",
+             "documentation", "fragmentation", "Please", "Use ", "and ", "is ", "with " }) {
+        if (startsWith(next, lead))
+            return true;
+    }
+    return false;
+}
+
+bool onlyBlankAfter(const TextLines& lines, size_t index)
+{
+    for (size_t i = index + 1; i < lines.size(); ++i) {
+        const std::string_view text = trimmed(lines[i]);
+        if (!text.empty() && !startsWith(text, "```") && !startsWith(text, "~~~") && text != "`")
+            return false;
+    }
+    return true;
+}
+
+// "Exception raised from malloc at ...:NNN (most recent call first):" + "frame #N: ..." lines.
+size_t skipCppTail(const TextLines& lines, size_t last, OomMessage& message)
+{
+    if (last + 1 >= lines.size() || !startsWith(trimmed(lines[last + 1]), "Exception raised from"))
+        return last;
+    ++last;
+    while (last + 1 < lines.size() && startsWith(trimmed(lines[last + 1]), "frame #"))
+        ++last;
+    message.notes.push_back("the C++ stack trace after the message (\"Exception raised from ...\") was left out");
+    const std::string_view final = trimmed(lines[last]);
+    if (last + 1 == lines.size() && startsWith(final, "frame #") && !endsWith(final, ")"))
+        message.truncated = true;
+    return last;
+}
+
+void attachRematerialization(const TextLines& lines, size_t index, OomMessage& message)
+{
+    const size_t from = index > 6 ? index - 6 : 0;
+    for (size_t i = index + 1; i-- > from;) {
+        const std::string_view line = lines[i];
+        const size_t at = line.find("Can't reduce memory use below ");
+        if (at == std::string_view::npos || !contains(line, "rematerialization"))
+            continue;
+        const auto limit = parseSizeAt(line, at + 30);
+        if (limit && limit->bytes)
+            message.allowedBytes = limit->bytes;
+        const size_t reduced = line.find("only reduced to ");
+        if (reduced != std::string_view::npos) {
+            if (auto size = parseSizeAt(line, reduced + 16); size && size->bytes)
+                message.notes.push_back("XLA rematerialization could only bring the program down to "
+                                        + std::to_string(*size->bytes) + " bytes, above the limit");
+        }
+        return;
+    }
+}
+
+FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
+{
+    FoundOom found;
+    found.family = anchor.family;
+    found.firstLine = index;
+    OomMessage& message = found.message;
+    message.sourceLine = lines.lineNumber(index);
+    const std::string_view line = lines[index];
+    const bool xla = anchor.family == OomFamily::Xla;
+
+    size_t textBegin = anchor.pos;
+    message.exception = std::string(exceptionBefore(line, anchor.pos, &textBegin));
+    if (message.exception.empty() && index > 0) {
+        // VS Code's debugger: "Exception has occurred: RuntimeError" on the line above.
+        const std::string_view above = trimmed(lines[index - 1]);
+        if (startsWith(above, "Exception has occurred: "))
+            message.exception = std::string(trimmed(above.substr(24)));
+    }
+    // XLA puts the size before RESOURCE_EXHAUSTED in some wordings, so its whole log line is read
+    // (minus the glog prefix); the others are read from the anchor phrase on.
+    size_t bodyBegin = anchor.pos;
+    if (xla && message.exception.empty()) {
+        const size_t glog = line.rfind("] ", anchor.pos);
+        bodyBegin = glog == std::string_view::npos ? 0 : glog + 2;
+    }
+
+    std::string raw(line.substr(bodyBegin));
+    std::string body = normalizedWhitespace(raw);
+    std::vector<size_t> bodyLengths { body.size() };
+    size_t last = index;
+    if (isParagraphFamily(anchor.family)) {
+        while (last + 1 < lines.size() && last - index + 1 < maxMessageLines && raw.size() < maxMessageBytes) {
+            const std::string_view nextLine = lines[last + 1];
+            const bool xlaStats = xla && contains(nextLine, "Free memory/Total memory");
+            if (oomMessageComplete(anchor.family, body) && !xlaStats)
+                break;
+            if (isStructural(nextLine) || (!xlaStats && !continuesMessage(anchor.family, body, nextLine)))
+                break;
+            const std::string_view after = last + 2 < lines.size() ? lines[last + 2] : std::string_view {};
+            if (!xla && findAnchor(nextLine, after))
+                break;
+            raw += '\n';
+            raw += nextLine;
+            ++last;
+            body = normalizedWhitespace(raw);
+            bodyLengths.push_back(body.size());
+        }
+    }
+
+    const size_t end = std::min(body.size(), oomMessageEnd(anchor.family, body));
+    const bool endMarkerFound = oomMessageEnd(anchor.family, body) != std::string_view::npos;
+    const std::string_view message_ = trimmed(std::string_view(body).substr(0, end));
+    parseOomFields(anchor.family, xla ? std::string_view(body) : message_, message);
+
+    // The message's last input line is the one its end falls on.
+    for (size_t k = 0; k < bodyLengths.size(); ++k) {
+        if (bodyLengths[k] >= message_.size()) {
+            last = index + k;
+            break;
+        }
+    }
+
+    if (anchor.family == OomFamily::Tf) {
+        // "[[{{node ...}}]]" and the report_tensor_allocations_upon_oom hint belong to the message.
+        while (last + 1 < lines.size()) {
+            const std::string_view next = trimmed(lines[last + 1]);
+            if (!startsWith(next, "[[") && !startsWith(next, "Hint:"))
+                break;
+            ++last;
+            if (last + 1 == lines.size() && startsWith(next, "Hint:") && !endsWith(next, "."))
+                message.truncated = true;
+        }
+    } else if (!isParagraphFamily(anchor.family)) {
+        // The runtime-error boilerplate that follows "CUDA error: out of memory".
+        while (last + 1 < lines.size()) {
+            const std::string_view next = trimmed(lines[last + 1]).substr(0, 200);
+            bool tail = false;
+            for (std::string_view lead : { "CUDA kernel errors might", "For debugging consider", "Compile with",
+                     "[Search for", "cuda runtime error", "HIP kernel errors might" })
+                tail = tail || contains(next, lead);
+            if (!tail)
+                break;
+            ++last;
+        }
+    }
+    last = skipCppTail(lines, last, message);
+    if (xla)
+        attachRematerialization(lines, index, message);
+
+    if (!endMarkerFound && onlyBlankAfter(lines, last) && endsMidWord(anchor.family, message_))
+        message.truncated = true;
+
+    found.lastLine = last;
+    found.core = std::string(message_);
+    message.text = message.exception.empty() ? std::string(message_) : message.exception + ": " + std::string(message_);
+    return found;
+}
+
+bool isRepeat(const FoundOom& earlier, const FoundOom& later)
+{
+    if (later.firstLine - earlier.lastLine > repeatWindowLines || earlier.family != later.family)
+        return false;
+    const std::string& a = earlier.core;
+    const std::string& b = later.core;
+    if (a == b)
+        return true;
+    const size_t shorter = std::min(a.size(), b.size());
+    return shorter >= 24 && a.compare(0, shorter, b, 0, shorter) == 0;
+}
+
+} // namespace
+
+std::vector<FoundOom> findOomMessages(const TextLines& lines)
+{
+    std::vector<FoundOom> found;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string_view next = i + 1 < lines.size() ? lines[i + 1] : std::string_view {};
+        const auto anchor = findAnchor(lines[i], next);
+        if (!anchor)
+            continue;
+        FoundOom message = assemble(lines, i, *anchor);
+        i = message.lastLine;
+        auto earlier = std::find_if(found.rbegin(), found.rend(), [&](const FoundOom& e) { return isRepeat(e, message); });
+        if (earlier != found.rend()) {
+            // Keep the fuller copy's fields, the first one's position.
+            if (earlier->message.truncated && !message.message.truncated) {
+                const size_t sourceLine = earlier->message.sourceLine;
+                const size_t firstLine = earlier->firstLine;
+                const size_t lastLine = earlier->lastLine;
+                auto repeats = std::move(earlier->repeatLines);
+                *earlier = std::move(message);
+                earlier->message.sourceLine = sourceLine;
+                earlier->repeatLines = std::move(repeats);
+                earlier->repeatLines.push_back(earlier->firstLine);
+                earlier->firstLine = firstLine;
+                earlier->lastLine = std::max(lastLine, earlier->lastLine);
+            } else {
+                earlier->repeatLines.push_back(message.firstLine);
+            }
+            continue;
+        }
+        found.push_back(std::move(message));
+    }
+    for (FoundOom& message : found) {
+        if (!message.repeatLines.empty())
+            message.message.notes.push_back("the same message appears " + std::to_string(message.repeatLines.size() + 1)
+                                            + " times in the input (a logger or test runner repeated it)");
+    }
+    return found;
+}
+
+} // namespace oomlens::text

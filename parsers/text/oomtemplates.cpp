@@ -1,0 +1,638 @@
+#include "parsers/text/oomtemplates.h"
+
+#include "parsers/text/sizeparse.h"
+#include "parsers/text/textlines.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+
+namespace oomlens::text {
+
+namespace {
+
+constexpr int openEnd = std::numeric_limits<int>::max();
+
+// Version ranges as major*100+minor, so "1.10" < "1.13" < "2.1".
+struct VersionRange {
+    int low = 0;
+    int high = openEnd;
+};
+
+std::string versionText(int version)
+{
+    return std::to_string(version / 100) + '.' + std::to_string(version % 100);
+}
+
+std::string rangeText(VersionRange range)
+{
+    if (range.low == 0 && range.high == openEnd)
+        return {};
+    if (range.low == 0)
+        return "<=" + versionText(range.high);
+    if (range.high == openEnd)
+        return versionText(range.low) + '+';
+    if (range.low == range.high)
+        return versionText(range.low);
+    return versionText(range.low) + '-' + versionText(range.high);
+}
+
+// The printed exception class tells the era too (formats.md §2.1).
+VersionRange exceptionRange(std::string_view exception)
+{
+    if (exception == "RuntimeError")
+        return { 0, 112 };
+    if (exception == "torch.cuda.OutOfMemoryError")
+        return { 113, 204 };
+    if (exception == "torch.OutOfMemoryError")
+        return { 205, openEnd };
+    if (exception == "OutOfMemoryError")
+        return { 113, openEnd };
+    return {};
+}
+
+void setVersionHint(OomMessage& message, VersionRange range, bool byClass = true)
+{
+    const VersionRange byException = byClass ? exceptionRange(message.exception) : VersionRange {};
+    const VersionRange both { std::max(range.low, byException.low), std::min(range.high, byException.high) };
+    if (both.low <= both.high) {
+        message.torchVersionHint = rangeText(both);
+    } else {
+        message.torchVersionHint = rangeText(range);
+        message.notes.push_back("the exception class " + message.exception
+                                + " does not belong to the era of this message's wording");
+    }
+}
+
+bool isDigit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+std::optional<int> intAfter(std::string_view text, std::string_view marker, size_t from = 0)
+{
+    const size_t at = text.find(marker, from);
+    if (at == std::string_view::npos)
+        return std::nullopt;
+    const auto value = parseIntegerAt(text, at + marker.size());
+    if (!value || *value > 1000000)
+        return std::nullopt;
+    return static_cast<int>(*value);
+}
+
+// The size that ends right before `marker`: "8.27 GiB allowed;" -> 8.27 GiB.
+std::optional<SizeToken> sizeBefore(std::string_view text, size_t markerPos)
+{
+    size_t begin = markerPos;
+    while (begin > 0 && text[begin - 1] == ' ')
+        --begin;
+    // Step back over the unit, the space and the number.
+    while (begin > 0 && text[begin - 1] != ' ')
+        --begin;
+    if (begin > 0 && text[begin - 1] == ' ')
+        --begin;
+    while (begin > 0 && (isDigit(text[begin - 1]) || text[begin - 1] == '.'))
+        --begin;
+    auto token = parseSizeAt(text, begin);
+    if (!token || token->end > markerPos)
+        return std::nullopt;
+    return token;
+}
+
+void setSize(std::optional<uint64_t>& field, const std::optional<SizeToken>& token, OomMessage& message,
+    std::string_view what)
+{
+    if (!token)
+        return;
+    if (token->garbage) {
+        message.notes.push_back(std::string(what)
+                                + " is printed as an impossible value (about 2^64 bytes): the driver did not "
+                                  "report it, so it is left empty");
+        return;
+    }
+    field = token->bytes;
+}
+
+void addReservedFromParts(OomMessage& message)
+{
+    if (message.allocatedBytes && message.reservedUnallocatedBytes)
+        message.reservedBytes = *message.allocatedBytes + *message.reservedUnallocatedBytes;
+}
+
+void parseProcesses(std::string_view body, OomMessage& message)
+{
+    static constexpr std::string_view memoryInUse = " memory in use";
+    size_t at = 0;
+    while ((at = body.find(memoryInUse, at)) != std::string_view::npos) {
+        const size_t hasAt = body.rfind(" has ", at);
+        const size_t sentence = body.rfind(". ", at);
+        if (hasAt == std::string_view::npos || (sentence != std::string_view::npos && sentence > hasAt)) {
+            at += memoryInUse.size();
+            continue;
+        }
+        ProcessUsage usage;
+        const size_t start = sentence == std::string_view::npos ? 0 : sentence + 2;
+        const std::string_view subject = body.substr(start, hasAt - start);
+        if (contains(subject, "this process")) {
+            usage.self = true;
+        } else if (startsWith(subject, "Process ")) {
+            if (auto pid = parseIntegerAt(subject, 8))
+                usage.pid = static_cast<int64_t>(*pid);
+        } else {
+            at += memoryInUse.size();
+            continue;
+        }
+        const auto size = parseSizeAt(body, hasAt + 5);
+        if (size && size->garbage) {
+            message.notes.push_back(std::string(usage.self ? "this process" : "a process")
+                                    + "'s memory is printed as 17179869184.00 GiB (2^64): NVML could not read "
+                                      "it (WDDM or a container), so it is left empty");
+        } else if (size) {
+            usage.bytes = size->bytes;
+        }
+        message.processes.push_back(usage);
+        at += memoryInUse.size();
+    }
+}
+
+// "(GPU 0; 14.76 GiB total capacity; 9.94 GiB already allocated; 3.89 GiB free; 160.79 MiB cached)"
+void parseParenthesisedClauses(std::string_view body, size_t open, OomMessage& message, bool& sawCached,
+    bool& sawReserved)
+{
+    std::optional<uint64_t> cached;
+    size_t close = body.find(')', open);
+    const std::string_view inside = body.substr(open + 1, close == std::string_view::npos ? std::string_view::npos
+                                                                                       : close - open - 1);
+    size_t clauseBegin = 0;
+    int index = 0;
+    while (clauseBegin <= inside.size()) {
+        size_t clauseEnd = inside.find(';', clauseBegin);
+        if (clauseEnd == std::string_view::npos)
+            clauseEnd = inside.size();
+        const std::string_view clause = trimmed(inside.substr(clauseBegin, clauseEnd - clauseBegin));
+        if (index == 0) {
+            const size_t space = clause.find(' ');
+            if (space != std::string_view::npos) {
+                if (auto device = parseIntegerAt(clause, space + 1); device && *device < 100000)
+                    message.device = static_cast<int>(*device);
+            }
+        } else if (auto size = parseSizeAt(clause, 0)) {
+            const std::string_view rest = trimmed(clause.substr(size->end));
+            if (rest == "total capacity")
+                setSize(message.totalBytes, size, message, "the total capacity");
+            else if (rest == "already allocated")
+                setSize(message.allocatedBytes, size, message, "the allocated memory");
+            else if (rest == "free")
+                setSize(message.freeBytes, size, message, "the free memory");
+            else if (rest == "allowed")
+                setSize(message.allowedBytes, size, message, "the allowed memory");
+            else if (startsWith(rest, "reserved in total")) {
+                setSize(message.reservedBytes, size, message, "the reserved memory");
+                sawReserved = true;
+            } else if (rest == "cached") {
+                setSize(cached, size, message, "the cached memory");
+                sawCached = true;
+            } else if (rest == "current active") {
+                message.notes.push_back("the message also reports " + std::string(clause));
+            }
+        }
+        ++index;
+        clauseBegin = clauseEnd + 1;
+    }
+    if (sawCached) {
+        // The oldest wording reports the cache beside the allocated bytes: reserved = both.
+        message.reservedUnallocatedBytes = cached;
+        if (message.allocatedBytes && cached)
+            message.reservedBytes = *message.allocatedBytes + *cached;
+    } else if (message.reservedBytes && message.allocatedBytes) {
+        if (*message.reservedBytes >= *message.allocatedBytes)
+            message.reservedUnallocatedBytes = *message.reservedBytes - *message.allocatedBytes;
+        else
+            message.notes.push_back("the message reports more allocated than reserved memory; the numbers are "
+                                    "inconsistent (unified memory or a driver quirk)");
+    }
+}
+
+struct DeviceWord {
+    std::string_view word;
+    std::string_view backend;
+};
+
+constexpr std::array<DeviceWord, 7> deviceWords { {
+    { "CUDA", "cuda" },
+    { "HIP", "hip" },
+    { "XPU", "xpu" },
+    { "DPCPP", "xpu" },
+    { "NPU", "npu" },
+    { "MUSA", "musa" },
+    { "MLU", "mlu" },
+} };
+
+void parseCaching(std::string_view body, OomMessage& message)
+{
+    std::string_view word = body.substr(0, body.find(' '));
+    message.backend = "cuda";
+    for (const auto& candidate : deviceWords) {
+        if (candidate.word == word)
+            message.backend = std::string(candidate.backend);
+    }
+    const auto requested = sizeAfter(body, "Tried to allocate ");
+    setSize(message.requestedBytes, requested, message, "the requested size");
+    const size_t afterRequest = requested ? requested->end : std::string_view::npos;
+
+    const bool oldStyle = afterRequest != std::string_view::npos && body.substr(afterRequest, 2) == " (";
+    const bool newStyle = contains(body, ". GPU ") || contains(body, "total capac");
+    if (!oldStyle && !newStyle) {
+        // Cut before anything that tells the wording apart.
+        message.templateId = word == "DPCPP" ? "dpcpp" : (word == "CUDA" || word == "HIP" ? "unknown" : message.backend);
+        message.truncated = true;
+        return;
+    }
+    if (oldStyle) {
+        bool sawCached = false;
+        bool sawReserved = false;
+        parseParenthesisedClauses(body, afterRequest + 1, message, sawCached, sawReserved);
+        const bool hint = contains(body, "If reserved memory is >>");
+        const bool closed = body.find(')', afterRequest) != std::string_view::npos;
+        if (word == "DPCPP") {
+            message.templateId = "dpcpp";
+        } else if (word == "NPU" || word == "MUSA" || word == "MLU") {
+            message.templateId = std::string(message.backend);
+        } else if (sawCached) {
+            message.templateId = "T0";
+            setVersionHint(message, { 0, 103 });
+        } else {
+            message.templateId = "T1";
+            if (hint)
+                setVersionHint(message, { 110, 200 });
+            else if (closed && contains(body, "reserved in total by PyTorch)"))
+                setVersionHint(message, { 104, 109 });
+            else
+                setVersionHint(message, { 104, 200 });
+        }
+        const bool complete = message.requestedBytes && message.device && message.totalBytes
+            && message.allocatedBytes && message.freeBytes && (sawCached || sawReserved);
+        message.truncated = message.truncated || !complete;
+        return;
+    }
+
+    if (auto device = intAfter(body, ". GPU "))
+        message.device = device;
+    const bool typo = contains(body, "total capacty of ");
+    setSize(message.totalBytes, sizeAfter(body, typo ? "total capacty of " : "total capacity of "), message,
+        "the total capacity");
+    setSize(message.freeBytes, sizeAfter(body, " of which "), message, "the free memory");
+    parseProcesses(body, message);
+    if (const size_t allowed = body.find(" allowed; "); allowed != std::string_view::npos)
+        setSize(message.allowedBytes, sizeBefore(body, allowed), message, "the allowed memory");
+    const size_t ofAllocated = body.find("Of the allocated memory ");
+    if (ofAllocated != std::string_view::npos) {
+        setSize(message.allocatedBytes, sizeAfter(body, "Of the allocated memory ", ofAllocated), message,
+            "the allocated memory");
+        setSize(message.privatePoolsBytes, sizeAfter(body, "is allocated by PyTorch, with ", ofAllocated), message,
+            "the private pools");
+        for (size_t at = body.find("and ", ofAllocated); at != std::string_view::npos; at = body.find("and ", at + 4)) {
+            const auto unallocated = parseSizeAt(body, at + 4);
+            if (unallocated && contains(body.substr(unallocated->end, 40), "reserved by PyTorch but unallocated")) {
+                setSize(message.reservedUnallocatedBytes, unallocated, message, "the reserved-but-unallocated memory");
+                break;
+            }
+        }
+    }
+    // The allocated figure already includes private pools and the unallocated one is reserved
+    // minus both (CUDACachingAllocator.cpp), so their sum is the whole reservation.
+    addReservedFromParts(message);
+
+    const bool v3 = contains(body, "#environment-variables)");
+    const bool v4 = contains(body, "docs.pytorch.org") || contains(body, "#optimizing-memory-usage");
+    if (message.backend == "xpu") {
+        message.templateId = "xpu";
+        setVersionHint(message, { 204, openEnd });
+    } else if (typo) {
+        message.templateId = "T2";
+        setVersionHint(message, { 201, 201 });
+    } else if (v4) {
+        message.templateId = "T4";
+        setVersionHint(message, { 208, openEnd });
+    } else if (v3) {
+        message.templateId = "T3";
+        setVersionHint(message, { 202, 207 });
+    } else {
+        // The URL that tells T3 from T4 was left out or cut off.
+        message.templateId = "T3";
+        setVersionHint(message, { 202, openEnd });
+        message.notes.push_back("the documentation link is missing, so 2.2-2.7 (T3) and 2.8+ (T4) wording cannot "
+                                "be told apart");
+    }
+    const bool complete = message.requestedBytes && message.device && message.totalBytes && message.freeBytes
+        && message.allocatedBytes && message.reservedUnallocatedBytes;
+    message.truncated = message.truncated || !complete;
+}
+
+void parseMps(std::string_view body, OomMessage& message)
+{
+    message.backend = "mps";
+    message.templateId = "mps";
+    const bool modern = contains(body, "(MPS allocated: ");
+    setSize(message.allocatedBytes, sizeAfter(body, modern ? "MPS allocated: " : "currently allocated: "), message,
+        "the allocated memory");
+    setSize(message.otherAllocationsBytes, sizeAfter(body, "other allocations: "), message, "other allocations");
+    setSize(message.allowedBytes, sizeAfter(body, "max allowed: "), message, "the allowed memory");
+    setSize(message.requestedBytes, sizeAfter(body, "Tried to allocate "), message, "the requested size");
+    if (const size_t on = body.find(" on private pool"); on != std::string_view::npos)
+        message.notes.push_back("the request was for the private (GPU-only) pool");
+    else if (body.find(" on shared pool") != std::string_view::npos)
+        message.notes.push_back("the request was for the shared (CPU-visible) pool");
+    if (contains(body, " GB") || contains(body, " MB") || contains(body, " KB"))
+        message.notes.push_back("MPS prints KB/MB/GB but divides by 1024; the values are read as binary units");
+    setVersionHint(message, modern ? VersionRange { 200, openEnd } : VersionRange { 112, 113 }, false);
+    message.truncated = message.truncated || !(message.allocatedBytes && message.requestedBytes);
+}
+
+void parseMallocAsync(std::string_view body, OomMessage& message)
+{
+    message.backend = "cuda";
+    message.templateId = "cudaMallocAsync";
+    message.device = intAfter(body, "Allocation on device ");
+    setSize(message.allocatedBytes, sizeAfter(body, "Currently allocated :"), message, "the allocated memory");
+    setSize(message.requestedBytes, sizeAfter(body, "Requested :"), message, "the requested size");
+    setSize(message.totalBytes, sizeAfter(body, "Device limit :"), message, "the device limit");
+    setSize(message.freeBytes, sizeAfter(body, "Free (according to CUDA):"), message, "the free memory");
+    if (const auto limit = sizeAfter(body, "memory fraction) :"); limit) {
+        if (limit->garbage)
+            message.notes.push_back("no memory fraction is set (PyTorch prints the unlimited limit as 2^64)");
+        else
+            message.allowedBytes = limit->bytes;
+    }
+    setVersionHint(message, { 200, openEnd });
+    message.truncated = message.truncated
+        || !(message.allocatedBytes && message.requestedBytes && message.totalBytes && message.freeBytes);
+}
+
+void parseXla(std::string_view body, OomMessage& message)
+{
+    message.backend = "xla";
+    message.templateId = "xla";
+    for (std::string_view marker : { "trying to allocate ", "failed to allocate ", "allocating ", "allocate " }) {
+        if (auto size = sizeAfter(body, marker); size) {
+            setSize(message.requestedBytes, size, message, "the requested size");
+            break;
+        }
+    }
+    // The cudaMallocAsync flavour of XLA reports "Free memory/Total memory: F/T".
+    if (const size_t at = body.find("Free memory/Total memory: "); at != std::string_view::npos) {
+        size_t slash = 0;
+        if (auto free = parseIntegerAt(body, at + 26, &slash); free && slash < body.size() && body[slash] == '/') {
+            message.freeBytes = free;
+            message.totalBytes = parseIntegerAt(body, slash + 1);
+        }
+    }
+    message.truncated = message.truncated || !message.requestedBytes;
+}
+
+uint64_t dtypeBytes(std::string_view type)
+{
+    static constexpr std::array<std::pair<std::string_view, uint64_t>, 14> sizes { {
+        { "float", 4 },
+        { "double", 8 },
+        { "half", 2 },
+        { "bfloat16", 2 },
+        { "int8", 1 },
+        { "uint8", 1 },
+        { "bool", 1 },
+        { "int16", 2 },
+        { "uint16", 2 },
+        { "int32", 4 },
+        { "uint32", 4 },
+        { "int64", 8 },
+        { "uint64", 8 },
+        { "complex64", 8 },
+    } };
+    for (const auto& [name, bytes] : sizes) {
+        if (name == type)
+            return bytes;
+    }
+    return 0;
+}
+
+void parseTf(std::string_view body, OomMessage& message)
+{
+    message.backend = "tf";
+    message.templateId = "tf";
+    // TF prints the shape, not a byte count; shape x element size is exactly what it asked for.
+    const size_t open = body.find("shape[");
+    const size_t close = open == std::string_view::npos ? open : body.find(']', open);
+    const size_t typeAt = body.find(" and type ");
+    if (open != std::string_view::npos && close != std::string_view::npos && typeAt != std::string_view::npos) {
+        const std::string_view dims = body.substr(open + 6, close - open - 6);
+        const size_t typeEnd = body.find(' ', typeAt + 10);
+        const std::string_view type = body.substr(typeAt + 10, typeEnd == std::string_view::npos ? std::string_view::npos : typeEnd - typeAt - 10);
+        uint64_t bytes = dtypeBytes(type);
+        bool ok = bytes != 0;
+        size_t at = 0;
+        while (ok && at <= dims.size()) {
+            size_t end = 0;
+            const auto dim = parseIntegerAt(dims, at, &end);
+            if (!dim || __builtin_mul_overflow(bytes, *dim, &bytes))
+                ok = false;
+            at = end;
+            if (at >= dims.size())
+                break;
+            if (dims[at] != ',')
+                ok = false;
+            ++at;
+        }
+        if (ok)
+            message.requestedBytes = bytes;
+        else
+            message.notes.push_back("the tensor's byte size cannot be computed from shape[" + std::string(dims)
+                                    + "] and type " + std::string(type));
+    }
+    if (auto device = intAfter(body, "device:GPU:"))
+        message.device = device;
+    message.truncated = message.truncated || close == std::string_view::npos || typeAt == std::string_view::npos;
+}
+
+void parseNearOom(OomFamily family, std::string_view body, OomMessage& message)
+{
+    message.probable = true;
+    switch (family) {
+    case OomFamily::CudaRuntime:
+        message.backend = startsWith(body, "HIP") ? "hip" : "cuda_runtime";
+        message.templateId = startsWith(body, "HIP") ? "hip_runtime" : "cuda_runtime";
+        if (contains(body, "TORCH_USE_CUDA_DSA"))
+            setVersionHint(message, { 200, openEnd });
+        else if (contains(body, "API call,so"))
+            setVersionHint(message, { 0, 113 });
+        break;
+    case OomFamily::CudaDriver:
+        message.backend = "cuda_runtime";
+        message.templateId = "cuda_driver";
+        break;
+    case OomFamily::Thc:
+        message.backend = "cuda_runtime";
+        message.templateId = "thc";
+        message.torchVersionHint = "Lua Torch / THC";
+        break;
+    case OomFamily::Cublas:
+        message.backend = "cublas";
+        message.templateId = "cublas";
+        if (contains(body, "CUBLAS_STATUS_NOT_INITIALIZED"))
+            message.notes.push_back("CUBLAS_STATUS_NOT_INITIALIZED at handle creation usually means no memory was "
+                                    "left for the cuBLAS workspace");
+        break;
+    case OomFamily::Cudnn:
+        message.backend = "cudnn";
+        message.templateId = "cudnn";
+        if (contains(body, "CUDNN_STATUS_NOT_SUPPORTED"))
+            message.notes.push_back("CUDNN_STATUS_NOT_SUPPORTED is ambiguous: a non-contiguous input or a "
+                                    "workspace that did not fit");
+        break;
+    case OomFamily::Cpu:
+        message.backend = "cpu";
+        message.templateId = "cpu";
+        setSize(message.requestedBytes, sizeAfter(body, "you tried to allocate "), message, "the requested size");
+        break;
+    case OomFamily::LevelZero:
+        message.backend = "xpu";
+        message.templateId = "level_zero";
+        break;
+    default:
+        break;
+    }
+}
+
+// The fixed wording each family ends with; used to tell a cut paste from a trimmed one.
+std::string_view fixedWording(OomFamily family)
+{
+    switch (family) {
+    case OomFamily::Caching:
+        return "If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation. See "
+               "documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF If reserved but unallocated memory "
+               "is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation. See "
+               "documentation for Memory Management (https://pytorch.org/docs/stable/notes/cuda.html#environment-"
+               "variables) Please use `empty_cache` to release all unoccupied cached memory. total capacity "
+               "capacty already allocated free cached reserved in total by PyTorch is allocated by PyTorch, and is "
+               "reserved by PyTorch but unallocated. Including non-PyTorch memory, this process has memory in use. "
+               "Process Of the allocated memory with allocated in private pools (e.g., CUDA Graphs), GPU has a of "
+               "which is free. Tried to allocate PYTORCH_HIP_ALLOC_CONF=expandable_segments:True";
+    case OomFamily::Mps:
+        return "Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause "
+               "system failure). on private pool. shared pool.";
+    default:
+        return {};
+    }
+}
+
+} // namespace
+
+void parseOomFields(OomFamily family, std::string_view body, OomMessage& message)
+{
+    switch (family) {
+    case OomFamily::Caching:
+        parseCaching(body, message);
+        break;
+    case OomFamily::Mps:
+        parseMps(body, message);
+        break;
+    case OomFamily::MallocAsync:
+        parseMallocAsync(body, message);
+        break;
+    case OomFamily::Xla:
+        parseXla(body, message);
+        break;
+    case OomFamily::Tf:
+        parseTf(body, message);
+        break;
+    default:
+        parseNearOom(family, body, message);
+        break;
+    }
+}
+
+bool oomMessageComplete(OomFamily family, std::string_view body)
+{
+    switch (family) {
+    case OomFamily::Caching:
+        for (std::string_view end : { "cached)", "variables)", "alloc-conf)", "Management and PYTORCH_CUDA_ALLOC_CONF",
+                 "unoccupied cached memory.", "to avoid fragmentation." }) {
+            if (contains(body, end) && (end != "to avoid fragmentation." || contains(body, "reserved in total")))
+                return true;
+        }
+        return endsWith(body, "reserved in total by PyTorch)");
+    case OomFamily::Mps:
+        return contains(body, "(may cause system failure).") || (contains(body, " pool.") && !contains(body, "max allowed"));
+    case OomFamily::MallocAsync: {
+        const size_t limit = body.find("memory fraction) :");
+        return limit != std::string_view::npos && parseSizeAt(body, limit + 18).has_value();
+    }
+    case OomFamily::Xla:
+        return contains(body, "bytes") || contains(body, "iB.");
+    default:
+        return true;
+    }
+}
+
+size_t oomMessageEnd(OomFamily family, std::string_view body)
+{
+    auto after = [&](std::string_view marker) -> size_t {
+        const size_t at = body.find(marker);
+        return at == std::string_view::npos ? std::string_view::npos : at + marker.size();
+    };
+    switch (family) {
+    case OomFamily::Caching: {
+        size_t end = std::string_view::npos;
+        for (std::string_view marker : { "cached)", "#environment-variables)", "-alloc-conf)",
+                 "Management and PYTORCH_CUDA_ALLOC_CONF", "unoccupied cached memory." })
+            end = std::min(end, after(marker));
+        if (end == std::string_view::npos) {
+            // T1 without its hint ends at the parenthesis; anything after it is someone else's text.
+            const size_t reserved = after("reserved in total by PyTorch)");
+            if (reserved != std::string_view::npos && !startsWith(body.substr(reserved), " If reserved"))
+                end = reserved;
+            else if (const size_t npuHint = after("to avoid fragmentation."); npuHint != std::string_view::npos)
+                end = npuHint;
+        }
+        return end;
+    }
+    case OomFamily::Mps:
+        return after("(may cause system failure).");
+    case OomFamily::MallocAsync: {
+        const size_t limit = body.find("memory fraction) :");
+        if (limit != std::string_view::npos) {
+            if (auto size = parseSizeAt(body, limit + 18))
+                return size->end;
+        }
+        return std::string_view::npos;
+    }
+    case OomFamily::Xla:
+        return after("bytes.");
+    default:
+        return std::string_view::npos;
+    }
+}
+
+bool endsMidWord(OomFamily family, std::string_view body)
+{
+    const std::string_view wording = fixedWording(family);
+    if (wording.empty() || body.empty())
+        return false;
+    const size_t space = body.rfind(' ');
+    const std::string_view last = space == std::string_view::npos ? body : body.substr(space + 1);
+    if (last.empty() || isDigit(last.front()))
+        return false;
+    // A complete word of the fixed wording means the text could have been trimmed by hand there.
+    size_t at = 0;
+    while ((at = wording.find(last, at)) != std::string_view::npos) {
+        const bool startOk = at == 0 || wording[at - 1] == ' ';
+        const size_t end = at + last.size();
+        const bool endOk = end == wording.size() || wording[end] == ' ';
+        if (startOk && endOk)
+            return false;
+        ++at;
+    }
+    return true;
+}
+
+} // namespace oomlens::text

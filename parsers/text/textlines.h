@@ -1,0 +1,45 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomlens::text {
+
+// The input cut into lines once, with what launchers put in front of every line removed
+// (`[rank0]:`, `(VllmWorker rank=1 pid=254)`, srun's `0: `), so the parsers see what Python printed.
+// Holds views into the text it was built from (or into its own cleaned copy).
+class TextLines
+{
+public:
+    explicit TextLines(std::string_view text);
+
+    size_t size() const { return m_lines.size(); }
+    std::string_view operator[](size_t index) const { return m_lines[index]; }
+    // 1-based line number in the original input for display and sourceLine fields.
+    size_t lineNumber(size_t index) const { return index + 1; }
+
+private:
+    std::string m_cleaned; // only used when the input needed cleaning (invalid UTF-8, ANSI colours, CR)
+    std::vector<std::string_view> m_lines;
+};
+
+std::string_view trimmed(std::string_view text);
+std::string_view trimmedLeft(std::string_view text);
+size_t indentation(std::string_view line);
+bool startsWith(std::string_view text, std::string_view prefix);
+bool endsWith(std::string_view text, std::string_view suffix);
+bool contains(std::string_view text, std::string_view needle);
+
+// Collapses every run of whitespace (spaces, tabs, newlines, NBSP) into one space and trims both ends:
+// users re-wrap messages, terminals insert line breaks, and loggers pad with tabs.
+std::string normalizedWhitespace(std::string_view text);
+
+// Removes launcher prefixes in front of a line; at most a few, so a hostile line cannot loop.
+std::string_view strippedLinePrefixes(std::string_view line);
+
+// Valid UTF-8 copy: invalid bytes become U+FFFD, so every string we hand on can go into JSON.
+bool isValidUtf8(std::string_view text);
+std::string sanitizedUtf8(std::string_view text);
+
+} // namespace oomlens::text

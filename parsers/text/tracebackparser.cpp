@@ -1,0 +1,410 @@
+#include "parsers/text/tracebackparser.h"
+
+#include "parsers/text/sizeparse.h"
+#include "parsers/text/textlines.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace oomlens::text {
+
+namespace {
+
+enum class FrameStyle : uint8_t { Python, IPython };
+
+bool isDigit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+std::string withForwardSlashes(std::string_view path)
+{
+    std::string out(path);
+    std::replace(out.begin(), out.end(), '\\', '/');
+    return out;
+}
+
+// "Trainer.evaluate(self, eval_dataset)" -> "evaluate"
+std::string_view bareFunction(std::string_view function)
+{
+    const size_t paren = function.find('(');
+    if (paren != std::string_view::npos)
+        function = function.substr(0, paren);
+    const size_t dot = function.rfind('.');
+    if (dot != std::string_view::npos && dot + 1 < function.size())
+        function = function.substr(dot + 1);
+    return trimmed(function);
+}
+
+std::optional<TracebackFrame> parseFileFrame(std::string_view text)
+{
+    // text is everything after "File "
+    TracebackFrame frame;
+    std::string_view rest;
+    if (!text.empty() && text.front() == '"') {
+        const size_t close = text.find('"', 1);
+        if (close == std::string_view::npos)
+            return std::nullopt;
+        frame.filename = std::string(text.substr(1, close - 1));
+        rest = text.substr(close + 1);
+    } else {
+        // IPython 8: "File /path/trainer.py:2113, in Trainer.evaluate(...)"; also hand-edited
+        // lines that lost the opening quote: File ~/bin/tabr.py", line 537, in evaluate
+        size_t comma = text.find(", line ");
+        if (comma == std::string_view::npos)
+            comma = text.find(", in ");
+        if (comma == std::string_view::npos)
+            return std::nullopt;
+        std::string_view name = text.substr(0, comma);
+        if (endsWith(name, "\""))
+            name.remove_suffix(1);
+        const size_t colon = name.rfind(':');
+        if (colon != std::string_view::npos && colon + 1 < name.size() && isDigit(name[colon + 1])) {
+            if (auto line = parseIntegerAt(name, colon + 1); line && *line < 100000000)
+                frame.line = static_cast<int>(*line);
+            name = name.substr(0, colon);
+        }
+        frame.filename = std::string(name);
+        rest = text.substr(comma);
+    }
+    if (startsWith(rest, ", line ")) {
+        size_t end = 0;
+        const auto line = parseIntegerAt(rest, 7, &end);
+        if (!line)
+            return std::nullopt;
+        frame.line = static_cast<int>(std::min<uint64_t>(*line, 100000000));
+        rest = rest.substr(end);
+    }
+    // ", in func" (CPython) or " in func" (faulthandler)
+    if (startsWith(rest, ", in "))
+        frame.function = std::string(trimmed(rest.substr(5)));
+    else if (startsWith(rest, " in "))
+        frame.function = std::string(trimmed(rest.substr(4)));
+    else if (!trimmed(rest).empty() && trimmed(rest) != ",")
+        return std::nullopt; // a lone "," is a frame line cut at the end of a paste
+    if (frame.filename.empty())
+        return std::nullopt;
+    return frame;
+}
+
+std::optional<TracebackFrame> parseOldIPythonFrame(std::string_view text)
+{
+    // "/usr/lib/python3.7/site-packages/jax/xla.py in _execute_compiled(compiled, avals)"
+    const size_t in = text.find(" in ");
+    if (in == std::string_view::npos || in == 0)
+        return std::nullopt;
+    const std::string_view file = text.substr(0, in);
+    if (file.find(' ') != std::string_view::npos)
+        return std::nullopt;
+    if (!endsWith(file, ".py") && !startsWith(file, "<ipython-input"))
+        return std::nullopt;
+    const std::string_view call = text.substr(in + 4);
+    const size_t paren = call.find('(');
+    if (paren == std::string_view::npos || paren == 0)
+        return std::nullopt;
+    TracebackFrame frame;
+    frame.filename = std::string(file);
+    frame.function = std::string(call.substr(0, paren));
+    return frame;
+}
+
+std::optional<std::pair<TracebackFrame, FrameStyle>> parseFrame(std::string_view line)
+{
+    const std::string_view text = trimmed(line);
+    if (startsWith(text, "File ")) {
+        if (auto frame = parseFileFrame(text.substr(5))) {
+            const bool ipython = text.size() > 5 && text[5] != '"' && !contains(text, ", line ");
+            return std::make_pair(*frame, ipython ? FrameStyle::IPython : FrameStyle::Python);
+        }
+        return std::nullopt;
+    }
+    if (startsWith(text, "Cell In[")) {
+        TracebackFrame frame;
+        const size_t comma = text.find(", line ");
+        frame.filename = std::string(text.substr(0, comma));
+        frame.function = "<cell>";
+        if (comma != std::string_view::npos) {
+            if (auto number = parseIntegerAt(text, comma + 7); number && *number < 100000000)
+                frame.line = static_cast<int>(*number);
+        }
+        return std::make_pair(frame, FrameStyle::IPython);
+    }
+    if (auto frame = parseOldIPythonFrame(text))
+        return std::make_pair(*frame, FrameStyle::IPython);
+    return std::nullopt;
+}
+
+// "--> 960   out_bufs = compiled.execute(input_bufs)", "   958   for i, x in ..."
+bool parseNumberedLine(std::string_view line, bool* arrow, int* number, std::string_view* code)
+{
+    std::string_view text = trimmed(line);
+    *arrow = false;
+    if (startsWith(text, "-")) {
+        size_t dashes = 0;
+        while (dashes < text.size() && text[dashes] == '-')
+            ++dashes;
+        if (dashes >= text.size() || text[dashes] != '>')
+            return false;
+        *arrow = true;
+        text = trimmedLeft(text.substr(dashes + 1));
+    }
+    size_t end = 0;
+    const auto value = parseIntegerAt(text, 0, &end);
+    if (!value || (end < text.size() && text[end] != ' '))
+        return false;
+    *number = static_cast<int>(std::min<uint64_t>(*value, 100000000));
+    *code = trimmed(text.substr(end));
+    return true;
+}
+
+bool isMarkerLine(std::string_view text)
+{
+    return !text.empty() && text.find_first_not_of(" ^~") == std::string_view::npos;
+}
+
+bool isElision(std::string_view text)
+{
+    return text == "..." || (startsWith(text, "...<") && endsWith(text, ">..."));
+}
+
+bool looksLikeException(std::string_view text)
+{
+    size_t end = 0;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '.'))
+        ++end;
+    const std::string_view name = text.substr(0, end);
+    if (name.empty() || (end < text.size() && text[end] != ':'))
+        return false;
+    for (std::string_view suffix : { "Error", "Exception", "Exit", "Interrupt", "Warning", "Failure", "Exhausted" }) {
+        if (endsWith(name, suffix))
+            return true;
+    }
+    return false;
+}
+
+bool isChainSeparator(std::string_view text)
+{
+    return startsWith(text, "During handling of the above exception")
+        || startsWith(text, "The above exception was the direct cause");
+}
+
+} // namespace
+
+std::optional<TracebackFrame> parseFrameLine(std::string_view line)
+{
+    if (auto parsed = parseFrame(line))
+        return parsed->first;
+    return std::nullopt;
+}
+
+TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& messageStarts)
+{
+    TracebackScan scan;
+    std::optional<TracebackBlock> open;
+    FrameStyle style = FrameStyle::Python;
+    size_t frameIndent = 0;
+    bool lastWasFrame = false;
+    int blankRun = 0;
+    int strayLines = 0;
+
+    auto close = [&](std::optional<size_t> terminator, bool truncated) {
+        if (!open)
+            return;
+        if (!open->info.frames.empty() || terminator) {
+            open->terminator = terminator;
+            if (terminator) {
+                open->lastLine = *terminator;
+                open->info.exceptionLine = normalizedWhitespace(lines[*terminator]);
+            }
+            open->info.truncated = truncated;
+            decidePhase(open->info);
+            scan.blocks.push_back(std::move(*open));
+        }
+        open.reset();
+    };
+
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string_view line = lines[i];
+        const std::string_view text = trimmed(line);
+        if (contains(text, "Traceback (most recent call last)")) {
+            close(std::nullopt, false);
+            open = TracebackBlock {};
+            open->firstLine = open->lastLine = i;
+            open->hasHeader = true;
+            open->info.sourceLine = lines.lineNumber(i);
+            lastWasFrame = false;
+            blankRun = strayLines = 0;
+            continue;
+        }
+        if (isChainSeparator(text)) {
+            close(std::nullopt, false);
+            scan.chainSeparators.push_back(i);
+            continue;
+        }
+        if (!messageStarts[i]) {
+            if (auto parsed = parseFrame(line)) {
+                if (!open) {
+                    open = TracebackBlock {};
+                    open->firstLine = i;
+                    open->info.sourceLine = lines.lineNumber(i);
+                }
+                style = parsed->second;
+                frameIndent = indentation(line);
+                open->info.frames.push_back(std::move(parsed->first));
+                open->lastLine = i;
+                lastWasFrame = true;
+                blankRun = strayLines = 0;
+                continue;
+            }
+        }
+        if (!open)
+            continue;
+        if (text.empty()) {
+            // IPython separates frames with blank lines; CPython never prints them, but pastes do.
+            if (++blankRun > (style == FrameStyle::IPython ? 2 : 1) && !open->info.frames.empty())
+                close(std::nullopt, false);
+            continue;
+        }
+        if (isMarkerLine(text) || isElision(text) || startsWith(text, "-----") || startsWith(text, "```"))
+            continue;
+        blankRun = 0;
+        if (open->info.frames.empty()) {
+            // Header seen, no frame yet: the exception line may follow directly, or unrelated text.
+            if (messageStarts[i] || looksLikeException(text))
+                close(i, false);
+            else if (++strayLines > 3)
+                open.reset();
+            continue;
+        }
+        if (style == FrameStyle::IPython) {
+            bool arrow = false;
+            int number = 0;
+            std::string_view code;
+            if (parseNumberedLine(line, &arrow, &number, &code)) {
+                TracebackFrame& frame = open->info.frames.back();
+                if (arrow) {
+                    if (frame.line == 0 || frame.function != "<cell>")
+                        frame.line = number;
+                    frame.code = std::string(code);
+                }
+                open->lastLine = i;
+                continue;
+            }
+        }
+        if (messageStarts[i] || looksLikeException(text)) {
+            close(i, false);
+            lastWasFrame = false;
+            continue;
+        }
+        if (style == FrameStyle::Python && (lastWasFrame || indentation(line) > frameIndent)) {
+            TracebackFrame& frame = open->info.frames.back();
+            if (frame.code.empty() && lastWasFrame)
+                frame.code = std::string(text);
+            open->lastLine = i;
+            lastWasFrame = false;
+            continue;
+        }
+        // CPython prints the exception right after the last frame, whatever it looks like.
+        close(i, false);
+        lastWasFrame = false;
+    }
+    close(std::nullopt, true);
+    return scan;
+}
+
+namespace {
+
+struct PhaseRule {
+    Phase phase;
+    std::string_view evidence;
+};
+
+bool isAny(std::string_view value, std::initializer_list<std::string_view> options)
+{
+    return std::find(options.begin(), options.end(), value) != options.end();
+}
+
+// The signature a frame carries, strongest first within the frame.
+std::optional<Phase> framePhase(const TracebackFrame& frame)
+{
+    const std::string file = withForwardSlashes(frame.filename);
+    const std::string_view function = bareFunction(frame.function);
+    const std::string_view code = frame.code;
+
+    if (contains(code, ".backward(") || contains(code, "run_backward(") || function == "_engine_run_backward"
+        || (function == "backward"
+            && (contains(file, "torch/_tensor.py") || contains(file, "torch/autograd/") || contains(file, "accelerate/")
+                || contains(file, "deepspeed/"))))
+        return Phase::Backward;
+    if (contains(file, "torch/optim/") || contains(code, "optimizer.step(") || contains(code, "optim.step(")
+        || contains(code, "scaler.step(") || startsWith(function, "_multi_tensor_adam") || startsWith(function, "_single_tensor_")
+        || startsWith(function, "_fused_adam"))
+        return Phase::Optimizer;
+    if (contains(file, "torch/serialization.py") || contains(code, "torch.load(")
+        || (isAny(function, { "_apply", "convert" }) && contains(file, "torch/nn/modules/module.py"))
+        || contains(function, "from_pretrained") || contains(code, "from_pretrained(") || contains(function, "load_state_dict")
+        || contains(code, "load_state_dict(") || function == "caching_allocator_warmup" || function == "load_checkpoint"
+        || contains(code, "model.to(") || contains(code, "model.cuda("))
+        return Phase::Load;
+    if (contains(file, "torch/utils/data/") || contains(function, "collate") || contains(function, "pin_memory"))
+        return Phase::Data;
+    if ((function == "decorate_context" && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py")))
+        || contains(file, "transformers/generation/") || contains(code, ".generate(") || contains(code, ".evaluate(")
+        || isAny(function, { "evaluate", "validate", "validation_step", "predict", "test_step", "eval_step",
+                               "evaluation_loop", "prediction_step", "prediction_loop", "generate", "inference",
+                               "validation_loop", "evaluate_model", "run_eval", "run_validation" }))
+        return Phase::Eval;
+    if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" }) || contains(code, "forward_call("))
+        return Phase::Forward;
+    return std::nullopt;
+}
+
+int priority(Phase phase)
+{
+    switch (phase) {
+    case Phase::Backward:
+        return 6;
+    case Phase::Optimizer:
+        return 5;
+    case Phase::Load:
+        return 4;
+    case Phase::Data:
+        return 3;
+    case Phase::Eval:
+        return 2;
+    case Phase::Forward:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+} // namespace
+
+void decidePhase(TracebackInfo& info)
+{
+    info.phase = Phase::Unknown;
+    info.phaseEvidence.clear();
+    int best = 0;
+    for (const TracebackFrame& frame : info.frames) {
+        const std::string file = withForwardSlashes(frame.filename);
+        if (contains(file, "torch/_dynamo/") || contains(file, "torch/_inductor/"))
+            info.compiled = true;
+        const auto phase = framePhase(frame);
+        // Ties go to the innermost frame: frames are stored outermost first.
+        if (phase && priority(*phase) >= best) {
+            best = priority(*phase);
+            info.phase = *phase;
+            std::string where = frame.filename;
+            if (frame.line > 0)
+                where += ':' + std::to_string(frame.line);
+            info.phaseEvidence = std::string(frame.function) + " in " + where;
+            if (!frame.code.empty())
+                info.phaseEvidence += " (" + frame.code + ")";
+        }
+    }
+}
+
+} // namespace oomlens::text
