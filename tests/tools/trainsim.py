@@ -182,6 +182,20 @@ CALL_GLUE = {
                ("slot_tp_call", CPYTHON + "Objects/typeobject.c", 7494),
                ("_PyObject_MakeTpCall", CPYTHON + "Objects/call.c", 214)),
 }
+# A tensor freed when a Python frame drops its last reference.
+DEALLOC_GLUE = (("subtype_dealloc", CPYTHON + "Objects/typeobject.c", 1471),
+                ("_Py_Dealloc", CPYTHON + "Objects/object.c", 2390),
+                ("_PyFrame_ClearExceptCode", CPYTHON + "Python/frame.c", 139),
+                ("clear_thread_frame", CPYTHON + "Python/ceval.c", 6388),
+                ("_PyEval_FrameClearAndPop", CPYTHON + "Python/ceval.c", 6419))
+# `python -m` / torchrun start the script through runpy.
+RUNPY = (Site("/opt/conda/lib/python3.11/runpy.py", 198, "_run_module_as_main",
+              "return _run_code(code, main_globals, None,"),
+         Site("/opt/conda/lib/python3.11/runpy.py", 88, "_run_code", "exec(code, run_globals)"))
+# A deeper training script: main() -> train() -> run_epoch() -> training_step(), where the step lines live.
+TRAIN_CHAIN = (_user("train.py", 131, "main", "train(cfg, model, optimizer, loaders)"),
+               _user("train.py", 117, "train", "run_epoch(model, optimizer, loaders.train, device, epoch)"),
+               _user("train.py", 104, "run_epoch", "loss = training_step(model, optimizer, batch, device)"))
 BUILTIN_GLUE = (("cfunction_call", CPYTHON + "Objects/methodobject.c", 542),
                 ("_PyObject_MakeTpCall", CPYTHON + "Objects/call.c", 214))
 
@@ -302,8 +316,11 @@ class Stacks:
     """Builds frame tuples (innermost first) from Python call sites and C++ op chains, interning every frame
     dict and every stack so that identical frames are one object."""
 
-    def __init__(self, cpp=True):
+    def __init__(self, cpp=True, outer=(), chain=()):
         self.cpp = cpp
+        self.outer = outer          # Python sites above <module>, e.g. RUNPY
+        self.chain = chain          # sites between <module> and the main() lines, e.g. TRAIN_CHAIN
+        self._renamed = {}
         self._frames = {}
         self._stacks = {}
 
@@ -323,8 +340,16 @@ class Stacks:
         key = (sites, op, kind, backward)
         s = self._stacks.get(key)
         if s is None:
-            s = self._stacks[key] = tuple(self._build(sites, op, kind, backward))
+            if self.chain and len(sites) > 1 and sites[1].name == "main":
+                sites = (sites[0],) + self.chain + (self._rename(sites[1]),) + sites[2:]
+            s = self._stacks[key] = tuple(self._build(self.outer + sites, op, kind, backward))
         return s
+
+    def _rename(self, site):
+        r = self._renamed.get(site)
+        if r is None:
+            r = self._renamed[site] = Site(site.filename, site.line, "training_step", site.code)
+        return r
 
     def _build(self, sites, op, kind, backward):
         f = self.frame
@@ -349,7 +374,9 @@ class Stacks:
                 out.extend(f(n, fn, 0) for n, fn in OPS[op])
             elif kind == "free":
                 out.append(f("THPVariable_subclass_dealloc(_object*)", "python_variable.cpp", 0))
-            out.extend(f(*g) for g in BUILTIN_GLUE)
+                out.extend(f(*g) for g in DEALLOC_GLUE)
+            if kind == "alloc" or backward is not None:
+                out.extend(f(*g) for g in BUILTIN_GLUE)
         inner = list(reversed(sites))
         for i, site in enumerate(inner):
             out.append(f(site.name, site.filename, site.line))
