@@ -1,0 +1,632 @@
+#include "parsers/pickle/nativeunpickler.h"
+
+#include "parsers/pickle/opcodes.h"
+#include "parsers/pickle/snapshotbuilder.h"
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+
+namespace oomlens::pickle {
+
+namespace {
+
+constexpr uint32_t noMemo = std::numeric_limits<uint32_t>::max();
+constexpr uint64_t wideTag = 0xff;
+constexpr uint64_t checkEvery = 256 * 1024; // bytes between cancel checks and progress reports
+// Real memos are dense (MEMOIZE numbers them 0, 1, 2...); an index far past the end is an attack.
+constexpr uint64_t memoSlack = 1u << 16;
+
+uint64_t little(const unsigned char* p, int width)
+{
+    uint64_t v = 0;
+    for (int b = width - 1; b >= 0; --b)
+        v = (v << 8) | p[b];
+    return v;
+}
+
+void appendUtf8(std::string& out, uint32_t cp)
+{
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xc0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xe0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+        out += static_cast<char>(0xf0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+}
+
+DecodeError formatAt(const std::string& message, uint64_t offset)
+{
+    return DecodeError(ErrorKind::Format, message + " at byte " + std::to_string(offset));
+}
+
+} // namespace
+
+NativeUnpickler::NativeUnpickler(SnapshotBuilder& builder)
+    : m_builder(builder)
+{
+}
+
+Value NativeUnpickler::decode(std::string_view data)
+{
+    m_base = reinterpret_cast<const unsigned char*>(data.data());
+    m_size = data.size();
+    m_pos = 0;
+    if (m_size == 0)
+        throw DecodeError(ErrorKind::Format, "empty input: no pickle data");
+    // Untouched reservations cost address space only; they spare the big tables a regrow.
+    m_memo.reserve(m_size / 16);
+    m_stack.reserve(4096);
+    try {
+        run();
+    } catch (const DecodeError& e) {
+        // Errors raised by the builder know the shape, not the place: add the place.
+        const std::string what = e.what();
+        if (e.kind() == ErrorKind::Cancelled || what.find(" at byte ") != std::string::npos)
+            throw;
+        throw DecodeError(e.kind(), what + " (opcode at byte " + std::to_string(m_opStart) + ")");
+    }
+    return m_root;
+}
+
+void NativeUnpickler::run()
+{
+    const unsigned char* const base = m_base;
+    const uint64_t size = m_size;
+    uint64_t pos = 0;
+    uint64_t nextCheck = checkEvery;
+    SnapshotBuilder& builder = m_builder;
+
+    while (pos < size) {
+        if (pos >= nextCheck) {
+            nextCheck = pos + checkEvery;
+            if (cancel && cancel->load(std::memory_order_relaxed))
+                throw DecodeError(ErrorKind::Cancelled, "cancelled");
+            if (progress)
+                progress(pos, size);
+        }
+        const uint64_t start = pos;
+        m_opStart = start;
+        const uint8_t code = base[pos++];
+        const auto need = [&](uint64_t n) {
+            if (n > size - pos)
+                throw truncation(code, start);
+        };
+        const auto line = [&]() {
+            const void* nl = std::memchr(base + pos, '\n', size - pos);
+            if (!nl)
+                throw truncation(code, start);
+            const auto end = static_cast<uint64_t>(static_cast<const unsigned char*>(nl) - base);
+            std::string_view text(reinterpret_cast<const char*>(base + pos), end - pos);
+            pos = end + 1;
+            return text;
+        };
+        const auto view = [&](uint64_t n) {
+            need(n);
+            std::string_view text(reinterpret_cast<const char*>(base + pos), n);
+            pos += n;
+            return text;
+        };
+
+        switch (code) {
+        case op::Proto:
+            need(1);
+            m_protocol = base[pos++];
+            if (m_protocol > 5)
+                throw formatAt("unsupported pickle protocol " + std::to_string(m_protocol), start);
+            break;
+        case op::Frame:
+            need(8);
+            pos += 8;
+            break;
+        case op::Stop:
+            if (m_stack.empty())
+                throw formatAt("not a valid pickle: STOP with an empty stack", start);
+            m_root = take(m_stack.back());
+            m_stack.pop_back();
+            if (progress)
+                progress(size, size);
+            return;
+        case op::Mark:
+            if (m_marks.size() >= maxMarks)
+                throw formatAt("nesting deeper than " + std::to_string(maxMarks) + " levels", start);
+            m_marks.push_back(m_stack.size());
+            break;
+        case op::Pop:
+            if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) {
+                popMark(); // pickle.py: POP with nothing above the mark pops the mark
+            } else {
+                take(m_stack.back());
+                m_stack.pop_back();
+            }
+            break;
+        case op::PopMark: {
+            const size_t k = popMark();
+            for (size_t i = k; i < m_stack.size(); ++i)
+                take(m_stack[i]);
+            m_stack.resize(k);
+            break;
+        }
+        case op::Dup:
+            if (m_stack.empty())
+                throw formatAt("not a valid pickle: DUP with an empty stack", start);
+            if (m_stack.back().kind == Kind::Open)
+                throw DecodeError(ErrorKind::Unsupported, "DUP of an unfinished container at byte " + std::to_string(start));
+            push(m_stack.back());
+            break;
+        case op::None:
+            push(Value::none());
+            break;
+        case op::NewTrue:
+            push(Value::boolean(true));
+            break;
+        case op::NewFalse:
+            push(Value::boolean(false));
+            break;
+        case op::BinInt:
+            need(4);
+            push(Value::integer(static_cast<int32_t>(static_cast<uint32_t>(little(base + pos, 4)))));
+            pos += 4;
+            break;
+        case op::BinInt1:
+            need(1);
+            push(Value::integer(base[pos++]));
+            break;
+        case op::BinInt2:
+            need(2);
+            push(Value::integer(static_cast<int64_t>(little(base + pos, 2))));
+            pos += 2;
+            break;
+        case op::Long1: {
+            need(1);
+            const uint64_t n = base[pos++];
+            need(n);
+            push(decodeLong(base + pos, n));
+            pos += n;
+            break;
+        }
+        case op::Long4: {
+            need(4);
+            const auto n = static_cast<int32_t>(static_cast<uint32_t>(little(base + pos, 4)));
+            pos += 4;
+            if (n < 0)
+                throw formatAt("not a valid pickle: LONG4 with a negative length", start);
+            need(static_cast<uint64_t>(n));
+            push(decodeLong(base + pos, static_cast<uint64_t>(n)));
+            pos += static_cast<uint64_t>(n);
+            break;
+        }
+        case op::Int:
+            push(intLine(line(), false));
+            break;
+        case op::Long:
+            push(intLine(line(), true));
+            break;
+        case op::BinFloat: {
+            need(8);
+            uint64_t bits = 0;
+            for (int b = 0; b < 8; ++b)
+                bits = (bits << 8) | base[pos + static_cast<uint64_t>(b)];
+            double d;
+            std::memcpy(&d, &bits, sizeof d);
+            push(Value::real(d));
+            pos += 8;
+            break;
+        }
+        case op::Float: {
+            const auto text = line();
+            double d = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+            if (ec != std::errc() || end != text.data() + text.size())
+                throw formatAt("not a valid pickle: bad FLOAT literal", start);
+            push(Value::real(d));
+            break;
+        }
+        case op::ShortBinUnicode: {
+            need(1);
+            const uint64_t n = base[pos++];
+            push(builder.text(view(n)));
+            break;
+        }
+        case op::BinUnicode:
+            need(4);
+            pos += 4;
+            push(builder.text(view(little(base + pos - 4, 4))));
+            break;
+        case op::BinUnicode8:
+            need(8);
+            pos += 8;
+            push(builder.text(view(little(base + pos - 8, 8))));
+            break;
+        case op::Unicode:
+            push(textLine(line()));
+            break;
+        case op::ShortBinString:
+        case op::BinString: {
+            uint64_t n;
+            if (code == op::ShortBinString) {
+                need(1);
+                n = base[pos++];
+            } else {
+                need(4);
+                const auto signedLength = static_cast<int32_t>(static_cast<uint32_t>(little(base + pos, 4)));
+                pos += 4;
+                if (signedLength < 0)
+                    throw formatAt("not a valid pickle: BINSTRING with a negative length", start);
+                n = static_cast<uint64_t>(signedLength);
+            }
+            // Python 2 str: read as latin-1, as the embedded decoder is told to.
+            const auto raw = view(n);
+            m_scratch.clear();
+            for (const char ch : raw)
+                appendUtf8(m_scratch, static_cast<unsigned char>(ch));
+            push(builder.text(m_scratch));
+            break;
+        }
+        case op::ShortBinBytes: {
+            need(1);
+            const uint64_t n = base[pos++];
+            push(builder.bytes(view(n)));
+            break;
+        }
+        case op::BinBytes:
+            need(4);
+            pos += 4;
+            push(builder.bytes(view(little(base + pos - 4, 4))));
+            break;
+        case op::BinBytes8:
+        case op::ByteArray8:
+            need(8);
+            pos += 8;
+            push(builder.bytes(view(little(base + pos - 8, 8))));
+            break;
+        case op::EmptyList:
+        case op::EmptyDict:
+        case op::EmptySet: {
+            const Kind kind = code == op::EmptyList ? Kind::List : code == op::EmptyDict ? Kind::Dict : Kind::Set;
+            Value open = Value::of(Kind::Open, builder.open(kind));
+            open.i = static_cast<int64_t>(kind);
+            push(open);
+            break;
+        }
+        case op::EmptyTuple:
+            push(builder.close(builder.open(Kind::Tuple)));
+            break;
+        case op::Tuple1:
+        case op::Tuple2:
+        case op::Tuple3:
+        case op::Tuple:
+        case op::FrozenSet: {
+            size_t k;
+            if (code == op::Tuple || code == op::FrozenSet) {
+                k = popMark();
+            } else {
+                const size_t n = code - op::Tuple1 + 1u;
+                if (m_stack.size() < n)
+                    throw formatAt(std::string("not a valid pickle: ") + opcodeName(code) + " needs more values", start);
+                k = m_stack.size() - n;
+            }
+            const uint32_t handle = builder.open(code == op::FrozenSet ? Kind::Set : Kind::Tuple);
+            for (size_t i = k; i < m_stack.size(); ++i)
+                builder.append(handle, take(m_stack[i]));
+            m_stack.resize(k);
+            push(builder.close(handle));
+            break;
+        }
+        case op::List:
+        case op::Dict: {
+            const size_t k = popMark();
+            const Kind kind = code == op::List ? Kind::List : Kind::Dict;
+            const uint32_t handle = builder.open(kind);
+            if (kind == Kind::Dict && (m_stack.size() - k) % 2 != 0)
+                throw formatAt("not a valid pickle: DICT with an odd number of items", start);
+            for (size_t i = k; i < m_stack.size(); i += kind == Kind::Dict ? 2 : 1) {
+                if (kind == Kind::Dict) {
+                    const Value key = take(m_stack[i]);
+                    builder.setItem(handle, key, take(m_stack[i + 1]));
+                } else {
+                    builder.append(handle, take(m_stack[i]));
+                }
+            }
+            m_stack.resize(k);
+            Value open = Value::of(Kind::Open, handle);
+            open.i = static_cast<int64_t>(kind);
+            push(open);
+            break;
+        }
+        case op::Append: {
+            if (m_stack.size() < 2)
+                throw formatAt("not a valid pickle: APPEND needs a list and a value", start);
+            const uint32_t handle = target(2, Kind::List);
+            builder.append(handle, take(m_stack.back()));
+            m_stack.pop_back();
+            break;
+        }
+        case op::Appends:
+        case op::AddItems: {
+            const size_t k = popMark();
+            if (k == 0)
+                throw formatAt(std::string("not a valid pickle: ") + opcodeName(code) + " without a container", start);
+            const uint32_t handle = target(m_stack.size() - k + 1, code == op::Appends ? Kind::List : Kind::Set);
+            for (size_t i = k; i < m_stack.size(); ++i)
+                builder.append(handle, take(m_stack[i]));
+            m_stack.resize(k);
+            break;
+        }
+        case op::SetItem: {
+            if (m_stack.size() < 3)
+                throw formatAt("not a valid pickle: SETITEM needs a dict, a key and a value", start);
+            const uint32_t handle = target(3, Kind::Dict);
+            const size_t k = m_stack.size() - 2;
+            const Value key = take(m_stack[k]);
+            builder.setItem(handle, key, take(m_stack[k + 1]));
+            m_stack.resize(k);
+            break;
+        }
+        case op::SetItems: {
+            const size_t k = popMark();
+            if (k == 0)
+                throw formatAt("not a valid pickle: SETITEMS without a dict", start);
+            if ((m_stack.size() - k) % 2 != 0)
+                throw formatAt("not a valid pickle: SETITEMS with an odd number of items", start);
+            const uint32_t handle = target(m_stack.size() - k + 1, Kind::Dict);
+            for (size_t i = k; i < m_stack.size(); i += 2) {
+                const Value key = take(m_stack[i]);
+                builder.setItem(handle, key, take(m_stack[i + 1]));
+            }
+            m_stack.resize(k);
+            break;
+        }
+        case op::Memoize:
+            memoPut(m_memo.size());
+            break;
+        case op::BinPut:
+            need(1);
+            memoPut(base[pos++]);
+            break;
+        case op::LongBinPut:
+            need(4);
+            memoPut(little(base + pos, 4));
+            pos += 4;
+            break;
+        case op::Put: {
+            const auto text = line();
+            uint64_t index = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+            if (ec != std::errc() || end != text.data() + text.size())
+                throw formatAt("not a valid pickle: bad PUT index", start);
+            memoPut(index);
+            break;
+        }
+        case op::BinGet:
+            need(1);
+            memoGet(base[pos++]);
+            break;
+        case op::LongBinGet:
+            need(4);
+            memoGet(little(base + pos, 4));
+            pos += 4;
+            break;
+        case op::Get: {
+            const auto text = line();
+            uint64_t index = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+            if (ec != std::errc() || end != text.data() + text.size())
+                throw formatAt("not a valid pickle: bad GET index", start);
+            memoGet(index);
+            break;
+        }
+        case op::String:
+            // Quoted Python-2 literals need Python's escape rules: leave them to the embedded decoder.
+            throw DecodeError(ErrorKind::Unsupported, "opcode STRING at byte " + std::to_string(start) + " is not supported natively");
+        case op::NextBuffer:
+        case op::ReadOnlyBuffer:
+            throw formatAt(std::string("out-of-band buffers (") + opcodeName(code) + ") are not supported", start);
+        default:
+            if (runsCode(code))
+                throw codeRefusal(code, start);
+            throw unknownOpcode(code, start);
+        }
+    }
+    throw missingStop(size);
+}
+
+Value NativeUnpickler::take(const Value& value)
+{
+    if (value.kind != Kind::Open)
+        return value;
+    return finalize(value.ref);
+}
+
+Value NativeUnpickler::finalize(uint32_t handle)
+{
+    const Value closed = m_builder.close(handle);
+    if (handle < m_handleMemo.size() && m_handleMemo[handle] != noMemo) {
+        m_memo[m_handleMemo[handle]] = packMemo(closed);
+        m_handleMemo[handle] = noMemo;
+    }
+    return closed;
+}
+
+void NativeUnpickler::push(const Value& value)
+{
+    if (m_stack.size() >= maxStack)
+        throw formatAt("pickle stack deeper than " + std::to_string(maxStack) + " values", m_opStart);
+    m_stack.push_back(value);
+}
+
+size_t NativeUnpickler::popMark()
+{
+    if (m_marks.empty())
+        throw formatAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " without a MARK", m_opStart);
+    const size_t k = m_marks.back();
+    m_marks.pop_back();
+    return k;
+}
+
+uint32_t NativeUnpickler::target(size_t below, Kind kind)
+{
+    const Value& container = m_stack[m_stack.size() - below];
+    if (container.kind != Kind::Open || static_cast<Kind>(container.i) != kind) {
+        throw formatAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " on a "
+                + kindName(container.kind == Kind::Open ? static_cast<Kind>(container.i) : container.kind),
+            m_opStart);
+    }
+    return container.ref;
+}
+
+void NativeUnpickler::memoPut(uint64_t index)
+{
+    if (m_stack.empty())
+        throw formatAt("not a valid pickle: memo store with an empty stack", m_opStart);
+    if (index >= m_memo.size()) {
+        if (index > m_memo.size() + memoSlack)
+            throw formatAt("memo index " + std::to_string(index) + " is out of range", m_opStart);
+        m_memo.resize(index + 1, 0);
+    }
+    const Value& top = m_stack.back();
+    if (top.kind == Kind::Open) {
+        if (top.ref >= m_handleMemo.size())
+            m_handleMemo.resize(top.ref + 1, noMemo);
+        if (m_handleMemo[top.ref] != noMemo)
+            throw DecodeError(ErrorKind::Unsupported, "a container stored twice in the memo at byte " + std::to_string(m_opStart));
+        forget(index);
+        if (top.ref >= m_openPos.size())
+            m_openPos.resize(top.ref + 1);
+        m_openPos[top.ref] = m_stack.size() - 1;
+        m_handleMemo[top.ref] = static_cast<uint32_t>(index);
+        m_memo[index] = ((uint64_t(static_cast<uint8_t>(Kind::Open)) + 1) << 56) | top.ref;
+        return;
+    }
+    forget(index);
+    m_memo[index] = packMemo(top);
+}
+
+void NativeUnpickler::forget(uint64_t index)
+{
+    // An unfinished container's slot being overwritten must not be refilled when it closes.
+    const uint64_t packed = m_memo[index];
+    if ((packed >> 56) == uint64_t(static_cast<uint8_t>(Kind::Open)) + 1)
+        m_handleMemo[packed & 0xffffffffu] = noMemo;
+}
+
+void NativeUnpickler::memoGet(uint64_t index)
+{
+    if (index >= m_memo.size() || m_memo[index] == 0)
+        throw formatAt("not a valid pickle: memo key " + std::to_string(index) + " was never stored", m_opStart);
+    Value value = unpackMemo(m_memo[index]);
+    if (value.kind == Kind::Open) {
+        // The pickler writes a container completely before referring to it again, so one that
+        // is still on the stack is finished: close it now. (Only a container that contains itself
+        // is referenced earlier; the APPEND/SETITEMS that follow then find no open target.)
+        const size_t at = value.ref < m_openPos.size() ? m_openPos[value.ref] : m_stack.size();
+        if (at >= m_stack.size() || m_stack[at].kind != Kind::Open || m_stack[at].ref != value.ref)
+            throw DecodeError(ErrorKind::Unsupported, "a container that contains itself at byte " + std::to_string(m_opStart));
+        value = finalize(value.ref);
+        m_stack[at] = value;
+    }
+    push(m_builder.again(value));
+}
+
+uint64_t NativeUnpickler::packMemo(const Value& value)
+{
+    switch (value.kind) {
+    case Kind::None:
+    case Kind::Int:
+    case Kind::Bool:
+    case Kind::BigInt:
+    case Kind::Float:
+    case Kind::Pair:
+        m_memoWide.push_back(value);
+        return (wideTag << 56) | (m_memoWide.size() - 1);
+    default:
+        return ((uint64_t(static_cast<uint8_t>(value.kind)) + 1) << 56) | value.ref;
+    }
+}
+
+Value NativeUnpickler::unpackMemo(uint64_t packed) const
+{
+    const uint64_t tag = packed >> 56;
+    const uint64_t payload = packed & ((uint64_t(1) << 56) - 1);
+    if (tag == wideTag)
+        return m_memoWide[payload];
+    return Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(payload));
+}
+
+Value NativeUnpickler::decodeLong(const unsigned char* p, uint64_t n) const
+{
+    if (n == 0)
+        return Value::integer(0);
+    const bool negative = p[n - 1] & 0x80;
+    if (n > 8) {
+        // Fits in 64 bits only when the extra bytes are pure sign extension.
+        const unsigned char fill = negative ? 0xff : 0x00;
+        for (uint64_t b = 8; b < n; ++b) {
+            if (p[b] != fill)
+                return Value::bigInteger();
+        }
+        if (((p[7] & 0x80) != 0) != negative)
+            return Value::bigInteger();
+        n = 8;
+    }
+    uint64_t v = negative ? ~uint64_t(0) : 0;
+    for (uint64_t b = 0; b < n; ++b) {
+        v &= ~(uint64_t(0xff) << (8 * b));
+        v |= uint64_t(p[b]) << (8 * b);
+    }
+    return Value::integer(static_cast<int64_t>(v));
+}
+
+Value NativeUnpickler::intLine(std::string_view text, bool isLong) const
+{
+    if (!isLong && text == "00")
+        return Value::boolean(false);
+    if (!isLong && text == "01")
+        return Value::boolean(true);
+    if (isLong && !text.empty() && text.back() == 'L')
+        text.remove_suffix(1);
+    int64_t v = 0;
+    const char* first = text.data();
+    if (!text.empty() && text.front() == '+')
+        ++first;
+    const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
+    if (ec == std::errc::result_out_of_range)
+        return Value::bigInteger();
+    if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+        throw formatAt(std::string("not a valid pickle: bad ") + (isLong ? "LONG" : "INT") + " literal", m_opStart);
+    return Value::integer(v);
+}
+
+Value NativeUnpickler::textLine(std::string_view line)
+{
+    // raw-unicode-escape: latin-1 bytes, except \uXXXX and \UXXXXXXXX.
+    m_scratch.clear();
+    for (size_t i = 0; i < line.size(); ++i) {
+        const auto ch = static_cast<unsigned char>(line[i]);
+        if (ch == '\\' && i + 1 < line.size() && (line[i + 1] == 'u' || line[i + 1] == 'U')) {
+            const size_t digits = line[i + 1] == 'u' ? 4 : 8;
+            uint32_t cp = 0;
+            if (i + 2 + digits > line.size()
+                || std::from_chars(line.data() + i + 2, line.data() + i + 2 + digits, cp, 16).ptr
+                    != line.data() + i + 2 + digits
+                || cp > 0x10ffff)
+                throw formatAt("not a valid pickle: bad escape in UNICODE", m_opStart);
+            appendUtf8(m_scratch, cp);
+            i += 1 + digits;
+        } else {
+            appendUtf8(m_scratch, ch);
+        }
+    }
+    return m_builder.text(m_scratch);
+}
+
+} // namespace oomlens::pickle

@@ -1,0 +1,641 @@
+#include "parsers/pickle/snapshotbuilder.h"
+
+#include "parsers/pickle/snapshotkeys.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace oomlens::pickle {
+
+namespace {
+
+constexpr uint32_t actionCount = static_cast<uint32_t>(TraceAction::Unknown);
+// A trace entry takes at least ~20 pickle bytes; reserving by this ratio avoids regrowing the
+// event buffer (and its transient double footprint) while costing only untouched address space.
+constexpr uint64_t minBytesPerEvent = 24;
+
+DecodeError formatError(const std::string& message)
+{
+    return DecodeError(ErrorKind::Format, message);
+}
+
+DecodeError unsupported(const std::string& message)
+{
+    return DecodeError(ErrorKind::Unsupported, message);
+}
+
+} // namespace
+
+SnapshotBuilder::SnapshotBuilder()
+    : m_strings(std::make_shared<StringTable>())
+    , m_frames(std::make_shared<FrameTable>())
+{
+    for (auto name : keyNames)
+        m_strings->intern(name);
+    for (auto name : stateNames)
+        m_strings->intern(name);
+    for (auto name : segmentTypeNames)
+        m_strings->intern(name);
+    for (uint32_t a = 0; a < actionCount; ++a)
+        m_strings->intern(traceActionName(static_cast<TraceAction>(a)));
+}
+
+SnapshotBuilder::~SnapshotBuilder() = default;
+
+Value SnapshotBuilder::text(std::string_view utf8)
+{
+    return Value::of(Kind::Str, m_strings->intern(utf8).value);
+}
+
+Value SnapshotBuilder::bytes(std::string_view data)
+{
+    return Value::of(Kind::Bytes, m_strings->intern(data).value);
+}
+
+std::string_view SnapshotBuilder::textOf(const Value& value) const
+{
+    return m_strings->get(StringId(value.ref));
+}
+
+uint32_t SnapshotBuilder::open(Kind kind)
+{
+    uint32_t handle;
+    if (!m_freeSlots.empty()) {
+        handle = m_freeSlots.back();
+        m_freeSlots.pop_back();
+    } else {
+        if (m_open.size() >= maxOpenContainers)
+            throw formatError("more than " + std::to_string(maxOpenContainers) + " unfinished containers");
+        handle = static_cast<uint32_t>(m_open.size());
+        m_open.emplace_back();
+    }
+    auto& c = m_open[handle];
+    c.kind = kind;
+    c.recordKind = Kind::None;
+    c.first = 0;
+    c.count = 0;
+    c.items.clear();
+    return handle;
+}
+
+void SnapshotBuilder::append(uint32_t handle, const Value& item)
+{
+    auto& c = m_open[handle];
+    if (c.kind == Kind::List && isRecord(item.kind)) {
+        if (!c.items.empty() || (c.recordKind != Kind::None && c.recordKind != item.kind))
+            throw unsupported(std::string("a list mixes ") + kindName(item.kind) + "s with other values");
+        if (c.recordKind == Kind::None) {
+            c.recordKind = item.kind;
+            c.first = item.ref;
+            c.count = 1;
+        } else if (item.ref == c.first + c.count) {
+            ++c.count;
+        } else {
+            throw unsupported(std::string("a list of ") + kindName(item.kind) + "s is not in decoding order");
+        }
+        return;
+    }
+    if (c.recordKind != Kind::None)
+        throw unsupported(std::string("a list mixes ") + kindName(c.recordKind) + "s with other values");
+    c.items.push_back(item);
+}
+
+void SnapshotBuilder::setItem(uint32_t handle, const Value& key, const Value& value)
+{
+    auto& items = m_open[handle].items;
+    items.push_back(key);
+    items.push_back(value);
+}
+
+Value SnapshotBuilder::close(uint32_t handle)
+{
+    auto& c = m_open[handle];
+    Value result;
+    switch (c.kind) {
+    case Kind::Dict:
+        result = closeDict(c);
+        break;
+    case Kind::List:
+        result = closeList(c);
+        break;
+    case Kind::Tuple:
+        if (c.items.size() == 2 && c.items[0].kind == Kind::Int && c.items[1].kind == Kind::Int
+            && c.items[0].i >= std::numeric_limits<int32_t>::min()
+            && c.items[0].i <= std::numeric_limits<int32_t>::max()) {
+            result = Value::of(Kind::Pair, static_cast<uint32_t>(static_cast<int32_t>(c.items[0].i)));
+            result.i = c.items[1].i;
+        } else {
+            result = retain(c);
+        }
+        break;
+    default:
+        result = retain(c);
+        break;
+    }
+    m_freeSlots.push_back(handle);
+    return result;
+}
+
+Value SnapshotBuilder::again(const Value& value)
+{
+    if (isRecord(value.kind) || value.kind == Kind::Records)
+        throw unsupported(std::string("a ") + kindName(value.kind) + " is shared between two places");
+    return value;
+}
+
+Value SnapshotBuilder::retain(OpenContainer& c)
+{
+    const auto index = static_cast<uint32_t>(m_nodes.size());
+    m_nodes.push_back(Node {c.kind, std::move(c.items)});
+    c.items = {};
+    return Value::of(c.kind, index);
+}
+
+Value SnapshotBuilder::closeList(OpenContainer& c)
+{
+    if (c.recordKind != Kind::None) {
+        const auto index = static_cast<uint32_t>(m_ranges.size());
+        if (c.recordKind == Kind::Event) {
+            // Hand the staging buffer over whole when the list is all of it (the normal case):
+            // a trace is never copied.
+            const auto listIndex = static_cast<uint32_t>(m_eventLists.size());
+            if (c.first == 0 && c.count == m_events.size()) {
+                m_eventLists.push_back(std::move(m_events));
+                m_events = {};
+            } else {
+                m_eventLists.emplace_back(m_events.begin() + c.first, m_events.begin() + c.first + c.count);
+            }
+            m_ranges.push_back({Kind::Event, listIndex, c.count});
+        } else {
+            m_ranges.push_back({c.recordKind, c.first, c.count});
+        }
+        return Value::of(Kind::Records, index);
+    }
+    if (c.items.empty())
+        return Value::of(Kind::EmptyList, 0);
+    if (c.items.front().kind == Kind::Frame) {
+        m_scratch.clear();
+        for (const auto& item : c.items) {
+            if (item.kind != Kind::Frame)
+                return retain(c);
+            m_scratch.push_back(FrameId(item.ref));
+        }
+        return Value::of(Kind::Stack, m_frames->internStack(m_scratch.data(), m_scratch.size()).value);
+    }
+    return retain(c);
+}
+
+Value SnapshotBuilder::closeDict(OpenContainer& c)
+{
+    const Value* fields[KeyCount] = {};
+    bool unknownKeys = false;
+    for (size_t i = 0; i + 1 < c.items.size(); i += 2) {
+        const Value& key = c.items[i];
+        if (key.kind == Kind::Str && key.ref < KeyCount)
+            fields[key.ref] = &c.items[i + 1];
+        else
+            unknownKeys = true;
+    }
+    if (fields[KAction]) {
+        if (unknownKeys)
+            warnUnknownKeys(c.items, "trace entry");
+        return makeEvent(fields, c.items);
+    }
+    if (fields[KFilename] && fields[KName])
+        return makeFrame(fields);
+    if (fields[KTotalSize] || fields[KBlocks]) {
+        if (unknownKeys)
+            warnUnknownKeys(c.items, "segment");
+        return makeSegment(fields);
+    }
+    if (fields[KState]) {
+        if (unknownKeys)
+            warnUnknownKeys(c.items, "block");
+        return makeBlock(fields);
+    }
+    if (fields[KRealSize])
+        return makeHistory(fields);
+    if (fields[KDevice] && fields[KTimeUs]) {
+        const auto index = static_cast<uint32_t>(m_annotations.size());
+        m_annotations.push_back(makeAnnotation(c.items));
+        return Value::of(Kind::Annotation, index);
+    }
+    return retain(c);
+}
+
+Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>&)
+{
+    static constexpr const char* record = "trace entry";
+    if (m_events.capacity() == 0 && m_sizeHint > m_eventsStaged * minBytesPerEvent)
+        m_events.reserve(std::max<uint64_t>(1024, m_sizeHint / minBytesPerEvent - m_eventsStaged));
+    TraceEvent e;
+    e.action = actionOf(*f[KAction]);
+    e.addr = static_cast<uint64_t>(integer(f[KAddr], KAddr, record));
+    if (e.action == TraceAction::Oom && f[KDeviceFree])
+        e.addr = static_cast<uint64_t>(integer(f[KDeviceFree], KDeviceFree, record));
+    e.size = static_cast<uint64_t>(integer(f[KSize], KSize, record));
+    e.stream = integer(f[KStream], KStream, record);
+    e.timeUs = integer(f[KTimeUs], KTimeUs, record);
+    e.stack = stackOf(f[KFrames], record);
+    e.compileContext = optionalText(f[KCompileContext], KCompileContext, record);
+    e.userMetadata = optionalText(f[KUserMetadata], KUserMetadata, record);
+    if (m_events.size() >= std::numeric_limits<uint32_t>::max())
+        throw formatError("more than 4 billion trace entries");
+    const auto index = static_cast<uint32_t>(m_events.size());
+    m_events.push_back(e);
+    ++m_eventsStaged;
+    return Value::of(Kind::Event, index);
+}
+
+Value SnapshotBuilder::makeFrame(const Value* const* f)
+{
+    Frame frame;
+    const Value& filename = *f[KFilename];
+    const Value& name = *f[KName];
+    if (filename.kind != Kind::Str || name.kind != Kind::Str)
+        throw formatError("a stack frame's filename or name is not a string");
+    frame.filename = StringId(filename.ref);
+    frame.name = StringId(name.ref);
+    frame.line = static_cast<int32_t>(integer(f[KLine], KLine, "stack frame"));
+    return Value::of(Kind::Frame, m_frames->intern(frame).value);
+}
+
+Value SnapshotBuilder::makeBlock(const Value* const* f)
+{
+    static constexpr const char* record = "block";
+    StagedBlock staged;
+    Block& b = staged.block;
+    staged.hasAddress = f[KAddress] && f[KAddress]->kind == Kind::Int;
+    b.address = static_cast<uint64_t>(integer(f[KAddress], KAddress, record));
+    b.size = static_cast<uint64_t>(integer(f[KSize], KSize, record));
+    b.requestedSize = static_cast<uint64_t>(integer(f[KRequestedSize], KRequestedSize, record));
+    b.state = stateOf(*f[KState]);
+    b.stack = stackOf(f[KFrames], record);
+    if (f[KHistory]) {
+        m_sawHistory = true;
+        // 1.13/2.0: history[0] is the allocation that currently owns the block.
+        if (const auto* range = recordsOf(*f[KHistory], Kind::History); range && range->count > 0) {
+            const History& current = m_histories[range->first];
+            if (b.stack == FrameTable::emptyStack())
+                b.stack = current.stack;
+            if (!f[KRequestedSize])
+                b.requestedSize = current.realSize;
+        } else if (f[KHistory]->kind != Kind::EmptyList) {
+            warnOnce("a block's history is not a list of history entries; ignored");
+        }
+    }
+    const auto index = static_cast<uint32_t>(m_blocks.size());
+    m_blocks.push_back(staged);
+    return Value::of(Kind::Block, index);
+}
+
+Value SnapshotBuilder::makeHistory(const Value* const* f)
+{
+    History h;
+    h.addr = static_cast<uint64_t>(integer(f[KAddr], KAddr, "history entry"));
+    h.realSize = static_cast<uint64_t>(integer(f[KRealSize], KRealSize, "history entry"));
+    h.stack = stackOf(f[KFrames], "history entry");
+    const auto index = static_cast<uint32_t>(m_histories.size());
+    m_histories.push_back(h);
+    return Value::of(Kind::History, index);
+}
+
+Value SnapshotBuilder::makeSegment(const Value* const* f)
+{
+    static constexpr const char* record = "segment";
+    Segment s;
+    s.device = static_cast<int32_t>(integer(f[KDevice], KDevice, record));
+    s.address = static_cast<uint64_t>(integer(f[KAddress], KAddress, record));
+    s.totalSize = static_cast<uint64_t>(integer(f[KTotalSize], KTotalSize, record));
+    s.allocatedSize = static_cast<uint64_t>(integer(f[KAllocatedSize], KAllocatedSize, record));
+    s.activeSize = static_cast<uint64_t>(integer(f[KActiveSize], KActiveSize, record));
+    s.requestedSize = static_cast<uint64_t>(integer(f[KRequestedSize], KRequestedSize, record));
+    s.stream = integer(f[KStream], KStream, record);
+    s.isExpandable = integer(f[KIsExpandable], KIsExpandable, record) != 0;
+    s.stack = stackOf(f[KFrames], record);
+    if (const Value* type = f[KSegmentType]) {
+        if (type->kind == Kind::Str && type->ref == segmentTypeBase + 1)
+            s.isLargePool = false;
+        else if (type->kind != Kind::Str || type->ref != segmentTypeBase)
+            warnOnce("unknown segment_type " + displayText(*type) + "; treated as large");
+    }
+    if (const Value* pool = f[KSegmentPoolId]) {
+        if (pool->kind == Kind::Pair) {
+            s.pool = {static_cast<int32_t>(pool->ref), pool->i};
+        } else if (const Node* node = nodeOf(*pool, Kind::Tuple) ? nodeOf(*pool, Kind::Tuple) : nodeOf(*pool, Kind::List);
+                   node && node->items.size() == 2 && node->items[0].kind == Kind::Int
+                   && node->items[1].kind == Kind::Int) {
+            s.pool = {node->items[0].i, node->items[1].i};
+        }
+    }
+    if (const Value* blocks = f[KBlocks]) {
+        if (const auto* range = recordsOf(*blocks, Kind::Block)) {
+            s.firstBlock = range->first;
+            s.blockCount = range->count;
+            // Before ~2.1 blocks carry no address: they tile the segment in order.
+            uint64_t addr = s.address;
+            for (uint32_t i = 0; i < range->count; ++i) {
+                auto& staged = m_blocks[range->first + i];
+                if (!staged.hasAddress)
+                    staged.block.address = addr;
+                addr = staged.block.address + staged.block.size;
+            }
+        } else if (blocks->kind != Kind::EmptyList) {
+            throw formatError("a segment's blocks is a " + std::string(kindName(blocks->kind)) + ", not a list of blocks");
+        }
+    }
+    const auto index = static_cast<uint32_t>(m_segments.size());
+    m_segments.push_back(s);
+    return Value::of(Kind::Segment, index);
+}
+
+Annotation SnapshotBuilder::makeAnnotation(const std::vector<Value>& items)
+{
+    Annotation a;
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+        const Value& key = items[i];
+        const Value& value = items[i + 1];
+        if (key.kind == Kind::Str && key.ref == KDevice)
+            a.device = static_cast<int32_t>(integer(&value, KDevice, "annotation"));
+        else if (key.kind == Kind::Str && key.ref == KTimeUs)
+            a.timeUs = integer(&value, KTimeUs, "annotation");
+        else
+            a.fields.emplace_back(displayText(key), displayText(value));
+    }
+    return a;
+}
+
+int64_t SnapshotBuilder::integer(const Value* value, uint32_t key, const char* record) const
+{
+    if (!value)
+        return 0;
+    switch (value->kind) {
+    case Kind::Int:
+    case Kind::Bool:
+        return value->i;
+    case Kind::None:
+        return 0; // hand-made snapshots (_profile_to_snapshot) leave some addresses None
+    case Kind::BigInt:
+        throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key])
+            + "' does not fit in 64 bits");
+    default:
+        throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' is a "
+            + kindName(value->kind) + ", expected an integer");
+    }
+}
+
+StringId SnapshotBuilder::optionalText(const Value* value, uint32_t key, const char* record) const
+{
+    if (!value || value->kind == Kind::None)
+        return {};
+    if (value->kind != Kind::Str)
+        throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' is a "
+            + kindName(value->kind) + ", expected a string");
+    return m_strings->get(StringId(value->ref)).empty() ? StringId() : StringId(value->ref);
+}
+
+StackId SnapshotBuilder::stackOf(const Value* value, const char* record)
+{
+    if (!value || value->kind == Kind::EmptyList || value->kind == Kind::None)
+        return FrameTable::emptyStack();
+    if (value->kind == Kind::Stack)
+        return StackId(value->ref);
+    warnOnce(std::string("a ") + record + "'s frames are not a list of stack frames; ignored");
+    return FrameTable::emptyStack();
+}
+
+TraceAction SnapshotBuilder::actionOf(const Value& value)
+{
+    if (value.kind != Kind::Str)
+        throw formatError(std::string("a trace entry's action is a ") + kindName(value.kind) + ", expected a string");
+    if (value.ref >= actionBase && value.ref < actionBase + actionCount)
+        return static_cast<TraceAction>(value.ref - actionBase);
+    if (m_warnedIds.insert((uint64_t('a') << 32) | value.ref).second)
+        warnOnce("unknown trace action '" + std::string(textOf(value)) + "' kept as unknown");
+    return TraceAction::Unknown;
+}
+
+BlockState SnapshotBuilder::stateOf(const Value& value)
+{
+    if (value.kind == Kind::Str) {
+        switch (value.ref) {
+        case stateBase:
+            return BlockState::ActiveAllocated;
+        case stateBase + 1:
+        case stateBase + 3: // the _snapshot() docstring's spelling
+            return BlockState::ActivePendingFree;
+        case stateBase + 2:
+            return BlockState::Inactive;
+        default:
+            break;
+        }
+    }
+    warnOnce("unknown block state " + displayText(value) + " kept as unknown");
+    return BlockState::Unknown;
+}
+
+void SnapshotBuilder::warnUnknownKeys(const std::vector<Value>& items, const char* record)
+{
+    for (size_t i = 0; i < items.size(); i += 2) {
+        const Value& key = items[i];
+        if (key.kind == Kind::Str && key.ref < KeyCount)
+            continue;
+        // Checked by id first: a key repeated in every trace entry must not cost a string each time.
+        if (key.kind == Kind::Str && !m_warnedIds.insert((uint64_t(record[0]) << 32) | key.ref).second)
+            continue;
+        warnOnce(std::string("ignored unknown ") + record + " key " + displayText(key));
+    }
+}
+
+void SnapshotBuilder::warnOnce(const std::string& text)
+{
+    if (m_warned.insert(text).second)
+        m_warnings.push_back(text);
+}
+
+std::string SnapshotBuilder::displayText(const Value& value) const
+{
+    switch (value.kind) {
+    case Kind::Str:
+        return std::string(textOf(value));
+    case Kind::Int:
+        return std::to_string(value.i);
+    case Kind::Bool:
+        return value.i ? "True" : "False";
+    case Kind::None:
+        return "None";
+    case Kind::Float:
+        return std::to_string(value.f);
+    default:
+        return std::string("<") + kindName(value.kind) + ">";
+    }
+}
+
+Snapshot SnapshotBuilder::finish(const Value& root)
+{
+    Snapshot snapshot;
+    const Value* segments = nullptr;
+    if (recordsOf(root, Kind::Segment) || root.kind == Kind::EmptyList) {
+        snapshot.era = Snapshot::Era::SegmentList; // memory_snapshot(): a bare list of segments
+        segments = &root;
+    } else if (const Node* top = nodeOf(root, Kind::Dict)) {
+        snapshot.era = Snapshot::Era::Traces;
+        for (size_t i = 0; i + 1 < top->items.size(); i += 2) {
+            const Value& key = top->items[i];
+            const Value& value = top->items[i + 1];
+            switch (key.kind == Kind::Str ? key.ref : uint32_t(KeyCount)) {
+            case KSegments:
+                segments = &value;
+                break;
+            case KDeviceTraces:
+                readTraces(value, snapshot);
+                break;
+            case KAllocatorSettings:
+                if (const Node* settings = nodeOf(value, Kind::Dict))
+                    readSettings(*settings, snapshot);
+                else
+                    warnOnce("allocator_settings is not a dict; ignored");
+                break;
+            case KExternalAnnotations:
+                if (const auto* range = recordsOf(value, Kind::Annotation)) {
+                    snapshot.annotations.assign(m_annotations.begin() + range->first,
+                        m_annotations.begin() + range->first + range->count);
+                } else if (const Node* list = nodeOf(value, Kind::List)) {
+                    for (const Value& item : list->items) {
+                        if (const Node* dict = nodeOf(item, Kind::Dict))
+                            snapshot.annotations.push_back(makeAnnotation(dict->items));
+                    }
+                }
+                break;
+            case KHostSegments:
+            case KHostTraces:
+                warnOnce("pinned host memory (" + displayText(key) + ") is not analysed; ignored");
+                break;
+            default:
+                warnOnce("ignored unknown top-level key " + displayText(key));
+                break;
+            }
+        }
+        if (!segments)
+            throw formatError("not a memory snapshot: the top-level dict has no 'segments'");
+        if (m_sawHistory)
+            snapshot.era = Snapshot::Era::BlockHistory;
+    } else {
+        throw formatError(std::string("not a memory snapshot: the top level is a ") + kindName(root.kind)
+            + ", expected a dict or a list of segments");
+    }
+
+    if (const auto* range = recordsOf(*segments, Kind::Segment)) {
+        snapshot.segments.reserve(range->count);
+        size_t mismatched = 0;
+        for (uint32_t i = 0; i < range->count; ++i) {
+            Segment segment = m_segments[range->first + i];
+            const uint32_t first = segment.firstBlock;
+            segment.firstBlock = static_cast<uint32_t>(snapshot.blocks.size());
+            uint64_t sum = 0;
+            for (uint32_t b = 0; b < segment.blockCount; ++b) {
+                snapshot.blocks.push_back(m_blocks[first + b].block);
+                sum += m_blocks[first + b].block.size;
+            }
+            if (segment.blockCount > 0 && sum != segment.totalSize)
+                ++mismatched;
+            snapshot.segments.push_back(segment);
+        }
+        if (mismatched > 0)
+            warnOnce(std::to_string(mismatched) + " segment(s) whose block sizes do not add up to total_size");
+    } else if (segments->kind != Kind::EmptyList) {
+        throw formatError(std::string("not a memory snapshot: 'segments' is a ") + kindName(segments->kind)
+            + ", expected a list of segments");
+    }
+
+    snapshot.strings = m_strings;
+    snapshot.frames = m_frames;
+    snapshot.warnings = std::move(m_warnings);
+    return snapshot;
+}
+
+void SnapshotBuilder::readTraces(const Value& value, Snapshot& snapshot)
+{
+    if (value.kind == Kind::EmptyList)
+        return;
+    const Node* list = nodeOf(value, Kind::List);
+    if (!list)
+        throw formatError(std::string("device_traces is a ") + kindName(value.kind) + ", expected a list per device");
+    snapshot.traces.resize(list->items.size());
+    for (size_t device = 0; device < list->items.size(); ++device) {
+        const Value& item = list->items[device];
+        snapshot.traces[device].device = static_cast<int32_t>(device);
+        if (const auto* range = recordsOf(item, Kind::Event))
+            snapshot.traces[device].events = std::move(m_eventLists[range->first]);
+        else if (item.kind != Kind::EmptyList)
+            throw formatError("device_traces[" + std::to_string(device) + "] is a " + kindName(item.kind)
+                + ", expected a list of trace entries");
+    }
+}
+
+void SnapshotBuilder::readSettings(const Node& node, Snapshot& snapshot)
+{
+    AllocatorSettings settings;
+    for (size_t i = 0; i + 1 < node.items.size(); i += 2) {
+        const Value& key = node.items[i];
+        const Value& value = node.items[i + 1];
+        const bool isInt = value.kind == Kind::Int || value.kind == Kind::Bool;
+        switch (key.kind == Kind::Str ? key.ref : uint32_t(KeyCount)) {
+        case KAllocConf:
+            if (value.kind == Kind::Str)
+                settings.allocConf = std::string(textOf(value));
+            break;
+        case KMaxSplitSize:
+            if (isInt)
+                settings.maxSplitSize = value.i;
+            break;
+        case KGcThreshold:
+            if (value.kind == Kind::Float)
+                settings.garbageCollectionThreshold = value.f;
+            else if (isInt)
+                settings.garbageCollectionThreshold = static_cast<double>(value.i);
+            break;
+        case KExpandableSegments:
+            settings.expandableSegments = isInt && value.i != 0;
+            break;
+        case KReleaseLock:
+            settings.releaseLockOnCudaMalloc = isInt && value.i != 0;
+            break;
+        case KPinnedHostRegister:
+            settings.pinnedUseCudaHostRegister = isInt && value.i != 0;
+            break;
+        case KPinnedThreads:
+            if (isInt)
+                settings.pinnedNumRegisterThreads = value.i;
+            break;
+        case KRoundup:
+            if (const Node* divisions = nodeOf(value, Kind::Dict)) {
+                for (size_t d = 0; d + 1 < divisions->items.size(); d += 2) {
+                    const Value& count = divisions->items[d + 1];
+                    if (count.kind == Kind::Int)
+                        settings.roundupPower2Divisions.emplace_back(displayText(divisions->items[d]), count.i);
+                }
+            }
+            break;
+        default:
+            break; // newer settings (graph_capture_record_stream_reuse, ...) are not used
+        }
+    }
+    snapshot.allocatorSettings = std::move(settings);
+}
+
+const SnapshotBuilder::RecordRange* SnapshotBuilder::recordsOf(const Value& value, Kind kind) const
+{
+    if (value.kind != Kind::Records || m_ranges[value.ref].kind != kind)
+        return nullptr;
+    return &m_ranges[value.ref];
+}
+
+const SnapshotBuilder::Node* SnapshotBuilder::nodeOf(const Value& value, Kind kind) const
+{
+    if (value.kind != kind)
+        return nullptr;
+    return &m_nodes[value.ref];
+}
+
+} // namespace oomlens::pickle

@@ -1,0 +1,120 @@
+#pragma once
+
+#include "core/snapshot.h"
+#include "parsers/pickle/picklevalue.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace oomlens::pickle {
+
+// Builds the compact Snapshot model while values are decoded. Containers are recognised the
+// moment they close: a dict with filename/name becomes an interned frame, a list of frames an
+// interned stack, a dict with "action" a TraceEvent appended to the model, and so on. Only the
+// few containers the model does not know (the top-level dict, allocator settings) are kept as
+// generic nodes, so a million-event trace never exists as an object tree.
+class SnapshotBuilder final : public ValueBuilder {
+public:
+    SnapshotBuilder();
+    ~SnapshotBuilder() override;
+
+    // Size of the encoded input: lets the event buffer be reserved once instead of regrown.
+    void setSizeHint(uint64_t bytes) { m_sizeHint = bytes; }
+
+    Value text(std::string_view utf8) override;
+    Value bytes(std::string_view data) override;
+    uint32_t open(Kind kind) override;
+    void append(uint32_t handle, const Value& item) override;
+    void setItem(uint32_t handle, const Value& key, const Value& value) override;
+    Value close(uint32_t handle) override;
+    Value again(const Value& value) override;
+
+    // Turns the decoded top-level value into the model. Throws DecodeError when the value is not
+    // a memory snapshot. The builder is spent afterwards.
+    Snapshot finish(const Value& root);
+
+    std::string_view textOf(const Value& value) const;
+
+    // Limits that keep hostile input from exhausting memory.
+    static constexpr uint32_t maxOpenContainers = 1u << 20;
+
+private:
+    struct OpenContainer {
+        Kind kind = Kind::List;
+        Kind recordKind = Kind::None;
+        uint32_t first = 0;
+        uint32_t count = 0;
+        std::vector<Value> items; // dicts: key, value, key, value...
+    };
+    struct Node {
+        Kind kind;
+        std::vector<Value> items;
+    };
+    struct RecordRange {
+        Kind kind;
+        uint32_t first; // for events: index into m_eventLists
+        uint32_t count;
+    };
+    struct StagedBlock {
+        Block block;
+        bool hasAddress = false;
+    };
+    struct History {
+        uint64_t addr = 0;
+        uint64_t realSize = 0;
+        StackId stack = FrameTable::emptyStack();
+    };
+
+    Value closeDict(OpenContainer& c);
+    Value closeList(OpenContainer& c);
+    Value retain(OpenContainer& c);
+
+    Value makeEvent(const Value* const* fields, const std::vector<Value>& items);
+    Value makeFrame(const Value* const* fields);
+    Value makeBlock(const Value* const* fields);
+    Value makeSegment(const Value* const* fields);
+    Value makeHistory(const Value* const* fields);
+    Annotation makeAnnotation(const std::vector<Value>& items);
+
+    int64_t integer(const Value* value, uint32_t key, const char* record) const;
+    StackId stackOf(const Value* value, const char* record);
+    StringId optionalText(const Value* value, uint32_t key, const char* record) const;
+    TraceAction actionOf(const Value& value);
+    BlockState stateOf(const Value& value);
+    void warnUnknownKeys(const std::vector<Value>& items, const char* record);
+    void warnOnce(const std::string& text);
+    std::string displayText(const Value& value) const;
+
+    const RecordRange* recordsOf(const Value& value, Kind kind) const;
+    const Node* nodeOf(const Value& value, Kind kind) const;
+    void readSettings(const Node& node, Snapshot& snapshot);
+    void readTraces(const Value& value, Snapshot& snapshot);
+
+    std::shared_ptr<StringTable> m_strings;
+    std::shared_ptr<FrameTable> m_frames;
+
+    std::vector<OpenContainer> m_open;
+    std::vector<uint32_t> m_freeSlots;
+    std::vector<Node> m_nodes;
+    std::vector<RecordRange> m_ranges;
+
+    std::vector<TraceEvent> m_events; // staging for the trace list being read
+    std::vector<std::vector<TraceEvent>> m_eventLists;
+    std::vector<StagedBlock> m_blocks;
+    std::vector<Segment> m_segments; // firstBlock/blockCount index m_blocks until finish()
+    std::vector<History> m_histories;
+    std::vector<Annotation> m_annotations;
+    std::vector<FrameId> m_scratch;
+
+    std::vector<std::string> m_warnings;
+    std::unordered_set<std::string> m_warned;
+    std::unordered_set<uint64_t> m_warnedIds;
+    uint64_t m_sizeHint = 0;
+    uint64_t m_eventsStaged = 0;
+    bool m_sawHistory = false;
+};
+
+} // namespace oomlens::pickle

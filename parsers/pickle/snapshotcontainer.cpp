@@ -1,0 +1,309 @@
+#include "parsers/pickle/snapshotcontainer.h"
+
+#include "parsers/pickle/picklevalue.h"
+
+#include <QByteArray>
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+namespace oomlens::pickle {
+
+namespace {
+
+constexpr size_t sniffWindow = 64 * 1024;
+
+DecodeError formatError(const std::string& message)
+{
+    return DecodeError(ErrorKind::Format, message);
+}
+
+uint64_t little(std::string_view bytes, size_t at, int width)
+{
+    uint64_t v = 0;
+    for (int b = width - 1; b >= 0; --b)
+        v = (v << 8) | static_cast<unsigned char>(bytes[at + static_cast<size_t>(b)]);
+    return v;
+}
+
+bool isPickle(std::string_view bytes)
+{
+    return bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0x80
+        && static_cast<unsigned char>(bytes[1]) >= 2 && static_cast<unsigned char>(bytes[1]) <= 5;
+}
+
+bool isGzip(std::string_view bytes)
+{
+    return bytes.size() >= 18 && static_cast<unsigned char>(bytes[0]) == 0x1f
+        && static_cast<unsigned char>(bytes[1]) == 0x8b && bytes[2] == 8;
+}
+
+bool isZip(std::string_view bytes)
+{
+    return bytes.size() >= 30 && bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4);
+}
+
+std::string_view skipSpace(std::string_view text)
+{
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        text.remove_prefix(3);
+    const auto first = text.find_first_not_of(" \t\r\n");
+    return first == std::string_view::npos ? std::string_view() : text.substr(first);
+}
+
+bool isJsonSnapshot(std::string_view bytes)
+{
+    const auto text = skipSpace(bytes);
+    if (text.empty())
+        return false;
+    const auto head = text.substr(0, sniffWindow);
+    if (text[0] == '{')
+        return head.find("\"segments\"") != std::string_view::npos || head.find("\"device_traces\"") != std::string_view::npos;
+    if (text[0] == '[')
+        return head.find("\"total_size\"") != std::string_view::npos && head.find("\"blocks\"") != std::string_view::npos;
+    return false;
+}
+
+// The _memory_viz page embeds json.dumps([{"name": ..., "base64": "<pickle>"}]); a base64 pickle
+// starts with "gA" (0x80).
+std::optional<size_t> findBase64Blob(std::string_view bytes)
+{
+    for (size_t at = bytes.find("\"base64\""); at != std::string_view::npos; at = bytes.find("\"base64\"", at + 1)) {
+        size_t p = at + 8;
+        while (p < bytes.size() && (bytes[p] == ' ' || bytes[p] == ':'))
+            ++p;
+        if (p + 3 <= bytes.size() && bytes.substr(p, 3) == "\"gA")
+            return p + 1;
+    }
+    return std::nullopt;
+}
+
+bool isMemoVizHtml(std::string_view bytes)
+{
+    const auto head = bytes.substr(0, sniffWindow);
+    const auto text = skipSpace(head);
+    if (text.empty() || text[0] != '<')
+        return false;
+    return findBase64Blob(head).has_value();
+}
+
+std::string inflate(std::string_view input, int windowBits, uint64_t limit, const std::atomic_bool* cancel,
+    const char* what)
+{
+    z_stream zs {};
+    if (inflateInit2(&zs, windowBits) != Z_OK)
+        throw formatError(std::string("cannot start zlib for ") + what);
+    std::string out;
+    out.resize(std::min<uint64_t>(limit, std::max<uint64_t>(input.size() * 4, 1 << 16)));
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(input.data()));
+    size_t produced = 0;
+    size_t consumed = 0;
+    int status = Z_OK;
+    while (status != Z_STREAM_END) {
+        if (cancel && cancel->load(std::memory_order_relaxed)) {
+            inflateEnd(&zs);
+            throw DecodeError(ErrorKind::Cancelled, "cancelled");
+        }
+        if (produced == out.size()) {
+            if (out.size() >= limit) {
+                inflateEnd(&zs);
+                throw formatError(std::string(what) + " inflates to more than " + std::to_string(limit >> 30) + " GiB");
+            }
+            out.resize(std::min<uint64_t>(limit, out.size() * 2));
+        }
+        const size_t chunkIn = std::min<size_t>(input.size() - consumed, 1u << 30);
+        const size_t chunkOut = std::min<size_t>(out.size() - produced, 1u << 30);
+        zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(input.data() + consumed));
+        zs.avail_in = static_cast<uInt>(chunkIn);
+        zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+        zs.avail_out = static_cast<uInt>(chunkOut);
+        status = ::inflate(&zs, Z_NO_FLUSH);
+        consumed += chunkIn - zs.avail_in;
+        produced += chunkOut - zs.avail_out;
+        if (status == Z_BUF_ERROR && consumed == input.size() && zs.avail_out != 0) {
+            inflateEnd(&zs);
+            throw formatError(std::string("truncated ") + what + ": the compressed data ends at byte "
+                + std::to_string(consumed));
+        }
+        if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
+            const std::string reason = zs.msg ? zs.msg : "corrupt data";
+            inflateEnd(&zs);
+            throw formatError(std::string("corrupt ") + what + " near compressed byte " + std::to_string(consumed)
+                + ": " + reason);
+        }
+    }
+    inflateEnd(&zs);
+    out.resize(produced);
+    return out;
+}
+
+// A minimal reader of the ZIP central directory: torch.save writes "<name>/data.pkl", usually
+// stored (uncompressed) and 64-byte aligned.
+std::string_view zipEntry(std::string_view zip, std::string& storage, const std::atomic_bool* cancel, bool inflateData)
+{
+    const size_t minEocd = 22;
+    if (zip.size() < minEocd)
+        throw formatError("truncated ZIP archive: no end-of-central-directory record");
+    size_t eocd = std::string_view::npos;
+    const size_t lowest = zip.size() > minEocd + 65535 ? zip.size() - minEocd - 65535 : 0;
+    for (size_t p = zip.size() - minEocd + 1; p-- > lowest;) {
+        if (zip.substr(p, 4) == std::string_view("PK\x05\x06", 4)) {
+            eocd = p;
+            break;
+        }
+    }
+    if (eocd == std::string_view::npos)
+        throw formatError("truncated ZIP archive: no end-of-central-directory record");
+    uint64_t entries = little(zip, eocd + 10, 2);
+    uint64_t cdOffset = little(zip, eocd + 16, 4);
+    if ((cdOffset == 0xffffffffu || entries == 0xffff) && eocd >= 20
+        && zip.substr(eocd - 20, 4) == std::string_view("PK\x06\x07", 4)) {
+        const uint64_t eocd64 = little(zip, eocd - 20 + 8, 8);
+        if (eocd64 + 56 > zip.size() || zip.substr(eocd64, 4) != std::string_view("PK\x06\x06", 4))
+            throw formatError("corrupt ZIP64 archive: bad end-of-central-directory record");
+        entries = little(zip, eocd64 + 32, 8);
+        cdOffset = little(zip, eocd64 + 48, 8);
+    }
+    uint64_t p = cdOffset;
+    for (uint64_t i = 0; i < entries; ++i) {
+        if (p + 46 > zip.size() || zip.substr(p, 4) != std::string_view("PK\x01\x02", 4))
+            throw formatError("corrupt ZIP archive: bad central directory entry at byte " + std::to_string(p));
+        const uint64_t method = little(zip, p + 10, 2);
+        uint64_t compressed = little(zip, p + 20, 4);
+        uint64_t uncompressed = little(zip, p + 24, 4);
+        const uint64_t nameLength = little(zip, p + 28, 2);
+        const uint64_t extraLength = little(zip, p + 30, 2);
+        const uint64_t commentLength = little(zip, p + 32, 2);
+        uint64_t local = little(zip, p + 42, 4);
+        if (p + 46 + nameLength + extraLength > zip.size())
+            throw formatError("corrupt ZIP archive: central directory runs past the end");
+        const auto name = zip.substr(p + 46, nameLength);
+        const bool isData = name == "data.pkl"
+            || (name.size() > 9 && name.substr(name.size() - 9) == "/data.pkl");
+        if (isData) {
+            // ZIP64 extra field: the 64-bit values appear only for fields saturated at 0xffffffff.
+            for (uint64_t e = p + 46 + nameLength; e + 4 <= p + 46 + nameLength + extraLength;) {
+                const uint64_t id = little(zip, e, 2);
+                const uint64_t size = little(zip, e + 2, 2);
+                if (id == 1) {
+                    uint64_t f = e + 4;
+                    for (uint64_t* field : {&uncompressed, &compressed, &local}) {
+                        if (*field == 0xffffffffu && f + 8 <= e + 4 + size) {
+                            *field = little(zip, f, 8);
+                            f += 8;
+                        }
+                    }
+                }
+                e += 4 + size;
+            }
+            if (local + 30 > zip.size() || zip.substr(local, 4) != std::string_view("PK\x03\x04", 4))
+                throw formatError("corrupt ZIP archive: bad local header for " + std::string(name));
+            const uint64_t data = local + 30 + little(zip, local + 26, 2) + little(zip, local + 28, 2);
+            if (data > zip.size() || compressed > zip.size() - data)
+                throw formatError("truncated ZIP archive: " + std::string(name) + " runs past the end");
+            const auto raw = zip.substr(data, compressed);
+            if (method == 0 || (method == 8 && !inflateData))
+                return raw;
+            if (method == 8) {
+                storage = inflate(raw, -MAX_WBITS, std::min(uncompressed + 1, maxInflatedBytes), cancel, "ZIP entry");
+                return storage;
+            }
+            throw formatError("ZIP entry " + std::string(name) + " uses compression method " + std::to_string(method)
+                + "; only stored and deflated entries are supported");
+        }
+        p += 46 + nameLength + extraLength + commentLength;
+    }
+    throw formatError("ZIP archive without a data.pkl: not a torch.save file");
+}
+
+} // namespace
+
+ContainerKind sniffContainer(std::string_view bytes)
+{
+    if (isPickle(bytes))
+        return ContainerKind::Pickle;
+    if (isGzip(bytes)) {
+        // Look inside: a gzip of anything else is not ours.
+        try {
+            std::string head;
+            z_stream zs {};
+            if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+                return ContainerKind::None;
+            head.resize(sniffWindow);
+            zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+            zs.avail_in = static_cast<uInt>(std::min<size_t>(bytes.size(), 1u << 30));
+            zs.next_out = reinterpret_cast<Bytef*>(head.data());
+            zs.avail_out = static_cast<uInt>(head.size());
+            ::inflate(&zs, Z_SYNC_FLUSH);
+            head.resize(head.size() - zs.avail_out);
+            inflateEnd(&zs);
+            const auto inner = sniffContainer(head);
+            return inner == ContainerKind::None || inner == ContainerKind::Gzip ? ContainerKind::None : ContainerKind::Gzip;
+        } catch (const std::exception&) {
+            return ContainerKind::None;
+        }
+    }
+    if (isZip(bytes)) {
+        try {
+            std::string storage;
+            zipEntry(bytes, storage, nullptr, false);
+            return ContainerKind::TorchZip;
+        } catch (const std::exception&) {
+            return ContainerKind::None;
+        }
+    }
+    if (isJsonSnapshot(bytes))
+        return ContainerKind::Json;
+    if (isMemoVizHtml(bytes))
+        return ContainerKind::MemoVizHtml;
+    return ContainerKind::None;
+}
+
+Unwrapped unwrapSnapshot(std::string_view bytes, const std::atomic_bool* cancel)
+{
+    Unwrapped result;
+    if (bytes.empty())
+        throw formatError("empty input: no snapshot data");
+    if (isGzip(bytes)) {
+        result.storage = inflate(bytes, 16 + MAX_WBITS, maxInflatedBytes, cancel, "gzip data");
+        Unwrapped inner = unwrapSnapshot(result.storage, cancel);
+        if (inner.storage.empty()) {
+            const auto offset = static_cast<size_t>(inner.payload.data() - result.storage.data());
+            inner.storage = std::move(result.storage);
+            inner.payload = std::string_view(inner.storage).substr(offset, inner.payload.size());
+        }
+        inner.container = "gzip";
+        return inner;
+    }
+    if (isPickle(bytes)) {
+        result.payload = bytes;
+        result.container = "pickle";
+    } else if (isZip(bytes)) {
+        result.payload = zipEntry(bytes, result.storage, cancel, true);
+        result.container = "torch.save zip";
+    } else if (isJsonSnapshot(bytes)) {
+        result.payload = bytes;
+        result.container = "json";
+        result.json = true;
+    } else if (const auto blob = isMemoVizHtml(bytes) ? findBase64Blob(bytes) : std::nullopt) {
+        const size_t end = bytes.find('"', *blob);
+        if (end == std::string_view::npos)
+            throw formatError("truncated memory_viz page: the base64 snapshot has no end");
+        QByteArray encoded(bytes.data() + *blob, static_cast<qsizetype>(end - *blob));
+        encoded.replace('\\', QByteArray()); // JSON may escape '/' as "\/"
+        auto decoded = QByteArray::fromBase64Encoding(encoded, QByteArray::AbortOnBase64DecodingErrors);
+        if (!decoded)
+            throw formatError("memory_viz page: the embedded snapshot is not valid base64");
+        result.storage.assign(decoded.decoded.constData(), static_cast<size_t>(decoded.decoded.size()));
+        result.payload = result.storage; // the NUL padding after STOP is never read
+        result.container = "memory_viz html";
+    } else {
+        throw formatError("not a memory snapshot: no pickle, gzip, torch.save ZIP, JSON or memory_viz HTML signature");
+    }
+    return result;
+}
+
+} // namespace oomlens::pickle
