@@ -1,0 +1,114 @@
+#include "core/diagnosis/catalogue.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace oomlens {
+
+namespace {
+
+struct Entry {
+    std::string_view id;
+    std::string_view title;
+};
+
+constexpr Entry entries[] = {
+    {"fragmentation", "Free memory exists, but not in one piece"},
+    {"first_backward", "The forward pass fits, the first backward does not"},
+    {"optimizer_step2", "The optimizer's state arrives at the first step"},
+    {"longest_batch", "One batch is much larger than the rest"},
+    {"eval_accumulation", "Evaluation keeps its outputs on the GPU"},
+    {"leak", "Memory grows step after step"},
+    {"capacity", "The training state does not fit on the card"},
+    {"other_process", "Something else holds memory on the card"},
+    {"memory_fraction_cap", "A per-process memory limit, not the card, ran out"},
+    {"large_allocation", "One request is a large share of the card"},
+};
+
+constexpr double maxConfidence = 0.97;
+
+size_t catalogueIndex(std::string_view id)
+{
+    for (size_t i = 0; i < std::size(entries); ++i) {
+        if (entries[i].id == id)
+            return i;
+    }
+    return std::size(entries);
+}
+
+} // namespace
+
+double clamp01(double value)
+{
+    return std::clamp(value, 0.0, 1.0);
+}
+
+const std::vector<std::string_view>& catalogueIds()
+{
+    static const std::vector<std::string_view> ids = [] {
+        std::vector<std::string_view> result;
+        for (const auto& entry : entries)
+            result.push_back(entry.id);
+        return result;
+    }();
+    return ids;
+}
+
+std::string_view catalogueTitle(std::string_view id)
+{
+    const size_t index = catalogueIndex(id);
+    return index < std::size(entries) ? entries[index].title : std::string_view();
+}
+
+Diagnosis makeDiagnosis(std::string_view id, double confidence, std::string summary)
+{
+    Diagnosis diagnosis;
+    diagnosis.id = std::string(id);
+    diagnosis.title = std::string(catalogueTitle(id));
+    diagnosis.confidence = std::clamp(confidence, 0.0, maxConfidence);
+    diagnosis.summary = std::move(summary);
+    return diagnosis;
+}
+
+void sortDiagnoses(std::vector<Diagnosis>& diagnoses)
+{
+    std::stable_sort(diagnoses.begin(), diagnoses.end(), [](const Diagnosis& a, const Diagnosis& b) {
+        // Confidences are rounded to two decimals for display; compare what the user sees.
+        const long ca = std::lround(a.confidence * 100);
+        const long cb = std::lround(b.confidence * 100);
+        if (ca != cb)
+            return ca > cb;
+        return catalogueIndex(a.id) < catalogueIndex(b.id);
+    });
+}
+
+void mergeDiagnoses(std::vector<Diagnosis>& into, std::vector<Diagnosis> incoming, double weight)
+{
+    for (auto& diagnosis : incoming) {
+        auto existing = std::find_if(into.begin(), into.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
+        if (existing == into.end()) {
+            diagnosis.confidence = std::clamp(diagnosis.confidence * weight, 0.0, maxConfidence);
+            into.push_back(std::move(diagnosis));
+            continue;
+        }
+        // Independent sources agreeing: 1 - (1-a)(1-b), damped so two weak hints stay weak-ish.
+        const double a = existing->confidence;
+        const double b = diagnosis.confidence * weight;
+        existing->confidence = std::clamp(std::max(a, b) + 0.5 * std::min(a, b) * (1.0 - std::max(a, b)), 0.0, maxConfidence);
+        for (auto& evidence : diagnosis.evidence) {
+            const bool seen = std::any_of(existing->evidence.begin(), existing->evidence.end(),
+                                          [&](const Evidence& e) { return e.text == evidence.text; });
+            if (!seen)
+                existing->evidence.push_back(std::move(evidence));
+        }
+        for (auto& fix : diagnosis.fixes) {
+            auto same = std::find_if(existing->fixes.begin(), existing->fixes.end(), [&](const Fix& f) { return f.id == fix.id; });
+            if (same == existing->fixes.end())
+                existing->fixes.push_back(std::move(fix));
+            else if (!same->projectedSavingBytes && fix.projectedSavingBytes)
+                *same = std::move(fix); // a measured projection beats an unmeasured one
+        }
+    }
+}
+
+} // namespace oomlens

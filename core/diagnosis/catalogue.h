@@ -1,0 +1,28 @@
+#pragma once
+
+#include "core/diagnosis.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomlens {
+
+// The catalogue of product.md §3, in its order (used to break confidence ties).
+const std::vector<std::string_view>& catalogueIds();
+std::string_view catalogueTitle(std::string_view id);
+
+// A diagnosis with the catalogue title and a confidence clamped to [0, 0.97].
+Diagnosis makeDiagnosis(std::string_view id, double confidence, std::string summary);
+
+// Most likely first; ties in catalogue order.
+void sortDiagnoses(std::vector<Diagnosis>& diagnoses);
+
+// Folds `incoming` into `into`: the same id from two sources (text and snapshot, two messages)
+// strengthens one diagnosis instead of appearing twice. `weight` scales incoming confidences of
+// ids not yet present (evidence from an earlier, superseded OOM counts for less).
+void mergeDiagnoses(std::vector<Diagnosis>& into, std::vector<Diagnosis> incoming, double weight = 1.0);
+
+double clamp01(double value);
+
+} // namespace oomlens

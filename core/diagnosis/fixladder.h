@@ -1,0 +1,63 @@
+#pragma once
+
+#include "core/diagnosis.h"
+#include "core/diagnosis/memorybudget.h"
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// Every fix oomlens can recommend. The ladder rungs (product.md §3) come first in ladder order;
+// the case-specific ones remove a cause and are listed before the ladder by the diagnoses.
+enum class FixKind {
+    MicroBatch,
+    Bf16,
+    Checkpointing,
+    ExpandableSegments,
+    MaxSplitSize,
+    Sdpa,
+    ShorterSequences,
+    Optimizer8bit,
+    Zero,
+    Offload,
+    Lora,
+    StopOtherProcess,
+    ChooseGpu,
+    MemoryFraction,
+    MpsWatermark,
+    EvalAccumulation,
+    EvalBatchSize,
+    ReleaseReferences,
+    OptimizerForeach,
+    LengthBucketing,
+    LoadToCpu,
+};
+
+struct FixContext {
+    std::string backend = "cuda";            // cuda, hip, xpu, mps, ...
+    bool expandableSegmentsOn = false;       // seen in PYTORCH_CUDA_ALLOC_CONF or the snapshot
+    bool maxSplitSizeSet = false;
+    bool asyncAllocator = false;             // backend:cudaMallocAsync
+    bool preExpandableTorch = false;         // message template from before expandable segments (≤2.0)
+    MemoryBudget budget;
+    std::optional<uint64_t> caseSavingBytes; // what a case-specific fix frees (retained eval outputs, leaked bytes)
+    uint64_t otherProcessBytes = 0;
+    std::optional<uint64_t> allowedBytes;
+};
+
+// The fix, or nothing when the inputs show it is already in place (expandable segments on).
+std::optional<Fix> makeFix(FixKind kind, const FixContext& context);
+
+// The fixes that remove a specific cause (casefixes.cpp); makeFix forwards to it.
+std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context);
+
+// Fixes in the given order, skipping those ruled out and duplicates already in `fixes`.
+void appendFixes(std::vector<Fix>& fixes, std::initializer_list<FixKind> kinds, const FixContext& context);
+
+// The whole ladder, for a failure whose cause the inputs do not narrow down.
+void appendLadder(std::vector<Fix>& fixes, const FixContext& context);
+
+} // namespace oomlens

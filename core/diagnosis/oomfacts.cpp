@@ -1,0 +1,162 @@
+#include "core/diagnosis/oomfacts.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace oomlens {
+
+namespace {
+
+// NVML reports ULLONG_MAX ("17179869184.00 GiB") when it cannot tell; anything beyond the card
+// (with slack for rounding) is such a placeholder, not a real figure.
+bool believable(uint64_t bytes, const std::optional<uint64_t>& total)
+{
+    if (!total)
+        return bytes < (uint64_t(1) << 50);
+    return static_cast<double>(bytes) <= static_cast<double>(*total) * 1.02;
+}
+
+bool contains(const std::string& haystack, const char* needle)
+{
+    return haystack.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+std::optional<uint64_t> OomFacts::unattributedOutsideBytes() const
+{
+    if (!outsideBytes)
+        return std::nullopt;
+    const uint64_t known = otherProcessBytes + selfNonPyTorchBytes.value_or(0);
+    return *outsideBytes > known ? *outsideBytes - known : 0;
+}
+
+OomFacts oomFacts(const OomMessage& message)
+{
+    OomFacts facts;
+    facts.device = message.device.value_or(0);
+    facts.backend = message.backend;
+    facts.request = message.requestedBytes;
+    facts.total = message.totalBytes;
+    facts.free = message.freeBytes;
+    facts.allocated = message.allocatedBytes;
+    facts.reserved = message.reservedBytes;
+    facts.reservedUnallocated = message.reservedUnallocatedBytes;
+    facts.allowed = message.allowedBytes;
+    facts.mpsOtherBytes = message.otherAllocationsBytes;
+    facts.probable = message.probable;
+    facts.asyncAllocator = contains(message.templateId, "MallocAsync") || contains(message.templateId, "mallocasync");
+
+    if (!facts.reserved && facts.allocated && facts.reservedUnallocated)
+        facts.reserved = *facts.allocated + *facts.reservedUnallocated;
+    if (!facts.reservedUnallocated && facts.reserved && facts.allocated && *facts.reserved >= *facts.allocated)
+        facts.reservedUnallocated = *facts.reserved - *facts.allocated;
+    if (facts.asyncAllocator && !facts.reserved && facts.allocated)
+        facts.reserved = facts.allocated;
+
+    const bool mps = message.backend == "mps";
+    // MPS prints its high-watermark limit as "max allowed": that is the card as far as MPS goes,
+    // not a user-chosen fraction of it.
+    if (mps) {
+        if (!facts.total && facts.allowed)
+            facts.total = facts.allowed;
+        facts.allowed.reset();
+        if (!facts.reserved && facts.allocated)
+            facts.reserved = facts.allocated;
+    }
+    facts.limit = facts.allowed ? facts.allowed : facts.total;
+    if (facts.total && facts.allowed)
+        facts.limit = std::min(*facts.total, *facts.allowed);
+
+    // 2.1's template sometimes left out the allowed clause; T0/T1 before ~1.5 had none at all.
+    facts.preAllowedClause = message.templateId == "T2" || message.templateId == "T0";
+    facts.preExpandableTorch = message.templateId == "T0" || message.templateId == "T1";
+
+    for (const auto& process : message.processes) {
+        if (!process.bytes)
+            continue;
+        if (!believable(*process.bytes, facts.total)) {
+            facts.garbageProcessNumbers = true;
+            continue;
+        }
+        if (process.self) {
+            facts.selfProcessBytes = facts.selfProcessBytes.value_or(0) + *process.bytes;
+        } else {
+            facts.otherProcessBytes += *process.bytes;
+            if (process.pid)
+                facts.otherPids.push_back(*process.pid);
+        }
+    }
+    if (facts.selfProcessBytes && facts.reserved && *facts.selfProcessBytes >= *facts.reserved)
+        facts.selfNonPyTorchBytes = *facts.selfProcessBytes - *facts.reserved;
+    if (mps && facts.mpsOtherBytes)
+        facts.selfNonPyTorchBytes = facts.mpsOtherBytes;
+
+    if (facts.total && facts.free && facts.reserved) {
+        const uint64_t used = *facts.free + *facts.reserved;
+        if (used <= *facts.total)
+            facts.outsideBytes = *facts.total - used;
+        else if (static_cast<double>(used) > static_cast<double>(*facts.total) * 1.02)
+            facts.inconsistent = true;
+    }
+    if (mps && facts.total && facts.reserved) {
+        const uint64_t held = *facts.reserved + facts.mpsOtherBytes.value_or(0);
+        facts.outsideBytes = facts.mpsOtherBytes.value_or(0);
+        if (held <= *facts.total && !facts.free)
+            facts.free = *facts.total - held;
+    }
+    if (facts.total && facts.allocated && static_cast<double>(*facts.allocated) > static_cast<double>(*facts.total) * 1.02)
+        facts.inconsistent = true;
+
+    facts.phase = message.phase;
+    if (message.traceback) {
+        if (facts.phase == Phase::Unknown)
+            facts.phase = message.traceback->phase;
+        facts.phaseEvidence = message.traceback->phaseEvidence;
+        for (const auto& frame : message.traceback->frames) {
+            facts.tracebackFunctions.push_back(frame.function);
+            if (!frame.code.empty())
+                facts.tracebackFunctions.push_back(frame.code);
+        }
+    }
+    return facts;
+}
+
+void addNvidiaSmi(OomFacts& facts, const std::vector<NvidiaSmiTable>& tables)
+{
+    for (const auto& table : tables) {
+        for (const auto& gpu : table.gpus) {
+            if (gpu.index == facts.device && gpu.totalBytes && !facts.total) {
+                facts.total = gpu.totalBytes;
+                if (!facts.limit)
+                    facts.limit = gpu.totalBytes;
+            }
+        }
+        if (!facts.otherPids.empty() || facts.otherProcessBytes > 0)
+            continue; // the message's own NVML clause is more precise
+        std::vector<const GpuProcess*> rows;
+        for (const auto& process : table.processes) {
+            if (process.gpu == facts.device && process.bytes && believable(*process.bytes, facts.total))
+                rows.push_back(&process);
+        }
+        if (rows.size() < 2)
+            continue; // one process: most likely this run itself
+        // Which row is this run is unknown (container PIDs differ from the host's); the one whose
+        // usage is closest to PyTorch's reserved bytes is the best guess, the rest are others.
+        const uint64_t reserved = facts.reserved.value_or(0);
+        const auto distance = [reserved](const GpuProcess* p) {
+            return *p->bytes > reserved ? *p->bytes - reserved : reserved - *p->bytes;
+        };
+        const auto self = std::min_element(rows.begin(), rows.end(),
+                                           [&](const GpuProcess* a, const GpuProcess* b) { return distance(a) < distance(b); });
+        for (auto it = rows.begin(); it != rows.end(); ++it) {
+            if (it == self)
+                continue;
+            facts.otherProcessBytes += *(*it)->bytes;
+            if ((*it)->pid)
+                facts.otherPids.push_back(*(*it)->pid);
+        }
+    }
+}
+
+} // namespace oomlens

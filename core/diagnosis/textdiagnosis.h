@@ -1,0 +1,28 @@
+#pragma once
+
+#include "core/diagnosis.h"
+#include "core/diagnosis/fixladder.h"
+#include "core/diagnosis/oomfacts.h"
+#include "core/textinputs.h"
+
+#include <vector>
+
+namespace oomlens {
+
+// Diagnoses from pasted text alone: OOM messages (with their tracebacks), memory_summary
+// tables, nvidia-smi tables and allocator settings. Text carries no bands, so confidences stay
+// modest and projections are given only where the message's numbers allow (fragmented bytes).
+// Several OOMs in one log: the last one leads, earlier ones add weight and evidence.
+std::vector<Diagnosis> diagnoseText(const TextFindings& findings);
+
+// One message, with the rest of the findings as context (settings, summaries, nvidia-smi).
+std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextFindings& context);
+
+// Allocator settings and the budget a message implies, for fixes built elsewhere too.
+FixContext textFixContext(const OomFacts& facts, const TextFindings& context);
+
+// Where the findings say expandable segments are on ("export PYTORCH_CUDA_ALLOC_CONF=..." line 3),
+// empty when they do not. The message's own hint is never such evidence.
+std::string expandableSegmentsSource(const TextFindings& findings);
+
+} // namespace oomlens

@@ -1,0 +1,250 @@
+#include "common/testutil.h"
+#include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/diagnosistext.h"
+#include "core/diagnosis/textdiagnosis.h"
+#include "core/units.h"
+
+#include <QTest>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace oomlens;
+using nlohmann::json;
+
+namespace {
+
+// "9.80 GiB" -> bytes, the way the parser reads PyTorch's format_size output.
+uint64_t bytesOf(const std::string& text)
+{
+    const size_t space = text.find(' ');
+    const double value = std::stod(text.substr(0, space));
+    const std::string unit = space == std::string::npos ? "bytes" : text.substr(space + 1);
+    double scale = 1;
+    if (unit == "KiB")
+        scale = KiB;
+    else if (unit == "MiB")
+        scale = MiB;
+    else if (unit == "GiB")
+        scale = GiB;
+    return static_cast<uint64_t>(std::llround(value * scale));
+}
+
+std::optional<uint64_t> optionalBytes(const json& object, const char* key)
+{
+    if (!object.contains(key))
+        return std::nullopt;
+    return bytesOf(object[key].get<std::string>());
+}
+
+OomMessage messageFrom(const json& m)
+{
+    OomMessage message;
+    message.backend = m.value("backend", "cuda");
+    message.templateId = m.value("template", "");
+    message.device = m.value("device", 0);
+    message.requestedBytes = optionalBytes(m, "requested");
+    message.totalBytes = optionalBytes(m, "total");
+    message.freeBytes = optionalBytes(m, "free");
+    message.allocatedBytes = optionalBytes(m, "allocated");
+    message.reservedBytes = optionalBytes(m, "reserved");
+    message.reservedUnallocatedBytes = optionalBytes(m, "reserved_unallocated");
+    message.allowedBytes = optionalBytes(m, "allowed");
+    message.otherAllocationsBytes = optionalBytes(m, "other_allocations");
+    message.probable = m.value("probable", false);
+    message.phase = phaseFromName(m.value("phase", "unknown"));
+    message.sourceLine = m.value("line", 0);
+    for (const auto& p : m.value("processes", json::array())) {
+        ProcessUsage usage;
+        if (p.contains("pid"))
+            usage.pid = p["pid"].get<int64_t>();
+        usage.bytes = bytesOf(p["bytes"].get<std::string>());
+        usage.self = p.value("self", false);
+        message.processes.push_back(usage);
+    }
+    if (m.contains("phase_evidence") || m.contains("frames")) {
+        TracebackInfo traceback;
+        traceback.phase = message.phase;
+        traceback.phaseEvidence = m.value("phase_evidence", "");
+        for (const auto& function : m.value("frames", json::array()))
+            traceback.frames.push_back({"train.py", 1, function.get<std::string>(), {}});
+        message.traceback = traceback;
+    }
+    return message;
+}
+
+TextFindings findingsFrom(const json& fixture)
+{
+    TextFindings findings;
+    for (const auto& earlier : fixture.value("earlier", json::array()))
+        findings.oomMessages.push_back(messageFrom(earlier));
+    findings.oomMessages.push_back(messageFrom(fixture["message"]));
+    if (fixture.contains("alloc_conf")) {
+        AllocConfSetting setting;
+        setting.raw = fixture["alloc_conf"].get<std::string>();
+        const size_t colon = setting.raw.find(':');
+        setting.options[setting.raw.substr(0, colon)] = setting.raw.substr(colon + 1);
+        setting.source = "export";
+        setting.sourceLine = 2;
+        findings.allocConfs.push_back(setting);
+    }
+    if (fixture.contains("summary")) {
+        const json& s = fixture["summary"];
+        MemorySummary summary;
+        summary.rows["non_releasable_memory"].current = bytesOf(s["non_releasable"].get<std::string>());
+        summary.rows["gpu_reserved_memory"].current = bytesOf(s["reserved"].get<std::string>());
+        summary.allocRetries = s.value("alloc_retries", 0);
+        findings.summaries.push_back(summary);
+    }
+    if (fixture.contains("nvidia_smi")) {
+        const json& s = fixture["nvidia_smi"];
+        NvidiaSmiTable table;
+        table.gpus.push_back({0, "NVIDIA GeForce RTX 4090", std::nullopt, bytesOf(s["total"].get<std::string>())});
+        for (const auto& p : s["processes"])
+            table.processes.push_back({0, p["pid"].get<int64_t>(), "C", "python", bytesOf(p["bytes"].get<std::string>())});
+        findings.nvidiaSmi.push_back(table);
+    }
+    return findings;
+}
+
+json loadFixtures()
+{
+    return json::parse(test::readFile(test::testDataDir() + QStringLiteral("/diag/messages.json")).toStdString());
+}
+
+bool hasId(const std::vector<Diagnosis>& diagnoses, const std::string& id)
+{
+    return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == id; });
+}
+
+const Diagnosis* find(const std::vector<Diagnosis>& diagnoses, const std::string& id)
+{
+    for (const auto& d : diagnoses) {
+        if (d.id == id)
+            return &d;
+    }
+    return nullptr;
+}
+
+} // namespace
+
+class TestDiagText : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void fixtures_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const auto& fixture : loadFixtures()) {
+            const QString name = QString::fromStdString(fixture["name"].get<std::string>());
+            QTest::newRow(qPrintable(name)) << name;
+        }
+    }
+
+    void fixtures()
+    {
+        QFETCH(QString, name);
+        json fixture;
+        for (const auto& f : loadFixtures()) {
+            if (QString::fromStdString(f["name"].get<std::string>()) == name)
+                fixture = f;
+        }
+        const auto diagnoses = diagnoseText(findingsFrom(fixture));
+        QVERIFY(!diagnoses.empty());
+        if (fixture.contains("expect_top"))
+            QCOMPARE(QString::fromStdString(diagnoses.front().id), QString::fromStdString(fixture["expect_top"].get<std::string>()));
+        for (const auto& id : fixture.value("expect", json::array()))
+            QVERIFY2(hasId(diagnoses, id.get<std::string>()), id.get<std::string>().c_str());
+        for (const auto& d : diagnoses) {
+            QVERIFY2(!catalogueTitle(d.id).empty(), d.id.c_str());
+            QVERIFY(d.confidence > 0 && d.confidence <= 0.97);
+            QVERIFY2(!d.evidence.empty(), d.id.c_str());
+            QVERIFY2(!d.fixes.empty(), d.id.c_str());
+            // Text alone is thin evidence for a phase case.
+            if (d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation")
+                QVERIFY(d.confidence <= 0.6);
+        }
+        OOMLENS_COMPARE_GOLDEN(QStringLiteral("diagnosis/") + name + QStringLiteral(".txt"), diagnosesToText(diagnoses));
+    }
+
+    void expandableSegmentsNeverRecommendedWhenOn()
+    {
+        for (const auto& fixture : loadFixtures()) {
+            if (!fixture.contains("alloc_conf"))
+                continue;
+            const auto diagnoses = diagnoseText(findingsFrom(fixture));
+            for (const auto& d : diagnoses) {
+                for (const auto& fix : d.fixes)
+                    QVERIFY2(fix.id != "expandable_segments", d.id.c_str());
+            }
+        }
+    }
+
+    void messageHintIsNotEvidenceOfExpandableSegments()
+    {
+        // T3's own text says "try setting expandable_segments:True"; that must not count as on.
+        json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
+            "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}})json");
+        const auto diagnoses = diagnoseText(findingsFrom(fixture));
+        const Diagnosis* fragmentation = find(diagnoses, "fragmentation");
+        QVERIFY(fragmentation);
+        QCOMPARE(QString::fromStdString(fragmentation->fixes.front().id), QStringLiteral("expandable_segments"));
+        QCOMPARE(*fragmentation->fixes.front().projectedSavingBytes, static_cast<int64_t>(6 * GiB));
+        QCOMPARE(*fragmentation->fixes.front().fitsAfter, true);
+        QVERIFY(fragmentation->confidence >= 0.8);
+    }
+
+    void fragmentationExcludedForCudaMallocAsync()
+    {
+        json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
+            "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}, "alloc_conf": "backend:cudaMallocAsync"})json");
+        QVERIFY(!hasId(diagnoseText(findingsFrom(fixture)), "fragmentation"));
+    }
+
+    void probableErrorsGetLowerConfidence()
+    {
+        json sure = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "phase": "backward", "phase_evidence": "loss.backward()"}})json");
+        json probable = sure;
+        probable["message"]["probable"] = true;
+        const auto a = diagnoseText(findingsFrom(sure));
+        const auto b = diagnoseText(findingsFrom(probable));
+        QVERIFY(find(a, "first_backward") && find(b, "first_backward"));
+        QVERIFY(find(b, "first_backward")->confidence < find(a, "first_backward")->confidence);
+    }
+
+    void evidenceCarriesTheNumbers()
+    {
+        json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T4", "requested": "50.00 MiB", "total": "9.64 GiB",
+            "free": "22.12 MiB", "allocated": "2.31 GiB", "reserved_unallocated": "34.15 MiB",
+            "processes": [{"pid": 932170, "bytes": "6.88 GiB"}, {"self": true, "bytes": "2.60 GiB"}]}})json");
+        const auto diagnoses = diagnoseText(findingsFrom(fixture));
+        const Diagnosis* other = find(diagnoses, "other_process");
+        QVERIFY(other);
+        QVERIFY(other->evidence.front().text.find("932170") != std::string::npos);
+        QVERIFY(other->evidence.front().text.find("6.88 GiB") != std::string::npos);
+        QCOMPARE(QString::fromStdString(other->fixes.front().id), QStringLiteral("stop_other_process"));
+        QCOMPARE(other->fixes.front().fitsAfter, std::optional<bool>(true));
+    }
+
+    void earlierMessagesAddEvidenceButTheLastLeads()
+    {
+        for (const auto& fixture : loadFixtures()) {
+            if (fixture["name"] != "several_messages_last_leads")
+                continue;
+            const auto diagnoses = diagnoseText(findingsFrom(fixture));
+            const Diagnosis* large = find(diagnoses, "large_allocation");
+            QVERIFY(large); // only the earlier 8 GiB request was large
+            QVERIFY(large->evidence.front().text.rfind("earlier OOM at line 120", 0) == 0);
+            QVERIFY(large->confidence < diagnoses.front().confidence);
+        }
+    }
+
+    void noMessageNoDiagnosis()
+    {
+        QVERIFY(diagnoseText(TextFindings{}).empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDiagText)
+#include "tst_diagtext.moc"
