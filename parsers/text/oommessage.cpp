@@ -323,6 +323,8 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
             if (!tail)
                 break;
             ++last;
+            if (anchor.family == OomFamily::CudaRuntime)
+                refineFromRuntimeTail(next, message);
         }
     }
     last = skipCppTail(lines, last, message);

@@ -271,8 +271,9 @@ void parseCaching(std::string_view body, OomMessage& message)
             else
                 setVersionHint(message, { 104, 200 });
         }
+        // Old IPEX (DPCPP) never printed the free memory.
         const bool complete = message.requestedBytes && message.device && message.totalBytes
-            && message.allocatedBytes && message.freeBytes && (sawCached || sawReserved);
+            && message.allocatedBytes && (message.freeBytes || word == "DPCPP") && (sawCached || sawReserved);
         message.truncated = message.truncated || !complete;
         return;
     }
@@ -461,10 +462,7 @@ void parseNearOom(OomFamily family, std::string_view body, OomMessage& message)
     case OomFamily::CudaRuntime:
         message.backend = startsWith(body, "HIP") ? "hip" : "cuda_runtime";
         message.templateId = startsWith(body, "HIP") ? "hip_runtime" : "cuda_runtime";
-        if (contains(body, "TORCH_USE_CUDA_DSA"))
-            setVersionHint(message, { 200, openEnd });
-        else if (contains(body, "API call,so"))
-            setVersionHint(message, { 0, 113 });
+        refineFromRuntimeTail(body, message);
         break;
     case OomFamily::CudaDriver:
         message.backend = "cuda_runtime";
@@ -549,6 +547,14 @@ void parseOomFields(OomFamily family, std::string_view body, OomMessage& message
         parseNearOom(family, body, message);
         break;
     }
+}
+
+void refineFromRuntimeTail(std::string_view tail, OomMessage& message)
+{
+    if (contains(tail, "TORCH_USE_CUDA_DSA"))
+        setVersionHint(message, { 200, openEnd }, false);
+    else if (contains(tail, "API call,so"))
+        setVersionHint(message, { 0, 113 }, false);
 }
 
 bool oomMessageComplete(OomFamily family, std::string_view body)

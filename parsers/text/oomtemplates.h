@@ -27,6 +27,10 @@ enum class OomFamily : uint8_t {
 // before the call: it narrows the version hint. Missing fields stay empty and set `truncated`.
 void parseOomFields(OomFamily family, std::string_view body, OomMessage& message);
 
+// The boilerplate lines after "CUDA error: out of memory" date the build ("TORCH_USE_CUDA_DSA" is 2.0+,
+// "API call,so" without a space is older).
+void refineFromRuntimeTail(std::string_view tail, OomMessage& message);
+
 // Whether `body` already holds the family's whole message; used to decide whether the next
 // line of the input is a continuation of a re-wrapped message.
 bool oomMessageComplete(OomFamily family, std::string_view body);
