@@ -139,7 +139,10 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         Verdict v{Category::Unknown, "no evidence"};
         if (f & FeatureAccumulateGrad) {
             v = {Category::Gradients, "written by AccumulateGrad (a parameter's .grad)"};
-        } else if (older && a.stack == FrameTable::emptyStack()) {
+        } else if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
+            // An allocation first seen at its free carries the free's frames; unless they name
+            // another phase than the free's (the allocation context, record context='alloc'),
+            // they say nothing about what it was, so decide by lifetime.
             const uint32_t freeFeatures
                 = alive ? 0u : features.features(events[static_cast<size_t>(a.freeEvent)].stack);
             v = olderWithoutFrames(a, freedIn, freeFeatures);

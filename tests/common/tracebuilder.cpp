@@ -124,6 +124,7 @@ struct TraceBuilder::State {
         StackId stack;
         bool live = true;
         bool pendingFree = false;
+        int64_t event = -1; // index of its alloc event before any ringbuffer cut
     };
     std::shared_ptr<StringTable> strings = std::make_shared<StringTable>();
     std::shared_ptr<FrameTable> frames = std::make_shared<FrameTable>();
@@ -262,6 +263,21 @@ uint64_t TraceBuilder::address(const std::string& name) const
             return s->address;
     }
     return 0;
+}
+
+int64_t TraceBuilder::allocEvent(const std::string& name) const
+{
+    auto it = m_state->allocByName.find(name);
+    if (it == m_state->allocByName.end())
+        return -1;
+    const auto& a = m_state->allocations[it->second];
+    if (a.event < 0)
+        return -1;
+    const auto events = m_state->events.find(a.device);
+    const auto total = static_cast<int64_t>(events->second.size());
+    const auto ring = m_state->ringBuffer.find(a.device);
+    const int64_t dropped = ring == m_state->ringBuffer.end() ? 0 : std::max<int64_t>(0, total - static_cast<int64_t>(ring->second));
+    return a.event >= dropped ? a.event - dropped : -1;
 }
 
 bool TraceBuilder::add(std::string_view text)
@@ -433,6 +449,8 @@ bool TraceBuilder::add(std::string_view text)
                 if (command == "alloc")
                     st.emit(TraceAction::SegmentAlloc, s.address, s.size, stream, a.stack, st.tick(options));
             }
+            if (command == "alloc")
+                a.event = static_cast<int64_t>(st.events[st.device].size());
             st.allocations.push_back(a);
             st.allocByName[a.name] = st.allocations.size() - 1;
             if (command == "alloc")

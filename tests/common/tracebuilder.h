@@ -50,6 +50,9 @@ public:
 
     // Address of a named allocation or segment (its latest placement).
     uint64_t address(const std::string& name) const;
+    // Index of the named allocation's alloc event in its device's final trace (after any
+    // ringbuffer cut); -1 for `before` allocations and allocs the ring buffer dropped.
+    int64_t allocEvent(const std::string& name) const;
 
 private:
     struct State;

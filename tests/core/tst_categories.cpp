@@ -1,0 +1,215 @@
+#include "core/analysis/livequery.h"
+#include "core/analysis/snapshotanalysis.h"
+#include "core/units.h"
+#include "common/tracebuilder.h"
+
+#include <QTemporaryFile>
+#include <QTest>
+
+#include <functional>
+
+using namespace oomlens;
+
+namespace {
+
+const char* trainingStep = R"(
+before w 400MiB load
+before q 64MiB none
+before r 32MiB none
+alloc x 10MiB data
+alloc act 100MiB fwd
+alloc tmp 50MiB fwd
+free tmp fwd
+alloc l 4KiB loss
+alloc g0 4KiB bwd
+alloc gw 400MiB grad
+alloc bt 30MiB bwdcpp
+free bt bwdcpp
+free act bwdcpp
+free r bwdcpp
+free g0 bwdcpp
+alloc m 400MiB optinit
+alloc s 10MiB opt
+free s opt
+)";
+
+SnapshotAnalysis analyze(const char* text, const AnalysisOptions& options = {})
+{
+    std::string error;
+    auto snapshot = test::buildSnapshot(text, &error);
+    if (!snapshot)
+        qFatal("trace text: %s", error.c_str());
+    return analyzeSnapshot(snapshot, options);
+}
+
+// The allocation a name got: by its alloc event, or by address for those older than the trace.
+const Allocation* byName(const SnapshotAnalysis& result, const char* text, const char* name)
+{
+    test::TraceBuilder builder;
+    builder.add(text);
+    const int64_t event = builder.allocEvent(name);
+    const uint64_t address = builder.address(name);
+    for (const auto& a : result.primary()->allocations) {
+        if (event >= 0 ? a.allocEvent == event : (a.olderThanTrace() && a.address == address))
+            return &a;
+    }
+    return nullptr;
+}
+
+} // namespace
+
+class TestCategories : public QObject {
+    Q_OBJECT
+private Q_SLOTS:
+    void builtInRules_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("category");
+        QTest::addColumn<QString>("reasonPart");
+        QTest::newRow("load, kept") << "w" << "parameters" << "model loading";
+        QTest::newRow("older, no frames, kept") << "q" << "parameters" << "lower confidence";
+        QTest::newRow("older, no frames, freed in backward") << "r" << "activations" << "freed in backward";
+        QTest::newRow("batch to device") << "x" << "inputs" << "batch";
+        QTest::newRow("forward, freed in backward") << "act" << "activations" << "saved in forward";
+        QTest::newRow("forward, freed in forward") << "tmp" << "temporaries" << "within the forward";
+        QTest::newRow("AccumulateGrad") << "gw" << "gradients" << "AccumulateGrad";
+        QTest::newRow("backward scratch") << "bt" << "temporaries" << "backward scratch";
+        QTest::newRow("optimizer init") << "m" << "optimizer_state" << "_init_group";
+        QTest::newRow("optimizer scratch") << "s" << "temporaries" << "optimizer step";
+        QTest::newRow("loss after forward") << "l" << "activations" << "forward";
+    }
+
+    void builtInRules()
+    {
+        QFETCH(QString, name);
+        QFETCH(QString, category);
+        QFETCH(QString, reasonPart);
+        const auto result = analyze(trainingStep);
+        const Allocation* a = byName(result, trainingStep, name.toUtf8().constData());
+        QVERIFY(a);
+        QCOMPARE(QString::fromUtf8(categoryName(a->category).data()), category);
+        const std::string& reason = result.primary()->reasons[a->reason];
+        QVERIFY2(QString::fromStdString(reason).contains(reasonPart), reason.c_str());
+    }
+
+    void peakAddsUp()
+    {
+        const auto result = analyze(trainingStep);
+        const DeviceAnalysis* d = result.primary();
+        uint64_t sum = 0;
+        for (uint64_t v : d->categoriesAtPeak)
+            sum += v;
+        QCOMPARE(sum, d->peakAllocatedBytes);
+        // At the peak: parameters w+q, gradients gw, optimizer m, inputs x, the loss (4 KiB).
+        QCOMPARE(d->categoriesAtPeak[size_t(Category::OptimizerState)], 400 * MiB);
+        QCOMPARE(d->categoriesAtPeak[size_t(Category::Gradients)], 400 * MiB);
+        QCOMPARE(d->categoriesAtPeak[size_t(Category::Parameters)], 464 * MiB);
+        QCOMPARE(staticBytes(d->categoriesAtPeak), 1264 * MiB);
+        QCOMPARE(liveByCategory(*d, d->peakEvent), d->categoriesAtPeak);
+    }
+
+    void userRulesWin_data()
+    {
+        QTest::addColumn<QString>("rules");
+        QTest::newRow("yaml scalar") << "optimizer_state: _single_tensor_adam";
+        QTest::newRow("yaml flow list") << "optimizer_state: [nomatch, '_single_tensor_adam']";
+        QTest::newRow("yaml block list") << "# custom\noptimizer_state:\n  - nomatch\n  - \"_single_tensor_adam\"\n";
+        QTest::newRow("json list") << R"({"optimizer_state": ["_single_tensor_adam"]})";
+        QTest::newRow("json scalar") << R"({"optimizer_state": "_single_tensor_adam"})";
+    }
+
+    void userRulesWin()
+    {
+        QFETCH(QString, rules);
+        AnalysisOptions options;
+        options.rulesText = rules.toStdString();
+        const auto result = analyze(trainingStep, options);
+        QVERIFY2(result.rulesError.empty(), result.rulesError.c_str());
+        const Allocation* s = byName(result, trainingStep, "s");
+        QCOMPARE(s->category, Category::OptimizerState);
+        QVERIFY(QString::fromStdString(result.primary()->reasons[s->reason]).contains(QLatin1String("user rule")));
+        // Rules only touch matching stacks.
+        QCOMPARE(byName(result, trainingStep, "tmp")->category, Category::Temporaries);
+    }
+
+    void rulesFromFile()
+    {
+        QTemporaryFile file;
+        QVERIFY(file.open());
+        file.write("parameters: ['model\\.py']\n");
+        file.close();
+        AnalysisOptions options;
+        options.rulesPath = file.fileName().toStdString();
+        const auto result = analyze(trainingStep, options);
+        QVERIFY2(result.rulesError.empty(), result.rulesError.c_str());
+        QCOMPARE(byName(result, trainingStep, "act")->category, Category::Parameters);
+    }
+
+    void badRules_data()
+    {
+        QTest::addColumn<QString>("rules");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("unknown category") << "weights: foo" << "unknown category 'weights'";
+        QTest::newRow("bad regex") << "parameters: \"(unclosed\"" << "invalid regular expression";
+        QTest::newRow("bad json") << "{\"parameters\": [1]}" << "must list strings";
+        QTest::newRow("no colon") << "parameters" << "expected 'category: regex'";
+    }
+
+    void badRules()
+    {
+        QFETCH(QString, rules);
+        QFETCH(QString, message);
+        AnalysisOptions options;
+        options.rulesText = rules.toStdString();
+        const auto result = analyze(trainingStep, options);
+        QVERIFY2(QString::fromStdString(result.rulesError).contains(message), result.rulesError.c_str());
+        // Bad rules are reported, the built-in categories still apply.
+        QCOMPARE(byName(result, trainingStep, "s")->category, Category::Temporaries);
+        AnalysisOptions missing;
+        missing.rulesPath = "/nonexistent/rules.yaml";
+        QVERIFY(!analyze(trainingStep, missing).rulesError.empty());
+    }
+
+    void evalRetainedOutputs()
+    {
+        const char* text = R"(
+alloc o1 10MiB eval
+alloc t1 5MiB eval
+free t1 eval
+alloc x 1MiB data
+alloc o2 10MiB eval
+)";
+        const auto result = analyze(text);
+        QCOMPARE(byName(result, text, "o1")->category, Category::Activations);
+        QCOMPARE(byName(result, text, "t1")->category, Category::Temporaries);
+        QCOMPARE(byName(result, text, "o1")->phase, Phase::Eval);
+    }
+
+    void callTreeAndTopStacks()
+    {
+        const auto result = analyze(trainingStep);
+        const DeviceAnalysis* d = result.primary();
+        const auto top = topStacks(*d, d->peakEvent, 3);
+        QCOMPARE(top.size(), size_t(3));
+        QVERIFY(top[0].bytes >= top[1].bytes && top[1].bytes >= top[2].bytes);
+        const CallTreeNode tree = callTree(*result.snapshot, *d, d->peakEvent);
+        QCOMPARE(tree.bytes, d->peakAllocatedBytes);
+        uint64_t children = 0;
+        for (const auto& c : tree.children)
+            children += c.bytes;
+        // Stacks with no frames (q) hang nowhere below the root.
+        QCOMPARE(children, d->peakAllocatedBytes - 64 * MiB);
+        // The unwinder's frames are hidden; the engine's are not.
+        std::function<bool(const CallTreeNode&)> hasUnwind = [&](const CallTreeNode& n) {
+            if (n.frame.isValid()
+                && result.snapshot->strings->get(result.snapshot->frames->frame(n.frame).name).find("unwind::")
+                    != std::string_view::npos)
+                return true;
+            return std::any_of(n.children.begin(), n.children.end(), hasUnwind);
+        };
+        QVERIFY(!hasUnwind(tree));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCategories)
+#include "tst_categories.moc"
