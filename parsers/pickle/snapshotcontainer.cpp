@@ -35,6 +35,16 @@ bool isPickle(std::string_view bytes)
         && static_cast<unsigned char>(bytes[1]) >= 2 && static_cast<unsigned char>(bytes[1]) <= 5;
 }
 
+// Protocols 0 and 1 have no PROTO header. Only an explicit read accepts them (sniffing does not:
+// text may start with '(' too): a dict or list opener, and STOP at the end.
+bool isLegacyPickle(std::string_view bytes)
+{
+    if (bytes.size() < 3 || (bytes[0] != '(' && bytes[0] != '}' && bytes[0] != ']'))
+        return false;
+    const auto last = bytes.find_last_not_of(std::string_view("\0\r\n ", 4));
+    return last != std::string_view::npos && bytes[last] == '.';
+}
+
 bool isGzip(std::string_view bytes)
 {
     return bytes.size() >= 18 && static_cast<unsigned char>(bytes[0]) == 0x1f
@@ -278,7 +288,7 @@ Unwrapped unwrapSnapshot(std::string_view bytes, const std::atomic_bool* cancel)
         inner.container = "gzip";
         return inner;
     }
-    if (isPickle(bytes)) {
+    if (isPickle(bytes) || isLegacyPickle(bytes)) {
         result.payload = bytes;
         result.container = "pickle";
     } else if (isZip(bytes)) {
