@@ -1,16 +1,515 @@
 #include "views/mainwindow.h"
 
+#include "views/casewidget.h"
+#include "views/emptystatewidget.h"
+#include "views/overviewpage.h"
+#include "views/timelinewidget.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDragEnterEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolButton>
+#include <QVBoxLayout>
+
 namespace oomlens {
+
+namespace {
+
+constexpr int maxRecentFiles = 10;
+const QString exampleResource = QStringLiteral(":/oomlens/examples/oom_case.txt");
+
+QString titleFor(const QList<LoadRequest>& requests)
+{
+    if (requests.isEmpty())
+        return QStringLiteral("Case");
+    const QString first
+        = requests.front().path.isEmpty() ? QStringLiteral("Pasted text") : QFileInfo(requests.front().path).fileName();
+    return requests.size() == 1 ? first : QStringLiteral("%1 +%2").arg(first).arg(requests.size() - 1);
+}
+
+} // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
 {
     setWindowTitle(QStringLiteral("oomlens"));
+    setAcceptDrops(true);
+    resize(1280, 860);
+
+    m_loader = new CaseLoader(this);
+    connect(m_loader, &CaseLoader::progressChanged, this, &MainWindow::onProgress);
+    connect(m_loader, &CaseLoader::finished, this, &MainWindow::onFinished);
+
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    m_banner = new QWidget(central);
+    m_banner->setObjectName(QStringLiteral("errorBanner"));
+    m_banner->setStyleSheet(QStringLiteral("QWidget#errorBanner { background: rgba(198, 40, 40, 38); "
+                                           "border-bottom: 1px solid rgba(198, 40, 40, 140); }"));
+    auto* bannerLayout = new QHBoxLayout(m_banner);
+    bannerLayout->setContentsMargins(12, 6, 6, 6);
+    m_bannerText = new QLabel(m_banner);
+    m_bannerText->setWordWrap(true);
+    m_bannerText->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    bannerLayout->addWidget(m_bannerText, 1);
+    auto* closeBanner = new QToolButton(m_banner);
+    closeBanner->setText(QStringLiteral("✕"));
+    closeBanner->setAutoRaise(true);
+    closeBanner->setToolTip(QStringLiteral("Dismiss"));
+    bannerLayout->addWidget(closeBanner, 0, Qt::AlignTop);
+    connect(closeBanner, &QToolButton::clicked, this, &MainWindow::hideBanner);
+    m_banner->hide();
+    layout->addWidget(m_banner);
+
+    m_stack = new QStackedWidget(central);
+    m_empty = new EmptyStateWidget(m_stack);
+    m_empty->setExampleAvailable(QFileInfo::exists(exampleResource));
+    m_cases = new QTabWidget(m_stack);
+    m_cases->setTabsClosable(true);
+    m_cases->setMovable(true);
+    m_stack->addWidget(m_empty);
+    m_stack->addWidget(m_cases);
+    layout->addWidget(m_stack, 1);
+    setCentralWidget(central);
+
+    m_progressText = new QLabel(this);
+    m_progress = new QProgressBar(this);
+    m_progress->setRange(0, 1000);
+    m_progress->setMaximumWidth(220);
+    m_progress->setTextVisible(false);
+    m_cancel = new QPushButton(QStringLiteral("Cancel"), this);
+    m_cancel->setToolTip(QStringLiteral("Stop loading (Esc)"));
+    statusBar()->addPermanentWidget(m_progressText);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+    connect(m_cancel, &QPushButton::clicked, this, &MainWindow::cancelLoads);
+
+    connect(m_empty, &EmptyStateWidget::openRequested, this, [this] { openDialog(true); });
+    connect(m_empty, &EmptyStateWidget::pasteRequested, this, [this] { pasteFromClipboard(true); });
+    connect(m_empty, &EmptyStateWidget::exampleRequested, this, &MainWindow::openExample);
+    connect(m_empty, &EmptyStateWidget::recentRequested, this, [this](const QString& path) { openFiles({ path }); });
+    connect(m_cases, &QTabWidget::tabCloseRequested, this, &MainWindow::closeCase);
+
+    createActions();
+    m_empty->setRecentFiles(recentFiles());
+    updateState();
+}
+
+MainWindow::~MainWindow()
+{
+    m_loader->cancelAll();
+    m_loader->waitForAll();
+}
+
+void MainWindow::createActions()
+{
+    QMenu* file = menuBar()->addMenu(QStringLiteral("&File"));
+    QAction* open = file->addAction(QStringLiteral("&Open…"), this, [this] { openDialog(true); });
+    open->setShortcut(QKeySequence::Open);
+    open->setToolTip(QStringLiteral("Open snapshots, OOM messages, summaries or logs as a new case"));
+    QAction* add = file->addAction(QStringLiteral("&Add to Case…"), this, [this] { openDialog(false); });
+    add->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    m_recentMenu = file->addMenu(QStringLiteral("Open &Recent"));
+    connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
+    rebuildRecentMenu();
+    file->addSeparator();
+    QAction* paste = file->addAction(QStringLiteral("&Paste"), this, [this] { pasteFromClipboard(false); });
+    paste->setShortcut(QKeySequence::Paste);
+    paste->setToolTip(QStringLiteral("Paste an OOM traceback, memory_summary() or log into the current case"));
+    QAction* pasteNew
+        = file->addAction(QStringLiteral("Paste as &New Case"), this, [this] { pasteFromClipboard(true); });
+    pasteNew->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
+    QAction* example = file->addAction(QStringLiteral("Open &Example Case"), this, &MainWindow::openExample);
+    example->setEnabled(QFileInfo::exists(exampleResource));
+    file->addSeparator();
+    QAction* exportChart = file->addAction(QStringLiteral("&Export Chart…"), this, [this] {
+        CaseWidget* current = currentCase();
+        if (!current)
+            return;
+        const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export chart"),
+            QStringLiteral("timeline.png"), QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"));
+        if (!path.isEmpty() && !current->timeline()->exportImage(path))
+            showBanner({ QStringLiteral("Could not write %1").arg(path) });
+    });
+    exportChart->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    QAction* close
+        = file->addAction(QStringLiteral("&Close Case"), this, [this] { closeCase(m_cases->currentIndex()); });
+    close->setShortcut(QKeySequence::Close);
+    file->addSeparator();
+    QAction* quit = file->addAction(QStringLiteral("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* view = menuBar()->addMenu(QStringLiteral("&View"));
+    const std::pair<QString, CaseWidget::Page> pages[] = { { QStringLiteral("&Overview"), CaseWidget::OverviewTab },
+        { QStringLiteral("&Timeline"), CaseWidget::TimelineTab },
+        { QStringLiteral("&Events"), CaseWidget::EventsTab } };
+    int number = 1;
+    for (const auto& [name, page] : pages) {
+        QAction* action = view->addAction(name, this, [this, page = page] {
+            if (CaseWidget* current = currentCase())
+                current->showPage(page);
+        });
+        action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_0 + number++)));
+    }
+    QAction* cancel = view->addAction(QStringLiteral("Cancel Loading"), this, &MainWindow::cancelLoads);
+    cancel->setShortcut(QKeySequence(Qt::Key_Escape));
+
+    QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+    help->addAction(QStringLiteral("&About oomlens"), this, [this] {
+        QMessageBox::about(this, QStringLiteral("About oomlens"),
+            QStringLiteral("<b>oomlens %1</b><p>Explains PyTorch GPU out-of-memory failures from memory "
+                           "snapshots, OOM messages and memory_summary() output.</p>")
+                .arg(QApplication::applicationVersion()));
+    });
 }
 
 void MainWindow::openFiles(const QStringList& paths)
 {
-    Q_UNUSED(paths);
+    if (paths.isEmpty())
+        return;
+    QList<LoadRequest> requests;
+    for (const QString& path : paths)
+        requests << LoadRequest::file(QFileInfo(path).absoluteFilePath());
+    load(nullptr, requests, titleFor(requests));
+}
+
+void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, const QString& title)
+{
+    if (requests.isEmpty())
+        return;
+    // A newer load into the same case supersedes the older one: cancel it, drop its result.
+    if (target) {
+        for (auto it = m_pending.begin(); it != m_pending.end();) {
+            if (it->target == target) {
+                m_loader->cancel(it.key());
+                it = m_pending.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
+    QStringList files;
+    for (const LoadRequest& request : requests) {
+        if (!request.path.isEmpty())
+            files << request.path;
+    }
+    addRecent(files);
+    const int id = m_loader->start(target ? target->loadedCase() : nullptr, requests, title);
+    m_pending.insert(id, { target, target == nullptr });
+    m_latestJob = id;
+    m_progress->setValue(0);
+    m_progressText->setText(QStringLiteral("Loading %1…").arg(title));
+    updateState();
+}
+
+void MainWindow::pasteFromClipboard(bool newCase)
+{
+    const QString text = QApplication::clipboard()->text();
+    if (text.trimmed().isEmpty()) {
+        showBanner({ QStringLiteral("The clipboard holds no text. Copy the OOM traceback, memory_summary() output or "
+                                    "log, then paste again.") });
+        return;
+    }
+    CaseWidget* target = newCase ? nullptr : currentCase();
+    load(target, { LoadRequest::pasted(text.toUtf8()) }, target ? QString() : nextPasteTitle());
+}
+
+QString MainWindow::nextPasteTitle()
+{
+    ++m_pasteCount;
+    return m_pasteCount == 1 ? QStringLiteral("Pasted text") : QStringLiteral("Pasted text %1").arg(m_pasteCount);
+}
+
+void MainWindow::onProgress(int jobId, int permille, const QString& text)
+{
+    if (jobId != m_latestJob)
+        return;
+    m_progress->setValue(permille);
+    if (!text.isEmpty())
+        m_progressText->setText(text);
+}
+
+void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
+{
+    const auto it = m_pending.find(jobId);
+    if (it == m_pending.end())
+        return; // superseded or cancelled by a newer load: its result no longer matters
+    const Pending pending = *it;
+    m_pending.erase(it);
+
+    if (outcome.cancelled) {
+        statusBar()->showMessage(QStringLiteral("Loading cancelled"), 5000);
+    } else {
+        if (!outcome.errors.isEmpty())
+            showBanner(outcome.errors);
+        else
+            hideBanner();
+        if (outcome.loaded) {
+            CaseWidget* widget = pending.target;
+            if (!widget && !pending.newCase) {
+                // The case was closed while loading: nothing to update.
+            } else if (!widget) {
+                widget = new CaseWidget(m_cases);
+                widget->setCase(outcome.loaded);
+                const int index = m_cases->addTab(widget, outcome.loaded->title);
+                m_cases->setCurrentIndex(index);
+            } else {
+                widget->setCase(outcome.loaded);
+                m_cases->setTabText(m_cases->indexOf(widget), outcome.loaded->title);
+            }
+            if (widget) {
+                const qsizetype inputs = qsizetype(outcome.loaded->input.inputs.size());
+                statusBar()->showMessage(QStringLiteral("%1: %2 input(s), %3 diagnosis(es)")
+                                             .arg(outcome.loaded->title)
+                                             .arg(inputs)
+                                             .arg(outcome.loaded->analysis.diagnoses.size()),
+                    8000);
+            }
+        }
+    }
+    updateState();
+    if (m_pending.isEmpty()) {
+        emit loadFinished();
+        if (!m_screenshotDirectory.isEmpty()) {
+            const QString directory = m_screenshotDirectory;
+            m_screenshotDirectory.clear();
+            // Let the views lay out and the plot replot before grabbing them.
+            QMetaObject::invokeMethod(
+                this, [this, directory] { emit screenshotsWritten(!writeScreenshots(directory).isEmpty()); },
+                Qt::QueuedConnection);
+        }
+    }
+}
+
+void MainWindow::showBanner(const QStringList& lines)
+{
+    m_bannerText->setText(lines.join(QLatin1Char('\n')));
+    m_banner->show();
+    statusBar()->showMessage(lines.value(0), 10000);
+}
+
+void MainWindow::hideBanner()
+{
+    m_banner->hide();
+    m_bannerText->clear();
+}
+
+QString MainWindow::bannerText() const
+{
+    return m_banner->isVisible() || !m_bannerText->text().isEmpty() ? m_bannerText->text() : QString();
+}
+
+void MainWindow::updateState()
+{
+    const bool loading = !m_pending.isEmpty();
+    m_progress->setVisible(loading);
+    m_progressText->setVisible(loading);
+    m_cancel->setVisible(loading);
+    m_stack->setCurrentWidget(m_cases->count() > 0 ? static_cast<QWidget*>(m_cases) : m_empty);
+    if (CaseWidget* current = currentCase())
+        setWindowTitle(QStringLiteral("%1 — oomlens").arg(m_cases->tabText(m_cases->indexOf(current))));
+    else
+        setWindowTitle(QStringLiteral("oomlens"));
+}
+
+void MainWindow::cancelLoads()
+{
+    if (m_pending.isEmpty())
+        return;
+    for (auto it = m_pending.cbegin(); it != m_pending.cend(); ++it)
+        m_loader->cancel(it.key());
+    m_progressText->setText(QStringLiteral("Cancelling…"));
+}
+
+void MainWindow::closeCase(int index)
+{
+    auto* widget = qobject_cast<CaseWidget*>(m_cases->widget(index));
+    if (!widget)
+        return;
+    for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
+        if (it->target == widget) {
+            m_loader->cancel(it.key());
+            it->newCase = false;
+        }
+    }
+    m_cases->removeTab(index);
+    widget->deleteLater();
+    updateState();
+}
+
+int MainWindow::caseCount() const
+{
+    return m_cases->count();
+}
+
+CaseWidget* MainWindow::currentCase() const
+{
+    return qobject_cast<CaseWidget*>(m_cases->currentWidget());
+}
+
+CaseWidget* MainWindow::caseAt(int index) const
+{
+    return qobject_cast<CaseWidget*>(m_cases->widget(index));
+}
+
+void MainWindow::openDialog(bool newCase)
+{
+    const QString directory
+        = recentFiles().isEmpty() ? QDir::homePath() : QFileInfo(recentFiles().front()).absolutePath();
+    const QStringList paths = QFileDialog::getOpenFileNames(this,
+        newCase ? QStringLiteral("Open as a new case") : QStringLiteral("Add to the current case"), directory,
+        QStringLiteral("Snapshots and logs (*.pickle *.pkl *.pt *.gz *.json *.html *.txt *.log *.out *.err);;"
+                       "All files (*)"));
+    if (paths.isEmpty())
+        return;
+    QList<LoadRequest> requests;
+    for (const QString& path : paths)
+        requests << LoadRequest::file(path);
+    CaseWidget* target = newCase ? nullptr : currentCase();
+    load(target, requests, titleFor(requests));
+}
+
+void MainWindow::openExample()
+{
+    QFile file(exampleResource);
+    if (!file.open(QIODevice::ReadOnly))
+        return;
+    load(nullptr, { LoadRequest::pasted(file.readAll()) }, QStringLiteral("Example case"));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (event->mimeData()->hasUrls() || event->mimeData()->hasText())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const QMimeData* mime = event->mimeData();
+    QList<LoadRequest> requests;
+    QStringList skipped;
+    for (const QUrl& url : mime->urls()) {
+        if (url.isLocalFile())
+            requests << LoadRequest::file(url.toLocalFile());
+        else
+            skipped << url.toString();
+    }
+    if (requests.isEmpty() && skipped.isEmpty() && mime->hasText())
+        requests << LoadRequest::pasted(mime->text().toUtf8());
+    if (!skipped.isEmpty())
+        showBanner({ QStringLiteral("Only local files can be opened; download first: %1")
+                         .arg(skipped.join(QStringLiteral(", "))) });
+    if (requests.isEmpty())
+        return;
+    event->acceptProposedAction();
+    // Dropping on an open case adds to it; hold Ctrl to open a separate case.
+    CaseWidget* target = (event->modifiers() & Qt::ControlModifier) ? nullptr : currentCase();
+    const QString title = requests.front().path.isEmpty() && !target ? nextPasteTitle() : titleFor(requests);
+    load(target, requests, title);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    m_loader->cancelAll();
+    QMainWindow::closeEvent(event);
+}
+
+QStringList MainWindow::recentFiles() const
+{
+    return QSettings().value(QStringLiteral("recentFiles")).toStringList();
+}
+
+void MainWindow::addRecent(const QStringList& paths)
+{
+    if (paths.isEmpty())
+        return;
+    QStringList recent = recentFiles();
+    for (const QString& path : paths) {
+        recent.removeAll(path);
+        recent.prepend(path);
+    }
+    while (recent.size() > maxRecentFiles)
+        recent.removeLast();
+    QSettings().setValue(QStringLiteral("recentFiles"), recent);
+    m_empty->setRecentFiles(recent);
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList recent = recentFiles();
+    for (const QString& path : recent)
+        m_recentMenu->addAction(QFileInfo(path).fileName() + QStringLiteral("  —  ") + QFileInfo(path).absolutePath(),
+            this, [this, path] { openFiles({ path }); });
+    if (recent.isEmpty()) {
+        m_recentMenu->addAction(QStringLiteral("(none)"))->setEnabled(false);
+        return;
+    }
+    m_recentMenu->addSeparator();
+    m_recentMenu->addAction(QStringLiteral("Clear"), this, [this] {
+        QSettings().remove(QStringLiteral("recentFiles"));
+        m_empty->setRecentFiles({});
+    });
+}
+
+void MainWindow::setScreenshotDirectory(const QString& directory)
+{
+    m_screenshotDirectory = directory;
+    if (m_pending.isEmpty()) {
+        m_screenshotDirectory.clear();
+        QMetaObject::invokeMethod(
+            this, [this, directory] { emit screenshotsWritten(!writeScreenshots(directory).isEmpty()); },
+            Qt::QueuedConnection);
+    }
+}
+
+QStringList MainWindow::writeScreenshots(const QString& directory)
+{
+    QDir().mkpath(directory);
+    QStringList written;
+    auto grab = [&](const QString& name) {
+        QApplication::processEvents();
+        const QString path = QDir(directory).filePath(name);
+        if (this->grab().save(path))
+            written << path;
+    };
+    CaseWidget* current = currentCase();
+    if (!current) {
+        grab(QStringLiteral("empty.png"));
+        return written;
+    }
+    current->showPage(CaseWidget::OverviewTab);
+    grab(QStringLiteral("overview.png"));
+    if (current->tabs()->isTabEnabled(CaseWidget::TimelineTab)) {
+        current->showPage(CaseWidget::TimelineTab);
+        current->timeline()->resetZoom();
+        grab(QStringLiteral("timeline.png"));
+        current->showPage(CaseWidget::EventsTab);
+        grab(QStringLiteral("events.png"));
+        current->showPage(CaseWidget::TimelineTab);
+        if (current->timeline()->exportImage(QDir(directory).filePath(QStringLiteral("timeline-chart.svg"))))
+            written << QDir(directory).filePath(QStringLiteral("timeline-chart.svg"));
+    }
+    return written;
 }
 
 } // namespace oomlens

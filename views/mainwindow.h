@@ -1,14 +1,98 @@
 #pragma once
 
+#include "views/caseloader.h"
+
+#include <QHash>
 #include <QMainWindow>
+#include <QPointer>
+
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QStackedWidget;
+class QTabWidget;
+class QToolButton;
 
 namespace oomlens {
 
-class MainWindow : public QMainWindow {
+class CaseWidget;
+class EmptyStateWidget;
+
+// The application window: an empty state that says what to do, then one tab per case.
+// Files, dropped text and pastes go to the current case (so an OOM message joins its
+// snapshot); File ▸ Open, Ctrl+Shift+V and Ctrl+drop start a new case.
+class MainWindow : public QMainWindow
+{
     Q_OBJECT
 public:
     explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Opens the files as one new case (command line, File ▸ Open).
     void openFiles(const QStringList& paths);
+    // Adds files or text to `target`, or to a new case when target is null.
+    void load(CaseWidget* target, const QList<LoadRequest>& requests, const QString& title);
+    // Reads the clipboard as text; into the current case unless `newCase`.
+    void pasteFromClipboard(bool newCase = false);
+
+    int caseCount() const;
+    CaseWidget* currentCase() const;
+    CaseWidget* caseAt(int index) const;
+    bool isLoading() const { return !m_pending.isEmpty(); }
+    QString bannerText() const;
+    CaseLoader* loader() const { return m_loader; }
+
+    // Writes PNGs of every view of the current case once loading is done, then emits
+    // screenshotsWritten. Used by `oomlens --screenshot DIR FILE...` for the README.
+    void setScreenshotDirectory(const QString& directory);
+    QStringList writeScreenshots(const QString& directory);
+
+signals:
+    void loadFinished();
+    void screenshotsWritten(bool ok);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    struct Pending
+    {
+        QPointer<CaseWidget> target; // null: the load makes a new case
+        bool newCase = true;
+    };
+
+    void createActions();
+    void onProgress(int jobId, int permille, const QString& text);
+    void onFinished(int jobId, const LoadOutcome& outcome);
+    void showBanner(const QStringList& lines);
+    void hideBanner();
+    void updateState();
+    void addRecent(const QStringList& paths);
+    QStringList recentFiles() const;
+    void rebuildRecentMenu();
+    void openDialog(bool newCase);
+    void openExample();
+    void cancelLoads();
+    void closeCase(int index);
+    QString nextPasteTitle();
+
+    CaseLoader* m_loader = nullptr;
+    QHash<int, Pending> m_pending;
+    int m_latestJob = 0;
+    QStackedWidget* m_stack = nullptr;
+    EmptyStateWidget* m_empty = nullptr;
+    QTabWidget* m_cases = nullptr;
+    QWidget* m_banner = nullptr;
+    QLabel* m_bannerText = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QLabel* m_progressText = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QString m_screenshotDirectory;
+    int m_pasteCount = 0;
 };
 
 } // namespace oomlens

@@ -1,0 +1,148 @@
+#include "views/allocationsmodel.h"
+
+#include "views/categorycolors.h"
+#include "views/viewutil.h"
+
+namespace oomlens {
+
+AllocationsModel::AllocationsModel(QObject* parent)
+    : QAbstractTableModel(parent)
+{ }
+
+void AllocationsModel::clear()
+{
+    beginResetModel();
+    m_data.reset();
+    m_rows.clear();
+    m_totalBytes = 0;
+    endResetModel();
+}
+
+void AllocationsModel::setMoment(std::shared_ptr<const TimelineData> data, int64_t event)
+{
+    beginResetModel();
+    m_data = std::move(data);
+    m_event = event;
+    m_rows.clear();
+    m_totalBytes = 0;
+    if (m_data && m_data->device()) {
+        const auto& allocations = m_data->device()->allocations;
+        for (size_t i = 0; i < allocations.size(); ++i) {
+            const Allocation& allocation = allocations[i];
+            const bool born = allocation.allocEvent <= event;
+            const bool alive = allocation.freeEvent < 0 || allocation.freeEvent > event;
+            if (born && alive) {
+                m_rows.push_back(int32_t(i));
+                m_totalBytes += allocation.requestedSize;
+            }
+        }
+        // Biggest first: the question is always "what is taking the space".
+        std::stable_sort(m_rows.begin(), m_rows.end(), [&](int32_t a, int32_t b) {
+            return allocations[size_t(a)].requestedSize > allocations[size_t(b)].requestedSize;
+        });
+    }
+    endResetModel();
+}
+
+int AllocationsModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : int(m_rows.size());
+}
+
+int AllocationsModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant AllocationsModel::data(const QModelIndex& index, int role) const
+{
+    if (!checkIndex(index, CheckIndexOption::IndexIsValid) || !m_data)
+        return {};
+    const DeviceAnalysis& device = *m_data->device();
+    const Allocation& allocation = device.allocations[size_t(m_rows[size_t(index.row())])];
+    const Snapshot& snapshot = m_data->snapshot();
+    switch (role) {
+    case Qt::DisplayRole:
+        switch (index.column()) {
+        case SizeColumn:
+            return bytesText(allocation.requestedSize);
+        case CategoryColumn:
+            return categoryText(allocation.category);
+        case PhaseColumn:
+            return phaseText(allocation.phase);
+        case StepColumn:
+            return allocation.step >= 0 ? QString::number(allocation.step) : QStringLiteral("—");
+        case AllocatedAtColumn:
+            return allocation.allocEvent >= 0 ? QStringLiteral("#%1").arg(allocation.allocEvent)
+                                              : QStringLiteral("before the trace");
+        case LocationColumn:
+            return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
+        }
+        break;
+    case SortRole:
+        switch (index.column()) {
+        case SizeColumn:
+            return qulonglong(allocation.requestedSize);
+        case CategoryColumn:
+            return int(allocation.category);
+        case PhaseColumn:
+            return int(allocation.phase);
+        case StepColumn:
+            return allocation.step;
+        case AllocatedAtColumn:
+            return qlonglong(allocation.allocEvent);
+        case LocationColumn:
+            return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
+        }
+        break;
+    case FilterRole:
+        return QString(categoryText(allocation.category) + QLatin1Char(' ') + phaseText(allocation.phase)
+            + QLatin1Char(' ') + stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 64));
+    case BytesRole:
+        return qulonglong(allocation.requestedSize);
+    case AllocationRole:
+        return m_rows[size_t(index.row())];
+    case Qt::ToolTipRole: {
+        QString reason;
+        if (allocation.reason < device.reasons.size())
+            reason = toQString(device.reasons[allocation.reason]);
+        QString text = bytesText(allocation.requestedSize) + QStringLiteral(" — ") + categoryText(allocation.category);
+        if (!reason.isEmpty())
+            text += QStringLiteral("\nWhy: ") + reason;
+        const QString stack = stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 12);
+        return stack.isEmpty() ? text : QString(text + QStringLiteral("\n\n") + stack);
+    }
+    case Qt::DecorationRole:
+        if (index.column() == CategoryColumn)
+            return colors::category(allocation.category);
+        break;
+    case Qt::TextAlignmentRole:
+        if (index.column() == SizeColumn || index.column() == StepColumn)
+            return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+        break;
+    }
+    return {};
+}
+
+QVariant AllocationsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case SizeColumn:
+        return QStringLiteral("Size");
+    case CategoryColumn:
+        return QStringLiteral("Category");
+    case PhaseColumn:
+        return QStringLiteral("Phase");
+    case StepColumn:
+        return QStringLiteral("Step");
+    case AllocatedAtColumn:
+        return QStringLiteral("Allocated at");
+    case LocationColumn:
+        return QStringLiteral("Location");
+    }
+    return {};
+}
+
+} // namespace oomlens

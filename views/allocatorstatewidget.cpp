@@ -1,0 +1,153 @@
+#include "views/allocatorstatewidget.h"
+
+#include "views/categorycolors.h"
+#include "views/viewutil.h"
+
+#include <QHelpEvent>
+#include <QLabel>
+#include <QPainter>
+#include <QScrollArea>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+namespace oomlens {
+
+SegmentCanvas::SegmentCanvas(QWidget* parent)
+    : QWidget(parent)
+{
+    setMouseTracking(true);
+}
+
+void SegmentCanvas::setState(std::shared_ptr<const TimelineData> data, AllocatorState state)
+{
+    m_data = std::move(data);
+    m_state = std::move(state);
+    updateGeometry();
+    resize(width(), sizeHint().height());
+    update();
+}
+
+QSize SegmentCanvas::sizeHint() const
+{
+    return { 600, std::max(1, int(m_state.segments.size())) * rowHeight + 4 };
+}
+
+void SegmentCanvas::paintEvent(QPaintEvent* event)
+{
+    QPainter painter(this);
+    painter.fillRect(rect(), palette().color(QPalette::Base));
+    if (!m_data || m_state.segments.empty()) {
+        painter.drawText(rect(), Qt::AlignCenter, QStringLiteral("No segments at this moment"));
+        return;
+    }
+    const int barWidth = std::max(50, width() - labelWidth - 8);
+    const int firstRow = std::max(0, event->rect().top() / rowHeight);
+    const int lastRow = std::min(int(m_state.segments.size()) - 1, event->rect().bottom() / rowHeight);
+    const auto& allocations = m_data->device()->allocations;
+    for (int row = firstRow; row <= lastRow; ++row) {
+        const StateSegment& segment = m_state.segments[size_t(row)];
+        const int y = row * rowHeight + 2;
+        painter.setPen(palette().color(QPalette::Text));
+        painter.drawText(QRect(4, y, labelWidth - 8, rowHeight - 2), Qt::AlignVCenter | Qt::AlignLeft,
+            QStringLiteral("%1 %2%3").arg(bytesText(segment.size),
+                segment.isLargePool ? QString() : QStringLiteral("small "),
+                segment.stream ? QStringLiteral("s%1").arg(segment.stream) : QString()));
+        const QRect bar(labelWidth, y + 2, barWidth, rowHeight - 6);
+        painter.fillRect(bar, colors::freeBlock());
+        for (const StateBlock& block : segment.blocks) {
+            if (segment.size == 0)
+                break;
+            const double start = double(block.address - segment.address) / double(segment.size);
+            const double length = double(block.size) / double(segment.size);
+            const int x0 = bar.left() + int(start * bar.width());
+            const int w = std::max(1, int(length * bar.width()));
+            QColor color = block.allocation >= 0 && size_t(block.allocation) < allocations.size()
+                ? colors::category(allocations[size_t(block.allocation)].category)
+                : colors::category(Category::Unknown);
+            if (block.pendingFree)
+                color.setAlpha(120);
+            painter.fillRect(QRect(x0, bar.top(), w, bar.height()), color);
+        }
+        painter.setPen(palette().color(QPalette::Mid));
+        painter.drawRect(bar.adjusted(0, 0, -1, -1));
+    }
+}
+
+bool SegmentCanvas::event(QEvent* event)
+{
+    if (event->type() == QEvent::ToolTip && m_data) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const int row = help->pos().y() / rowHeight;
+        if (row >= 0 && size_t(row) < m_state.segments.size()) {
+            const StateSegment& segment = m_state.segments[size_t(row)];
+            QString text = QStringLiteral("Segment 0x%1: %2, %3 free, largest free block %4")
+                               .arg(QString::number(segment.address, 16), bytesText(segment.size),
+                                   bytesText(segment.freeBytes), bytesText(segment.largestFree));
+            const int barWidth = std::max(50, width() - labelWidth - 8);
+            const double offset = double(help->pos().x() - labelWidth) / barWidth * double(segment.size);
+            for (const StateBlock& block : segment.blocks) {
+                const double start = double(block.address - segment.address);
+                if (offset >= start && offset < start + double(block.size) && block.allocation >= 0) {
+                    const Allocation& allocation = m_data->device()->allocations[size_t(block.allocation)];
+                    const Snapshot& snapshot = m_data->snapshot();
+                    text += QStringLiteral("\n\nBlock %1 — %2\n%3")
+                                .arg(bytesText(block.size), categoryText(allocation.category),
+                                    stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 8));
+                    break;
+                }
+            }
+            QToolTip::showText(help->globalPos(), text, this);
+        } else {
+            QToolTip::hideText();
+        }
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+AllocatorStateWidget::AllocatorStateWidget(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+    m_summary = new QLabel(this);
+    m_summary->setWordWrap(true);
+    m_summary->setTextFormat(Qt::RichText);
+    layout->addWidget(m_summary);
+    auto* scroll = new QScrollArea(this);
+    m_canvas = new SegmentCanvas;
+    scroll->setWidget(m_canvas);
+    scroll->setWidgetResizable(true);
+    layout->addWidget(scroll, 1);
+}
+
+void AllocatorStateWidget::setTimeline(std::shared_ptr<const TimelineData> data)
+{
+    m_data = std::move(data);
+    setEvent(m_data && m_data->device() ? m_data->device()->peakEvent : -1);
+}
+
+void AllocatorStateWidget::setEvent(int64_t event)
+{
+    if (!m_data || !m_data->device()) {
+        m_state = {};
+        m_summary->setText(QStringLiteral("No snapshot"));
+        m_canvas->setState(m_data, m_state);
+        return;
+    }
+    m_state = allocatorStateAt(m_data->snapshot(), *m_data->device(), event);
+    uint64_t free = 0, largest = 0;
+    for (const StateSegment& segment : m_state.segments) {
+        free += segment.freeBytes;
+        largest = std::max(largest, segment.largestFree);
+    }
+    m_summary->setText(QStringLiteral("<b>Allocator state after event #%1</b>: %2 segments, reserved %3, in blocks %4, "
+                                      "free %5, largest free block <b>%6</b>")
+                           .arg(event)
+                           .arg(m_state.segments.size())
+                           .arg(bytesText(m_state.reservedBytes), bytesText(m_state.activeBytes), bytesText(free),
+                               bytesText(largest)));
+    m_canvas->setState(m_data, m_state);
+}
+
+} // namespace oomlens

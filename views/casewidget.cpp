@@ -1,0 +1,167 @@
+#include "views/casewidget.h"
+
+#include "views/allocatorstatewidget.h"
+#include "views/eventsview.h"
+#include "views/liveallocationsview.h"
+#include "views/overviewpage.h"
+#include "views/timelinedata.h"
+#include "views/timelinewidget.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QVBoxLayout>
+
+namespace oomlens {
+
+CaseWidget::CaseWidget(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_tabs = new QTabWidget(this);
+    m_tabs->setDocumentMode(true);
+    layout->addWidget(m_tabs);
+
+    m_overview = new OverviewPage(this);
+    m_tabs->addTab(m_overview, QStringLiteral("Overview"));
+
+    m_timelinePage = new QWidget(this);
+    auto* timelineLayout = new QVBoxLayout(m_timelinePage);
+    timelineLayout->setContentsMargins(0, 4, 0, 0);
+    auto* deviceRow = new QHBoxLayout;
+    deviceRow->setContentsMargins(8, 0, 8, 0);
+    deviceRow->addWidget(new QLabel(QStringLiteral("Show:"), m_timelinePage));
+    m_deviceBox = new QComboBox(m_timelinePage);
+    deviceRow->addWidget(m_deviceBox);
+    deviceRow->addStretch(1);
+    timelineLayout->addLayout(deviceRow);
+    auto* splitter = new QSplitter(Qt::Vertical, m_timelinePage);
+    m_timeline = new TimelineWidget(splitter);
+    auto* below = new QTabWidget(splitter);
+    m_live = new LiveAllocationsView(below);
+    m_allocator = new AllocatorStateWidget(below);
+    below->addTab(m_live, QStringLiteral("Live allocations at cursor"));
+    below->addTab(m_allocator, QStringLiteral("Allocator state at cursor"));
+    splitter->addWidget(m_timeline);
+    splitter->addWidget(below);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    timelineLayout->addWidget(splitter, 1);
+    m_tabs->addTab(m_timelinePage, QStringLiteral("Timeline"));
+
+    m_events = new EventsView(this);
+    m_tabs->addTab(m_events, QStringLiteral("Events"));
+
+    connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
+    connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
+    connect(m_live, &LiveAllocationsView::cursorRequested, this, &CaseWidget::setCursorEvent);
+    connect(m_events, &EventsView::cursorRequested, this, &CaseWidget::setCursorEvent);
+    connect(m_deviceBox, &QComboBox::activated, this, [this](int index) {
+        const QPoint choice = m_deviceBox->itemData(index).toPoint();
+        selectDevice(choice.x(), choice.y());
+    });
+}
+
+void CaseWidget::setCase(LoadedCasePtr loaded)
+{
+    m_case = std::move(loaded);
+    m_overview->setCase(m_case);
+    fillDeviceChoices();
+    const bool hasSnapshot = m_deviceBox->count() > 0;
+    m_tabs->setTabEnabled(TimelineTab, hasSnapshot);
+    m_tabs->setTabEnabled(EventsTab, hasSnapshot);
+    const QString hint = QStringLiteral("Open a memory snapshot (torch.cuda.memory._dump_snapshot) in this case to see "
+                                        "what filled the card over time");
+    m_tabs->setTabToolTip(TimelineTab, hasSnapshot ? QString() : hint);
+    m_tabs->setTabToolTip(EventsTab, hasSnapshot ? QString() : hint);
+    if (hasSnapshot) {
+        const QPoint choice = m_deviceBox->itemData(0).toPoint();
+        selectDevice(choice.x(), choice.y());
+    }
+}
+
+void CaseWidget::fillDeviceChoices()
+{
+    m_deviceBox->clear();
+    if (!m_case)
+        return;
+    const auto& snapshots = m_case->analysis.snapshots;
+    for (size_t s = 0; s < snapshots.size(); ++s) {
+        QString name = QStringLiteral("snapshot %1").arg(s + 1);
+        for (const CaseInput& input : m_case->input.inputs) {
+            if (input.snapshotIndex == int(s))
+                name = QString::fromStdString(input.path).section(QLatin1Char('/'), -1);
+        }
+        // The primary device first: it is the one the diagnosis talks about.
+        std::vector<int32_t> devices;
+        devices.push_back(snapshots[s].primaryDevice);
+        for (const DeviceAnalysis& device : snapshots[s].devices) {
+            if (device.device != snapshots[s].primaryDevice)
+                devices.push_back(device.device);
+        }
+        for (int32_t device : devices) {
+            if (!snapshots[s].device(device))
+                continue;
+            m_deviceBox->addItem(QStringLiteral("%1 · device %2").arg(name).arg(device), QPoint(int(s), device));
+        }
+    }
+    m_deviceBox->setVisible(m_deviceBox->count() > 1);
+}
+
+void CaseWidget::selectDevice(int snapshotIndex, int32_t device)
+{
+    if (!m_case || snapshotIndex < 0 || size_t(snapshotIndex) >= m_case->analysis.snapshots.size())
+        return;
+    // Alias into the case so the views keep the whole case alive, not a copy of the analysis.
+    m_analysis = std::shared_ptr<const SnapshotAnalysis>(m_case, &m_case->analysis.snapshots[size_t(snapshotIndex)]);
+    m_data = std::make_shared<TimelineData>(m_analysis, device);
+    const int choice = m_deviceBox->findData(QPoint(snapshotIndex, device));
+    if (choice >= 0)
+        m_deviceBox->setCurrentIndex(choice);
+    m_cursorEvent = -1;
+    m_timeline->setTimeline(m_data);
+    m_live->setTimeline(m_data);
+    m_allocator->setTimeline(m_data);
+    m_events->setTimeline(m_data);
+    if (m_data->device() && m_data->eventCount() > 0)
+        setCursorEvent(std::max<int64_t>(0, m_data->device()->peakEvent));
+}
+
+void CaseWidget::setCursorEvent(int64_t event)
+{
+    if (m_settingCursor || !m_data || m_data->eventCount() == 0)
+        return;
+    event = std::clamp<int64_t>(event, 0, m_data->eventCount() - 1);
+    m_settingCursor = true;
+    m_cursorEvent = event;
+    m_timeline->setCursorEvent(event);
+    m_live->setEvent(event);
+    m_allocator->setEvent(event);
+    m_events->setEvent(event);
+    m_settingCursor = false;
+    emit cursorChanged(event);
+}
+
+void CaseWidget::showEvidence(const EvidenceLink& link)
+{
+    if (link.snapshotIndex < 0)
+        return;
+    const QPoint current = m_deviceBox->currentData().toPoint();
+    if (current != QPoint(link.snapshotIndex, link.device))
+        selectDevice(link.snapshotIndex, link.device);
+    showPage(TimelineTab);
+    int64_t event = link.eventIndex;
+    if (event < 0 && m_data && m_data->hasTime())
+        event = m_data->eventAtTime(link.timeUs - m_data->trace()->events.front().timeUs);
+    setCursorEvent(event);
+}
+
+void CaseWidget::showPage(Page page)
+{
+    m_tabs->setCurrentIndex(page);
+}
+
+} // namespace oomlens

@@ -1,0 +1,72 @@
+#pragma once
+
+#include "core/diagnosis.h"
+#include "views/loadedcase.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QComboBox;
+class QLabel;
+class QTabWidget;
+
+namespace oomlens {
+
+class AllocatorStateWidget;
+class EventsView;
+class LiveAllocationsView;
+class OverviewPage;
+class TimelineData;
+class TimelineWidget;
+
+// One open case: the overview, and for snapshots the timeline with the views linked to its
+// time cursor (live allocations, allocator state, event list).
+class CaseWidget : public QWidget
+{
+    Q_OBJECT
+public:
+    enum Page { OverviewTab, TimelineTab, EventsTab };
+
+    explicit CaseWidget(QWidget* parent = nullptr);
+    void setCase(LoadedCasePtr loaded);
+    LoadedCasePtr loadedCase() const { return m_case; }
+
+    // Shows snapshot `snapshotIndex`, device `device` in the timeline views.
+    void selectDevice(int snapshotIndex, int32_t device);
+    int64_t cursorEvent() const { return m_cursorEvent; }
+    void showPage(Page page);
+
+    OverviewPage* overview() const { return m_overview; }
+    TimelineWidget* timeline() const { return m_timeline; }
+    LiveAllocationsView* liveAllocations() const { return m_live; }
+    AllocatorStateWidget* allocatorState() const { return m_allocator; }
+    EventsView* events() const { return m_events; }
+    QTabWidget* tabs() const { return m_tabs; }
+
+public slots:
+    void setCursorEvent(int64_t event);
+    void showEvidence(const oomlens::EvidenceLink& link);
+
+signals:
+    void cursorChanged(int64_t event);
+
+private:
+    void fillDeviceChoices();
+
+    LoadedCasePtr m_case;
+    std::shared_ptr<const SnapshotAnalysis> m_analysis;
+    std::shared_ptr<const TimelineData> m_data;
+    QTabWidget* m_tabs = nullptr;
+    OverviewPage* m_overview = nullptr;
+    QWidget* m_timelinePage = nullptr;
+    QComboBox* m_deviceBox = nullptr;
+    TimelineWidget* m_timeline = nullptr;
+    LiveAllocationsView* m_live = nullptr;
+    AllocatorStateWidget* m_allocator = nullptr;
+    EventsView* m_events = nullptr;
+    int64_t m_cursorEvent = -1;
+    bool m_settingCursor = false;
+};
+
+} // namespace oomlens

@@ -1,0 +1,116 @@
+#include "views/emptystatewidget.h"
+
+#include <QApplication>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+namespace oomlens {
+
+EmptyStateWidget::EmptyStateWidget(QWidget* parent)
+    : QWidget(parent)
+{
+    setObjectName(QStringLiteral("emptyState"));
+    auto* outer = new QVBoxLayout(this);
+    outer->addStretch(2);
+    auto* column = new QVBoxLayout;
+    column->setSpacing(12);
+
+    if (const QIcon icon = QApplication::windowIcon(); !icon.isNull()) {
+        auto* logo = new QLabel(this);
+        logo->setPixmap(icon.pixmap(96, 96));
+        logo->setAlignment(Qt::AlignCenter);
+        column->addWidget(logo);
+    }
+    auto* title = new QLabel(QStringLiteral("Why did the GPU run out of memory?"), this);
+    QFont titleFont = title->font();
+    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.9);
+    titleFont.setBold(true);
+    title->setFont(titleFont);
+    title->setAlignment(Qt::AlignCenter);
+    column->addWidget(title);
+
+    auto* text = new QLabel(
+        QStringLiteral("Drop what you copied off the cluster here — a memory snapshot "
+                       "(<code>_dump_snapshot()</code> pickle), the <b>CUDA out of memory</b> traceback, "
+                       "<code>torch.cuda.memory_summary()</code> output, <code>nvidia-smi</code> or the whole training "
+                       "log.<br>Or copy the error text and press <b>Ctrl+V</b> anywhere in this window."),
+        this);
+    text->setTextFormat(Qt::RichText);
+    text->setWordWrap(true);
+    text->setAlignment(Qt::AlignCenter);
+    text->setMaximumWidth(640);
+    column->addWidget(text, 0, Qt::AlignHCenter);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    auto* open = new QPushButton(QStringLiteral("Open files…"), this);
+    open->setDefault(true);
+    auto* paste = new QPushButton(QStringLiteral("Paste from clipboard"), this);
+    auto* example = new QPushButton(QStringLiteral("Open an example case"), this);
+    m_exampleButton = example;
+    for (QPushButton* button : { open, paste, example }) {
+        button->setMinimumHeight(34);
+        button->setMinimumWidth(150);
+        buttons->addWidget(button);
+    }
+    buttons->addStretch(1);
+    column->addLayout(buttons);
+
+    auto* hint = new QLabel(QStringLiteral("Record a snapshot in the failing run:\n"
+                                           "torch.cuda.memory._record_memory_history(max_entries=1_000_000)\n"
+                                           "...  # train until it fails\n"
+                                           "torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")"),
+        this);
+    hint->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    hint->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    hint->setStyleSheet(QStringLiteral("QLabel { color: palette(mid); padding: 10px; border: 1px dashed palette(mid);"
+                                       " border-radius: 6px; }"));
+    column->addWidget(hint, 0, Qt::AlignHCenter);
+
+    m_recentBox = new QWidget(this);
+    m_recentLayout = new QVBoxLayout(m_recentBox);
+    m_recentLayout->setContentsMargins(0, 8, 0, 0);
+    column->addWidget(m_recentBox, 0, Qt::AlignHCenter);
+    m_recentBox->hide();
+
+    outer->addLayout(column);
+    outer->addStretch(3);
+
+    connect(open, &QPushButton::clicked, this, &EmptyStateWidget::openRequested);
+    connect(paste, &QPushButton::clicked, this, &EmptyStateWidget::pasteRequested);
+    connect(example, &QPushButton::clicked, this, &EmptyStateWidget::exampleRequested);
+}
+
+void EmptyStateWidget::setExampleAvailable(bool available)
+{
+    m_exampleButton->setVisible(available);
+}
+
+void EmptyStateWidget::setRecentFiles(const QStringList& paths)
+{
+    while (QLayoutItem* item = m_recentLayout->takeAt(0)) {
+        delete item->widget();
+        delete item;
+    }
+    m_recentBox->setVisible(!paths.isEmpty());
+    if (paths.isEmpty())
+        return;
+    auto* heading = new QLabel(QStringLiteral("<b>Recent</b>"), m_recentBox);
+    heading->setAlignment(Qt::AlignCenter);
+    m_recentLayout->addWidget(heading);
+    for (const QString& path : paths.mid(0, 5)) {
+        auto* link = new QLabel(
+            QStringLiteral("<a href='open'>%1</a> <span style='color:gray'>%2</span>")
+                .arg(QFileInfo(path).fileName().toHtmlEscaped(), QFileInfo(path).absolutePath().toHtmlEscaped()),
+            m_recentBox);
+        link->setAlignment(Qt::AlignCenter);
+        connect(link, &QLabel::linkActivated, this, [this, path] { emit recentRequested(path); });
+        m_recentLayout->addWidget(link);
+    }
+}
+
+} // namespace oomlens

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <QWidget>
+
+class QVBoxLayout;
+
+namespace oomlens {
+
+// What a new window shows: what oomlens reads and the three ways to give it something.
+class EmptyStateWidget : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit EmptyStateWidget(QWidget* parent = nullptr);
+    void setRecentFiles(const QStringList& paths);
+    void setExampleAvailable(bool available);
+
+signals:
+    void openRequested();
+    void pasteRequested();
+    void exampleRequested();
+    void recentRequested(const QString& path);
+
+private:
+    QWidget* m_recentBox = nullptr;
+    QVBoxLayout* m_recentLayout = nullptr;
+    QWidget* m_exampleButton = nullptr;
+};
+
+} // namespace oomlens

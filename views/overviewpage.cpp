@@ -1,0 +1,343 @@
+#include "views/overviewpage.h"
+
+#include "core/explain.h"
+#include "views/diagnosiscard.h"
+#include "views/inputsmodel.h"
+#include "views/processesmodel.h"
+#include "views/summarymodel.h"
+#include "views/viewutil.h"
+
+#include <QFontDatabase>
+#include <QGridLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace oomlens {
+
+namespace {
+
+// Tables inside the scrolling page show all their rows instead of scrolling on their own.
+QTableView* makeTable(QAbstractItemModel* model, QWidget* parent)
+{
+    auto* view = new QTableView(parent);
+    view->setModel(model);
+    model->setParent(view);
+    view->verticalHeader()->hide();
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    view->setAlternatingRowColors(true);
+    view->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    view->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    view->horizontalHeader()->setStretchLastSection(true);
+    view->resizeColumnsToContents();
+    const int rows = model->rowCount();
+    const int height = view->horizontalHeader()->sizeHint().height()
+        + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() + 4;
+    view->setFixedHeight(height);
+    return view;
+}
+
+QString optionalBytes(const std::optional<uint64_t>& value)
+{
+    return value ? bytesText(*value) : QString();
+}
+
+} // namespace
+
+OverviewPage::OverviewPage(QWidget* parent)
+    : QScrollArea(parent)
+{
+    setWidgetResizable(true);
+    setFrameShape(QFrame::NoFrame);
+}
+
+QList<DiagnosisCard*> OverviewPage::cards() const
+{
+    return m_content ? m_content->findChildren<DiagnosisCard*>() : QList<DiagnosisCard*>();
+}
+
+void OverviewPage::setCase(LoadedCasePtr loaded)
+{
+    m_case = std::move(loaded);
+    m_content = new QWidget;
+    m_content->setObjectName(QStringLiteral("overviewContent"));
+    m_layout = new QVBoxLayout(m_content);
+    m_layout->setContentsMargins(24, 18, 24, 24);
+    m_layout->setSpacing(10);
+    if (m_case) {
+        addDiagnoses(*m_case);
+        addOomMessages(*m_case);
+        addSummaries(*m_case);
+        addProcesses(*m_case);
+        addAllocatorSettings(*m_case);
+        addSnapshots(*m_case);
+        addInputs(*m_case);
+    }
+    m_layout->addStretch(1);
+    setWidget(m_content); // deletes the previous page
+}
+
+void OverviewPage::addHeading(const QString& text)
+{
+    auto* label = new QLabel(text, m_content);
+    QFont font = label->font();
+    font.setBold(true);
+    font.setPointSizeF(font.pointSizeF() * 1.25);
+    label->setFont(font);
+    label->setContentsMargins(0, 12, 0, 2);
+    m_layout->addWidget(label);
+}
+
+QWidget* OverviewPage::addLabel(const QString& text, bool rich)
+{
+    auto* label = new QLabel(m_content);
+    label->setTextFormat(rich ? Qt::RichText : Qt::PlainText);
+    label->setText(text);
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_layout->addWidget(label);
+    return label;
+}
+
+void OverviewPage::addDiagnoses(const LoadedCase& loaded)
+{
+    addHeading(QStringLiteral("Diagnosis"));
+    const auto& diagnoses = loaded.analysis.diagnoses;
+    if (diagnoses.empty()) {
+        addLabel(QStringLiteral("No diagnosis yet. The inputs so far do not show why memory ran out: add the OOM "
+                                "message, a memory snapshot or memory_summary() output of the failing run "
+                                "(drop or paste it here)."));
+        return;
+    }
+    for (size_t i = 0; i < diagnoses.size(); ++i) {
+        auto* card = new DiagnosisCard(diagnoses[i], int(i), m_content);
+        connect(card, &DiagnosisCard::evidenceActivated, this, &OverviewPage::evidenceActivated);
+        m_layout->addWidget(card);
+    }
+}
+
+void OverviewPage::addOomMessages(const LoadedCase& loaded)
+{
+    const auto& messages = loaded.input.text.oomMessages;
+    if (messages.empty())
+        return;
+    addHeading(messages.size() == 1 ? QStringLiteral("The out-of-memory message")
+                                    : QStringLiteral("Out-of-memory messages (%1)").arg(messages.size()));
+    for (const OomMessage& message : messages) {
+        QString title = message.exception.empty()
+            ? toQString(message.backend).toUpper() + QStringLiteral(" out of memory")
+            : toQString(message.exception);
+        if (message.device)
+            title += QStringLiteral(" on device %1").arg(*message.device);
+        QStringList facts;
+        if (!message.templateId.empty())
+            facts << QStringLiteral("message format %1").arg(toQString(message.templateId));
+        if (!message.torchVersionHint.empty())
+            facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
+        if (message.phase != Phase::Unknown)
+            facts << QStringLiteral("during %1").arg(phaseText(message.phase).toLower());
+        if (message.truncated)
+            facts << QStringLiteral("truncated");
+        if (message.probable)
+            facts << QStringLiteral("probable OOM (indirect error)");
+        addLabel(QStringLiteral("<b>%1</b><br><span style='color:gray'>%2</span>")
+                     .arg(title.toHtmlEscaped(), facts.join(QStringLiteral(" · ")).toHtmlEscaped()),
+            true);
+
+        auto* text = new QLabel(toQString(message.text), m_content);
+        text->setWordWrap(true);
+        text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+        text->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        text->setStyleSheet(QStringLiteral("QLabel { padding: 8px; border-left: 3px solid palette(mid); }"));
+        m_layout->addWidget(text);
+
+        // Each number the message carries, with what it means.
+        const std::pair<QString, std::pair<QString, QString>> rows[] = {
+            { QStringLiteral("Requested"),
+                { optionalBytes(message.requestedBytes), QStringLiteral("the allocation that failed") } },
+            { QStringLiteral("Card capacity"),
+                { optionalBytes(message.totalBytes), QStringLiteral("total memory of the GPU") } },
+            { QStringLiteral("Free on the card"),
+                { optionalBytes(message.freeBytes), QStringLiteral("what the driver had left, for every process") } },
+            { QStringLiteral("Allocated by PyTorch"),
+                { optionalBytes(message.allocatedBytes), QStringLiteral("held by live tensors of this process") } },
+            { QStringLiteral("Reserved by PyTorch"),
+                { optionalBytes(message.reservedBytes),
+                    QStringLiteral("taken from the card by the caching allocator") } },
+            { QStringLiteral("Reserved but unallocated"),
+                { optionalBytes(message.reservedUnallocatedBytes),
+                    QStringLiteral("cached free blocks; large means fragmentation") } },
+            { QStringLiteral("Allowed"),
+                { optionalBytes(message.allowedBytes),
+                    QStringLiteral("a per-process cap (set_per_process_memory_fraction)") } },
+            { QStringLiteral("Private pools"),
+                { optionalBytes(message.privatePoolsBytes),
+                    QStringLiteral("held by CUDA graphs' private memory pools") } },
+            { QStringLiteral("Other allocations"),
+                { optionalBytes(message.otherAllocationsBytes),
+                    QStringLiteral("MPS memory outside PyTorch's allocator") } },
+        };
+        auto* grid = new QGridLayout;
+        grid->setHorizontalSpacing(16);
+        grid->setVerticalSpacing(3);
+        int row = 0;
+        for (const auto& [name, valueAndMeaning] : rows) {
+            if (valueAndMeaning.first.isEmpty())
+                continue;
+            auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(valueAndMeaning.first), m_content);
+            value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            grid->addWidget(new QLabel(name, m_content), row, 0);
+            grid->addWidget(value, row, 1);
+            grid->addWidget(
+                new QLabel(QStringLiteral("<span style='color:gray'>%1</span>").arg(valueAndMeaning.second), m_content),
+                row, 2);
+            ++row;
+        }
+        grid->setColumnStretch(2, 1);
+        m_layout->addLayout(grid);
+
+        QStringList lines;
+        for (const std::string& line : explainOomMessage(message))
+            lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
+        for (const std::string& note : message.notes)
+            lines << QStringLiteral("• <i>%1</i>").arg(toQString(note).toHtmlEscaped());
+        if (!lines.isEmpty())
+            addLabel(lines.join(QStringLiteral("<br>")), true);
+
+        if (message.traceback && !message.traceback->frames.empty()) {
+            const TracebackInfo& traceback = *message.traceback;
+            QStringList frames;
+            const size_t first = traceback.frames.size() > 6 ? traceback.frames.size() - 6 : 0;
+            for (size_t i = first; i < traceback.frames.size(); ++i) {
+                const TracebackFrame& frame = traceback.frames[i];
+                frames << QStringLiteral("%1:%2 in %3")
+                              .arg(toQString(frame.filename))
+                              .arg(frame.line)
+                              .arg(toQString(frame.function));
+            }
+            QString header = QStringLiteral("Where it failed (last %1 frames)").arg(frames.size());
+            if (!traceback.phaseEvidence.empty())
+                header += QStringLiteral(" — phase from ") + toQString(traceback.phaseEvidence);
+            addLabel(header);
+            auto* stack = new QLabel(frames.join(QLatin1Char('\n')), m_content);
+            stack->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+            stack->setTextInteractionFlags(Qt::TextSelectableByMouse);
+            m_layout->addWidget(stack);
+        }
+    }
+}
+
+void OverviewPage::addSummaries(const LoadedCase& loaded)
+{
+    for (const MemorySummary& summary : loaded.input.text.summaries) {
+        addHeading(QStringLiteral("memory_summary() of device %1").arg(summary.device));
+        QStringList facts;
+        if (summary.ooms)
+            facts << QStringLiteral("%1 OOMs").arg(*summary.ooms);
+        if (summary.allocRetries)
+            facts << QStringLiteral("%1 cudaMalloc retries").arg(*summary.allocRetries);
+        if (!summary.unitEra.empty())
+            facts << QStringLiteral("%1 units").arg(toQString(summary.unitEra));
+        if (summary.allZero)
+            facts << QStringLiteral("all zero: cudaMallocAsync does not fill these counters");
+        if (!facts.isEmpty())
+            addLabel(facts.join(QStringLiteral(" · ")));
+        auto* model = new SummaryModel;
+        model->setSummary(summary);
+        m_layout->addWidget(makeTable(model, m_content));
+        QStringList lines;
+        for (const std::string& line : explainSummary(summary))
+            lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
+        if (!lines.isEmpty())
+            addLabel(lines.join(QStringLiteral("<br>")), true);
+    }
+}
+
+void OverviewPage::addProcesses(const LoadedCase& loaded)
+{
+    auto* model = new ProcessesModel;
+    model->setFindings(loaded.input.text);
+    if (model->rowCount() == 0) {
+        delete model;
+        return;
+    }
+    addHeading(QStringLiteral("Processes on the GPU"));
+    m_layout->addWidget(makeTable(model, m_content));
+    for (const NvidiaSmiTable& table : loaded.input.text.nvidiaSmi) {
+        QStringList lines;
+        for (const std::string& line : explainNvidiaSmi(table))
+            lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
+        if (!lines.isEmpty())
+            addLabel(lines.join(QStringLiteral("<br>")), true);
+    }
+}
+
+void OverviewPage::addAllocatorSettings(const LoadedCase& loaded)
+{
+    QStringList lines;
+    for (const AllocConfSetting& setting : loaded.input.text.allocConfs)
+        lines << QStringLiteral("<code>%1</code> <span style='color:gray'>(%2)</span>")
+                     .arg(toQString(setting.raw).toHtmlEscaped(), toQString(setting.source).toHtmlEscaped());
+    for (const auto& snapshot : loaded.input.snapshots) {
+        if (snapshot && snapshot->allocatorSettings) {
+            const AllocatorSettings& settings = *snapshot->allocatorSettings;
+            lines << QStringLiteral("<code>%1</code> <span style='color:gray'>(recorded in the snapshot)</span>")
+                         .arg(settings.allocConf.empty() ? QStringLiteral("PYTORCH_CUDA_ALLOC_CONF unset")
+                                                         : toQString(settings.allocConf).toHtmlEscaped());
+        }
+    }
+    if (lines.isEmpty())
+        return;
+    addHeading(QStringLiteral("Allocator settings"));
+    addLabel(lines.join(QStringLiteral("<br>")), true);
+}
+
+void OverviewPage::addSnapshots(const LoadedCase& loaded)
+{
+    if (loaded.analysis.snapshots.empty())
+        return;
+    addHeading(QStringLiteral("Memory snapshots"));
+    for (size_t i = 0; i < loaded.analysis.snapshots.size(); ++i) {
+        const SnapshotAnalysis& analysis = loaded.analysis.snapshots[i];
+        if (!analysis.snapshot)
+            continue;
+        const Snapshot& snapshot = *analysis.snapshot;
+        QString path;
+        for (const CaseInput& input : loaded.input.inputs) {
+            if (input.snapshotIndex == int(i))
+                path = toQString(input.path);
+        }
+        QStringList devices;
+        for (int32_t device : snapshot.devices())
+            devices << QString::number(device);
+        QString text = QStringLiteral("<b>%1</b><br>%2 · %3 segments · %4 trace events · devices %5")
+                           .arg(path.toHtmlEscaped(), toQString(snapshot.container).toHtmlEscaped())
+                           .arg(snapshot.segments.size())
+                           .arg(snapshot.totalTraceEvents())
+                           .arg(devices.join(QStringLiteral(", ")));
+        if (const DeviceAnalysis* device = analysis.primary()) {
+            text += QStringLiteral("<br>Device %1: peak %2 allocated, %3 reserved")
+                        .arg(device->device)
+                        .arg(bytesText(device->peakAllocatedBytes), bytesText(device->peakReservedBytes));
+            if (!device->ooms.empty())
+                text += QStringLiteral(", <b>%1 OOM event(s)</b>").arg(device->ooms.size());
+            if (device->traceTruncated)
+                text += QStringLiteral("; the trace starts mid-run (older allocations recovered from segments)");
+        }
+        for (const std::string& warning : snapshot.warnings)
+            text += QStringLiteral("<br><i>%1</i>").arg(toQString(warning).toHtmlEscaped());
+        addLabel(text, true);
+    }
+}
+
+void OverviewPage::addInputs(const LoadedCase& loaded)
+{
+    addHeading(QStringLiteral("Inputs"));
+    auto* model = new InputsModel;
+    model->setInputs(loaded.input.inputs);
+    m_layout->addWidget(makeTable(model, m_content));
+}
+
+} // namespace oomlens

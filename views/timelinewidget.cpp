@@ -1,0 +1,563 @@
+#include "views/timelinewidget.h"
+
+#include "views/axistickers.h"
+#include "views/categorycolors.h"
+#include "views/viewutil.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSvgGenerator>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+#include <array>
+
+namespace oomlens {
+
+namespace {
+
+// Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
+constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
+    Category::OptimizerState, Category::Inputs, Category::Activations, Category::Temporaries, Category::Unknown };
+
+// More shaded rectangles than this cost more to draw than they tell at screen resolution.
+constexpr size_t maxPhaseRects = 3000;
+constexpr int maxStepLabels = 24;
+
+} // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(4);
+
+    auto* bar = new QHBoxLayout;
+    bar->setContentsMargins(8, 6, 8, 0);
+    m_info = new QLabel(this);
+    m_info->setTextFormat(Qt::RichText);
+    bar->addWidget(m_info, 1);
+    m_axisBox = new QComboBox(this);
+    m_axisBox->addItem(QStringLiteral("Time axis"));
+    m_axisBox->addItem(QStringLiteral("Event-index axis"));
+    m_axisBox->setToolTip(QStringLiteral("Plot against wall-clock time or against the event number"));
+    bar->addWidget(m_axisBox);
+    auto* reset = new QPushButton(QStringLiteral("Reset zoom"), this);
+    reset->setToolTip(QStringLiteral("Show the whole trace (Home)"));
+    bar->addWidget(reset);
+    auto* exportButton = new QPushButton(QStringLiteral("Export…"), this);
+    exportButton->setToolTip(QStringLiteral("Save the chart as PNG or SVG"));
+    bar->addWidget(exportButton);
+    layout->addLayout(bar);
+    m_legend = new QLabel(this);
+    m_legend->setTextFormat(Qt::RichText);
+    m_legend->setContentsMargins(8, 0, 8, 0);
+    layout->addWidget(m_legend);
+
+    m_plot = new QCustomPlot(this);
+    m_plot->setFocusPolicy(Qt::StrongFocus);
+    m_plot->setMouseTracking(true);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
+    m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
+    m_plot->yAxis->setTicker(QSharedPointer<ByteAxisTicker>::create());
+    m_plot->yAxis->setLabel(QStringLiteral("memory"));
+    m_plot->xAxis2->setVisible(false);
+    m_plot->xAxis2->setTickLabelRotation(-30);
+    m_plot->installEventFilter(this);
+    layout->addWidget(m_plot, 1);
+
+    for (size_t i = 0; i < stackOrder.size(); ++i) {
+        QCPGraph* graph = m_plot->addGraph();
+        graph->setName(categoryText(stackOrder[i]));
+        graph->setLineStyle(QCPGraph::lsStepLeft);
+        if (i > 0)
+            graph->setChannelFillGraph(m_bands.back());
+        m_bands.push_back(graph);
+    }
+    m_reserved = m_plot->addGraph();
+    m_reserved->setName(QStringLiteral("Reserved"));
+    m_reserved->setLineStyle(QCPGraph::lsStepLeft);
+
+    connect(m_axisBox, &QComboBox::currentIndexChanged, this,
+        [this](int index) { setAxis(index == 0 ? Axis::Time : Axis::Events); });
+    connect(reset, &QPushButton::clicked, this, &TimelineWidget::resetZoom);
+    connect(exportButton, &QPushButton::clicked, this, &TimelineWidget::exportDialog);
+    connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+        [this](const QCPRange&) { rebuildVisible(); });
+    connect(m_plot, &QCustomPlot::mouseMove, this, &TimelineWidget::onMouseMove);
+    connect(m_plot, &QCustomPlot::mousePress, this, &TimelineWidget::onMousePress);
+    connect(m_plot, &QCustomPlot::mouseRelease, this, &TimelineWidget::onMouseRelease);
+    applyColors();
+}
+
+TimelineWidget::~TimelineWidget() = default;
+
+void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
+{
+    m_data = std::move(data);
+    m_cursorEvent = -1;
+    const bool hasTime = m_data && m_data->hasTime();
+    m_axisBox->setEnabled(hasTime);
+    m_axis = hasTime ? Axis::Time : Axis::Events;
+    {
+        const QSignalBlocker blocker(m_axisBox);
+        m_axisBox->setCurrentIndex(m_axis == Axis::Time ? 0 : 1);
+    }
+    buildStatic();
+    resetZoom();
+}
+
+void TimelineWidget::setAxis(Axis axis)
+{
+    if (axis == Axis::Time && !(m_data && m_data->hasTime()))
+        axis = Axis::Events;
+    if (axis == m_axis)
+        return;
+    const auto [first, last] = visibleEvents();
+    m_axis = axis;
+    {
+        const QSignalBlocker blocker(m_axisBox);
+        m_axisBox->setCurrentIndex(m_axis == Axis::Time ? 0 : 1);
+    }
+    buildStatic();
+    zoomToEvents(first, last);
+}
+
+double TimelineWidget::keyOf(int64_t event) const
+{
+    if (!m_data)
+        return double(event);
+    return m_axis == Axis::Time ? double(m_data->timeOf(event)) : double(event);
+}
+
+int64_t TimelineWidget::eventAt(double key) const
+{
+    if (!m_data || m_data->eventCount() == 0)
+        return -1;
+    const int64_t last = m_data->eventCount() - 1;
+    if (m_axis == Axis::Time)
+        return std::clamp<int64_t>(m_data->eventAtTime(int64_t(std::floor(key))), 0, last);
+    return std::clamp<int64_t>(int64_t(std::llround(key)), 0, last);
+}
+
+std::pair<int64_t, int64_t> TimelineWidget::visibleEvents() const
+{
+    const QCPRange range = m_plot->xAxis->range();
+    return { std::max<int64_t>(0, eventAt(range.lower)), std::max<int64_t>(0, eventAt(range.upper)) };
+}
+
+void TimelineWidget::zoomToEvents(int64_t first, int64_t last)
+{
+    if (!m_data || m_data->eventCount() == 0)
+        return;
+    double lower = keyOf(first);
+    double upper = keyOf(last);
+    if (upper <= lower)
+        upper = lower + 1;
+    m_plot->xAxis->setRange(lower, upper);
+    rebuildVisible();
+}
+
+void TimelineWidget::resetZoom()
+{
+    if (!m_data || m_data->eventCount() == 0) {
+        for (QCPGraph* graph : m_bands)
+            graph->data()->clear();
+        m_reserved->data()->clear();
+        m_info->setText(QStringLiteral("No trace events on this device: the snapshot holds only its dump-time state."));
+        m_plot->replot();
+        return;
+    }
+    const double lower = keyOf(0);
+    const double upper = keyOf(m_data->eventCount() - 1);
+    const double margin = std::max(1.0, (upper - lower) * 0.01);
+    m_plot->xAxis->setRange(lower - margin, upper + margin);
+    rebuildVisible();
+}
+
+void TimelineWidget::rebuildVisible()
+{
+    if (m_rebuilding || !m_data || m_data->eventCount() == 0)
+        return;
+    m_rebuilding = true;
+    const int64_t count = m_data->eventCount();
+    QCPRange range = m_plot->xAxis->range();
+    // Keep panning within the data, plus a little air at both ends.
+    const double fullLower = keyOf(0), fullUpper = keyOf(count - 1);
+    const double air = std::max(1.0, (fullUpper - fullLower) * 0.02);
+    if (range.size() > fullUpper - fullLower + 2 * air)
+        range = QCPRange(fullLower - air, fullUpper + air);
+    if (range.lower < fullLower - air)
+        range += (fullLower - air) - range.lower;
+    if (range.upper > fullUpper + air)
+        range -= range.upper - (fullUpper + air);
+    m_plot->xAxis->setRange(range);
+
+    const int pixels = std::max(16, m_plot->axisRect()->width());
+    std::vector<int64_t> boundaries;
+    boundaries.reserve(size_t(pixels) + 2);
+    boundaries.push_back(eventAt(range.lower));
+    for (int p = 1; p <= pixels; ++p) {
+        const int64_t event = eventAt(range.lower + range.size() * p / pixels) + (p == pixels ? 1 : 0);
+        if (event > boundaries.back())
+            boundaries.push_back(std::min(event, count));
+    }
+    if (boundaries.size() < 2)
+        boundaries.push_back(std::min(boundaries.back() + 1, count));
+
+    const auto points = m_data->downsample(boundaries);
+    QVector<double> keys;
+    keys.reserve(qsizetype(points.size()));
+    for (const auto& point : points)
+        keys.push_back(keyOf(point.event));
+    uint64_t visibleMax = 0;
+    QVector<double> values(keys.size());
+    std::vector<uint64_t> running(points.size(), 0);
+    for (size_t band = 0; band < m_bands.size(); ++band) {
+        for (size_t i = 0; i < points.size(); ++i) {
+            running[i] += points[i].bytes[size_t(stackOrder[band])];
+            values[qsizetype(i)] = double(running[i]);
+            visibleMax = std::max(visibleMax, running[i]);
+        }
+        m_bands[band]->setData(keys, values, true);
+    }
+    m_lastPointCount = int(points.size());
+
+    const auto reserved = m_data->reservedPoints(boundaries);
+    QVector<double> reservedKeys, reservedValues;
+    for (const auto& point : reserved) {
+        reservedKeys.push_back(keyOf(point.event));
+        reservedValues.push_back(double(point.bytes));
+        visibleMax = std::max(visibleMax, point.bytes);
+    }
+    m_reserved->setData(reservedKeys, reservedValues, true);
+    rescaleValueAxis(visibleMax);
+
+    const auto [first, last] = visibleEvents();
+    QString info = QStringLiteral("Events %1–%2 of %3").arg(first).arg(last).arg(count);
+    if (m_data->device())
+        info += QStringLiteral(" · peak <b>%1</b>").arg(bytesText(m_data->device()->peakAllocatedBytes));
+    info += QStringLiteral(" · <span style='color:gray'>wheel: zoom · drag: pan · Shift+drag: zoom to area · "
+                           "click: move cursor</span>");
+    m_info->setText(info);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    m_rebuilding = false;
+}
+
+void TimelineWidget::rescaleValueAxis(uint64_t visibleMax)
+{
+    const double top = std::max<double>(double(visibleMax) * 1.12, 1024.0);
+    m_plot->yAxis->setRange(0, top);
+}
+
+int TimelineWidget::plottedPointCount() const
+{
+    return m_lastPointCount;
+}
+
+void TimelineWidget::buildStatic()
+{
+    m_plot->clearItems();
+    m_cursorLine = new QCPItemStraightLine(m_plot);
+    m_cursorLine->setVisible(false);
+    m_cursorLine->setLayer(QStringLiteral("overlay"));
+    m_plot->xAxis->setTicker(m_axis == Axis::Time ? QSharedPointer<QCPAxisTicker>(new TimeAxisTicker)
+                                                  : QSharedPointer<QCPAxisTicker>(new EventAxisTicker));
+    m_plot->xAxis->setLabel(
+        m_axis == Axis::Time ? QStringLiteral("time since the first event") : QStringLiteral("event index"));
+    m_plot->xAxis2->setVisible(false);
+    if (!m_data || m_data->eventCount() == 0) {
+        applyColors();
+        return;
+    }
+
+    const auto& runs = m_data->phaseRuns();
+    const int64_t minRun = runs.size() > maxPhaseRects ? m_data->eventCount() / int64_t(maxPhaseRects) : 0;
+    for (const auto& run : runs) {
+        if (run.last - run.first < minRun)
+            continue;
+        auto* rect = new QCPItemRect(m_plot);
+        rect->setLayer(QStringLiteral("grid"));
+        rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        rect->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        rect->topLeft->setCoords(keyOf(run.first), 0);
+        rect->bottomRight->setCoords(keyOf(run.last + 1), 1);
+        rect->setPen(Qt::NoPen);
+        rect->setBrush(colors::phaseShade(run.phase));
+        rect->setSelectable(false);
+        rect->setProperty("phase", int(run.phase));
+    }
+
+    const auto& steps = m_data->stepStarts();
+    if (!steps.empty()) {
+        auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+        const size_t stride = (steps.size() + maxStepLabels - 1) / maxStepLabels;
+        for (size_t i = 0; i < steps.size(); i += stride)
+            ticker->addTick(keyOf(steps[i].event), QStringLiteral("step %1").arg(steps[i].step));
+        m_plot->xAxis2->setTicker(ticker);
+        m_plot->xAxis2->setVisible(true);
+        m_plot->xAxis2->setRange(m_plot->xAxis->range());
+        connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_plot->xAxis2,
+            qOverload<const QCPRange&>(&QCPAxis::setRange), Qt::UniqueConnection);
+    }
+
+    const DeviceAnalysis* device = m_data->device();
+    if (device && device->peakEvent >= 0) {
+        auto* line = new QCPItemStraightLine(m_plot);
+        line->setProperty("marker", QStringLiteral("peak"));
+        line->point1->setCoords(keyOf(device->peakEvent), 0);
+        line->point2->setCoords(keyOf(device->peakEvent), 1);
+        auto* label = new QCPItemText(m_plot);
+        label->setProperty("marker", QStringLiteral("peak"));
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(keyOf(device->peakEvent), 0.02);
+        label->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+        label->setText(QStringLiteral("peak %1").arg(bytesText(device->peakAllocatedBytes)));
+        label->setPadding(QMargins(4, 2, 4, 2));
+    }
+    if (device) {
+        for (const OomAnalysis& oom : device->ooms) {
+            if (oom.eventIndex < 0)
+                continue;
+            auto* line = new QCPItemStraightLine(m_plot);
+            line->setProperty("marker", QStringLiteral("oom"));
+            line->point1->setCoords(keyOf(oom.eventIndex), 0);
+            line->point2->setCoords(keyOf(oom.eventIndex), 1);
+            auto* label = new QCPItemText(m_plot);
+            label->setProperty("marker", QStringLiteral("oom"));
+            label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+            label->position->setCoords(keyOf(oom.eventIndex), 0.10);
+            label->setPositionAlignment(Qt::AlignTop | Qt::AlignRight);
+            label->setText(QStringLiteral("OOM: %1 requested").arg(bytesText(oom.requestedBytes)));
+            label->setPadding(QMargins(4, 2, 4, 2));
+        }
+    }
+    applyColors();
+    if (m_cursorEvent >= 0)
+        setCursorEvent(m_cursorEvent);
+}
+
+void TimelineWidget::applyColors()
+{
+    const QPalette palette = this->palette();
+    const QColor text = palette.color(QPalette::WindowText);
+    QColor grid = text;
+    grid.setAlpha(40);
+    m_plot->setBackground(palette.color(QPalette::Base));
+    for (QCPAxis* axis : { m_plot->xAxis, m_plot->yAxis, m_plot->xAxis2 }) {
+        axis->setBasePen(QPen(text));
+        axis->setTickPen(QPen(text));
+        axis->setSubTickPen(QPen(text));
+        axis->setTickLabelColor(text);
+        axis->setLabelColor(text);
+        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+    }
+    m_plot->xAxis2->grid()->setVisible(false);
+
+    QStringList legend;
+    for (size_t i = 0; i < m_bands.size(); ++i) {
+        const QColor color = colors::category(stackOrder[i]);
+        m_bands[i]->setPen(QPen(color.darker(125), 1));
+        QColor fill = color;
+        fill.setAlpha(210);
+        m_bands[i]->setBrush(fill);
+        legend << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
+                      .arg(color.name(), categoryText(stackOrder[i]));
+    }
+    legend << QStringLiteral("<span style='color:%1'>&#9472;&#9472;</span>&nbsp;Reserved")
+                  .arg(colors::reservedLine().name());
+    m_reserved->setPen(QPen(colors::reservedLine(), 1.6, Qt::DashLine));
+    m_reserved->setBrush(Qt::NoBrush);
+    if (m_legend)
+        m_legend->setText(legend.join(QStringLiteral("&nbsp;&nbsp; ")));
+
+    for (int i = 0; i < m_plot->itemCount(); ++i) {
+        QCPAbstractItem* item = m_plot->item(i);
+        const QString marker = item->property("marker").toString();
+        const QColor color = marker == QLatin1String("oom") ? colors::oomMarker() : colors::peakMarker();
+        if (auto* line = qobject_cast<QCPItemStraightLine*>(item); line && !marker.isEmpty())
+            line->setPen(QPen(color, 1.5, marker == QLatin1String("oom") ? Qt::SolidLine : Qt::DashLine));
+        if (auto* label = qobject_cast<QCPItemText*>(item)) {
+            label->setColor(color);
+            label->setBrush(palette.color(QPalette::Base));
+            label->setPen(QPen(color));
+        }
+        if (auto* rect = qobject_cast<QCPItemRect*>(item))
+            rect->setBrush(colors::phaseShade(Phase(rect->property("phase").toInt())));
+    }
+    if (m_cursorLine)
+        m_cursorLine->setPen(QPen(palette.color(QPalette::Highlight), 1.5));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelineWidget::setCursorEvent(int64_t event)
+{
+    if (!m_data || m_data->eventCount() == 0 || !m_cursorLine)
+        return;
+    event = std::clamp<int64_t>(event, 0, m_data->eventCount() - 1);
+    const bool changed = event != m_cursorEvent;
+    m_cursorEvent = event;
+    m_cursorLine->point1->setCoords(keyOf(event), 0);
+    m_cursorLine->point2->setCoords(keyOf(event), 1);
+    m_cursorLine->setVisible(true);
+    // Bring the cursor into view when something else (evidence, the events list) moved it.
+    const QCPRange range = m_plot->xAxis->range();
+    if (!range.contains(keyOf(event)))
+        m_plot->xAxis->setRange(keyOf(event) - range.size() / 2, keyOf(event) + range.size() / 2);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    if (changed)
+        emit cursorChanged(event);
+}
+
+QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
+{
+    if (!m_data || event < 0 || event >= m_data->eventCount())
+        return {};
+    const CategoryBytes stack = m_data->stackAt(event);
+    const uint64_t allocated = total(stack);
+    QString html = QStringLiteral("<b>Event #%1</b>").arg(event);
+    if (m_data->hasTime())
+        html += QStringLiteral(" · ") + durationText(m_data->timeOf(event));
+    const DeviceAnalysis* device = m_data->device();
+    if (device && size_t(event) < device->eventPhase.size())
+        html += QStringLiteral(" · ") + phaseText(device->eventPhase[size_t(event)]);
+    if (device && size_t(event) < device->eventStep.size() && device->eventStep[size_t(event)] >= 0)
+        html += QStringLiteral(" · step %1").arg(device->eventStep[size_t(event)]);
+    html += QStringLiteral("<br>Allocated %1 · reserved %2")
+                .arg(bytesText(allocated), bytesText(m_data->reservedAt(event)));
+
+    uint64_t cumulative = 0;
+    for (Category category : stackOrder) {
+        const uint64_t bytes = stack[size_t(category)];
+        cumulative += bytes;
+        if (bytes > 0 && bytesAtPointer >= 0 && double(cumulative) >= bytesAtPointer) {
+            html += QStringLiteral("<br><span style='color:%1'>&#9632;</span> <b>%2</b>: %3 (%4%)")
+                        .arg(colors::category(category).name(), categoryText(category), bytesText(bytes))
+                        .arg(allocated ? 100.0 * double(bytes) / double(allocated) : 0.0, 0, 'f', 1);
+            break;
+        }
+    }
+
+    const TraceEvent& traceEvent = m_data->trace()->events[size_t(event)];
+    html += QStringLiteral("<hr>%1 %2")
+                .arg(toQString(traceActionName(traceEvent.action)),
+                    traceEvent.size ? bytesText(traceEvent.size) : QString());
+    const int32_t allocationIndex = m_data->allocationOfEvent(event);
+    if (allocationIndex >= 0 && device) {
+        const Allocation& allocation = device->allocations[size_t(allocationIndex)];
+        html += QStringLiteral(" — %1").arg(categoryText(allocation.category));
+        if (allocation.reason < device->reasons.size())
+            html += QStringLiteral("<br><i>%1</i>").arg(toQString(device->reasons[allocation.reason]).toHtmlEscaped());
+    }
+    const Snapshot& snapshot = m_data->snapshot();
+    const QString frames = stackText(*snapshot.frames, *snapshot.strings, traceEvent.stack, 8);
+    if (!frames.isEmpty())
+        html += QStringLiteral("<pre style='margin:4px 0 0 0'>%1</pre>").arg(frames.toHtmlEscaped());
+    return html;
+}
+
+void TimelineWidget::onMouseMove(QMouseEvent* event)
+{
+    if (!m_data || event->buttons() != Qt::NoButton || !m_plot->axisRect()->rect().contains(event->pos())) {
+        return;
+    }
+    const int64_t index = eventAt(m_plot->xAxis->pixelToCoord(event->position().x()));
+    const double bytes = m_plot->yAxis->pixelToCoord(event->position().y());
+    QToolTip::showText(event->globalPosition().toPoint(), describe(index, bytes), m_plot);
+}
+
+void TimelineWidget::onMousePress(QMouseEvent* event)
+{
+    m_pressPos = event->pos();
+    // Plain drag pans; Shift+drag draws a rectangle to zoom into.
+    m_plot->setSelectionRectMode(event->modifiers() & Qt::ShiftModifier ? QCP::srmZoom : QCP::srmNone);
+}
+
+void TimelineWidget::onMouseRelease(QMouseEvent* event)
+{
+    m_plot->setSelectionRectMode(QCP::srmNone);
+    if (event->button() == Qt::LeftButton && (event->pos() - m_pressPos).manhattanLength() < 4
+        && m_plot->axisRect()->rect().contains(event->pos()))
+        setCursorEvent(eventAt(m_plot->xAxis->pixelToCoord(event->position().x())));
+}
+
+bool TimelineWidget::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_plot && event->type() == QEvent::KeyPress && m_data) {
+        auto* key = static_cast<QKeyEvent*>(event);
+        QCPRange range = m_plot->xAxis->range();
+        switch (key->key()) {
+        case Qt::Key_Left:
+        case Qt::Key_Right: {
+            if (key->modifiers() & Qt::ShiftModifier) {
+                setCursorEvent(std::max<int64_t>(0, m_cursorEvent) + (key->key() == Qt::Key_Left ? -1 : 1));
+                return true;
+            }
+            const double step = range.size() / 8 * (key->key() == Qt::Key_Left ? -1 : 1);
+            m_plot->xAxis->setRange(range.lower + step, range.upper + step);
+            return true;
+        }
+        case Qt::Key_Plus:
+        case Qt::Key_Equal:
+        case Qt::Key_Up:
+            m_plot->xAxis->scaleRange(0.7,
+                m_cursorEvent >= 0 && range.contains(keyOf(m_cursorEvent)) ? keyOf(m_cursorEvent) : range.center());
+            return true;
+        case Qt::Key_Minus:
+        case Qt::Key_Down:
+            m_plot->xAxis->scaleRange(1 / 0.7, range.center());
+            return true;
+        case Qt::Key_Home:
+        case Qt::Key_0:
+            resetZoom();
+            return true;
+        default:
+            break;
+        }
+    }
+    if (watched == m_plot && event->type() == QEvent::Resize)
+        QMetaObject::invokeMethod(this, &TimelineWidget::rebuildVisible, Qt::QueuedConnection);
+    return QWidget::eventFilter(watched, event);
+}
+
+bool TimelineWidget::exportImage(const QString& path)
+{
+    const int width = std::max(800, m_plot->width());
+    const int height = std::max(400, m_plot->height());
+    if (path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive)) {
+        QSvgGenerator generator;
+        generator.setFileName(path);
+        generator.setSize(QSize(width, height));
+        generator.setViewBox(QRect(0, 0, width, height));
+        generator.setTitle(QStringLiteral("oomlens timeline"));
+        QCPPainter painter;
+        if (!painter.begin(&generator))
+            return false;
+        m_plot->toPainter(&painter, width, height);
+        return painter.end();
+    }
+    return m_plot->savePng(path, width, height);
+}
+
+void TimelineWidget::exportDialog()
+{
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export chart"),
+        QStringLiteral("timeline.png"), QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"));
+    if (!path.isEmpty() && !exportImage(path))
+        m_info->setText(QStringLiteral("Could not write %1").arg(path.toHtmlEscaped()));
+}
+
+void TimelineWidget::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::PaletteChange)
+        applyColors();
+    QWidget::changeEvent(event);
+}
+
+} // namespace oomlens

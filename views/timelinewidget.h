@@ -1,0 +1,87 @@
+#pragma once
+
+#include "views/timelinedata.h"
+
+#include <QWidget>
+
+#include <memory>
+
+class QCustomPlot;
+class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
+class QCheckBox;
+class QLabel;
+class QMouseEvent;
+class QComboBox;
+
+namespace oomlens {
+
+// Stacked categories of allocated memory over the trace, with the reserved line, peak and
+// OOM markers, phase shading and step ticks. Redraws at the plot's pixel width via
+// TimelineData's min/max downsampling, so the peak survives any zoom level.
+class TimelineWidget : public QWidget
+{
+    Q_OBJECT
+public:
+    enum class Axis { Time, Events };
+
+    explicit TimelineWidget(QWidget* parent = nullptr);
+    ~TimelineWidget() override;
+
+    void setTimeline(std::shared_ptr<const TimelineData> data);
+    std::shared_ptr<const TimelineData> timeline() const { return m_data; }
+    void setAxis(Axis axis);
+    Axis axis() const { return m_axis; }
+
+    int64_t cursorEvent() const { return m_cursorEvent; }
+    // Visible event range, for tests and the status line.
+    std::pair<int64_t, int64_t> visibleEvents() const;
+    void zoomToEvents(int64_t first, int64_t last);
+    void resetZoom();
+    // Stacked graph tops as last drawn: number of points per band (for tests and benchmarks).
+    int plottedPointCount() const;
+    // Hover text for the event nearest to the plot coordinate; what the tooltip shows.
+    QString describe(int64_t event, double bytesAtPointer) const;
+
+    bool exportImage(const QString& path);
+    QCustomPlot* plot() const { return m_plot; }
+
+public slots:
+    void setCursorEvent(int64_t event);
+
+signals:
+    void cursorChanged(int64_t event);
+
+protected:
+    void changeEvent(QEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    void buildStatic();
+    void applyColors();
+    void rebuildVisible();
+    void rescaleValueAxis(uint64_t visibleMax);
+    double keyOf(int64_t event) const;
+    int64_t eventAt(double key) const;
+    void onMouseMove(QMouseEvent* event);
+    void onMousePress(QMouseEvent* event);
+    void onMouseRelease(QMouseEvent* event);
+    void exportDialog();
+
+    QCustomPlot* m_plot = nullptr;
+    QComboBox* m_axisBox = nullptr;
+    QLabel* m_info = nullptr;
+    QLabel* m_legend = nullptr;
+    std::vector<QCPGraph*> m_bands; // bottom to top, one per category in stackOrder
+    QCPGraph* m_reserved = nullptr;
+    QCPItemStraightLine* m_cursorLine = nullptr;
+    std::shared_ptr<const TimelineData> m_data;
+    Axis m_axis = Axis::Time;
+    int64_t m_cursorEvent = -1;
+    bool m_rebuilding = false;
+    QPoint m_pressPos;
+    int m_lastPointCount = 0;
+};
+
+} // namespace oomlens

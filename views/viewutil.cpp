@@ -1,0 +1,115 @@
+#include "views/viewutil.h"
+
+#include "core/snapshot.h"
+#include "core/units.h"
+
+#include <QStringList>
+
+namespace oomlens {
+
+QString bytesText(uint64_t bytes)
+{
+    return QString::fromStdString(formatBytes(bytes));
+}
+
+QString durationText(int64_t microseconds)
+{
+    return QString::fromStdString(formatDurationUs(microseconds));
+}
+
+QString phaseText(Phase phase)
+{
+    switch (phase) {
+    case Phase::Load:
+        return QStringLiteral("Loading");
+    case Phase::Forward:
+        return QStringLiteral("Forward");
+    case Phase::Backward:
+        return QStringLiteral("Backward");
+    case Phase::Optimizer:
+        return QStringLiteral("Optimizer step");
+    case Phase::Eval:
+        return QStringLiteral("Evaluation");
+    case Phase::Data:
+        return QStringLiteral("Data loading");
+    case Phase::Unknown:
+        break;
+    }
+    return QStringLiteral("Unknown");
+}
+
+QString categoryText(Category category)
+{
+    switch (category) {
+    case Category::Parameters:
+        return QStringLiteral("Parameters");
+    case Category::Gradients:
+        return QStringLiteral("Gradients");
+    case Category::OptimizerState:
+        return QStringLiteral("Optimizer state");
+    case Category::Activations:
+        return QStringLiteral("Activations");
+    case Category::Temporaries:
+        return QStringLiteral("Temporaries");
+    case Category::Inputs:
+        return QStringLiteral("Inputs");
+    case Category::Unknown:
+        break;
+    }
+    return QStringLiteral("Unknown");
+}
+
+namespace {
+
+QString frameLine(const FrameTable& frames, const StringTable& strings, FrameId id)
+{
+    const Frame& frame = frames.frame(id);
+    QString file = toQString(strings.get(frame.filename));
+    const qsizetype slash = file.lastIndexOf(QLatin1Char('/'));
+    if (slash >= 0)
+        file = file.mid(slash + 1);
+    return toQString(strings.get(frame.name)) + QStringLiteral(" (") + file + QLatin1Char(':')
+        + QString::number(frame.line) + QLatin1Char(')');
+}
+
+// Frames from the allocator, the C++ dispatcher and the Python runtime say nothing about
+// which model code asked for memory.
+bool isPlumbing(std::string_view filename)
+{
+    return filename.empty() || filename.find("/torch/") != std::string_view::npos || filename.front() == '?'
+        || filename.find(".so") != std::string_view::npos || filename.find("/c10/") != std::string_view::npos
+        || filename.find("CUDACachingAllocator") != std::string_view::npos;
+}
+
+} // namespace
+
+QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack)
+{
+    if (!stack.isValid())
+        return {};
+    const auto view = frames.stack(stack);
+    if (view.empty())
+        return {};
+    for (FrameId id : view) {
+        if (!isPlumbing(strings.get(frames.frame(id).filename)))
+            return frameLine(frames, strings, id);
+    }
+    return frameLine(frames, strings, view[0]);
+}
+
+QString stackText(const FrameTable& frames, const StringTable& strings, StackId stack, int limit)
+{
+    if (!stack.isValid())
+        return {};
+    QStringList lines;
+    for (FrameId id : frames.stack(stack)) {
+        if (lines.size() >= limit) {
+            lines << QStringLiteral("…");
+            break;
+        }
+        lines << frameLine(frames, strings, id);
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+} // namespace oomlens

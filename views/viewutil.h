@@ -1,0 +1,33 @@
+#pragma once
+
+#include "core/ids.h"
+#include "core/phase.h"
+
+#include <QString>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace oomlens {
+
+class FrameTable;
+class StringTable;
+
+inline QString toQString(std::string_view text)
+{
+    return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
+
+QString bytesText(uint64_t bytes);
+QString durationText(int64_t microseconds);
+// "Backward", "Optimizer step": the phase as a person reads it.
+QString phaseText(Phase phase);
+QString categoryText(Category category);
+
+// "forward (model.py:42)" for the first frame of a stack that is not PyTorch's own plumbing.
+QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack);
+// Up to `limit` frames, innermost first, one per line.
+QString stackText(const FrameTable& frames, const StringTable& strings, StackId stack, int limit);
+
+} // namespace oomlens
