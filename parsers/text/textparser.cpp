@@ -79,6 +79,8 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
         if (const auto next = chainedBlockAfter(scan, *block.terminator)) {
             message.traceback->chained = true;
             adoptPhaseIfUnknown(*message.traceback, scan.blocks[*next].info);
+            // The chain is one story: a cut handler traceback means the paste was cut.
+            message.traceback->truncated = message.traceback->truncated || scan.blocks[*next].info.truncated;
             used[*next] = 1;
         }
         if (const auto previous = chainedBlockBefore(scan, block.firstLine)) {

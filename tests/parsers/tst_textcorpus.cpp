@@ -1,0 +1,332 @@
+#include "common/testutil.h"
+#include "core/phase.h"
+#include "parsers/text/textparser.h"
+
+#include <QFile>
+#include <QTest>
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+using namespace oomlens;
+
+namespace {
+
+std::vector<nlohmann::json> readJsonl(const QString& name)
+{
+    std::vector<nlohmann::json> records;
+    QFile file(test::corpusDir() + QStringLiteral("/text/") + name);
+    if (!file.open(QIODevice::ReadOnly))
+        return records;
+    while (!file.atEnd()) {
+        const QByteArray line = file.readLine().trimmed();
+        if (!line.isEmpty())
+            records.push_back(nlohmann::json::parse(line.toStdString()));
+    }
+    return records;
+}
+
+// The corpus labels near-OOM CUDA errors with backend "cuda"; we are more specific.
+std::string labelBackend(const std::string& ours)
+{
+    if (ours == "cublas" || ours == "cudnn" || ours == "cuda_runtime")
+        return "cuda";
+    return ours;
+}
+
+// Corpus template label -> the template ids that fit it.
+const std::map<std::string, std::set<std::string>>& templateFamilies()
+{
+    static const std::map<std::string, std::set<std::string>> families {
+        { "cuda-1.0-1.4-cached", { "T0" } },
+        { "cuda-1.5-1.9-reserved", { "T1" } },
+        { "cuda-1.10-1.13/2.0-max_split-hint", { "T1" } },
+        { "cuda-2.1-capacty", { "T2" } },
+        { "cuda-2.2+-expandable-hint", { "T3", "T4" } },
+        { "hip-2.2+-expandable-hint", { "T3", "T4" } },
+        { "xpu-2.x", { "xpu" } },
+        { "mps", { "mps" } },
+        { "xla-resource-exhausted", { "xla" } },
+        { "tf-oom-when-allocating-tensor", { "tf" } },
+        { "cublas-alloc-failed", { "cublas" } },
+        { "cuda-error-out-of-memory", { "cuda_runtime" } },
+        { "thc-cuda-runtime-error-2", { "thc" } },
+        { "cuda-mallocasync", { "cudaMallocAsync" } },
+        { "cuda-message-cut-before-stats", { "unknown" } },
+    };
+    return families;
+}
+
+// Records whose copy is cut somewhere no parser can see: at a word boundary inside the hint
+// (indistinguishable from a user trimming it, as in oom-055), or inside unrelated log output
+// after a complete message.
+const std::set<std::string> truncationOutsideFindings { "oom-026", "oom-049", "oom-089", "oom-099" };
+
+// Phases the visible text proves; the other phase labels come from the issue discussion.
+const std::map<std::string, Phase> phaseFromTraceback {
+    { "oom-026", Phase::Backward },
+    { "oom-065", Phase::Forward },
+    { "oom-068", Phase::Load },
+    { "oom-075", Phase::Forward },
+    { "oom-076", Phase::Eval },
+    { "oom-079", Phase::Eval },
+    { "oom-089", Phase::Forward },
+    { "oom-098", Phase::Optimizer },
+};
+
+// oom-077 is labelled eval from the issue text (model.eval()); its frames only show module forwards.
+const std::set<std::string> phaseLabelNotInText { "oom-077" };
+
+bool anyTruncated(const TextFindings& findings)
+{
+    for (const OomMessage& message : findings.oomMessages) {
+        if (message.truncated || (message.traceback && message.traceback->truncated))
+            return true;
+    }
+    for (const TracebackInfo& traceback : findings.tracebacks) {
+        if (traceback.truncated)
+            return true;
+    }
+    for (const MemorySummary& summary : findings.summaries) {
+        if (summary.truncated)
+            return true;
+    }
+    return false;
+}
+
+Phase findingsPhase(const TextFindings& findings)
+{
+    for (const OomMessage& message : findings.oomMessages) {
+        if (message.phase != Phase::Unknown)
+            return message.phase;
+    }
+    for (const TracebackInfo& traceback : findings.tracebacks) {
+        if (traceback.phase != Phase::Unknown)
+            return traceback.phase;
+    }
+    return Phase::Unknown;
+}
+
+qint64 value(const std::optional<uint64_t>& field)
+{
+    return field ? static_cast<qint64>(*field) : -1;
+}
+
+} // namespace
+
+class TestTextCorpus : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void oomMessages_data()
+    {
+        QTest::addColumn<QString>("id");
+        QTest::addColumn<QString>("record");
+        if (!test::hasShared())
+            return;
+        for (const auto& record : readJsonl(QStringLiteral("oom_messages.jsonl")))
+            QTest::newRow(record["id"].get<std::string>().c_str())
+                << QString::fromStdString(record["id"].get<std::string>()) << QString::fromStdString(record.dump());
+    }
+
+    void oomMessages()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        QFETCH(QString, id);
+        QFETCH(QString, record);
+        const auto json = nlohmann::json::parse(record.toStdString());
+        const std::string key = id.toStdString();
+        const std::string text = json["text"].get<std::string>();
+        const TextFindings findings = parseText(text);
+        QVERIFY2(!findings.empty(), "nothing parsed");
+
+        const std::string templateLabel = json["template"].get<std::string>();
+        if (templateLabel.rfind("message-not-visible", 0) == 0) {
+            QVERIFY(findings.oomMessages.empty());
+            QVERIFY(!findings.tracebacks.empty());
+        } else {
+            QVERIFY(!findings.oomMessages.empty());
+            const OomMessage& message = findings.oomMessages.front();
+            QCOMPARE(labelBackend(message.backend), json["backend"].get<std::string>());
+            const auto family = templateFamilies().find(templateLabel);
+            QVERIFY2(family != templateFamilies().end(), templateLabel.c_str());
+            QVERIFY2(family->second.count(message.templateId), message.templateId.c_str());
+            QVERIFY(!message.text.empty());
+            QVERIFY(message.sourceLine >= 1);
+        }
+
+        const bool truncated = json["truncated"].get<bool>();
+        if (!truncated)
+            QVERIFY2(!anyTruncated(findings), "flagged truncated, the label says complete");
+        else if (!truncationOutsideFindings.count(key))
+            QVERIFY2(anyTruncated(findings), "the label says truncated");
+
+        const Phase labelled = phaseFromName(json["phase"].get<std::string>());
+        const Phase found = findingsPhase(findings);
+        if (phaseFromTraceback.count(key)) {
+            QCOMPARE(phaseName(found), phaseName(phaseFromTraceback.at(key)));
+            QCOMPARE(phaseName(found), phaseName(labelled));
+        } else if (found != Phase::Unknown && !phaseLabelNotInText.count(key)) {
+            // Where we claim a phase, it must not contradict the label.
+            QCOMPARE(phaseName(found), phaseName(labelled));
+        }
+    }
+
+    void exactValues_data()
+    {
+        QTest::addColumn<QString>("id");
+        QTest::addColumn<qint64>("requested");
+        QTest::addColumn<qint64>("total");
+        QTest::addColumn<qint64>("free");
+        QTest::addColumn<qint64>("allocated");
+        QTest::addColumn<qint64>("reserved");
+        QTest::addColumn<qint64>("unallocated");
+        QTest::addColumn<qint64>("allowed");
+        // By hand: round(x * 2^unit) per field; T0 reserved = allocated + cached; T1 unallocated =
+        // reserved - allocated; T2+ reserved = allocated + unallocated.
+        QTest::newRow("oom-001 T1") << "oom-001" << qint64(1836098519) << qint64(6442450944) << qint64(1116691497)
+                                    << qint64(3747358966) << qint64(3758096384) << qint64(3758096384 - 3747358966) << qint64(-1);
+        QTest::newRow("oom-062 T0") << "oom-062" << qint64(13107200) << qint64(11725260718) << qint64(9964324127)
+                                    << qint64(8986296) << qint64(8986296 + 4907336) << qint64(4907336) << qint64(-1);
+        QTest::newRow("oom-012 T2") << "oom-012" << qint64(3221225472) << qint64(25393994138) << qint64(1782411428)
+                                    << qint64(12981538652) << qint64(12981538652 + 5196910428) << qint64(5196910428) << qint64(-1);
+        QTest::newRow("oom-021 HIP") << "oom-021" << qint64(3554085437) << qint64(137438953472) << qint64(818140938)
+                                     << qint64(61954903245) << qint64(61954903245 + 79503032) << qint64(79503032) << qint64(-1);
+        QTest::newRow("oom-070 cudaMallocAsync") << "oom-070" << qint64(135171932) << qint64(33672543601) << qint64(30083645)
+                                                 << qint64(31782757990) << qint64(-1) << qint64(-1) << qint64(-1);
+        QTest::newRow("oom-029 MPS GB") << "oom-029" << qint64(805306368) << qint64(-1) << qint64(-1)
+                                        << qint64(5970004541) << qint64(-1) << qint64(-1) << qint64(7301444403);
+        QTest::newRow("oom-039 XPU allowed") << "oom-039" << qint64(8708046193) << qint64(17759689769) << qint64(17759689769)
+                                             << qint64(0) << qint64(0) << qint64(0) << qint64(8879844884);
+        QTest::newRow("oom-048 XLA") << "oom-048" << qint64(20029400304) << qint64(-1) << qint64(-1) << qint64(-1)
+                                     << qint64(-1) << qint64(-1) << qint64(-1);
+        QTest::newRow("oom-049 XLA async") << "oom-049" << qint64(1225195446464) << qint64(85095874560) << qint64(22635544576)
+                                           << qint64(-1) << qint64(-1) << qint64(-1) << qint64(-1);
+        QTest::newRow("oom-101 TF shape") << "oom-101" << qint64(128LL * 128 * 109 * 109 * 4) << qint64(-1) << qint64(-1)
+                                          << qint64(-1) << qint64(-1) << qint64(-1) << qint64(-1);
+    }
+
+    void exactValues()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        QFETCH(QString, id);
+        std::string text;
+        for (const auto& record : readJsonl(QStringLiteral("oom_messages.jsonl"))) {
+            if (record["id"] == id.toStdString())
+                text = record["text"].get<std::string>();
+        }
+        QVERIFY(!text.empty());
+        const TextFindings findings = parseText(text);
+        QVERIFY(!findings.oomMessages.empty());
+        const OomMessage& message = findings.oomMessages.front();
+        QTEST(value(message.requestedBytes), "requested");
+        QTEST(value(message.totalBytes), "total");
+        QTEST(value(message.freeBytes), "free");
+        QTEST(value(message.allocatedBytes), "allocated");
+        QTEST(value(message.reservedBytes), "reserved");
+        QTEST(value(message.reservedUnallocatedBytes), "unallocated");
+        QTEST(value(message.allowedBytes), "allowed");
+    }
+
+    void particularRecords()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        std::map<std::string, TextFindings> parsed;
+        for (const auto& record : readJsonl(QStringLiteral("oom_messages.jsonl")))
+            parsed[record["id"].get<std::string>()] = parseText(record["text"].get<std::string>());
+        // A process line with a PID, and the NVML self line.
+        QCOMPARE(parsed["oom-026"].oomMessages[0].processes.size(), size_t(1));
+        QCOMPARE(parsed["oom-026"].oomMessages[0].processes[0].pid.value_or(0), int64_t(40666));
+        QVERIFY(parsed["oom-012"].oomMessages[0].processes[0].self);
+        // The logger's echo and pytest's cut summary line are the same failure.
+        QCOMPARE(parsed["oom-086"].oomMessages.size(), size_t(1));
+        QCOMPARE(parsed["oom-039"].oomMessages.size(), size_t(1));
+        // Chained exception: the OOM, then the handler's traceback.
+        QVERIFY(parsed["oom-075"].oomMessages[0].traceback->chained);
+        QVERIFY(parsed["oom-079"].oomMessages[0].traceback->chained);
+        // srun's "0: " prefixes are gone before the traceback is read.
+        QCOMPARE(parsed["oom-098"].oomMessages[0].traceback->frames.size(), size_t(7));
+        // VS Code lists frames innermost first; we store them outermost first.
+        const auto& vscode = parsed["oom-065"].oomMessages[0].traceback->frames;
+        QVERIFY(vscode.front().filename.find("train.py") != std::string::npos);
+        QCOMPARE(vscode.back().function, std::string("forward"));
+        // Old ("RuntimeError") vs new class names narrow the version.
+        QCOMPARE(parsed["oom-002"].oomMessages[0].torchVersionHint, std::string("1.10-1.12"));
+        QCOMPARE(parsed["oom-062"].oomMessages[0].torchVersionHint, std::string("<=1.3"));
+        QCOMPARE(parsed["oom-007"].oomMessages[0].torchVersionHint, std::string("2.1"));
+        QCOMPARE(parsed["oom-021"].oomMessages[0].torchVersionHint, std::string("2.5-2.7"));
+        // The garbage 2^64 memory-fraction limit is not a number we keep.
+        QVERIFY(!parsed["oom-070"].oomMessages[0].allowedBytes);
+        QVERIFY(!parsed["oom-070"].oomMessages[0].notes.empty());
+    }
+
+    void memorySummaries_data()
+    {
+        QTest::addColumn<QString>("id");
+        QTest::addColumn<QString>("text");
+        if (!test::hasShared())
+            return;
+        for (const auto& record : readJsonl(QStringLiteral("memory_summaries.jsonl")))
+            QTest::newRow(record["id"].get<std::string>().c_str())
+                << QString::fromStdString(record["id"].get<std::string>()) << QString::fromStdString(record["text"].get<std::string>());
+    }
+
+    void memorySummaries()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        QFETCH(QString, text);
+        const TextFindings findings = parseText(text.toStdString());
+        QCOMPARE(findings.summaries.size(), size_t(1));
+        // Every copy in the corpus is cut somewhere.
+        QVERIFY(findings.summaries[0].truncated);
+    }
+
+    void summaryValues()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        std::map<std::string, MemorySummary> byId;
+        std::map<std::string, TextFindings> all;
+        for (const auto& record : readJsonl(QStringLiteral("memory_summaries.jsonl"))) {
+            auto findings = parseText(record["text"].get<std::string>());
+            QVERIFY(!findings.summaries.empty());
+            byId[record["id"].get<std::string>()] = findings.summaries[0];
+            all[record["id"].get<std::string>()] = std::move(findings);
+        }
+        const MemorySummary& ms002 = byId["ms-002"];
+        QCOMPARE(ms002.unitEra, std::string("KB/MB"));
+        QCOMPARE(value(ms002.rows.at("allocated_memory").current), qint64(12166) << 20);
+        QCOMPARE(value(ms002.rows.at("gpu_reserved_memory").freed), qint64(4504) << 20);
+        QCOMPARE(value(ms002.smallPool.at("allocated_memory").freed), qint64(11) << 20);
+        const MemorySummary& ms003 = byId["ms-003"];
+        QCOMPARE(ms003.unitEra, std::string("KiB/MiB"));
+        QCOMPARE(ms003.allocRetries.value_or(-1), int64_t(1));
+        QCOMPARE(value(ms003.rows.at("allocated_memory").peak), qint64(14441) << 20);
+        const MemorySummary& ms004 = byId["ms-004"];
+        QCOMPARE(ms004.ooms.value_or(-1), int64_t(1));
+        QCOMPARE(ms004.allocRetries.value_or(-1), int64_t(6));
+        QCOMPARE(value(ms004.rows.at("allocated_memory").allocated), qint64(767743) << 30);
+        QCOMPARE(all["ms-004"].oomMessages.size(), size_t(1));
+        const MemorySummary& ms007 = byId["ms-007"];
+        QCOMPARE(value(ms007.rows.at("gpu_reserved_segments").peak), qint64(230));
+        QCOMPARE(value(ms007.rows.at("non_releasable_allocs").allocated), qint64(24551));
+        QCOMPARE(value(ms007.largePool.at("gpu_reserved_segments").current), qint64(3));
+        const MemorySummary& ms009 = byId["ms-009"];
+        QCOMPARE(value(ms009.rows.at("allocated_memory").current), qint64(1048576));
+        QCOMPARE(value(ms009.rows.at("allocated_memory").freed), qint64(0));
+        const MemorySummary& ms011 = byId["ms-011"];
+        QVERIFY(ms011.allZero);
+        QCOMPARE(all["ms-011"].oomMessages.at(0).templateId, std::string("cudaMallocAsync"));
+        QVERIFY(!byId["ms-003"].allZero);
+        const MemorySummary& ms015 = byId["ms-015"];
+        QCOMPARE(value(ms015.rows.at("oversize_gpu_segments").peak), qint64(0));
+        QCOMPARE(ms015.rows.size(), size_t(2));
+        QCOMPARE(byId["ms-017"].ooms.value_or(-1), int64_t(0));
+        QVERIFY(byId["ms-017"].rows.empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTextCorpus)
+#include "tst_textcorpus.moc"
