@@ -1,0 +1,29 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+#include "core/diagnosis.h"
+#include "core/diagnosis/oomfacts.h"
+
+#include <optional>
+#include <vector>
+
+namespace oomlens {
+
+// What the rest of the case says about this snapshot's failure.
+struct SnapshotDiagnosisContext {
+    int snapshotIndex = 0;
+    std::optional<OomFacts> message;  // the OOM message linked to this snapshot's oom event
+    bool expandableSegmentsOn = false; // from text settings; the snapshot's own settings are read too
+    bool asyncAllocator = false;
+};
+
+// Diagnoses from measured evidence: which phase and step failed, which band grew, step-over-step
+// growth, per-batch activation sizes, the allocator state at the oom event. Every evidence line
+// that points at a moment carries an EvidenceLink. A snapshot without an oom event yields none.
+std::vector<Diagnosis> diagnoseSnapshot(const SnapshotAnalysis& analysis, const SnapshotDiagnosisContext& context);
+
+// The card's size as far as this snapshot and the linked message tell: the message's total
+// (or allowed) when linked, else reserved + free at the oom event (a lower bound).
+std::optional<uint64_t> snapshotCapacity(const DeviceAnalysis& device, const SnapshotDiagnosisContext& context);
+
+} // namespace oomlens

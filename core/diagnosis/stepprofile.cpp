@@ -1,0 +1,132 @@
+#include "core/diagnosis/stepprofile.h"
+
+#include <algorithm>
+#include <map>
+
+namespace oomlens {
+
+namespace {
+
+uint64_t dynamicOf(const CategoryBytes& bands)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < categoryCount; ++i) {
+        if (isDynamic(static_cast<Category>(i)))
+            sum += bands[static_cast<size_t>(i)];
+    }
+    return sum;
+}
+
+uint64_t totalOf(const CategoryBytes& bands)
+{
+    uint64_t sum = 0;
+    for (const uint64_t bytes : bands)
+        sum += bytes;
+    return sum;
+}
+
+} // namespace
+
+bool isDynamic(Category category)
+{
+    return category == Category::Activations || category == Category::Temporaries || category == Category::Inputs
+        || category == Category::Unknown;
+}
+
+uint64_t StepProfile::startDynamic() const
+{
+    return dynamicOf(startBands);
+}
+
+uint64_t StepProfile::startLive() const
+{
+    return totalOf(startBands);
+}
+
+const StepProfile* DeviceProfile::step(int32_t number) const
+{
+    for (const auto& profile : steps) {
+        if (profile.step == number)
+            return &profile;
+    }
+    return nullptr;
+}
+
+DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
+{
+    DeviceProfile result;
+    const int64_t eventCount = static_cast<int64_t>(device.eventAllocation.size());
+    const int64_t last = untilEvent < 0 || untilEvent >= eventCount ? eventCount - 1 : untilEvent;
+
+    CategoryBytes live{};
+    for (const auto& allocation : device.allocations) {
+        if (allocation.allocEvent < 0)
+            live[static_cast<size_t>(allocation.category)] += allocation.requestedSize;
+    }
+
+    std::map<int32_t, StepProfile> steps;
+    for (int64_t e = 0; e <= last; ++e) {
+        const int32_t step = e < static_cast<int64_t>(device.eventStep.size()) ? device.eventStep[static_cast<size_t>(e)] : -1;
+        const Phase phase = e < static_cast<int64_t>(device.eventPhase.size()) ? device.eventPhase[static_cast<size_t>(e)] : Phase::Unknown;
+        StepProfile* profile = nullptr;
+        if (step >= 0) {
+            auto [it, inserted] = steps.try_emplace(step);
+            profile = &it->second;
+            if (inserted) {
+                profile->step = step;
+                profile->firstEvent = e;
+                profile->startBands = live;
+            }
+            profile->lastEvent = e;
+            profile->hasBackward |= phase == Phase::Backward;
+            profile->hasOptimizer |= phase == Phase::Optimizer;
+            profile->hasEval |= phase == Phase::Eval;
+        }
+
+        const int32_t index = device.eventAllocation[static_cast<size_t>(e)];
+        if (index >= 0) {
+            const Allocation& allocation = device.allocations[static_cast<size_t>(index)];
+            auto& band = live[static_cast<size_t>(allocation.category)];
+            if (allocation.allocEvent == e) {
+                band += allocation.requestedSize;
+                if (allocation.category == Category::OptimizerState && result.firstOptimizerStateEvent < 0) {
+                    result.firstOptimizerStateEvent = e;
+                    result.firstOptimizerStateStep = step;
+                }
+                if (profile && isDynamic(allocation.category) && allocation.requestedSize > profile->largestDynamicAlloc) {
+                    profile->largestDynamicAlloc = allocation.requestedSize;
+                    profile->largestDynamicEvent = e;
+                }
+            } else if (allocation.freeEvent == e) {
+                band -= std::min(band, allocation.requestedSize);
+            }
+        }
+        if (profile) {
+            const uint64_t total = totalOf(live);
+            if (total > profile->peakLive) {
+                profile->peakLive = total;
+                profile->peakEvent = e;
+            }
+            profile->peakDynamic = std::max(profile->peakDynamic, dynamicOf(live));
+        }
+    }
+    result.bandsAtEnd = live;
+    for (auto& [number, profile] : steps) {
+        profile.complete = profile.lastEvent < last;
+        result.steps.push_back(profile);
+    }
+
+    for (const auto& allocation : device.allocations) {
+        if (allocation.phase != Phase::Eval || allocation.allocEvent < 0 || allocation.allocEvent > last)
+            continue;
+        if (allocation.category == Category::Parameters || !allocation.liveAfter(last))
+            continue;
+        result.evalRetainedBytes += allocation.requestedSize;
+        ++result.evalRetainedCount;
+        if (result.firstEvalRetainedEvent < 0 || allocation.allocEvent < result.firstEvalRetainedEvent)
+            result.firstEvalRetainedEvent = allocation.allocEvent;
+    }
+    return result;
+}
+
+} // namespace oomlens
