@@ -103,9 +103,11 @@ std::vector<AllocConfSetting> findAllocConfs(const TextLines& lines)
                 const std::string_view before = trimmed(text.substr(0, at));
                 if (contains(before, "try setting") || contains(before, "setting"))
                     break;
-                if (startsWith(before, "export") || startsWith(before, "set") || before.empty() || endsWith(before, "env")
-                    || endsWith(before, "$env:")) {
-                    setting.source = startsWith(before, "export") ? "export" : "env";
+                bool statementStart = before.empty();
+                for (std::string_view lead : { "export", "set", "env", "$env:", "$", ";", "&&", "ENV" })
+                    statementStart = statementStart || endsWith(before, lead);
+                if (statementStart) {
+                    setting.source = endsWith(before, "export") ? "export" : "env";
                     value = valueAt(text, at + name.size() + 1);
                 }
                 break;

@@ -94,6 +94,11 @@ Classified classify(std::string_view line)
         return result;
     }
     std::vector<std::string_view> cells = splitCells(text.substr(1));
+    // A row without its closing bar was cut: its last cell may be a cut number ("20" of "20596 MB").
+    if (text.back() != '|' && !cells.empty())
+        cells.pop_back();
+    else if (!cells.empty())
+        cells.pop_back(); // the empty piece after the closing bar
     if (cells.size() < 2)
         return result;
     const std::string_view label = cells[0];
