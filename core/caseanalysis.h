@@ -1,18 +1,36 @@
 #pragma once
 
-// DRAFT interface (owned by the diagnosis work, issue 5): refine freely, keep the names.
-
 #include "core/analysis/snapshotanalysis.h"
 #include "core/case.h"
 #include "core/diagnosis.h"
 
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace oomlens {
 
+// Peak and headroom of one snapshot's primary device: what a healthy run reports instead of a
+// diagnosis ("peak 14.2 GiB reserved on a 15.8 GiB card: 1.6 GiB to spare").
+struct SnapshotHeadroom {
+    int snapshotIndex = 0;
+    int32_t device = 0;
+    uint64_t peakAllocatedBytes = 0;
+    uint64_t peakReservedBytes = 0;
+    int64_t peakEvent = -1;
+    int64_t peakTimeUs = 0;
+    std::optional<uint64_t> capacityBytes; // from a linked message or nvidia-smi; unknown otherwise
+    std::optional<int64_t> headroomBytes;  // capacity − peak reserved
+    bool failed = false;                   // the snapshot holds an oom event
+};
+
 struct CaseAnalysis {
     std::vector<SnapshotAnalysis> snapshots; // parallel to Case::snapshots
     std::vector<Diagnosis> diagnoses;        // most likely first
+    std::vector<SnapshotHeadroom> headroom;  // one per snapshot
+    // How the inputs fit together: which message is which oom event, and where they disagree
+    // (another device, another run).
+    std::vector<std::string> links;
 };
 
 CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options = {});

@@ -1,0 +1,94 @@
+#include "core/caseanalysis.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/caselinks.h"
+#include "core/diagnosis/oomfacts.h"
+#include "core/diagnosis/snapshotdiagnosis.h"
+#include "core/diagnosis/textdiagnosis.h"
+
+#include <algorithm>
+
+namespace oomlens {
+
+namespace {
+
+std::optional<uint64_t> nvidiaSmiTotal(const TextFindings& text, int32_t device)
+{
+    for (const auto& table : text.nvidiaSmi) {
+        for (const auto& gpu : table.gpus) {
+            if (gpu.index == device && gpu.totalBytes)
+                return gpu.totalBytes;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
+{
+    CaseAnalysis result;
+    const TextFindings& text = input.text;
+    const bool expandableInText = !expandableSegmentsSource(text).empty();
+    const bool asyncInText = !text.allocConfs.empty() && text.allocConfs.back().backend() == "cudaMallocAsync";
+
+    std::vector<Diagnosis> measured;
+    for (size_t i = 0; i < input.snapshots.size(); ++i) {
+        result.snapshots.push_back(analyzeSnapshot(input.snapshots[i], options));
+        const SnapshotAnalysis& analysis = result.snapshots.back();
+        const DeviceAnalysis* device = analysis.primary();
+        if (!device)
+            continue;
+        const int index = static_cast<int>(i);
+
+        SnapshotDiagnosisContext context;
+        context.snapshotIndex = index;
+        context.expandableSegmentsOn = expandableInText;
+        context.asyncAllocator = asyncInText;
+        const MessageLink link = linkMessage(text, *device, index);
+        result.links.insert(result.links.end(), link.notes.begin(), link.notes.end());
+        if (link.messageIndex) {
+            context.message = oomFacts(text.oomMessages[*link.messageIndex]);
+            addNvidiaSmi(*context.message, text.nvidiaSmi);
+        }
+        for (const auto& summary : text.summaries) {
+            const auto notes = compareSummary(summary, *device, index);
+            result.links.insert(result.links.end(), notes.begin(), notes.end());
+        }
+
+        SnapshotHeadroom headroom;
+        headroom.snapshotIndex = index;
+        headroom.device = device->device;
+        headroom.peakAllocatedBytes = device->peakAllocatedBytes;
+        headroom.peakReservedBytes = device->peakReservedBytes;
+        headroom.peakEvent = device->peakEvent;
+        headroom.peakTimeUs = device->peakTimeUs;
+        headroom.failed = !device->ooms.empty();
+        headroom.capacityBytes = context.message && context.message->total ? context.message->total : nvidiaSmiTotal(text, device->device);
+        if (headroom.capacityBytes)
+            headroom.headroomBytes = static_cast<int64_t>(*headroom.capacityBytes) - static_cast<int64_t>(device->peakReservedBytes);
+        result.headroom.push_back(headroom);
+
+        mergeDiagnoses(measured, diagnoseSnapshot(analysis, context));
+    }
+
+    // Measured diagnoses lead; the text confirms them or adds what only it can see (other
+    // processes, an allowed clause, a traceback phase).
+    const bool haveMeasured = !measured.empty();
+    result.diagnoses = std::move(measured);
+    std::vector<Diagnosis> fromText = diagnoseText(text);
+    std::vector<Diagnosis> textOnly;
+    for (auto& diagnosis : fromText) {
+        const bool onlyTextSees = diagnosis.id == "other_process" || diagnosis.id == "memory_fraction_cap";
+        const bool alsoMeasured = std::any_of(result.diagnoses.begin(), result.diagnoses.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
+        if (haveMeasured && !onlyTextSees && !alsoMeasured)
+            textOnly.push_back(std::move(diagnosis)); // the bands were measured and did not point here
+        else
+            mergeDiagnoses(result.diagnoses, {std::move(diagnosis)});
+    }
+    mergeDiagnoses(result.diagnoses, std::move(textOnly), 0.6);
+    sortDiagnoses(result.diagnoses);
+    return result;
+}
+
+} // namespace oomlens
