@@ -36,7 +36,7 @@ FRAME_TARGET = 64 * 1024
 
 class BlockFrames:
     """Stands for a live block's frame list while the segments are written: the same list object is referenced
-    again by the block's `alloc` trace entry."""
+    again by the block's `alloc` trace entry. `seq` is (device, allocation number)."""
 
     __slots__ = ("seq", "stack")
 
@@ -220,9 +220,9 @@ class TraceWriter:
         alloc = self.allocator_ref()
         seq = None
         if action == "alloc":
-            seq = alloc.alloc_seq - 1
+            seq = (alloc.device, alloc.alloc_seq - 1)
         elif action in ("segment_alloc", "segment_map"):
-            seq = alloc.alloc_seq
+            seq = (alloc.device, alloc.alloc_seq)
         i = p.seq_memo.pop(seq, None) if seq is not None else None
         if i is not None:
             p.buf += p.get_bytes(i)
@@ -332,7 +332,8 @@ def generate(out, events, seed, devices, protocol):
         p.save("segments")
         segments = []
         for allocator, _, _, _ in plans:
-            segments += allocator.snapshot_segments(lambda b: BlockFrames(b.seq, b.ctx.stack))
+            device = allocator.device
+            segments += allocator.snapshot_segments(lambda b: BlockFrames((device, b.seq), b.ctx.stack))
         p.save(segments)
         del segments
         p.save("device_traces")
