@@ -53,6 +53,8 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
         "MLU" };
     for (size_t at = line.find("out of memory"); at != std::string_view::npos;
          at = line.find("out of memory", at + 1)) {
+        if (best)
+            break; // later occurrences start later
         const std::string_view before = line.substr(0, at);
         if (endsWith(before, "MPS backend ")) {
             consider(best, OomFamily::Mps, at - 12);
@@ -60,7 +62,7 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
         }
         bool matched = false;
         for (std::string_view word : deviceWords) {
-            if (endsWith(before, std::string(word) + ' ')) {
+            if (endsWith(before, " ") && endsWith(before.substr(0, before.size() - 1), word)) {
                 consider(best, OomFamily::Caching, at - word.size() - 1);
                 matched = true;
                 break;
@@ -266,7 +268,8 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
         bodyBegin = glog == std::string_view::npos ? 0 : glog + 2;
     }
 
-    std::string raw(line.substr(bodyBegin));
+    // Real messages are a few hundred bytes; a megabyte-long line must not make field scans slow.
+    std::string raw(line.substr(bodyBegin, maxMessageBytes));
     std::string body = normalizedWhitespace(raw);
     std::vector<size_t> bodyLengths { body.size() };
     size_t last = index;

@@ -452,7 +452,9 @@ void parseTf(std::string_view body, OomMessage& message)
     }
     if (auto device = intAfter(body, "device:GPU:"))
         message.device = device;
-    message.truncated = message.truncated || close == std::string_view::npos || typeAt == std::string_view::npos;
+    // The device clause comes last; without it the type name itself may be cut ("flo").
+    message.truncated = message.truncated || close == std::string_view::npos || typeAt == std::string_view::npos
+        || !contains(body.substr(typeAt), " on ");
 }
 
 void parseNearOom(OomFamily family, std::string_view body, OomMessage& message)
