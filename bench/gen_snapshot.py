@@ -176,9 +176,6 @@ class PickleStream:
 class TraceWriter:
     """The sink of the second replay: writes each trace entry straight into the pickle stream."""
 
-    KEYS = ("action", "addr", "device_free", "size", "stream", "time_us", "compile_context", "user_metadata",
-            "frames")
-
     def __init__(self, stream, clock, allocator_ref):
         self.p = stream
         self.clock = clock
@@ -285,6 +282,8 @@ class TraceWriter:
 
 
 class Counter:
+    """The sink of the first replay: counts entries and keeps the clock in step with the second replay."""
+
     def __init__(self, clock):
         self.clock = clock
         self.count = 0
@@ -298,12 +297,12 @@ GPT2_SMALL = dict(vocab=50304, d=768, layers=12, heads=12, batch=8)
 CAPACITY = 80 * GiB
 
 
-def replay(sink_factory, stacks, seed, device, steps=None, events=None):
+def replay(sink_factory, stacks, seed, device, steps=None, events=None, expandable=False):
     """Runs the training loop on one device until `steps` steps are done or `events` events were recorded."""
     clock = trainsim.Clock(seed * 7919 + device)
     holder = {}
     sink = sink_factory(clock, lambda: holder["a"])
-    allocator = allocsim.CachingAllocator(sink, CAPACITY, 512 << 20, device=device)
+    allocator = allocsim.CachingAllocator(sink, CAPACITY, 512 << 20, expandable=expandable, device=device)
     holder["a"] = allocator
     trainer = trainsim.Trainer(allocator, stacks, clock, trainsim.Config(**GPT2_SMALL))
     rng = random.Random(seed * 31 + device)
@@ -316,12 +315,13 @@ def replay(sink_factory, stacks, seed, device, steps=None, events=None):
     return allocator, trainer, sink, done
 
 
-def generate(out, events, seed, devices, protocol):
+def generate(out, events, seed, devices, protocol, expandable=False):
     stacks = trainsim.Stacks(cpp=True, outer=trainsim.RUNPY, chain=trainsim.TRAIN_CHAIN)
     per_device = max(1, events // devices)
     plans = []
     for dev in range(devices):
-        allocator, trainer, sink, steps = replay(lambda c, a: Counter(c), stacks, seed, dev, events=per_device)
+        allocator, trainer, sink, steps = replay(lambda c, a: Counter(c), stacks, seed, dev, events=per_device,
+                                               expandable=expandable)
         plans.append((allocator, trainer, sink.count, steps))
     with open(out, "wb") as f:
         p = PickleStream(f, protocol)
@@ -352,15 +352,15 @@ def generate(out, events, seed, devices, protocol):
                 w.expect(count)
                 writers.append(w)
                 return w
-            _, trainer, w, _ = replay(factory, stacks, seed, dev, steps=steps)
+            _, trainer, w, _ = replay(factory, stacks, seed, dev, steps=steps, expandable=expandable)
             if w.count != count:
                 raise SystemExit("replay diverged on device %d: %d events, expected %d" % (dev, w.count, count))
             annotations += trainer.annotations
             p.boundary()
         p.buf += b"e" if devices > 1 else b"a"
         p.save("allocator_settings")
-        p.save({"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "garbage_collection_threshold": 0.0,
-                "expandable_segments": False, "pinned_num_register_threads": 1, "release_lock_on_cudamalloc": False,
+        p.save({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True" if expandable else "", "max_split_size": -1,
+                "garbage_collection_threshold": 0.0, "expandable_segments": expandable, "pinned_num_register_threads": 1, "release_lock_on_cudamalloc": False,
                 "pinned_use_cuda_host_register": False, "graph_capture_record_stream_reuse": False,
                 "roundup_power2_divisions": {str(1 << k): 0 for k in range(16)}})
         p.save("external_annotations")
@@ -376,6 +376,8 @@ def main():
     ap.add_argument("--out", required=True, help="output .pickle path")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--devices", type=int, default=1)
+    ap.add_argument("--expandable", action="store_true",
+                    help="emulate PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segment_map events)")
     ap.add_argument("--protocol", type=int, default=None,
                     help="pickle protocol 2-5 (default: this Python's pickle.DEFAULT_PROTOCOL)")
     args = ap.parse_args()
@@ -383,7 +385,7 @@ def main():
     if not 2 <= protocol <= 5 or args.events < 1 or args.devices < 1:
         ap.error("need --events >= 1, --devices >= 1 and --protocol 2..5")
     t0 = time.time()
-    n = generate(args.out, args.events, args.seed, args.devices, protocol)
+    n = generate(args.out, args.events, args.seed, args.devices, protocol, args.expandable)
     size = os.path.getsize(args.out)
     print("%s: %d events, %d bytes (%.1f bytes/event), protocol %d, %.1f s" % (
         args.out, n, size, size / n, protocol, time.time() - t0))
