@@ -360,7 +360,8 @@ def generate(out, events, seed, devices, protocol, expandable=False):
         p.buf += b"e" if devices > 1 else b"a"
         p.save("allocator_settings")
         p.save({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True" if expandable else "", "max_split_size": -1,
-                "garbage_collection_threshold": 0.0, "expandable_segments": expandable, "pinned_num_register_threads": 1, "release_lock_on_cudamalloc": False,
+                "garbage_collection_threshold": 0.0, "expandable_segments": expandable,
+                "pinned_num_register_threads": 1, "release_lock_on_cudamalloc": False,
                 "pinned_use_cuda_host_register": False, "graph_capture_record_stream_reuse": False,
                 "roundup_power2_divisions": {str(1 << k): 0 for k in range(16)}})
         p.save("external_annotations")
