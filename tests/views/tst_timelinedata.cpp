@@ -1,0 +1,146 @@
+#include "common/tracebuilder.h"
+#include "views/timelinedata.h"
+
+#include <QTest>
+
+#include <random>
+#include <sstream>
+
+using namespace oomlens;
+
+namespace {
+
+std::shared_ptr<const SnapshotAnalysis> analyze(const std::string& text)
+{
+    std::string error;
+    auto snapshot = test::buildSnapshot(text, &error);
+    if (!snapshot)
+        qFatal("bad fixture: %s", error.c_str());
+    return std::make_shared<const SnapshotAnalysis>(analyzeSnapshot(snapshot));
+}
+
+// Many small allocations with one short spike in the middle, the case averaging would hide.
+std::string spikyTrace(int steps)
+{
+    std::ostringstream out;
+    out << "before p 512MiB load\n";
+    for (int i = 0; i < steps; ++i) {
+        out << "alloc a" << i << " 4MiB fwd\n";
+        if (i == steps / 2) {
+            out << "alloc spike 3GiB fwd\n";
+            out << "free spike fwd\n";
+        }
+        out << "free a" << i << " bwd\n";
+    }
+    return out.str();
+}
+
+uint64_t bruteForceAllocated(const DeviceAnalysis& device, int64_t event)
+{
+    uint64_t sum = 0;
+    for (const Allocation& allocation : device.allocations) {
+        if (allocation.liveAfter(event))
+            sum += allocation.requestedSize;
+    }
+    return sum;
+}
+
+} // namespace
+
+class TestTimelineData : public QObject
+{
+    Q_OBJECT
+private slots:
+    void stackMatchesLiveAllocations()
+    {
+        const auto analysis = analyze(spikyTrace(300));
+        const TimelineData data(analysis, 0);
+        QVERIFY(data.eventCount() > 600);
+        for (int64_t event = -1; event < data.eventCount(); event += 37)
+            QCOMPARE(data.allocatedAt(event), bruteForceAllocated(*data.device(), event));
+        QCOMPARE(data.allocatedAt(data.eventCount() - 1), bruteForceAllocated(*data.device(), data.eventCount() - 1));
+    }
+
+    void downsamplingKeepsThePeak_data()
+    {
+        QTest::addColumn<int>("buckets");
+        QTest::newRow("1 pixel") << 1;
+        QTest::newRow("7 pixels") << 7;
+        QTest::newRow("640 pixels") << 640;
+        QTest::newRow("more pixels than events") << 100000;
+    }
+
+    void downsamplingKeepsThePeak()
+    {
+        QFETCH(int, buckets);
+        const auto analysis = analyze(spikyTrace(3000)); // > 1024 changes: exercises block skipping
+        const TimelineData data(analysis, 0);
+        const int64_t count = data.eventCount();
+        std::vector<int64_t> boundaries;
+        for (int i = 0; i <= buckets; ++i)
+            boundaries.push_back(std::min<int64_t>(count, count * i / buckets));
+        boundaries.erase(std::unique(boundaries.begin(), boundaries.end()), boundaries.end());
+        const auto points = data.downsample(boundaries);
+        uint64_t plottedMax = 0, plottedMin = UINT64_MAX;
+        for (size_t i = 0; i < points.size(); ++i) {
+            if (i > 0)
+                QVERIFY2(points[i].event >= points[i - 1].event, "points must be in event order");
+            QCOMPARE(total(points[i].bytes), bruteForceAllocated(*data.device(), points[i].event));
+            plottedMax = std::max(plottedMax, total(points[i].bytes));
+            plottedMin = std::min(plottedMin, total(points[i].bytes));
+        }
+        QCOMPARE(plottedMax, data.device()->peakAllocatedBytes);
+        QCOMPARE(plottedMax, uint64_t(512) * 1024 * 1024 + 4 * 1024 * 1024 + uint64_t(3) * 1024 * 1024 * 1024);
+        QCOMPARE(plottedMin, uint64_t(512) * 1024 * 1024);
+        QVERIFY(points.size() <= size_t(2 * buckets + 2));
+    }
+
+    void zoomedRangeStaysExact()
+    {
+        const auto analysis = analyze(spikyTrace(3000));
+        const TimelineData data(analysis, 0);
+        std::mt19937 random(7);
+        for (int round = 0; round < 20; ++round) {
+            const int64_t first = std::uniform_int_distribution<int64_t>(0, data.eventCount() - 2)(random);
+            const int64_t last = std::uniform_int_distribution<int64_t>(first + 1, data.eventCount())(random);
+            std::vector<int64_t> boundaries;
+            for (int64_t b = first; b < last; b += std::max<int64_t>(1, (last - first) / 50))
+                boundaries.push_back(b);
+            boundaries.push_back(last);
+            uint64_t expected = 0;
+            for (int64_t e = first; e < last; ++e)
+                expected = std::max(expected, bruteForceAllocated(*data.device(), e));
+            uint64_t plotted = 0;
+            for (const auto& point : data.downsample(boundaries))
+                plotted = std::max(plotted, total(point.bytes));
+            QCOMPARE(plotted, expected);
+        }
+    }
+
+    void reservedFollowsSegments()
+    {
+        const auto analysis = analyze("segment s0 0x7f0000000000 20MiB large\n"
+                                      "segment_alloc s1 64MiB\n"
+                                      "segment_free s1\n");
+        const TimelineData data(analysis, 0);
+        constexpr uint64_t mib = 1024 * 1024;
+        QCOMPARE(data.reservedAt(-1), 20 * mib);
+        QCOMPARE(data.reservedAt(0), 84 * mib);
+        QCOMPARE(data.reservedAt(1), 20 * mib);
+        QCOMPARE(data.maxReserved(), 84 * mib);
+        const auto points = data.reservedPoints({ 0, 1, 2 });
+        QVERIFY(std::any_of(points.begin(), points.end(), [](const auto& p) { return p.bytes == 84 * mib; }));
+    }
+
+    void emptyTraceIsHarmless()
+    {
+        const auto analysis = analyze("segment s0 0x7f0000000000 20MiB large\n");
+        const TimelineData data(analysis, 0);
+        QCOMPARE(data.eventCount(), 0);
+        QVERIFY(data.downsample({ 0, 0 }).size() <= 1);
+        QCOMPARE(data.allocationOfEvent(0), -1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestTimelineData)
+#include "tst_timelinedata.moc"
