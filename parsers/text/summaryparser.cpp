@@ -93,6 +93,14 @@ Classified classify(std::string_view line)
         result.kind = LineKind::Border;
         return result;
     }
+    // Most lines with a bar are log lines ("INFO | step 10 | loss ..."): check the label before splitting.
+    const size_t labelEnd = text.find('|', 1);
+    const std::string_view firstCell = trimmed(text.substr(1, labelEnd == std::string_view::npos ? std::string_view::npos : labelEnd - 1));
+    bool known = firstCell == "from large pool" || firstCell == "from small pool";
+    for (const Metric& metric : metrics)
+        known = known || metric.label == firstCell;
+    if (!known)
+        return result;
     std::vector<std::string_view> cells = splitCells(text.substr(1));
     // A row without its closing bar was cut: its last cell may be a cut number ("20" of "20596 MB").
     if (text.back() != '|' && !cells.empty())
