@@ -1,5 +1,8 @@
 #include "app/cli/cli.h"
 
+#include "app/cli/diagnose.h"
+#include "app/cli/report.h"
+
 #include <QTextStream>
 
 #include <cstdio>
@@ -11,7 +14,8 @@ namespace {
 
 const char* const usageText = R"(usage:
   oomlens [FILE...]                                 open the GUI, optionally with files
-  oomlens diagnose [--json] [--device N] INPUT...   analyze and print; INPUT '-' reads stdin
+  oomlens diagnose [--json] [--device N] [--rules FILE] INPUT...
+                                                    analyze and print; INPUT '-' reads stdin
   oomlens report INPUT... -o report.html            write the self-contained HTML report
   oomlens --help | --version
 )";
@@ -40,6 +44,10 @@ int run(const QStringList& arguments)
         std::printf("oomlens %s\n", OOMLENS_VERSION);
         return 0;
     }
+    if (command == QLatin1String("report"))
+        return runReport(arguments.mid(2));
+    if (command == QLatin1String("diagnose"))
+        return runDiagnose(arguments.mid(2));
     std::fputs(usageText, stderr);
     return 2;
 }
