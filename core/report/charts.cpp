@@ -71,49 +71,15 @@ std::string breakdownSvg(const std::vector<BreakdownRow>& rows)
     return svg.finish();
 }
 
-namespace {
-
-const char* blockClass(BlockState state)
+std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& device, size_t maxSegments)
 {
-    switch (state) {
-    case BlockState::ActiveAllocated:
-        return "block-allocated";
-    case BlockState::ActivePendingFree:
-        return "block-pending";
-    case BlockState::Inactive:
-        return "block-free";
-    case BlockState::Unknown:
-        break;
-    }
-    return "block-unknown";
-}
-
-const char* blockStateName(BlockState state)
-{
-    switch (state) {
-    case BlockState::ActiveAllocated:
-        return "allocated";
-    case BlockState::ActivePendingFree:
-        return "freed, waiting for its stream";
-    case BlockState::Inactive:
-        return "free";
-    case BlockState::Unknown:
-        break;
-    }
-    return "unknown";
-}
-
-} // namespace
-
-std::string allocatorMapSvg(const Snapshot& snapshot, int32_t device, size_t maxSegments)
-{
-    std::vector<const Segment*> segments;
-    for (const Segment& segment : snapshot.segments) {
-        if (segment.device == device && segment.totalSize > 0)
+    std::vector<const StateSegment*> segments;
+    for (const StateSegment& segment : state.segments) {
+        if (segment.size > 0)
             segments.push_back(&segment);
     }
     std::stable_sort(segments.begin(), segments.end(),
-                     [](const Segment* a, const Segment* b) { return a->totalSize > b->totalSize; });
+                     [](const StateSegment* a, const StateSegment* b) { return a->size > b->size; });
     if (segments.size() > maxSegments)
         segments.resize(maxSegments);
 
@@ -123,27 +89,33 @@ std::string allocatorMapSvg(const Snapshot& snapshot, int32_t device, size_t max
     constexpr double barRight = 944;
     const double height = rowHeight * static_cast<double>(segments.size()) + 4;
     SvgWriter svg(width, height, "chart allocator-map", "Segments and blocks of the caching allocator");
-    const uint64_t widest = segments.empty() ? 1 : segments.front()->totalSize;
+    const uint64_t widest = segments.empty() ? 1 : segments.front()->size;
+    const double scale = (barRight - barLeft) / static_cast<double>(widest);
     for (size_t r = 0; r < segments.size(); ++r) {
-        const Segment& segment = *segments[r];
+        const StateSegment& segment = *segments[r];
         const double y = 2 + rowHeight * static_cast<double>(r);
-        const double scale = (barRight - barLeft) / static_cast<double>(widest);
-        svg.text(barLeft - 6, y + 11, formatBytes(segment.totalSize), "tick small", SvgWriter::Anchor::End);
-        svg.rect(barLeft, y, static_cast<double>(segment.totalSize) * scale, rowHeight - 3, "segment",
-                 std::string(segment.isLargePool ? "large" : "small") + " pool segment of "
-                     + formatBytes(segment.totalSize) + ", " + formatBytes(segment.allocatedSize) + " allocated"
-                     + (segment.isExpandable ? ", expandable" : ""));
-        const size_t end = std::min<size_t>(snapshot.blocks.size(), size_t(segment.firstBlock) + segment.blockCount);
-        uint64_t offset = 0;
-        for (size_t b = segment.firstBlock; b < end; ++b) {
-            const Block& block = snapshot.blocks[b];
-            const uint64_t start = block.address >= segment.address ? block.address - segment.address : offset;
-            offset = start + block.size;
-            if (block.state == BlockState::Inactive)
-                continue; // the segment's background already reads as free space
-            svg.rect(barLeft + static_cast<double>(start) * scale, y,
-                     std::max(0.5, static_cast<double>(block.size) * scale), rowHeight - 3, blockClass(block.state),
-                     std::string(blockStateName(block.state)) + " block of " + formatBytes(block.size));
+        svg.text(barLeft - 6, y + 11, formatBytes(segment.size), "tick small", SvgWriter::Anchor::End);
+        svg.rect(barLeft, y, static_cast<double>(segment.size) * scale, rowHeight - 3, "segment",
+                 std::string(segment.isLargePool ? "large" : "small") + " pool segment of " + formatBytes(segment.size)
+                     + ", " + formatBytes(segment.freeBytes) + " free, largest free block "
+                     + formatBytes(segment.largestFree) + (segment.isExpandable ? ", expandable" : ""));
+        for (const StateBlock& block : segment.blocks) {
+            const uint64_t start = block.address >= segment.address ? block.address - segment.address : 0;
+            const uint64_t size = std::min(block.size, segment.size - std::min(segment.size, start));
+            std::string cssClass = "block-pending";
+            std::string tooltip = formatBytes(block.size);
+            if (block.allocation >= 0 && static_cast<size_t>(block.allocation) < device.allocations.size()) {
+                const Allocation& allocation = device.allocations[static_cast<size_t>(block.allocation)];
+                if (!block.pendingFree)
+                    cssClass = "band " + categoryClass(allocation.category);
+                tooltip += " " + std::string(categoryName(allocation.category));
+                if (allocation.reason < device.reasons.size())
+                    tooltip += " (" + device.reasons[allocation.reason] + ")";
+            }
+            if (block.pendingFree)
+                tooltip += ", freed but still in use by another stream";
+            svg.rect(barLeft + static_cast<double>(start) * scale, y, std::max(0.5, static_cast<double>(size) * scale),
+                     rowHeight - 3, cssClass, tooltip);
         }
     }
     return svg.finish();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/allocatorstate.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/report/timelineseries.h"
 
@@ -28,9 +29,9 @@ struct BreakdownRow {
 };
 std::string breakdownSvg(const std::vector<BreakdownRow>& rows);
 
-// The segments of one device as rows of blocks (allocated, pending free, free), largest
-// segments first, at most `maxSegments` rows.
-std::string allocatorMapSvg(const Snapshot& snapshot, int32_t device, size_t maxSegments);
+// The allocator's segments at one moment as rows of blocks, live blocks coloured by their
+// allocation's category, largest segments first, at most `maxSegments` rows.
+std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& device, size_t maxSegments);
 
 // Axis labels: "2 GiB", "512 MiB", "1.5 GiB".
 std::string formatAxisBytes(uint64_t bytes);

@@ -1,9 +1,11 @@
 #include "core/report/reportbuilder.h"
 
+#include "core/analysis/allocatorstate.h"
 #include "core/report/charts.h"
 #include "core/report/timelineseries.h"
 #include "core/units.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 
@@ -44,22 +46,34 @@ std::string whenLabel(Phase phase, int32_t step)
     return when;
 }
 
-// The frame a reader recognises: the first one outside PyTorch's own files, else the innermost.
+bool isPythonFile(std::string_view filename)
+{
+    return filename.size() > 3 && filename.substr(filename.size() - 3) == ".py";
+}
+
+// The frame a reader recognises: the innermost Python frame outside PyTorch's own package,
+// else the innermost Python frame, else the innermost frame (C++ frames come first in
+// PyTorch's stacks and say little about the model).
 std::string headlineFrame(const Snapshot& snapshot, StackId id)
 {
     const FrameTable::StackView frames = snapshot.frames->stack(id);
     if (frames.empty())
         return {};
-    const Frame* chosen = &snapshot.frames->frame(frames[0]);
+    const Frame* user = nullptr;
+    const Frame* python = nullptr;
     for (FrameId frameId : frames) {
         const Frame& frame = snapshot.frames->frame(frameId);
         const std::string_view filename = snapshot.strings->get(frame.filename);
-        if (filename.find("torch/") == std::string_view::npos && filename.find("??") == std::string_view::npos
-            && !filename.empty()) {
-            chosen = &frame;
+        if (!isPythonFile(filename))
+            continue;
+        if (!python)
+            python = &frame;
+        if (filename.find("torch/") == std::string_view::npos) {
+            user = &frame;
             break;
         }
     }
+    const Frame* chosen = user ? user : (python ? python : &snapshot.frames->frame(frames[0]));
     return std::string(snapshot.strings->get(chosen->name)) + " (" + std::string(snapshot.strings->get(chosen->filename))
         + ":" + std::to_string(chosen->line) + ")";
 }
@@ -136,7 +150,8 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
     if (device->peakReservedBytes > 0)
         facts += ", peak reserved " + formatBytes(device->peakReservedBytes);
     if (device->stepCount > 0)
-        facts += ", " + std::to_string(device->stepCount) + " training steps seen";
+        facts += ", " + std::to_string(device->stepCount) + (device->stepCount == 1 ? " training step" : " training steps")
+            + " seen";
     if (!device->ooms.empty())
         facts += ", " + std::to_string(device->ooms.size()) + " OOM event" + (device->ooms.size() > 1 ? "s" : "");
     facts += ".";
@@ -231,18 +246,9 @@ void ReportBuilder::writeBreakdown(const DeviceAnalysis& device)
 
 void ReportBuilder::writeAllocatorMap(const SnapshotAnalysis& analysis, const DeviceAnalysis& device)
 {
-    const Snapshot& snapshot = *analysis.snapshot;
-    size_t segmentCount = 0;
-    uint64_t reserved = 0;
-    uint64_t allocated = 0;
-    for (const Segment& segment : snapshot.segments) {
-        if (segment.device != device.device)
-            continue;
-        ++segmentCount;
-        reserved += segment.totalSize;
-        allocated += segment.allocatedSize;
-    }
-    raw("<h3>Allocator state</h3>\n");
+    const bool atOom = !device.ooms.empty();
+    const int64_t event = atOom ? device.ooms.back().eventIndex : device.peakEvent;
+    raw(atOom ? "<h3>Allocator state at the OOM</h3>\n" : "<h3>Allocator state at the peak</h3>\n");
     for (const OomAnalysis& oom : device.ooms) {
         std::string line = "At the OOM (" + eventLabel(oom.eventIndex) + "): the request of "
             + formatBytes(oom.requestedBytes) + " met " + formatBytes(oom.reservedBytes) + " reserved, "
@@ -256,28 +262,30 @@ void ReportBuilder::writeAllocatorMap(const SnapshotAnalysis& analysis, const De
         element("p", line);
         raw("\n");
     }
-    if (segmentCount == 0) {
-        element("p", "The snapshot holds no segments for this device at the dump.", "note");
+    // Rebuilt from the dump-time segments by undoing the segment events after this moment.
+    const AllocatorState state = allocatorStateAt(*analysis.snapshot, device, event);
+    if (state.segments.empty()) {
+        element("p", "No segments are known for this device at that moment.", "note");
         return;
     }
-    const DeviceTrace* trace = snapshot.trace(device.device);
-    std::string when = "Segments at the dump";
-    if (!device.ooms.empty() && trace && device.ooms.back().eventIndex >= 0) {
-        const auto after = static_cast<int64_t>(trace->events.size()) - 1 - device.ooms.back().eventIndex;
-        when += after <= 0 ? ", right after the OOM" : ", " + std::to_string(after) + " trace events after the OOM";
+    uint64_t free = 0;
+    uint64_t largestFree = 0;
+    for (const StateSegment& segment : state.segments) {
+        free += segment.freeBytes;
+        largestFree = std::max(largestFree, segment.largestFree);
     }
     element("p",
-            when + ": " + std::to_string(segmentCount) + " segments, " + formatBytes(reserved) + " reserved, "
-                + formatBytes(allocated) + " allocated, " + formatBytes(reserved - std::min(reserved, allocated))
-                + " cached free."
-                + (segmentCount > m_options.maxSegments
+            std::to_string(state.segments.size()) + " segments, " + formatBytes(state.reservedBytes) + " reserved, "
+                + formatBytes(state.activeBytes) + " in live blocks, " + formatBytes(free)
+                + " cached free, largest free block " + formatBytes(largestFree) + "."
+                + (state.segments.size() > m_options.maxSegments
                        ? " The " + std::to_string(m_options.maxSegments) + " largest segments are drawn."
                        : std::string()),
             "note");
     raw("\n<div class=\"figure\">\n");
-    raw(allocatorMapSvg(snapshot, device.device, m_options.maxSegments));
-    raw("\n<div class=\"legend\"><span><span class=\"swatch block-allocated\"></span>allocated</span> "
-        "<span><span class=\"swatch block-pending\"></span>freed, waiting for its stream</span> "
+    raw(allocatorMapSvg(state, device, m_options.maxSegments));
+    raw("\n<div class=\"legend\"><span>blocks coloured by category as above</span> "
+        "<span><span class=\"swatch block-pending\"></span>freed, waiting for another stream</span> "
         "<span><span class=\"swatch segment\"></span>free (cached)</span></div>\n</div>\n");
 }
 

@@ -14,7 +14,7 @@ std::string_view reportStyleSheet()
   --temporaries: #d9a41b; --inputs: #4c9a3b; --unknown: #9a9aa2;
   --reserved: #1d232b; --phase-load: #f0ecf9; --phase-forward: #eaf2fb; --phase-backward: #fbf0e6;
   --phase-optimizer: #fbeaea; --phase-eval: #eaf6ea; --phase-data: #f6f6e6;
-  --segment: #e6ebf1; --block-allocated: #2f6fb3; --block-pending: #d9a41b; --block-unknown: #9a9aa2;
+  --segment: #e6ebf1; --block-allocated: #2f6fb3; --block-pending: #8c564b; --block-unknown: #9a9aa2;
 }
 @media (prefers-color-scheme: dark) {
   :root {
@@ -25,7 +25,7 @@ std::string_view reportStyleSheet()
     --temporaries: #f0c85a; --inputs: #7dc96b; --unknown: #909098;
     --reserved: #e3e8ee; --phase-load: #2a2536; --phase-forward: #1c2835; --phase-backward: #33281e;
     --phase-optimizer: #352122; --phase-eval: #1e2e20; --phase-data: #2d2d1e;
-    --segment: #2a323c; --block-allocated: #5b9bd5; --block-pending: #f0c85a; --block-unknown: #909098;
+    --segment: #2a323c; --block-allocated: #5b9bd5; --block-pending: #c49c94; --block-unknown: #909098;
   }
 }
 * { box-sizing: border-box; }

@@ -4,7 +4,6 @@
 #include "core/units.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 
 namespace oomlens::report {
@@ -18,17 +17,13 @@ constexpr double plotRight = 944;
 constexpr double plotTop = 24;
 constexpr double plotBottom = 296;
 
+// Binary steps (256 MiB, 512 MiB, 1 GiB, ...) so ticks read like the sizes in OOM messages.
 uint64_t niceByteStep(uint64_t maximum)
 {
-    static constexpr std::array<uint64_t, 9> mantissas = {1, 2, 5, 10, 20, 50, 100, 200, 500};
-    for (uint64_t unit : {uint64_t(1), KiB, MiB, GiB, 1024 * GiB}) {
-        for (uint64_t mantissa : mantissas) {
-            const uint64_t step = mantissa * unit;
-            if (maximum / step <= 5)
-                return step;
-        }
-    }
-    return maximum;
+    uint64_t step = 1;
+    while (maximum / step > 5)
+        step *= 2;
+    return step;
 }
 
 int64_t niceCountStep(int64_t maximum)
@@ -138,8 +133,8 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
     if (capacityBytes) {
         const double y = yOf(*capacityBytes);
         svg.line(plotLeft, y, plotRight, y, "capacity-line");
-        svg.text(plotRight - 4, y - 4, "GPU capacity " + formatBytes(*capacityBytes), "marker-label",
-                 SvgWriter::Anchor::End);
+        // Left-aligned: the peak and OOM markers usually crowd the right edge.
+        svg.text(plotLeft + 4, y - 4, "GPU capacity " + formatBytes(*capacityBytes), "marker-label");
     }
 
     for (const TimelineMarker& marker : markers) {

@@ -137,7 +137,16 @@ TimelineSeries buildTimelineSeries(const Snapshot& snapshot, const DeviceAnalysi
         lowest = std::min(lowest, reserved);
     }
     // Below zero means segments existed that the trace never saw allocated; lift the curve.
-    const int64_t lift = lowest < 0 ? -lowest : 0;
+    int64_t lift = lowest < 0 ? -lowest : 0;
+    // The analysis' own per-event series, when present, is the authority the GUI draws too.
+    if (device.reservedAfter.size() == eventCount) {
+        std::fill(bucketReserved.begin(), bucketReserved.end(), INT64_MIN);
+        for (size_t i = 0; i < eventCount; ++i) {
+            int64_t& slot = bucketReserved[bucketOf(i)];
+            slot = std::max(slot, static_cast<int64_t>(device.reservedAfter[i]));
+        }
+        lift = 0;
+    }
     for (int64_t value : bucketReserved)
         series.maxReserved = std::max(series.maxReserved, static_cast<uint64_t>(value + lift));
 
