@@ -33,8 +33,10 @@ CaseWidget::CaseWidget(QWidget* parent)
     timelineLayout->setContentsMargins(0, 4, 0, 0);
     auto* deviceRow = new QHBoxLayout;
     deviceRow->setContentsMargins(8, 0, 8, 0);
-    deviceRow->addWidget(new QLabel(QStringLiteral("Show:"), m_timelinePage));
+    auto* deviceLabel = new QLabel(QStringLiteral("Show:"), m_timelinePage);
+    deviceRow->addWidget(deviceLabel);
     m_deviceBox = new QComboBox(m_timelinePage);
+    m_deviceLabel = deviceLabel;
     deviceRow->addWidget(m_deviceBox);
     deviceRow->addStretch(1);
     timelineLayout->addLayout(deviceRow);
@@ -49,6 +51,7 @@ CaseWidget::CaseWidget(QWidget* parent)
     splitter->addWidget(below);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
+    splitter->setSizes({ 560, 340 });
     timelineLayout->addWidget(splitter, 1);
     m_tabs->addTab(m_timelinePage, QStringLiteral("Timeline"));
 
@@ -109,6 +112,7 @@ void CaseWidget::fillDeviceChoices()
         }
     }
     m_deviceBox->setVisible(m_deviceBox->count() > 1);
+    m_deviceLabel->setVisible(m_deviceBox->count() > 1);
 }
 
 void CaseWidget::selectDevice(int snapshotIndex, int32_t device)

@@ -61,6 +61,7 @@ private:
     OverviewPage* m_overview = nullptr;
     QWidget* m_timelinePage = nullptr;
     QComboBox* m_deviceBox = nullptr;
+    QLabel* m_deviceLabel = nullptr;
     TimelineWidget* m_timeline = nullptr;
     LiveAllocationsView* m_live = nullptr;
     AllocatorStateWidget* m_allocator = nullptr;

@@ -60,6 +60,7 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     layout->addWidget(m_legend);
 
     m_plot = new QCustomPlot(this);
+    m_plot->setMinimumHeight(300);
     m_plot->setFocusPolicy(Qt::StrongFocus);
     m_plot->setMouseTracking(true);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
@@ -317,7 +318,7 @@ void TimelineWidget::buildStatic()
         label->setProperty("marker", QStringLiteral("peak"));
         label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
         label->position->setCoords(keyOf(device->peakEvent), 0.02);
-        label->setPositionAlignment(Qt::AlignTop | Qt::AlignHCenter);
+        label->setPositionAlignment(Qt::AlignTop | Qt::AlignRight);
         label->setText(QStringLiteral("peak %1").arg(bytesText(device->peakAllocatedBytes)));
         label->setPadding(QMargins(4, 2, 4, 2));
     }

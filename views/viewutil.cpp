@@ -72,13 +72,11 @@ QString frameLine(const FrameTable& frames, const StringTable& strings, FrameId 
         + QString::number(frame.line) + QLatin1Char(')');
 }
 
-// Frames from the allocator, the C++ dispatcher and the Python runtime say nothing about
-// which model code asked for memory.
-bool isPlumbing(std::string_view filename)
+// The first Python frame outside torch/ is the model code that asked for memory; C++ frames
+// (stacks='all') and PyTorch's own Python are plumbing.
+bool isUserPython(std::string_view filename)
 {
-    return filename.empty() || filename.find("/torch/") != std::string_view::npos || filename.front() == '?'
-        || filename.find(".so") != std::string_view::npos || filename.find("/c10/") != std::string_view::npos
-        || filename.find("CUDACachingAllocator") != std::string_view::npos;
+    return filename.ends_with(".py") && filename.find("/torch/") == std::string_view::npos;
 }
 
 } // namespace
@@ -91,7 +89,11 @@ QString topFrameText(const FrameTable& frames, const StringTable& strings, Stack
     if (view.empty())
         return {};
     for (FrameId id : view) {
-        if (!isPlumbing(strings.get(frames.frame(id).filename)))
+        if (isUserPython(strings.get(frames.frame(id).filename)))
+            return frameLine(frames, strings, id);
+    }
+    for (FrameId id : view) {
+        if (strings.get(frames.frame(id).filename).ends_with(".py"))
             return frameLine(frames, strings, id);
     }
     return frameLine(frames, strings, view[0]);

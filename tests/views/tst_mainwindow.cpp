@@ -1,0 +1,284 @@
+#include "common/testutil.h"
+#include "views/allocationsmodel.h"
+#include "views/allocatorstatewidget.h"
+#include "views/casewidget.h"
+#include "views/diagnosiscard.h"
+#include "views/eventsview.h"
+#include "views/liveallocationsview.h"
+#include "views/mainwindow.h"
+#include "views/overviewpage.h"
+#include "views/timelinewidget.h"
+
+#include "parsers/inputloader.h"
+
+#include <QAbstractButton>
+#include <QApplication>
+#include <QClipboard>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <qcustomplot.h>
+
+using namespace oomlens;
+
+namespace {
+
+QString scenario(const QString& name)
+{
+    return test::testDataDir() + QStringLiteral("/scenarios/") + name;
+}
+
+// Every piece of text a user could read in the window: labels, buttons, tab titles.
+QStringList visibleTexts(QWidget* root)
+{
+    QStringList texts;
+    for (QLabel* label : root->findChildren<QLabel*>()) {
+        if (label->isVisibleTo(root))
+            texts << label->text();
+    }
+    for (QAbstractButton* button : root->findChildren<QAbstractButton*>()) {
+        if (button->isVisibleTo(root))
+            texts << button->text();
+    }
+    return texts;
+}
+
+bool showsText(QWidget* root, const QString& text)
+{
+    const QStringList texts = visibleTexts(root);
+    return std::any_of(texts.begin(), texts.end(), [&](const QString& t) { return t.contains(text); });
+}
+
+bool waitForLoads(MainWindow& window)
+{
+    return QTest::qWaitFor([&] { return !window.isLoading(); }, 60000);
+}
+
+} // namespace
+
+class TestMainWindow : public QObject
+{
+    Q_OBJECT
+private slots:
+    void initTestCase()
+    {
+        QApplication::setOrganizationName(QStringLiteral("oomlens-tests"));
+        QApplication::setApplicationName(QStringLiteral("tst_mainwindow"));
+    }
+
+    void emptyStateSaysWhatToDo()
+    {
+        MainWindow window;
+        window.show();
+        QCOMPARE(window.caseCount(), 0);
+        QVERIFY(showsText(&window, QStringLiteral("Ctrl+V")));
+        QVERIFY(showsText(&window, QStringLiteral("Open files")));
+    }
+
+    void pastedOomMessageShowsItsDiagnosis()
+    {
+        const QByteArray message = test::readFile(scenario(QStringLiteral("first_backward.oom.txt")));
+        Case expectedCase;
+        addInput(expectedCase, "(pasted)", message.toStdString());
+        const CaseAnalysis expected = analyzeCase(expectedCase);
+        QVERIFY2(!expected.diagnoses.empty(), "the fixture must produce a diagnosis");
+        const QString title = QString::fromStdString(expected.diagnoses.front().title);
+
+        MainWindow window;
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        QApplication::clipboard()->setText(QString::fromUtf8(message));
+        QTest::keyClick(&window, Qt::Key_V, Qt::ControlModifier);
+        QVERIFY(window.isLoading() || window.caseCount() == 1);
+        QVERIFY(waitForLoads(window));
+        QCOMPARE(window.caseCount(), 1);
+        QVERIFY2(showsText(&window, title), qPrintable(QStringLiteral("diagnosis title not on screen: ") + title));
+        QVERIFY(showsText(&window, QStringLiteral("Requested")));
+        QVERIFY(window.bannerText().isEmpty());
+        // Text alone has no timeline.
+        QVERIFY(!window.currentCase()->tabs()->isTabEnabled(CaseWidget::TimelineTab));
+    }
+
+    void badInputGetsOneErrorAndLeavesOtherCasesAlone()
+    {
+        MainWindow window;
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("fragmentation.oom.txt")) });
+        QVERIFY(waitForLoads(window));
+        QCOMPARE(window.caseCount(), 1);
+        const LoadedCasePtr before = window.currentCase()->loadedCase();
+
+        QApplication::clipboard()->setText(QStringLiteral("hello, this is not an error message at all"));
+        window.pasteFromClipboard(true);
+        QVERIFY(waitForLoads(window));
+        QCOMPARE(window.caseCount(), 1);
+        QCOMPARE(window.currentCase()->loadedCase(), before);
+        QVERIFY(window.bannerText().startsWith(QStringLiteral("pasted text: ")));
+        QCOMPARE(window.bannerText().count(QLatin1Char('\n')), 0);
+
+        window.openFiles({ QStringLiteral("/nonexistent/snapshot.pickle") });
+        QVERIFY(waitForLoads(window));
+        QCOMPARE(window.caseCount(), 1);
+        QVERIFY(window.bannerText().contains(QStringLiteral("snapshot.pickle")));
+    }
+
+    void addingToACaseKeepsOneTab()
+    {
+        MainWindow window;
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("leak.oom.txt")) });
+        QVERIFY(waitForLoads(window));
+        window.load(window.currentCase(), { LoadRequest::file(scenario(QStringLiteral("leak.summary.txt"))) }, {});
+        QVERIFY(waitForLoads(window));
+        QCOMPARE(window.caseCount(), 1);
+        const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+        QCOMPARE(loaded->input.inputs.size(), size_t(2));
+        QCOMPARE(loaded->input.text.summaries.size(), size_t(1));
+    }
+
+    void newerLoadSupersedesOlderOne()
+    {
+        MainWindow window;
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("capacity.oom.txt")) });
+        QVERIFY(waitForLoads(window));
+        CaseWidget* target = window.currentCase();
+        window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.pickle"))) }, {});
+        window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.summary.txt"))) }, {});
+        QVERIFY(waitForLoads(window));
+        QTest::qWait(50); // a stale result arriving late must still be ignored
+        const LoadedCasePtr loaded = target->loadedCase();
+        QCOMPARE(loaded->input.inputs.size(), size_t(2));
+        QVERIFY(loaded->input.snapshots.empty());
+        QCOMPARE(loaded->input.text.summaries.size(), size_t(1));
+    }
+
+    void cancelledLoadProducesNothing()
+    {
+        std::atomic_bool cancel = true;
+        const LoadOutcome outcome = CaseLoader::load(
+            nullptr, { LoadRequest::file(scenario(QStringLiteral("leak.pickle"))) }, QStringLiteral("x"), cancel, {});
+        QVERIFY(outcome.cancelled);
+        QVERIFY(!outcome.loaded);
+    }
+
+    void snapshotViewsFollowTheCursor()
+    {
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles(
+            { scenario(QStringLiteral("first_backward.pickle")), scenario(QStringLiteral("first_backward.oom.txt")) });
+        QVERIFY(waitForLoads(window));
+        CaseWidget* view = window.currentCase();
+        QVERIFY(view->tabs()->isTabEnabled(CaseWidget::TimelineTab));
+        const auto data = view->timeline()->timeline();
+        QVERIFY(data && data->eventCount() > 10);
+
+        QSignalSpy moved(view, &CaseWidget::cursorChanged);
+        const int64_t event = data->eventCount() / 3;
+        view->timeline()->setCursorEvent(event);
+        QCOMPARE(view->cursorEvent(), event);
+        QCOMPARE(moved.count(), 1);
+        QCOMPARE(view->liveAllocations()->model()->moment(), event);
+        QCOMPARE(view->liveAllocations()->model()->totalBytes(), data->allocatedAt(event));
+        QCOMPARE(view->events()->selectedEvent(), event);
+        QCOMPARE(view->allocatorState()->state().event, event);
+
+        // Picking a row in the event list moves everything else.
+        view->events()->setEvent(event + 1);
+        emit view->events()->cursorRequested(event + 1);
+        QCOMPARE(view->timeline()->cursorEvent(), event + 1);
+
+        // Linked evidence on a diagnosis card jumps to its event on the timeline.
+        view->showPage(CaseWidget::OverviewTab);
+        bool clicked = false;
+        for (DiagnosisCard* card : view->overview()->cards()) {
+            for (const Evidence& evidence : card->diagnosis().evidence) {
+                if (evidence.link && !clicked) {
+                    emit card->evidenceActivated(*evidence.link);
+                    QCOMPARE(view->tabs()->currentIndex(), int(CaseWidget::TimelineTab));
+                    QCOMPARE(view->cursorEvent(), evidence.link->eventIndex);
+                    clicked = true;
+                }
+            }
+        }
+        QVERIFY2(clicked, "the first_backward scenario should link its evidence to an event");
+    }
+
+    void timelineKeepsThePeakAtAnyZoom()
+    {
+        MainWindow window;
+        window.resize(1200, 800);
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("longest_batch.pickle")) });
+        QVERIFY(waitForLoads(window));
+        CaseWidget* view = window.currentCase();
+        view->showPage(CaseWidget::TimelineTab);
+        TimelineWidget* timeline = view->timeline();
+        const auto data = timeline->timeline();
+        timeline->resetZoom();
+        const int width = timeline->plot()->axisRect()->width();
+        QVERIFY(timeline->plottedPointCount() <= 2 * width + 4);
+        const double top = timeline->plot()->yAxis->range().upper;
+        QVERIFY2(top >= double(data->device()->peakAllocatedBytes), "the peak must never be clipped");
+
+        const int64_t peak = data->device()->peakEvent;
+        timeline->zoomToEvents(std::max<int64_t>(0, peak - 5), peak + 5);
+        QVERIFY(timeline->plot()->yAxis->range().upper >= double(data->device()->peakAllocatedBytes));
+        const auto [first, last] = timeline->visibleEvents();
+        QVERIFY(first <= peak && peak <= last);
+
+        QVERIFY(timeline->describe(peak, 1).contains(QStringLiteral("Event #%1").arg(peak)));
+
+        QTemporaryDir directory;
+        QVERIFY(timeline->exportImage(directory.filePath(QStringLiteral("chart.svg"))));
+        QVERIFY(test::readFile(directory.filePath(QStringLiteral("chart.svg"))).contains("<svg"));
+        QVERIFY(timeline->exportImage(directory.filePath(QStringLiteral("chart.png"))));
+        QVERIFY(test::readFile(directory.filePath(QStringLiteral("chart.png"))).startsWith("\x89PNG"));
+    }
+
+    void screenshotsOfEveryView()
+    {
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles(
+            { scenario(QStringLiteral("fragmentation.pickle")), scenario(QStringLiteral("fragmentation.oom.txt")) });
+        QVERIFY(waitForLoads(window));
+        QTemporaryDir directory;
+        const QStringList written = window.writeScreenshots(directory.path());
+        QCOMPARE(written.size(), 4);
+        for (const QString& path : written)
+            QVERIFY(QFileInfo(path).size() > 1000);
+    }
+
+    void realCorpusSnapshotOpens()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        const QString path
+            = test::corpusDir() + QStringLiteral("/snapshots/Constructor-Sun__code_location__memory_snapshot.pickle");
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ path });
+        QVERIFY(waitForLoads(window));
+        QCOMPARE(window.caseCount(), 1);
+        QVERIFY2(window.bannerText().isEmpty(), qPrintable(window.bannerText()));
+        CaseWidget* view = window.currentCase();
+        const auto data = view->timeline()->timeline();
+        QVERIFY(data && data->eventCount() > 0);
+        // This snapshot holds a real oom event: the "At OOM" moment shows what was live then.
+        QVERIFY(!data->device()->ooms.empty());
+        const int64_t oom = data->device()->ooms.front().eventIndex;
+        view->setCursorEvent(oom);
+        QCOMPARE(view->liveAllocations()->model()->moment(), oom);
+        QCOMPARE(view->events()->selectedEvent(), oom);
+        QVERIFY(view->liveAllocations()->model()->rowCount() > 0);
+    }
+};
+
+QTEST_MAIN(TestMainWindow)
+#include "tst_mainwindow.moc"
