@@ -42,7 +42,8 @@ EmptyStateWidget::EmptyStateWidget(QWidget* parent)
     text->setTextFormat(Qt::RichText);
     text->setWordWrap(true);
     text->setAlignment(Qt::AlignCenter);
-    text->setMaximumWidth(640);
+    text->setFixedWidth(640);
+    text->setMinimumHeight(text->heightForWidth(640));
     column->addWidget(text, 0, Qt::AlignHCenter);
 
     auto* buttons = new QHBoxLayout;
@@ -67,7 +68,7 @@ EmptyStateWidget::EmptyStateWidget(QWidget* parent)
         this);
     hint->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     hint->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    hint->setStyleSheet(QStringLiteral("QLabel { color: palette(mid); padding: 10px; border: 1px dashed palette(mid);"
+    hint->setStyleSheet(QStringLiteral("QLabel { color: gray; padding: 10px; border: 1px dashed palette(mid);"
                                        " border-radius: 6px; }"));
     column->addWidget(hint, 0, Qt::AlignHCenter);
 
