@@ -1,0 +1,108 @@
+#include "core/textreport.h"
+
+#include "core/diagnosis/diagnosistext.h"
+#include "core/explain.h"
+#include "core/units.h"
+
+#include <sstream>
+
+namespace oomlens {
+
+namespace {
+
+void writeInputs(std::ostringstream& out, const Case& input)
+{
+    out << "Inputs\n";
+    for (const auto& item : input.inputs) {
+        out << "  " << item.path << ": ";
+        if (item.error)
+            out << "could not be read: " << *item.error << '\n';
+        else
+            out << inputKindName(item.kind) << '\n';
+    }
+}
+
+void writeMessages(std::ostringstream& out, const Case& input)
+{
+    for (const auto& message : input.text.oomMessages) {
+        out << "\nOOM message";
+        if (!message.backend.empty())
+            out << " (" << message.backend;
+        if (!message.templateId.empty())
+            out << ", template " << message.templateId;
+        if (!message.torchVersionHint.empty())
+            out << ", PyTorch " << message.torchVersionHint;
+        if (!message.backend.empty())
+            out << ')';
+        if (message.phase != Phase::Unknown)
+            out << " in " << phaseName(message.phase);
+        out << '\n';
+        for (const auto& line : explainOomMessage(message))
+            out << "  " << line << '\n';
+    }
+    for (const auto& summary : input.text.summaries) {
+        out << "\nmemory_summary() of device " << summary.device << '\n';
+        for (const auto& line : explainSummary(summary))
+            out << "  " << line << '\n';
+    }
+    for (const auto& table : input.text.nvidiaSmi) {
+        out << "\nnvidia-smi\n";
+        for (const auto& line : explainNvidiaSmi(table))
+            out << "  " << line << '\n';
+    }
+    for (const auto& setting : input.text.allocConfs)
+        out << "\nAllocator settings (" << setting.source << "): " << setting.raw << '\n';
+}
+
+void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalysis& analysis)
+{
+    for (size_t i = 0; i < analysis.snapshots.size(); ++i) {
+        const SnapshotAnalysis& snapshot = analysis.snapshots[i];
+        const DeviceAnalysis* device = snapshot.primary();
+        std::string path;
+        for (const auto& item : input.inputs) {
+            if (item.snapshotIndex == static_cast<int>(i))
+                path = item.path;
+        }
+        out << "\nSnapshot " << path << ", device " << snapshot.primaryDevice << '\n';
+        if (!device) {
+            out << "  no allocations recorded on this device\n";
+            continue;
+        }
+        out << "  peak allocated " << formatBytes(device->peakAllocatedBytes);
+        if (device->peakTimeUs > 0)
+            out << " at event " << device->peakEvent;
+        out << '\n';
+        for (int c = 0; c < categoryCount; ++c) {
+            if (device->categoriesAtPeak[c] == 0)
+                continue;
+            out << "    " << categoryName(static_cast<Category>(c)) << ": " << formatBytes(device->categoriesAtPeak[c])
+                << '\n';
+        }
+        if (!device->ooms.empty())
+            out << "  " << device->ooms.size() << " out-of-memory event(s) recorded\n";
+    }
+}
+
+void writeDiagnoses(std::ostringstream& out, const CaseAnalysis& analysis)
+{
+    if (analysis.diagnoses.empty()) {
+        out << "\nNo out-of-memory diagnosis: nothing in the inputs shows a failure.\n";
+        return;
+    }
+    out << "\nDiagnosis, most likely first\n" << diagnosesToText(analysis.diagnoses);
+}
+
+} // namespace
+
+std::string caseToText(const Case& input, const CaseAnalysis& analysis)
+{
+    std::ostringstream out;
+    writeInputs(out, input);
+    writeMessages(out, input);
+    writeSnapshots(out, input, analysis);
+    writeDiagnoses(out, analysis);
+    return std::move(out).str();
+}
+
+} // namespace oomlens
