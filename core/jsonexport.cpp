@@ -39,6 +39,7 @@ json tracebackToJson(const TracebackInfo& traceback)
                 {"phase_evidence", traceback.phaseEvidence},
                 {"exception", traceback.exceptionLine},
                 {"chained", traceback.chained},
+                {"truncated", traceback.truncated},
                 {"frames", std::move(frames)}};
 }
 
@@ -68,6 +69,7 @@ json oomMessageToJson(const OomMessage& message)
                 {"phase", phaseName(message.phase)},
                 {"truncated", message.truncated},
                 {"probable", message.probable},
+                {"source_line", message.sourceLine},
                 {"notes", message.notes}};
     if (message.otherAllocationsBytes)
         result["other_allocations_bytes"] = *message.otherAllocationsBytes;
@@ -89,7 +91,7 @@ json memorySummaryToJson(const MemorySummary& summary)
                 {"truncated", summary.truncated}};
 }
 
-json snapshotToJson(const SnapshotAnalysis& analysis)
+json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom)
 {
     const Snapshot& snapshot = *analysis.snapshot;
     const int32_t device = analysis.primaryDevice;
@@ -128,6 +130,10 @@ json snapshotToJson(const SnapshotAnalysis& analysis)
                 {"categories_at_peak", std::move(categories)},
                 {"container", snapshot.container},
                 {"trace_truncated", deviceAnalysis ? deviceAnalysis->traceTruncated : false},
+                {"peak_reserved_bytes", deviceAnalysis ? json(deviceAnalysis->peakReservedBytes) : json(nullptr)},
+                {"capacity_bytes", headroom ? optionalToJson(headroom->capacityBytes) : json(nullptr)},
+                {"headroom_bytes", headroom ? optionalToJson(headroom->headroomBytes) : json(nullptr)},
+                {"rules_error", analysis.rulesError.empty() ? json(nullptr) : json(analysis.rulesError)},
                 {"warnings", snapshot.warnings}};
 }
 
@@ -179,8 +185,14 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     for (const auto& summary : input.text.summaries)
         summaries.push_back(memorySummaryToJson(summary));
     json snapshots = json::array();
-    for (const auto& snapshot : analysis.snapshots)
-        snapshots.push_back(snapshotToJson(snapshot));
+    for (size_t i = 0; i < analysis.snapshots.size(); ++i) {
+        const SnapshotHeadroom* headroom = nullptr;
+        for (const auto& candidate : analysis.headroom) {
+            if (candidate.snapshotIndex == static_cast<int>(i))
+                headroom = &candidate;
+        }
+        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom));
+    }
     json diagnoses = json::array();
     for (const auto& diagnosis : analysis.diagnoses)
         diagnoses.push_back(diagnosisToJson(diagnosis));
@@ -191,7 +203,8 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
                 {"oom_messages", std::move(messages)},
                 {"memory_summaries", std::move(summaries)},
                 {"snapshots", std::move(snapshots)},
-                {"diagnoses", std::move(diagnoses)}};
+                {"diagnoses", std::move(diagnoses)},
+                {"links", analysis.links}};
 }
 
 } // namespace oomlens

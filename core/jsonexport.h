@@ -13,7 +13,7 @@ nlohmann::ordered_json caseToJson(const Case& input, const CaseAnalysis& analysi
 
 nlohmann::ordered_json oomMessageToJson(const OomMessage& message);
 nlohmann::ordered_json memorySummaryToJson(const MemorySummary& summary);
-nlohmann::ordered_json snapshotToJson(const SnapshotAnalysis& analysis);
+nlohmann::ordered_json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom = nullptr);
 nlohmann::ordered_json diagnosisToJson(const Diagnosis& diagnosis);
 
 } // namespace oomlens

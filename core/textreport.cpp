@@ -79,8 +79,32 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
             out << "    " << categoryName(static_cast<Category>(c)) << ": " << formatBytes(device->categoriesAtPeak[c])
                 << '\n';
         }
+        for (const auto& headroom : analysis.headroom) {
+            if (headroom.snapshotIndex != static_cast<int>(i))
+                continue;
+            out << "  peak reserved " << formatBytes(headroom.peakReservedBytes);
+            if (headroom.failed && headroom.capacityBytes) {
+                out << " on a " << formatBytes(*headroom.capacityBytes) << " card, then a request failed";
+            } else if (headroom.capacityBytes && headroom.headroomBytes) {
+                out << " on a " << formatBytes(*headroom.capacityBytes) << " card: ";
+                if (*headroom.headroomBytes >= 0)
+                    out << formatBytes(static_cast<uint64_t>(*headroom.headroomBytes)) << " to spare";
+                else
+                    out << formatBytes(static_cast<uint64_t>(-*headroom.headroomBytes)) << " over";
+            }
+            out << '\n';
+        }
         if (!device->ooms.empty())
             out << "  " << device->ooms.size() << " out-of-memory event(s) recorded\n";
+        if (device->traceTruncated)
+            out << "  the trace starts mid-run (ring buffer): memory older than it was recovered from the dump\n";
+        if (!snapshot.rulesError.empty())
+            out << "  category rules not applied: " << snapshot.rulesError << '\n';
+    }
+    if (!analysis.links.empty()) {
+        out << "\nHow the inputs fit together\n";
+        for (const auto& link : analysis.links)
+            out << "  " << link << '\n';
     }
 }
 
