@@ -2,8 +2,10 @@
 
 #include "core/report/htmlreport.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oomlens::report {
 
@@ -44,6 +46,7 @@ private:
     void beginSection(std::string_view id, std::string_view heading);
     void endSection() { raw("</section>\n"); }
     void keyValueRow(std::string_view key, std::string_view value);
+    void writeList(const std::vector<std::string>& items);
     void stack(const Snapshot& snapshot, StackId id, std::string_view summary);
 
     const Case& m_case;

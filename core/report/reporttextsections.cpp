@@ -1,5 +1,6 @@
 #include "core/report/reportbuilder.h"
 
+#include "core/explain.h"
 #include "core/units.h"
 
 #include <array>
@@ -52,15 +53,6 @@ std::vector<ExplainedNumber> explainOom(const OomMessage& m)
                                        "context and library workspaces."
                                      : "Another process on the same card; its memory is not available to this one."});
     }
-    if (m.requestedBytes && m.freeBytes && *m.requestedBytes > *m.freeBytes) {
-        rows.push_back({"Shortfall", formatBytes(*m.requestedBytes - *m.freeBytes),
-                        "How much more the device would have needed to have free for this one request."});
-    }
-    if (m.reservedUnallocatedBytes && m.requestedBytes && *m.reservedUnallocatedBytes >= *m.requestedBytes) {
-        rows.push_back({"Cached free ≥ request", formatBytes(*m.reservedUnallocatedBytes),
-                        "There was enough cached free memory in total, just not in one piece: fragmentation. "
-                        "expandable_segments:True lets the allocator grow segments instead."});
-    }
     if (m.totalBytes && m.freeBytes && m.reservedBytes && *m.totalBytes >= *m.freeBytes + *m.reservedBytes) {
         rows.push_back({"Used outside PyTorch's cache", formatBytes(*m.totalBytes - *m.freeBytes - *m.reservedBytes),
                         "total − free − reserved: the CUDA context, cuBLAS/cuDNN/NCCL workspaces, and any other "
@@ -98,6 +90,18 @@ std::string summaryValue(const std::optional<uint64_t>& value, bool bytes)
 
 } // namespace
 
+void ReportBuilder::writeList(const std::vector<std::string>& items)
+{
+    if (items.empty())
+        return;
+    raw("<ul class=\"reading\">\n");
+    for (const std::string& item : items) {
+        element("li", item);
+        raw("\n");
+    }
+    raw("</ul>\n");
+}
+
 void ReportBuilder::writeOomMessages()
 {
     if (m_case.text.oomMessages.empty())
@@ -115,18 +119,13 @@ void ReportBuilder::writeOomMessages()
         std::string facts = "Backend " + message.backend;
         if (!message.templateId.empty())
             facts += ", message template " + message.templateId;
-        if (!message.torchVersionHint.empty())
-            facts += ", PyTorch " + message.torchVersionHint;
-        if (message.phase != Phase::Unknown)
-            facts += ", failed in " + std::string(phaseName(message.phase));
-        if (message.truncated)
-            facts += "; the message was cut off, so some numbers may be missing";
-        if (message.probable)
-            facts += "; a near-OOM error: the library reported an allocation failure without PyTorch's numbers";
         element("p", facts + ".", "note");
+        raw("\n");
+        writeList(explainOomMessage(message));
         const std::vector<ExplainedNumber> rows = explainOom(message);
         if (!rows.empty()) {
-            raw("\n<table>\n<tr><th>number</th><th class=\"num\">value</th><th>what it means</th></tr>\n");
+            raw("<details class=\"numbers\" open><summary>Every number in the message</summary>\n<table>\n"
+                "<tr><th>number</th><th class=\"num\">value</th><th>what it means</th></tr>\n");
             for (const ExplainedNumber& row : rows) {
                 raw("<tr>");
                 element("td", row.label);
@@ -134,10 +133,8 @@ void ReportBuilder::writeOomMessages()
                 element("td", row.meaning);
                 raw("</tr>\n");
             }
-            raw("</table>\n");
+            raw("</table>\n</details>\n");
         }
-        if (message.traceback && !message.traceback->phaseEvidence.empty())
-            element("p", "Phase from the traceback: " + message.traceback->phaseEvidence, "note");
         if (message.traceback && !message.traceback->frames.empty()) {
             raw("<details><summary>");
             text("Traceback (" + std::to_string(message.traceback->frames.size()) + " frames)");
@@ -149,8 +146,6 @@ void ReportBuilder::writeOomMessages()
             }
             raw("</code></pre></details>\n");
         }
-        for (const std::string& note : message.notes)
-            element("p", note, "note");
         raw("</div>\n");
     }
     endSection();
@@ -162,19 +157,11 @@ void ReportBuilder::writeSummaries()
         return;
     beginSection("summaries", "torch.cuda.memory_summary()");
     for (const MemorySummary& summary : m_case.text.summaries) {
-        std::string heading = "Device " + std::to_string(summary.device);
-        if (summary.ooms)
-            heading += " · " + std::to_string(*summary.ooms) + " OOMs";
-        if (summary.allocRetries)
-            heading += " · " + std::to_string(*summary.allocRetries) + " cudaMalloc retries";
-        element("h3", heading);
+        element("h3", "Device " + std::to_string(summary.device));
         raw("\n");
-        if (summary.allZero)
-            element("p", "Every counter is zero: the cudaMallocAsync backend does not keep these statistics.", "note");
+        writeList(explainSummary(summary));
         if (summary.truncated)
             element("p", "The table was cut off; rows after the cut are missing.", "note");
-        if (!summary.unitEra.empty())
-            element("p", "Printed with " + summary.unitEra + " units; shown here in binary units (GiB = 1024 MiB).", "note");
         raw("<table>\n<tr><th>metric</th><th class=\"num\">current</th><th class=\"num\">peak</th>"
             "<th class=\"num\">total allocated</th><th class=\"num\">total freed</th></tr>\n");
         for (const SummaryMetric& metric : summaryMetrics) {
