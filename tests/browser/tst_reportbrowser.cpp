@@ -13,6 +13,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -38,6 +39,7 @@ class TestReportBrowser : public QObject
         QByteArray log;
         QStringList pageRequests; // URLs the page itself asked the network stack for
         QImage screenshot;
+        QByteArray pdf;
     };
 
     QStringList baseArguments(const QString& profile) const
@@ -113,8 +115,14 @@ class TestReportBrowser : public QObject
         const int domExit = run({QStringLiteral("--dump-dom")}, m_dir.filePath(tag + QStringLiteral(".dom.netlog")), &result.dom);
         const int shotExit = run({QStringLiteral("--window-size=1200,2000"), QStringLiteral("--screenshot=") + screenshotPath},
                                  m_dir.filePath(tag + QStringLiteral(".shot.netlog")), nullptr);
-        result.exitCode = domExit != 0 ? domExit : shotExit;
+        const QString pdfPath = m_dir.filePath(tag + QStringLiteral(".pdf"));
+        const int pdfExit = run({QStringLiteral("--no-pdf-header-footer"), QStringLiteral("--print-to-pdf=") + pdfPath},
+                                m_dir.filePath(tag + QStringLiteral(".pdf.netlog")), nullptr);
+        result.exitCode = domExit != 0 ? domExit : (shotExit != 0 ? shotExit : pdfExit);
         result.screenshot = QImage(screenshotPath);
+        QFile pdf(pdfPath);
+        if (pdf.open(QIODevice::ReadOnly))
+            result.pdf = pdf.readAll();
         return result;
     }
 
@@ -200,6 +208,11 @@ class TestReportBrowser : public QObject
         QVERIFY(page.dom.contains("<svg"));
         QVERIFY(!page.screenshot.isNull());
         QCOMPARE(page.screenshot.width(), 1200);
+        // @media print yields a real document, several pages of it.
+        QVERIFY(page.pdf.startsWith("%PDF-"));
+        const QRegularExpression pageObject(QStringLiteral("/Type\\s*/Page(?!s)"));
+        const qsizetype pages = QString::fromLatin1(page.pdf).count(pageObject);
+        QVERIFY2(pages >= 2, qPrintable(QStringLiteral("the printed report has %1 pages").arg(pages)));
         const double spread = grayStdDev(page.screenshot);
         QVERIFY2(spread > 20, qPrintable(QStringLiteral("screenshot looks blank: gray std-dev %1").arg(spread)));
     }
