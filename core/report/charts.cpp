@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace oomlens::report {
 
@@ -99,24 +101,59 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
                  std::string(segment.isLargePool ? "large" : "small") + " pool segment of " + formatBytes(segment.size)
                      + ", " + formatBytes(segment.freeBytes) + " free, largest free block "
                      + formatBytes(segment.largestFree) + (segment.isExpandable ? ", expandable" : ""));
+        // Blocks are drawn on a half-pixel grid and neighbours of one kind merge into a run, so a
+        // segment of ten thousand small blocks costs at most a few hundred rectangles.
+        struct Run {
+            double left = 0;
+            double right = 0;
+            std::string cssClass;
+            std::string tooltip;
+            size_t blocks = 0;
+            uint64_t bytes = 0;
+        };
+        std::optional<Run> run;
+        const auto flush = [&] {
+            if (!run)
+                return;
+            const std::string tooltip = run->blocks == 1
+                ? run->tooltip
+                : std::to_string(run->blocks) + " blocks, " + formatBytes(run->bytes) + " in all";
+            svg.rect(run->left, y, std::max(0.5, run->right - run->left), rowHeight - 3, run->cssClass, tooltip);
+            run.reset();
+        };
+        const auto snap = [](double x) { return std::round(x * 2.0) / 2.0; };
         for (const StateBlock& block : segment.blocks) {
             const uint64_t start = block.address >= segment.address ? block.address - segment.address : 0;
             const uint64_t size = std::min(block.size, segment.size - std::min(segment.size, start));
+            const double left = snap(barLeft + static_cast<double>(start) * scale);
+            const double right = snap(barLeft + static_cast<double>(start + size) * scale);
             std::string cssClass = "block-pending";
-            std::string tooltip = formatBytes(block.size);
+            const Allocation* allocation = nullptr;
             if (block.allocation >= 0 && static_cast<size_t>(block.allocation) < device.allocations.size()) {
-                const Allocation& allocation = device.allocations[static_cast<size_t>(block.allocation)];
+                allocation = &device.allocations[static_cast<size_t>(block.allocation)];
                 if (!block.pendingFree)
-                    cssClass = "band " + categoryClass(allocation.category);
-                tooltip += " " + std::string(categoryName(allocation.category));
-                if (allocation.reason < device.reasons.size())
-                    tooltip += " (" + device.reasons[allocation.reason] + ")";
+                    cssClass = "band " + categoryClass(allocation->category);
+            }
+            if (run && run->cssClass == cssClass && left <= run->right + 0.5) {
+                run->right = std::max(run->right, right);
+                ++run->blocks;
+                run->bytes += block.size;
+                continue;
+            }
+            if (run && right <= run->right)
+                continue; // hidden under the current run at this scale
+            flush();
+            std::string tooltip = formatBytes(block.size);
+            if (allocation) {
+                tooltip += " " + std::string(categoryName(allocation->category));
+                if (allocation->reason < device.reasons.size())
+                    tooltip += " (" + device.reasons[allocation->reason] + ")";
             }
             if (block.pendingFree)
                 tooltip += ", freed but still in use by another stream";
-            svg.rect(barLeft + static_cast<double>(start) * scale, y, std::max(0.5, static_cast<double>(size) * scale),
-                     rowHeight - 3, cssClass, tooltip);
+            run = Run{left, right, std::move(cssClass), std::move(tooltip), 1, block.size};
         }
+        flush();
     }
     return svg.finish();
 }
