@@ -17,10 +17,17 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 namespace {
+
+double cpuSeconds()
+{
+    rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+        + static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
 
 double peakRssMiB()
 {
@@ -36,19 +43,24 @@ int runChild(const std::string& mode, const std::string& path)
         std::fprintf(stderr, "cannot open %s\n", path.c_str());
         return 1;
     }
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.seekg(0, std::ios::end);
+    std::string bytes(static_cast<size_t>(in.tellg()), '\0');
+    in.seekg(0);
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     const double baseline = peakRssMiB();
+    const double cpuStart = cpuSeconds();
     oomlens::SnapshotReadOptions options;
     options.decoder = mode == "python" ? oomlens::SnapshotDecoder::Python : oomlens::SnapshotDecoder::Native;
     options.allowFallback = false;
     const auto start = std::chrono::steady_clock::now();
     const auto result = oomlens::readSnapshot(bytes, options);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu = cpuSeconds() - cpuStart;
     if (!result.snapshot) {
         std::fprintf(stderr, "%s\n", result.error.c_str());
         return 1;
     }
-    std::printf("seconds=%.4f rss=%.1f baseline=%.1f events=%zu\n", seconds, peakRssMiB(), baseline,
+    std::printf("seconds=%.4f cpu=%.4f rss=%.1f baseline=%.1f events=%zu\n", seconds, cpu, peakRssMiB(), baseline,
         result.snapshot->totalTraceEvents());
     return 0;
 }
@@ -56,6 +68,7 @@ int runChild(const std::string& mode, const std::string& path)
 struct Measure {
     bool ok = false;
     double seconds = 0;
+    double cpu = 0;
     double rssMiB = 0;
     double baselineMiB = 0;
     size_t events = 0;
@@ -77,6 +90,8 @@ Measure parse(QProcess& process)
             continue;
         if (kv[0] == QLatin1String("seconds"))
             m.seconds = kv[1].toDouble();
+        else if (kv[0] == QLatin1String("cpu"))
+            m.cpu = kv[1].toDouble();
         else if (kv[0] == QLatin1String("rss"))
             m.rssMiB = kv[1].toDouble();
         else if (kv[0] == QLatin1String("baseline"))
@@ -93,21 +108,25 @@ const char* pickleLoadScript = R"(
 import pickle, resource, sys, time
 with open(sys.argv[1], 'rb') as f:
     t = time.perf_counter()
+    c = time.process_time()
     d = pickle.load(f)
     dt = time.perf_counter() - t
+    dc = time.process_time() - c
 n = sum(len(t) for t in d.get('device_traces', [])) if isinstance(d, dict) else 0
-print('seconds=%.4f rss=%.1f baseline=0 events=%d' % (dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, n))
+print('seconds=%.4f cpu=%.4f rss=%.1f baseline=0 events=%d' % (dt, dc, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, n))
 )";
 
-void row(const char* name, const Measure& m, double fileMiB, double reference)
+void row(const char* name, const Measure& m, double fileMiB, const Measure* reference)
 {
     if (!m.ok) {
         std::printf("%-22s  failed: %s\n", name, qPrintable(m.error));
         return;
     }
-    std::printf("%-22s %9.3f %9.1f %12.1f %14.1f %10s\n", name, m.seconds, fileMiB / m.seconds, m.rssMiB,
-        m.rssMiB - m.baselineMiB,
-        reference > 0 ? qPrintable(QStringLiteral("%1x").arg(reference / m.seconds, 0, 'f', 1)) : "");
+    const QString speedup = reference && reference->ok
+        ? QStringLiteral("%1x / %2x").arg(reference->seconds / m.seconds, 0, 'f', 1).arg(reference->cpu / m.cpu, 0, 'f', 1)
+        : QString();
+    std::printf("%-22s %9.3f %9.3f %9.1f %12.1f %14.1f  %s\n", name, m.seconds, m.cpu, fileMiB / m.seconds, m.rssMiB,
+        m.rssMiB - m.baselineMiB, qPrintable(speedup));
 }
 
 } // namespace
@@ -149,13 +168,12 @@ int main(int argc, char** argv)
 
     const size_t events = native.ok ? native.events : reference.events;
     std::printf("file: %s (%.1f MiB, %zu trace events)\n", qPrintable(file), fileMiB, events);
-    std::printf("%-22s %9s %9s %12s %14s %10s\n", "decoder", "seconds", "MiB/s", "peak RSS MiB", "RSS-input MiB",
-        "speedup");
-    const double ref = reference.ok ? reference.seconds : 0;
-    row("CPython pickle.load", reference, fileMiB, 0);
-    row("oomlens native", native, fileMiB, ref);
+    std::printf("%-22s %9s %9s %9s %12s %14s  %s\n", "decoder", "wall s", "cpu s", "MiB/s", "peak RSS MiB",
+        "RSS-input MiB", "speedup wall / cpu");
+    row("CPython pickle.load", reference, fileMiB, nullptr);
+    row("oomlens native", native, fileMiB, &reference);
     if (!skipPython)
-        row("oomlens embedded Py", embedded, fileMiB, ref);
+        row("oomlens embedded Py", embedded, fileMiB, &reference);
     if (native.ok && events > 0) {
         const double budget = fileMiB + 100.0 * static_cast<double>(events) / (1024.0 * 1024.0);
         std::printf("native peak RSS %.1f MiB vs budget (file + 100 B/event) %.1f MiB: %s; %.1f bytes/event above the input\n",

@@ -2,7 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <limits>
 #include <vector>
 
 namespace oomlens::pickle {
@@ -22,12 +21,8 @@ public:
     bool null() { return deliver(Value::none()); }
     bool boolean(bool b) { return deliver(Value::boolean(b)); }
     bool number_integer(int64_t n) { return deliver(Value::integer(n)); }
-    bool number_unsigned(uint64_t n)
-    {
-        if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-            return deliver(Value::bigInteger());
-        return deliver(Value::integer(static_cast<int64_t>(n)));
-    }
+    // Values up to 2^64-1 keep their bit pattern, as in the pickle decoders.
+    bool number_unsigned(uint64_t n) { return deliver(Value::integer(static_cast<int64_t>(n))); }
     bool number_float(double d, const std::string&) { return deliver(Value::real(d)); }
     bool string(std::string& s) { return deliver(m_builder.text(s)); }
     bool binary(nlohmann::json::binary_t&) { return deliver(Value::none()); }

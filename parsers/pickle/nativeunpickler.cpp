@@ -3,6 +3,8 @@
 #include "parsers/pickle/opcodes.h"
 #include "parsers/pickle/snapshotbuilder.h"
 
+#include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <limits>
@@ -17,8 +19,19 @@ constexpr uint64_t checkEvery = 256 * 1024; // bytes between cancel checks and p
 // Real memos are dense (MEMOIZE numbers them 0, 1, 2...); an index far past the end is an attack.
 constexpr uint64_t memoSlack = 1u << 16;
 
+uint32_t little32(const unsigned char* p)
+{
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::endian::native == std::endian::big)
+        v = __builtin_bswap32(v);
+    return v;
+}
+
 uint64_t little(const unsigned char* p, int width)
 {
+    if (width == 4)
+        return little32(p);
     uint64_t v = 0;
     for (int b = width - 1; b >= 0; --b)
         v = (v << 8) | p[b];
@@ -65,7 +78,7 @@ Value NativeUnpickler::decode(std::string_view data)
         throw DecodeError(ErrorKind::Format, "empty input: no pickle data");
     // Untouched reservations cost address space only; they spare the big tables a regrow.
     m_memo.reserve(m_size / 16);
-    m_stack.reserve(4096);
+    m_stack.grow(4096);
     try {
         run();
     } catch (const DecodeError& e) {
@@ -137,6 +150,11 @@ void NativeUnpickler::run()
                 progress(size, size);
             return;
         case op::Mark:
+            if (!m_stack.empty() && m_stack.back().kind == Kind::Open && static_cast<Kind>(m_stack.back().i) == Kind::List
+                && appendFrameBatch(pos)) {
+                pos = m_pos;
+                break;
+            }
             if (m_marks.size() >= maxMarks)
                 throw formatAt("nesting deeper than " + std::to_string(maxMarks) + " levels", start);
             m_marks.push_back(m_stack.size());
@@ -356,10 +374,7 @@ void NativeUnpickler::run()
             const size_t k = popMark();
             if (k == 0)
                 throw formatAt(std::string("not a valid pickle: ") + opcodeName(code) + " without a container", start);
-            const uint32_t handle = target(m_stack.size() - k + 1, code == op::Appends ? Kind::List : Kind::Set);
-            for (size_t i = k; i < m_stack.size(); ++i)
-                builder.append(handle, take(m_stack[i]));
-            m_stack.resize(k);
+            appendItems(target(m_stack.size() - k + 1, code == op::Appends ? Kind::List : Kind::Set), k);
             break;
         }
         case op::SetItem: {
@@ -379,10 +394,10 @@ void NativeUnpickler::run()
             if ((m_stack.size() - k) % 2 != 0)
                 throw formatAt("not a valid pickle: SETITEMS with an odd number of items", start);
             const uint32_t handle = target(m_stack.size() - k + 1, Kind::Dict);
-            for (size_t i = k; i < m_stack.size(); i += 2) {
-                const Value key = take(m_stack[i]);
-                builder.setItem(handle, key, take(m_stack[i + 1]));
-            }
+            // Finish the keys and values in order, then hand them over in one block.
+            for (size_t i = k; i < m_stack.size(); ++i)
+                m_stack[i] = take(m_stack[i]);
+            builder.setItems(handle, m_stack.data() + k, m_stack.size() - k);
             m_stack.resize(k);
             break;
         }
@@ -440,13 +455,6 @@ void NativeUnpickler::run()
     throw missingStop(size);
 }
 
-Value NativeUnpickler::take(const Value& value)
-{
-    if (value.kind != Kind::Open)
-        return value;
-    return finalize(value.ref);
-}
-
 Value NativeUnpickler::finalize(uint32_t handle)
 {
     const Value closed = m_builder.close(handle);
@@ -457,11 +465,66 @@ Value NativeUnpickler::finalize(uint32_t handle)
     return closed;
 }
 
-void NativeUnpickler::push(const Value& value)
+void NativeUnpickler::growStack()
 {
     if (m_stack.size() >= maxStack)
         throw formatAt("pickle stack deeper than " + std::to_string(maxStack) + " values", m_opStart);
-    m_stack.push_back(value);
+    m_stack.grow(std::min(maxStack, std::max<size_t>(4096, m_stack.capacity() * 2)));
+}
+
+bool NativeUnpickler::appendFrameBatch(uint64_t pos)
+{
+    // A frame list is MARK, then BINGET/LONG_BINGET of memoized frame dicts, then APPENDS: by far
+    // the most common sequence in a snapshot. Read it in one sweep straight into the list. Anything
+    // else (or a GET of something that is not a frame) leaves it to the general path, having
+    // consumed nothing.
+    std::vector<FrameId>* sink = m_builder.frameSink(m_stack.back().ref);
+    if (!sink)
+        return false;
+    const unsigned char* const base = m_base;
+    const uint64_t size = m_size;
+    const uint64_t* const memo = m_memo.data();
+    const uint64_t memoSize = m_memo.size();
+    constexpr uint64_t frameTag = uint64_t(Kind::Frame) + 1;
+    const size_t before = sink->size();
+    while (pos + 1 < size) {
+        uint64_t index;
+        if (base[pos] == op::BinGet) {
+            index = base[pos + 1];
+            pos += 2;
+        } else if (base[pos] == op::LongBinGet && pos + 5 <= size) {
+            index = little32(base + pos + 1);
+            pos += 5;
+        } else {
+            break;
+        }
+        if (index >= memoSize || (memo[index] >> 56) != frameTag) {
+            sink->resize(before);
+            return false;
+        }
+        sink->push_back(FrameId(static_cast<uint32_t>(memo[index])));
+    }
+    if (pos >= size || base[pos] != op::Appends || sink->size() == before) {
+        sink->resize(before);
+        return false;
+    }
+    m_pos = pos + 1;
+    return true;
+}
+
+void NativeUnpickler::appendItems(uint32_t handle, size_t from)
+{
+    // APPENDS of finished plain values (a batch of frames, above all) goes in as one block.
+    bool plain = true;
+    for (size_t i = from; i < m_stack.size() && plain; ++i)
+        plain = m_stack[i].kind != Kind::Open && !isRecord(m_stack[i].kind);
+    if (plain) {
+        m_builder.appendMany(handle, m_stack.data() + from, m_stack.size() - from);
+    } else {
+        for (size_t i = from; i < m_stack.size(); ++i)
+            m_builder.append(handle, take(m_stack[i]));
+    }
+    m_stack.resize(from);
 }
 
 size_t NativeUnpickler::popMark()
@@ -488,7 +551,14 @@ void NativeUnpickler::memoPut(uint64_t index)
 {
     if (m_stack.empty())
         throw formatAt("not a valid pickle: memo store with an empty stack", m_opStart);
-    if (index >= m_memo.size()) {
+    if (index == m_memo.size()) {
+        const Kind kind = m_stack.back().kind;
+        if (kind == Kind::Str || kind == Kind::Frame || kind == Kind::Stack) {
+            m_memo.push_back(((uint64_t(kind) + 1) << 56) | m_stack.back().ref);
+            return;
+        }
+        m_memo.push_back(0);
+    } else if (index > m_memo.size()) {
         if (index > m_memo.size() + memoSlack)
             throw formatAt("memo index " + std::to_string(index) + " is out of range", m_opStart);
         m_memo.resize(index + 1, 0);
@@ -519,7 +589,7 @@ void NativeUnpickler::forget(uint64_t index)
         m_handleMemo[packed & 0xffffffffu] = noMemo;
 }
 
-void NativeUnpickler::memoGet(uint64_t index)
+void NativeUnpickler::memoGetSlow(uint64_t index)
 {
     if (index >= m_memo.size() || m_memo[index] == 0)
         throw formatAt("not a valid pickle: memo key " + std::to_string(index) + " was never stored", m_opStart);
@@ -566,6 +636,12 @@ Value NativeUnpickler::decodeLong(const unsigned char* p, uint64_t n) const
 {
     if (n == 0)
         return Value::integer(0);
+    if (n <= 8 && std::endian::native == std::endian::little) {
+        uint64_t v = 0;
+        std::memcpy(&v, p, n);
+        const unsigned shift = 64 - 8 * static_cast<unsigned>(n);
+        return Value::integer(static_cast<int64_t>(v << shift) >> shift); // sign-extend
+    }
     const bool negative = p[n - 1] & 0x80;
     if (n > 8) {
         // Fits in 64 bits only when the extra bytes are pure sign extension.
@@ -574,7 +650,9 @@ Value NativeUnpickler::decodeLong(const unsigned char* p, uint64_t n) const
             if (p[b] != fill)
                 return Value::bigInteger();
         }
-        if (((p[7] & 0x80) != 0) != negative)
+        // A negative value needs bit 63 set; a positive one up to 2^64-1 is kept as its bit
+        // pattern (C++ code writes size_t(-1) as a "line" now and then).
+        if (negative && (p[7] & 0x80) == 0)
             return Value::bigInteger();
         n = 8;
     }
@@ -599,8 +677,13 @@ Value NativeUnpickler::intLine(std::string_view text, bool isLong) const
     if (!text.empty() && text.front() == '+')
         ++first;
     const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
-    if (ec == std::errc::result_out_of_range)
+    if (ec == std::errc::result_out_of_range) {
+        uint64_t u = 0;
+        const auto [uend, uec] = std::from_chars(first, text.data() + text.size(), u);
+        if (uec == std::errc() && uend == text.data() + text.size())
+            return Value::integer(static_cast<int64_t>(u));
         return Value::bigInteger();
+    }
     if (ec != std::errc() || end != text.data() + text.size() || text.empty())
         throw formatAt(std::string("not a valid pickle: bad ") + (isLong ? "LONG" : "INT") + " literal", m_opStart);
     return Value::integer(v);

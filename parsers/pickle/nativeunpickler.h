@@ -13,6 +13,27 @@ namespace oomlens::pickle {
 
 class SnapshotBuilder;
 
+// The decoder's operand stack: a plain array with the few operations the opcodes need, so a
+// push in the hot loop is a compare and a store.
+class ValueStack {
+public:
+    size_t size() const { return m_size; }
+    bool empty() const { return m_size == 0; }
+    Value& operator[](size_t i) { return m_data[i]; }
+    Value& back() { return m_data[m_size - 1]; }
+    Value* data() { return m_data.data(); }
+    void pop_back() { --m_size; }
+    void resize(size_t smaller) { m_size = smaller; }
+    bool full() const { return m_size == m_data.size(); }
+    void push_back(const Value& value) { m_data[m_size++] = value; }
+    void grow(size_t capacity) { m_data.resize(capacity); }
+    size_t capacity() const { return m_data.size(); }
+
+private:
+    std::vector<Value> m_data;
+    size_t m_size = 0;
+};
+
 // Streaming decoder for the data-only subset of the pickle format (protocols 0-5). It keeps a
 // small value stack and a compact memo and feeds every value straight into a SnapshotBuilder;
 // nothing resembling a Python object tree is built. Opcodes that import or call are refused.
@@ -34,13 +55,38 @@ public:
 
 private:
     void run();
-    Value take(const Value& value);
+    Value take(const Value& value)
+    {
+        if (value.kind != Kind::Open) [[likely]]
+            return value;
+        return finalize(value.ref);
+    }
+    void push(const Value& value)
+    {
+        if (m_stack.full()) [[unlikely]]
+            growStack();
+        m_stack.push_back(value);
+    }
+    // Most GETs fetch an interned string, frame or stack: those need no bookkeeping.
+    void memoGet(uint64_t index)
+    {
+        if (index < m_memo.size()) [[likely]] {
+            const uint64_t tag = m_memo[index] >> 56;
+            if (tag == uint64_t(Kind::Str) + 1 || tag == uint64_t(Kind::Frame) + 1 || tag == uint64_t(Kind::Stack) + 1) {
+                push(Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(m_memo[index])));
+                return;
+            }
+        }
+        memoGetSlow(index);
+    }
     Value finalize(uint32_t handle);
-    void push(const Value& value);
+    void growStack();
+    void appendItems(uint32_t handle, size_t from);
+    bool appendFrameBatch(uint64_t pos);
     size_t popMark();
     uint32_t target(size_t below, Kind kind);
     void memoPut(uint64_t index);
-    void memoGet(uint64_t index);
+    void memoGetSlow(uint64_t index);
     void forget(uint64_t index);
     Value decodeLong(const unsigned char* p, uint64_t n) const;
     Value textLine(std::string_view line);
@@ -57,7 +103,7 @@ private:
     int m_protocol = 0;
     Value m_root;
 
-    std::vector<Value> m_stack;
+    ValueStack m_stack;
     std::vector<size_t> m_marks;
     std::vector<uint64_t> m_memo; // packed: kind + 1 in the top byte, 0 = unset
     std::vector<Value> m_memoWide; // memo values whose payload needs 64 bits

@@ -18,7 +18,7 @@ enum class Kind : uint8_t {
     None,
     Bool,
     Int,
-    BigInt, // an integer outside int64; its value is not kept
+    BigInt, // an integer outside [-2^63, 2^64); its value is not kept (2^63..2^64-1 stay Int, as bits)
     Float,
     Str,
     Bytes,

@@ -3,6 +3,7 @@
 #include "parsers/pickle/snapshotkeys.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace oomlens::pickle {
@@ -38,6 +39,7 @@ SnapshotBuilder::SnapshotBuilder()
         m_strings->intern(name);
     for (uint32_t a = 0; a < actionCount; ++a)
         m_strings->intern(traceActionName(static_cast<TraceAction>(a)));
+    m_emptyString = m_strings->intern("");
 }
 
 SnapshotBuilder::~SnapshotBuilder() = default;
@@ -74,37 +76,54 @@ uint32_t SnapshotBuilder::open(Kind kind)
     c.recordKind = Kind::None;
     c.first = 0;
     c.count = 0;
+    c.frames.clear();
     c.items.clear();
     return handle;
 }
 
-void SnapshotBuilder::append(uint32_t handle, const Value& item)
+void SnapshotBuilder::appendSlow(OpenContainer& c, const Value& item)
 {
-    auto& c = m_open[handle];
     if (c.kind == Kind::List && isRecord(item.kind)) {
-        if (!c.items.empty() || (c.recordKind != Kind::None && c.recordKind != item.kind))
-            throw unsupported(std::string("a list mixes ") + kindName(item.kind) + "s with other values");
-        if (c.recordKind == Kind::None) {
-            c.recordKind = item.kind;
-            c.first = item.ref;
-            c.count = 1;
-        } else if (item.ref == c.first + c.count) {
-            ++c.count;
-        } else {
-            throw unsupported(std::string("a list of ") + kindName(item.kind) + "s is not in decoding order");
-        }
+        appendRecord(c, item);
         return;
     }
     if (c.recordKind != Kind::None)
-        throw unsupported(std::string("a list mixes ") + kindName(c.recordKind) + "s with other values");
+        mixedList(c.recordKind);
+    spillFrames(c);
     c.items.push_back(item);
 }
 
-void SnapshotBuilder::setItem(uint32_t handle, const Value& key, const Value& value)
+void SnapshotBuilder::spillFrames(OpenContainer& c)
 {
-    auto& items = m_open[handle].items;
-    items.push_back(key);
-    items.push_back(value);
+    // The list turned out not to be a stack: its frames become ordinary items.
+    for (const FrameId f : c.frames)
+        c.items.push_back(Value::of(Kind::Frame, f.value));
+    c.frames.clear();
+}
+
+void SnapshotBuilder::appendRecord(OpenContainer& c, const Value& item)
+{
+    if (!c.items.empty() || !c.frames.empty() || (c.recordKind != Kind::None && c.recordKind != item.kind))
+        mixedList(item.kind);
+    if (c.recordKind == Kind::None) {
+        c.recordKind = item.kind;
+        c.first = item.ref;
+        c.count = 1;
+    } else if (item.ref == c.first + c.count) {
+        ++c.count;
+    } else {
+        throw unsupported(std::string("a list of ") + kindName(item.kind) + "s is not in decoding order");
+    }
+}
+
+void SnapshotBuilder::mixedList(Kind kind)
+{
+    throw unsupported(std::string("a list mixes ") + kindName(kind) + "s with other values");
+}
+
+void SnapshotBuilder::sharedRecord(Kind kind)
+{
+    throw unsupported(std::string("a ") + kindName(kind) + " is shared between two places");
 }
 
 Value SnapshotBuilder::close(uint32_t handle)
@@ -136,13 +155,6 @@ Value SnapshotBuilder::close(uint32_t handle)
     return result;
 }
 
-Value SnapshotBuilder::again(const Value& value)
-{
-    if (isRecord(value.kind) || value.kind == Kind::Records)
-        throw unsupported(std::string("a ") + kindName(value.kind) + " is shared between two places");
-    return value;
-}
-
 Value SnapshotBuilder::retain(OpenContainer& c)
 {
     const auto index = static_cast<uint32_t>(m_nodes.size());
@@ -171,23 +183,59 @@ Value SnapshotBuilder::closeList(OpenContainer& c)
         }
         return Value::of(Kind::Records, index);
     }
+    if (!c.frames.empty())
+        return Value::of(Kind::Stack, internStack(c).value);
     if (c.items.empty())
         return Value::of(Kind::EmptyList, 0);
-    if (c.items.front().kind == Kind::Frame) {
-        m_scratch.clear();
-        for (const auto& item : c.items) {
-            if (item.kind != Kind::Frame)
-                return retain(c);
-            m_scratch.push_back(FrameId(item.ref));
-        }
-        return Value::of(Kind::Stack, m_frames->internStack(m_scratch.data(), m_scratch.size()).value);
-    }
     return retain(c);
+}
+
+StackId SnapshotBuilder::internStack(const OpenContainer& c)
+{
+    if ((m_stackCached + 1) * 2 > m_stackSlots.size()) {
+        std::vector<uint32_t> slots(std::max<size_t>(256, m_stackSlots.size() * 2), 0);
+        std::vector<uint64_t> hashes(slots.size(), 0);
+        const size_t mask = slots.size() - 1;
+        for (size_t i = 0; i < m_stackSlots.size(); ++i) {
+            if (m_stackSlots[i] == 0)
+                continue;
+            size_t j = m_stackHashes[i] & mask;
+            while (slots[j] != 0)
+                j = (j + 1) & mask;
+            slots[j] = m_stackSlots[i];
+            hashes[j] = m_stackHashes[i];
+        }
+        m_stackSlots.swap(slots);
+        m_stackHashes.swap(hashes);
+    }
+    const FrameId* frames = c.frames.data();
+    const size_t count = c.frames.size();
+    uint64_t hash = count;
+    for (size_t f = 0; f < count; ++f)
+        hash = (hash ^ frames[f].value) * 0x9E3779B97F4A7C15ULL;
+    hash ^= hash >> 29;
+    const size_t mask = m_stackSlots.size() - 1;
+    size_t i = hash & mask;
+    for (; m_stackSlots[i] != 0; i = (i + 1) & mask) {
+        if (m_stackHashes[i] != hash)
+            continue;
+        const StackId id(m_stackSlots[i] - 1);
+        const auto known = m_frames->stack(id);
+        if (known.size() == count && std::memcmp(known.begin(), frames, count * sizeof(FrameId)) == 0)
+            return id;
+    }
+    const StackId id = m_frames->internStack(frames, count);
+    // Two different lists can intern to one stack only if they are equal, so a new slot is right
+    // even when the core table already knew the stack.
+    m_stackSlots[i] = id.value + 1;
+    m_stackHashes[i] = hash;
+    ++m_stackCached;
+    return id;
 }
 
 Value SnapshotBuilder::closeDict(OpenContainer& c)
 {
-    const Value* fields[KeyCount] = {};
+    const Value** fields = m_fields;
     bool unknownKeys = false;
     for (size_t i = 0; i + 1 < c.items.size(); i += 2) {
         const Value& key = c.items[i];
@@ -196,6 +244,25 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
         else
             unknownKeys = true;
     }
+    // Clear exactly the fields this dict set, whichever way it returns.
+    struct Reset {
+        const Value** fields;
+        const std::vector<Value>& items;
+        bool done = false;
+        void now()
+        {
+            for (size_t i = 0; i + 1 < items.size(); i += 2) {
+                if (items[i].kind == Kind::Str && items[i].ref < KeyCount)
+                    fields[items[i].ref] = nullptr;
+            }
+            done = true;
+        }
+        ~Reset()
+        {
+            if (!done)
+                now();
+        }
+    } reset {fields, c.items};
     if (fields[KAction]) {
         if (unknownKeys)
             warnUnknownKeys(c.items, "trace entry");
@@ -220,6 +287,7 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
         m_annotations.push_back(makeAnnotation(c.items));
         return Value::of(Kind::Annotation, index);
     }
+    reset.now(); // retain() takes the items away
     return retain(c);
 }
 
@@ -391,7 +459,7 @@ StringId SnapshotBuilder::optionalText(const Value* value, uint32_t key, const c
     if (value->kind != Kind::Str)
         throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' is a "
             + kindName(value->kind) + ", expected a string");
-    return m_strings->get(StringId(value->ref)).empty() ? StringId() : StringId(value->ref);
+    return StringId(value->ref) == m_emptyString ? StringId() : StringId(value->ref);
 }
 
 StackId SnapshotBuilder::stackOf(const Value* value, const char* record)

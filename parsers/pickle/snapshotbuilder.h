@@ -2,6 +2,7 @@
 
 #include "core/snapshot.h"
 #include "parsers/pickle/picklevalue.h"
+#include "parsers/pickle/snapshotkeys.h"
 
 #include <memory>
 #include <string>
@@ -27,10 +28,49 @@ public:
     Value text(std::string_view utf8) override;
     Value bytes(std::string_view data) override;
     uint32_t open(Kind kind) override;
-    void append(uint32_t handle, const Value& item) override;
-    void setItem(uint32_t handle, const Value& key, const Value& value) override;
     Value close(uint32_t handle) override;
-    Value again(const Value& value) override;
+
+    // The calls made for nearly every opcode are inline: the native decoder calls them on this
+    // final class directly.
+    void append(uint32_t handle, const Value& item) override
+    {
+        auto& c = m_open[handle];
+        if (item.kind == Kind::Frame && c.kind == Kind::List && c.items.empty() && c.recordKind == Kind::None) {
+            c.frames.push_back(FrameId(item.ref));
+            return;
+        }
+        appendSlow(c, item);
+    }
+    void appendMany(uint32_t handle, const Value* items, size_t count)
+    {
+        for (size_t i = 0; i < count; ++i)
+            append(handle, items[i]);
+    }
+    // Where a list that holds only frames so far takes more of them, or null when it is not one.
+    // The native decoder writes a whole batch of frame references straight into it.
+    std::vector<FrameId>* frameSink(uint32_t handle)
+    {
+        auto& c = m_open[handle];
+        return c.kind == Kind::List && c.items.empty() && c.recordKind == Kind::None ? &c.frames : nullptr;
+    }
+    // Finished keys and values, alternating.
+    void setItems(uint32_t handle, const Value* pairs, size_t count)
+    {
+        auto& items = m_open[handle].items;
+        items.insert(items.end(), pairs, pairs + count);
+    }
+    void setItem(uint32_t handle, const Value& key, const Value& value) override
+    {
+        auto& items = m_open[handle].items;
+        items.push_back(key);
+        items.push_back(value);
+    }
+    Value again(const Value& value) override
+    {
+        if (isRecord(value.kind) || value.kind == Kind::Records) [[unlikely]]
+            sharedRecord(value.kind);
+        return value;
+    }
 
     // Turns the decoded top-level value into the model. Throws DecodeError when the value is not
     // a memory snapshot. The builder is spent afterwards.
@@ -47,7 +87,8 @@ private:
         Kind recordKind = Kind::None;
         uint32_t first = 0;
         uint32_t count = 0;
-        std::vector<Value> items; // dicts: key, value, key, value...
+        std::vector<FrameId> frames; // a list holding only frames so far keeps them here, not in items
+        std::vector<Value> items;    // dicts: key, value, key, value...
     };
     struct Node {
         Kind kind;
@@ -68,7 +109,13 @@ private:
         StackId stack = FrameTable::emptyStack();
     };
 
+    void appendSlow(OpenContainer& c, const Value& item);
+    void appendRecord(OpenContainer& c, const Value& item);
+    [[noreturn]] static void mixedList(Kind kind);
+    [[noreturn]] static void sharedRecord(Kind kind);
+    StackId internStack(const OpenContainer& c);
     Value closeDict(OpenContainer& c);
+    void spillFrames(OpenContainer& c);
     Value closeList(OpenContainer& c);
     Value retain(OpenContainer& c);
 
@@ -107,12 +154,18 @@ private:
     std::vector<Segment> m_segments; // firstBlock/blockCount index m_blocks until finish()
     std::vector<History> m_histories;
     std::vector<Annotation> m_annotations;
-    std::vector<FrameId> m_scratch;
+    const Value* m_fields[KeyCount] = {}; // per-dict field table, reset after each dict
+    // Frame lists seen before, by content hash: most lists repeat, and a fast hash plus one memcmp
+    // is cheaper than the core table's byte-wise hash. Slots hold StackId + 1 (0 = empty).
+    std::vector<uint32_t> m_stackSlots;
+    std::vector<uint64_t> m_stackHashes;
+    size_t m_stackCached = 0;
 
     std::vector<std::string> m_warnings;
     std::unordered_set<std::string> m_warned;
     std::unordered_set<uint64_t> m_warnedIds;
     uint64_t m_sizeHint = 0;
+    StringId m_emptyString;
     uint64_t m_eventsStaged = 0;
     bool m_sawHistory = false;
 };

@@ -1,6 +1,7 @@
 #include "parsers/pickle/snapshotcompare.h"
 
 #include <sstream>
+#include <unordered_map>
 
 namespace oomlens {
 
@@ -36,8 +37,10 @@ public:
                 check(where + ".device", ta.device, tb.device);
                 if (!check(where + ".events.size", ta.events.size(), tb.events.size()))
                     break;
-                for (size_t i = 0; i < ta.events.size() && m_diff.empty(); ++i)
-                    event(where + ".events[" + std::to_string(i) + "]", ta.events[i], tb.events[i]);
+                for (size_t i = 0; i < ta.events.size() && m_diff.empty(); ++i) {
+                    if (!sameEvent(ta.events[i], tb.events[i])) // names are built only for a difference
+                        event(where + ".events[" + std::to_string(i) + "]", ta.events[i], tb.events[i]);
+                }
             }
         }
         settings();
@@ -94,6 +97,17 @@ private:
         return out;
     }
 
+    // Events share a handful of stacks: each pair of ids is compared as text once.
+    void stackCheck(const std::string& where, StackId x, StackId y)
+    {
+        const uint64_t key = (uint64_t(x.value) << 32) | y.value;
+        auto it = m_sameStacks.find(key);
+        if (it == m_sameStacks.end())
+            it = m_sameStacks.emplace(key, stack(m_a, x) == stack(m_b, y)).first;
+        if (!it->second)
+            check(where, stack(m_a, x), stack(m_b, y));
+    }
+
     void segment(const std::string& where, const Segment& x, const Segment& y)
     {
         check(where + ".device", x.device, y.device);
@@ -107,7 +121,7 @@ private:
         check(where + ".isExpandable", x.isExpandable, y.isExpandable);
         check(where + ".pool.first", x.pool.first, y.pool.first);
         check(where + ".pool.second", x.pool.second, y.pool.second);
-        check(where + ".stack", stack(m_a, x.stack), stack(m_b, y.stack));
+        stackCheck(where + ".stack", x.stack, y.stack);
         check(where + ".firstBlock", x.firstBlock, y.firstBlock);
         check(where + ".blockCount", x.blockCount, y.blockCount);
     }
@@ -118,7 +132,22 @@ private:
         check(where + ".size", x.size, y.size);
         check(where + ".requestedSize", x.requestedSize, y.requestedSize);
         check(where + ".state", int(x.state), int(y.state));
-        check(where + ".stack", stack(m_a, x.stack), stack(m_b, y.stack));
+        stackCheck(where + ".stack", x.stack, y.stack);
+    }
+
+    bool sameEvent(const TraceEvent& x, const TraceEvent& y)
+    {
+        const auto sameText = [&](StringId a, StringId b) {
+            return a.isValid() == b.isValid() && (!a.isValid() || m_a.strings->get(a) == m_b.strings->get(b));
+        };
+        if (x.action != y.action || x.addr != y.addr || x.size != y.size || x.stream != y.stream || x.timeUs != y.timeUs
+            || !sameText(x.compileContext, y.compileContext) || !sameText(x.userMetadata, y.userMetadata))
+            return false;
+        const uint64_t key = (uint64_t(x.stack.value) << 32) | y.stack.value;
+        auto it = m_sameStacks.find(key);
+        if (it == m_sameStacks.end())
+            it = m_sameStacks.emplace(key, stack(m_a, x.stack) == stack(m_b, y.stack)).first;
+        return it->second;
     }
 
     void event(const std::string& where, const TraceEvent& x, const TraceEvent& y)
@@ -130,9 +159,7 @@ private:
         check(where + ".timeUs", x.timeUs, y.timeUs);
         check(where + ".compileContext", text(m_a, x.compileContext), text(m_b, y.compileContext));
         check(where + ".userMetadata", text(m_a, x.userMetadata), text(m_b, y.userMetadata));
-        // Most events share a handful of stacks: compare the text only when the ids could differ.
-        if (x.stack != y.stack || m_a.frames != m_b.frames)
-            check(where + ".stack", stack(m_a, x.stack), stack(m_b, y.stack));
+        stackCheck(where + ".stack", x.stack, y.stack);
     }
 
     void settings()
@@ -155,6 +182,7 @@ private:
     const Snapshot& m_a;
     const Snapshot& m_b;
     std::string m_diff;
+    std::unordered_map<uint64_t, bool> m_sameStacks;
 };
 
 } // namespace

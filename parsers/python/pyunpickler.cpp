@@ -90,7 +90,16 @@ public:
         if (PyLong_Check(o)) {
             int overflow = 0;
             const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-            if (overflow != 0)
+            if (overflow > 0) {
+                // Up to 2^64-1 keeps its bit pattern, as in the native decoder.
+                const unsigned long long u = PyLong_AsUnsignedLongLong(o);
+                if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    return Value::bigInteger();
+                }
+                return Value::integer(static_cast<int64_t>(u));
+            }
+            if (overflow < 0)
                 return Value::bigInteger();
             return Value::integer(v);
         }
