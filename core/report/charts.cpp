@@ -33,6 +33,14 @@ std::string formatAxisBytes(uint64_t bytes)
     return std::to_string(bytes) + " B";
 }
 
+std::string groupedNumber(int64_t value)
+{
+    std::string digits = std::to_string(value < 0 ? -value : value);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
+        digits.insert(static_cast<size_t>(i), ",");
+    return value < 0 ? "-" + digits : digits;
+}
+
 std::string categoryClass(Category category)
 {
     return "cat-" + std::string(categoryName(category));

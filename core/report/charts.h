@@ -35,6 +35,8 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
 
 // Axis labels: "2 GiB", "512 MiB", "1.5 GiB".
 std::string formatAxisBytes(uint64_t bytes);
+// "1,001,681": event counts are long enough to need grouping.
+std::string groupedNumber(int64_t value);
 // The CSS class of a category's fill, e.g. "cat-optimizer_state".
 std::string categoryClass(Category category);
 

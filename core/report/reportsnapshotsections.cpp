@@ -33,7 +33,7 @@ std::string percent(uint64_t part, uint64_t whole)
 
 std::string eventLabel(int64_t event)
 {
-    return event < 0 ? std::string("before the trace began") : "event " + std::to_string(event);
+    return event < 0 ? std::string("before the trace began") : "event " + groupedNumber(event);
 }
 
 std::string whenLabel(Phase phase, int32_t step)
@@ -145,7 +145,7 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         facts += "; this section shows device " + std::to_string(device->device) + ". ";
     }
     const DeviceTrace* trace = analysis.snapshot->trace(device->device);
-    facts += std::to_string(trace ? trace->events.size() : 0) + " trace events, peak allocated "
+    facts += groupedNumber(trace ? static_cast<int64_t>(trace->events.size()) : 0) + " trace events, peak allocated "
         + formatBytes(device->peakAllocatedBytes) + " (" + eventLabel(device->peakEvent) + ")";
     if (device->peakReservedBytes > 0)
         facts += ", peak reserved " + formatBytes(device->peakReservedBytes);

@@ -38,14 +38,6 @@ int64_t niceCountStep(int64_t maximum)
     }
 }
 
-std::string groupedNumber(int64_t value)
-{
-    std::string digits = std::to_string(value);
-    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3)
-        digits.insert(static_cast<size_t>(i), ",");
-    return digits;
-}
-
 } // namespace
 
 std::string timelineSvg(const TimelineSeries& series, const std::vector<TimelineMarker>& markers,
@@ -81,7 +73,9 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
         const int64_t xStep = niceCountStep(series.eventCount);
         for (int64_t event = 0; event < series.eventCount; event += xStep) {
             svg.line(xOf(event), plotBottom, xOf(event), plotBottom + 4, "axis");
-            svg.text(xOf(event), plotBottom + 17, groupedNumber(event), "tick", SvgWriter::Anchor::Middle);
+            const bool nearRightEdge = xOf(event) > plotRight - 32;
+            svg.text(xOf(event), plotBottom + 17, groupedNumber(event), "tick",
+                     nearRightEdge ? SvgWriter::Anchor::End : SvgWriter::Anchor::Middle);
         }
     }
     std::string axisTitle = "trace event (" + groupedNumber(series.eventCount) + " events";
