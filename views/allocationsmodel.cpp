@@ -13,6 +13,7 @@ void AllocationsModel::clear()
 {
     beginResetModel();
     m_data.reset();
+    m_stackText.clear();
     m_rows.clear();
     m_totalBytes = 0;
     endResetModel();
@@ -21,6 +22,8 @@ void AllocationsModel::clear()
 void AllocationsModel::setMoment(std::shared_ptr<const TimelineData> data, int64_t event)
 {
     beginResetModel();
+    if (data != m_data)
+        m_stackText.clear();
     m_data = std::move(data);
     m_event = event;
     m_rows.clear();
@@ -95,9 +98,14 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
         }
         break;
-    case FilterRole:
+    case FilterRole: {
+        auto it = m_stackText.find(allocation.stack.value);
+        if (it == m_stackText.end())
+            it = m_stackText.insert(
+                allocation.stack.value, stackSearchText(*snapshot.frames, *snapshot.strings, allocation.stack));
         return QString(categoryText(allocation.category) + QLatin1Char(' ') + phaseText(allocation.phase)
-            + QLatin1Char(' ') + stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 64));
+            + QLatin1Char(' ') + *it);
+    }
     case BytesRole:
         return qulonglong(allocation.requestedSize);
     case AllocationRole:

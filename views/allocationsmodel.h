@@ -4,6 +4,8 @@
 
 #include <QAbstractTableModel>
 
+#include <QHash>
+
 #include <memory>
 #include <vector>
 
@@ -40,6 +42,9 @@ public:
 private:
     std::shared_ptr<const TimelineData> m_data;
     std::vector<int32_t> m_rows; // indices into DeviceAnalysis::allocations
+    // Search text per stack: thousands of live allocations share a few hundred stacks, and the
+    // filter proxy asks for every row on each keystroke.
+    mutable QHash<uint32_t, QString> m_stackText;
     int64_t m_event = -1;
     uint64_t m_totalBytes = 0;
 };

@@ -31,7 +31,8 @@ CaseLoader::~CaseLoader()
 }
 
 LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
-    const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress)
+    const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
+    const AnalysisOptions& options)
 {
     LoadOutcome outcome;
     auto loaded = std::make_shared<LoadedCase>();
@@ -65,15 +66,15 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
                 = request.path.isEmpty() ? QStringLiteral("pasted text") : QFileInfo(request.path).fileName();
             const QString text = QStringLiteral("Reading %1…").arg(name);
             report(doneBefore, text);
-            SnapshotReadOptions options;
-            options.cancel = &cancel;
-            options.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
+            SnapshotReadOptions readOptions;
+            readOptions.cancel = &cancel;
+            readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
             if (request.path.isEmpty()) {
                 addInput(loaded->input, "(pasted)",
-                    std::string_view(request.text.constData(), size_t(request.text.size())), options);
+                    std::string_view(request.text.constData(), size_t(request.text.size())), readOptions);
                 doneBefore += uint64_t(request.text.size());
             } else {
-                addFile(loaded->input, request.path.toStdString(), options);
+                addFile(loaded->input, request.path.toStdString(), readOptions);
                 doneBefore += uint64_t(QFileInfo(request.path).size());
             }
         }
@@ -83,7 +84,7 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
         }
         if (progress)
             progress(900, QStringLiteral("Analyzing…"));
-        loaded->analysis = analyzeCase(loaded->input);
+        loaded->analysis = analyzeCase(loaded->input, options);
     } catch (const std::exception& error) {
         outcome.errors << QStringLiteral("internal error while loading: %1").arg(QString::fromUtf8(error.what()));
         return outcome;
@@ -106,7 +107,8 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
     return outcome;
 }
 
-int CaseLoader::start(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title)
+int CaseLoader::start(
+    LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title, const AnalysisOptions& options)
 {
     const int id = m_nextId++;
     auto job = std::make_shared<Job>();
@@ -127,10 +129,12 @@ int CaseLoader::start(LoadedCasePtr base, const QList<LoadRequest>& requests, co
     });
 
     QFuture<LoadOutcome> future
-        = QtConcurrent::run([base, requests, title, cancel = job->cancel](QPromise<LoadOutcome>& promise) {
+        = QtConcurrent::run([base, requests, title, options, cancel = job->cancel](QPromise<LoadOutcome>& promise) {
               promise.setProgressRange(0, 1000);
-              promise.addResult(load(base, requests, title, *cancel,
-                  [&promise](int permille, const QString& text) { promise.setProgressValueAndText(permille, text); }));
+              promise.addResult(load(
+                  base, requests, title, *cancel,
+                  [&promise](int permille, const QString& text) { promise.setProgressValueAndText(permille, text); },
+                  options));
           });
     watcher->setFuture(future);
     return id;

@@ -40,7 +40,9 @@ public:
     ~CaseLoader() override;
 
     // `base` is the case the inputs are added to (a copy is extended); null starts a new case.
-    int start(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title);
+    // With no requests the base case is analyzed again (new settings: device, category rules).
+    int start(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
+        const AnalysisOptions& options = {});
     void cancel(int jobId);
     void cancelAll();
     int runningCount() const { return static_cast<int>(m_jobs.size()); }
@@ -49,7 +51,8 @@ public:
 
     // The work itself, synchronous; runs in the worker and in tests.
     static LoadOutcome load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
-        const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress);
+        const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
+        const AnalysisOptions& options = {});
 
 signals:
     void progressChanged(int jobId, int permille, const QString& text);

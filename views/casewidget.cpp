@@ -10,6 +10,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -45,7 +46,7 @@ CaseWidget::CaseWidget(QWidget* parent)
     auto* below = new QTabWidget(splitter);
     m_live = new LiveAllocationsView(below);
     m_allocator = new AllocatorStateWidget(below);
-    below->addTab(m_live, QStringLiteral("Live allocations at cursor"));
+    below->addTab(m_live, QStringLiteral("Live allocations"));
     below->addTab(m_allocator, QStringLiteral("Allocator state at cursor"));
     splitter->addWidget(m_timeline);
     splitter->addWidget(below);
@@ -166,6 +167,42 @@ void CaseWidget::showEvidence(const EvidenceLink& link)
 void CaseWidget::showPage(Page page)
 {
     m_tabs->setCurrentIndex(page);
+}
+
+bool CaseWidget::goToPeak()
+{
+    if (!m_data || !m_data->device() || m_data->eventCount() == 0)
+        return false;
+    if (m_tabs->currentIndex() == OverviewTab)
+        showPage(TimelineTab);
+    setCursorEvent(std::max<int64_t>(0, m_data->device()->peakEvent));
+    return true;
+}
+
+bool CaseWidget::goToOom()
+{
+    if (!m_data || !m_data->device())
+        return false;
+    for (const OomAnalysis& oom : m_data->device()->ooms) {
+        if (oom.eventIndex >= 0) {
+            if (m_tabs->currentIndex() == OverviewTab)
+                showPage(TimelineTab);
+            setCursorEvent(oom.eventIndex);
+            return true;
+        }
+    }
+    return false;
+}
+
+void CaseWidget::focusSearch()
+{
+    if (m_tabs->currentIndex() == EventsTab)
+        m_events->focusSearch();
+    else if (m_tabs->isTabEnabled(TimelineTab)) {
+        showPage(TimelineTab);
+        m_live->filter()->setFocus(Qt::ShortcutFocusReason);
+        m_live->filter()->selectAll();
+    }
 }
 
 } // namespace oomlens

@@ -36,6 +36,11 @@ public:
     void selectDevice(int snapshotIndex, int32_t device);
     int64_t cursorEvent() const { return m_cursorEvent; }
     void showPage(Page page);
+    // Moves the cursor to the allocation peak / the first OOM event of the shown device.
+    bool goToPeak();
+    bool goToOom();
+    // Puts the keyboard in the search box of the page on screen.
+    void focusSearch();
 
     OverviewPage* overview() const { return m_overview; }
     TimelineWidget* timeline() const { return m_timeline; }

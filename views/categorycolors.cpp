@@ -3,6 +3,8 @@
 #include <QApplication>
 #include <QPalette>
 
+#include <array>
+
 namespace oomlens::colors {
 
 bool darkPalette()
@@ -11,7 +13,28 @@ bool darkPalette()
     return palette.color(QPalette::Window).lightness() < palette.color(QPalette::WindowText).lightness();
 }
 
+namespace {
+
+std::array<QColor, categoryCount>& overrides()
+{
+    static std::array<QColor, categoryCount> colors;
+    return colors;
+}
+
+} // namespace
+
+void setCategoryOverride(Category category, const QColor& color)
+{
+    overrides()[size_t(category)] = color;
+}
+
 QColor category(Category category)
+{
+    const QColor chosen = overrides()[size_t(category)];
+    return chosen.isValid() ? chosen : defaultCategory(category);
+}
+
+QColor defaultCategory(Category category)
 {
     // Fixed state (parameters, gradients, optimizer) in cool tones, per-step memory in warm ones,
     // so the "what cannot shrink" part reads as one block at a glance.

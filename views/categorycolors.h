@@ -11,6 +11,10 @@ namespace oomlens {
 namespace colors {
 
 QColor category(Category category);
+// The built-in colour for the current palette, ignoring the user's choice.
+QColor defaultCategory(Category category);
+// A user's colour for a category (Settings); an invalid colour restores the default.
+void setCategoryOverride(Category category, const QColor& color);
 QColor phaseShade(Phase phase);
 QColor reservedLine();
 QColor peakMarker();

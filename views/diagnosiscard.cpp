@@ -8,6 +8,8 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPainter>
+#include <QPainterPath>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QToolButton>
@@ -35,10 +37,8 @@ DiagnosisCard::DiagnosisCard(const Diagnosis& diagnosis, int rank, QWidget* pare
     , m_diagnosis(diagnosis)
 {
     setObjectName(QStringLiteral("diagnosisCard"));
-    setFrameShape(QFrame::StyledPanel);
-    const QPalette palette = QApplication::palette();
-    setStyleSheet(QStringLiteral("QFrame#diagnosisCard { background: %1; border: 1px solid %2; border-radius: 6px; }")
-                      .arg(palette.color(QPalette::Base).name(), palette.color(QPalette::Mid).name()));
+    setFrameShape(QFrame::NoFrame);
+    setAttribute(Qt::WA_StyledBackground, false);
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(14, 12, 14, 12);
@@ -164,6 +164,24 @@ QWidget* DiagnosisCard::fixWidget(const Fix& fix, int number)
         layout->addLayout(row);
     }
     return widget;
+}
+
+void DiagnosisCard::paintEvent(QPaintEvent*)
+{
+    QPainter painter(this);
+    painter.setRenderHint(QPainter::Antialiasing);
+    QPainterPath outline;
+    outline.addRoundedRect(QRectF(rect()).adjusted(0.5, 0.5, -0.5, -0.5), 6, 6);
+    painter.fillPath(outline, palette().color(QPalette::Base));
+    painter.setPen(QPen(palette().color(QPalette::Mid), 1));
+    painter.drawPath(outline);
+}
+
+void DiagnosisCard::changeEvent(QEvent* event)
+{
+    if (event->type() == QEvent::PaletteChange)
+        update();
+    QFrame::changeEvent(event);
 }
 
 } // namespace oomlens

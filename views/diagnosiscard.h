@@ -19,6 +19,12 @@ public:
 signals:
     void evidenceActivated(const oomlens::EvidenceLink& link);
 
+protected:
+    // Painted from the current palette, not a stylesheet frozen at construction, so the card
+    // follows a live switch to dark mode.
+    void paintEvent(QPaintEvent* event) override;
+    void changeEvent(QEvent* event) override;
+
 private:
     QWidget* fixWidget(const Fix& fix, int number);
 

@@ -1,8 +1,10 @@
 #include "views/mainwindow.h"
 
+#include "core/report/htmlreport.h"
 #include "views/casewidget.h"
 #include "views/emptystatewidget.h"
 #include "views/overviewpage.h"
+#include "views/settingsdialog.h"
 #include "views/timelinewidget.h"
 
 #include <QAction>
@@ -11,6 +13,7 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDragEnterEvent>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -20,6 +23,8 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QSaveFile>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
@@ -52,6 +57,8 @@ MainWindow::MainWindow(QWidget* parent)
     setAcceptDrops(true);
     resize(1280, 860);
 
+    m_settings = AppSettings::load();
+    m_settings.applyColors();
     m_loader = new CaseLoader(this);
     connect(m_loader, &CaseLoader::progressChanged, this, &MainWindow::onProgress);
     connect(m_loader, &CaseLoader::finished, this, &MainWindow::onFinished);
@@ -151,6 +158,13 @@ void MainWindow::createActions()
             showBanner({ QStringLiteral("Could not write %1").arg(path) });
     });
     exportChart->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    QAction* exportReport = file->addAction(QStringLiteral("Export &Report…"), this, &MainWindow::exportReportDialog);
+    exportReport->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+    exportReport->setToolTip(QStringLiteral("One self-contained HTML file to send to the team"));
+    file->addSeparator();
+    QAction* settings = file->addAction(QStringLiteral("&Settings…"), this, &MainWindow::showSettings);
+    settings->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    settings->setMenuRole(QAction::PreferencesRole);
     QAction* close
         = file->addAction(QStringLiteral("&Close Case"), this, [this] { closeCase(m_cases->currentIndex()); });
     close->setShortcut(QKeySequence::Close);
@@ -173,7 +187,26 @@ void MainWindow::createActions()
     QAction* cancel = view->addAction(QStringLiteral("Cancel Loading"), this, &MainWindow::cancelLoads);
     cancel->setShortcut(QKeySequence(Qt::Key_Escape));
 
+    QMenu* go = menuBar()->addMenu(QStringLiteral("&Go"));
+    QAction* peak = go->addAction(QStringLiteral("To the &Peak"), this, [this] {
+        if (CaseWidget* current = currentCase(); current && !current->goToPeak())
+            statusBar()->showMessage(QStringLiteral("This case has no snapshot timeline"), 4000);
+    });
+    peak->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_P));
+    QAction* oom = go->addAction(QStringLiteral("To the &OOM"), this, [this] {
+        if (CaseWidget* current = currentCase(); current && !current->goToOom())
+            statusBar()->showMessage(QStringLiteral("No oom event in this snapshot"), 4000);
+    });
+    oom->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_M));
+    QAction* find = go->addAction(QStringLiteral("&Search Stacks"), this, [this] {
+        if (CaseWidget* current = currentCase())
+            current->focusSearch();
+    });
+    find->setShortcut(QKeySequence::Find);
+
     QMenu* help = menuBar()->addMenu(QStringLiteral("&Help"));
+    QAction* keys = help->addAction(QStringLiteral("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
+    keys->setShortcut(QKeySequence::HelpContents);
     help->addAction(QStringLiteral("&About oomlens"), this, [this] {
         QMessageBox::about(this, QStringLiteral("About oomlens"),
             QStringLiteral("<b>oomlens %1</b><p>Explains PyTorch GPU out-of-memory failures from memory "
@@ -194,7 +227,7 @@ void MainWindow::openFiles(const QStringList& paths)
 
 void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, const QString& title)
 {
-    if (requests.isEmpty())
+    if (requests.isEmpty() && !target)
         return;
     // A newer load into the same case supersedes the older one: cancel it, drop its result.
     if (target) {
@@ -213,11 +246,13 @@ void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, co
             files << request.path;
     }
     addRecent(files);
-    const int id = m_loader->start(target ? target->loadedCase() : nullptr, requests, title);
+    const int id
+        = m_loader->start(target ? target->loadedCase() : nullptr, requests, title, m_settings.analysisOptions());
     m_pending.insert(id, { target, target == nullptr });
     m_latestJob = id;
     m_progress->setValue(0);
-    m_progressText->setText(QStringLiteral("Loading %1…").arg(title));
+    m_progressText->setText(requests.isEmpty() ? QStringLiteral("Analyzing again…")
+                                               : QStringLiteral("Loading %1…").arg(title));
     updateState();
 }
 
@@ -259,8 +294,20 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
     if (outcome.cancelled) {
         statusBar()->showMessage(QStringLiteral("Loading cancelled"), 5000);
     } else {
-        if (!outcome.errors.isEmpty())
-            showBanner(outcome.errors);
+        QStringList problems = outcome.errors;
+        if (outcome.loaded) {
+            // A rules file that stopped parsing must not fail silently: the bands would lie.
+            for (const SnapshotAnalysis& snapshot : outcome.loaded->analysis.snapshots) {
+                const QString error = QString::fromStdString(snapshot.rulesError);
+                const QString line = QStringLiteral("Category rules not applied (%1): %2 — fix the file or clear it "
+                                                    "in Settings.")
+                                         .arg(m_settings.rulesPath, error);
+                if (!error.isEmpty() && !problems.contains(line))
+                    problems << line;
+            }
+        }
+        if (!problems.isEmpty())
+            showBanner(problems);
         else
             hideBanner();
         if (outcome.loaded) {
@@ -269,6 +316,8 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
                 // The case was closed while loading: nothing to update.
             } else if (!widget) {
                 widget = new CaseWidget(m_cases);
+                widget->timeline()->setPreferredAxis(
+                    m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time);
                 widget->setCase(outcome.loaded);
                 const int index = m_cases->addTab(widget, outcome.loaded->title);
                 m_cases->setCurrentIndex(index);
@@ -510,6 +559,90 @@ QStringList MainWindow::writeScreenshots(const QString& directory)
             written << QDir(directory).filePath(QStringLiteral("timeline-chart.svg"));
     }
     return written;
+}
+
+void MainWindow::showSettings()
+{
+    SettingsDialog dialog(m_settings, this);
+    if (dialog.exec() == QDialog::Accepted)
+        applySettings(dialog.settings());
+}
+
+void MainWindow::applySettings(const AppSettings& settings)
+{
+    const bool reanalyze = !settings.sameAnalysis(m_settings);
+    m_settings = settings;
+    m_settings.save();
+    m_settings.applyColors();
+    const auto axis = m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time;
+    for (int i = 0; i < m_cases->count(); ++i) {
+        CaseWidget* widget = caseAt(i);
+        widget->timeline()->setPreferredAxis(axis);
+        widget->timeline()->setAxis(axis);
+        widget->timeline()->refreshColors();
+        widget->update();
+        if (reanalyze && widget->loadedCase())
+            load(widget, {}, QString());
+    }
+}
+
+bool MainWindow::exportReport(const QString& path)
+{
+    CaseWidget* current = currentCase();
+    if (!current || !current->loadedCase()) {
+        showBanner({ QStringLiteral("Open a case first: there is nothing to report yet.") });
+        return false;
+    }
+    const LoadedCase& loaded = *current->loadedCase();
+    const std::string html = report::buildHtmlReport(loaded.input, loaded.analysis);
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(html.data(), qint64(html.size())) != qint64(html.size())
+        || !file.commit()) {
+        showBanner({ QStringLiteral("Could not write the report to %1: %2").arg(path, file.errorString()) });
+        return false;
+    }
+    statusBar()->showMessage(QStringLiteral("Report written to %1").arg(path), 8000);
+    return true;
+}
+
+void MainWindow::exportReportDialog()
+{
+    CaseWidget* current = currentCase();
+    if (!current)
+        return;
+    QString name = m_cases->tabText(m_cases->indexOf(current)).section(QLatin1Char('.'), 0, 0);
+    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_-]+")), QStringLiteral("_"));
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export report"),
+        QStringLiteral("%1-oom-report.html").arg(name.isEmpty() ? QStringLiteral("case") : name),
+        QStringLiteral("HTML report (*.html)"));
+    if (!path.isEmpty())
+        exportReport(path);
+}
+
+void MainWindow::showShortcuts()
+{
+    const std::pair<QString, QString> rows[] = {
+        { QStringLiteral("Ctrl+O / Ctrl+Shift+O"), QStringLiteral("Open as a new case / add to the current case") },
+        { QStringLiteral("Ctrl+V / Ctrl+Shift+V"), QStringLiteral("Paste a traceback, summary or log into the case / "
+                                                                  "as a new case") },
+        { QStringLiteral("Ctrl+1, Ctrl+2, Ctrl+3"), QStringLiteral("Overview, Timeline, Events") },
+        { QStringLiteral("Ctrl+P / Ctrl+M"), QStringLiteral("Move the cursor to the peak / to the OOM") },
+        { QStringLiteral("Ctrl+F"), QStringLiteral("Search the stacks of the live allocations or events") },
+        { QStringLiteral("Ctrl+E / Ctrl+Shift+E"), QStringLiteral("Export the chart (PNG, SVG) / the HTML report") },
+        { QStringLiteral("Ctrl+,"), QStringLiteral("Settings") },
+        { QStringLiteral("Ctrl+W"), QStringLiteral("Close the case") },
+        { QStringLiteral("Esc"), QStringLiteral("Cancel loading") },
+        { QStringLiteral("Wheel, drag"), QStringLiteral("Zoom and pan the timeline; Shift+drag zooms to an area") },
+        { QStringLiteral("← → / + − / Home"), QStringLiteral("Timeline: pan / zoom / whole trace") },
+        { QStringLiteral("Shift+← →"), QStringLiteral("Timeline: move the cursor one event") },
+    };
+    QString html = QStringLiteral("<table cellspacing='6'>");
+    for (const auto& [keys, meaning] : rows)
+        html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), meaning.toHtmlEscaped());
+    html += QStringLiteral("</table>");
+    QMessageBox box(QMessageBox::NoIcon, QStringLiteral("Keyboard shortcuts"), html, QMessageBox::Close, this);
+    box.setTextFormat(Qt::RichText);
+    box.exec();
 }
 
 } // namespace oomlens

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "views/appsettings.h"
 #include "views/caseloader.h"
 
 #include <QHash>
@@ -31,7 +32,8 @@ public:
 
     // Opens the files as one new case (command line, File ▸ Open).
     void openFiles(const QStringList& paths);
-    // Adds files or text to `target`, or to a new case when target is null.
+    // Adds files or text to `target`, or to a new case when target is null. No requests with a
+    // target analyzes that case again under the current settings.
     void load(CaseWidget* target, const QList<LoadRequest>& requests, const QString& title);
     // Reads the clipboard as text; into the current case unless `newCase`.
     void pasteFromClipboard(bool newCase = false);
@@ -42,6 +44,13 @@ public:
     bool isLoading() const { return !m_pending.isEmpty(); }
     QString bannerText() const;
     CaseLoader* loader() const { return m_loader; }
+
+    const AppSettings& settings() const { return m_settings; }
+    // Stores the settings, recolours the views and re-analyzes every open case when the device
+    // or the category rules changed.
+    void applySettings(const AppSettings& settings);
+    // Writes the current case as one self-contained HTML file; false with the banner set on error.
+    bool exportReport(const QString& path);
 
     // Writes PNGs of every view of the current case once loading is done, then emits
     // screenshotsWritten. Used by `oomlens --screenshot DIR FILE...` for the README.
@@ -75,6 +84,9 @@ private:
     void rebuildRecentMenu();
     void openDialog(bool newCase);
     void openExample();
+    void showSettings();
+    void showShortcuts();
+    void exportReportDialog();
     void cancelLoads();
     void closeCase(int index);
     QString nextPasteTitle();
@@ -93,6 +105,7 @@ private:
     QMenu* m_recentMenu = nullptr;
     QString m_screenshotDirectory;
     int m_pasteCount = 0;
+    AppSettings m_settings;
 };
 
 } // namespace oomlens

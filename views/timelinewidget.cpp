@@ -105,7 +105,7 @@ void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
     m_cursorEvent = -1;
     const bool hasTime = m_data && m_data->hasTime();
     m_axisBox->setEnabled(hasTime);
-    m_axis = hasTime ? Axis::Time : Axis::Events;
+    m_axis = hasTime ? m_preferredAxis : Axis::Events;
     {
         const QSignalBlocker blocker(m_axisBox);
         m_axisBox->setCurrentIndex(m_axis == Axis::Time ? 0 : 1);
@@ -543,7 +543,9 @@ bool TimelineWidget::exportImage(const QString& path)
         m_plot->toPainter(&painter, width, height);
         return painter.end();
     }
-    return m_plot->savePng(path, width, height);
+    // At the screen's pixel ratio (at least 2×) so the PNG stays sharp on HiDPI screens and slides.
+    const double scale = std::max(2.0, devicePixelRatioF());
+    return m_plot->savePng(path, width, height, scale);
 }
 
 void TimelineWidget::exportDialog()

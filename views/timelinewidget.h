@@ -33,6 +33,10 @@ public:
     std::shared_ptr<const TimelineData> timeline() const { return m_data; }
     void setAxis(Axis axis);
     Axis axis() const { return m_axis; }
+    // The axis a newly set timeline starts on (Settings); time falls back to events without time_us.
+    void setPreferredAxis(Axis axis) { m_preferredAxis = axis; }
+    // Re-reads category colours and the palette (after Settings changed them).
+    void refreshColors() { applyColors(); }
 
     int64_t cursorEvent() const { return m_cursorEvent; }
     // Visible event range, for tests and the status line.
@@ -78,6 +82,7 @@ private:
     QCPItemStraightLine* m_cursorLine = nullptr;
     std::shared_ptr<const TimelineData> m_data;
     Axis m_axis = Axis::Time;
+    Axis m_preferredAxis = Axis::Time;
     int64_t m_cursorEvent = -1;
     bool m_rebuilding = false;
     QPoint m_pressPos;

@@ -114,4 +114,17 @@ QString stackText(const FrameTable& frames, const StringTable& strings, StackId 
     return lines.join(QLatin1Char('\n'));
 }
 
+QString stackSearchText(const FrameTable& frames, const StringTable& strings, StackId stack)
+{
+    if (!stack.isValid())
+        return {};
+    QString text;
+    for (FrameId id : frames.stack(stack)) {
+        const Frame& frame = frames.frame(id);
+        text += toQString(strings.get(frame.name)) + QLatin1Char(' ') + toQString(strings.get(frame.filename))
+            + QLatin1Char(':') + QString::number(frame.line) + QLatin1Char('\n');
+    }
+    return text;
+}
+
 } // namespace oomlens

@@ -29,5 +29,7 @@ QString categoryText(Category category);
 QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack);
 // Up to `limit` frames, innermost first, one per line.
 QString stackText(const FrameTable& frames, const StringTable& strings, StackId stack, int limit);
+// Every frame of a stack with full file paths, one line each: what text search looks through.
+QString stackSearchText(const FrameTable& frames, const StringTable& strings, StackId stack);
 
 } // namespace oomlens
