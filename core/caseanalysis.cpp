@@ -31,6 +31,7 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     const TextFindings& text = input.text;
     const bool expandableInText = !expandableSegmentsSource(text).empty();
     const bool asyncInText = !text.allocConfs.empty() && text.allocConfs.back().backend() == "cudaMallocAsync";
+    const GpuCount gpusInText = textGpuCount(text);
 
     std::vector<Diagnosis> measured;
     for (size_t i = 0; i < input.snapshots.size(); ++i) {
@@ -45,6 +46,8 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
         context.snapshotIndex = index;
         context.expandableSegmentsOn = expandableInText;
         context.asyncAllocator = asyncInText;
+        context.gpuCount = gpusInText.count;
+        context.gpuCountEvidence = gpusInText.evidence;
         const MessageLink link = linkMessage(text, *device, index);
         result.links.insert(result.links.end(), link.notes.begin(), link.notes.end());
         if (link.messageIndex) {

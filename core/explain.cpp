@@ -58,9 +58,12 @@ void explainNumbers(const OomFacts& f, std::vector<std::string>& lines)
     } else if (f.mpsOtherBytes) {
         lines.push_back("Other allocations in this process (outside the MPS allocator) take " + formatBytes(*f.mpsOtherBytes) + ".");
     }
-    if (const auto unattributed = f.unattributedOutsideBytes(); unattributed && *unattributed > 0 && f.total && !f.mpsOtherBytes)
+    // A few MiB unaccounted for is rounding in the printed figures; only a real amount is worth a line.
+    if (const auto unattributed = f.unattributedOutsideBytes(); unattributed && f.total && !f.mpsOtherBytes
+        && (*unattributed > 256 * MiB || static_cast<double>(*unattributed) > 0.02 * static_cast<double>(*f.total)))
         lines.push_back(formatBytes(*unattributed) + percentOf(*unattributed, *f.total)
-                        + " of the card is in use by neither PyTorch's cache nor a listed process: a CUDA context takes 0.3-1 GiB, more points to other processes.");
+                        + " of the card is used outside PyTorch's cache and by no process the message names. A CUDA context "
+                          "takes 0.3-1 GiB; much more than that usually means another process is on the card.");
     if (f.garbageProcessNumbers)
         lines.push_back("A process figure in the message is impossible (NVML's \"not available\" value, 2^64 bytes) and is ignored.");
     if (f.inconsistent)

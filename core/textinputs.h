@@ -125,6 +125,7 @@ struct TextFindings {
     std::vector<NvidiaSmiTable> nvidiaSmi;
     std::vector<AllocConfSetting> allocConfs;
     std::vector<TracebackInfo> tracebacks; // tracebacks that carry no OOM message of their own
+    std::vector<int> launcherRanks;        // distinct ranks in torchrun's "[rankN]:" line prefixes, ascending
     bool empty() const
     {
         return oomMessages.empty() && summaries.empty() && nvidiaSmi.empty() && allocConfs.empty()

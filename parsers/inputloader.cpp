@@ -73,6 +73,7 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
     append(target.text.nvidiaSmi, findings.nvidiaSmi);
     append(target.text.allocConfs, findings.allocConfs);
     append(target.text.tracebacks, findings.tracebacks);
+    append(target.text.launcherRanks, findings.launcherRanks);
     target.inputs.push_back(std::move(input));
 }
 

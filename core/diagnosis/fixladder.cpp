@@ -10,6 +10,9 @@ namespace oomlens {
 
 namespace {
 
+constexpr int assumedBlocks = 16; // a mid-sized transformer, when the trace cannot tell
+constexpr int assumedRanks = 2;   // the smallest data-parallel run, when the inputs cannot tell
+
 std::string autocastDevice(const std::string& backend)
 {
     if (backend == "mps" || backend == "xpu")
@@ -22,24 +25,26 @@ std::string allocConfVariable(const std::string& backend)
     return backend == "hip" ? "PYTORCH_HIP_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
 }
 
-// "halves the 11.20 GiB of activations: -5.60 GiB; it would fit with 1.10 GiB to spare."
-std::string projection(std::string what, uint64_t saving, const MemoryBudget& budget, bool keepsFragmentation = true)
-{
-    if (!what.empty())
-        what[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(what[0])));
-    const std::string fit = budget.fitPhrase(saving, keepsFragmentation);
-    return what + ": " + formatSignedBytes(-static_cast<int64_t>(saving)) + (fit.empty() ? "" : "; " + fit) + ".";
-}
-
-void project(Fix& fix, const std::string& what, uint64_t saving, const MemoryBudget& budget, bool keepsFragmentation = true)
+// "Bf16 autocast halves the 11.20 GiB of activations: -5.60 GiB; it would fit with 1.10 GiB to spare."
+// `saving` is live tensor bytes the fix frees; the fit follows MemoryBudget's model.
+void project(Fix& fix, std::string what, uint64_t saving, const MemoryBudget& budget)
 {
     if (saving == 0)
         return;
+    if (!what.empty())
+        what[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(what[0])));
     fix.projectedSavingBytes = static_cast<int64_t>(saving);
-    const auto spare = budget.spareAfter(saving, keepsFragmentation);
+    const auto spare = budget.spareAfter(saving);
     if (spare)
         fix.fitsAfter = *spare >= 0;
-    fix.detail += " " + projection(what, saving, budget, keepsFragmentation);
+    const std::string fit = budget.fitPhrase(saving);
+    fix.detail += " " + what + ": " + formatSignedBytes(-static_cast<int64_t>(saving)) + (fit.empty() ? "" : "; " + fit) + ".";
+}
+
+// Bands measured and this one empty: the fix has nothing to act on in this failure.
+bool measuredEmpty(const MemoryBudget& budget, uint64_t bytes)
+{
+    return budget.bands.has_value() && bytes == 0;
 }
 
 Fix microBatch(const FixContext& context)
@@ -80,7 +85,9 @@ Fix bf16(const FixContext& context)
             std::nullopt, std::nullopt, false};
     const uint64_t activations = context.budget.activationBytes();
     if (activations > 0)
-        project(fix, "bf16 autocast halves the " + formatBytes(activations) + " of fp32 activations", activations / 2, context.budget);
+        project(fix, "if they are fp32 today, bf16 autocast halves the " + formatBytes(activations) + " of activations (nothing to gain if "
+                "the run already uses bf16 or fp16)",
+                activations / 2, context.budget);
     return fix;
 }
 
@@ -99,11 +106,16 @@ Fix checkpointing(const FixContext& context)
             std::nullopt, std::nullopt, false};
     const uint64_t activations = context.budget.activationBytes();
     if (activations > 0) {
-        const int blocks = context.budget.estimatedBlocks > 1 ? context.budget.estimatedBlocks : 16;
+        // Per-block checkpointing keeps every block's input plus one block's activations while it
+        // is recomputed: A/N + N·input. How big a block's input is next to its saved activations
+        // depends on the model (about 1/17 for a transformer layer, more for convolutions), so we
+        // project the classic sqrt(N)-segment figure, A/√N, which never keeps less than that.
+        const bool measured = context.budget.estimatedBlocks > 1;
+        const int blocks = measured ? context.budget.estimatedBlocks : assumedBlocks;
         const auto kept = static_cast<uint64_t>(static_cast<double>(activations) / std::sqrt(static_cast<double>(blocks)));
-        const std::string assumption = context.budget.estimatedBlocks > 1
-            ? std::to_string(blocks) + " repeated blocks seen"
-            : "assuming about 16 blocks";
+        const std::string assumption = measured
+            ? std::to_string(blocks) + " repeated blocks: " + context.budget.blocksEvidence
+            : "assuming " + std::to_string(assumedBlocks) + " blocks: the stacks do not show how many the model repeats";
         project(fix, "checkpointing keeps about 1/sqrt(N) of the " + formatBytes(activations) + " of activations (" + assumption + ")",
                 activations - kept, context.budget);
     }
@@ -132,8 +144,16 @@ std::optional<Fix> expandableSegments(const FixContext& context)
             std::nullopt, std::nullopt, false};
     if (context.preExpandableTorch)
         fix.detail += " The message comes from PyTorch 2.0 or older: expandable segments need 2.1 or newer.";
-    project(fix, "it recovers the " + formatBytes(context.budget.fragmentedBytes) + " held in split blocks",
-            context.budget.fragmentedBytes, context.budget, false);
+    // It frees no tensor: the split cache becomes usable, so `blocked` drops out of the budget.
+    const uint64_t recovered = context.budget.fragmentedBytes;
+    if (recovered > 0) {
+        fix.projectedSavingBytes = static_cast<int64_t>(recovered);
+        if (const auto spare = context.budget.spareAfter(0, true))
+            fix.fitsAfter = *spare >= 0;
+        const std::string fit = context.budget.fitPhrase(0, true);
+        fix.detail += " It makes the " + formatBytes(recovered) + " now split in the cache usable again; live tensors stay as they are"
+            + (fit.empty() ? "" : ": " + fit) + ".";
+    }
     return fix;
 }
 
@@ -160,7 +180,9 @@ Fix sdpa(const FixContext& context)
             "# Hugging Face models\n"
             "AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")  # or \"flash_attention_2\"",
             std::nullopt, std::nullopt, false};
-    if (context.budget.quadraticBytes > 0)
+    // Below 2% of live memory the name-based count of score buffers is noise, not a saving.
+    const MemoryBudget& budget = context.budget;
+    if (budget.quadraticBytes > 0 && budget.quadraticBytes * 50 >= budget.liveBytes)
         project(fix, "it avoids the " + formatBytes(context.budget.quadraticBytes) + " of seq x seq buffers",
                 context.budget.quadraticBytes, context.budget);
     return fix;
@@ -176,8 +198,10 @@ Fix shorterSequences()
                std::nullopt, std::nullopt, true};
 }
 
-Fix optimizer8bit(const FixContext& context)
+std::optional<Fix> optimizer8bit(const FixContext& context)
 {
+    if (measuredEmpty(context.budget, context.budget.band(Category::OptimizerState)))
+        return std::nullopt;
     Fix fix{"optimizer_8bit", "Keep Adam's state in 8 bits",
             "Adam keeps two fp32 moments, 8 bytes per parameter; bitsandbytes stores them in 8 bits, about 2 bytes. "
             "Paged variants also spill the state to CPU on spikes. Convergence is usually unchanged; compare the loss curve.",
@@ -193,10 +217,15 @@ Fix optimizer8bit(const FixContext& context)
     return fix;
 }
 
-Fix zero(const FixContext& context)
+std::optional<Fix> zero(const FixContext& context)
 {
     const MemoryBudget& budget = context.budget;
-    const int ranks = budget.gpuCount >= 2 ? budget.gpuCount : 2;
+    if (measuredEmpty(budget, budget.fixedStateBytes()))
+        return std::nullopt;
+    const bool ranksKnown = budget.gpuCount >= 2;
+    const int ranks = ranksKnown ? budget.gpuCount : assumedRanks;
+    // Stage k keeps 1/R of each sharded band on every rank, so it frees (1 − 1/R) of it:
+    // ZeRO-1 the optimizer state, ZeRO-2 also the gradients, ZeRO-3 also the parameters.
     const auto shard = [ranks](uint64_t bytes) { return bytes - bytes / static_cast<uint64_t>(ranks); };
     const uint64_t stage1 = shard(budget.band(Category::OptimizerState));
     const uint64_t stage2 = stage1 + shard(budget.band(Category::Gradients));
@@ -226,14 +255,19 @@ Fix zero(const FixContext& context)
             "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy\n"
             "model = FSDP(model, sharding_strategy=ShardingStrategy." + std::string(stage == 3 ? "FULL_SHARD" : "SHARD_GRAD_OP") + ")",
             std::nullopt, std::nullopt, false};
+    fix.detail += ranksKnown ? " The run has " + std::to_string(ranks) + " GPUs (" + budget.gpuCountEvidence + ")."
+                             : " The inputs do not show how many GPUs the run has; the figures assume " + std::to_string(ranks)
+            + ", and every extra GPU shards the state further.";
     if (saving > 0)
         project(fix, "ZeRO-" + stageText + " over " + std::to_string(ranks) + " GPUs keeps 1/" + std::to_string(ranks) + " of the sharded state",
                 saving, budget);
     return fix;
 }
 
-Fix offload(const FixContext& context)
+std::optional<Fix> offload(const FixContext& context)
 {
+    if (measuredEmpty(context.budget, context.budget.fixedStateBytes()))
+        return std::nullopt;
     Fix fix{"offload", "Offload optimizer state (and parameters) to CPU or NVMe",
             "The last resort on one GPU: the state lives in host memory and crosses PCIe every step, several times slower.",
             "// DeepSpeed ds_config.json\n"
@@ -251,8 +285,10 @@ Fix offload(const FixContext& context)
     return fix;
 }
 
-Fix lora(const FixContext& context)
+std::optional<Fix> lora(const FixContext& context)
 {
+    if (measuredEmpty(context.budget, context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients)))
+        return std::nullopt;
     Fix fix{"lora", "Fine-tune adapters instead of the whole model (LoRA / QLoRA)",
             "The base weights are frozen and only small low-rank adapters get gradients and optimizer state; QLoRA "
             "also stores the frozen base in 4 bits. This trains a different, smaller set of weights: it changes the experiment.",

@@ -4,18 +4,18 @@
 
 namespace oomlens {
 
-std::optional<int64_t> MemoryBudget::spareAfter(uint64_t saving, bool keepsFragmentation) const
+std::optional<int64_t> MemoryBudget::spareAfter(uint64_t liveSaving, bool recoversFragmentation) const
 {
     if (!usableBytes || liveBytes == 0)
         return std::nullopt;
-    const uint64_t live = liveBytes > saving ? liveBytes - saving : 0;
-    const uint64_t blocked = keepsFragmentation ? fragmentedBytes : 0;
+    const uint64_t live = liveBytes > liveSaving ? liveBytes - liveSaving : 0;
+    const uint64_t blocked = recoversFragmentation ? 0 : fragmentedBytes;
     return static_cast<int64_t>(*usableBytes) - static_cast<int64_t>(live + request + blocked);
 }
 
-std::string MemoryBudget::fitPhrase(uint64_t saving, bool keepsFragmentation) const
+std::string MemoryBudget::fitPhrase(uint64_t liveSaving, bool recoversFragmentation) const
 {
-    const auto spare = spareAfter(saving, keepsFragmentation);
+    const auto spare = spareAfter(liveSaving, recoversFragmentation);
     if (!spare)
         return {};
     if (*spare >= 0)

@@ -1,5 +1,6 @@
 #include "core/diagnosis/snapshotdiagnosis.h"
 
+#include "core/diagnosis/blockcount.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/fixladder.h"
 #include "core/diagnosis/stepprofile.h"
@@ -56,6 +57,7 @@ public:
         , m_context(context)
         , m_profile(profileDevice(device, oom.eventIndex))
     {
+        correctClosureForward();
         const Snapshot& snapshot = *analysis.snapshot;
         m_fixes.backend = context.message ? context.message->backend : "cuda";
         m_fixes.expandableSegmentsOn = context.expandableSegmentsOn
@@ -69,15 +71,19 @@ public:
             m_fixes.allowedBytes = context.message->allowed;
         }
         MemoryBudget& budget = m_fixes.budget;
-        budget.bands = oom.liveByCategory;
+        budget.bands = m_oom.liveByCategory;
         budget.liveBytes = 0;
-        for (const uint64_t bytes : oom.liveByCategory)
+        for (const uint64_t bytes : m_oom.liveByCategory)
             budget.liveBytes += bytes;
-        budget.request = oom.requestedBytes;
+        budget.request = m_oom.requestedBytes;
         budget.fragmentedBytes = oom.reservedBytes > oom.allocatedBytes ? oom.reservedBytes - oom.allocatedBytes : 0;
         m_capacity = snapshotCapacity(device, context);
         budget.usableBytes = oom.reservedBytes + oom.deviceFreeBytes;
         budget.quadraticBytes = quadraticBytesAtOom();
+        const BlockEstimate blocks = estimateRepeatedBlocks(device, oom.eventIndex);
+        budget.estimatedBlocks = blocks.blocks;
+        budget.blocksEvidence = blocks.evidence;
+        countGpus(context);
     }
 
     std::vector<Diagnosis> run()
@@ -93,10 +99,73 @@ public:
         otherProcess();
         if (m_out.empty())
             workingSet();
+        if (m_closureForwardBytes > 0) {
+            for (auto& d : m_out)
+                evidence(d, formatBytes(m_closureForwardBytes) + " that the timeline bands as optimizer state was allocated by module forward code "
+                                "running inside optimizer.step() (a closure, the way Lightning runs training_step): counted as activations here");
+        }
         return std::move(m_out);
     }
 
 private:
+    // Ranks for ZeRO's projection: the log's rank prefixes or nvidia-smi when the text shows them,
+    // else the devices this snapshot holds memory on (DataParallel, or a process driving several GPUs).
+    void countGpus(const SnapshotDiagnosisContext& context)
+    {
+        MemoryBudget& budget = m_fixes.budget;
+        int devices = 0;
+        for (const auto& device : m_analysis.devices) {
+            if (!device.allocations.empty() || !device.eventAllocation.empty())
+                ++devices;
+        }
+        if (context.gpuCount >= 2) {
+            budget.gpuCount = context.gpuCount;
+            budget.gpuCountEvidence = context.gpuCountEvidence;
+        } else if (devices >= 2) {
+            budget.gpuCount = devices;
+            budget.gpuCountEvidence = "the snapshot holds memory on " + std::to_string(devices) + " devices";
+        }
+    }
+
+    bool hasModuleForwardFrame(StackId stack) const
+    {
+        const Snapshot& snapshot = *m_analysis.snapshot;
+        if (!snapshot.frames || !snapshot.strings || !stack.isValid() || stack.value >= snapshot.frames->stackCount())
+            return false;
+        for (const FrameId id : snapshot.frames->stack(stack)) {
+            const Frame& frame = snapshot.frames->frame(id);
+            if (snapshot.strings->get(frame.name) == "forward")
+                return true;
+        }
+        return false;
+    }
+
+    // Lightning (and any closure-taking optimizer) runs forward and backward inside
+    // optimizer.step(), so the stacks of a whole training step pass through torch/optim and the
+    // timeline bands its activations as optimizer state. A real optimizer state tensor is never
+    // made by a module's forward: move those bytes back to activations before judging the bands.
+    void correctClosureForward()
+    {
+        const auto optimizerState = static_cast<size_t>(Category::OptimizerState);
+        if (m_oom.liveByCategory[optimizerState] == 0)
+            return;
+        std::unordered_map<uint32_t, bool> forwardStack;
+        for (const auto& allocation : m_device.allocations) {
+            if (allocation.category != Category::OptimizerState || !allocation.liveAfter(m_oom.eventIndex))
+                continue;
+            auto [it, inserted] = forwardStack.try_emplace(allocation.stack.value, false);
+            if (inserted)
+                it->second = hasModuleForwardFrame(allocation.stack);
+            if (it->second)
+                m_closureForwardBytes += allocation.requestedSize;
+        }
+        m_closureForwardBytes = std::min(m_closureForwardBytes, m_oom.liveByCategory[optimizerState]);
+        m_oom.liveByCategory[optimizerState] -= m_closureForwardBytes;
+        m_oom.liveByCategory[static_cast<size_t>(Category::Activations)] += m_closureForwardBytes;
+        if (m_oom.phase == Phase::Optimizer && hasModuleForwardFrame(m_oom.stack))
+            m_oom.phase = Phase::Forward;
+    }
+
     EvidenceLink link(int64_t event) const
     {
         EvidenceLink result{m_context.snapshotIndex, m_device.device, event, 0};
@@ -180,7 +249,8 @@ private:
             return;
         double confidence = 0.0;
         Diagnosis d = makeDiagnosis("fragmentation", 0.0, {});
-        if (m_oom.freeInPoolBytes >= request && m_oom.largestFreeBlock < request) {
+        const bool pooled = m_oom.freeInPoolBytes >= request && m_oom.largestFreeBlock < request;
+        if (pooled) {
             confidence = 0.9;
             evidence(d, formatBytes(m_oom.freeInPoolBytes) + " sat free in cached blocks of that pool, more than the " + formatBytes(request)
                             + " request, but the largest free block was " + formatBytes(m_oom.largestFreeBlock), m_oom.eventIndex);
@@ -192,7 +262,14 @@ private:
         }
         if (confidence <= 0)
             return;
-        if (confidence < 0.9 && m_oom.largestFreeBlock < request && m_oom.largestFreeBlock > 0)
+        // Reserved − allocated also counts block rounding and the other pool: a few percent of the
+        // cache is normal slack, and freeing it would not make room for the next step anyway.
+        // Only waste that is a real share of the cache (or big in absolute terms) is a diagnosis.
+        const double significance = clamp01(ratio(unused, m_oom.reservedBytes) / 0.05);
+        if (significance < 0.5 && unused < 512 * MiB)
+            return;
+        confidence *= 0.6 + 0.4 * std::max(significance, unused >= GiB ? 1.0 : 0.0);
+        if (!pooled && m_oom.largestFreeBlock < request && m_oom.largestFreeBlock > 0)
             evidence(d, "no free block could take " + formatBytes(request) + ": the largest was " + formatBytes(m_oom.largestFreeBlock));
         evidence(d, "the card had only " + formatBytes(m_oom.deviceFreeBytes) + " left to reserve a new segment");
         if (m_fixes.expandableSegmentsOn) {
@@ -481,7 +558,8 @@ private:
 
     const SnapshotAnalysis& m_analysis;
     const DeviceAnalysis& m_device;
-    const OomAnalysis& m_oom;
+    OomAnalysis m_oom; // corrected for forward passes run inside optimizer.step(), see correctClosureForward
+    uint64_t m_closureForwardBytes = 0;
     const SnapshotDiagnosisContext& m_context;
     DeviceProfile m_profile;
     FixContext m_fixes;

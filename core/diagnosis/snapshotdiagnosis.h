@@ -5,6 +5,7 @@
 #include "core/diagnosis/oomfacts.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace oomlens {
@@ -15,6 +16,8 @@ struct SnapshotDiagnosisContext {
     std::optional<OomFacts> message;  // the OOM message linked to this snapshot's oom event
     bool expandableSegmentsOn = false; // from text settings; the snapshot's own settings are read too
     bool asyncAllocator = false;
+    int gpuCount = 0;                  // ranks the text shows ([rankN]: prefixes, nvidia-smi); 0 unknown
+    std::string gpuCountEvidence;
 };
 
 // Diagnoses from measured evidence: which phase and step failed, which band grew, step-over-step

@@ -69,7 +69,11 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
         return; // cudaMallocAsync has no split blocks of its own to fragment
     double confidence = 0.0;
     Diagnosis d = makeDiagnosis("fragmentation", 0.0, {});
-    if (f.request && f.reservedUnallocated && f.reserved) {
+    // A few percent of the cache unused is normal slack (rounding, the small pool, the last freed
+    // batch); it may cover a small request, but recovering it would not keep the run alive.
+    const bool significantWaste = f.reservedUnallocated && f.reserved
+        && (ratio(*f.reservedUnallocated, *f.reserved) >= 0.025 || *f.reservedUnallocated >= 512 * MiB);
+    if (f.request && f.reservedUnallocated && f.reserved && significantWaste) {
         const uint64_t request = *f.request;
         const uint64_t unallocated = *f.reservedUnallocated;
         const double share = ratio(unallocated, *f.reserved);
@@ -336,6 +340,24 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
 
 } // namespace
 
+GpuCount textGpuCount(const TextFindings& findings)
+{
+    std::vector<int> ranks = findings.launcherRanks;
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+    if (ranks.size() >= 2) {
+        // Ranks 0-7 in the prefixes: at least 8 ranks, even if some never printed anything.
+        const int count = std::max(static_cast<int>(ranks.size()), ranks.back() + 1);
+        return {count, "the log's line prefixes name ranks " + std::to_string(ranks.front()) + " to " + std::to_string(ranks.back())};
+    }
+    size_t gpus = 0;
+    for (const auto& table : findings.nvidiaSmi)
+        gpus = std::max(gpus, table.gpus.size());
+    if (gpus >= 2)
+        return {static_cast<int>(gpus), "nvidia-smi lists " + std::to_string(gpus) + " GPUs"};
+    return {};
+}
+
 std::string expandableSegmentsSource(const TextFindings& findings)
 {
     for (auto it = findings.allocConfs.rbegin(); it != findings.allocConfs.rend(); ++it) {
@@ -361,6 +383,9 @@ FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
     fixes.allowedBytes = facts.allowed;
 
     MemoryBudget& budget = fixes.budget;
+    const GpuCount gpus = textGpuCount(context);
+    budget.gpuCount = gpus.count;
+    budget.gpuCountEvidence = gpus.evidence;
     budget.liveBytes = facts.allocated.value_or(0);
     budget.request = facts.request.value_or(0);
     budget.fragmentedBytes = facts.reservedUnallocated.value_or(0);

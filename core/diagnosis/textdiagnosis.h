@@ -5,6 +5,7 @@
 #include "core/diagnosis/oomfacts.h"
 #include "core/textinputs.h"
 
+#include <string>
 #include <vector>
 
 namespace oomlens {
@@ -20,6 +21,14 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
 
 // Allocator settings and the budget a message implies, for fixes built elsewhere too.
 FixContext textFixContext(const OomFacts& facts, const TextFindings& context);
+
+// How many GPUs the run uses, as far as the text shows: torchrun rank prefixes, else the GPUs an
+// nvidia-smi table lists. Count 0 when neither shows two or more.
+struct GpuCount {
+    int count = 0;
+    std::string evidence;
+};
+GpuCount textGpuCount(const TextFindings& findings);
 
 // Where the findings say expandable segments are on ("export PYTORCH_CUDA_ALLOC_CONF=..." line 3),
 // empty when they do not. The message's own hint is never such evidence.

@@ -1,6 +1,7 @@
 #include "parsers/text/textparser.h"
 
 #include "parsers/text/allocconfparser.h"
+#include "parsers/text/launcherranks.h"
 #include "parsers/text/nvidiasmiparser.h"
 #include "parsers/text/oommessage.h"
 #include "parsers/text/summaryparser.h"
@@ -155,6 +156,7 @@ TextFindings parseText(std::string_view input)
     findings.summaries = text::findMemorySummaries(lines);
     findings.nvidiaSmi = text::findNvidiaSmiTables(lines);
     findings.allocConfs = text::findAllocConfs(lines);
+    findings.launcherRanks = text::findLauncherRanks(input);
     return findings;
 }
 
