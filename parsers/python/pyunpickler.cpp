@@ -52,6 +52,22 @@ void setUp()
     loadFunction = new py::object(scope["load"]);
 }
 
+// PyGILState_Ensure/Release rather than pybind11's gil_scoped_acquire: they are the C API meant
+// for threads Python did not create, and survive the initialising thread having exited.
+class GilHolder {
+public:
+    GilHolder()
+        : m_state(PyGILState_Ensure())
+    {
+    }
+    ~GilHolder() { PyGILState_Release(m_state); }
+    GilHolder(const GilHolder&) = delete;
+    GilHolder& operator=(const GilHolder&) = delete;
+
+private:
+    PyGILState_STATE m_state;
+};
+
 void initialise()
 {
     std::call_once(initOnce, [] {
@@ -64,13 +80,39 @@ void initialise()
                 // Release the GIL taken by initialisation so any thread (a loader worker) can take it.
                 PyEval_SaveThread();
             } else {
-                py::gil_scoped_acquire gil;
+                GilHolder gil;
                 setUp();
             }
         } catch (const std::exception& e) {
             initError = std::string("the embedded Python interpreter could not start: ") + e.what();
         }
     });
+}
+
+// Takes the pending Python exception and turns it into one error line.
+DecodeError pendingError()
+{
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* traceback = nullptr;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    std::string message;
+    if (value) {
+        if (PyObject* text = PyObject_Str(value)) {
+            if (const char* utf8 = PyUnicode_AsUTF8(text))
+                message = utf8;
+            Py_DECREF(text);
+        }
+    }
+    PyErr_Clear();
+    const std::string typeName = type ? reinterpret_cast<PyTypeObject*>(type)->tp_name : "error";
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(traceback);
+    if (message.find("refusing to run code") != std::string::npos)
+        return DecodeError(ErrorKind::Safety, message);
+    return DecodeError(ErrorKind::Format, "Python unpickler: " + typeName + ": " + message);
 }
 
 class Walker {
@@ -160,9 +202,14 @@ private:
             result = m_builder.close(handle);
         } else if (PyAnySet_Check(o)) {
             const uint32_t handle = m_builder.open(Kind::Set);
-            py::iterator it = py::reinterpret_borrow<py::object>(o).begin();
-            for (; it != py::iterator::sentinel(); ++it)
-                m_builder.append(handle, walk(it->ptr(), depth + 1));
+            const auto it = py::reinterpret_steal<py::object>(PyObject_GetIter(o));
+            while (it) {
+                const auto item = py::reinterpret_steal<py::object>(PyIter_Next(it.ptr()));
+                if (!item)
+                    break;
+                m_builder.append(handle, walk(item.ptr(), depth + 1));
+            }
+            PyErr_Clear();
             result = m_builder.close(handle);
         } else {
             throw DecodeError(ErrorKind::Format, std::string("unexpected Python type ") + Py_TYPE(o)->tp_name);
@@ -198,17 +245,16 @@ Value pythonUnpickle(std::string_view data, pickle::ValueBuilder& builder, const
     if (!loadFunction)
         throw DecodeError(ErrorKind::Unsupported, initError);
 
-    py::gil_scoped_acquire gil;
-    py::object root;
-    try {
-        root = (*loadFunction)(py::memoryview::from_memory(data.data(), static_cast<py::ssize_t>(data.size())));
-    } catch (py::error_already_set& e) {
-        const std::string message = py::str(e.value());
-        if (message.find("refusing to run code") != std::string::npos)
-            throw DecodeError(ErrorKind::Safety, message);
-        const std::string type = py::str(e.type().attr("__name__"));
-        throw DecodeError(ErrorKind::Format, "Python unpickler: " + type + ": " + message);
-    }
+    GilHolder gil;
+    // The raw C API here, not pybind11's call operator: its error_already_set takes the GIL
+    // again in its destructor through pybind11's own thread-state bookkeeping, which does not
+    // know about threads that entered through PyGILState_Ensure.
+    PyObject* view = PyMemoryView_FromMemory(const_cast<char*>(data.data()), static_cast<Py_ssize_t>(data.size()), PyBUF_READ);
+    PyObject* result = view ? PyObject_CallOneArg(loadFunction->ptr(), view) : nullptr;
+    Py_XDECREF(view);
+    if (!result)
+        throw pendingError();
+    const py::object root = py::reinterpret_steal<py::object>(result);
     Walker walker(builder, options.cancel);
     return walker.walk(root.ptr(), 0);
 }
