@@ -11,7 +11,7 @@ namespace {
 
 constexpr int maxBlocks = 512;
 constexpr int minSitesPerBlock = 3; // a layer allocates several tensors (conv, norm, activation at least); fewer is a loop
-constexpr double minShare = 0.3;      // the pattern must carry a good part of the repeated bytes
+constexpr double minShare = 0.2; // the pattern must carry a good part of the repeated bytes
 
 struct SiteKey {
     uint32_t stack;
@@ -69,12 +69,17 @@ BlockEstimate estimateRepeatedBlocks(const DeviceAnalysis& device, int64_t until
         ++repeat.sites;
         repeatedBytes += key.size * static_cast<uint64_t>(count);
     }
+    // The block count is the repeat count shared by the most distinct sites: a site used twice
+    // inside each block (the same norm helper called for both norms) repeats 2N times, but most
+    // of a block's sites repeat exactly N times. Bytes break ties.
     int best = 0;
     for (const auto& [count, repeat] : byCount) {
-        if (repeat.sites >= minSitesPerBlock && (best == 0 || repeat.bytes > byCount[best].bytes))
+        if (repeat.sites < minSitesPerBlock || static_cast<double>(repeat.bytes) < minShare * static_cast<double>(repeatedBytes))
+            continue;
+        if (best == 0 || repeat.sites > byCount[best].sites || (repeat.sites == byCount[best].sites && repeat.bytes > byCount[best].bytes))
             best = count;
     }
-    if (best == 0 || static_cast<double>(byCount[best].bytes) < minShare * static_cast<double>(repeatedBytes))
+    if (best == 0)
         return {};
 
     BlockEstimate estimate;

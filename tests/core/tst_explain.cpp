@@ -62,6 +62,24 @@ private Q_SLOTS:
         QVERIFY(text.find("more than the 20.00 MiB requested") != std::string::npos);
     }
 
+    // Memory nobody accounts for is worth a line only when it is real: 20 MiB in the example case is
+    // rounding, 3 GiB on a 24 GiB card is another process or a busy GPU.
+    void unattributedMemoryOnlyWhenMeaningful()
+    {
+        const QByteArray bytes = test::readFile(QStringLiteral(OOMLENS_SOURCE_DIR "/resources/examples/oom_case.txt"));
+        const auto example = parseText(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+        QCOMPARE(example.oomMessages.size(), size_t(1));
+        QVERIFY(joined(explainOomMessage(example.oomMessages.front())).find("by no process the message names") == std::string::npos);
+
+        const auto busy = parseText(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 23.65 GiB of which "
+            "1.12 GiB is free. Of the allocated memory 16.87 GiB is allocated by PyTorch, and 2.18 GiB is reserved by PyTorch but "
+            "unallocated.");
+        QCOMPARE(busy.oomMessages.size(), size_t(1));
+        // 23.65 − 1.12 − (16.87 + 2.18) = 3.48 GiB
+        QVERIFY(joined(explainOomMessage(busy.oomMessages.front())).find("3.48 GiB (15%) of the card is used outside PyTorch's cache") != std::string::npos);
+    }
+
     void summaryReading()
     {
         MemorySummary summary;
