@@ -13,11 +13,7 @@ namespace oomlens::pickle {
 
 namespace {
 
-constexpr uint32_t noMemo = std::numeric_limits<uint32_t>::max();
-constexpr uint64_t wideTag = 0xff;
 constexpr uint64_t checkEvery = 256 * 1024; // bytes between cancel checks and progress reports
-// Real memos are dense (MEMOIZE numbers them 0, 1, 2...); an index far past the end is an attack.
-constexpr uint64_t memoSlack = 1u << 16;
 
 uint32_t little32(const unsigned char* p)
 {
@@ -38,29 +34,6 @@ uint64_t little(const unsigned char* p, int width)
     return v;
 }
 
-void appendUtf8(std::string& out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xc0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xe0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-}
-
-DecodeError formatAt(const std::string& message, uint64_t offset)
-{
-    return DecodeError(ErrorKind::Format, message + " at byte " + std::to_string(offset));
-}
 
 } // namespace
 
@@ -135,7 +108,7 @@ void NativeUnpickler::run()
             need(1);
             m_protocol = base[pos++];
             if (m_protocol > 5)
-                throw formatAt("unsupported pickle protocol " + std::to_string(m_protocol), start);
+                throw errorAt("unsupported pickle protocol " + std::to_string(m_protocol), start);
             break;
         case op::Frame:
             need(8);
@@ -143,7 +116,7 @@ void NativeUnpickler::run()
             break;
         case op::Stop:
             if (m_stack.empty())
-                throw formatAt("not a valid pickle: STOP with an empty stack", start);
+                throw errorAt("not a valid pickle: STOP with an empty stack", start);
             m_root = take(m_stack.back());
             m_stack.pop_back();
             if (progress)
@@ -156,7 +129,7 @@ void NativeUnpickler::run()
                 break;
             }
             if (m_marks.size() >= maxMarks)
-                throw formatAt("nesting deeper than " + std::to_string(maxMarks) + " levels", start);
+                throw errorAt("nesting deeper than " + std::to_string(maxMarks) + " levels", start);
             m_marks.push_back(m_stack.size());
             break;
         case op::Pop:
@@ -176,7 +149,7 @@ void NativeUnpickler::run()
         }
         case op::Dup:
             if (m_stack.empty())
-                throw formatAt("not a valid pickle: DUP with an empty stack", start);
+                throw errorAt("not a valid pickle: DUP with an empty stack", start);
             if (m_stack.back().kind == Kind::Open)
                 throw DecodeError(ErrorKind::Unsupported, "DUP of an unfinished container at byte " + std::to_string(start));
             push(m_stack.back());
@@ -217,7 +190,7 @@ void NativeUnpickler::run()
             const auto n = static_cast<int32_t>(static_cast<uint32_t>(little(base + pos, 4)));
             pos += 4;
             if (n < 0)
-                throw formatAt("not a valid pickle: LONG4 with a negative length", start);
+                throw errorAt("not a valid pickle: LONG4 with a negative length", start);
             need(static_cast<uint64_t>(n));
             push(decodeLong(base + pos, static_cast<uint64_t>(n)));
             pos += static_cast<uint64_t>(n);
@@ -245,7 +218,7 @@ void NativeUnpickler::run()
             double d = 0;
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
             if (ec != std::errc() || end != text.data() + text.size())
-                throw formatAt("not a valid pickle: bad FLOAT literal", start);
+                throw errorAt("not a valid pickle: bad FLOAT literal", start);
             push(Value::real(d));
             break;
         }
@@ -279,15 +252,10 @@ void NativeUnpickler::run()
                 const auto signedLength = static_cast<int32_t>(static_cast<uint32_t>(little(base + pos, 4)));
                 pos += 4;
                 if (signedLength < 0)
-                    throw formatAt("not a valid pickle: BINSTRING with a negative length", start);
+                    throw errorAt("not a valid pickle: BINSTRING with a negative length", start);
                 n = static_cast<uint64_t>(signedLength);
             }
-            // Python 2 str: read as latin-1, as the embedded decoder is told to.
-            const auto raw = view(n);
-            m_scratch.clear();
-            for (const char ch : raw)
-                appendUtf8(m_scratch, static_cast<unsigned char>(ch));
-            push(builder.text(m_scratch));
+            push(latin1Text(view(n)));
             break;
         }
         case op::ShortBinBytes: {
@@ -330,7 +298,7 @@ void NativeUnpickler::run()
             } else {
                 const size_t n = code - op::Tuple1 + 1u;
                 if (m_stack.size() < n)
-                    throw formatAt(std::string("not a valid pickle: ") + opcodeName(code) + " needs more values", start);
+                    throw errorAt(std::string("not a valid pickle: ") + opcodeName(code) + " needs more values", start);
                 k = m_stack.size() - n;
             }
             const uint32_t handle = builder.open(code == op::FrozenSet ? Kind::Set : Kind::Tuple);
@@ -346,7 +314,7 @@ void NativeUnpickler::run()
             const Kind kind = code == op::List ? Kind::List : Kind::Dict;
             const uint32_t handle = builder.open(kind);
             if (kind == Kind::Dict && (m_stack.size() - k) % 2 != 0)
-                throw formatAt("not a valid pickle: DICT with an odd number of items", start);
+                throw errorAt("not a valid pickle: DICT with an odd number of items", start);
             for (size_t i = k; i < m_stack.size(); i += kind == Kind::Dict ? 2 : 1) {
                 if (kind == Kind::Dict) {
                     const Value key = take(m_stack[i]);
@@ -363,7 +331,7 @@ void NativeUnpickler::run()
         }
         case op::Append: {
             if (m_stack.size() < 2)
-                throw formatAt("not a valid pickle: APPEND needs a list and a value", start);
+                throw errorAt("not a valid pickle: APPEND needs a list and a value", start);
             const uint32_t handle = target(2, Kind::List);
             builder.append(handle, take(m_stack.back()));
             m_stack.pop_back();
@@ -373,13 +341,13 @@ void NativeUnpickler::run()
         case op::AddItems: {
             const size_t k = popMark();
             if (k == 0)
-                throw formatAt(std::string("not a valid pickle: ") + opcodeName(code) + " without a container", start);
+                throw errorAt(std::string("not a valid pickle: ") + opcodeName(code) + " without a container", start);
             appendItems(target(m_stack.size() - k + 1, code == op::Appends ? Kind::List : Kind::Set), k);
             break;
         }
         case op::SetItem: {
             if (m_stack.size() < 3)
-                throw formatAt("not a valid pickle: SETITEM needs a dict, a key and a value", start);
+                throw errorAt("not a valid pickle: SETITEM needs a dict, a key and a value", start);
             const uint32_t handle = target(3, Kind::Dict);
             const size_t k = m_stack.size() - 2;
             const Value key = take(m_stack[k]);
@@ -390,9 +358,9 @@ void NativeUnpickler::run()
         case op::SetItems: {
             const size_t k = popMark();
             if (k == 0)
-                throw formatAt("not a valid pickle: SETITEMS without a dict", start);
+                throw errorAt("not a valid pickle: SETITEMS without a dict", start);
             if ((m_stack.size() - k) % 2 != 0)
-                throw formatAt("not a valid pickle: SETITEMS with an odd number of items", start);
+                throw errorAt("not a valid pickle: SETITEMS with an odd number of items", start);
             const uint32_t handle = target(m_stack.size() - k + 1, Kind::Dict);
             // Finish the keys and values in order, then hand them over in one block.
             for (size_t i = k; i < m_stack.size(); ++i)
@@ -418,7 +386,7 @@ void NativeUnpickler::run()
             uint64_t index = 0;
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
             if (ec != std::errc() || end != text.data() + text.size())
-                throw formatAt("not a valid pickle: bad PUT index", start);
+                throw errorAt("not a valid pickle: bad PUT index", start);
             memoPut(index);
             break;
         }
@@ -436,7 +404,7 @@ void NativeUnpickler::run()
             uint64_t index = 0;
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
             if (ec != std::errc() || end != text.data() + text.size())
-                throw formatAt("not a valid pickle: bad GET index", start);
+                throw errorAt("not a valid pickle: bad GET index", start);
             memoGet(index);
             break;
         }
@@ -445,7 +413,7 @@ void NativeUnpickler::run()
             throw DecodeError(ErrorKind::Unsupported, "opcode STRING at byte " + std::to_string(start) + " is not supported natively");
         case op::NextBuffer:
         case op::ReadOnlyBuffer:
-            throw formatAt(std::string("out-of-band buffers (") + opcodeName(code) + ") are not supported", start);
+            throw errorAt(std::string("out-of-band buffers (") + opcodeName(code) + ") are not supported", start);
         default:
             if (runsCode(code))
                 throw codeRefusal(code, start);
@@ -455,20 +423,11 @@ void NativeUnpickler::run()
     throw missingStop(size);
 }
 
-Value NativeUnpickler::finalize(uint32_t handle)
-{
-    const Value closed = m_builder.close(handle);
-    if (handle < m_handleMemo.size() && m_handleMemo[handle] != noMemo) {
-        m_memo[m_handleMemo[handle]] = packMemo(closed);
-        m_handleMemo[handle] = noMemo;
-    }
-    return closed;
-}
 
 void NativeUnpickler::growStack()
 {
     if (m_stack.size() >= maxStack)
-        throw formatAt("pickle stack deeper than " + std::to_string(maxStack) + " values", m_opStart);
+        throw errorAt("pickle stack deeper than " + std::to_string(maxStack) + " values", m_opStart);
     m_stack.grow(std::min(maxStack, std::max<size_t>(4096, m_stack.capacity() * 2)));
 }
 
@@ -530,7 +489,7 @@ void NativeUnpickler::appendItems(uint32_t handle, size_t from)
 size_t NativeUnpickler::popMark()
 {
     if (m_marks.empty())
-        throw formatAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " without a MARK", m_opStart);
+        throw errorAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " without a MARK", m_opStart);
     const size_t k = m_marks.back();
     m_marks.pop_back();
     return k;
@@ -540,176 +499,12 @@ uint32_t NativeUnpickler::target(size_t below, Kind kind)
 {
     const Value& container = m_stack[m_stack.size() - below];
     if (container.kind != Kind::Open || static_cast<Kind>(container.i) != kind) {
-        throw formatAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " on a "
+        throw errorAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " on a "
                 + kindName(container.kind == Kind::Open ? static_cast<Kind>(container.i) : container.kind),
             m_opStart);
     }
     return container.ref;
 }
 
-void NativeUnpickler::memoPut(uint64_t index)
-{
-    if (m_stack.empty())
-        throw formatAt("not a valid pickle: memo store with an empty stack", m_opStart);
-    if (index == m_memo.size()) {
-        const Kind kind = m_stack.back().kind;
-        if (kind == Kind::Str || kind == Kind::Frame || kind == Kind::Stack) {
-            m_memo.push_back(((uint64_t(kind) + 1) << 56) | m_stack.back().ref);
-            return;
-        }
-        m_memo.push_back(0);
-    } else if (index > m_memo.size()) {
-        if (index > m_memo.size() + memoSlack)
-            throw formatAt("memo index " + std::to_string(index) + " is out of range", m_opStart);
-        m_memo.resize(index + 1, 0);
-    }
-    const Value& top = m_stack.back();
-    if (top.kind == Kind::Open) {
-        if (top.ref >= m_handleMemo.size())
-            m_handleMemo.resize(top.ref + 1, noMemo);
-        if (m_handleMemo[top.ref] != noMemo)
-            throw DecodeError(ErrorKind::Unsupported, "a container stored twice in the memo at byte " + std::to_string(m_opStart));
-        forget(index);
-        if (top.ref >= m_openPos.size())
-            m_openPos.resize(top.ref + 1);
-        m_openPos[top.ref] = m_stack.size() - 1;
-        m_handleMemo[top.ref] = static_cast<uint32_t>(index);
-        m_memo[index] = ((uint64_t(static_cast<uint8_t>(Kind::Open)) + 1) << 56) | top.ref;
-        return;
-    }
-    forget(index);
-    m_memo[index] = packMemo(top);
-}
-
-void NativeUnpickler::forget(uint64_t index)
-{
-    // An unfinished container's slot being overwritten must not be refilled when it closes.
-    const uint64_t packed = m_memo[index];
-    if ((packed >> 56) == uint64_t(static_cast<uint8_t>(Kind::Open)) + 1)
-        m_handleMemo[packed & 0xffffffffu] = noMemo;
-}
-
-void NativeUnpickler::memoGetSlow(uint64_t index)
-{
-    if (index >= m_memo.size() || m_memo[index] == 0)
-        throw formatAt("not a valid pickle: memo key " + std::to_string(index) + " was never stored", m_opStart);
-    Value value = unpackMemo(m_memo[index]);
-    if (value.kind == Kind::Open) {
-        // The pickler writes a container completely before referring to it again, so one that
-        // is still on the stack is finished: close it now. (Only a container that contains itself
-        // is referenced earlier; the APPEND/SETITEMS that follow then find no open target.)
-        const size_t at = value.ref < m_openPos.size() ? m_openPos[value.ref] : m_stack.size();
-        if (at >= m_stack.size() || m_stack[at].kind != Kind::Open || m_stack[at].ref != value.ref)
-            throw DecodeError(ErrorKind::Unsupported, "a container that contains itself at byte " + std::to_string(m_opStart));
-        value = finalize(value.ref);
-        m_stack[at] = value;
-    }
-    push(m_builder.again(value));
-}
-
-uint64_t NativeUnpickler::packMemo(const Value& value)
-{
-    switch (value.kind) {
-    case Kind::None:
-    case Kind::Int:
-    case Kind::Bool:
-    case Kind::BigInt:
-    case Kind::Float:
-    case Kind::Pair:
-        m_memoWide.push_back(value);
-        return (wideTag << 56) | (m_memoWide.size() - 1);
-    default:
-        return ((uint64_t(static_cast<uint8_t>(value.kind)) + 1) << 56) | value.ref;
-    }
-}
-
-Value NativeUnpickler::unpackMemo(uint64_t packed) const
-{
-    const uint64_t tag = packed >> 56;
-    const uint64_t payload = packed & ((uint64_t(1) << 56) - 1);
-    if (tag == wideTag)
-        return m_memoWide[payload];
-    return Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(payload));
-}
-
-Value NativeUnpickler::decodeLong(const unsigned char* p, uint64_t n) const
-{
-    if (n == 0)
-        return Value::integer(0);
-    if (n <= 8 && std::endian::native == std::endian::little) {
-        uint64_t v = 0;
-        std::memcpy(&v, p, n);
-        const unsigned shift = 64 - 8 * static_cast<unsigned>(n);
-        return Value::integer(static_cast<int64_t>(v << shift) >> shift); // sign-extend
-    }
-    const bool negative = p[n - 1] & 0x80;
-    if (n > 8) {
-        // Fits in 64 bits only when the extra bytes are pure sign extension.
-        const unsigned char fill = negative ? 0xff : 0x00;
-        for (uint64_t b = 8; b < n; ++b) {
-            if (p[b] != fill)
-                return Value::bigInteger();
-        }
-        // A negative value needs bit 63 set; a positive one up to 2^64-1 is kept as its bit
-        // pattern (C++ code writes size_t(-1) as a "line" now and then).
-        if (negative && (p[7] & 0x80) == 0)
-            return Value::bigInteger();
-        n = 8;
-    }
-    uint64_t v = negative ? ~uint64_t(0) : 0;
-    for (uint64_t b = 0; b < n; ++b) {
-        v &= ~(uint64_t(0xff) << (8 * b));
-        v |= uint64_t(p[b]) << (8 * b);
-    }
-    return Value::integer(static_cast<int64_t>(v));
-}
-
-Value NativeUnpickler::intLine(std::string_view text, bool isLong) const
-{
-    if (!isLong && text == "00")
-        return Value::boolean(false);
-    if (!isLong && text == "01")
-        return Value::boolean(true);
-    if (isLong && !text.empty() && text.back() == 'L')
-        text.remove_suffix(1);
-    int64_t v = 0;
-    const char* first = text.data();
-    if (!text.empty() && text.front() == '+')
-        ++first;
-    const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
-    if (ec == std::errc::result_out_of_range) {
-        uint64_t u = 0;
-        const auto [uend, uec] = std::from_chars(first, text.data() + text.size(), u);
-        if (uec == std::errc() && uend == text.data() + text.size())
-            return Value::integer(static_cast<int64_t>(u));
-        return Value::bigInteger();
-    }
-    if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-        throw formatAt(std::string("not a valid pickle: bad ") + (isLong ? "LONG" : "INT") + " literal", m_opStart);
-    return Value::integer(v);
-}
-
-Value NativeUnpickler::textLine(std::string_view line)
-{
-    // raw-unicode-escape: latin-1 bytes, except \uXXXX and \UXXXXXXXX.
-    m_scratch.clear();
-    for (size_t i = 0; i < line.size(); ++i) {
-        const auto ch = static_cast<unsigned char>(line[i]);
-        if (ch == '\\' && i + 1 < line.size() && (line[i + 1] == 'u' || line[i + 1] == 'U')) {
-            const size_t digits = line[i + 1] == 'u' ? 4 : 8;
-            uint32_t cp = 0;
-            if (i + 2 + digits > line.size()
-                || std::from_chars(line.data() + i + 2, line.data() + i + 2 + digits, cp, 16).ptr
-                    != line.data() + i + 2 + digits
-                || cp > 0x10ffff)
-                throw formatAt("not a valid pickle: bad escape in UNICODE", m_opStart);
-            appendUtf8(m_scratch, cp);
-            i += 1 + digits;
-        } else {
-            appendUtf8(m_scratch, ch);
-        }
-    }
-    return m_builder.text(m_scratch);
-}
 
 } // namespace oomlens::pickle

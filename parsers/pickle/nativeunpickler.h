@@ -81,6 +81,7 @@ private:
     }
     Value finalize(uint32_t handle);
     void growStack();
+    static DecodeError errorAt(const std::string& message, uint64_t offset);
     void appendItems(uint32_t handle, size_t from);
     bool appendFrameBatch(uint64_t pos);
     size_t popMark();
@@ -90,6 +91,7 @@ private:
     void forget(uint64_t index);
     Value decodeLong(const unsigned char* p, uint64_t n) const;
     Value textLine(std::string_view line);
+    Value latin1Text(std::string_view raw);
     Value intLine(std::string_view line, bool isLong) const;
 
     uint64_t packMemo(const Value& value);
