@@ -65,7 +65,8 @@ int runChild(const std::string& mode, const std::string& path)
     return 0;
 }
 
-struct Measure {
+struct Measure
+{
     bool ok = false;
     double seconds = 0;
     double cpu = 0;
@@ -122,9 +123,10 @@ void row(const char* name, const Measure& m, double fileMiB, const Measure* refe
         std::printf("%-22s  failed: %s\n", name, qPrintable(m.error));
         return;
     }
-    const QString speedup = reference && reference->ok
-        ? QStringLiteral("%1x / %2x").arg(reference->seconds / m.seconds, 0, 'f', 1).arg(reference->cpu / m.cpu, 0, 'f', 1)
-        : QString();
+    const QString speedup = reference && reference->ok ? QStringLiteral("%1x / %2x")
+                                                             .arg(reference->seconds / m.seconds, 0, 'f', 1)
+                                                             .arg(reference->cpu / m.cpu, 0, 'f', 1)
+                                                       : QString();
     std::printf("%-22s %9.3f %9.3f %9.1f %12.1f %14.1f  %s\n", name, m.seconds, m.cpu, fileMiB / m.seconds, m.rssMiB,
         m.rssMiB - m.baselineMiB, qPrintable(speedup));
 }
@@ -160,11 +162,12 @@ int main(int argc, char** argv)
         process.start(program, arguments);
         return parse(process);
     };
-    const Measure reference = child(python, {QStringLiteral("-c"), QString::fromUtf8(pickleLoadScript), file});
-    const Measure native = child(app.applicationFilePath(), {QStringLiteral("--child"), QStringLiteral("native"), file});
+    const Measure reference = child(python, { QStringLiteral("-c"), QString::fromUtf8(pickleLoadScript), file });
+    const Measure native
+        = child(app.applicationFilePath(), { QStringLiteral("--child"), QStringLiteral("native"), file });
     Measure embedded;
     if (!skipPython)
-        embedded = child(app.applicationFilePath(), {QStringLiteral("--child"), QStringLiteral("python"), file});
+        embedded = child(app.applicationFilePath(), { QStringLiteral("--child"), QStringLiteral("python"), file });
 
     const size_t events = native.ok ? native.events : reference.events;
     std::printf("file: %s (%.1f MiB, %zu trace events)\n", qPrintable(file), fileMiB, events);
@@ -176,7 +179,8 @@ int main(int argc, char** argv)
         row("oomlens embedded Py", embedded, fileMiB, &reference);
     if (native.ok && events > 0) {
         const double budget = fileMiB + 100.0 * static_cast<double>(events) / (1024.0 * 1024.0);
-        std::printf("native peak RSS %.1f MiB vs budget (file + 100 B/event) %.1f MiB: %s; %.1f bytes/event above the input\n",
+        std::printf(
+            "native peak RSS %.1f MiB vs budget (file + 100 B/event) %.1f MiB: %s; %.1f bytes/event above the input\n",
             native.rssMiB, budget, native.rssMiB <= budget ? "within" : "OVER",
             (native.rssMiB - native.baselineMiB) * 1024.0 * 1024.0 / static_cast<double>(events));
     }

@@ -69,8 +69,8 @@ Snapshot decode(const pickle::Unwrapped& input, const SnapshotReadOptions& optio
             throw;
         used = SnapshotDecoder::Python;
         Snapshot snapshot = decodePython(input.payload, options);
-        snapshot.warnings.insert(snapshot.warnings.begin(),
-            std::string("read by the embedded-Python decoder: ") + e.what());
+        snapshot.warnings.insert(
+            snapshot.warnings.begin(), std::string("read by the embedded-Python decoder: ") + e.what());
         return snapshot;
     }
 }

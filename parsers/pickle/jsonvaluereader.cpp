@@ -10,13 +10,13 @@ namespace {
 
 constexpr size_t maxDepth = 10000;
 
-class SaxBuilder {
+class SaxBuilder
+{
 public:
     SaxBuilder(ValueBuilder& builder, const std::atomic_bool* cancel)
         : m_builder(builder)
         , m_cancel(cancel)
-    {
-    }
+    { }
 
     bool null() { return deliver(Value::none()); }
     bool boolean(bool b) { return deliver(Value::boolean(b)); }
@@ -47,7 +47,8 @@ public:
     Value root() const { return m_root; }
 
 private:
-    struct Open {
+    struct Open
+    {
         uint32_t handle;
         Kind kind;
         Value key;
@@ -57,7 +58,7 @@ private:
     {
         if (m_open.size() >= maxDepth)
             throw DecodeError(ErrorKind::Format, "JSON nested deeper than " + std::to_string(maxDepth) + " levels");
-        m_open.push_back({m_builder.open(kind), kind, {}});
+        m_open.push_back({ m_builder.open(kind), kind, {} });
         return true;
     }
 

@@ -34,13 +34,11 @@ uint64_t little(const unsigned char* p, int width)
     return v;
 }
 
-
 } // namespace
 
 NativeUnpickler::NativeUnpickler(SnapshotBuilder& builder)
     : m_builder(builder)
-{
-}
+{ }
 
 Value NativeUnpickler::decode(std::string_view data)
 {
@@ -123,8 +121,8 @@ void NativeUnpickler::run()
                 progress(size, size);
             return;
         case op::Mark:
-            if (!m_stack.empty() && m_stack.back().kind == Kind::Open && static_cast<Kind>(m_stack.back().i) == Kind::List
-                && appendFrameBatch(pos)) {
+            if (!m_stack.empty() && m_stack.back().kind == Kind::Open
+                && static_cast<Kind>(m_stack.back().i) == Kind::List && appendFrameBatch(pos)) {
                 pos = m_pos;
                 break;
             }
@@ -151,7 +149,8 @@ void NativeUnpickler::run()
             if (m_stack.empty())
                 throw errorAt("not a valid pickle: DUP with an empty stack", start);
             if (m_stack.back().kind == Kind::Open)
-                throw DecodeError(ErrorKind::Unsupported, "DUP of an unfinished container at byte " + std::to_string(start));
+                throw DecodeError(
+                    ErrorKind::Unsupported, "DUP of an unfinished container at byte " + std::to_string(start));
             push(m_stack.back());
             break;
         case op::None:
@@ -410,7 +409,8 @@ void NativeUnpickler::run()
         }
         case op::String:
             // Quoted Python-2 literals need Python's escape rules: leave them to the embedded decoder.
-            throw DecodeError(ErrorKind::Unsupported, "opcode STRING at byte " + std::to_string(start) + " is not supported natively");
+            throw DecodeError(ErrorKind::Unsupported,
+                "opcode STRING at byte " + std::to_string(start) + " is not supported natively");
         case op::NextBuffer:
         case op::ReadOnlyBuffer:
             throw errorAt(std::string("out-of-band buffers (") + opcodeName(code) + ") are not supported", start);
@@ -422,7 +422,6 @@ void NativeUnpickler::run()
     }
     throw missingStop(size);
 }
-
 
 void NativeUnpickler::growStack()
 {
@@ -489,7 +488,8 @@ void NativeUnpickler::appendItems(uint32_t handle, size_t from)
 size_t NativeUnpickler::popMark()
 {
     if (m_marks.empty())
-        throw errorAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " without a MARK", m_opStart);
+        throw errorAt(
+            std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " without a MARK", m_opStart);
     const size_t k = m_marks.back();
     m_marks.pop_back();
     return k;
@@ -505,6 +505,5 @@ uint32_t NativeUnpickler::target(size_t below, Kind kind)
     }
     return container.ref;
 }
-
 
 } // namespace oomlens::pickle

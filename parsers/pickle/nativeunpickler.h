@@ -15,7 +15,8 @@ class SnapshotBuilder;
 
 // The decoder's operand stack: a plain array with the few operations the opcodes need, so a
 // push in the hot loop is a compare and a store.
-class ValueStack {
+class ValueStack
+{
 public:
     size_t size() const { return m_size; }
     bool empty() const { return m_size == 0; }
@@ -37,7 +38,8 @@ private:
 // Streaming decoder for the data-only subset of the pickle format (protocols 0-5). It keeps a
 // small value stack and a compact memo and feeds every value straight into a SnapshotBuilder;
 // nothing resembling a Python object tree is built. Opcodes that import or call are refused.
-class NativeUnpickler {
+class NativeUnpickler
+{
 public:
     explicit NativeUnpickler(SnapshotBuilder& builder);
 
@@ -72,7 +74,8 @@ private:
     {
         if (index < m_memo.size()) [[likely]] {
             const uint64_t tag = m_memo[index] >> 56;
-            if (tag == uint64_t(Kind::Str) + 1 || tag == uint64_t(Kind::Frame) + 1 || tag == uint64_t(Kind::Stack) + 1) {
+            if (tag == uint64_t(Kind::Str) + 1 || tag == uint64_t(Kind::Frame) + 1
+                || tag == uint64_t(Kind::Stack) + 1) {
                 push(Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(m_memo[index])));
                 return;
             }
@@ -110,7 +113,7 @@ private:
     std::vector<uint64_t> m_memo; // packed: kind + 1 in the top byte, 0 = unset
     std::vector<Value> m_memoWide; // memo values whose payload needs 64 bits
     std::vector<uint32_t> m_handleMemo; // builder handle -> memo index of that open container
-    std::vector<size_t> m_openPos;      // builder handle -> stack position of that open container
+    std::vector<size_t> m_openPos; // builder handle -> stack position of that open container
     std::string m_scratch;
 };
 

@@ -76,7 +76,8 @@ void NativeUnpickler::memoPut(uint64_t index)
         if (top.ref >= m_handleMemo.size())
             m_handleMemo.resize(top.ref + 1, noMemo);
         if (m_handleMemo[top.ref] != noMemo)
-            throw DecodeError(ErrorKind::Unsupported, "a container stored twice in the memo at byte " + std::to_string(m_opStart));
+            throw DecodeError(
+                ErrorKind::Unsupported, "a container stored twice in the memo at byte " + std::to_string(m_opStart));
         forget(index);
         if (top.ref >= m_openPos.size())
             m_openPos.resize(top.ref + 1);
@@ -108,7 +109,8 @@ void NativeUnpickler::memoGetSlow(uint64_t index)
         // is referenced earlier; the APPEND/SETITEMS that follow then find no open target.)
         const size_t at = value.ref < m_openPos.size() ? m_openPos[value.ref] : m_stack.size();
         if (at >= m_stack.size() || m_stack[at].kind != Kind::Open || m_stack[at].ref != value.ref)
-            throw DecodeError(ErrorKind::Unsupported, "a container that contains itself at byte " + std::to_string(m_opStart));
+            throw DecodeError(
+                ErrorKind::Unsupported, "a container that contains itself at byte " + std::to_string(m_opStart));
         value = finalize(value.ref);
         m_stack[at] = value;
     }

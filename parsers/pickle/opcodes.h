@@ -86,75 +86,144 @@ constexpr uint8_t ReadOnlyBuffer = 0x98;
 inline const char* opcodeName(uint8_t code)
 {
     switch (code) {
-    case op::Mark: return "MARK";
-    case op::Stop: return "STOP";
-    case op::Pop: return "POP";
-    case op::PopMark: return "POP_MARK";
-    case op::Dup: return "DUP";
-    case op::Float: return "FLOAT";
-    case op::Int: return "INT";
-    case op::BinInt: return "BININT";
-    case op::BinInt1: return "BININT1";
-    case op::Long: return "LONG";
-    case op::BinInt2: return "BININT2";
-    case op::None: return "NONE";
-    case op::Persid: return "PERSID";
-    case op::BinPersid: return "BINPERSID";
-    case op::Reduce: return "REDUCE";
-    case op::String: return "STRING";
-    case op::BinString: return "BINSTRING";
-    case op::ShortBinString: return "SHORT_BINSTRING";
-    case op::Unicode: return "UNICODE";
-    case op::BinUnicode: return "BINUNICODE";
-    case op::Append: return "APPEND";
-    case op::Build: return "BUILD";
-    case op::Global: return "GLOBAL";
-    case op::Dict: return "DICT";
-    case op::EmptyDict: return "EMPTY_DICT";
-    case op::Appends: return "APPENDS";
-    case op::Get: return "GET";
-    case op::BinGet: return "BINGET";
-    case op::Inst: return "INST";
-    case op::LongBinGet: return "LONG_BINGET";
-    case op::List: return "LIST";
-    case op::EmptyList: return "EMPTY_LIST";
-    case op::Obj: return "OBJ";
-    case op::Put: return "PUT";
-    case op::BinPut: return "BINPUT";
-    case op::LongBinPut: return "LONG_BINPUT";
-    case op::SetItem: return "SETITEM";
-    case op::Tuple: return "TUPLE";
-    case op::EmptyTuple: return "EMPTY_TUPLE";
-    case op::SetItems: return "SETITEMS";
-    case op::BinFloat: return "BINFLOAT";
-    case op::BinBytes: return "BINBYTES";
-    case op::ShortBinBytes: return "SHORT_BINBYTES";
-    case op::Proto: return "PROTO";
-    case op::NewObj: return "NEWOBJ";
-    case op::Ext1: return "EXT1";
-    case op::Ext2: return "EXT2";
-    case op::Ext4: return "EXT4";
-    case op::Tuple1: return "TUPLE1";
-    case op::Tuple2: return "TUPLE2";
-    case op::Tuple3: return "TUPLE3";
-    case op::NewTrue: return "NEWTRUE";
-    case op::NewFalse: return "NEWFALSE";
-    case op::Long1: return "LONG1";
-    case op::Long4: return "LONG4";
-    case op::ShortBinUnicode: return "SHORT_BINUNICODE";
-    case op::BinUnicode8: return "BINUNICODE8";
-    case op::BinBytes8: return "BINBYTES8";
-    case op::EmptySet: return "EMPTY_SET";
-    case op::AddItems: return "ADDITEMS";
-    case op::FrozenSet: return "FROZENSET";
-    case op::NewObjEx: return "NEWOBJ_EX";
-    case op::StackGlobal: return "STACK_GLOBAL";
-    case op::Memoize: return "MEMOIZE";
-    case op::Frame: return "FRAME";
-    case op::ByteArray8: return "BYTEARRAY8";
-    case op::NextBuffer: return "NEXT_BUFFER";
-    case op::ReadOnlyBuffer: return "READONLY_BUFFER";
-    default: return nullptr;
+    case op::Mark:
+        return "MARK";
+    case op::Stop:
+        return "STOP";
+    case op::Pop:
+        return "POP";
+    case op::PopMark:
+        return "POP_MARK";
+    case op::Dup:
+        return "DUP";
+    case op::Float:
+        return "FLOAT";
+    case op::Int:
+        return "INT";
+    case op::BinInt:
+        return "BININT";
+    case op::BinInt1:
+        return "BININT1";
+    case op::Long:
+        return "LONG";
+    case op::BinInt2:
+        return "BININT2";
+    case op::None:
+        return "NONE";
+    case op::Persid:
+        return "PERSID";
+    case op::BinPersid:
+        return "BINPERSID";
+    case op::Reduce:
+        return "REDUCE";
+    case op::String:
+        return "STRING";
+    case op::BinString:
+        return "BINSTRING";
+    case op::ShortBinString:
+        return "SHORT_BINSTRING";
+    case op::Unicode:
+        return "UNICODE";
+    case op::BinUnicode:
+        return "BINUNICODE";
+    case op::Append:
+        return "APPEND";
+    case op::Build:
+        return "BUILD";
+    case op::Global:
+        return "GLOBAL";
+    case op::Dict:
+        return "DICT";
+    case op::EmptyDict:
+        return "EMPTY_DICT";
+    case op::Appends:
+        return "APPENDS";
+    case op::Get:
+        return "GET";
+    case op::BinGet:
+        return "BINGET";
+    case op::Inst:
+        return "INST";
+    case op::LongBinGet:
+        return "LONG_BINGET";
+    case op::List:
+        return "LIST";
+    case op::EmptyList:
+        return "EMPTY_LIST";
+    case op::Obj:
+        return "OBJ";
+    case op::Put:
+        return "PUT";
+    case op::BinPut:
+        return "BINPUT";
+    case op::LongBinPut:
+        return "LONG_BINPUT";
+    case op::SetItem:
+        return "SETITEM";
+    case op::Tuple:
+        return "TUPLE";
+    case op::EmptyTuple:
+        return "EMPTY_TUPLE";
+    case op::SetItems:
+        return "SETITEMS";
+    case op::BinFloat:
+        return "BINFLOAT";
+    case op::BinBytes:
+        return "BINBYTES";
+    case op::ShortBinBytes:
+        return "SHORT_BINBYTES";
+    case op::Proto:
+        return "PROTO";
+    case op::NewObj:
+        return "NEWOBJ";
+    case op::Ext1:
+        return "EXT1";
+    case op::Ext2:
+        return "EXT2";
+    case op::Ext4:
+        return "EXT4";
+    case op::Tuple1:
+        return "TUPLE1";
+    case op::Tuple2:
+        return "TUPLE2";
+    case op::Tuple3:
+        return "TUPLE3";
+    case op::NewTrue:
+        return "NEWTRUE";
+    case op::NewFalse:
+        return "NEWFALSE";
+    case op::Long1:
+        return "LONG1";
+    case op::Long4:
+        return "LONG4";
+    case op::ShortBinUnicode:
+        return "SHORT_BINUNICODE";
+    case op::BinUnicode8:
+        return "BINUNICODE8";
+    case op::BinBytes8:
+        return "BINBYTES8";
+    case op::EmptySet:
+        return "EMPTY_SET";
+    case op::AddItems:
+        return "ADDITEMS";
+    case op::FrozenSet:
+        return "FROZENSET";
+    case op::NewObjEx:
+        return "NEWOBJ_EX";
+    case op::StackGlobal:
+        return "STACK_GLOBAL";
+    case op::Memoize:
+        return "MEMOIZE";
+    case op::Frame:
+        return "FRAME";
+    case op::ByteArray8:
+        return "BYTEARRAY8";
+    case op::NextBuffer:
+        return "NEXT_BUFFER";
+    case op::ReadOnlyBuffer:
+        return "READONLY_BUFFER";
+    default:
+        return nullptr;
     }
 }
 
@@ -198,7 +267,7 @@ inline DecodeError truncation(uint8_t code, uint64_t offset)
 inline DecodeError unknownOpcode(uint8_t code, uint64_t offset)
 {
     static const char hex[] = "0123456789abcdef";
-    const char text[] = {'0', 'x', hex[code >> 4], hex[code & 15], 0};
+    const char text[] = { '0', 'x', hex[code >> 4], hex[code & 15], 0 };
     return DecodeError(ErrorKind::Format,
         std::string("not a valid pickle: unknown opcode ") + text + " at byte " + std::to_string(offset));
 }

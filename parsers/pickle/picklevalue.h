@@ -41,9 +41,9 @@ enum class Kind : uint8_t {
 
 inline const char* kindName(Kind kind)
 {
-    static constexpr const char* names[] = {"None", "bool", "int", "big int", "float", "str", "bytes", "list",
-        "tuple", "list", "tuple", "dict", "set", "frame", "frame list", "trace entry", "block", "segment",
-        "history entry", "annotation", "list", "unfinished container"};
+    static constexpr const char* names[] = { "None", "bool", "int", "big int", "float", "str", "bytes", "list", "tuple",
+        "list", "tuple", "dict", "set", "frame", "frame list", "trace entry", "block", "segment", "history entry",
+        "annotation", "list", "unfinished container" };
     return names[static_cast<size_t>(kind)];
 }
 
@@ -52,7 +52,8 @@ inline bool isRecord(Kind kind)
     return kind >= Kind::Event && kind <= Kind::Annotation;
 }
 
-struct Value {
+struct Value
+{
     Kind kind = Kind::None;
     uint32_t ref = 0; // StringId, FrameId, StackId, node or record index, by kind
     union {
@@ -100,13 +101,13 @@ struct Value {
 // Why decoding stopped. Only Unsupported lets the reader retry with the other decoder.
 enum class ErrorKind : uint8_t { Format, Safety, Unsupported, Cancelled };
 
-class DecodeError : public std::runtime_error {
+class DecodeError : public std::runtime_error
+{
 public:
     DecodeError(ErrorKind kind, const std::string& message)
         : std::runtime_error(message)
         , m_kind(kind)
-    {
-    }
+    { }
     ErrorKind kind() const { return m_kind; }
 
 private:
@@ -116,7 +117,8 @@ private:
 // Receives decoded values bottom-up: a container's children are complete before the container
 // closes. Both decoders (native and embedded Python) and the JSON reader drive the same
 // implementation, so one place decides how dicts become frames, blocks, segments and events.
-class ValueBuilder {
+class ValueBuilder
+{
 public:
     virtual ~ValueBuilder() = default;
 

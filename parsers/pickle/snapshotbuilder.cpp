@@ -158,7 +158,7 @@ Value SnapshotBuilder::close(uint32_t handle)
 Value SnapshotBuilder::retain(OpenContainer& c)
 {
     const auto index = static_cast<uint32_t>(m_nodes.size());
-    m_nodes.push_back(Node {c.kind, std::move(c.items)});
+    m_nodes.push_back(Node { c.kind, std::move(c.items) });
     c.items = {};
     return Value::of(c.kind, index);
 }
@@ -177,9 +177,9 @@ Value SnapshotBuilder::closeList(OpenContainer& c)
             } else {
                 m_eventLists.emplace_back(m_events.begin() + c.first, m_events.begin() + c.first + c.count);
             }
-            m_ranges.push_back({Kind::Event, listIndex, c.count});
+            m_ranges.push_back({ Kind::Event, listIndex, c.count });
         } else {
-            m_ranges.push_back({c.recordKind, c.first, c.count});
+            m_ranges.push_back({ c.recordKind, c.first, c.count });
         }
         return Value::of(Kind::Records, index);
     }
@@ -245,7 +245,8 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
             unknownKeys = true;
     }
     // Clear exactly the fields this dict set, whichever way it returns.
-    struct Reset {
+    struct Reset
+    {
         const Value** fields;
         const std::vector<Value>& items;
         bool done = false;
@@ -262,7 +263,7 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
             if (!done)
                 now();
         }
-    } reset {fields, c.items};
+    } reset { fields, c.items };
     if (fields[KAction]) {
         if (unknownKeys)
             warnUnknownKeys(c.items, "trace entry");
@@ -389,11 +390,12 @@ Value SnapshotBuilder::makeSegment(const Value* const* f)
     }
     if (const Value* pool = f[KSegmentPoolId]) {
         if (pool->kind == Kind::Pair) {
-            s.pool = {static_cast<int32_t>(pool->ref), pool->i};
-        } else if (const Node* node = nodeOf(*pool, Kind::Tuple) ? nodeOf(*pool, Kind::Tuple) : nodeOf(*pool, Kind::List);
+            s.pool = { static_cast<int32_t>(pool->ref), pool->i };
+        } else if (const Node* node
+                   = nodeOf(*pool, Kind::Tuple) ? nodeOf(*pool, Kind::Tuple) : nodeOf(*pool, Kind::List);
                    node && node->items.size() == 2 && node->items[0].kind == Kind::Int
                    && node->items[1].kind == Kind::Int) {
-            s.pool = {node->items[0].i, node->items[1].i};
+            s.pool = { node->items[0].i, node->items[1].i };
         }
     }
     if (const Value* blocks = f[KBlocks]) {
@@ -409,7 +411,8 @@ Value SnapshotBuilder::makeSegment(const Value* const* f)
                 addr = staged.block.address + staged.block.size;
             }
         } else if (blocks->kind != Kind::EmptyList) {
-            throw formatError("a segment's blocks is a " + std::string(kindName(blocks->kind)) + ", not a list of blocks");
+            throw formatError(
+                "a segment's blocks is a " + std::string(kindName(blocks->kind)) + ", not a list of blocks");
         }
     }
     const auto index = static_cast<uint32_t>(m_segments.size());
@@ -444,8 +447,8 @@ int64_t SnapshotBuilder::integer(const Value* value, uint32_t key, const char* r
     case Kind::None:
         return 0; // hand-made snapshots (_profile_to_snapshot) leave some addresses None
     case Kind::BigInt:
-        throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key])
-            + "' does not fit in 64 bits");
+        throw formatError(
+            std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' does not fit in 64 bits");
     default:
         throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' is a "
             + kindName(value->kind) + ", expected an integer");

@@ -17,7 +17,8 @@ namespace oomlens::pickle {
 // interned stack, a dict with "action" a TraceEvent appended to the model, and so on. Only the
 // few containers the model does not know (the top-level dict, allocator settings) are kept as
 // generic nodes, so a million-event trace never exists as an object tree.
-class SnapshotBuilder final : public ValueBuilder {
+class SnapshotBuilder final : public ValueBuilder
+{
 public:
     SnapshotBuilder();
     ~SnapshotBuilder() override;
@@ -82,28 +83,33 @@ public:
     static constexpr uint32_t maxOpenContainers = 1u << 20;
 
 private:
-    struct OpenContainer {
+    struct OpenContainer
+    {
         Kind kind = Kind::List;
         Kind recordKind = Kind::None;
         uint32_t first = 0;
         uint32_t count = 0;
         std::vector<FrameId> frames; // a list holding only frames so far keeps them here, not in items
-        std::vector<Value> items;    // dicts: key, value, key, value...
+        std::vector<Value> items; // dicts: key, value, key, value...
     };
-    struct Node {
+    struct Node
+    {
         Kind kind;
         std::vector<Value> items;
     };
-    struct RecordRange {
+    struct RecordRange
+    {
         Kind kind;
         uint32_t first; // for events: index into m_eventLists
         uint32_t count;
     };
-    struct StagedBlock {
+    struct StagedBlock
+    {
         Block block;
         bool hasAddress = false;
     };
-    struct History {
+    struct History
+    {
         uint64_t addr = 0;
         uint64_t realSize = 0;
         StackId stack = FrameTable::emptyStack();

@@ -41,8 +41,8 @@ Snapshot SnapshotBuilder::finish(const Value& root)
                 break;
             case KExternalAnnotations:
                 if (const auto* range = recordsOf(value, Kind::Annotation)) {
-                    snapshot.annotations.assign(m_annotations.begin() + range->first,
-                        m_annotations.begin() + range->first + range->count);
+                    snapshot.annotations.assign(
+                        m_annotations.begin() + range->first, m_annotations.begin() + range->first + range->count);
                 } else if (const Node* list = nodeOf(value, Kind::List)) {
                     for (const Value& item : list->items) {
                         if (const Node* dict = nodeOf(item, Kind::Dict))

@@ -7,13 +7,13 @@ namespace oomlens {
 
 namespace {
 
-class Comparer {
+class Comparer
+{
 public:
     Comparer(const Snapshot& a, const Snapshot& b)
         : m_a(a)
         , m_b(b)
-    {
-    }
+    { }
 
     bool run()
     {
@@ -60,8 +60,7 @@ public:
     std::string diff() const { return m_diff; }
 
 private:
-    template<typename T>
-    bool check(const std::string& what, const T& x, const T& y)
+    template <typename T> bool check(const std::string& what, const T& x, const T& y)
     {
         if (!m_diff.empty())
             return false;
@@ -171,7 +170,8 @@ private:
         const auto& y = *m_b.allocatorSettings;
         check("allocatorSettings.allocConf", x.allocConf, y.allocConf);
         check("allocatorSettings.maxSplitSize", x.maxSplitSize, y.maxSplitSize);
-        check("allocatorSettings.garbageCollectionThreshold", x.garbageCollectionThreshold, y.garbageCollectionThreshold);
+        check(
+            "allocatorSettings.garbageCollectionThreshold", x.garbageCollectionThreshold, y.garbageCollectionThreshold);
         check("allocatorSettings.expandableSegments", x.expandableSegments, y.expandableSegments);
         check("allocatorSettings.releaseLockOnCudaMalloc", x.releaseLockOnCudaMalloc, y.releaseLockOnCudaMalloc);
         check("allocatorSettings.pinnedUseCudaHostRegister", x.pinnedUseCudaHostRegister, y.pinnedUseCudaHostRegister);

@@ -71,9 +71,11 @@ bool isJsonSnapshot(std::string_view bytes)
         return false;
     const auto head = text.substr(0, sniffWindow);
     if (text[0] == '{')
-        return head.find("\"segments\"") != std::string_view::npos || head.find("\"device_traces\"") != std::string_view::npos;
+        return head.find("\"segments\"") != std::string_view::npos
+            || head.find("\"device_traces\"") != std::string_view::npos;
     if (text[0] == '[')
-        return head.find("\"total_size\"") != std::string_view::npos && head.find("\"blocks\"") != std::string_view::npos;
+        return head.find("\"total_size\"") != std::string_view::npos
+            && head.find("\"blocks\"") != std::string_view::npos;
     return false;
 }
 
@@ -100,8 +102,8 @@ bool isMemoVizHtml(std::string_view bytes)
     return findBase64Blob(head).has_value();
 }
 
-std::string inflate(std::string_view input, int windowBits, uint64_t limit, const std::atomic_bool* cancel,
-    const char* what)
+std::string inflate(
+    std::string_view input, int windowBits, uint64_t limit, const std::atomic_bool* cancel, const char* what)
 {
     z_stream zs {};
     if (inflateInit2(&zs, windowBits) != Z_OK)
@@ -135,14 +137,14 @@ std::string inflate(std::string_view input, int windowBits, uint64_t limit, cons
         produced += chunkOut - zs.avail_out;
         if (status == Z_BUF_ERROR && consumed == input.size() && zs.avail_out != 0) {
             inflateEnd(&zs);
-            throw formatError(std::string("truncated ") + what + ": the compressed data ends at byte "
-                + std::to_string(consumed));
+            throw formatError(
+                std::string("truncated ") + what + ": the compressed data ends at byte " + std::to_string(consumed));
         }
         if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
             const std::string reason = zs.msg ? zs.msg : "corrupt data";
             inflateEnd(&zs);
-            throw formatError(std::string("corrupt ") + what + " near compressed byte " + std::to_string(consumed)
-                + ": " + reason);
+            throw formatError(
+                std::string("corrupt ") + what + " near compressed byte " + std::to_string(consumed) + ": " + reason);
         }
     }
     inflateEnd(&zs);
@@ -191,8 +193,7 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
         if (p + 46 + nameLength + extraLength > zip.size())
             throw formatError("corrupt ZIP archive: central directory runs past the end");
         const auto name = zip.substr(p + 46, nameLength);
-        const bool isData = name == "data.pkl"
-            || (name.size() > 9 && name.substr(name.size() - 9) == "/data.pkl");
+        const bool isData = name == "data.pkl" || (name.size() > 9 && name.substr(name.size() - 9) == "/data.pkl");
         if (isData) {
             // ZIP64 extra field: the 64-bit values appear only for fields saturated at 0xffffffff.
             for (uint64_t e = p + 46 + nameLength; e + 4 <= p + 46 + nameLength + extraLength;) {
@@ -200,7 +201,7 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
                 const uint64_t size = little(zip, e + 2, 2);
                 if (id == 1) {
                     uint64_t f = e + 4;
-                    for (uint64_t* field : {&uncompressed, &compressed, &local}) {
+                    for (uint64_t* field : { &uncompressed, &compressed, &local }) {
                         if (*field == 0xffffffffu && f + 8 <= e + 4 + size) {
                             *field = little(zip, f, 8);
                             f += 8;
@@ -251,7 +252,8 @@ ContainerKind sniffContainer(std::string_view bytes)
             head.resize(head.size() - zs.avail_out);
             inflateEnd(&zs);
             const auto inner = sniffContainer(head);
-            return inner == ContainerKind::None || inner == ContainerKind::Gzip ? ContainerKind::None : ContainerKind::Gzip;
+            return inner == ContainerKind::None || inner == ContainerKind::Gzip ? ContainerKind::None
+                                                                                : ContainerKind::Gzip;
         } catch (const std::exception&) {
             return ContainerKind::None;
         }

@@ -14,10 +14,11 @@ enum class ContainerKind { None, Pickle, Gzip, TorchZip, Json, MemoVizHtml };
 // base64 pickle. Text that merely mentions snapshots is not claimed.
 ContainerKind sniffContainer(std::string_view bytes);
 
-struct Unwrapped {
-    std::string storage;      // owns the payload when it had to be inflated or decoded
+struct Unwrapped
+{
+    std::string storage; // owns the payload when it had to be inflated or decoded
     std::string_view payload; // the pickle or JSON text
-    std::string container;    // "pickle", "gzip", "torch.save zip", "json", "memory_viz html"
+    std::string container; // "pickle", "gzip", "torch.save zip", "json", "memory_viz html"
     bool json = false;
 };
 

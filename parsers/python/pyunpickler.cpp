@@ -54,12 +54,12 @@ void setUp()
 
 // PyGILState_Ensure/Release rather than pybind11's gil_scoped_acquire: they are the C API meant
 // for threads Python did not create, and survive the initialising thread having exited.
-class GilHolder {
+class GilHolder
+{
 public:
     GilHolder()
         : m_state(PyGILState_Ensure())
-    {
-    }
+    { }
     ~GilHolder() { PyGILState_Release(m_state); }
     GilHolder(const GilHolder&) = delete;
     GilHolder& operator=(const GilHolder&) = delete;
@@ -115,13 +115,13 @@ DecodeError pendingError()
     return DecodeError(ErrorKind::Format, "Python unpickler: " + typeName + ": " + message);
 }
 
-class Walker {
+class Walker
+{
 public:
     Walker(pickle::ValueBuilder& builder, const std::atomic_bool* cancel)
         : m_builder(builder)
         , m_cancel(cancel)
-    {
-    }
+    { }
 
     Value walk(PyObject* o, int depth)
     {
@@ -159,7 +159,8 @@ public:
         if (PyBytes_Check(o))
             return m_builder.bytes(std::string_view(PyBytes_AS_STRING(o), static_cast<size_t>(PyBytes_GET_SIZE(o))));
         if (PyByteArray_Check(o))
-            return m_builder.bytes(std::string_view(PyByteArray_AS_STRING(o), static_cast<size_t>(PyByteArray_GET_SIZE(o))));
+            return m_builder.bytes(
+                std::string_view(PyByteArray_AS_STRING(o), static_cast<size_t>(PyByteArray_GET_SIZE(o))));
         return container(o, depth);
     }
 
@@ -249,7 +250,8 @@ Value pythonUnpickle(std::string_view data, pickle::ValueBuilder& builder, const
     // The raw C API here, not pybind11's call operator: its error_already_set takes the GIL
     // again in its destructor through pybind11's own thread-state bookkeeping, which does not
     // know about threads that entered through PyGILState_Ensure.
-    PyObject* view = PyMemoryView_FromMemory(const_cast<char*>(data.data()), static_cast<Py_ssize_t>(data.size()), PyBUF_READ);
+    PyObject* view
+        = PyMemoryView_FromMemory(const_cast<char*>(data.data()), static_cast<Py_ssize_t>(data.size()), PyBUF_READ);
     PyObject* result = view ? PyObject_CallOneArg(loadFunction->ptr(), view) : nullptr;
     Py_XDECREF(view);
     if (!result)

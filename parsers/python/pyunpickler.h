@@ -10,7 +10,8 @@
 
 namespace oomlens::python {
 
-struct PythonUnpickleOptions {
+struct PythonUnpickleOptions
+{
     const std::atomic_bool* cancel = nullptr;
     // Run the opcode safety scan before CPython sees the bytes. Tests turn it off to prove the
     // restricted unpickler refuses globals on its own.
@@ -25,6 +26,7 @@ bool pythonAvailable(std::string* why = nullptr);
 // no persistent id, then walks the resulting objects into `builder` (the same builder the native
 // decoder feeds). Safe to call from any thread; takes the GIL for the duration.
 // Throws pickle::DecodeError.
-pickle::Value pythonUnpickle(std::string_view data, pickle::ValueBuilder& builder, const PythonUnpickleOptions& options = {});
+pickle::Value pythonUnpickle(
+    std::string_view data, pickle::ValueBuilder& builder, const PythonUnpickleOptions& options = {});
 
 } // namespace oomlens::python

@@ -19,7 +19,7 @@ std::string_view view(const QByteArray& bytes)
 QByteArray runPython(const QString& script, const QStringList& args = {})
 {
     QProcess process;
-    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList {QStringLiteral("-c"), script} + args);
+    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList { QStringLiteral("-c"), script } + args);
     if (!process.waitForFinished(60000) || process.exitCode() != 0)
         qWarning("python failed: %s", process.readAllStandardError().constData());
     return process.readAllStandardOutput();
@@ -82,7 +82,8 @@ sys.stdout.buffer.write(data)
 
 } // namespace
 
-class TestPickleDecoder : public QObject {
+class TestPickleDecoder : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -96,13 +97,13 @@ private Q_SLOTS:
     void edgeValues()
     {
         QFETCH(int, protocol);
-        const QByteArray bytes = runPython(QString::fromUtf8(edgeScript), {QString::number(protocol)});
+        const QByteArray bytes = runPython(QString::fromUtf8(edgeScript), { QString::number(protocol) });
         QVERIFY(!bytes.isEmpty());
         std::string error;
         const auto s = decodeBoth(bytes, &error);
         QVERIFY2(s, error.c_str());
-        const std::vector<uint64_t> expected {0, 1, 255, 256, 65535, 65536, (1ULL << 31) - 1, 1ULL << 31, 1ULL << 32,
-            (1ULL << 63) - 1, 1ULL << 63, ~0ULL, ~0ULL, uint64_t(-(int64_t(1) << 31)), 1ULL << 63};
+        const std::vector<uint64_t> expected { 0, 1, 255, 256, 65535, 65536, (1ULL << 31) - 1, 1ULL << 31, 1ULL << 32,
+            (1ULL << 63) - 1, 1ULL << 63, ~0ULL, ~0ULL, uint64_t(-(int64_t(1) << 31)), 1ULL << 63 };
         const auto& events = s->traces.at(0).events;
         QCOMPARE(events.size(), expected.size());
         for (size_t i = 0; i < expected.size(); ++i) {
@@ -127,10 +128,10 @@ private Q_SLOTS:
 
     void integersBeyond64BitsAreAnError()
     {
-        const QByteArray bytes = runPython(QStringLiteral(
-            "import pickle,sys; sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': "
-            "[[{'action': 'alloc', 'addr': 2**64, 'size': 1, 'stream': 0}]]}, protocol=4))"));
-        for (const auto decoder : {SnapshotDecoder::Native, SnapshotDecoder::Python}) {
+        const QByteArray bytes = runPython(
+            QStringLiteral("import pickle,sys; sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': "
+                           "[[{'action': 'alloc', 'addr': 2**64, 'size': 1, 'stream': 0}]]}, protocol=4))"));
+        for (const auto decoder : { SnapshotDecoder::Native, SnapshotDecoder::Python }) {
             SnapshotReadOptions options;
             options.decoder = decoder;
             const auto result = readSnapshot(view(bytes), options);
@@ -153,7 +154,7 @@ private Q_SLOTS:
         QCOMPARE(segment.address, uint64_t(4096));
         QCOMPARE(segment.totalSize, uint64_t(512));
         QVERIFY(segment.isExpandable);
-        QCOMPARE(segment.pool, (PoolId {1, 2}));
+        QCOMPARE(segment.pool, (PoolId { 1, 2 }));
         QCOMPARE(s->blocks.size(), size_t(1));
         QCOMPARE(s->blocks[0].size, uint64_t(512));
         QCOMPARE(s->blocks[0].address, uint64_t(4096)); // from the segment base

@@ -49,7 +49,7 @@ std::string restrictedOnly(const QByteArray& bytes)
 QByteArray runPython(const QString& script, const QStringList& args = {})
 {
     QProcess process;
-    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList {QStringLiteral("-c"), script} + args);
+    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList { QStringLiteral("-c"), script } + args);
     if (!process.waitForFinished(60000) || process.exitCode() != 0)
         qWarning("python failed: %s", process.readAllStandardError().constData());
     return process.readAllStandardOutput();
@@ -60,7 +60,8 @@ QByteArray runPython(const QString& script, const QStringList& args = {})
 
 } // namespace
 
-class TestPickleSafety : public QObject {
+class TestPickleSafety : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -68,7 +69,7 @@ private Q_SLOTS:
     void worksFromWorkerThreads()
     {
         const QByteArray data = test::readFile(test::testDataDir() + QStringLiteral("/snapshots/newest_p4.pickle"));
-        std::atomic_int ok {0};
+        std::atomic_int ok { 0 };
         std::vector<std::thread> threads;
         for (int t = 0; t < 4; ++t) {
             threads.emplace_back([&] {
@@ -102,14 +103,15 @@ class Exploit:
         return (os.system, ('touch ' + sys.argv[1],))
 sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit()]]}, protocol=int(sys.argv[2])))
 )"),
-            {marker, QString::number(protocol)});
+            { marker, QString::number(protocol) });
         QVERIFY(exploit.size() > 20);
         QVERIFY(!QFile::exists(marker));
 
-        for (const auto decoder : {SnapshotDecoder::Native, SnapshotDecoder::Python}) {
+        for (const auto decoder : { SnapshotDecoder::Native, SnapshotDecoder::Python }) {
             const auto result = read(exploit, decoder);
             QVERIFY(!result.snapshot);
-            QVERIFY2(result.error.rfind("refusing to run code from the snapshot: opcode ", 0) == 0, result.error.c_str());
+            QVERIFY2(
+                result.error.rfind("refusing to run code from the snapshot: opcode ", 0) == 0, result.error.c_str());
             QVERIFY2(result.error.find(" at byte ") != std::string::npos, result.error.c_str());
         }
         // Without the pre-scan the restricted unpickler refuses by itself.
@@ -129,7 +131,13 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
                                        .arg(QLatin1String(opcode))
                                        .arg(at);
         };
-        row("GLOBAL", B("\x80\x02" "cposix\nsystem\n" "X\x01\x00\x00\x00" "x" "\x85R."), "GLOBAL", 2);
+        row("GLOBAL",
+            B("\x80\x02"
+              "cposix\nsystem\n"
+              "X\x01\x00\x00\x00"
+              "x"
+              "\x85R."),
+            "GLOBAL", 2);
         row("STACK_GLOBAL", B("\x80\x04\x8c\x05posix\x8c\x06system\x93."), "STACK_GLOBAL", 17);
         row("REDUCE", B("\x80\x02]K\x01\x85R."), "REDUCE", 6);
         row("BUILD", B("\x80\x02}}b."), "BUILD", 4);
@@ -148,7 +156,7 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
     {
         QFETCH(QByteArray, pickle);
         QFETCH(QString, message);
-        for (const auto decoder : {SnapshotDecoder::Native, SnapshotDecoder::Python}) {
+        for (const auto decoder : { SnapshotDecoder::Native, SnapshotDecoder::Python }) {
             const auto result = read(pickle, decoder);
             QVERIFY(!result.snapshot);
             QCOMPARE(QString::fromStdString(result.error), message);
@@ -162,9 +170,11 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
         QByteArray fourGiB("\x80\x02X\xff\xff\xff\xff", 7);
         fourGiB.append(1024, 'a');
         QTest::newRow("BINUNICODE of 4 GiB in 1 KiB") << fourGiB << "opcode BINUNICODE at byte 2 runs past the end";
-        QTest::newRow("BINUNICODE8 of 2^63")
-            << B("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f" "abc.") << "opcode BINUNICODE8 at byte 2";
-        QTest::newRow("BINBYTES8") << B("\x80\x04\x8e\x00\x00\x00\x00\x01\x00\x00\x00.") << "opcode BINBYTES8 at byte 2";
+        QTest::newRow("BINUNICODE8 of 2^63") << B("\x80\x04\x8d\xff\xff\xff\xff\xff\xff\xff\x7f"
+                                                  "abc.")
+                                             << "opcode BINUNICODE8 at byte 2";
+        QTest::newRow("BINBYTES8") << B("\x80\x04\x8e\x00\x00\x00\x00\x01\x00\x00\x00.")
+                                   << "opcode BINBYTES8 at byte 2";
         QTest::newRow("LONG4 of 2 GiB") << B("\x80\x02\x8b\xff\xff\xff\x7f\x01.") << "opcode LONG4 at byte 2";
         QTest::newRow("FRAME past the end") << B("\x80\x04\x95\x10") << "opcode FRAME at byte 2";
         QTest::newRow("empty") << QByteArray() << "empty input";
@@ -176,7 +186,7 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
     {
         QFETCH(QByteArray, pickle);
         QFETCH(QString, fragment);
-        for (const auto decoder : {SnapshotDecoder::Native, SnapshotDecoder::Python}) {
+        for (const auto decoder : { SnapshotDecoder::Native, SnapshotDecoder::Python }) {
             const auto result = read(pickle, decoder);
             QVERIFY(!result.snapshot);
             QVERIFY2(QString::fromStdString(result.error).contains(fragment), result.error.c_str());
@@ -188,10 +198,12 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
         // A memo index far beyond anything stored.
         const auto huge = read(B("\x80\x02]r\xf0\xff\xff\xff."), SnapshotDecoder::Native);
         QVERIFY(!huge.snapshot);
-        QVERIFY2(huge.error.find("memo index 4294967280 is out of range at byte 3") != std::string::npos, huge.error.c_str());
+        QVERIFY2(huge.error.find("memo index 4294967280 is out of range at byte 3") != std::string::npos,
+            huge.error.c_str());
         QVERIFY(!read(B("\x80\x02]r\xf0\xff\xff\xff."), SnapshotDecoder::Python).snapshot);
         // A GET of something never stored.
-        QVERIFY(read(B("\x80\x02h\x07."), SnapshotDecoder::Native).error.find("memo key 7 was never stored") != std::string::npos);
+        QVERIFY(read(B("\x80\x02h\x07."), SnapshotDecoder::Native).error.find("memo key 7 was never stored")
+            != std::string::npos);
 
         // "Billion laughs": 40 levels of lists, each holding its predecessor 16 times (16^40 paths).
         QByteArray laughs("\x80\x02]q\x00", 5);
@@ -204,7 +216,7 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
         laughs.append('.');
         QElapsedTimer timer;
         timer.start();
-        for (const auto decoder : {SnapshotDecoder::Native, SnapshotDecoder::Python}) {
+        for (const auto decoder : { SnapshotDecoder::Native, SnapshotDecoder::Python }) {
             const auto result = read(laughs, decoder);
             QVERIFY(!result.snapshot);
             QVERIFY2(result.error.find("not a memory snapshot") != std::string::npos, result.error.c_str());
@@ -243,11 +255,12 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
             const auto result = read(full.left(length), SnapshotDecoder::Native);
             QVERIFY(!result.snapshot);
             QVERIFY2(result.error.find('\n') == std::string::npos, result.error.c_str());
-            QVERIFY2(result.error.find("at byte") != std::string::npos || result.error.find("empty") != std::string::npos
+            QVERIFY2(result.error.find("at byte") != std::string::npos
+                    || result.error.find("empty") != std::string::npos
                     || result.error.find("not a memory snapshot") != std::string::npos,
                 result.error.c_str());
         }
-        for (qsizetype length : {qsizetype(3), full.size() / 2, full.size() - 1}) {
+        for (qsizetype length : { qsizetype(3), full.size() / 2, full.size() - 1 }) {
             const auto result = read(full.left(length), SnapshotDecoder::Python);
             QVERIFY(!result.snapshot);
             QVERIFY2(result.error.find("truncated pickle") != std::string::npos, result.error.c_str());
@@ -266,7 +279,8 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
         QTest::newRow("corrupt gzip") << corrupt << "gzip";
         const QByteArray zip = test::readFile(test::testDataDir() + QStringLiteral("/snapshots/newest_stored.zip"));
         QTest::newRow("zip without directory") << zip.left(zip.size() - 100) << "ZIP";
-        const QByteArray html = test::readFile(test::testDataDir() + QStringLiteral("/snapshots/newest_memory_viz.html"));
+        const QByteArray html
+            = test::readFile(test::testDataDir() + QStringLiteral("/snapshots/newest_memory_viz.html"));
         QByteArray badHtml = html;
         badHtml.replace("\"base64\": \"gA", "\"base64\": \"gA!!");
         QTest::newRow("bad base64") << badHtml << "not valid base64";
@@ -328,7 +342,6 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
         }
         qInfo("%d of 2000 mutated snapshots still decoded", decoded);
     }
-
 };
 
 QTEST_GUILESS_MAIN(TestPickleSafety)

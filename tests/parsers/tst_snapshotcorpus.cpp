@@ -47,7 +47,8 @@ SnapshotReadResult read(const QByteArray& bytes, SnapshotDecoder decoder)
 
 // Every real snapshot in ../shared/corpus opens, agrees with MANIFEST.jsonl, and decodes to the
 // same model with the native decoder and with CPython's own unpickler.
-class TestSnapshotCorpus : public QObject {
+class TestSnapshotCorpus : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -119,7 +120,7 @@ private Q_SLOTS:
         }
         QCOMPARE(devices, (expected.at("devices_in_segments").get<std::set<int32_t>>()));
         if (expected.at("expandable").is_null())
-            QCOMPARE(expandable, std::set<bool> {false});
+            QCOMPARE(expandable, std::set<bool> { false });
         else
             QCOMPARE(expandable, (expected.at("expandable").get<std::set<bool>>()));
         const double MiB = 1024.0 * 1024.0;

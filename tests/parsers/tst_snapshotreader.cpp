@@ -50,7 +50,8 @@ bool hasWarning(const Snapshot& s, const char* fragment)
 
 } // namespace
 
-class TestSnapshotReader : public QObject {
+class TestSnapshotReader : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -61,7 +62,7 @@ private Q_SLOTS:
         QCOMPARE(s->era, Snapshot::Era::SegmentList);
         QCOMPARE(s->segments.size(), size_t(2));
         QCOMPARE(s->blocks.size(), size_t(3));
-        QCOMPARE(s->devices(), (std::vector<int32_t> {0, 1}));
+        QCOMPARE(s->devices(), (std::vector<int32_t> { 0, 1 }));
         QVERIFY(s->traces.empty());
         QVERIFY(!s->segments[0].isLargePool);
         QVERIFY(s->segments[1].isLargePool);
@@ -107,10 +108,10 @@ private Q_SLOTS:
         QCOMPARE(stackText(*s, s->segments[0].stack), std::string("forward;train_step;"));
         QCOMPARE(s->traces.size(), size_t(2));
         QVERIFY(s->traces[1].events.empty());
-        QCOMPARE(s->devices(), std::vector<int32_t> {0});
+        QCOMPARE(s->devices(), std::vector<int32_t> { 0 });
         const auto& events = s->traces[0].events;
-        const std::vector<TraceAction> expected {TraceAction::SegmentMap, TraceAction::Alloc, TraceAction::Alloc,
-            TraceAction::FreeRequested, TraceAction::FreeCompleted, TraceAction::SegmentUnmap, TraceAction::Snapshot};
+        const std::vector<TraceAction> expected { TraceAction::SegmentMap, TraceAction::Alloc, TraceAction::Alloc,
+            TraceAction::FreeRequested, TraceAction::FreeCompleted, TraceAction::SegmentUnmap, TraceAction::Snapshot };
         QCOMPARE(events.size(), expected.size());
         for (size_t i = 0; i < expected.size(); ++i)
             QCOMPARE(events[i].action, expected[i]);
@@ -120,8 +121,9 @@ private Q_SLOTS:
         // A free_* entry shares its frame list with the alloc: one interned stack.
         QCOMPARE(events[2].stack, events[4].stack);
         QCOMPARE(stackText(*s, events[2].stack),
-            std::string("c10::cuda::CUDACachingAllocator::malloc(int, unsigned long, CUstream_st*);_engine_run_backward;"
-                        "train_step;"));
+            std::string(
+                "c10::cuda::CUDACachingAllocator::malloc(int, unsigned long, CUstream_st*);_engine_run_backward;"
+                "train_step;"));
         QCOMPARE(events[5].stack, FrameTable::emptyStack());
     }
 
@@ -141,7 +143,7 @@ private Q_SLOTS:
         QVERIFY(!events[0].compileContext.isValid()); // "" means none
         QCOMPARE(s->strings->get(events[2].userMetadata), std::string_view("step 3"));
         QCOMPARE(s->blocks[1].state, BlockState::ActivePendingFree); // "active_awaiting_free" spelling
-        QCOMPARE(s->segments[0].pool, (PoolId {1, 7}));
+        QCOMPARE(s->segments[0].pool, (PoolId { 1, 7 }));
         // FX-augmented frames keep filename/name/line.
         QCOMPARE(stackText(*s, events[0].stack), std::string("forward;train_step;"));
 
@@ -157,7 +159,7 @@ private Q_SLOTS:
         QCOMPARE(s->annotations.size(), size_t(2));
         QCOMPARE(s->annotations[0].timeUs, int64_t(1760000000000001));
         QCOMPARE(s->annotations[1].fields,
-            (std::vector<std::pair<std::string, std::string>> {{"stage", "END"}, {"name", "ProfilerStep#3"}}));
+            (std::vector<std::pair<std::string, std::string>> { { "stage", "END" }, { "name", "ProfilerStep#3" } }));
 
         QVERIFY(hasWarning(*s, "mystery_action"));
         QVERIFY(hasWarning(*s, "new_field"));
@@ -170,16 +172,26 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("container");
         QTest::addColumn<int>("protocol");
-        QTest::newRow("protocol 0") << "newest_p0.pickle" << "pickle" << 0;
-        QTest::newRow("protocol 1") << "newest_p1.pickle" << "pickle" << 0;
-        QTest::newRow("protocol 2") << "newest_p2.pickle" << "pickle" << 2;
-        QTest::newRow("protocol 3") << "newest_p3.pickle" << "pickle" << 3;
-        QTest::newRow("protocol 5") << "newest_p5.pickle" << "pickle" << 5;
-        QTest::newRow("gzip") << "newest.pickle.gz" << "gzip" << 4;
-        QTest::newRow("torch.save stored") << "newest_stored.zip" << "torch.save zip" << 2;
-        QTest::newRow("torch.save deflated") << "newest_deflated.zip" << "torch.save zip" << 2;
-        QTest::newRow("json") << "newest.json" << "json" << 0;
-        QTest::newRow("memory_viz html") << "newest_memory_viz.html" << "memory_viz html" << 4;
+        QTest::newRow("protocol 0") << "newest_p0.pickle"
+                                    << "pickle" << 0;
+        QTest::newRow("protocol 1") << "newest_p1.pickle"
+                                    << "pickle" << 0;
+        QTest::newRow("protocol 2") << "newest_p2.pickle"
+                                    << "pickle" << 2;
+        QTest::newRow("protocol 3") << "newest_p3.pickle"
+                                    << "pickle" << 3;
+        QTest::newRow("protocol 5") << "newest_p5.pickle"
+                                    << "pickle" << 5;
+        QTest::newRow("gzip") << "newest.pickle.gz"
+                              << "gzip" << 4;
+        QTest::newRow("torch.save stored") << "newest_stored.zip"
+                                           << "torch.save zip" << 2;
+        QTest::newRow("torch.save deflated") << "newest_deflated.zip"
+                                             << "torch.save zip" << 2;
+        QTest::newRow("json") << "newest.json"
+                              << "json" << 0;
+        QTest::newRow("memory_viz html") << "newest_memory_viz.html"
+                                         << "memory_viz html" << 4;
     }
 
     void everyContainerAndProtocol()
@@ -198,7 +210,8 @@ private Q_SLOTS:
         normalized.pickleProtocol = reference->pickleProtocol;
         std::string diff;
         QVERIFY2(sameSnapshot(*reference, normalized, &diff), diff.c_str());
-        const bool legacyPickle = file.startsWith(QLatin1String("newest_p0")) || file.startsWith(QLatin1String("newest_p1"));
+        const bool legacyPickle
+            = file.startsWith(QLatin1String("newest_p0")) || file.startsWith(QLatin1String("newest_p1"));
         QCOMPARE(looksLikeSnapshot(view(bytes)), !legacyPickle);
     }
 
@@ -206,9 +219,9 @@ private Q_SLOTS:
     void decodersAgreeOnFixtures_data()
     {
         QTest::addColumn<QString>("file");
-        for (const char* name : {"era_segment_list.pickle", "era_history.pickle", "era_traces.pickle", "newest_p0.pickle",
-                 "newest_p1.pickle", "newest_p2.pickle", "newest_p4.pickle", "newest_p5.pickle", "newest.pickle.gz",
-                 "newest_deflated.zip", "newest_memory_viz.html"})
+        for (const char* name : { "era_segment_list.pickle", "era_history.pickle", "era_traces.pickle",
+                 "newest_p0.pickle", "newest_p1.pickle", "newest_p2.pickle", "newest_p4.pickle", "newest_p5.pickle",
+                 "newest.pickle.gz", "newest_deflated.zip", "newest_memory_viz.html" })
             QTest::newRow(name) << QString::fromLatin1(name);
     }
 
@@ -244,7 +257,9 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<bool>("expected");
         QTest::newRow("empty") << QByteArray() << false;
-        QTest::newRow("oom text") << QByteArray("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB") << false;
+        QTest::newRow("oom text") << QByteArray(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+                                  << false;
         QTest::newRow("unrelated json") << QByteArray("{\"a\": 1, \"b\": [1, 2]}") << false;
         QTest::newRow("json list of numbers") << QByteArray("[1, 2, 3]") << false;
         QTest::newRow("text starting with paren") << QByteArray("(dp0\nthis is a note.") << false;
@@ -253,8 +268,7 @@ private Q_SLOTS:
         QTest::newRow("pickle protocol 2") << QByteArray("\x80\x02}q\x00.", 6) << true;
         QTest::newRow("html without blob") << QByteArray("<!DOCTYPE html><html><body>hi</body></html>") << false;
         QTest::newRow("zip without data.pkl") << QByteArray("PK\x03\x04 not really a zip", 24) << false;
-        QTest::newRow("json snapshot")
-            << QByteArray(" {\"segments\": [], \"device_traces\": []}") << true;
+        QTest::newRow("json snapshot") << QByteArray(" {\"segments\": [], \"device_traces\": []}") << true;
     }
 
     void sniffing()
@@ -280,7 +294,7 @@ private Q_SLOTS:
             return;
         const QByteArray big = test::readFile(test::corpusDir()
             + QStringLiteral("/snapshots/kkaitlyn111__cs336-a2-systems__memory_ctx256_fullstep_.pickle"));
-        std::atomic_bool cancel {true};
+        std::atomic_bool cancel { true };
         options.cancel = &cancel;
         const auto result = readSnapshot(view(big), options);
         QVERIFY(!result.snapshot);
