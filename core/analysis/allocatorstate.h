@@ -2,6 +2,7 @@
 
 #include "core/analysis/snapshotanalysis.h"
 
+#include <compare>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,25 @@ struct StateSegment {
     uint64_t largestFree = 0; // largest gap between live blocks
 };
 
+// A pool as the trace can tell them apart: one stream's small pool (requests up to 1 MiB,
+// 2 MiB segments) or large pool. CUDA-graph private pools are not recorded per event.
+struct PoolKey {
+    int64_t stream = 0;
+    bool largePool = true;
+    friend auto operator<=>(const PoolKey&, const PoolKey&) = default;
+};
+
+// One pool at one moment. reserved - active is what the pool caches; largestFreeBlock is what
+// the next request to it could get without a new segment.
+struct PoolState {
+    PoolKey key;
+    size_t segments = 0;
+    uint64_t reservedBytes = 0;
+    uint64_t activeBytes = 0;
+    uint64_t freeBytes = 0;
+    uint64_t largestFreeBlock = 0;
+};
+
 struct AllocatorState {
     int64_t event = -1; // the state right after this event; -1: before the first
     std::vector<StateSegment> segments; // by address
@@ -39,6 +59,8 @@ struct AllocatorState {
     // (small pool for requests <= 1 MiB). stream < 0: any stream.
     uint64_t largestFreeBlock(int64_t stream, bool largePool) const;
     uint64_t freeBytes(int64_t stream, bool largePool) const;
+    // Per stream and pool kind, ordered by key.
+    std::vector<PoolState> pools() const;
 };
 
 AllocatorState allocatorStateAt(const Snapshot& snapshot, const DeviceAnalysis& device, int64_t event);

@@ -115,7 +115,8 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         const bool older = a.allocEvent < 0;
         const bool alive = a.freeEvent < 0;
         const uint32_t f = features.features(a.stack);
-        a.phase = older ? StackFeatures::phaseFromFeatures(f) : out.eventPhase[static_cast<size_t>(a.allocEvent)];
+        const Phase stackPhase = features.phase(a.stack);
+        a.phase = older ? stackPhase : out.eventPhase[static_cast<size_t>(a.allocEvent)];
         a.step = older ? -1 : out.eventStep[static_cast<size_t>(a.allocEvent)];
         const Phase freedIn = alive ? Phase::Unknown : out.eventPhase[static_cast<size_t>(a.freeEvent)];
 
@@ -137,7 +138,8 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         }
 
         Verdict v{Category::Unknown, "no evidence"};
-        if (f & FeatureAccumulateGrad) {
+        // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
+        if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
             v = {Category::Gradients, "written by AccumulateGrad (a parameter's .grad)"};
         } else if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
             // An allocation first seen at its free carries the free's frames; unless they name

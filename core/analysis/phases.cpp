@@ -26,6 +26,8 @@ bool annotationOnDevice(const Annotation& a, int32_t device)
     return a.device == device || a.device < 0;
 }
 
+// Optimizer.step annotations (record_function), merged and ordered so events find theirs by
+// binary search.
 std::vector<TimeWindow> optimizerWindows(const Snapshot& snapshot, int32_t device)
 {
     std::vector<TimeWindow> windows;
@@ -44,7 +46,26 @@ std::vector<TimeWindow> optimizerWindows(const Snapshot& snapshot, int32_t devic
             starts.pop_back();
         }
     }
-    return windows;
+    std::sort(windows.begin(), windows.end(), [](const TimeWindow& a, const TimeWindow& b) { return a.start < b.start; });
+    std::vector<TimeWindow> merged;
+    for (const TimeWindow& w : windows) {
+        if (!merged.empty() && w.start <= merged.back().end)
+            merged.back().end = std::max(merged.back().end, w.end);
+        else
+            merged.push_back(w);
+    }
+    return merged;
+}
+
+// Index of the window holding timeUs, or -1.
+int64_t windowAt(const std::vector<TimeWindow>& windows, int64_t timeUs)
+{
+    auto it = std::upper_bound(windows.begin(), windows.end(), timeUs,
+                               [](int64_t t, const TimeWindow& w) { return t < w.start; });
+    if (it == windows.begin())
+        return -1;
+    --it;
+    return timeUs <= it->end ? it - windows.begin() : -1;
 }
 
 std::vector<int64_t> profilerStepStarts(const Snapshot& snapshot, int32_t device)
@@ -105,6 +126,10 @@ void labelSteps(const Snapshot& snapshot, StackFeatures& features, const std::ve
                 continue;
             }
             if (!isTraining(p))
+                continue;
+            // zero_grad sits at either end of a step (before the forward in most loops and in
+            // Lightning's closure, after the update in others): it neither ends nor starts one.
+            if (p == Phase::Optimizer && (features.features(events[i].stack) & FeatureZeroGrad))
                 continue;
             bool starts = false;
             if (hasOptimizer || hasBackward) {
@@ -167,8 +192,6 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
 
     out.eventPhase.assign(n, Phase::Unknown);
     std::vector<Evidence> evidence(n, Evidence::None);
-    const auto windows = optimizerWindows(snapshot, out.device);
-
     for (size_t i = 0; i < n; ++i) {
         const TraceEvent& e = events[i];
         StackId stack = e.stack;
@@ -181,18 +204,34 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
             if (a.allocEvent >= 0 && a.stack == stack)
                 stack = FrameTable::emptyStack();
         }
-        Phase p = stack == FrameTable::emptyStack() ? Phase::Unknown : features.phase(stack);
-        if (p == Phase::Unknown && e.timeUs != 0) {
-            for (const TimeWindow& w : windows) {
-                if (e.timeUs >= w.start && e.timeUs <= w.end) {
-                    p = Phase::Optimizer;
-                    break;
-                }
-            }
-        }
+        const Phase p = stack == FrameTable::emptyStack() ? Phase::Unknown : features.phase(stack);
         out.eventPhase[i] = p;
         evidence[i] = p != Phase::Unknown ? Evidence::Known
                                           : (stack == FrameTable::emptyStack() ? Evidence::None : Evidence::Loose);
+    }
+
+    // An Optimizer.step window only says "optimizer" for frameless events when no forward or
+    // backward ran inside it: with a closure (Lightning, LBFGS) the whole step is in the window.
+    const auto windows = optimizerWindows(snapshot, out.device);
+    if (!windows.empty()) {
+        std::vector<char> closure(windows.size(), 0);
+        for (size_t i = 0; i < n; ++i) {
+            const Phase p = out.eventPhase[i];
+            if ((p == Phase::Forward || p == Phase::Backward) && events[i].timeUs != 0) {
+                const int64_t w = windowAt(windows, events[i].timeUs);
+                if (w >= 0)
+                    closure[static_cast<size_t>(w)] = 1;
+            }
+        }
+        for (size_t i = 0; i < n; ++i) {
+            if (out.eventPhase[i] != Phase::Unknown || events[i].timeUs == 0)
+                continue;
+            const int64_t w = windowAt(windows, events[i].timeUs);
+            if (w >= 0 && !closure[static_cast<size_t>(w)]) {
+                out.eventPhase[i] = Phase::Optimizer;
+                evidence[i] = Evidence::Known;
+            }
+        }
     }
 
     Phase current = Phase::Unknown;

@@ -10,7 +10,8 @@ namespace oomlens {
 // frames are only the allocation's own context (context='alloc' falls back to it).
 //
 // Evidence, strongest first: the event's own frames (StackFeatures), optimizer annotations
-// (external_annotations "Optimizer.step#..."), then continuity: an event without frames (the
+// (external_annotations "Optimizer.step#...", unless forward or backward frames show inside
+// the window: a closure-based step), then continuity: an event without frames (the
 // autograd thread records none under stacks='python') continues the phase before it, and
 // loose training-loop code continues a forward (the loss) or else is data preparation.
 // Steps: ProfilerStep#N annotations when present, else a new step starts when forward or

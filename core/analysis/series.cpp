@@ -107,21 +107,35 @@ std::vector<Bucket> downsample(const DeviceAnalysis& d, int64_t firstEvent, int6
     return result;
 }
 
-int64_t eventAtTime(const DeviceTrace& trace, int64_t timeUs)
+void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& d)
 {
-    // Linear in the worst case only when time_us goes backwards; a running maximum keeps the
-    // answer well defined.
+    d.timeCheckpoints.clear();
+    if (!trace)
+        return;
+    const size_t n = trace->events.size();
+    d.timeCheckpoints.reserve(n / DeviceAnalysis::checkpointInterval + 1);
     int64_t runningMax = INT64_MIN;
-    const auto n = static_cast<int64_t>(trace.events.size());
-    // Binary search is exact when times are monotonic, which is the common case.
-    const bool monotonic = std::is_sorted(trace.events.begin(), trace.events.end(),
-                                          [](const TraceEvent& a, const TraceEvent& b) { return a.timeUs < b.timeUs; });
-    if (monotonic) {
-        auto it = std::lower_bound(trace.events.begin(), trace.events.end(), timeUs,
-                                   [](const TraceEvent& e, int64_t t) { return e.timeUs < t; });
-        return it - trace.events.begin();
+    for (size_t i = 0; i < n; ++i) {
+        if (i % DeviceAnalysis::checkpointInterval == 0)
+            d.timeCheckpoints.push_back(runningMax);
+        runningMax = std::max(runningMax, trace->events[i].timeUs);
     }
-    for (int64_t i = 0; i < n; ++i) {
+}
+
+int64_t eventAtTime(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t timeUs)
+{
+    const auto n = static_cast<int64_t>(trace.events.size());
+    if (n == 0 || d.timeCheckpoints.empty())
+        return n;
+    // The last checkpoint whose running maximum is still below timeUs: the answer lies in its
+    // interval or later, and the running maximum is non-decreasing.
+    auto it = std::partition_point(d.timeCheckpoints.begin(), d.timeCheckpoints.end(),
+                                   [&](int64_t runningMax) { return runningMax < timeUs; });
+    const auto k = static_cast<int64_t>(it - d.timeCheckpoints.begin()) - 1;
+    if (k < 0)
+        return 0;
+    int64_t runningMax = d.timeCheckpoints[static_cast<size_t>(k)];
+    for (int64_t i = k * DeviceAnalysis::checkpointInterval; i < n; ++i) {
         runningMax = std::max(runningMax, trace.events[static_cast<size_t>(i)].timeUs);
         if (runningMax >= timeUs)
             return i;

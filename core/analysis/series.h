@@ -30,11 +30,15 @@ uint64_t reservedAt(const DeviceAnalysis& device, int64_t event);
 // The same split by category; adds up to allocatedAt().
 CategoryBytes categoryBytesAt(const DeviceAnalysis& device, int64_t event);
 
-// The first event at or after timeUs (time_us is approximate and not strictly monotonic, so
-// this uses the running maximum); the trace length when none.
-int64_t eventAtTime(const DeviceTrace& trace, int64_t timeUs);
+// The first event whose time_us reaches timeUs (time_us is approximate and not strictly
+// monotonic, so this uses the running maximum); the trace length when none. `trace` is the
+// device's trace the analysis was built from. Cost: a binary search over timeCheckpoints plus
+// at most checkpointInterval events.
+int64_t eventAtTime(const DeviceAnalysis& device, const DeviceTrace& trace, int64_t timeUs);
 
 // Fills DeviceAnalysis::categoryCheckpoints; call after categories are assigned.
 void buildCategoryCheckpoints(DeviceAnalysis& device);
+// Fills DeviceAnalysis::timeCheckpoints from the device's trace.
+void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& device);
 
 } // namespace oomlens

@@ -132,6 +132,7 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
         labelPhases(*snapshot, features, d);
         categorize(*snapshot, features, rules ? &*rules : nullptr, d);
         buildCategoryCheckpoints(d);
+        buildTimeCheckpoints(snapshot->trace(ordinal), d);
         findPeak(*snapshot, d);
         analyzeOoms(*snapshot, features, d);
         result.devices.push_back(std::move(d));

@@ -92,6 +92,9 @@ struct DeviceAnalysis {
     // "categories at event e" by replaying at most checkpointInterval events.
     static constexpr int64_t checkpointInterval = 1024;
     std::vector<CategoryBytes> categoryCheckpoints;
+    // Running maximum of time_us over the events before k * checkpointInterval (time_us is not
+    // strictly monotonic); lets series.h find the event at a time without scanning the trace.
+    std::vector<int64_t> timeCheckpoints;
 
     std::vector<std::string> warnings;      // inconsistencies met while reconstructing
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <string_view>
 
 namespace oomlens {
@@ -81,7 +82,9 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
         f |= FeatureForward;
         cached |= forwardNameBit;
     }
-    if (name == "decorate_context" || contains(name, "inference_mode") || contains(name, "no_grad"))
+    if (name == "decorate_context")
+        f |= FeatureGradModeDecorator;
+    if (contains(name, "inference_mode") || contains(name, "no_grad"))
         f |= FeatureNoGrad;
     if (isEvalName(name))
         f |= FeatureEvalName;
@@ -101,6 +104,57 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     return f;
 }
 
+namespace {
+
+constexpr uint32_t optimizerFeatures = FeatureOptimizer | FeatureZeroGrad | FeatureOptimizerInit;
+
+// Where the decisive frames sit, innermost first; npos where absent.
+struct FramePositions {
+    static constexpr size_t npos = SIZE_MAX;
+    size_t optimizer = npos;
+    size_t backward = npos;
+    size_t forward = npos;
+    size_t evalEvidence = npos; // an eval-like name or an explicit no_grad/inference_mode frame
+    void see(size_t index, uint32_t f)
+    {
+        auto mark = [&](size_t& slot, bool present) {
+            if (present && slot == npos)
+                slot = index;
+        };
+        mark(optimizer, f & optimizerFeatures);
+        mark(backward, f & FeatureBackward);
+        mark(forward, f & FeatureForward);
+        mark(evalEvidence, f & (FeatureNoGrad | FeatureEvalName));
+    }
+};
+
+Phase decidePhase(uint32_t f, const FramePositions& at)
+{
+    // An optimizer frame inside which no module ran and no backward ran: the step's own work.
+    if (at.optimizer < at.forward && at.optimizer < at.backward)
+        return Phase::Optimizer;
+    // Backward next: activation checkpointing re-runs forward inside backward, and the engine
+    // thread's stacks carry no Python frames at all.
+    if (f & FeatureBackward)
+        return Phase::Backward;
+    if (f & FeatureForward) {
+        // A forward inside optimizer.step() is a closure's, which runs with grad enabled: the
+        // optimizer's own @no_grad and the closure's @enable_grad both show as decorate_context,
+        // and eval-like names outside the step say nothing about the closure.
+        const bool inOptimizer = at.optimizer != FramePositions::npos;
+        const bool eval = inOptimizer ? at.evalEvidence < at.optimizer
+                                      : (f & (FeatureNoGrad | FeatureEvalName | FeatureGradModeDecorator)) != 0;
+        return eval ? Phase::Eval : Phase::Forward;
+    }
+    if (f & FeatureLoad)
+        return Phase::Load;
+    if (f & (FeatureData | FeatureTensorTo))
+        return Phase::Data;
+    return Phase::Unknown;
+}
+
+} // namespace
+
 const StackFeatures::Entry& StackFeatures::entry(StackId stack)
 {
     static const Entry empty;
@@ -110,11 +164,16 @@ const StackFeatures::Entry& StackFeatures::entry(StackId stack)
     if (e.computed)
         return e;
     e.computed = true;
+    FramePositions at;
+    size_t index = 0;
     for (FrameId frame : m_snapshot.frames->stack(stack)) {
-        e.features |= frameFeatures(frame);
+        const uint32_t f = frameFeatures(frame);
+        e.features |= f;
+        at.see(index++, f);
         if (m_frames[frame.value] & forwardNameBit)
             e.topForward = frame; // innermost first: the last one seen is the outermost
     }
+    e.phase = decidePhase(e.features, at);
     return e;
 }
 
@@ -130,24 +189,7 @@ FrameId StackFeatures::topForwardFrame(StackId stack)
 
 Phase StackFeatures::phase(StackId stack)
 {
-    return phaseFromFeatures(features(stack));
-}
-
-Phase StackFeatures::phaseFromFeatures(uint32_t f)
-{
-    // Backward first: activation checkpointing re-runs forward inside backward, and the engine
-    // thread's stacks carry no Python frames at all.
-    if (f & FeatureBackward)
-        return Phase::Backward;
-    if (f & (FeatureOptimizer | FeatureZeroGrad | FeatureOptimizerInit))
-        return Phase::Optimizer;
-    if ((f & FeatureLoad) && !(f & FeatureForward))
-        return Phase::Load;
-    if (f & FeatureForward)
-        return (f & (FeatureNoGrad | FeatureEvalName)) ? Phase::Eval : Phase::Forward;
-    if (f & (FeatureData | FeatureTensorTo))
-        return Phase::Data;
-    return Phase::Unknown;
+    return entry(stack).phase;
 }
 
 } // namespace oomlens

@@ -18,11 +18,14 @@ enum StackFeature : uint32_t {
     FeatureOptimizerInit = 1u << 3,  // _init_group: lazy optimizer state creation
     FeatureZeroGrad = 1u << 4,
     FeatureForward = 1u << 5,        // nn.Module call or a forward() frame
-    FeatureNoGrad = 1u << 6,         // no_grad / inference_mode decorators
+    FeatureNoGrad = 1u << 6,         // a frame named for no_grad / inference_mode
     FeatureEvalName = 1u << 7,       // evaluate/validate/predict/generate in user code
     FeatureLoad = 1u << 8,           // _apply/.to()/.cuda() on a module, load_state_dict, torch.load, module __init__
     FeatureData = 1u << 9,           // torch.utils.data, pin_memory, collate
     FeatureTensorTo = 1u << 10,      // C++ Tensor.to()/.cuda() binding (a copy to the device)
+    // torch.utils._contextlib's decorate_context: @no_grad, but equally @enable_grad or
+    // @inference_mode, so it only means "no grad" outside an optimizer step.
+    FeatureGradModeDecorator = 1u << 11,
 };
 
 class StackFeatures {
@@ -30,17 +33,19 @@ public:
     StackFeatures(const Snapshot& snapshot);
 
     uint32_t features(StackId stack);
+    // Decided by the innermost decisive frame: closure-based optimizers (Lightning, LBFGS, SAM,
+    // optimizer.step(closure)) run forward and backward inside optimizer.step(), so an
+    // optimizer frame only wins when it is the innermost of optimizer, forward and backward.
     Phase phase(StackId stack);
     // The outermost `forward` frame (the model's top-level forward), invalid when none. A
     // forward-only trace starts a new pass when this frame's line jumps back.
     FrameId topForwardFrame(StackId stack);
 
-    static Phase phaseFromFeatures(uint32_t features);
-
 private:
     struct Entry {
         uint32_t features = 0;
         FrameId topForward;
+        Phase phase = Phase::Unknown;
         bool computed = false;
     };
     const Entry& entry(StackId stack);

@@ -24,7 +24,8 @@ namespace oomlens::test {
 //   free a bwd                                 free_requested + free_completed
 //   free_requested a / free_completed a        the two halves (pending-free windows)
 //   segment_alloc s1 20MiB / segment_free s1   explicit segment events (s1 gets a fresh address)
-//   map x 0x7f1000000000 64MiB / unmap x 0x7f1000000000 32MiB   expandable segments
+//   map x 0x7f1000000000 60MiB [small] / unmap x 0x7f1000000000 20MiB   expandable segments
+//                                              (large pool unless `small`; pages are 20 MiB / 2 MiB)
 //   oom 1GiB free=100MiB [fwd]                 an oom event
 //   snapshot                                   a snapshot event
 //   annotate ProfilerStep#3 [stage=START]      an external annotation at the current time
@@ -34,7 +35,8 @@ namespace oomlens::test {
 //
 // Phase words pick a realistic stack (frames innermost first): load, fwd, fwdcpp (C++ frames
 // first, Python last, as stacks='all' records), loss, bwd, bwdcpp, grad (AccumulateGrad),
-// opt, optinit (_init_group), zero (zero_grad), eval, data, none (empty stack).
+// opt, optinit (_init_group), zero (zero_grad), eval, data, none (empty stack); PyTorch
+// Lightning's closure inside optimizer.step(): lfwd, lbwd, lzero, and the step itself: lopt, loptinit.
 // stack= takes explicit frames `file:name:line` separated by ';' (quote with "..." for spaces;
 // the name may contain "::").
 // Sizes: 512, 512B, 4KiB, 20MiB, 1.5GiB. Addresses: 0x hex or decimal.

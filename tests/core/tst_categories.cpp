@@ -185,6 +185,50 @@ alloc o2 10MiB eval
         QCOMPARE(byName(result, text, "o1")->phase, Phase::Eval);
     }
 
+    void lightningClosureStep()
+    {
+        // Lightning: the forward's activations live until backward inside optimizer.step();
+        // they must band as activations, not optimizer state.
+        const char* text = R"(
+before w 400MiB load
+alloc x 10MiB data
+alloc act 800MiB lfwd
+alloc tmp 50MiB lfwd
+free tmp lfwd
+alloc gw 400MiB grad
+free act lbwd
+alloc m 400MiB loptinit
+alloc s 10MiB lopt
+free s lopt
+alloc act2 900MiB lfwd
+)";
+        const auto result = analyze(text);
+        QCOMPARE(byName(result, text, "act")->category, Category::Activations);
+        QCOMPARE(byName(result, text, "act")->phase, Phase::Forward);
+        QCOMPARE(byName(result, text, "tmp")->category, Category::Temporaries);
+        QCOMPARE(byName(result, text, "m")->category, Category::OptimizerState);
+        QCOMPARE(byName(result, text, "s")->category, Category::Temporaries);
+        QCOMPARE(byName(result, text, "act2")->category, Category::Activations);
+        const DeviceAnalysis* d = result.primary();
+        QCOMPARE(d->categoriesAtPeak[size_t(Category::Activations)], 900 * MiB);
+        QCOMPARE(d->categoriesAtPeak[size_t(Category::OptimizerState)], 400 * MiB);
+    }
+
+    void optimizerInBackwardHookIsOptimizerState()
+    {
+        // optimizer.step() from a post-accumulate-grad hook: AccumulateGrad is outside the step,
+        // the state it creates is still optimizer state.
+        const char* text = R"(
+alloc act 100MiB fwd
+alloc m 400MiB "stack=torch/optim/adam.py:_init_group:150;torch/optim/adam.py:step:213;train.py:hook:20;??:torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&):0;??:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&):0"
+alloc gw 400MiB grad
+free act bwdcpp
+)";
+        const auto result = analyze(text);
+        QCOMPARE(byName(result, text, "m")->category, Category::OptimizerState);
+        QCOMPARE(byName(result, text, "gw")->category, Category::Gradients);
+    }
+
     void callTreeAndTopStacks()
     {
         const auto result = analyze(trainingStep);

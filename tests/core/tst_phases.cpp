@@ -96,6 +96,65 @@ private Q_SLOTS:
                                     << int(Phase::Data);
         QTest::newRow("tensor to outside forward")
             << "??:torch::autograd::THPVariable_to(_object*, _object*):0;train.py:main:9" << int(Phase::Data);
+
+        // Closure-based optimizers run forward and backward inside optimizer.step(): the
+        // innermost decisive frame decides, and decorate_context there is the closure's
+        // @enable_grad or the step's own @no_grad, never an eval pass.
+        const QString adamStep = QStringLiteral(
+            "torch/optim/adam.py:step:205;torch/optim/optimizer.py:_use_grad:79;torch/optim/optimizer.py:wrapper:484;"
+            "lightning/pytorch/core/optimizer.py:step:154;lightning/pytorch/trainer/trainer.py:fit:544;train.py:main:20");
+        const QString closure = QStringLiteral(
+            "lightning/pytorch/loops/optimization/automatic.py:closure:138;torch/utils/_contextlib.py:decorate_context:116;"
+            "lightning/pytorch/loops/optimization/automatic.py:__call__:146;"
+            "lightning/pytorch/plugins/precision/precision.py:_wrap_closure:108;")
+            + adamStep;
+        QTest::newRow("lightning forward in closure")
+            << QStringLiteral("dit.py:forward:80;torch/nn/modules/module.py:_call_impl:1750;lit.py:training_step:30;"
+                              "lightning/pytorch/strategies/strategy.py:training_step:390;")
+                + closure
+            << int(Phase::Forward);
+        QTest::newRow("lightning forward, C++ frames first")
+            << QStringLiteral("??:at::native::empty_cuda(c10::ArrayRef<long>):0;"
+                              "python_nn_functions.cpp:torch::autograd::THPVariable_linear(_object*, _object*, _object*):0;"
+                              "torch/nn/modules/linear.py:forward:116;??:_PyEval_EvalFrameDefault:0;"
+                              "torch/nn/modules/module.py:_call_impl:1750;lit.py:training_step:30;")
+                + closure
+            << int(Phase::Forward);
+        QTest::newRow("lightning backward in closure")
+            << QStringLiteral("torch/autograd/graph.py:_engine_run_backward:744;torch/_tensor.py:backward:521;"
+                              "lightning/pytorch/core/module.py:backward:1068;"
+                              "lightning/pytorch/loops/optimization/automatic.py:backward_fn:241;")
+                + closure
+            << int(Phase::Backward);
+        QTest::newRow("lightning zero_grad in closure")
+            << QStringLiteral("torch/optim/optimizer.py:zero_grad:950;"
+                              "lightning/pytorch/loops/optimization/automatic.py:zero_grad_fn:230;")
+                + closure
+            << int(Phase::Optimizer);
+        QTest::newRow("lightning adam update")
+            << QStringLiteral("torch/optim/adam.py:_single_tensor_adam:400;") + adamStep << int(Phase::Optimizer);
+        QTest::newRow("lbfgs closure under @no_grad step")
+            << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;train.py:closure:30;"
+               "torch/utils/_contextlib.py:decorate_context:116;torch/optim/lbfgs.py:step:330;"
+               "torch/utils/_contextlib.py:decorate_context:116;torch/optim/optimizer.py:wrapper:484;train.py:main:40"
+            << int(Phase::Forward);
+        QTest::newRow("lbfgs own update") << "torch/optim/lbfgs.py:_add_grad:270;torch/optim/lbfgs.py:step:400;"
+                                             "torch/utils/_contextlib.py:decorate_context:116;train.py:main:40"
+                                          << int(Phase::Optimizer);
+        QTest::newRow("sam closure backward")
+            << "??:torch::autograd::Engine::evaluate_function:0;torch/_tensor.py:backward:521;train.py:closure:33;"
+               "sam.py:step:60;torch/utils/_contextlib.py:decorate_context:116;train.py:main:40"
+            << int(Phase::Backward);
+        QTest::newRow("optimizer step in a post-accumulate-grad hook")
+            << "torch/optim/adam.py:_single_tensor_adam:400;torch/optim/adam.py:step:220;train.py:optimizer_hook:20;"
+               "??:torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&):0;"
+               "??:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&):0"
+            << int(Phase::Optimizer);
+        QTest::newRow("validation inside the fit loop")
+            << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;lit.py:validation_step:50;"
+               "torch/utils/_contextlib.py:decorate_context:116;lightning/pytorch/loops/evaluation_loop.py:run:140;"
+               "lightning/pytorch/trainer/trainer.py:fit:544"
+            << int(Phase::Eval);
     }
 
     void frameOrders()
@@ -194,6 +253,53 @@ private Q_SLOTS:
         QCOMPARE(result.primary()->stepCount, 3);
         QCOMPARE(stepOf(text, "p1_10"), 2);
         QCOMPARE(stepOf(text, "p2_14"), 3);
+    }
+
+    void lightningSteps()
+    {
+        // Lightning: zero_grad, forward and backward in the closure, then the update, per step.
+        std::string text = "alloc w 64MiB load\n";
+        for (int i = 0; i < 3; ++i) {
+            const auto n = std::to_string(i);
+            text += "alloc in" + n + " 1MiB data\nalloc z" + n + " 4KiB lzero\nfree z" + n + " lzero\n";
+            text += "alloc a" + n + " 8MiB lfwd\nalloc b" + n + " 8MiB lfwd\nalloc g" + n + " 8MiB lbwd\n";
+            text += "free a" + n + " lbwd\nfree b" + n + " lbwd\nalloc u" + n + " 1MiB lopt\nfree u" + n + " lopt\n";
+            text += "free g" + n + " lzero\nfree in" + n + " none\n";
+        }
+        const auto result = analyze(text);
+        QCOMPARE(result.primary()->stepCount, 3);
+        QCOMPARE(phaseOf(text, "a1"), Phase::Forward);
+        QCOMPARE(phaseOf(text, "g1"), Phase::Backward);
+        QCOMPARE(phaseOf(text, "u1"), Phase::Optimizer);
+        QCOMPARE(stepOf(text, "a0"), 1);
+        QCOMPARE(stepOf(text, "b2"), 3);
+    }
+
+    void closureOptimizerWindowIsNotEvidence()
+    {
+        // The Optimizer.step annotation spans the whole closure. Frameless events inside it (the
+        // autograd thread under stacks='python') continue the backward, they are not optimizer.
+        const std::string text = "annotate Optimizer.step#Adam.step stage=START\nalloc f 8MiB lfwd\n"
+                                 "alloc g 8MiB lbwd\nalloc e 4MiB none\nfree f none\nalloc u 1MiB lopt\n"
+                                 "annotate Optimizer.step#Adam.step stage=END\nalloc x 1MiB none\n";
+        QCOMPARE(phaseOf(text, "f"), Phase::Forward);
+        QCOMPARE(phaseOf(text, "e"), Phase::Backward);
+        QCOMPARE(phaseOf(text, "u"), Phase::Optimizer);
+    }
+
+    void optimizerWindowsFoundAmongMany()
+    {
+        // Windows are looked up by binary search: many steps, frameless events in and out.
+        std::string text;
+        for (int i = 0; i < 50; ++i) {
+            const auto n = std::to_string(i);
+            text += "alloc f" + n + " 1MiB fwd\nfree f" + n + " fwd\nannotate Optimizer.step#SGD.step stage=START\n"
+                + "alloc m" + n + " 1MiB none\nannotate Optimizer.step#SGD.step stage=END\nfree m" + n + " none\n";
+        }
+        QCOMPARE(phaseOf(text, "m0"), Phase::Optimizer);
+        QCOMPARE(phaseOf(text, "m27"), Phase::Optimizer);
+        QCOMPARE(phaseOf(text, "m49"), Phase::Optimizer);
+        QCOMPARE(phaseOf(text, "f30"), Phase::Forward);
     }
 
     void phaseSpansCoverTrace()

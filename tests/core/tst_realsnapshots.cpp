@@ -1,5 +1,6 @@
 #include "common/testutil.h"
 #include "core/analysis/snapshotanalysis.h"
+#include "core/units.h"
 #include "parsers/snapshotreader.h"
 
 #include <QDir>
@@ -155,6 +156,24 @@ private Q_SLOTS:
         const CategoryBytes full = bandsOf(fullstep);
         QVERIFY(full[size_t(Category::Gradients)] > 0);
         QVERIFY(full[size_t(Category::OptimizerState)] > 0);
+    }
+
+    void lightningClosureActivations()
+    {
+        // Nesta-gitU: a DiT trained with PyTorch Lightning, whose training_step runs inside
+        // optimizer.step(). Its ~21.5 GiB of activations were once banded as optimizer state.
+        const auto snapshot = load(QStringLiteral("Nesta-gitU__discrete_diffusion__memory_snapshot.json"));
+        QVERIFY(snapshot);
+        const auto result = analyzeSnapshot(snapshot);
+        const DeviceAnalysis* d = result.primary();
+        QVERIFY(d);
+        const CategoryBytes& peak = d->categoriesAtPeak;
+        QVERIFY2(peak[size_t(Category::Activations)] > 20 * GiB,
+                 std::to_string(peak[size_t(Category::Activations)]).c_str());
+        QVERIFY(peak[size_t(Category::OptimizerState)] < GiB);
+        QCOMPARE(d->ooms.size(), size_t(1));
+        QCOMPARE(d->ooms.front().phase, Phase::Forward);
+        QVERIFY(d->ooms.front().liveByCategory[size_t(Category::Activations)] > 20 * GiB);
     }
 
     void threeGpuFileUsesTheOomDevice()
