@@ -28,9 +28,20 @@ public:
         return id;
     }
 
+    // Built-in verdicts carry string literals: look them up by address, not by text, since
+    // this runs once per allocation.
+    uint16_t intern(const char* literal)
+    {
+        auto it = m_literals.find(literal);
+        if (it == m_literals.end())
+            it = m_literals.emplace(literal, intern(std::string(literal))).first;
+        return it->second;
+    }
+
 private:
     std::vector<std::string>& m_storage;
     std::unordered_map<std::string, uint16_t> m_index;
+    std::unordered_map<const char*, uint16_t> m_literals;
 };
 
 struct Verdict {

@@ -1,9 +1,10 @@
 #include "core/analysis/reconstruction.h"
 
+#include "core/analysis/addressmap.h"
+
 #include <algorithm>
 #include <numeric>
 #include <string>
-#include <unordered_map>
 
 namespace oomlens {
 
@@ -28,10 +29,13 @@ void addWarning(DeviceAnalysis& out, size_t count, const std::string& what)
 // their free. Put those first (the documented order) and remap the event index.
 void orderAllocations(DeviceAnalysis& out)
 {
+    const auto older = [&](const Allocation& a) { return a.allocEvent < 0; };
+    // The usual case, a trace that saw every allocation from the start: nothing to move.
+    if (std::is_partitioned(out.allocations.begin(), out.allocations.end(), older))
+        return;
     std::vector<uint32_t> order(out.allocations.size());
     std::iota(order.begin(), order.end(), 0u);
-    std::stable_partition(order.begin(), order.end(),
-                          [&](uint32_t i) { return out.allocations[i].allocEvent < 0; });
+    std::stable_partition(order.begin(), order.end(), [&](uint32_t i) { return older(out.allocations[i]); });
     std::vector<int32_t> newIndex(order.size());
     std::vector<Allocation> sorted;
     sorted.reserve(order.size());
@@ -97,13 +101,17 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
     const auto n = static_cast<int64_t>(events.size());
     out.device = device;
     out.allocations.clear();
-    out.allocations.reserve(events.size() / 2 + 16);
+    out.allocations.reserve(events.size() / 2 + 16); // untouched capacity costs no memory
     out.eventAllocation.assign(events.size(), -1);
+    // Requested bytes live after each event, relative to the start; the bytes live before the
+    // trace (older allocations) are only known at the end and added then.
+    out.allocatedAfter.resize(events.size());
 
-    std::unordered_map<uint64_t, int32_t> open;
-    open.reserve(4096);
+    AddressMap open(4096);
     size_t reallocatedLive = 0;
     size_t freesBeforeTrace = 0;
+    int64_t level = 0;
+    uint64_t initial = 0;
 
     auto openOlder = [&](const TraceEvent& e) {
         Allocation a;
@@ -113,11 +121,13 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
         a.stream = e.stream;
         out.allocations.push_back(a);
         ++freesBeforeTrace;
+        initial += e.size;
         return static_cast<int32_t>(out.allocations.size() - 1);
     };
 
     for (int64_t i = 0; i < n; ++i) {
         const TraceEvent& e = events[static_cast<size_t>(i)];
+        int32_t index = -1;
         switch (e.action) {
         case TraceAction::Alloc: {
             Allocation a;
@@ -127,50 +137,42 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             a.stack = e.stack;
             a.stream = e.stream;
             out.allocations.push_back(a);
-            const auto index = static_cast<int32_t>(out.allocations.size() - 1);
+            index = static_cast<int32_t>(out.allocations.size() - 1);
+            level += static_cast<int64_t>(e.size);
             // A live address allocated again means its free was skipped (skip_actions); like
             // memory_viz we keep the old allocation alive rather than invent a free.
-            auto [it, inserted] = open.try_emplace(e.addr, index);
-            if (!inserted) {
+            if (open.insert(e.addr, index) != AddressMap::none)
                 ++reallocatedLive;
-                it->second = index;
-            }
-            out.eventAllocation[static_cast<size_t>(i)] = index;
             break;
         }
         case TraceAction::FreeRequested: {
-            auto it = open.find(e.addr);
-            int32_t index = it != open.end() ? it->second : -1;
+            index = open.find(e.addr);
             if (index < 0) {
                 index = openOlder(e);
-                open.emplace(e.addr, index);
+                open.insert(e.addr, index);
             }
             Allocation& a = out.allocations[static_cast<size_t>(index)];
             if (a.freeRequestedEvent < 0)
                 a.freeRequestedEvent = i;
-            out.eventAllocation[static_cast<size_t>(i)] = index;
             break;
         }
         case TraceAction::FreeCompleted:
         case TraceAction::Free: {
-            auto it = open.find(e.addr);
-            int32_t index;
-            if (it != open.end()) {
-                index = it->second;
-                open.erase(it);
-            } else {
+            index = open.erase(e.addr);
+            if (index < 0)
                 index = openOlder(e);
-            }
             Allocation& a = out.allocations[static_cast<size_t>(index)];
             a.freeEvent = i;
             if (a.freeRequestedEvent < 0)
                 a.freeRequestedEvent = i;
-            out.eventAllocation[static_cast<size_t>(i)] = index;
+            level -= static_cast<int64_t>(a.requestedSize);
             break;
         }
         default:
             break;
         }
+        out.eventAllocation[static_cast<size_t>(i)] = index;
+        out.allocatedAfter[static_cast<size_t>(i)] = static_cast<uint64_t>(level);
     }
 
     // The dump-time blocks: exact rounded sizes for what is still open, and the allocations
@@ -183,13 +185,12 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             const Block& block = snapshot.blocks[b];
             if (block.state != BlockState::ActiveAllocated && block.state != BlockState::ActivePendingFree)
                 continue;
-            auto it = open.find(block.address);
-            if (it != open.end()) {
-                Allocation& a = out.allocations[static_cast<size_t>(it->second)];
+            const int32_t index = open.erase(block.address);
+            if (index >= 0) {
+                Allocation& a = out.allocations[static_cast<size_t>(index)];
                 a.blockSize = block.size;
                 if (a.stack == FrameTable::emptyStack())
                     a.stack = block.stack;
-                open.erase(it);
                 continue;
             }
             Allocation a;
@@ -199,6 +200,7 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             a.stack = block.stack;
             a.stream = segment.stream;
             out.allocations.push_back(a);
+            initial += a.requestedSize;
         }
     }
     for (Allocation& a : out.allocations) {
@@ -207,23 +209,10 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
     }
     orderAllocations(out);
 
-    // Requested bytes live over the trace.
-    std::vector<int64_t> delta(events.size() + 1, 0);
-    uint64_t initial = 0;
-    for (const Allocation& a : out.allocations) {
-        if (a.allocEvent < 0)
-            initial += a.requestedSize;
-        else
-            delta[static_cast<size_t>(a.allocEvent)] += static_cast<int64_t>(a.requestedSize);
-        if (a.freeEvent >= 0)
-            delta[static_cast<size_t>(a.freeEvent)] -= static_cast<int64_t>(a.requestedSize);
-    }
     out.initialAllocatedBytes = initial;
-    out.allocatedAfter.resize(events.size());
-    auto level = static_cast<int64_t>(initial);
-    for (size_t i = 0; i < events.size(); ++i) {
-        level += delta[i];
-        out.allocatedAfter[i] = static_cast<uint64_t>(std::max<int64_t>(level, 0));
+    for (uint64_t& after : out.allocatedAfter) {
+        const int64_t live = static_cast<int64_t>(after) + static_cast<int64_t>(initial);
+        after = static_cast<uint64_t>(std::max<int64_t>(live, 0));
     }
 
     reconstructReserved(snapshot, device, events, out);
