@@ -1,6 +1,7 @@
 #include "core/analysis/phases.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string_view>
 
 namespace oomlens {
@@ -57,16 +58,39 @@ std::vector<TimeWindow> optimizerWindows(const Snapshot& snapshot, int32_t devic
     return merged;
 }
 
-// Index of the window holding timeUs, or -1.
-int64_t windowAt(const std::vector<TimeWindow>& windows, int64_t timeUs)
-{
-    auto it = std::upper_bound(windows.begin(), windows.end(), timeUs,
-                               [](int64_t t, const TimeWindow& w) { return t < w.start; });
-    if (it == windows.begin())
-        return -1;
-    --it;
-    return timeUs <= it->end ? it - windows.begin() : -1;
-}
+// Finds the window holding a time. time_us mostly grows along the trace, so the search walks
+// forward from the previous answer and only falls back to a binary search when time goes back.
+class WindowCursor {
+public:
+    explicit WindowCursor(const std::vector<TimeWindow>& windows)
+        : m_windows(windows)
+    {
+    }
+
+    // Index of the window holding timeUs, or -1.
+    int64_t at(int64_t timeUs)
+    {
+        const auto n = m_windows.size();
+        if (timeUs < m_lastTime) {
+            auto it = std::upper_bound(m_windows.begin(), m_windows.end(), timeUs,
+                                       [](int64_t t, const TimeWindow& w) { return t < w.start; });
+            m_next = static_cast<size_t>(it - m_windows.begin());
+        } else {
+            while (m_next < n && m_windows[m_next].start <= timeUs)
+                ++m_next;
+        }
+        m_lastTime = timeUs;
+        // m_next is the first window starting after timeUs; the one before may hold it.
+        if (m_next == 0 || timeUs > m_windows[m_next - 1].end)
+            return -1;
+        return static_cast<int64_t>(m_next - 1);
+    }
+
+private:
+    const std::vector<TimeWindow>& m_windows;
+    size_t m_next = 0;
+    int64_t m_lastTime = INT64_MIN;
+};
 
 std::vector<int64_t> profilerStepStarts(const Snapshot& snapshot, int32_t device)
 {
@@ -215,18 +239,20 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
     const auto windows = optimizerWindows(snapshot, out.device);
     if (!windows.empty()) {
         std::vector<char> closure(windows.size(), 0);
+        WindowCursor inWindow(windows);
         for (size_t i = 0; i < n; ++i) {
             const Phase p = out.eventPhase[i];
             if ((p == Phase::Forward || p == Phase::Backward) && events[i].timeUs != 0) {
-                const int64_t w = windowAt(windows, events[i].timeUs);
+                const int64_t w = inWindow.at(events[i].timeUs);
                 if (w >= 0)
                     closure[static_cast<size_t>(w)] = 1;
             }
         }
+        WindowCursor frameless(windows);
         for (size_t i = 0; i < n; ++i) {
             if (out.eventPhase[i] != Phase::Unknown || events[i].timeUs == 0)
                 continue;
-            const int64_t w = windowAt(windows, events[i].timeUs);
+            const int64_t w = frameless.at(events[i].timeUs);
             if (w >= 0 && !closure[static_cast<size_t>(w)]) {
                 out.eventPhase[i] = Phase::Optimizer;
                 evidence[i] = Evidence::Known;
