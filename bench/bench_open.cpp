@@ -3,9 +3,13 @@
 // then the diagnosis analyzeCase runs on it. Prints wall time and peak RSS per stage, side by
 // side with CPython's pickle.load of the same file.
 //
-//   bench_open FILE [--runs N] [--python /usr/bin/python3] [--skip-python]
-//   (bench_open --child FILE is the one-open mode it runs itself, once per run, so that every
-//   run's peak RSS is its own)
+//   bench_open FILE [--runs N] [--read sized|stream|mmap] [--python /usr/bin/python3] [--skip-python]
+//   (bench_open --child MODE FILE is the one-open mode it runs itself, once per run, so that
+//   every run's peak RSS is its own)
+//
+// --read picks how the file reaches memory: `sized` (default) one read into a buffer of the
+// file's size; `stream` the way parsers/inputloader.cpp's addFile reads today (ostringstream
+// << rdbuf(), which grows its buffer as it goes); `mmap` maps the file read-only.
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "parsers/snapshotreader.h"
@@ -14,14 +18,20 @@
 #include <QFileInfo>
 #include <QProcess>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace oomlens;
@@ -56,7 +66,64 @@ std::string loadAverage()
     return one + " " + five + " " + fifteen;
 }
 
-int runChild(const char* path)
+// The file's bytes, read the chosen way; unmaps a mapping when it goes.
+class FileBytes {
+public:
+    bool load(const char* path, const std::string& mode)
+    {
+        if (mode == "mmap") {
+            const int fd = ::open(path, O_RDONLY);
+            struct stat st{};
+            if (fd < 0 || fstat(fd, &st) != 0) {
+                if (fd >= 0)
+                    ::close(fd);
+                return false;
+            }
+            m_size = static_cast<size_t>(st.st_size);
+            void* map = m_size ? mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : nullptr;
+            ::close(fd);
+            if (map == MAP_FAILED)
+                return false;
+            m_map = static_cast<const char*>(map);
+            return true;
+        }
+        if (mode == "stream") {
+            std::ifstream file(path, std::ios::binary);
+            if (!file)
+                return false;
+            std::ostringstream buffer;
+            buffer << file.rdbuf();
+            m_buffer = std::move(buffer).str();
+            return true;
+        }
+        std::ifstream file(path, std::ios::binary | std::ios::ate);
+        if (!file)
+            return false;
+        m_buffer.resize(static_cast<size_t>(file.tellg()));
+        file.seekg(0);
+        file.read(m_buffer.data(), static_cast<std::streamsize>(m_buffer.size()));
+        return true;
+    }
+
+    std::string_view view() const { return m_map ? std::string_view(m_map, m_size) : std::string_view(m_buffer); }
+
+    void release()
+    {
+        if (m_map)
+            munmap(const_cast<char*>(m_map), m_size);
+        m_map = nullptr;
+        std::string().swap(m_buffer);
+    }
+
+    ~FileBytes() { release(); }
+
+private:
+    std::string m_buffer;
+    const char* m_map = nullptr;
+    size_t m_size = 0;
+};
+
+int runChild(const std::string& mode, const char* path)
 {
     using Clock = std::chrono::steady_clock;
     const auto ms = [](Clock::time_point a, Clock::time_point b) {
@@ -66,21 +133,15 @@ int runChild(const char* path)
     std::vector<std::pair<double, double>> measured; // per stage: ms, peak RSS MiB after it
 
     auto t0 = Clock::now();
-    std::string bytes;
-    {
-        std::ifstream file(path, std::ios::binary | std::ios::ate);
-        if (!file) {
-            std::fprintf(stderr, "cannot read %s\n", path);
-            return 1;
-        }
-        bytes.resize(static_cast<size_t>(file.tellg()));
-        file.seekg(0);
-        file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    FileBytes bytes;
+    if (!bytes.load(path, mode)) {
+        std::fprintf(stderr, "cannot read %s\n", path);
+        return 1;
     }
     auto t1 = Clock::now();
     measured.emplace_back(ms(t0, t1), peakRssMiB());
 
-    SnapshotReadResult read = readSnapshot(bytes);
+    SnapshotReadResult read = readSnapshot(bytes.view());
     auto t2 = Clock::now();
     measured.emplace_back(ms(t1, t2), peakRssMiB());
     if (!read.snapshot) {
@@ -88,7 +149,7 @@ int runChild(const char* path)
         return 1;
     }
     // The app keeps the decoded snapshot, not the file's bytes.
-    std::string().swap(bytes);
+    bytes.release();
 
     const SnapshotAnalysis analysis = analyzeSnapshot(read.snapshot);
     auto t3 = Clock::now();
@@ -146,13 +207,14 @@ double median(std::vector<double> values)
 
 int main(int argc, char** argv)
 {
-    if (argc == 3 && std::string(argv[1]) == "--child")
-        return runChild(argv[2]);
+    if (argc == 4 && std::string(argv[1]) == "--child")
+        return runChild(argv[2], argv[3]);
 
     QCoreApplication app(argc, argv);
     const QStringList args = app.arguments().mid(1);
     QString python = QStringLiteral("/usr/bin/python3");
     QString file;
+    QString readMode = QStringLiteral("sized");
     int runs = 3;
     bool skipPython = false;
     for (int i = 0; i < args.size(); ++i) {
@@ -160,23 +222,27 @@ int main(int argc, char** argv)
             python = args[++i];
         else if (args[i] == QLatin1String("--runs") && i + 1 < args.size())
             runs = std::max(1, args[++i].toInt());
+        else if (args[i] == QLatin1String("--read") && i + 1 < args.size())
+            readMode = args[++i];
         else if (args[i] == QLatin1String("--skip-python"))
             skipPython = true;
         else
             file = args[i];
     }
     if (file.isEmpty()) {
-        std::fprintf(stderr, "usage: bench_open SNAPSHOT [--runs N] [--python PATH] [--skip-python]\n");
+        std::fprintf(stderr, "usage: bench_open SNAPSHOT [--runs N] [--read sized|stream|mmap] [--python PATH] "
+                             "[--skip-python]\n");
         return 2;
     }
 
     const double fileMiB = static_cast<double>(QFileInfo(file).size()) / (1024.0 * 1024.0);
-    std::printf("file: %s (%.1f MiB), load average before: %s\n", qPrintable(file), fileMiB, loadAverage().c_str());
+    std::printf("file: %s (%.1f MiB), read: %s, load average before: %s\n", qPrintable(file), fileMiB,
+                qPrintable(readMode), loadAverage().c_str());
     std::vector<Fields> results;
     for (int r = 0; r < runs; ++r) {
         Fields fields;
         QString error;
-        if (!runProcess(app.applicationFilePath(), {QStringLiteral("--child"), file}, &fields, &error)) {
+        if (!runProcess(app.applicationFilePath(), {QStringLiteral("--child"), readMode, file}, &fields, &error)) {
             std::fprintf(stderr, "open failed: %s\n", qPrintable(error));
             return 1;
         }
