@@ -47,6 +47,14 @@ double peakRssMiB()
     return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+double cpuMs()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
+    return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
+
 double currentRssMiB()
 {
     std::ifstream status("/proc/self/status");
@@ -130,7 +138,18 @@ int runChild(const std::string& mode, const char* path)
         return std::chrono::duration<double, std::milli>(b - a).count();
     };
     const double baseline = currentRssMiB();
-    std::vector<std::pair<double, double>> measured; // per stage: ms, peak RSS MiB after it
+    struct Stage {
+        double ms = 0;
+        double cpuMs = 0;
+        double peakRssMiB = 0;
+    };
+    std::vector<Stage> measured;
+    double cpu = cpuMs();
+    auto done = [&](Clock::time_point from, Clock::time_point to) {
+        const double now = cpuMs();
+        measured.push_back({ms(from, to), now - cpu, peakRssMiB()});
+        cpu = now;
+    };
 
     auto t0 = Clock::now();
     FileBytes bytes;
@@ -139,11 +158,11 @@ int runChild(const std::string& mode, const char* path)
         return 1;
     }
     auto t1 = Clock::now();
-    measured.emplace_back(ms(t0, t1), peakRssMiB());
+    done(t0, t1);
 
     SnapshotReadResult read = readSnapshot(bytes.view());
     auto t2 = Clock::now();
-    measured.emplace_back(ms(t1, t2), peakRssMiB());
+    done(t1, t2);
     if (!read.snapshot) {
         std::fprintf(stderr, "%s: %s\n", path, read.error.c_str());
         return 1;
@@ -153,16 +172,20 @@ int runChild(const std::string& mode, const char* path)
 
     const SnapshotAnalysis analysis = analyzeSnapshot(read.snapshot);
     auto t3 = Clock::now();
-    measured.emplace_back(ms(t2, t3), peakRssMiB());
+    done(t2, t3);
 
     const std::vector<Diagnosis> diagnoses = diagnoseSnapshot(analysis, SnapshotDiagnosisContext{});
     auto t4 = Clock::now();
-    measured.emplace_back(ms(t3, t4), peakRssMiB());
+    done(t3, t4);
 
-    std::printf("events=%zu total=%.1f baseline=%.1f diagnoses=%zu", read.snapshot->totalTraceEvents(), ms(t0, t4),
-                baseline, diagnoses.size());
+    double totalCpu = 0;
+    for (const Stage& stage : measured)
+        totalCpu += stage.cpuMs;
+    std::printf("events=%zu total=%.1f total_cpu=%.1f baseline=%.1f diagnoses=%zu", read.snapshot->totalTraceEvents(),
+                ms(t0, t4), totalCpu, baseline, diagnoses.size());
     for (size_t i = 0; i < measured.size(); ++i)
-        std::printf(" %s=%.1f %s_rss=%.1f", stages[i], measured[i].first, stages[i], measured[i].second);
+        std::printf(" %s=%.1f %s_cpu=%.1f %s_rss=%.1f", stages[i], measured[i].ms, stages[i], measured[i].cpuMs, stages[i],
+                    measured[i].peakRssMiB);
     std::printf("\n");
     return 0;
 }
@@ -250,7 +273,7 @@ int main(int argc, char** argv)
     }
     const double events = results.front()[QStringLiteral("events")];
     std::printf("%.0f trace events, %d runs (best / median)\n", events, runs);
-    std::printf("%-10s %10s %10s %16s\n", "stage", "best ms", "median ms", "peak RSS MiB");
+    std::printf("%-10s %10s %10s %14s %16s\n", "stage", "best ms", "median ms", "median CPU ms", "peak RSS MiB");
     auto column = [&](const QString& key) {
         std::vector<double> values;
         for (Fields& f : results)
@@ -260,13 +283,14 @@ int main(int argc, char** argv)
     for (const char* stage : stages) {
         const QString key = QString::fromLatin1(stage);
         const auto times = column(key);
-        std::printf("%-10s %10.1f %10.1f %16.1f\n", stage, *std::min_element(times.begin(), times.end()), median(times),
+        std::printf("%-10s %10.1f %10.1f %14.1f %16.1f\n", stage, *std::min_element(times.begin(), times.end()),
+                    median(times), median(column(key + QStringLiteral("_cpu"))),
                     median(column(key + QStringLiteral("_rss"))));
     }
     const auto totals = column(QStringLiteral("total"));
     const double peak = median(column(QStringLiteral("diagnose_rss")));
-    std::printf("%-10s %10.1f %10.1f %16.1f\n", "total", *std::min_element(totals.begin(), totals.end()), median(totals),
-                peak);
+    std::printf("%-10s %10.1f %10.1f %14.1f %16.1f\n", "total", *std::min_element(totals.begin(), totals.end()),
+                median(totals), median(column(QStringLiteral("total_cpu"))), peak);
     const double budget = fileMiB + 100.0 * events / (1024.0 * 1024.0);
     std::printf("peak RSS %.1f MiB vs budget (file + 100 B/event) %.1f MiB: %s\n", peak, budget,
                 peak <= budget ? "within" : "OVER");

@@ -50,16 +50,25 @@ void orderAllocations(DeviceAnalysis& out)
     }
 }
 
+// reservedAfter holds, from the replay, the bytes reserved after each event relative to the
+// start. The dump-time segments are the only state known for sure: they fix the start.
 void reconstructReserved(const Snapshot& snapshot, int32_t device, const std::vector<TraceEvent>& events,
-                         DeviceAnalysis& out)
+                         int64_t finalDelta, int64_t minDelta, DeviceAnalysis& out)
 {
     uint64_t reserved = 0;
     for (const Segment& segment : snapshot.segments) {
         if (segment.device == device)
             reserved += segment.totalSize;
     }
-    // Walk backwards from the dump, the only state we know for sure: undo each segment event.
-    out.reservedAfter.assign(events.size(), 0);
+    const int64_t initial = static_cast<int64_t>(reserved) - finalDelta;
+    if (initial + std::min<int64_t>(minDelta, 0) >= 0) {
+        out.initialReservedBytes = static_cast<uint64_t>(initial);
+        for (uint64_t& after : out.reservedAfter)
+            after = static_cast<uint64_t>(initial + static_cast<int64_t>(after));
+        return;
+    }
+    // The trace reserves more than the dump holds somewhere: walk backwards from the dump,
+    // undoing each segment event and stopping at zero, so the recent past stays exact.
     size_t underflows = 0;
     for (size_t i = events.size(); i-- > 0;) {
         out.reservedAfter[i] = reserved;
@@ -106,17 +115,20 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
     // Requested bytes live after each event, relative to the start; the bytes live before the
     // trace (older allocations) are only known at the end and added then.
     out.allocatedAfter.resize(events.size());
+    out.reservedAfter.resize(events.size());
 
     AddressMap open(4096);
     size_t reallocatedLive = 0;
     size_t freesBeforeTrace = 0;
     int64_t level = 0;
     uint64_t initial = 0;
+    int64_t segmentDelta = 0, minSegmentDelta = 0;
 
     auto openOlder = [&](const TraceEvent& e) {
         Allocation a;
         a.address = e.addr;
         a.requestedSize = e.size;
+        a.blockSize = estimatedBlockSize(e.size);
         a.stack = e.stack;
         a.stream = e.stream;
         out.allocations.push_back(a);
@@ -133,6 +145,7 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             Allocation a;
             a.address = e.addr;
             a.requestedSize = e.size;
+            a.blockSize = estimatedBlockSize(e.size); // exact for blocks that survive to the dump
             a.allocEvent = i;
             a.stack = e.stack;
             a.stream = e.stream;
@@ -168,11 +181,21 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             level -= static_cast<int64_t>(a.requestedSize);
             break;
         }
+        case TraceAction::SegmentAlloc:
+        case TraceAction::SegmentMap:
+            segmentDelta += static_cast<int64_t>(e.size);
+            break;
+        case TraceAction::SegmentFree:
+        case TraceAction::SegmentUnmap:
+            segmentDelta -= static_cast<int64_t>(e.size);
+            minSegmentDelta = std::min(minSegmentDelta, segmentDelta);
+            break;
         default:
             break;
         }
         out.eventAllocation[static_cast<size_t>(i)] = index;
         out.allocatedAfter[static_cast<size_t>(i)] = static_cast<uint64_t>(level);
+        out.reservedAfter[static_cast<size_t>(i)] = static_cast<uint64_t>(segmentDelta);
     }
 
     // The dump-time blocks: exact rounded sizes for what is still open, and the allocations
@@ -188,7 +211,8 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             const int32_t index = open.erase(block.address);
             if (index >= 0) {
                 Allocation& a = out.allocations[static_cast<size_t>(index)];
-                a.blockSize = block.size;
+                if (block.size)
+                    a.blockSize = block.size;
                 if (a.stack == FrameTable::emptyStack())
                     a.stack = block.stack;
                 continue;
@@ -196,16 +220,12 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
             Allocation a;
             a.address = block.address;
             a.requestedSize = block.requestedSize ? block.requestedSize : block.size;
-            a.blockSize = block.size;
+            a.blockSize = block.size ? block.size : estimatedBlockSize(a.requestedSize);
             a.stack = block.stack;
             a.stream = segment.stream;
             out.allocations.push_back(a);
             initial += a.requestedSize;
         }
-    }
-    for (Allocation& a : out.allocations) {
-        if (a.blockSize == 0)
-            a.blockSize = estimatedBlockSize(a.requestedSize);
     }
     orderAllocations(out);
 
@@ -215,7 +235,7 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
         after = static_cast<uint64_t>(std::max<int64_t>(live, 0));
     }
 
-    reconstructReserved(snapshot, device, events, out);
+    reconstructReserved(snapshot, device, events, segmentDelta, minSegmentDelta, out);
     // Blocks alive since before the trace only say recording started late; a free whose alloc
     // is missing says the ring buffer overwrote the beginning.
     out.traceTruncated = freesBeforeTrace > 0;
