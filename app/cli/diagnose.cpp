@@ -51,10 +51,14 @@ int runDiagnose(const QStringList& arguments)
     Case input;
     const int failures = loadInputs(paths, input);
     const CaseAnalysis analysis = analyzeCase(input, options);
-    if (asJson)
-        std::cout << caseToJson(input, analysis).dump(2) << '\n';
-    else
+    if (asJson) {
+        // A string that is not UTF-8 (a hostile snapshot's frame name) must not abort the whole
+        // document: dump() throws on it unless told to write U+FFFD instead.
+        std::cout << caseToJson(input, analysis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                  << '\n';
+    } else {
         std::cout << caseToText(input, analysis);
+    }
     std::cout.flush();
     return failures > 0 ? 1 : 0;
 }
