@@ -151,7 +151,11 @@ void NativeUnpickler::run()
             if (m_stack.back().kind == Kind::Open)
                 throw DecodeError(
                     ErrorKind::Unsupported, "DUP of an unfinished container at byte " + std::to_string(start));
-            push(m_stack.back());
+            {
+                // A copy: push() may grow the stack, and a reference into it would then dangle.
+                const Value top = m_stack.back();
+                push(top);
+            }
             break;
         case op::None:
             push(Value::none());
