@@ -196,13 +196,16 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
         const bool isData = name == "data.pkl" || (name.size() > 9 && name.substr(name.size() - 9) == "/data.pkl");
         if (isData) {
             // ZIP64 extra field: the 64-bit values appear only for fields saturated at 0xffffffff.
-            for (uint64_t e = p + 46 + nameLength; e + 4 <= p + 46 + nameLength + extraLength;) {
+            // A field's own size is not trusted to stay inside the extra block (or the file).
+            const uint64_t extraEnd = p + 46 + nameLength + extraLength;
+            for (uint64_t e = p + 46 + nameLength; e + 4 <= extraEnd;) {
                 const uint64_t id = little(zip, e, 2);
                 const uint64_t size = little(zip, e + 2, 2);
                 if (id == 1) {
+                    const uint64_t fieldEnd = std::min(e + 4 + size, extraEnd);
                     uint64_t f = e + 4;
                     for (uint64_t* field : { &uncompressed, &compressed, &local }) {
-                        if (*field == 0xffffffffu && f + 8 <= e + 4 + size) {
+                        if (*field == 0xffffffffu && f + 8 <= fieldEnd) {
                             *field = little(zip, f, 8);
                             f += 8;
                         }
