@@ -114,8 +114,8 @@ inline std::string containerTarget(const uint8_t* data, size_t size)
         const char* begin = unwrapped.payload.data();
         const char* end = begin + unwrapped.payload.size();
         const bool inInput = begin >= bytes.data() && end <= bytes.data() + bytes.size();
-        const bool inStorage
-            = begin >= unwrapped.storage.data() && end <= unwrapped.storage.data() + unwrapped.storage.size();
+        const bool inStorage = unwrapped.storage && begin >= unwrapped.storage->data()
+            && end <= unwrapped.storage->data() + unwrapped.storage->size();
         if (!unwrapped.payload.empty() && !inInput && !inStorage)
             return "unwrapped payload points outside both the input and its storage";
         if (kind == pickle::ContainerKind::Pickle && unwrapped.container != "pickle")

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 namespace oomlens::pickle {
@@ -283,13 +284,11 @@ Unwrapped unwrapSnapshot(std::string_view bytes, const std::atomic_bool* cancel)
     if (bytes.empty())
         throw formatError("empty input: no snapshot data");
     if (isGzip(bytes)) {
-        result.storage = inflate(bytes, 16 + MAX_WBITS, maxInflatedBytes, cancel, "gzip data");
-        Unwrapped inner = unwrapSnapshot(result.storage, cancel);
-        if (inner.storage.empty()) {
-            const auto offset = static_cast<size_t>(inner.payload.data() - result.storage.data());
-            inner.storage = std::move(result.storage);
-            inner.payload = std::string_view(inner.storage).substr(offset, inner.payload.size());
-        }
+        auto inflated
+            = std::make_unique<std::string>(inflate(bytes, 16 + MAX_WBITS, maxInflatedBytes, cancel, "gzip data"));
+        Unwrapped inner = unwrapSnapshot(*inflated, cancel);
+        if (!inner.storage)
+            inner.storage = std::move(inflated); // the payload points into it
         inner.container = "gzip";
         return inner;
     }
@@ -297,7 +296,10 @@ Unwrapped unwrapSnapshot(std::string_view bytes, const std::atomic_bool* cancel)
         result.payload = bytes;
         result.container = "pickle";
     } else if (isZip(bytes)) {
-        result.payload = zipEntry(bytes, result.storage, cancel, true);
+        auto inflated = std::make_unique<std::string>();
+        result.payload = zipEntry(bytes, *inflated, cancel, true);
+        if (!inflated->empty())
+            result.storage = std::move(inflated);
         result.container = "torch.save zip";
     } else if (isJsonSnapshot(bytes)) {
         result.payload = bytes;
@@ -312,8 +314,9 @@ Unwrapped unwrapSnapshot(std::string_view bytes, const std::atomic_bool* cancel)
         auto decoded = QByteArray::fromBase64Encoding(encoded, QByteArray::AbortOnBase64DecodingErrors);
         if (!decoded)
             throw formatError("memory_viz page: the embedded snapshot is not valid base64");
-        result.storage.assign(decoded.decoded.constData(), static_cast<size_t>(decoded.decoded.size()));
-        result.payload = result.storage; // the NUL padding after STOP is never read
+        result.storage
+            = std::make_unique<std::string>(decoded.decoded.constData(), static_cast<size_t>(decoded.decoded.size()));
+        result.payload = *result.storage; // the NUL padding after STOP is never read
         result.container = "memory_viz html";
     } else {
         throw formatError("not a memory snapshot: no pickle, gzip, torch.save ZIP, JSON or memory_viz HTML signature");

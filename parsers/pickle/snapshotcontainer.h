@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -16,7 +17,9 @@ ContainerKind sniffContainer(std::string_view bytes);
 
 struct Unwrapped
 {
-    std::string storage; // owns the payload when it had to be inflated or decoded
+    // Owns the payload when it had to be inflated or decoded. On the heap so that `payload` stays
+    // valid when an Unwrapped moves: a short std::string keeps its characters inside the object.
+    std::unique_ptr<std::string> storage;
     std::string_view payload; // the pickle or JSON text
     std::string container; // "pickle", "gzip", "torch.save zip", "json", "memory_viz html"
     bool json = false;
