@@ -1,6 +1,7 @@
 #include "parsers/pickle/snapshotbuilder.h"
 
 #include "parsers/pickle/snapshotkeys.h"
+#include "parsers/text/textlines.h"
 
 #include <algorithm>
 #include <cstring>
@@ -46,6 +47,10 @@ SnapshotBuilder::~SnapshotBuilder() = default;
 
 Value SnapshotBuilder::text(std::string_view utf8)
 {
+    // Everything downstream (the JSON output above all) relies on valid UTF-8. Python would have
+    // refused these bytes, but a damaged or hand-made pickle can still carry them.
+    if (!text::isValidUtf8(utf8)) [[unlikely]]
+        return Value::of(Kind::Str, m_strings->intern(text::sanitizedUtf8(utf8)).value);
     return Value::of(Kind::Str, m_strings->intern(utf8).value);
 }
 
