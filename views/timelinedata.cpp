@@ -79,20 +79,23 @@ void TimelineData::buildChanges()
     CategoryBytes current = baseline;
     m_maxAllocated = total(current);
     for (size_t k = 0; k < m_changes.size(); ++k) {
-        if (k % blockSize == 0) {
+        if (k % checkpointStride == 0)
             m_checkpoints.push_back(current);
-            m_blocks.push_back({ k, k, {}, {} });
-        }
         apply(current, m_changes[k].category, m_changes[k].delta);
-        Block& block = m_blocks.back();
         const uint64_t sum = total(current);
-        if (k % blockSize == 0 || sum < total(block.minBytes)) {
-            block.minIndex = k;
-            block.minBytes = current;
-        }
-        if (k % blockSize == 0 || sum > total(block.maxBytes)) {
-            block.maxIndex = k;
-            block.maxBytes = current;
+        for (size_t level = 0; level < levelSizes.size(); ++level) {
+            const bool first = k % levelSizes[level] == 0;
+            if (first)
+                m_levels[level].push_back({ k, k, current, current });
+            Block& block = m_levels[level].back();
+            if (!first && sum < total(block.minBytes)) {
+                block.minIndex = k;
+                block.minBytes = current;
+            }
+            if (!first && sum > total(block.maxBytes)) {
+                block.maxIndex = k;
+                block.maxBytes = current;
+            }
         }
         m_maxAllocated = std::max(m_maxAllocated, sum);
     }
@@ -184,9 +187,9 @@ size_t TimelineData::firstChangeAtOrAfter(int64_t event) const
 CategoryBytes TimelineData::stackAt(int64_t event) const
 {
     const size_t end = firstChangeAtOrAfter(event + 1);
-    const size_t block = end / blockSize;
-    CategoryBytes bytes = m_checkpoints[std::min(block, m_checkpoints.size() - 1)];
-    for (size_t k = block * blockSize; k < end; ++k)
+    const size_t block = std::min(end / checkpointStride, m_checkpoints.size() - 1);
+    CategoryBytes bytes = m_checkpoints[block];
+    for (size_t k = block * checkpointStride; k < end; ++k)
         apply(bytes, m_changes[k].category, m_changes[k].delta);
     return bytes;
 }
@@ -243,14 +246,21 @@ std::vector<TimelineData::Point> TimelineData::downsample(const std::vector<int6
             }
         };
         while (k < end) {
-            if (k % blockSize == 0 && k + blockSize <= end) {
-                const Block& block = m_blocks[k / blockSize];
-                consider(block.minIndex, block.minBytes);
-                consider(block.maxIndex, block.maxBytes);
-                k += blockSize;
-                current = m_checkpoints[k / blockSize];
-                continue;
+            bool skipped = false;
+            for (size_t level = levelSizes.size(); level-- > 0;) {
+                const size_t size = levelSizes[level];
+                if (k % size == 0 && k + size <= end) {
+                    const Block& block = m_levels[level][k / size];
+                    consider(block.minIndex, block.minBytes);
+                    consider(block.maxIndex, block.maxBytes);
+                    k += size;
+                    current = m_checkpoints[k / checkpointStride];
+                    skipped = true;
+                    break;
+                }
             }
+            if (skipped)
+                continue;
             apply(current, m_changes[k].category, m_changes[k].delta);
             // Several changes can share one event only in malformed traces; keep the last state.
             if (k + 1 >= end || m_changes[k + 1].event != m_changes[k].event)

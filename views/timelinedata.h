@@ -79,7 +79,11 @@ private:
         size_t minIndex, maxIndex; // change indices
         CategoryBytes minBytes, maxBytes;
     };
-    static constexpr size_t blockSize = 1024;
+    // A min/max pyramid over the changes: a bucket of the downsampling is covered by the largest
+    // blocks that fit in it, so a full-zoom redraw of a 3M-event trace reads a few hundred
+    // blocks per pixel column instead of every change.
+    static constexpr size_t checkpointStride = 64;
+    static constexpr std::array<size_t, 3> levelSizes = { 64, 1024, 16384 };
 
     void buildChanges();
     void buildReserved();
@@ -92,8 +96,8 @@ private:
     std::vector<int64_t> m_time;
     bool m_hasTime = false;
     std::vector<Change> m_changes;
-    std::vector<CategoryBytes> m_checkpoints; // state before change k * blockSize
-    std::vector<Block> m_blocks;
+    std::vector<CategoryBytes> m_checkpoints; // state before change k * checkpointStride; the last is the final state
+    std::array<std::vector<Block>, levelSizes.size()> m_levels; // level l: block b covers changes [b, b + 1) * levelSizes[l]
     std::vector<int32_t> m_eventAllocation;
     std::vector<ReservedPoint> m_reserved; // value after each segment event; [0] is the start value at event -1
     std::vector<PhaseRun> m_phaseRuns;

@@ -2,6 +2,8 @@
 
 #include "views/axistickers.h"
 #include "views/categorycolors.h"
+#include "views/phaseshading.h"
+#include "views/stackedbands.h"
 #include "views/viewutil.h"
 
 #include <QComboBox>
@@ -24,8 +26,6 @@ namespace {
 constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
     Category::OptimizerState, Category::Inputs, Category::Activations, Category::Temporaries, Category::Unknown };
 
-// More shaded rectangles than this cost more to draw than they tell at screen resolution.
-constexpr size_t maxPhaseRects = 3000;
 constexpr int maxStepLabels = 24;
 
 } // namespace
@@ -73,14 +73,8 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     m_plot->installEventFilter(this);
     layout->addWidget(m_plot, 1);
 
-    for (size_t i = 0; i < stackOrder.size(); ++i) {
-        QCPGraph* graph = m_plot->addGraph();
-        graph->setName(categoryText(stackOrder[i]));
-        graph->setLineStyle(QCPGraph::lsStepLeft);
-        if (i > 0)
-            graph->setChannelFillGraph(m_bands.back());
-        m_bands.push_back(graph);
-    }
+    m_bands = new StackedBands(m_plot->xAxis, m_plot->yAxis);
+    m_bands->setName(QStringLiteral("Allocated"));
     m_reserved = m_plot->addGraph();
     m_reserved->setName(QStringLiteral("Reserved"));
     m_reserved->setLineStyle(QCPGraph::lsStepLeft);
@@ -168,8 +162,7 @@ void TimelineWidget::zoomToEvents(int64_t first, int64_t last)
 void TimelineWidget::resetZoom()
 {
     if (!m_data || m_data->eventCount() == 0) {
-        for (QCPGraph* graph : m_bands)
-            graph->data()->clear();
+        m_bands->clearData();
         m_reserved->data()->clear();
         m_info->setText(QStringLiteral("No trace events on this device: the snapshot holds only its dump-time state."));
         m_plot->replot();
@@ -218,16 +211,16 @@ void TimelineWidget::rebuildVisible()
     for (const auto& point : points)
         keys.push_back(keyOf(point.event));
     uint64_t visibleMax = 0;
-    QVector<double> values(keys.size());
-    std::vector<uint64_t> running(points.size(), 0);
-    for (size_t band = 0; band < m_bands.size(); ++band) {
-        for (size_t i = 0; i < points.size(); ++i) {
-            running[i] += points[i].bytes[size_t(stackOrder[band])];
-            values[qsizetype(i)] = double(running[i]);
-            visibleMax = std::max(visibleMax, running[i]);
+    std::vector<StackedBands::Tops> tops(points.size());
+    for (size_t i = 0; i < points.size(); ++i) {
+        uint64_t running = 0;
+        for (size_t band = 0; band < stackOrder.size(); ++band) {
+            running += points[i].bytes[size_t(stackOrder[band])];
+            tops[i][band] = double(running);
         }
-        m_bands[band]->setData(keys, values, true);
+        visibleMax = std::max(visibleMax, running);
     }
+    m_bands->setData(std::vector<double>(keys.begin(), keys.end()), std::move(tops));
     m_lastPointCount = int(points.size());
 
     const auto reserved = m_data->reservedPoints(boundaries);
@@ -278,22 +271,14 @@ void TimelineWidget::buildStatic()
         return;
     }
 
-    const auto& runs = m_data->phaseRuns();
-    const int64_t minRun = runs.size() > maxPhaseRects ? m_data->eventCount() / int64_t(maxPhaseRects) : 0;
-    for (const auto& run : runs) {
-        if (run.last - run.first < minRun)
-            continue;
-        auto* rect = new QCPItemRect(m_plot);
-        rect->setLayer(QStringLiteral("grid"));
-        rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        rect->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        rect->topLeft->setCoords(keyOf(run.first), 0);
-        rect->bottomRight->setCoords(keyOf(run.last + 1), 1);
-        rect->setPen(Qt::NoPen);
-        rect->setBrush(colors::phaseShade(run.phase));
-        rect->setSelectable(false);
-        rect->setProperty("phase", int(run.phase));
-    }
+    std::vector<PhaseShading::Run> shading;
+    shading.reserve(m_data->phaseRuns().size());
+    for (const auto& run : m_data->phaseRuns())
+        shading.push_back({ keyOf(run.first), keyOf(run.last + 1), run.phase });
+    auto* phases = new PhaseShading(m_plot);
+    phases->setLayer(QStringLiteral("grid"));
+    phases->setClipAxisRect(m_plot->axisRect());
+    phases->setRuns(std::move(shading));
 
     const auto& steps = m_data->stepStarts();
     if (!steps.empty()) {
@@ -362,15 +347,16 @@ void TimelineWidget::applyColors()
     m_plot->xAxis2->grid()->setVisible(false);
 
     QStringList legend;
-    for (size_t i = 0; i < m_bands.size(); ++i) {
+    std::array<QColor, StackedBands::bandCount> fills;
+    for (size_t i = 0; i < stackOrder.size(); ++i) {
         const QColor color = colors::category(stackOrder[i]);
-        m_bands[i]->setPen(QPen(color.darker(125), 1));
-        QColor fill = color;
-        fill.setAlpha(210);
-        m_bands[i]->setBrush(fill);
+        fills[i] = color;
         legend << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
                       .arg(color.name(), categoryText(stackOrder[i]));
     }
+    QColor outline = text;
+    outline.setAlpha(150);
+    m_bands->setColors(fills, outline);
     legend << QStringLiteral("<span style='color:%1'>&#9472;&#9472;</span>&nbsp;Reserved")
                   .arg(colors::reservedLine().name());
     m_reserved->setPen(QPen(colors::reservedLine(), 1.6, Qt::DashLine));
@@ -389,8 +375,6 @@ void TimelineWidget::applyColors()
             label->setBrush(palette.color(QPalette::Base));
             label->setPen(QPen(color));
         }
-        if (auto* rect = qobject_cast<QCPItemRect*>(item))
-            rect->setBrush(colors::phaseShade(Phase(rect->property("phase").toInt())));
     }
     if (m_cursorLine)
         m_cursorLine->setPen(QPen(palette.color(QPalette::Highlight), 1.5));

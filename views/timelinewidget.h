@@ -20,6 +20,8 @@ namespace oomlens {
 // Stacked categories of allocated memory over the trace, with the reserved line, peak and
 // OOM markers, phase shading and step ticks. Redraws at the plot's pixel width via
 // TimelineData's min/max downsampling, so the peak survives any zoom level.
+class StackedBands;
+
 class TimelineWidget : public QWidget
 {
     Q_OBJECT
@@ -77,7 +79,7 @@ private:
     QComboBox* m_axisBox = nullptr;
     QLabel* m_info = nullptr;
     QLabel* m_legend = nullptr;
-    std::vector<QCPGraph*> m_bands; // bottom to top, one per category in stackOrder
+    StackedBands* m_bands = nullptr; // one band per category, in stackOrder from the bottom
     QCPGraph* m_reserved = nullptr;
     QCPItemStraightLine* m_cursorLine = nullptr;
     std::shared_ptr<const TimelineData> m_data;

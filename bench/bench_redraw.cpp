@@ -1,0 +1,259 @@
+// Pan/zoom redraw of the GUI timeline on a big trace (default: 3M events built in memory, or a
+// snapshot file), measured offscreen at full, mid and deep zoom: rebuild of the downsampled
+// series + an immediate replot, median and p95 in ms. Also scrolling the 3M-row events table
+// and the allocator state at the cursor. A benchmark program, not a test.
+#include "core/analysis/allocatorstate.h"
+#include "core/analysis/snapshotanalysis.h"
+#include "parsers/snapshotreader.h"
+#include "views/eventsmodel.h"
+#include "views/eventsview.h"
+#include "views/timelinedata.h"
+#include "views/timelinewidget.h"
+
+#include <QApplication>
+#include <QFile>
+#include <QScrollBar>
+#include <QTableView>
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace oomlens;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+StackId stack(StringTable& strings, FrameTable& frames, std::initializer_list<std::pair<const char*, const char*>> list)
+{
+    std::vector<FrameId> ids;
+    int line = 10;
+    for (const auto& [file, name] : list)
+        ids.push_back(frames.intern(Frame { strings.intern(file), strings.intern(name), line++ }));
+    return frames.internStack(ids.data(), ids.size());
+}
+
+// Training steps whose forward length varies (so the curve has structure at every zoom): layers
+// allocate activations and temporaries, backward frees them, Adam state appears at step 1.
+std::shared_ptr<const Snapshot> synthetic(size_t targetEvents)
+{
+    auto strings = std::make_shared<StringTable>();
+    auto frames = std::make_shared<FrameTable>();
+    const StackId fwd = stack(*strings, *frames,
+        { { "model.py", "forward" }, { "torch/nn/modules/module.py", "_call_impl" }, { "train.py", "main" } });
+    const StackId bwd = stack(*strings, *frames,
+        { { "??", "torch::autograd::generated::MmBackward0::apply" }, { "??", "torch::autograd::Engine::thread_main" } });
+    const StackId grad = stack(*strings, *frames,
+        { { "??", "torch::autograd::AccumulateGrad::apply" }, { "??", "torch::autograd::Engine::thread_main" } });
+    const StackId opt = stack(*strings, *frames,
+        { { "torch/optim/adam.py", "_init_group" }, { "torch/optim/optimizer.py", "wrapper" }, { "train.py", "main" } });
+    auto snapshot = std::make_shared<Snapshot>();
+    DeviceTrace trace;
+    auto& events = trace.events;
+    events.reserve(targetEvents + 10000);
+    int64_t time = 1'700'000'000'000'000;
+    uint64_t next = 0x7f0000000000ULL;
+    auto push = [&](TraceAction action, uint64_t address, uint64_t size, StackId s) {
+        TraceEvent event;
+        event.action = action;
+        event.addr = address;
+        event.size = size;
+        event.stack = s;
+        event.timeUs = time += 3;
+        events.push_back(event);
+    };
+    std::vector<uint64_t> state;
+    for (int step = 0; events.size() < targetEvents; ++step) {
+        std::vector<uint64_t> saved;
+        const int layers = 600 + (step * 37) % 400;
+        for (int l = 0; l < layers; ++l) {
+            const uint64_t a = next += 1 << 22;
+            push(TraceAction::Alloc, a, uint64_t(2 + l % 3) << 20, fwd);
+            saved.push_back(a);
+            const uint64_t t = next += 1 << 22;
+            push(TraceAction::Alloc, t, 1 << 20, fwd);
+            push(TraceAction::FreeRequested, t, 1 << 20, fwd);
+            push(TraceAction::FreeCompleted, t, 1 << 20, fwd);
+        }
+        for (size_t i = saved.size(); i-- > 0;) {
+            const uint64_t g = next += 1 << 22;
+            push(TraceAction::Alloc, g, 3 << 20, bwd);
+            push(TraceAction::FreeRequested, g, 3 << 20, bwd);
+            push(TraceAction::FreeCompleted, g, 3 << 20, bwd);
+            push(TraceAction::FreeRequested, saved[i], uint64_t(2 + i % 3) << 20, bwd);
+            push(TraceAction::FreeCompleted, saved[i], uint64_t(2 + i % 3) << 20, bwd);
+        }
+        if (step == 0) {
+            for (int p = 0; p < 48; ++p)
+                push(TraceAction::Alloc, next += 1 << 24, 8 << 20, grad);
+            for (int p = 0; p < 96; ++p)
+                push(TraceAction::Alloc, next += 1 << 24, 8 << 20, opt);
+        }
+    }
+    trace.device = 0;
+    snapshot->traces.push_back(std::move(trace));
+    snapshot->strings = strings;
+    snapshot->frames = frames;
+    return snapshot;
+}
+
+struct Stats
+{
+    double median, p95, max;
+};
+
+Stats stats(std::vector<double> samples)
+{
+    std::sort(samples.begin(), samples.end());
+    const auto at = [&](double q) { return samples[std::min(samples.size() - 1, size_t(q * double(samples.size())))]; };
+    return { at(0.5), at(0.95), samples.back() };
+}
+
+void print(const char* what, const std::vector<double>& samples)
+{
+    const Stats s = stats(samples);
+    std::printf("  %-34s median %6.2f ms   p95 %6.2f ms   max %6.2f ms   (%zu runs)\n", what, s.median, s.p95, s.max,
+        samples.size());
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+
+    size_t events = 3'000'000;
+    std::shared_ptr<const Snapshot> snapshot;
+    auto start = Clock::now();
+    if (argc > 1 && std::strspn(argv[1], "0123456789") == std::strlen(argv[1])) {
+        events = std::stoul(argv[1]);
+    } else if (argc > 1) {
+        QFile file(QString::fromLocal8Bit(argv[1]));
+        if (!file.open(QIODevice::ReadOnly)) {
+            std::fprintf(stderr, "cannot read %s\n", argv[1]);
+            return 1;
+        }
+        const QByteArray bytes = file.readAll();
+        const auto result = readSnapshot(std::string_view(bytes.constData(), size_t(bytes.size())));
+        if (!result.snapshot) {
+            std::fprintf(stderr, "%s: %s\n", argv[1], result.error.c_str());
+            return 1;
+        }
+        snapshot = result.snapshot;
+        std::printf("read %s in %.0f ms\n", argv[1], msSince(start));
+    }
+    if (!snapshot) {
+        snapshot = synthetic(events);
+        std::printf("built a synthetic trace in %.0f ms\n", msSince(start));
+    }
+    start = Clock::now();
+    auto analysis = std::make_shared<const SnapshotAnalysis>(analyzeSnapshot(snapshot));
+    std::printf("analyzed in %.0f ms\n", msSince(start));
+    start = Clock::now();
+    auto data = std::make_shared<const TimelineData>(analysis, analysis->primaryDevice);
+    std::printf("timeline data (%lld events, %zu allocations) in %.0f ms\n", static_cast<long long>(data->eventCount()),
+        data->device() ? data->device()->allocations.size() : size_t(0), msSince(start));
+    if (data->eventCount() < 100) {
+        std::fprintf(stderr, "too few events to measure\n");
+        return 1;
+    }
+
+    TimelineWidget widget;
+    widget.resize(1400, 600);
+    widget.show();
+    start = Clock::now();
+    widget.setTimeline(data);
+    widget.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    std::printf("first draw %.1f ms at %d px plot width\n\n", msSince(start), widget.plot()->axisRect()->width());
+
+    const int64_t count = data->eventCount();
+    const int64_t peak = std::max<int64_t>(0, data->device()->peakEvent);
+    struct Level
+    {
+        const char* name;
+        int64_t span;
+    };
+    const Level levels[] = { { "full", count }, { "mid (1/30)", std::max<int64_t>(100, count / 30) },
+        { "deep (2000 events)", std::min<int64_t>(2000, count) } };
+    const int runs = 60;
+    int points = 0;
+    for (const Level& level : levels) {
+        std::printf("%s zoom:\n", level.name);
+        if (level.span >= count)
+            widget.resetZoom();
+        else
+            widget.zoomToEvents(std::max<int64_t>(0, peak - level.span / 2), std::max<int64_t>(0, peak - level.span / 2) + level.span);
+        QCPAxis* axis = widget.plot()->xAxis;
+        std::vector<double> pan, zoom, rebuild, replot;
+        for (int i = 0; i < 2 * runs; ++i) {
+            const auto t = Clock::now();
+            // The range change rebuilds the downsampled series; the replot draws them.
+            if (i < runs) {
+                const double shift = axis->range().size() / 25 * (i % 10 < 5 ? 1 : -1);
+                axis->setRange(axis->range().lower + shift, axis->range().upper + shift);
+            } else {
+                axis->scaleRange(i % 2 == 0 ? 0.85 : 1 / 0.85, axis->range().center());
+            }
+            const double rebuilt = msSince(t);
+            const auto drawn = Clock::now();
+            widget.plot()->replot(QCustomPlot::rpImmediateRefresh);
+            replot.push_back(msSince(drawn));
+            rebuild.push_back(rebuilt);
+            (i < runs ? pan : zoom).push_back(msSince(t));
+            points = std::max(points, widget.plottedPointCount());
+        }
+        print("pan (rebuild + replot)", pan);
+        print("zoom (rebuild + replot)", zoom);
+        print("  of which rebuild", rebuild);
+        print("  of which replot", replot);
+    }
+    std::printf("most points per band drawn: %d\n\n", points);
+
+    EventsView eventsView;
+    eventsView.resize(1400, 700);
+    eventsView.show();
+    eventsView.setTimeline(data);
+    QApplication::processEvents();
+    QScrollBar* bar = eventsView.table()->verticalScrollBar();
+    std::vector<double> scroll, jump;
+    for (int i = 0; i < runs; ++i) {
+        auto t = Clock::now();
+        bar->setValue(bar->value() + bar->pageStep());
+        eventsView.table()->viewport()->repaint();
+        scroll.push_back(msSince(t));
+        t = Clock::now();
+        bar->setValue(int(int64_t(bar->maximum()) * ((i * 7919) % runs) / runs));
+        eventsView.table()->viewport()->repaint();
+        jump.push_back(msSince(t));
+    }
+    std::printf("events table (%d rows):\n", eventsView.model()->rowCount());
+    print("page down + repaint", scroll);
+    print("jump anywhere + repaint", jump);
+    start = Clock::now();
+    eventsView.setFilter(EventsModel::Allocs, QStringLiteral("forward"));
+    std::printf("  filter allocations in 'forward'   %.1f ms (%d rows)\n\n", msSince(start), eventsView.model()->rowCount());
+
+    std::vector<double> state;
+    for (int i = 0; i < 20; ++i) {
+        const auto t = Clock::now();
+        const AllocatorState s = allocatorStateAt(data->snapshot(), *data->device(), count * i / 20);
+        state.push_back(msSince(t));
+        (void)s;
+    }
+    std::printf("allocator state at a cursor:\n");
+    print("allocatorStateAt", state);
+    return 0;
+}
