@@ -44,6 +44,7 @@ CaseWidget::CaseWidget(QWidget* parent)
     auto* splitter = new QSplitter(Qt::Vertical, m_timelinePage);
     m_timeline = new TimelineWidget(splitter);
     auto* below = new QTabWidget(splitter);
+    m_details = below;
     m_live = new LiveAllocationsView(below);
     m_allocator = new AllocatorStateWidget(below);
     below->addTab(m_live, QStringLiteral("Live allocations"));

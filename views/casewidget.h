@@ -48,6 +48,8 @@ public:
     AllocatorStateWidget* allocatorState() const { return m_allocator; }
     EventsView* events() const { return m_events; }
     QTabWidget* tabs() const { return m_tabs; }
+    // Below the timeline: live allocations and allocator state.
+    QTabWidget* detailTabs() const { return m_details; }
 
 public slots:
     void setCursorEvent(int64_t event);
@@ -63,6 +65,7 @@ private:
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     std::shared_ptr<const TimelineData> m_data;
     QTabWidget* m_tabs = nullptr;
+    QTabWidget* m_details = nullptr;
     OverviewPage* m_overview = nullptr;
     QWidget* m_timelinePage = nullptr;
     QComboBox* m_deviceBox = nullptr;

@@ -552,6 +552,9 @@ QStringList MainWindow::writeScreenshots(const QString& directory)
         current->showPage(CaseWidget::TimelineTab);
         current->timeline()->resetZoom();
         grab(QStringLiteral("timeline.png"));
+        current->detailTabs()->setCurrentIndex(1);
+        grab(QStringLiteral("allocator.png"));
+        current->detailTabs()->setCurrentIndex(0);
         current->showPage(CaseWidget::EventsTab);
         grab(QStringLiteral("events.png"));
         current->showPage(CaseWidget::TimelineTab);

@@ -250,7 +250,7 @@ private slots:
         QVERIFY(waitForLoads(window));
         QTemporaryDir directory;
         const QStringList written = window.writeScreenshots(directory.path());
-        QCOMPARE(written.size(), 4);
+        QCOMPARE(written.size(), 5);
         for (const QString& path : written)
             QVERIFY(QFileInfo(path).size() > 1000);
     }
