@@ -3,13 +3,16 @@
 // then the diagnosis analyzeCase runs on it. Prints wall time and peak RSS per stage, side by
 // side with CPython's pickle.load of the same file.
 //
-//   bench_open FILE [--runs N] [--read sized|stream|mmap] [--python /usr/bin/python3] [--skip-python]
-//   (bench_open --child MODE FILE is the one-open mode it runs itself, once per run, so that
+//   bench_open FILE [--runs N] [--read sized|stream|mmap] [--oom] [--python /usr/bin/python3] [--skip-python]
+//   (bench_open --child MODE OOM FILE is the one-open mode it runs itself, once per run, so that
 //   every run's peak RSS is its own)
 //
 // --read picks how the file reaches memory: `sized` (default) one read into a buffer of the
 // file's size; `stream` the way parsers/inputloader.cpp's addFile reads today (ostringstream
 // << rdbuf(), which grows its buffer as it goes); `mmap` maps the file read-only.
+// --oom appends an oom event to the primary trace after decoding (gen_snapshot.py files have
+// none, and without one the diagnosis has nothing to do): a request of twice the peak reserved
+// bytes from the last allocation's stack.
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "parsers/snapshotreader.h"
@@ -131,7 +134,36 @@ private:
     size_t m_size = 0;
 };
 
-int runChild(const std::string& mode, const char* path)
+// The decoded snapshot is built mutable and only shared as const, so this edit is defined.
+void appendOom(const std::shared_ptr<const Snapshot>& shared)
+{
+    auto snapshot = std::const_pointer_cast<Snapshot>(shared);
+    DeviceTrace* longest = nullptr;
+    for (DeviceTrace& t : snapshot->traces) {
+        if (!longest || t.events.size() > longest->events.size())
+            longest = &t;
+    }
+    if (!longest || longest->events.empty())
+        return;
+    uint64_t reserved = 0;
+    for (const Segment& s : snapshot->segments)
+        reserved += s.device == longest->device ? s.totalSize : 0;
+    TraceEvent oom;
+    oom.action = TraceAction::Oom;
+    oom.size = std::max<uint64_t>(2 * reserved, uint64_t(1) << 30);
+    oom.addr = uint64_t(512) << 20; // device_free
+    oom.timeUs = longest->events.back().timeUs + 1;
+    for (auto it = longest->events.rbegin(); it != longest->events.rend(); ++it) {
+        if (it->action == TraceAction::Alloc) {
+            oom.stack = it->stack;
+            oom.stream = it->stream;
+            break;
+        }
+    }
+    longest->events.push_back(oom);
+}
+
+int runChild(const std::string& mode, bool withOom, const char* path)
 {
     using Clock = std::chrono::steady_clock;
     const auto ms = [](Clock::time_point a, Clock::time_point b) {
@@ -169,6 +201,8 @@ int runChild(const std::string& mode, const char* path)
     }
     // The app keeps the decoded snapshot, not the file's bytes.
     bytes.release();
+    if (withOom)
+        appendOom(read.snapshot);
 
     const SnapshotAnalysis analysis = analyzeSnapshot(read.snapshot);
     auto t3 = Clock::now();
@@ -230,8 +264,8 @@ double median(std::vector<double> values)
 
 int main(int argc, char** argv)
 {
-    if (argc == 4 && std::string(argv[1]) == "--child")
-        return runChild(argv[2], argv[3]);
+    if (argc == 5 && std::string(argv[1]) == "--child")
+        return runChild(argv[2], std::string(argv[3]) == "oom", argv[4]);
 
     QCoreApplication app(argc, argv);
     const QStringList args = app.arguments().mid(1);
@@ -240,6 +274,7 @@ int main(int argc, char** argv)
     QString readMode = QStringLiteral("sized");
     int runs = 3;
     bool skipPython = false;
+    bool withOom = false;
     for (int i = 0; i < args.size(); ++i) {
         if (args[i] == QLatin1String("--python") && i + 1 < args.size())
             python = args[++i];
@@ -247,13 +282,15 @@ int main(int argc, char** argv)
             runs = std::max(1, args[++i].toInt());
         else if (args[i] == QLatin1String("--read") && i + 1 < args.size())
             readMode = args[++i];
+        else if (args[i] == QLatin1String("--oom"))
+            withOom = true;
         else if (args[i] == QLatin1String("--skip-python"))
             skipPython = true;
         else
             file = args[i];
     }
     if (file.isEmpty()) {
-        std::fprintf(stderr, "usage: bench_open SNAPSHOT [--runs N] [--read sized|stream|mmap] [--python PATH] "
+        std::fprintf(stderr, "usage: bench_open SNAPSHOT [--runs N] [--read sized|stream|mmap] [--oom] [--python PATH] "
                              "[--skip-python]\n");
         return 2;
     }
@@ -265,14 +302,18 @@ int main(int argc, char** argv)
     for (int r = 0; r < runs; ++r) {
         Fields fields;
         QString error;
-        if (!runProcess(app.applicationFilePath(), {QStringLiteral("--child"), readMode, file}, &fields, &error)) {
+        if (!runProcess(app.applicationFilePath(),
+                        {QStringLiteral("--child"), readMode,
+                         withOom ? QStringLiteral("oom") : QStringLiteral("no-oom"), file},
+                        &fields, &error)) {
             std::fprintf(stderr, "open failed: %s\n", qPrintable(error));
             return 1;
         }
         results.push_back(fields);
     }
     const double events = results.front()[QStringLiteral("events")];
-    std::printf("%.0f trace events, %d runs (best / median)\n", events, runs);
+    std::printf("%.0f trace events%s, %d runs (best / median), diagnoses: %.0f\n", events,
+                withOom ? " (an oom event appended)" : "", runs, results.front()[QStringLiteral("diagnoses")]);
     std::printf("%-10s %10s %10s %14s %16s\n", "stage", "best ms", "median ms", "median CPU ms", "peak RSS MiB");
     auto column = [&](const QString& key) {
         std::vector<double> values;
