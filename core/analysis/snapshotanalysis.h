@@ -3,7 +3,9 @@
 // The timeline of one snapshot: every allocation as an interval, reserved memory over time,
 // phases and steps, categories with their reasons, the peak and the OOM moments.
 // Companion queries live beside this header: series.h (downsampled curves), livequery.h (live
-// set, top stacks, call tree), allocatorstate.h (segments and free blocks at any event).
+// set, top stacks, call tree), allocatorstate.h (segments, free blocks and per-pool totals at
+// any event), poolseries.h (reserved, active and largest free block per stream and pool over
+// time).
 
 #include "core/phase.h"
 #include "core/snapshot.h"
