@@ -10,6 +10,7 @@
 
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
+#include "core/report/htmlreport.h"
 #include "core/textreport.h"
 #include "parsers/inputloader.h"
 #include "parsers/pickle/picklevalue.h"
@@ -129,7 +130,7 @@ inline std::string containerTarget(const uint8_t* data, size_t size)
 }
 
 // The whole diagnose path: inputs detected and read as the CLI reads them, the case analysed,
-// and both outputs rendered. Inputs are separated by `nextInput`.
+// and every output rendered: JSON, text and the HTML report. Inputs are separated by `nextInput`.
 inline std::string caseTarget(const uint8_t* data, size_t size)
 {
     std::string_view rest = bytesOf(data, size);
@@ -152,6 +153,12 @@ inline std::string caseTarget(const uint8_t* data, size_t size)
             + std::to_string(input.snapshots.size()) + " snapshots";
     (void)caseToJson(input, analysis).dump(2);
     (void)caseToText(input, analysis);
+    // The report promises no script at all: input text (frame names, messages) must arrive escaped.
+    const std::string html = report::buildHtmlReport(input, analysis);
+    if (html.find("<script") != std::string::npos || html.find("<SCRIPT") != std::string::npos)
+        return "the HTML report contains a <script> element";
+    if (!text::isValidUtf8(html))
+        return "the HTML report is not valid UTF-8";
     return {};
 }
 
