@@ -496,6 +496,12 @@ size_t NativeUnpickler::popMark()
             std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart]) + " without a MARK", m_opStart);
     const size_t k = m_marks.back();
     m_marks.pop_back();
+    // pickle.py hides what lies below a MARK; an opcode that popped it anyway (SETITEM, APPEND
+    // right after MARK) left the mark above the stack, and every user of k would underflow.
+    if (k > m_stack.size())
+        throw errorAt(std::string("not a valid pickle: ") + opcodeName(m_base[m_opStart])
+                + " after values below its MARK were taken",
+            m_opStart);
     return k;
 }
 
