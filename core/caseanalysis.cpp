@@ -34,6 +34,7 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     const GpuCount gpusInText = textGpuCount(text);
 
     std::vector<Diagnosis> measured;
+    bool messageMatchesSnapshot = false;
     for (size_t i = 0; i < input.snapshots.size(); ++i) {
         result.snapshots.push_back(analyzeSnapshot(input.snapshots[i], options));
         const SnapshotAnalysis& analysis = result.snapshots.back();
@@ -51,6 +52,7 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
         const MessageLink link = linkMessage(text, *device, index);
         result.links.insert(result.links.end(), link.notes.begin(), link.notes.end());
         if (link.messageIndex) {
+            messageMatchesSnapshot = true;
             context.message = oomFacts(text.oomMessages[*link.messageIndex]);
             addNvidiaSmi(*context.message, text.nvidiaSmi);
         }
@@ -76,7 +78,9 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     }
 
     // Measured diagnoses lead; the text confirms them or adds what only it can see (other
-    // processes, an allowed clause, a traceback phase).
+    // processes, an allowed clause, a traceback phase). When the message is the snapshot's own
+    // oom event, the bands at that very moment were measured: a text-only guess they did not
+    // confirm is dropped rather than shown beside the measurement.
     const bool haveMeasured = !measured.empty();
     result.diagnoses = std::move(measured);
     std::vector<Diagnosis> fromText = diagnoseText(text);
@@ -84,10 +88,10 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     for (auto& diagnosis : fromText) {
         const bool onlyTextSees = diagnosis.id == "other_process" || diagnosis.id == "memory_fraction_cap";
         const bool alsoMeasured = std::any_of(result.diagnoses.begin(), result.diagnoses.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
-        if (haveMeasured && !onlyTextSees && !alsoMeasured)
-            textOnly.push_back(std::move(diagnosis)); // the bands were measured and did not point here
-        else
+        if (!haveMeasured || onlyTextSees || alsoMeasured)
             mergeDiagnoses(result.diagnoses, {std::move(diagnosis)});
+        else if (!messageMatchesSnapshot)
+            textOnly.push_back(std::move(diagnosis)); // another run's message: keep it, weakened
     }
     mergeDiagnoses(result.diagnoses, std::move(textOnly), 0.6);
     sortDiagnoses(result.diagnoses);

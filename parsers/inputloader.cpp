@@ -2,8 +2,7 @@
 
 #include "parsers/text/textparser.h"
 
-#include <fstream>
-#include <sstream>
+#include <QFile>
 
 namespace oomlens {
 
@@ -79,18 +78,26 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
 
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
 {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
+    QFile file(QString::fromStdString(path));
+    if (!file.open(QIODevice::ReadOnly)) {
         CaseInput input;
         input.path = path;
         input.error = "cannot open the file (missing or unreadable)";
         target.inputs.push_back(std::move(input));
         return;
     }
-    std::ostringstream buffer;
-    buffer << file.rdbuf();
-    const std::string bytes = std::move(buffer).str();
-    addInput(target, path, bytes, options);
+    // Mapping lets a gigabyte snapshot be decoded straight from the page cache instead of being
+    // copied into memory first; pipes and special files cannot be mapped and are read instead.
+    const qint64 size = file.size();
+    if (size > 0) {
+        if (uchar* mapped = file.map(0, size)) {
+            addInput(target, path, std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)), options);
+            file.unmap(mapped);
+            return;
+        }
+    }
+    const QByteArray bytes = file.readAll();
+    addInput(target, path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), options);
 }
 
 } // namespace oomlens

@@ -57,7 +57,6 @@ public:
         , m_context(context)
         , m_profile(profileDevice(device, oom.eventIndex))
     {
-        correctClosureForward();
         const Snapshot& snapshot = *analysis.snapshot;
         m_fixes.backend = context.message ? context.message->backend : "cuda";
         m_fixes.expandableSegmentsOn = context.expandableSegmentsOn
@@ -99,11 +98,6 @@ public:
         otherProcess();
         if (m_out.empty())
             workingSet();
-        if (m_closureForwardBytes > 0) {
-            for (auto& d : m_out)
-                evidence(d, formatBytes(m_closureForwardBytes) + " that the timeline bands as optimizer state was allocated by module forward code "
-                                "running inside optimizer.step() (a closure, the way Lightning runs training_step): counted as activations here");
-        }
         return std::move(m_out);
     }
 
@@ -125,45 +119,6 @@ private:
             budget.gpuCount = devices;
             budget.gpuCountEvidence = "the snapshot holds memory on " + std::to_string(devices) + " devices";
         }
-    }
-
-    bool hasModuleForwardFrame(StackId stack) const
-    {
-        const Snapshot& snapshot = *m_analysis.snapshot;
-        if (!snapshot.frames || !snapshot.strings || !stack.isValid() || stack.value >= snapshot.frames->stackCount())
-            return false;
-        for (const FrameId id : snapshot.frames->stack(stack)) {
-            const Frame& frame = snapshot.frames->frame(id);
-            if (snapshot.strings->get(frame.name) == "forward")
-                return true;
-        }
-        return false;
-    }
-
-    // Lightning (and any closure-taking optimizer) runs forward and backward inside
-    // optimizer.step(), so the stacks of a whole training step pass through torch/optim and the
-    // timeline bands its activations as optimizer state. A real optimizer state tensor is never
-    // made by a module's forward: move those bytes back to activations before judging the bands.
-    void correctClosureForward()
-    {
-        const auto optimizerState = static_cast<size_t>(Category::OptimizerState);
-        if (m_oom.liveByCategory[optimizerState] == 0)
-            return;
-        std::unordered_map<uint32_t, bool> forwardStack;
-        for (const auto& allocation : m_device.allocations) {
-            if (allocation.category != Category::OptimizerState || !allocation.liveAfter(m_oom.eventIndex))
-                continue;
-            auto [it, inserted] = forwardStack.try_emplace(allocation.stack.value, false);
-            if (inserted)
-                it->second = hasModuleForwardFrame(allocation.stack);
-            if (it->second)
-                m_closureForwardBytes += allocation.requestedSize;
-        }
-        m_closureForwardBytes = std::min(m_closureForwardBytes, m_oom.liveByCategory[optimizerState]);
-        m_oom.liveByCategory[optimizerState] -= m_closureForwardBytes;
-        m_oom.liveByCategory[static_cast<size_t>(Category::Activations)] += m_closureForwardBytes;
-        if (m_oom.phase == Phase::Optimizer && hasModuleForwardFrame(m_oom.stack))
-            m_oom.phase = Phase::Forward;
     }
 
     EvidenceLink link(int64_t event) const
@@ -558,8 +513,7 @@ private:
 
     const SnapshotAnalysis& m_analysis;
     const DeviceAnalysis& m_device;
-    OomAnalysis m_oom; // corrected for forward passes run inside optimizer.step(), see correctClosureForward
-    uint64_t m_closureForwardBytes = 0;
+    OomAnalysis m_oom;
     const SnapshotDiagnosisContext& m_context;
     DeviceProfile m_profile;
     FixContext m_fixes;
