@@ -3,6 +3,7 @@
 #include "parsers/text/textparser.h"
 
 #include <QFile>
+#include <QFileInfo>
 
 namespace oomlens {
 
@@ -78,11 +79,14 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
 
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
 {
-    QFile file(QString::fromStdString(path));
-    if (!file.open(QIODevice::ReadOnly)) {
+    const QFileInfo info(QString::fromStdString(path));
+    QFile file(info.filePath());
+    if (info.isDir() || !file.open(QIODevice::ReadOnly)) {
         CaseInput input;
         input.path = path;
-        input.error = "cannot open the file (missing or unreadable)";
+        input.error = info.isDir()  ? "is a folder, not a file"
+            : !info.exists()        ? "no such file"
+                                    : "cannot open the file (" + file.errorString().toStdString() + ")";
         target.inputs.push_back(std::move(input));
         return;
     }
