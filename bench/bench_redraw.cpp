@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ using Clock = std::chrono::steady_clock;
 double msSince(Clock::time_point start)
 {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// CPU time of the whole process (all threads), in ms: on a loaded machine the wall time of a
+// frame includes waiting for a core, this does not.
+double cpuMs()
+{
+    timespec now {};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return double(now.tv_sec) * 1e3 + double(now.tv_nsec) / 1e6;
 }
 
 StackId stack(StringTable& strings, FrameTable& frames, std::initializer_list<std::pair<const char*, const char*>> list)
@@ -197,9 +207,10 @@ int main(int argc, char** argv)
         else
             widget.zoomToEvents(std::max<int64_t>(0, peak - level.span / 2), std::max<int64_t>(0, peak - level.span / 2) + level.span);
         QCPAxis* axis = widget.plot()->xAxis;
-        std::vector<double> pan, zoom, rebuild, replot;
+        std::vector<double> pan, zoom, rebuild, replot, cpu;
         for (int i = 0; i < 2 * runs; ++i) {
             const auto t = Clock::now();
+            const double cpuStart = cpuMs();
             // The range change rebuilds the downsampled series; the replot draws them.
             if (i < runs) {
                 const double shift = axis->range().size() / 25 * (i % 10 < 5 ? 1 : -1);
@@ -213,14 +224,70 @@ int main(int argc, char** argv)
             replot.push_back(msSince(drawn));
             rebuild.push_back(rebuilt);
             (i < runs ? pan : zoom).push_back(msSince(t));
+            cpu.push_back(cpuMs() - cpuStart);
             points = std::max(points, widget.plottedPointCount());
         }
         print("pan (rebuild + replot)", pan);
         print("zoom (rebuild + replot)", zoom);
         print("  of which rebuild", rebuild);
         print("  of which replot", replot);
+        print("CPU time per frame (all threads)", cpu);
     }
     std::printf("most points per band drawn: %d\n\n", points);
+
+    // Where a full-zoom frame goes: the replot again with one element left out at a time.
+    widget.resetZoom();
+    QCustomPlot* plot = widget.plot();
+    auto replotCost = [&] {
+        std::vector<double> samples;
+        for (int i = 0; i < 30; ++i) {
+            const double t = cpuMs();
+            plot->replot(QCustomPlot::rpImmediateRefresh);
+            samples.push_back(cpuMs() - t);
+        }
+        return stats(samples).median;
+    };
+    const double whole = replotCost();
+    std::printf("full-zoom replot %.2f ms CPU median; without each element:\n", whole);
+    auto without = [&](const char* what, const std::function<void(bool)>& show) {
+        show(false);
+        const double cost = replotCost();
+        show(true);
+        std::printf("  %-34s %6.2f ms  (element ~%.2f ms)\n", what, cost, whole - cost);
+    };
+    for (int i = 0; i < plot->plottableCount(); ++i) {
+        const std::string name = "plottable '" + plot->plottable(i)->name().toStdString() + "'";
+        without(name.c_str(), [&](bool on) { plot->plottable(i)->setVisible(on); });
+    }
+    for (int i = 0; i < plot->layerCount(); ++i) {
+        QCPLayer* layer = plot->layer(i);
+        // Hiding the layers holding the axis rect or the plottables skips the whole frame.
+        if (layer->children().isEmpty() || layer->name() == QLatin1String("background")
+            || layer->name() == QLatin1String("main"))
+            continue;
+        const std::string name = "layer '" + layer->name().toStdString() + "'";
+        without(name.c_str(), [&](bool on) { layer->setVisible(on); });
+    }
+    without("tick labels", [&](bool on) {
+        for (QCPAxis* axis : plot->axisRect()->axes())
+            axis->setTickLabels(on);
+    });
+
+    // Moving the time cursor (a click, Shift+arrow) inside the view.
+    // The first event loop pass also polishes and paints the newly shown window: not part of it.
+    QApplication::processEvents();
+    std::vector<double> cursor, cursorCpu;
+    for (int i = 0; i < runs; ++i) {
+        const auto t = Clock::now();
+        const double cpuStart = cpuMs();
+        widget.setCursorEvent(count * (i + 1) / (runs + 2));
+        QApplication::processEvents();
+        cursor.push_back(msSince(t));
+        cursorCpu.push_back(cpuMs() - cpuStart);
+    }
+    print("cursor move + repaint", cursor);
+    print("  CPU time", cursorCpu);
+    std::printf("\n");
 
     EventsView eventsView;
     eventsView.resize(1400, 700);

@@ -71,13 +71,24 @@ void StackedBands::draw(QCPPainter* painter)
     // real rectangles.
     const bool vector = painter->modes().testFlag(QCPPainter::pmVectorized);
     const double scale = vector ? 1.0 : painter->device()->devicePixelRatioF() * painter->transform().m11();
-    QImage image;
     std::array<QRgb, bandCount> fills {};
     QRgb outline = 0;
+    uchar* bits = nullptr;
+    qsizetype stride = 0;
+    int imageWidth = 0, imageHeight = 0;
     if (!vector) {
-        image = QImage(int(std::ceil(clip.width() * scale)), int(std::ceil(clip.height() * scale)),
-            QImage::Format_ARGB32_Premultiplied);
-        image.fill(Qt::transparent);
+        // Reused between redraws: a fresh multi-megabyte image per frame costs page faults.
+        const QSize size(int(std::ceil(clip.width() * scale)), int(std::ceil(clip.height() * scale)));
+        if (m_image.size() != size)
+            m_image = QImage(size, QImage::Format_ARGB32_Premultiplied);
+        m_image.setDevicePixelRatio(1.0);
+        m_image.fill(Qt::transparent);
+        // Raw rows: QImage::scanLine() checks for a detach on every call, which at one call per
+        // row per column was most of the redraw time.
+        bits = m_image.bits();
+        stride = m_image.bytesPerLine();
+        imageWidth = m_image.width();
+        imageHeight = m_image.height();
         for (size_t band = 0; band < fills.size(); ++band)
             fills[band] = qPremultiply(m_fills[band].rgba());
         outline = qPremultiply(m_outline.rgba());
@@ -92,14 +103,15 @@ void StackedBands::draw(QCPPainter* painter)
             painter->fillRect(QRectF(clip.left() + x0, clip.top() + top, x1 - x0, bottom - top), color);
             return;
         }
-        const int y0 = std::clamp(int(std::lround(top)), 0, image.height());
-        const int y1 = std::clamp(int(std::lround(bottom)), 0, image.height());
+        const int y0 = std::clamp(int(std::lround(top)), 0, imageHeight);
+        const int y1 = std::clamp(int(std::lround(bottom)), 0, imageHeight);
+        const int first = std::max(0, x0), last = std::min(x1, imageWidth);
+        if (first >= last)
+            return;
         const QRgb color = band < 0 ? outline : fills[size_t(band)];
-        for (int y = y0; y < y1; ++y) {
-            auto* line = reinterpret_cast<QRgb*>(image.scanLine(y));
-            for (int x = std::max(0, x0); x < std::min(x1, image.width()); ++x)
-                line[x] = color;
-        }
+        uchar* line = bits + y0 * stride;
+        for (int y = y0; y < y1; ++y, line += stride)
+            std::fill(reinterpret_cast<QRgb*>(line) + first, reinterpret_cast<QRgb*>(line) + last, color);
     };
 
     const double base = row(0);
@@ -152,8 +164,8 @@ void StackedBands::draw(QCPPainter* painter)
     }
     flush();
     if (!vector) {
-        image.setDevicePixelRatio(scale);
-        painter->drawImage(QPointF(clip.topLeft()), image);
+        m_image.setDevicePixelRatio(scale);
+        painter->drawImage(QPointF(clip.topLeft()), m_image);
     }
 }
 

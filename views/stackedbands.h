@@ -44,6 +44,7 @@ private:
     std::vector<Tops> m_tops;
     std::array<QColor, bandCount> m_fills;
     QColor m_outline;
+    QImage m_image; // the on-screen columns, kept for the next redraw
 };
 
 } // namespace oomlens

@@ -14,11 +14,33 @@ uint64_t total(const CategoryBytes& bytes)
 
 namespace {
 
-void apply(CategoryBytes& bytes, Category category, int64_t delta)
+// Returns the change of the total, so callers can keep a running sum.
+int64_t apply(CategoryBytes& bytes, Category category, int64_t delta)
 {
     uint64_t& slot = bytes[size_t(category)];
     // A free whose allocation the analysis counted in another band must not wrap around.
-    slot = delta >= 0 ? slot + uint64_t(delta) : slot - std::min(slot, uint64_t(-delta));
+    if (delta >= 0) {
+        slot += uint64_t(delta);
+        return delta;
+    }
+    const uint64_t taken = std::min(slot, uint64_t(-delta));
+    slot -= taken;
+    return -int64_t(taken);
+}
+
+// The first index in [from, end) whose value is not less than `value` (by `less`), searching
+// outwards from `from` first: successive buckets of a redraw lie close together, so this costs
+// the log of the step instead of the log of the whole trace.
+template<typename It, typename T, typename Less>
+It gallop(It from, It end, const T& value, Less less)
+{
+    size_t step = 1;
+    It low = from;
+    while (size_t(end - low) > step && less(*(low + ptrdiff_t(step)), value)) {
+        low += ptrdiff_t(step);
+        step *= 2;
+    }
+    return std::lower_bound(low, size_t(end - low) > step ? low + ptrdiff_t(step) + 1 : end, value, less);
 }
 
 } // namespace
@@ -86,14 +108,16 @@ void TimelineData::buildChanges()
         for (size_t level = 0; level < levelSizes.size(); ++level) {
             const bool first = k % levelSizes[level] == 0;
             if (first)
-                m_levels[level].push_back({ k, k, current, current });
+                m_levels[level].push_back({ k, k, sum, sum, current, current });
             Block& block = m_levels[level].back();
-            if (!first && sum < total(block.minBytes)) {
+            if (!first && sum < block.minTotal) {
                 block.minIndex = k;
+                block.minTotal = sum;
                 block.minBytes = current;
             }
-            if (!first && sum > total(block.maxBytes)) {
+            if (!first && sum > block.maxTotal) {
                 block.maxIndex = k;
+                block.maxTotal = sum;
                 block.maxBytes = current;
             }
         }
@@ -177,6 +201,15 @@ int64_t TimelineData::eventAtTime(int64_t timeUs) const
     return it == m_time.begin() ? 0 : int64_t(it - m_time.begin()) - 1;
 }
 
+int64_t TimelineData::eventAtTime(int64_t timeUs, int64_t from) const
+{
+    from = std::clamp<int64_t>(from, 0, eventCount());
+    if (from > 0 && m_time[size_t(from - 1)] > timeUs)
+        return eventAtTime(timeUs);
+    const auto it = gallop(m_time.begin() + from, m_time.end(), timeUs, [](int64_t t, int64_t v) { return t <= v; });
+    return it == m_time.begin() ? 0 : int64_t(it - m_time.begin()) - 1;
+}
+
 size_t TimelineData::firstChangeAtOrAfter(int64_t event) const
 {
     return size_t(std::lower_bound(m_changes.begin(), m_changes.end(), event, [](const Change& change, int64_t e) {
@@ -223,17 +256,20 @@ std::vector<TimelineData::Point> TimelineData::downsample(const std::vector<int6
     points.reserve(boundaries.size() * 2 + 2);
     points.push_back({ boundaries.front(), stackAt(boundaries.front()) });
 
+    const auto byEvent = [](const Change& change, int64_t e) { return change.event < e; };
     size_t k = firstChangeAtOrAfter(boundaries.front() + 1);
     CategoryBytes current = stackAt(boundaries.front());
+    uint64_t currentTotal = total(current);
     for (size_t b = 0; b + 1 < boundaries.size(); ++b) {
-        const size_t end = firstChangeAtOrAfter(boundaries[b + 1]);
+        const size_t end
+            = size_t(gallop(m_changes.begin() + ptrdiff_t(k), m_changes.end(), boundaries[b + 1], byEvent)
+                - m_changes.begin());
         if (k >= end)
             continue;
         size_t minIndex = k, maxIndex = k;
         CategoryBytes minBytes {}, maxBytes {};
         uint64_t minTotal = UINT64_MAX, maxTotal = 0;
-        auto consider = [&](size_t index, const CategoryBytes& bytes) {
-            const uint64_t sum = total(bytes);
+        auto consider = [&](size_t index, const CategoryBytes& bytes, uint64_t sum) {
             if (sum < minTotal) {
                 minTotal = sum;
                 minIndex = index;
@@ -251,20 +287,21 @@ std::vector<TimelineData::Point> TimelineData::downsample(const std::vector<int6
                 const size_t size = levelSizes[level];
                 if (k % size == 0 && k + size <= end) {
                     const Block& block = m_levels[level][k / size];
-                    consider(block.minIndex, block.minBytes);
-                    consider(block.maxIndex, block.maxBytes);
+                    consider(block.minIndex, block.minBytes, block.minTotal);
+                    consider(block.maxIndex, block.maxBytes, block.maxTotal);
                     k += size;
                     current = m_checkpoints[k / checkpointStride];
+                    currentTotal = total(current);
                     skipped = true;
                     break;
                 }
             }
             if (skipped)
                 continue;
-            apply(current, m_changes[k].category, m_changes[k].delta);
+            currentTotal += uint64_t(apply(current, m_changes[k].category, m_changes[k].delta));
             // Several changes can share one event only in malformed traces; keep the last state.
             if (k + 1 >= end || m_changes[k + 1].event != m_changes[k].event)
-                consider(k, current);
+                consider(k, current, currentTotal);
             ++k;
         }
         if (minIndex <= maxIndex) {

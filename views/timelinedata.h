@@ -27,6 +27,9 @@ public:
     int64_t timeOf(int64_t event) const;
     // The last event at or before `timeUs` (relative); 0 before the first.
     int64_t eventAtTime(int64_t timeUs) const;
+    // The same, searching forward from event `from` (a hint: any value gives the right answer,
+    // one at or just before the answer gives it fastest).
+    int64_t eventAtTime(int64_t timeUs, int64_t from) const;
 
     // Live requested bytes by category right after `event` (-1: before the first event).
     CategoryBytes stackAt(int64_t event) const;
@@ -77,6 +80,7 @@ private:
     struct Block
     {
         size_t minIndex, maxIndex; // change indices
+        uint64_t minTotal, maxTotal;
         CategoryBytes minBytes, maxBytes;
     };
     // A min/max pyramid over the changes: a bucket of the downsampling is covered by the largest

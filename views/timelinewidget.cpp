@@ -64,6 +64,10 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     m_plot->setFocusPolicy(Qt::StrongFocus);
     m_plot->setMouseTracking(true);
     m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    // While dragging, frames matter more than smooth edges; the reserved line redraws without
+    // antialiasing and solid lines take QPainter's fast polyline path.
+    m_plot->setNoAntialiasingOnDrag(true);
+    m_plot->setPlottingHints(m_plot->plottingHints() | QCP::phFastPolylines);
     m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
     m_plot->yAxis->setTicker(QSharedPointer<ByteAxisTicker>::create());
@@ -198,7 +202,12 @@ void TimelineWidget::rebuildVisible()
     boundaries.reserve(size_t(pixels) + 2);
     boundaries.push_back(eventAt(range.lower));
     for (int p = 1; p <= pixels; ++p) {
-        const int64_t event = eventAt(range.lower + range.size() * p / pixels) + (p == pixels ? 1 : 0);
+        const double key = range.lower + range.size() * p / pixels;
+        // Columns move forward through the trace: search on from the previous one.
+        const int64_t at = m_axis == Axis::Time
+            ? std::clamp<int64_t>(m_data->eventAtTime(int64_t(std::floor(key)), boundaries.back()), 0, count - 1)
+            : eventAt(key);
+        const int64_t event = at + (p == pixels ? 1 : 0);
         if (event > boundaries.back())
             boundaries.push_back(std::min(event, count));
     }
@@ -393,9 +402,13 @@ void TimelineWidget::setCursorEvent(int64_t event)
     m_cursorLine->setVisible(true);
     // Bring the cursor into view when something else (evidence, the events list) moved it.
     const QCPRange range = m_plot->xAxis->range();
-    if (!range.contains(keyOf(event)))
+    if (!range.contains(keyOf(event))) {
         m_plot->xAxis->setRange(keyOf(event) - range.size() / 2, keyOf(event) + range.size() / 2);
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    } else {
+        // The cursor has the buffered overlay layer to itself: moving it redraws that layer only.
+        m_cursorLine->layer()->replot();
+    }
     if (changed)
         emit cursorChanged(event);
 }
