@@ -55,6 +55,31 @@ void SvgWriter::titleElement(std::string_view tooltip)
     m_out += "</title>";
 }
 
+void SvgWriter::pointList(const std::vector<std::pair<double, double>>& points)
+{
+    for (size_t i = 0; i < points.size(); ++i) {
+        if (i > 0)
+            m_out += ' ';
+        number(points[i].first);
+        m_out += ',';
+        number(points[i].second);
+    }
+}
+
+// A shape with a tooltip needs a <title> child, so it cannot be self-closing.
+void SvgWriter::closeElement(std::string_view element, std::string_view tooltip)
+{
+    if (tooltip.empty()) {
+        m_out += "/>";
+        return;
+    }
+    m_out += '>';
+    titleElement(tooltip);
+    m_out += "</";
+    m_out += element;
+    m_out += '>';
+}
+
 void SvgWriter::rect(double x, double y, double width, double height, std::string_view cssClass,
                      std::string_view tooltip)
 {
@@ -68,13 +93,7 @@ void SvgWriter::rect(double x, double y, double width, double height, std::strin
     number(std::max(height, 0.0));
     m_out += '"';
     attribute("class", cssClass);
-    if (tooltip.empty()) {
-        m_out += "/>";
-        return;
-    }
-    m_out += '>';
-    titleElement(tooltip);
-    m_out += "</rect>";
+    closeElement("rect", tooltip);
 }
 
 void SvgWriter::line(double x1, double y1, double x2, double y2, std::string_view cssClass)
@@ -96,34 +115,16 @@ void SvgWriter::polygon(const std::vector<std::pair<double, double>>& points, st
                         std::string_view tooltip)
 {
     m_out += "<polygon points=\"";
-    for (size_t i = 0; i < points.size(); ++i) {
-        if (i > 0)
-            m_out += ' ';
-        number(points[i].first);
-        m_out += ',';
-        number(points[i].second);
-    }
+    pointList(points);
     m_out += '"';
     attribute("class", cssClass);
-    if (tooltip.empty()) {
-        m_out += "/>";
-        return;
-    }
-    m_out += '>';
-    titleElement(tooltip);
-    m_out += "</polygon>";
+    closeElement("polygon", tooltip);
 }
 
 void SvgWriter::polyline(const std::vector<std::pair<double, double>>& points, std::string_view cssClass)
 {
     m_out += "<polyline points=\"";
-    for (size_t i = 0; i < points.size(); ++i) {
-        if (i > 0)
-            m_out += ' ';
-        number(points[i].first);
-        m_out += ',';
-        number(points[i].second);
-    }
+    pointList(points);
     m_out += '"';
     attribute("class", cssClass);
     m_out += "/>";

@@ -33,6 +33,8 @@ private:
     void number(double value);
     void attribute(std::string_view name, std::string_view value);
     void titleElement(std::string_view tooltip);
+    void pointList(const std::vector<std::pair<double, double>>& points);
+    void closeElement(std::string_view element, std::string_view tooltip);
 
     std::string m_out;
 };
