@@ -43,6 +43,18 @@ double clamp01(double value)
     return std::clamp(value, 0.0, 1.0);
 }
 
+std::string percentText(uint64_t part, uint64_t whole)
+{
+    if (whole == 0)
+        return "?%";
+    return std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(part) / static_cast<double>(whole)))) + "%";
+}
+
+double safeRatio(uint64_t part, uint64_t whole)
+{
+    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
 const std::vector<std::string_view>& catalogueIds()
 {
     static const std::vector<std::string_view> ids = [] {

@@ -2,6 +2,7 @@
 
 #include "core/diagnosis.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,5 +25,10 @@ void sortDiagnoses(std::vector<Diagnosis>& diagnoses);
 void mergeDiagnoses(std::vector<Diagnosis>& into, std::vector<Diagnosis> incoming, double weight = 1.0);
 
 double clamp01(double value);
+
+// part / whole as a whole percentage for evidence lines ("37%"); "?%" when whole is 0.
+std::string percentText(uint64_t part, uint64_t whole);
+// part / whole; 0 when whole is 0.
+double safeRatio(uint64_t part, uint64_t whole);
 
 } // namespace oomlens

@@ -14,18 +14,6 @@ namespace oomlens {
 
 namespace {
 
-std::string percent(uint64_t part, uint64_t whole)
-{
-    if (whole == 0)
-        return "?%";
-    return std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(part) / static_cast<double>(whole)))) + "%";
-}
-
-double ratio(uint64_t part, uint64_t whole)
-{
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-}
-
 std::string times(double factor)
 {
     char buffer[32];
@@ -210,7 +198,7 @@ private:
             evidence(d, formatBytes(m_oom.freeInPoolBytes) + " sat free in cached blocks of that pool, more than the " + formatBytes(request)
                             + " request, but the largest free block was " + formatBytes(m_oom.largestFreeBlock), m_oom.eventIndex);
         } else if (unused >= request) {
-            confidence = 0.5 + 0.25 * clamp01(ratio(unused, m_oom.reservedBytes) / 0.2);
+            confidence = 0.5 + 0.25 * clamp01(safeRatio(unused, m_oom.reservedBytes) / 0.2);
             evidence(d, "reserved − allocated was " + formatBytes(unused) + " at the OOM (" + formatBytes(m_oom.reservedBytes) + " reserved, "
                             + formatBytes(m_oom.allocatedBytes) + " allocated), more than the " + formatBytes(request) + " request",
                      m_oom.eventIndex);
@@ -220,7 +208,7 @@ private:
         // Reserved − allocated also counts block rounding and the other pool: a few percent of the
         // cache is normal slack, and freeing it would not make room for the next step anyway.
         // Only waste that is a real share of the cache (or big in absolute terms) is a diagnosis.
-        const double significance = clamp01(ratio(unused, m_oom.reservedBytes) / 0.05);
+        const double significance = clamp01(safeRatio(unused, m_oom.reservedBytes) / 0.05);
         if (significance < 0.5 && unused < 512 * MiB)
             return;
         confidence *= 0.6 + 0.4 * std::max(significance, unused >= GiB ? 1.0 : 0.0);
@@ -244,17 +232,17 @@ private:
         if (!m_capacity || *m_capacity == 0)
             return;
         const uint64_t request = m_oom.requestedBytes;
-        const double share = ratio(request, *m_capacity);
+        const double share = safeRatio(request, *m_capacity);
         if (share < 0.25)
             return;
         const bool attention = m_oom.stack.isValid() && isQuadraticStack(m_oom.stack);
         Diagnosis d = makeDiagnosis("large_allocation", 0.45 + 0.45 * clamp01((share - 0.25) / 0.5) + (attention ? 0.05 : 0.0), {});
-        evidence(d, "the failing request of " + formatBytes(request) + " is " + percent(request, *m_capacity) + " of the "
+        evidence(d, "the failing request of " + formatBytes(request) + " is " + percentText(request, *m_capacity) + " of the "
                         + formatBytes(*m_capacity) + " card, in " + where(),
                  m_oom.eventIndex);
         if (attention)
             evidence(d, "it comes from attention code (softmax / score matrix): its size grows with the square of the sequence length");
-        d.summary = "One " + formatBytes(request) + " tensor, " + percent(request, *m_capacity) + " of the card, could not be placed.";
+        d.summary = "One " + formatBytes(request) + " tensor, " + percentText(request, *m_capacity) + " of the card, could not be placed.";
         m_fixes.budget.quadraticBytes = std::max(m_fixes.budget.quadraticBytes, attention ? request : 0);
         if (attention)
             appendFixes(d.fixes, {FixKind::Sdpa}, m_fixes);
@@ -373,12 +361,12 @@ private:
         }
         const uint64_t start = failing->startDynamic();
         const uint64_t needed = (dynamicNow > start ? dynamicNow - start : 0) + m_oom.requestedBytes;
-        const double factor = ratio(needed, typical);
+        const double factor = safeRatio(needed, typical);
         if (typical == 0 || factor < 1.5)
             return;
         const uint64_t typicalLargest = median(largest);
         const uint64_t failingLargest = std::max(failing->largestDynamicAlloc, m_oom.requestedBytes);
-        const double largestFactor = ratio(failingLargest, typicalLargest);
+        const double largestFactor = safeRatio(failingLargest, typicalLargest);
         Diagnosis d = makeDiagnosis("longest_batch", 0.55 + 0.3 * clamp01((factor - 1.5) / 2.0), {});
         evidence(d, "step " + std::to_string(m_oom.step) + " needed at least " + formatBytes(needed) + " of activations and temporaries, "
                         + times(factor) + " the " + formatBytes(typical) + " a typical step (median of " + std::to_string(growth.size()) + ") peaked at",
@@ -406,7 +394,7 @@ private:
         if (m_oom.phase != Phase::Eval && m_profile.evalRetainedCount == 0)
             return;
         const uint64_t live = m_fixes.budget.liveBytes;
-        const bool retains = m_profile.evalRetainedCount >= 3 && ratio(m_profile.evalRetainedBytes, live) >= 0.15;
+        const bool retains = m_profile.evalRetainedCount >= 3 && safeRatio(m_profile.evalRetainedBytes, live) >= 0.15;
         if (m_oom.phase != Phase::Eval && !retains)
             return;
         double confidence = m_oom.phase == Phase::Eval ? (retains ? 0.85 : 0.5) : 0.45;
@@ -414,7 +402,7 @@ private:
         evidence(d, "the OOM is in evaluation (" + where() + ")", m_oom.eventIndex);
         if (m_profile.evalRetainedCount > 0)
             evidence(d, std::to_string(m_profile.evalRetainedCount) + " allocations made during evaluation are still live at the failure: "
-                            + formatBytes(m_profile.evalRetainedBytes) + ", " + percent(m_profile.evalRetainedBytes, live) + " of live memory",
+                            + formatBytes(m_profile.evalRetainedBytes) + ", " + percentText(m_profile.evalRetainedBytes, live) + " of live memory",
                      m_profile.firstEvalRetainedEvent);
         d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; " + formatBytes(m_profile.evalRetainedBytes) + " piled up before the failure."
                             : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch are the usual causes.";
@@ -445,7 +433,7 @@ private:
             minStep = std::min(minStep, starts[i] - starts[i - 1]);
         }
         const uint64_t growth = starts.back() - starts.front();
-        if (growth < MiB || ratio(minStep, growth) < 0.05)
+        if (growth < MiB || safeRatio(minStep, growth) < 0.05)
             return;
         Diagnosis d = makeDiagnosis("leak", starts.size() >= 4 ? 0.85 : 0.7, {});
         evidence(d, "memory live at the start of each step grows: " + formatBytes(starts.front()) + " at step " + std::to_string(training[1]->step) + " to "
@@ -487,9 +475,9 @@ private:
             return;
         const uint64_t outside = total - mine;
         const uint64_t explained = m_context.message->selfNonPyTorchBytes.value_or(0) + GiB;
-        if (outside <= explained || ratio(outside - explained, total) < 0.15)
+        if (outside <= explained || safeRatio(outside - explained, total) < 0.15)
             return;
-        Diagnosis d = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(ratio(outside - explained, total) / 0.5), {});
+        Diagnosis d = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
         evidence(d, formatBytes(outside) + " of the " + formatBytes(total) + " card was neither PyTorch's cache (" + formatBytes(m_oom.reservedBytes)
                         + ") nor free (" + formatBytes(m_oom.deviceFreeBytes) + ") at the OOM",
                  m_oom.eventIndex);

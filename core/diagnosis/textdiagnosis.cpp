@@ -12,18 +12,6 @@ namespace {
 
 constexpr uint64_t cudaContextAllowance = 1 * GiB; // context + cuBLAS/cuDNN workspaces: 0.3-1 GiB
 
-std::string percent(uint64_t part, uint64_t whole)
-{
-    if (whole == 0)
-        return "?%";
-    return std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(part) / static_cast<double>(whole)))) + "%";
-}
-
-double ratio(uint64_t part, uint64_t whole)
-{
-    return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
-}
-
 void addEvidence(Diagnosis& diagnosis, std::string text)
 {
     diagnosis.evidence.push_back({std::move(text), std::nullopt});
@@ -72,18 +60,18 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
     // A few percent of the cache unused is normal slack (rounding, the small pool, the last freed
     // batch); it may cover a small request, but recovering it would not keep the run alive.
     const bool significantWaste = f.reservedUnallocated && f.reserved
-        && (ratio(*f.reservedUnallocated, *f.reserved) >= 0.025 || *f.reservedUnallocated >= 512 * MiB);
+        && (safeRatio(*f.reservedUnallocated, *f.reserved) >= 0.025 || *f.reservedUnallocated >= 512 * MiB);
     if (f.request && f.reservedUnallocated && f.reserved && significantWaste) {
         const uint64_t request = *f.request;
         const uint64_t unallocated = *f.reservedUnallocated;
-        const double share = ratio(unallocated, *f.reserved);
+        const double share = safeRatio(unallocated, *f.reserved);
         if (unallocated >= request && request > 0) {
             confidence = 0.5 + 0.35 * clamp01(share / 0.2);
-            addEvidence(d, "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated (" + percent(unallocated, *f.reserved)
+            addEvidence(d, "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated (" + percentText(unallocated, *f.reserved)
                                + " of its " + formatBytes(*f.reserved) + " cache), more than the " + formatBytes(request)
                                + " request, yet no cached block could take it");
             // A few hundred MiB of split blocks on a full card explain this request, not the full card.
-            const double weight = f.limit && *f.limit > 0 ? clamp01(ratio(unallocated, *f.limit) / 0.05) : 1.0;
+            const double weight = f.limit && *f.limit > 0 ? clamp01(safeRatio(unallocated, *f.limit) / 0.05) : 1.0;
             out.strongestFullExplanation = std::max(out.strongestFullExplanation, confidence * weight);
             d.summary = "The cache had " + formatBytes(unallocated) + " unused, more than the " + formatBytes(request)
                 + " asked for, but split into pieces too small for it.";
@@ -95,7 +83,7 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
                 + " request, but the cached part is split into smaller blocks.";
         } else if (unallocated >= GiB && share >= 0.2) {
             confidence = 0.3;
-            addEvidence(d, formatBytes(unallocated) + " of PyTorch's " + formatBytes(*f.reserved) + " cache (" + percent(unallocated, *f.reserved)
+            addEvidence(d, formatBytes(unallocated) + " of PyTorch's " + formatBytes(*f.reserved) + " cache (" + percentText(unallocated, *f.reserved)
                                + ") is reserved but unallocated: split blocks waste memory, though not enough to explain this failure alone");
             d.summary = "A large share of the cache sits unused in split blocks; it makes the card fuller than it needs to be.";
         }
@@ -105,10 +93,10 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
         const SummaryRow* reserved = summaryRow(*summary, "gpu_reserved_memory");
         if (nonReleasable && nonReleasable->current && reserved && reserved->current && *reserved->current > 0) {
             const uint64_t stuck = *nonReleasable->current;
-            if (stuck >= 256 * MiB && ratio(stuck, *reserved->current) >= 0.25) {
-                confidence = std::max(confidence, 0.35 + 0.4 * clamp01((ratio(stuck, *reserved->current) - 0.25) / 0.5));
+            if (stuck >= 256 * MiB && safeRatio(stuck, *reserved->current) >= 0.25) {
+                confidence = std::max(confidence, 0.35 + 0.4 * clamp01((safeRatio(stuck, *reserved->current) - 0.25) / 0.5));
                 addEvidence(d, "memory_summary: " + formatBytes(stuck) + " non-releasable of " + formatBytes(*reserved->current) + " reserved ("
-                                   + percent(stuck, *reserved->current) + "): free space trapped inside partly used blocks");
+                                   + percentText(stuck, *reserved->current) + "): free space trapped inside partly used blocks");
                 if (d.summary.empty())
                     d.summary = "memory_summary shows a large share of the cache trapped in partly used blocks.";
             }
@@ -137,7 +125,7 @@ void diagnoseLargeAllocation(const OomFacts& f, const FixContext& fixes, Candida
     if (!f.request || !f.limit || *f.limit == 0)
         return;
     const uint64_t request = *f.request;
-    const double share = ratio(request, *f.limit);
+    const double share = safeRatio(request, *f.limit);
     if (share < 0.25)
         return;
     Diagnosis d = makeDiagnosis("large_allocation", 0.35 + 0.5 * clamp01((share - 0.25) / 0.5), {});
@@ -148,9 +136,9 @@ void diagnoseLargeAllocation(const OomFacts& f, const FixContext& fixes, Candida
         d.summary = "One tensor of " + formatBytes(request) + " cannot fit on a " + formatBytes(*f.limit) + " card at all.";
         out.strongestFullExplanation = std::max(out.strongestFullExplanation, d.confidence);
     } else {
-        addEvidence(d, "one request of " + formatBytes(request) + " is " + percent(request, *f.limit) + " of the " + formatBytes(*f.limit)
+        addEvidence(d, "one request of " + formatBytes(request) + " is " + percentText(request, *f.limit) + " of the " + formatBytes(*f.limit)
                            + (f.allowed ? " this process may use" : " card"));
-        d.summary = "A single tensor of " + formatBytes(request) + " takes " + percent(request, *f.limit)
+        d.summary = "A single tensor of " + formatBytes(request) + " takes " + percentText(request, *f.limit)
             + " of the card: typically an attention score matrix or a whole batch processed at once.";
     }
     if (f.phase == Phase::Eval)
@@ -167,7 +155,7 @@ void diagnoseMemoryFraction(const OomFacts& f, const FixContext& fixes, Candidat
         const uint64_t request = f.request.value_or(0);
         const bool cardHadRoom = !f.free || *f.free >= request;
         Diagnosis d = makeDiagnosis("memory_fraction_cap", cardHadRoom ? 0.9 : 0.6, {});
-        addEvidence(d, "a per-process limit of " + formatBytes(allowed) + " is set (\"" + formatBytes(allowed) + " allowed\"): " + percent(allowed, *f.total)
+        addEvidence(d, "a per-process limit of " + formatBytes(allowed) + " is set (\"" + formatBytes(allowed) + " allowed\"): " + percentText(allowed, *f.total)
                            + " of the " + formatBytes(*f.total) + " card");
         if (request > 0)
             addEvidence(d, "PyTorch holds " + formatBytes(held) + "; with the " + formatBytes(request) + " request it would pass the limit");
@@ -185,10 +173,10 @@ void diagnoseMemoryFraction(const OomFacts& f, const FixContext& fixes, Candidat
     if (!f.preAllowedClause || !f.total || !f.free || !f.request || !f.reserved)
         return;
     const uint64_t total = *f.total;
-    if (*f.free < *f.request + 64 * MiB || ratio(*f.free, total) < 0.3)
+    if (*f.free < *f.request + 64 * MiB || safeRatio(*f.free, total) < 0.3)
         return;
-    const double low = ratio(*f.reserved, total);
-    const double high = ratio(*f.reserved + *f.request, total);
+    const double low = safeRatio(*f.reserved, total);
+    const double high = safeRatio(*f.reserved + *f.request, total);
     for (int percentStep = 10; percentStep <= 95; percentStep += 5) {
         const double fraction = percentStep / 100.0;
         if (fraction > low - 0.01 && fraction <= high + 0.01) {
@@ -215,13 +203,13 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
     const uint64_t request = f.request.value_or(0);
     Diagnosis d = makeDiagnosis("other_process", 0.0, {});
     double confidence = 0.0;
-    if (f.otherProcessBytes > 0 && (f.otherProcessBytes >= GiB || ratio(f.otherProcessBytes, total) >= 0.02)) {
-        confidence = 0.3 + 0.6 * clamp01(ratio(f.otherProcessBytes, total) / 0.3);
+    if (f.otherProcessBytes > 0 && (f.otherProcessBytes >= GiB || safeRatio(f.otherProcessBytes, total) >= 0.02)) {
+        confidence = 0.3 + 0.6 * clamp01(safeRatio(f.otherProcessBytes, total) / 0.3);
         std::string who = f.otherPids.size() == 1 ? "process " + std::to_string(f.otherPids.front())
                                                   : std::to_string(f.otherPids.size()) + " other processes";
         if (f.otherPids.empty())
             who = "other processes";
-        addEvidence(d, who + (f.otherPids.size() == 1 ? " holds " : " hold ") + formatBytes(f.otherProcessBytes) + " of the " + formatBytes(total) + " card (" + percent(f.otherProcessBytes, total) + ")");
+        addEvidence(d, who + (f.otherPids.size() == 1 ? " holds " : " hold ") + formatBytes(f.otherProcessBytes) + " of the " + formatBytes(total) + " card (" + percentText(f.otherProcessBytes, total) + ")");
         if (f.free && *f.free < request && *f.free + f.otherProcessBytes >= request) {
             confidence += 0.05;
             addEvidence(d, std::string(f.otherPids.size() == 1 ? "without it" : "without them") + " the " + formatBytes(request) + " request would have fit: " + formatBytes(*f.free) + " free + "
@@ -232,11 +220,11 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
     }
     if (const auto unattributed = f.unattributedOutsideBytes(); unattributed && *unattributed > cudaContextAllowance) {
         const uint64_t beyondContext = *unattributed - cudaContextAllowance;
-        const double share = ratio(beyondContext, total);
+        const double share = safeRatio(beyondContext, total);
         if (beyondContext >= GiB / 2 && share >= 0.15) {
             const double implicit = 0.35 + 0.35 * clamp01((share - 0.15) / 0.45);
             confidence = std::max(confidence, implicit);
-            addEvidence(d, formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card (" + percent(*f.outsideBytes, total)
+            addEvidence(d, formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card (" + percentText(*f.outsideBytes, total)
                                + ") is in use outside PyTorch's " + formatBytes(f.reserved.value_or(0))
                                + " cache: total − free − reserved, far more than a CUDA context (0.3-1 GiB)");
             if (f.free && *f.free < request && *f.free + beyondContext >= request)
@@ -246,7 +234,7 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
                     + "most likely another process, or the job landed on a busy GPU.";
         }
     }
-    if (f.selfNonPyTorchBytes && *f.selfNonPyTorchBytes >= 3 * GiB / 2 && ratio(*f.selfNonPyTorchBytes, total) >= 0.1) {
+    if (f.selfNonPyTorchBytes && *f.selfNonPyTorchBytes >= 3 * GiB / 2 && safeRatio(*f.selfNonPyTorchBytes, total) >= 0.1) {
         confidence = std::max(confidence, 0.3);
         addEvidence(d, "this process itself holds " + formatBytes(*f.selfNonPyTorchBytes) + " outside PyTorch's cache (process usage "
                            + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved " + formatBytes(f.reserved.value_or(0))
@@ -271,20 +259,20 @@ void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& ou
     const uint64_t request = *f.request;
     const uint64_t allocated = *f.allocated;
     const uint64_t room = f.free.value_or(0) + f.reservedUnallocated.value_or(0);
-    if (f.free && room >= request && ratio(room, limit) >= 0.05)
+    if (f.free && room >= request && safeRatio(room, limit) >= 0.05)
         return; // it would have fit with real headroom: capacity is not the story
-    const double filled = ratio(allocated, limit);
+    const double filled = safeRatio(allocated, limit);
     double confidence = 0.25 + 0.45 * clamp01((filled - 0.4) / 0.5);
     confidence *= (1.0 - 0.5 * out.strongestFullExplanation) * out.capacityDamping;
     Diagnosis d = makeDiagnosis("capacity", confidence, {});
     d.title = "Live tensors fill the card";
     addEvidence(d, "live tensors take " + formatBytes(allocated) + " of the " + formatBytes(limit) + (f.allowed ? " allowed" : " card") + " ("
-                       + percent(allocated, limit) + ")");
+                       + percentText(allocated, limit) + ")");
     if (f.free)
         addEvidence(d, "the " + formatBytes(request) + " request is more than the " + formatBytes(*f.free) + " free plus "
                            + formatBytes(f.reservedUnallocated.value_or(0)) + " cached but unused");
     addEvidence(d, "a message cannot tell parameters, gradients, optimizer state and activations apart: a snapshot would show which band to cut");
-    d.summary = "Live tensors take " + percent(allocated, limit) + " of the card and the next " + formatBytes(request)
+    d.summary = "Live tensors take " + percentText(allocated, limit) + " of the card and the next " + formatBytes(request)
         + " does not fit: the run needs less memory, not a tidier cache.";
     if (f.phase == Phase::Load)
         appendFixes(d.fixes, {FixKind::LoadToCpu}, fixes);
