@@ -1,9 +1,9 @@
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "core/explain.h"
 #include "parsers/text/textparser.h"
 
-#include <QFile>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -14,20 +14,6 @@
 using namespace oomlens;
 
 namespace {
-
-std::vector<nlohmann::json> corpusMessages()
-{
-    std::vector<nlohmann::json> records;
-    QFile file(test::corpusDir() + QStringLiteral("/text/oom_messages.jsonl"));
-    if (!file.open(QIODevice::ReadOnly))
-        return records;
-    while (!file.atEnd()) {
-        const QByteArray line = file.readLine().trimmed();
-        if (!line.isEmpty())
-            records.push_back(nlohmann::json::parse(line.toStdString()));
-    }
-    return records;
-}
 
 // Each labelled thread's cause, as far as the pasted text can show it. Records whose label the
 // text cannot support (an XLA request with no card size; a runtime error whose cause was an
@@ -69,7 +55,7 @@ private Q_SLOTS:
         OOMLENS_REQUIRE_SHARED();
         QFETCH(QString, id);
         const auto& [expectedId, mustLead] = expectations().at(id.toStdString());
-        for (const auto& record : corpusMessages()) {
+        for (const auto& record : test::corpusTextRecords(QStringLiteral("oom_messages.jsonl"))) {
             if (record["id"] != id.toStdString())
                 continue;
             const std::string text = record["text"].get<std::string>();
@@ -92,7 +78,7 @@ private Q_SLOTS:
         OOMLENS_REQUIRE_SHARED();
         std::string overview;
         int diagnosed = 0;
-        const auto records = corpusMessages();
+        const auto records = test::corpusTextRecords(QStringLiteral("oom_messages.jsonl"));
         QVERIFY(records.size() >= 40);
         for (const auto& record : records) {
             const TextFindings findings = parseText(record["text"].get<std::string>());

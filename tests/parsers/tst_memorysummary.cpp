@@ -1,24 +1,11 @@
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 #include "parsers/text/textparser.h"
 
 #include <QTest>
 
 using namespace oomlens;
-
-namespace {
-
-qint64 value(const std::optional<uint64_t>& field)
-{
-    return field ? static_cast<qint64>(*field) : -1;
-}
-
-TextFindings parseFixture(const char* name)
-{
-    const QByteArray bytes = test::readFile(test::testDataDir() + QStringLiteral("/text/") + QLatin1String(name));
-    return parseText(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
-}
-
-} // namespace
+using test::value;
 
 class TestMemorySummary : public QObject
 {
@@ -27,7 +14,7 @@ class TestMemorySummary : public QObject
 private Q_SLOTS:
     void fullBinaryUnits()
     {
-        const TextFindings findings = parseFixture("summary_kib_full.txt");
+        const TextFindings findings = test::parseTextFixture("summary_kib_full.txt");
         QCOMPARE(findings.summaries.size(), size_t(1));
         QCOMPARE(classifyText("x", findings), InputKind::MemorySummary);
         const MemorySummary& summary = findings.summaries[0];
@@ -62,7 +49,7 @@ private Q_SLOTS:
 
     void abbreviatedDecimalEra()
     {
-        const TextFindings findings = parseFixture("summary_kb_abbreviated.txt");
+        const TextFindings findings = test::parseTextFixture("summary_kb_abbreviated.txt");
         QCOMPARE(findings.summaries.size(), size_t(1));
         const MemorySummary& summary = findings.summaries[0];
         QCOMPARE(summary.unitEra, std::string("KB/MB"));

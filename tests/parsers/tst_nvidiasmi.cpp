@@ -1,25 +1,16 @@
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 #include "parsers/text/allocconfparser.h"
 #include "parsers/text/textparser.h"
 
 #include <QTest>
 
 using namespace oomlens;
+using test::value;
 
 namespace {
 
 constexpr qint64 mib = qint64(1) << 20;
-
-qint64 value(const std::optional<uint64_t>& field)
-{
-    return field ? static_cast<qint64>(*field) : -1;
-}
-
-TextFindings parseFixture(const char* name)
-{
-    const QByteArray bytes = test::readFile(test::testDataDir() + QStringLiteral("/text/") + QLatin1String(name));
-    return parseText(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
-}
 
 } // namespace
 
@@ -30,7 +21,7 @@ class TestNvidiaSmi : public QObject
 private Q_SLOTS:
     void wideLayout()
     {
-        const TextFindings findings = parseFixture("nvidia_smi_535.txt");
+        const TextFindings findings = test::parseTextFixture("nvidia_smi_535.txt");
         QCOMPARE(findings.nvidiaSmi.size(), size_t(1));
         QCOMPARE(classifyText("x", findings), InputKind::NvidiaSmi);
         const NvidiaSmiTable& table = findings.nvidiaSmi[0];
@@ -55,7 +46,7 @@ private Q_SLOTS:
 
     void classicLayout()
     {
-        const TextFindings findings = parseFixture("nvidia_smi_450.txt");
+        const TextFindings findings = test::parseTextFixture("nvidia_smi_450.txt");
         QCOMPARE(findings.nvidiaSmi.size(), size_t(1));
         const NvidiaSmiTable& table = findings.nvidiaSmi[0];
         QCOMPARE(table.driverVersion, std::string("450.80.02"));

@@ -1,3 +1,4 @@
+#include "common/textfixtures.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textparser.h"
 
@@ -6,15 +7,11 @@
 #include <algorithm>
 
 using namespace oomlens;
+using test::value;
 
 namespace {
 
-constexpr qint64 none = -1;
-
-qint64 value(const std::optional<uint64_t>& field)
-{
-    return field ? static_cast<qint64>(*field) : none;
-}
+constexpr qint64 none = -1; // what test::value() gives for a field the message lacks
 
 } // namespace
 
@@ -64,13 +61,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("templateId");
         QTest::addColumn<QString>("exception");
         QTest::addColumn<int>("device");
-        QTest::addColumn<qint64>("requested");
-        QTest::addColumn<qint64>("total");
-        QTest::addColumn<qint64>("free");
-        QTest::addColumn<qint64>("allocated");
-        QTest::addColumn<qint64>("reserved");
-        QTest::addColumn<qint64>("unallocated");
-        QTest::addColumn<qint64>("allowed");
+        test::addOomByteColumns();
         QTest::addColumn<QString>("version");
         QTest::addColumn<bool>("truncated");
         QTest::addColumn<bool>("probable");
@@ -167,13 +158,9 @@ private Q_SLOTS:
         QTEST(QString::fromStdString(message.templateId), "templateId");
         QTEST(QString::fromStdString(message.exception), "exception");
         QTEST(message.device.value_or(-1), "device");
-        QTEST(value(message.requestedBytes), "requested");
-        QTEST(value(message.totalBytes), "total");
-        QTEST(value(message.freeBytes), "free");
-        QTEST(value(message.allocatedBytes), "allocated");
-        QTEST(value(message.reservedBytes), "reserved");
-        QTEST(value(message.reservedUnallocatedBytes), "unallocated");
-        QTEST(value(message.allowedBytes), "allowed");
+        test::compareOomBytes(message);
+        if (QTest::currentTestFailed())
+            return;
         QTEST(QString::fromStdString(message.torchVersionHint), "version");
         QTEST(message.truncated, "truncated");
         QTEST(message.probable, "probable");

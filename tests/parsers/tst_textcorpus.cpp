@@ -1,8 +1,8 @@
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 #include "core/phase.h"
 #include "parsers/text/textparser.h"
 
-#include <QFile>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -11,22 +11,9 @@
 #include <set>
 
 using namespace oomlens;
+using test::value;
 
 namespace {
-
-std::vector<nlohmann::json> readJsonl(const QString& name)
-{
-    std::vector<nlohmann::json> records;
-    QFile file(test::corpusDir() + QStringLiteral("/text/") + name);
-    if (!file.open(QIODevice::ReadOnly))
-        return records;
-    while (!file.atEnd()) {
-        const QByteArray line = file.readLine().trimmed();
-        if (!line.isEmpty())
-            records.push_back(nlohmann::json::parse(line.toStdString()));
-    }
-    return records;
-}
 
 // The corpus labels near-OOM CUDA errors with backend "cuda"; we are more specific.
 std::string labelBackend(const std::string& ours)
@@ -109,11 +96,6 @@ Phase findingsPhase(const TextFindings& findings)
     return Phase::Unknown;
 }
 
-qint64 value(const std::optional<uint64_t>& field)
-{
-    return field ? static_cast<qint64>(*field) : -1;
-}
-
 } // namespace
 
 class TestTextCorpus : public QObject
@@ -127,7 +109,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("record");
         if (!test::hasShared())
             return;
-        for (const auto& record : readJsonl(QStringLiteral("oom_messages.jsonl")))
+        for (const auto& record : test::corpusTextRecords(QStringLiteral("oom_messages.jsonl")))
             QTest::newRow(record["id"].get<std::string>().c_str())
                 << QString::fromStdString(record["id"].get<std::string>()) << QString::fromStdString(record.dump());
     }
@@ -178,13 +160,7 @@ private Q_SLOTS:
     void exactValues_data()
     {
         QTest::addColumn<QString>("id");
-        QTest::addColumn<qint64>("requested");
-        QTest::addColumn<qint64>("total");
-        QTest::addColumn<qint64>("free");
-        QTest::addColumn<qint64>("allocated");
-        QTest::addColumn<qint64>("reserved");
-        QTest::addColumn<qint64>("unallocated");
-        QTest::addColumn<qint64>("allowed");
+        test::addOomByteColumns();
         // By hand: round(x * 2^unit) per field; T0 reserved = allocated + cached; T1 unallocated =
         // reserved - allocated; T2+ reserved = allocated + unallocated.
         QTest::newRow("oom-001 T1") << "oom-001" << qint64(1836098519) << qint64(6442450944) << qint64(1116691497)
@@ -214,7 +190,7 @@ private Q_SLOTS:
         OOMLENS_REQUIRE_SHARED();
         QFETCH(QString, id);
         std::string text;
-        for (const auto& record : readJsonl(QStringLiteral("oom_messages.jsonl"))) {
+        for (const auto& record : test::corpusTextRecords(QStringLiteral("oom_messages.jsonl"))) {
             if (record["id"] == id.toStdString())
                 text = record["text"].get<std::string>();
         }
@@ -222,20 +198,14 @@ private Q_SLOTS:
         const TextFindings findings = parseText(text);
         QVERIFY(!findings.oomMessages.empty());
         const OomMessage& message = findings.oomMessages.front();
-        QTEST(value(message.requestedBytes), "requested");
-        QTEST(value(message.totalBytes), "total");
-        QTEST(value(message.freeBytes), "free");
-        QTEST(value(message.allocatedBytes), "allocated");
-        QTEST(value(message.reservedBytes), "reserved");
-        QTEST(value(message.reservedUnallocatedBytes), "unallocated");
-        QTEST(value(message.allowedBytes), "allowed");
+        test::compareOomBytes(message);
     }
 
     void particularRecords()
     {
         OOMLENS_REQUIRE_SHARED();
         std::map<std::string, TextFindings> parsed;
-        for (const auto& record : readJsonl(QStringLiteral("oom_messages.jsonl")))
+        for (const auto& record : test::corpusTextRecords(QStringLiteral("oom_messages.jsonl")))
             parsed[record["id"].get<std::string>()] = parseText(record["text"].get<std::string>());
         // A process line with a PID, and the NVML self line.
         QCOMPARE(parsed["oom-026"].oomMessages[0].processes.size(), size_t(1));
@@ -269,7 +239,7 @@ private Q_SLOTS:
         QTest::addColumn<QString>("text");
         if (!test::hasShared())
             return;
-        for (const auto& record : readJsonl(QStringLiteral("memory_summaries.jsonl")))
+        for (const auto& record : test::corpusTextRecords(QStringLiteral("memory_summaries.jsonl")))
             QTest::newRow(record["id"].get<std::string>().c_str())
                 << QString::fromStdString(record["id"].get<std::string>()) << QString::fromStdString(record["text"].get<std::string>());
     }
@@ -289,7 +259,7 @@ private Q_SLOTS:
         OOMLENS_REQUIRE_SHARED();
         std::map<std::string, MemorySummary> byId;
         std::map<std::string, TextFindings> all;
-        for (const auto& record : readJsonl(QStringLiteral("memory_summaries.jsonl"))) {
+        for (const auto& record : test::corpusTextRecords(QStringLiteral("memory_summaries.jsonl"))) {
             auto findings = parseText(record["text"].get<std::string>());
             QVERIFY(!findings.summaries.empty());
             byId[record["id"].get<std::string>()] = findings.summaries[0];

@@ -1,4 +1,5 @@
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 #include "parsers/text/textlines.h"
 #include "parsers/text/textparser.h"
 
@@ -12,21 +13,15 @@ using namespace oomlens;
 
 namespace {
 
-std::string fixture(const char* name)
-{
-    const QByteArray bytes = test::readFile(test::testDataDir() + QStringLiteral("/text/") + QLatin1String(name));
-    return bytes.toStdString();
-}
-
 // A document with every kind of finding, to cut at every length.
 std::string compositeDocument()
 {
-    return fixture("training_log.txt")
+    return test::textFixture("training_log.txt")
         + "RuntimeError: CUDA out of memory. Tried to allocate 9.80 GiB (GPU 0; 14.76 GiB total capacity; 9.94 GiB already allocated; 3.89 GiB free; 160.79 MiB cached)\n"
           "MPS backend out of memory (MPS allocated: 3.11 GB, other allocations: 5.42 GB, max allowed: 9.07 GB). Tried to allocate 720.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).\n"
           "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 9.43 GiB\nRequested               : 640.00 MiB\nDevice limit            : 11.59 GiB\nFree (according to CUDA): 7.12 MiB\n\n"
           "ResourceExhaustedError: OOM when allocating tensor with shape[32,512,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
-        + fixture("summary_kib_full.txt") + fixture("nvidia_smi_535.txt");
+        + test::textFixture("summary_kib_full.txt") + test::textFixture("nvidia_smi_535.txt");
 }
 
 } // namespace
@@ -144,7 +139,7 @@ private Q_SLOTS:
     void largeLogIsLinear()
     {
         // About 30 MB of ordinary training output with an OOM, a traceback and a summary every 2000 lines.
-        const std::string block = fixture("training_log.txt") + fixture("summary_kib_full.txt");
+        const std::string block = test::textFixture("training_log.txt") + test::textFixture("summary_kib_full.txt");
         std::string log;
         log.reserve(32u << 20);
         int ooms = 0;
