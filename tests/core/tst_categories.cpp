@@ -1,6 +1,7 @@
 #include "core/analysis/livequery.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
+#include "common/analysisfixtures.h"
 #include "common/tracebuilder.h"
 
 #include <QTemporaryFile>
@@ -32,15 +33,6 @@ alloc m 400MiB optinit
 alloc s 10MiB opt
 free s opt
 )";
-
-SnapshotAnalysis analyze(const char* text, const AnalysisOptions& options = {})
-{
-    std::string error;
-    auto snapshot = test::buildSnapshot(text, &error);
-    if (!snapshot)
-        qFatal("trace text: %s", error.c_str());
-    return analyzeSnapshot(snapshot, options);
-}
 
 // The allocation a name got: by its alloc event, or by address for those older than the trace.
 const Allocation* byName(const SnapshotAnalysis& result, const char* text, const char* name)
@@ -84,7 +76,7 @@ private Q_SLOTS:
         QFETCH(QString, name);
         QFETCH(QString, category);
         QFETCH(QString, reasonPart);
-        const auto result = analyze(trainingStep);
+        const auto result = test::analyzeTrace(trainingStep);
         const Allocation* a = byName(result, trainingStep, name.toUtf8().constData());
         QVERIFY(a);
         QCOMPARE(QString::fromUtf8(categoryName(a->category).data()), category);
@@ -94,7 +86,7 @@ private Q_SLOTS:
 
     void peakAddsUp()
     {
-        const auto result = analyze(trainingStep);
+        const auto result = test::analyzeTrace(trainingStep);
         const DeviceAnalysis* d = result.primary();
         uint64_t sum = 0;
         for (uint64_t v : d->categoriesAtPeak)
@@ -123,7 +115,7 @@ private Q_SLOTS:
         QFETCH(QString, rules);
         AnalysisOptions options;
         options.rulesText = rules.toStdString();
-        const auto result = analyze(trainingStep, options);
+        const auto result = test::analyzeTrace(trainingStep, options);
         QVERIFY2(result.rulesError.empty(), result.rulesError.c_str());
         const Allocation* s = byName(result, trainingStep, "s");
         QCOMPARE(s->category, Category::OptimizerState);
@@ -140,7 +132,7 @@ private Q_SLOTS:
         file.close();
         AnalysisOptions options;
         options.rulesPath = file.fileName().toStdString();
-        const auto result = analyze(trainingStep, options);
+        const auto result = test::analyzeTrace(trainingStep, options);
         QVERIFY2(result.rulesError.empty(), result.rulesError.c_str());
         QCOMPARE(byName(result, trainingStep, "act")->category, Category::Parameters);
     }
@@ -161,13 +153,13 @@ private Q_SLOTS:
         QFETCH(QString, message);
         AnalysisOptions options;
         options.rulesText = rules.toStdString();
-        const auto result = analyze(trainingStep, options);
+        const auto result = test::analyzeTrace(trainingStep, options);
         QVERIFY2(QString::fromStdString(result.rulesError).contains(message), result.rulesError.c_str());
         // Bad rules are reported, the built-in categories still apply.
         QCOMPARE(byName(result, trainingStep, "s")->category, Category::Temporaries);
         AnalysisOptions missing;
         missing.rulesPath = "/nonexistent/rules.yaml";
-        QVERIFY(!analyze(trainingStep, missing).rulesError.empty());
+        QVERIFY(!test::analyzeTrace(trainingStep, missing).rulesError.empty());
     }
 
     void evalRetainedOutputs()
@@ -179,7 +171,7 @@ free t1 eval
 alloc x 1MiB data
 alloc o2 10MiB eval
 )";
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(byName(result, text, "o1")->category, Category::Activations);
         QCOMPARE(byName(result, text, "t1")->category, Category::Temporaries);
         QCOMPARE(byName(result, text, "o1")->phase, Phase::Eval);
@@ -202,7 +194,7 @@ alloc s 10MiB lopt
 free s lopt
 alloc act2 900MiB lfwd
 )";
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(byName(result, text, "act")->category, Category::Activations);
         QCOMPARE(byName(result, text, "act")->phase, Phase::Forward);
         QCOMPARE(byName(result, text, "tmp")->category, Category::Temporaries);
@@ -224,14 +216,14 @@ alloc m 400MiB "stack=torch/optim/adam.py:_init_group:150;torch/optim/adam.py:st
 alloc gw 400MiB grad
 free act bwdcpp
 )";
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(byName(result, text, "m")->category, Category::OptimizerState);
         QCOMPARE(byName(result, text, "gw")->category, Category::Gradients);
     }
 
     void callTreeAndTopStacks()
     {
-        const auto result = analyze(trainingStep);
+        const auto result = test::analyzeTrace(trainingStep);
         const DeviceAnalysis* d = result.primary();
         const auto top = topStacks(*d, d->peakEvent, 3);
         QCOMPARE(top.size(), size_t(3));

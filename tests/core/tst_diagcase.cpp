@@ -1,3 +1,4 @@
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "core/diagnosis/diagnosistext.h"
@@ -26,15 +27,6 @@ Case scenarioCase(const QString& name, bool withText)
             addFile(result, file.toStdString());
     }
     return result;
-}
-
-const Diagnosis* find(const std::vector<Diagnosis>& diagnoses, const std::string& id)
-{
-    for (const auto& d : diagnoses) {
-        if (d.id == id)
-            return &d;
-    }
-    return nullptr;
 }
 
 } // namespace
@@ -88,9 +80,9 @@ private Q_SLOTS:
                 if (d.id == "first_backward" || d.id == "eval_accumulation" || d.id == "optimizer_step2")
                     QVERIFY(d.confidence <= 0.6);
             }
-            const Diagnosis* same = find(measured.diagnoses, name);
+            const Diagnosis* same = test::findDiagnosis(measured.diagnoses, name);
             QVERIFY(same);
-            if (const Diagnosis* guess = find(fromText.diagnoses, name))
+            if (const Diagnosis* guess = test::findDiagnosis(fromText.diagnoses, name))
                 QVERIFY(guess->confidence < same->confidence);
         }
     }

@@ -1,3 +1,4 @@
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "common/tracebuilder.h"
 #include "core/analysis/snapshotanalysis.h"
@@ -45,24 +46,6 @@ std::optional<int64_t> gib(double value)
 bool contains(const std::string& text, const std::string& needle)
 {
     return text.find(needle) != std::string::npos;
-}
-
-SnapshotAnalysis analyzeScenario(const QString& name)
-{
-    const QByteArray bytes = test::readFile(test::testDataDir() + QStringLiteral("/scenarios/") + name + QStringLiteral(".pickle"));
-    const auto result = readSnapshot(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
-    if (!result.snapshot)
-        qFatal("cannot read scenario %s: %s", qPrintable(name), result.error.c_str());
-    return analyzeSnapshot(result.snapshot);
-}
-
-const Diagnosis* find(const std::vector<Diagnosis>& diagnoses, const std::string& id)
-{
-    for (const auto& d : diagnoses) {
-        if (d.id == id)
-            return &d;
-    }
-    return nullptr;
 }
 
 } // namespace
@@ -205,7 +188,7 @@ private Q_SLOTS:
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         findings.allocConfs.clear(); // the example sets max_split_size_mb only; expandable segments stay off either way
         const auto diagnoses = diagnoseText(findings);
-        const Diagnosis* fragmentation = find(diagnoses, "fragmentation");
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
         QVERIFY(fragmentation);
         const Fix& fix = fragmentation->fixes.front();
         QCOMPARE(fix.id, std::string("expandable_segments"));
@@ -254,7 +237,7 @@ private Q_SLOTS:
     {
         QFETCH(QString, name);
         QFETCH(int, blocks);
-        const SnapshotAnalysis analysis = analyzeScenario(name);
+        const SnapshotAnalysis analysis = test::analyzeScenario(name);
         const DeviceAnalysis* device = analysis.primary();
         QVERIFY(device && !device->ooms.empty());
         const BlockEstimate estimate = estimateRepeatedBlocks(*device, device->ooms.back().eventIndex);

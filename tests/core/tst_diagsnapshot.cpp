@@ -1,3 +1,4 @@
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "common/tracebuilder.h"
 #include "core/analysis/snapshotanalysis.h"
@@ -11,19 +12,6 @@
 #include <nlohmann/json.hpp>
 
 using namespace oomlens;
-
-namespace {
-
-SnapshotAnalysis analyzeScenario(const QString& name)
-{
-    const QByteArray bytes = test::readFile(test::testDataDir() + QStringLiteral("/scenarios/") + name + QStringLiteral(".pickle"));
-    const auto result = readSnapshot(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
-    if (!result.snapshot)
-        qFatal("cannot read scenario %s: %s", qPrintable(name), result.error.c_str());
-    return analyzeSnapshot(result.snapshot);
-}
-
-} // namespace
 
 class TestDiagSnapshot : public QObject {
     Q_OBJECT
@@ -40,7 +28,7 @@ private Q_SLOTS:
     void scenarios()
     {
         QFETCH(QString, name);
-        const SnapshotAnalysis analysis = analyzeScenario(name);
+        const SnapshotAnalysis analysis = test::analyzeScenario(name);
         const auto diagnoses = diagnoseSnapshot(analysis, {});
         if (qEnvironmentVariableIsSet("OOMLENS_DEBUG_DIAG"))
             qDebug().noquote() << QString::fromStdString(diagnosesToText(diagnoses, false));
@@ -56,7 +44,7 @@ private Q_SLOTS:
 
     void healthyRunGetsNoDiagnosis()
     {
-        const SnapshotAnalysis analysis = analyzeScenario(QStringLiteral("healthy"));
+        const SnapshotAnalysis analysis = test::analyzeScenario(QStringLiteral("healthy"));
         QVERIFY(diagnoseSnapshot(analysis, {}).empty());
     }
 };

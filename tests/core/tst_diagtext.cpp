@@ -1,3 +1,4 @@
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/diagnosistext.h"
@@ -119,15 +120,6 @@ bool hasId(const std::vector<Diagnosis>& diagnoses, const std::string& id)
     return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == id; });
 }
 
-const Diagnosis* find(const std::vector<Diagnosis>& diagnoses, const std::string& id)
-{
-    for (const auto& d : diagnoses) {
-        if (d.id == id)
-            return &d;
-    }
-    return nullptr;
-}
-
 } // namespace
 
 class TestDiagText : public QObject {
@@ -187,7 +179,7 @@ private Q_SLOTS:
         json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
             "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}})json");
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
-        const Diagnosis* fragmentation = find(diagnoses, "fragmentation");
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
         QVERIFY(fragmentation);
         QCOMPARE(QString::fromStdString(fragmentation->fixes.front().id), QStringLiteral("expandable_segments"));
         QCOMPARE(*fragmentation->fixes.front().projectedSavingBytes, static_cast<int64_t>(6 * GiB));
@@ -209,8 +201,8 @@ private Q_SLOTS:
         probable["message"]["probable"] = true;
         const auto a = diagnoseText(findingsFrom(sure));
         const auto b = diagnoseText(findingsFrom(probable));
-        QVERIFY(find(a, "first_backward") && find(b, "first_backward"));
-        QVERIFY(find(b, "first_backward")->confidence < find(a, "first_backward")->confidence);
+        QVERIFY(test::findDiagnosis(a, "first_backward") && test::findDiagnosis(b, "first_backward"));
+        QVERIFY(test::findDiagnosis(b, "first_backward")->confidence < test::findDiagnosis(a, "first_backward")->confidence);
     }
 
     void evidenceCarriesTheNumbers()
@@ -219,7 +211,7 @@ private Q_SLOTS:
             "free": "22.12 MiB", "allocated": "2.31 GiB", "reserved_unallocated": "34.15 MiB",
             "processes": [{"pid": 932170, "bytes": "6.88 GiB"}, {"self": true, "bytes": "2.60 GiB"}]}})json");
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
-        const Diagnosis* other = find(diagnoses, "other_process");
+        const Diagnosis* other = test::findDiagnosis(diagnoses, "other_process");
         QVERIFY(other);
         QVERIFY(other->evidence.front().text.find("932170") != std::string::npos);
         QVERIFY(other->evidence.front().text.find("6.88 GiB") != std::string::npos);
@@ -233,7 +225,7 @@ private Q_SLOTS:
             if (fixture["name"] != "several_messages_last_leads")
                 continue;
             const auto diagnoses = diagnoseText(findingsFrom(fixture));
-            const Diagnosis* large = find(diagnoses, "large_allocation");
+            const Diagnosis* large = test::findDiagnosis(diagnoses, "large_allocation");
             QVERIFY(large); // only the earlier 8 GiB request was large
             QVERIFY(large->evidence.front().text.rfind("earlier OOM at line 120", 0) == 0);
             QVERIFY(large->confidence < diagnoses.front().confidence);

@@ -1,20 +1,12 @@
-#include "core/analysis/snapshotanalysis.h"
+#include "common/analysisfixtures.h"
 #include "common/tracebuilder.h"
+#include "core/analysis/snapshotanalysis.h"
 
 #include <QTest>
 
 using namespace oomlens;
 
 namespace {
-
-SnapshotAnalysis analyze(const std::string& text)
-{
-    std::string error;
-    auto snapshot = test::buildSnapshot(text, &error);
-    if (!snapshot)
-        qFatal("trace text: %s", error.c_str());
-    return analyzeSnapshot(snapshot);
-}
 
 Phase phaseOf(const std::string& text, const char* name)
 {
@@ -180,7 +172,7 @@ private Q_SLOTS:
     {
         // With context='alloc' a free carries its allocation's (forward) stack.
         const std::string text = "context alloc\nalloc f 4MiB fwd\nalloc g 4KiB bwd\nalloc e 1MiB none\nfree f\n";
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         const auto* d = result.primary();
         QCOMPARE(d->eventPhase.back(), Phase::Backward);
         QCOMPARE(d->allocations[0].category, Category::Activations);
@@ -202,7 +194,7 @@ private Q_SLOTS:
         QFETCH(QString, optimizer);
         const std::string text = steps(3, forward.toUtf8().constData(), backward.toUtf8().constData(),
                                        optimizer.toUtf8().constData());
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(result.primary()->stepCount, 3);
         QCOMPARE(stepOf(text, "f0"), 1);
         QCOMPARE(stepOf(text, "in1"), 2);
@@ -212,7 +204,7 @@ private Q_SLOTS:
     void truncatedTraceStartsInStepZero()
     {
         std::string text = steps(3, "fwd", "bwdcpp", "opt") + "ringbuffer 20\n";
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         const auto* d = result.primary();
         QVERIFY(d->traceTruncated);
         QCOMPARE(d->eventStep.front(), 0); // the tail of a step we did not see
@@ -227,7 +219,7 @@ private Q_SLOTS:
             text += "annotate ProfilerStep#" + n + "\nalloc a" + n + " 1MiB fwd\nalloc b" + n + " 1MiB fwd\nfree a" + n
                 + " fwd\nfree b" + n + " fwd\n";
         }
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(result.primary()->stepCount, 4);
         QCOMPARE(stepOf(text, "b2"), 3);
     }
@@ -249,7 +241,7 @@ private Q_SLOTS:
                 text += "alloc p" + n + "_" + std::to_string(line) + " 1MiB stack=layer.py:forward:5;model.py:forward:"
                     + std::to_string(line) + ";torch/nn/modules/module.py:_call_impl:1750;bench.py:main:3\n";
         }
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(result.primary()->stepCount, 3);
         QCOMPARE(stepOf(text, "p1_10"), 2);
         QCOMPARE(stepOf(text, "p2_14"), 3);
@@ -266,7 +258,7 @@ private Q_SLOTS:
             text += "free a" + n + " lbwd\nfree b" + n + " lbwd\nalloc u" + n + " 1MiB lopt\nfree u" + n + " lopt\n";
             text += "free g" + n + " lzero\nfree in" + n + " none\n";
         }
-        const auto result = analyze(text);
+        const auto result = test::analyzeTrace(text);
         QCOMPARE(result.primary()->stepCount, 3);
         QCOMPARE(phaseOf(text, "a1"), Phase::Forward);
         QCOMPARE(phaseOf(text, "g1"), Phase::Backward);
@@ -304,7 +296,7 @@ private Q_SLOTS:
 
     void phaseSpansCoverTrace()
     {
-        const auto result = analyze(steps(2, "fwd", "bwd", "opt"));
+        const auto result = test::analyzeTrace(steps(2, "fwd", "bwd", "opt"));
         const auto* d = result.primary();
         QVERIFY(!d->phaseSpans.empty());
         QCOMPARE(d->phaseSpans.front().firstEvent, int64_t(0));

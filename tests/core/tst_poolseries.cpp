@@ -1,3 +1,4 @@
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "common/tracebuilder.h"
 #include "core/analysis/allocatorstate.h"
@@ -28,15 +29,6 @@ free c opt
 alloc h 40MiB opt
 free d opt
 )";
-
-std::shared_ptr<const Snapshot> build(const char* text)
-{
-    std::string error;
-    auto snapshot = test::buildSnapshot(text, &error);
-    if (!snapshot)
-        qFatal("trace text: %s", error.c_str());
-    return snapshot;
-}
 
 const PoolSeries* find(const std::vector<PoolSeries>& all, PoolKey key)
 {
@@ -83,7 +75,7 @@ class TestPoolSeries : public QObject {
 private Q_SLOTS:
     void poolsAreSplitByStreamAndKind()
     {
-        const auto snapshot = build(twoStreams);
+        const auto snapshot = test::traceSnapshot(twoStreams);
         const auto result = analyzeSnapshot(snapshot);
         const DeviceAnalysis& d = *result.primary();
         const auto n = static_cast<int64_t>(d.eventAllocation.size());
@@ -104,7 +96,7 @@ private Q_SLOTS:
 
     void columnsMatchAllocatorState()
     {
-        const auto snapshot = build(twoStreams);
+        const auto snapshot = test::traceSnapshot(twoStreams);
         const auto result = analyzeSnapshot(snapshot);
         const DeviceAnalysis& d = *result.primary();
         const auto n = static_cast<int64_t>(d.eventAllocation.size());
@@ -114,7 +106,7 @@ private Q_SLOTS:
 
     void columnsAlignWithDownsample()
     {
-        const auto snapshot = build(twoStreams);
+        const auto snapshot = test::traceSnapshot(twoStreams);
         const auto result = analyzeSnapshot(snapshot);
         const DeviceAnalysis& d = *result.primary();
         const auto n = static_cast<int64_t>(d.eventAllocation.size());
@@ -142,7 +134,7 @@ private Q_SLOTS:
         // A 20 MiB segment with 3 MiB used at its start, then 4 MiB more: the largest free
         // block is the tail.
         const char* text = "alloc a 3MiB fwd\nalloc b 4MiB fwd\nfree a fwd\n";
-        const auto snapshot = build(text);
+        const auto snapshot = test::traceSnapshot(text);
         const auto result = analyzeSnapshot(snapshot);
         const DeviceAnalysis& d = *result.primary();
         const auto n = static_cast<int64_t>(d.eventAllocation.size());
@@ -168,7 +160,7 @@ private Q_SLOTS:
                            "free b bwd\nunmap x 0x7f1002800000 20MiB\nmap y 0x7f2000000000 2MiB small\n"
                            "alloc c 1MiB fwd in=y\nmap y 0x7f2000200000 2MiB small\nalloc d 1MiB fwd in=y\n"
                            "alloc e 1MiB fwd in=y\n";
-        const auto snapshot = build(text);
+        const auto snapshot = test::traceSnapshot(text);
         const auto result = analyzeSnapshot(snapshot);
         const DeviceAnalysis& d = *result.primary();
         const auto n = static_cast<int64_t>(d.eventAllocation.size());
@@ -182,7 +174,7 @@ private Q_SLOTS:
 
     void emptyAndOutOfRange()
     {
-        const auto snapshot = build(twoStreams);
+        const auto snapshot = test::traceSnapshot(twoStreams);
         const auto result = analyzeSnapshot(snapshot);
         const DeviceAnalysis& d = *result.primary();
         QVERIFY(poolSeries(*snapshot, d, 5, 5, 10).empty());

@@ -2,6 +2,7 @@
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
+#include "common/analysisfixtures.h"
 #include "common/tracebuilder.h"
 
 #include <QTest>
@@ -9,15 +10,6 @@
 using namespace oomlens;
 
 namespace {
-
-SnapshotAnalysis analyze(const char* text, const AnalysisOptions& options = {})
-{
-    std::string error;
-    auto snapshot = test::buildSnapshot(text, &error);
-    if (!snapshot)
-        qFatal("trace text: %s", error.c_str());
-    return analyzeSnapshot(snapshot, options);
-}
 
 // Replays requested bytes the way memory_viz's Active Memory Timeline counts them.
 uint64_t replayPeak(const DeviceAnalysis& d)
@@ -44,7 +36,7 @@ class TestReconstruct : public QObject {
 private Q_SLOTS:
     void simpleIntervals()
     {
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 alloc a 512MiB fwd
 alloc b 100MiB fwd
 free a bwd
@@ -69,7 +61,7 @@ free b bwd
         // The program allocated p and a, then the ring buffer kept only the last 3 events:
         // free a, alloc c, snapshot. p (never touched) and a (freed in the trace) are older
         // than the trace; memory before event 0 is not zero.
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 alloc p 1GiB load
 alloc a 256MiB fwd
 free a bwd
@@ -111,7 +103,7 @@ ringbuffer 3
 
     void pendingFree()
     {
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 alloc a 8MiB fwd stream=7
 free_requested a fwd
 alloc b 8MiB fwd stream=7
@@ -134,7 +126,7 @@ free_completed a fwd
     void pendingFreeAtDump()
     {
         // A block pending free at the dump whose alloc is older than the trace.
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 alloc a 8MiB fwd
 free_requested a fwd
 alloc b 1MiB fwd
@@ -147,7 +139,7 @@ ringbuffer 1
 
     void expandableMapUnmap()
     {
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 map x 0x7f1000000000 64MiB
 alloc a 40MiB fwd
 map x 0x7f1004000000 64MiB
@@ -169,7 +161,7 @@ unmap x 0x7f1004000000 64MiB
     void reservedWalksBackwardFromDump()
     {
         // A segment existing before the trace plus one created and freed inside it.
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 segment s0 0x7e0000000000 20MiB large
 alloc a 4MiB fwd in=s0
 segment_alloc big 1GiB
@@ -183,7 +175,7 @@ segment_free big
 
     void oomState()
     {
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 segment s0 0x7e0000000000 100MiB large
 alloc a 30MiB fwd in=s0
 alloc b 30MiB fwd in=s0
@@ -210,7 +202,7 @@ oom 50MiB free=10MiB fwd
 
     void primaryDevice()
     {
-        const auto result = analyze(R"(
+        const auto result = test::analyzeTrace(R"(
 alloc a 1MiB fwd
 alloc b 1MiB fwd
 alloc c 1MiB fwd
@@ -225,7 +217,7 @@ alloc e 1MiB fwd
         AnalysisOptions options;
         options.device = 2;
         QCOMPARE(analyzeSnapshot(result.snapshot, options).primaryDevice, 2);
-        const auto noOom = analyze("alloc a 1MiB fwd\ndevice 1\nalloc b 1MiB fwd\nalloc c 1MiB fwd\n");
+        const auto noOom = test::analyzeTrace("alloc a 1MiB fwd\ndevice 1\nalloc b 1MiB fwd\nalloc c 1MiB fwd\n");
         QCOMPARE(noOom.primaryDevice, 1);
     }
 
@@ -237,7 +229,7 @@ alloc e 1MiB fwd
         text += "alloc spike 3GiB fwd\nfree spike fwd\n";
         for (int i = 0; i < 500; ++i)
             text += "alloc u" + std::to_string(i) + " 2MiB fwd\nfree u" + std::to_string(i) + " fwd\n";
-        const auto result = analyze(text.c_str());
+        const auto result = test::analyzeTrace(text.c_str());
         const DeviceAnalysis* d = result.primary();
         const auto n = static_cast<int64_t>(d->eventAllocation.size());
         const auto buckets = downsample(*d, 0, n, 37);

@@ -1,0 +1,27 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+#include "core/diagnosis.h"
+
+#include <QString>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomlens::test {
+
+// Reads and analyses tests/data/scenarios/<name>.pickle; a scenario that does not read aborts
+// the run (the generator's output is broken, not the code under test).
+SnapshotAnalysis analyzeScenario(const QString& name);
+
+// buildSnapshot() for fixtures written in the test itself: a bad line aborts the run with the
+// builder's message, since the test, not the code under test, is wrong.
+std::shared_ptr<const Snapshot> traceSnapshot(std::string_view text);
+SnapshotAnalysis analyzeTrace(std::string_view text, const AnalysisOptions& options = {});
+
+// The diagnosis with this catalogue id, or nullptr.
+const Diagnosis* findDiagnosis(const std::vector<Diagnosis>& diagnoses, const std::string& id);
+
+} // namespace oomlens::test
