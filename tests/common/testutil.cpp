@@ -35,6 +35,15 @@ QByteArray readFile(const QString& path)
     return file.readAll();
 }
 
+QByteArray runPython(const QString& script, const QStringList& args)
+{
+    QProcess process;
+    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList { QStringLiteral("-c"), script } + args);
+    if (!process.waitForFinished(60000) || process.exitCode() != 0)
+        qWarning("python failed: %s", process.readAllStandardError().constData());
+    return process.readAllStandardOutput();
+}
+
 bool matchesGolden(const QString& name, const std::string& actual)
 {
     const QString goldenPath = testDataDir() + QStringLiteral("/golden/") + name;

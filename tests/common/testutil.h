@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QTest>
 
 #include <string>
@@ -13,6 +14,9 @@ bool hasShared();
 QString corpusDir();          // ../shared/corpus
 QString testDataDir();        // tests/data in the source tree
 QByteArray readFile(const QString& path);
+// stdout of `python3 -c script args...` (the interpreter CMake found); a failure is logged with
+// its stderr and whatever was printed is returned.
+QByteArray runPython(const QString& script, const QStringList& args = {});
 
 // Compares `actual` with tests/data/golden/<name>. On mismatch writes <name>.actual beside it,
 // prints `diff -u`, and returns false. Set OOMLENS_UPDATE_GOLDEN=1 to rewrite the golden file.

@@ -2,7 +2,6 @@
 #include "parsers/pickle/snapshotcompare.h"
 #include "parsers/snapshotreader.h"
 
-#include <QProcess>
 #include <QTest>
 
 #include <limits>
@@ -14,15 +13,6 @@ namespace {
 std::string_view view(const QByteArray& bytes)
 {
     return std::string_view(bytes.constData(), static_cast<size_t>(bytes.size()));
-}
-
-QByteArray runPython(const QString& script, const QStringList& args = {})
-{
-    QProcess process;
-    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList { QStringLiteral("-c"), script } + args);
-    if (!process.waitForFinished(60000) || process.exitCode() != 0)
-        qWarning("python failed: %s", process.readAllStandardError().constData());
-    return process.readAllStandardOutput();
 }
 
 // Both decoders on the same bytes; they must agree, and the native result is returned.
@@ -97,7 +87,7 @@ private Q_SLOTS:
     void edgeValues()
     {
         QFETCH(int, protocol);
-        const QByteArray bytes = runPython(QString::fromUtf8(edgeScript), { QString::number(protocol) });
+        const QByteArray bytes = test::runPython(QString::fromUtf8(edgeScript), { QString::number(protocol) });
         QVERIFY(!bytes.isEmpty());
         std::string error;
         const auto s = decodeBoth(bytes, &error);
@@ -128,7 +118,7 @@ private Q_SLOTS:
 
     void integersBeyond64BitsAreAnError()
     {
-        const QByteArray bytes = runPython(
+        const QByteArray bytes = test::runPython(
             QStringLiteral("import pickle,sys; sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': "
                            "[[{'action': 'alloc', 'addr': 2**64, 'size': 1, 'stream': 0}]]}, protocol=4))"));
         for (const auto decoder : { SnapshotDecoder::Native, SnapshotDecoder::Python }) {
@@ -143,7 +133,7 @@ private Q_SLOTS:
 
     void handAssembledOpcodes()
     {
-        const QByteArray bytes = runPython(QString::fromUtf8(assembledScript));
+        const QByteArray bytes = test::runPython(QString::fromUtf8(assembledScript));
         QVERIFY(!bytes.isEmpty());
         std::string error;
         const auto s = decodeBoth(bytes, &error);

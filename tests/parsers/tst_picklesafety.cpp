@@ -6,7 +6,6 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
-#include <QProcess>
 #include <QRandomGenerator>
 #include <QTemporaryDir>
 #include <QTest>
@@ -44,15 +43,6 @@ std::string restrictedOnly(const QByteArray& bytes)
         return e.what();
     }
     return {};
-}
-
-QByteArray runPython(const QString& script, const QStringList& args = {})
-{
-    QProcess process;
-    process.start(QStringLiteral(OOMLENS_PYTHON), QStringList { QStringLiteral("-c"), script } + args);
-    if (!process.waitForFinished(60000) || process.exitCode() != 0)
-        qWarning("python failed: %s", process.readAllStandardError().constData());
-    return process.readAllStandardOutput();
 }
 
 // A byte-string literal, embedded NULs included.
@@ -96,7 +86,7 @@ private Q_SLOTS:
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         const QString marker = dir.filePath(QStringLiteral("oomlens-pwned-%1").arg(protocol));
-        const QByteArray exploit = runPython(QStringLiteral(R"(
+        const QByteArray exploit = test::runPython(QStringLiteral(R"(
 import os, pickle, sys
 class Exploit:
     def __reduce__(self):
