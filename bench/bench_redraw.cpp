@@ -5,8 +5,10 @@
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "parsers/snapshotreader.h"
+#include "views/allocatorstatewidget.h"
 #include "views/eventsmodel.h"
 #include "views/eventsview.h"
+#include "views/liveallocationsview.h"
 #include "views/timelinedata.h"
 #include "views/timelinewidget.h"
 
@@ -321,6 +323,35 @@ int main(int argc, char** argv)
         (void)s;
     }
     std::printf("allocator state at a cursor:\n");
-    print("allocatorStateAt", state);
+    print("allocatorStateAt (on the pool)", state);
+    // What the GUI thread spends when the cursor moves, and how long until the state is shown.
+    AllocatorStateWidget allocator;
+    allocator.resize(1400, 400);
+    allocator.show();
+    allocator.setTimeline(data);
+    while (allocator.isBusy())
+        QApplication::processEvents(QEventLoop::WaitForMoreEvents);
+    std::vector<double> request, shown;
+    for (int i = 0; i < 20; ++i) {
+        const auto t = Clock::now();
+        allocator.setEvent(count * i / 20);
+        request.push_back(msSince(t));
+        while (allocator.isBusy())
+            QApplication::processEvents(QEventLoop::WaitForMoreEvents);
+        shown.push_back(msSince(t));
+    }
+    print("setEvent on the GUI thread", request);
+    print("until the state is on screen", shown);
+    LiveAllocationsView live;
+    live.resize(1400, 400);
+    live.show();
+    live.setTimeline(data);
+    std::vector<double> liveTable;
+    for (int i = 0; i < 20; ++i) {
+        const auto t = Clock::now();
+        live.setEvent(count * i / 20);
+        liveTable.push_back(msSince(t));
+    }
+    print("live allocations table at a cursor", liveTable);
     return 0;
 }

@@ -3,12 +3,14 @@
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
+#include <QFutureWatcher>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
 #include <QScrollArea>
 #include <QToolTip>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 namespace oomlens {
 
@@ -119,35 +121,99 @@ AllocatorStateWidget::AllocatorStateWidget(QWidget* parent)
     scroll->setWidget(m_canvas);
     scroll->setWidgetResizable(true);
     layout->addWidget(scroll, 1);
+    m_watcher = new QFutureWatcher<AllocatorState>(this);
+    connect(m_watcher, &QFutureWatcher<AllocatorState>::finished, this, &AllocatorStateWidget::finished);
 }
+
+// A job still running keeps its own reference to the timeline; nothing waits for it here.
+AllocatorStateWidget::~AllocatorStateWidget() = default;
 
 void AllocatorStateWidget::setTimeline(std::shared_ptr<const TimelineData> data)
 {
     m_data = std::move(data);
-    setEvent(m_data && m_data->device() ? m_data->device()->peakEvent : -1);
+    ++m_generation;
+    m_state = {};
+    m_hasState = false;
+    m_canvas->setState(m_data, m_state);
+    m_requested = -1;
+    if (!m_data || !m_data->device()) {
+        m_waiting = false;
+        m_summary->setText(QStringLiteral("No snapshot"));
+        return;
+    }
+    setEvent(m_data->device()->peakEvent);
 }
 
 void AllocatorStateWidget::setEvent(int64_t event)
 {
-    if (!m_data || !m_data->device()) {
-        m_state = {};
-        m_summary->setText(QStringLiteral("No snapshot"));
-        m_canvas->setState(m_data, m_state);
+    if (!m_data || !m_data->device())
+        return;
+    m_requested = event;
+    if (m_running) {
+        m_waiting = true; // started when the running job hands in its result
+        m_summary->setText(summaryText());
         return;
     }
-    m_state = allocatorStateAt(m_data->snapshot(), *m_data->device(), event);
+    start(event);
+}
+
+bool AllocatorStateWidget::isBusy() const
+{
+    return m_running || m_waiting;
+}
+
+void AllocatorStateWidget::start(int64_t event)
+{
+    m_waiting = false;
+    m_running = true;
+    m_runningGeneration = m_generation;
+    m_watcher->setFuture(QtConcurrent::run([data = m_data, event] {
+        return allocatorStateAt(data->snapshot(), *data->device(), event);
+    }));
+    m_summary->setText(summaryText());
+}
+
+void AllocatorStateWidget::finished()
+{
+    m_running = false;
+    const bool current = m_runningGeneration == m_generation;
+    AllocatorState state = current ? m_watcher->result() : AllocatorState {};
+    // Start the newest request first, so it computes while this result is painted.
+    if (m_waiting)
+        start(m_requested);
+    if (current)
+        showState(std::move(state));
+}
+
+void AllocatorStateWidget::showState(AllocatorState state)
+{
+    m_state = std::move(state);
+    m_hasState = true;
+    m_summary->setText(summaryText());
+    m_canvas->setState(m_data, m_state);
+    emit stateShown(m_state.event);
+}
+
+QString AllocatorStateWidget::summaryText() const
+{
+    if (!m_data || !m_data->device())
+        return QStringLiteral("No snapshot");
+    if (!m_hasState)
+        return QStringLiteral("Rebuilding the allocator state after event #%1…").arg(m_requested);
     uint64_t free = 0, largest = 0;
     for (const StateSegment& segment : m_state.segments) {
         free += segment.freeBytes;
         largest = std::max(largest, segment.largestFree);
     }
-    m_summary->setText(QStringLiteral("<b>Allocator state after event #%1</b>: %2 segments, reserved %3, in blocks %4, "
-                                      "free %5, largest free block <b>%6</b>")
-                           .arg(event)
-                           .arg(m_state.segments.size())
-                           .arg(bytesText(m_state.reservedBytes), bytesText(m_state.activeBytes), bytesText(free),
-                               bytesText(largest)));
-    m_canvas->setState(m_data, m_state);
+    QString text = QStringLiteral("<b>Allocator state after event #%1</b>: %2 segments, reserved %3, in blocks %4, "
+                                  "free %5, largest free block <b>%6</b>")
+                       .arg(m_state.event)
+                       .arg(m_state.segments.size())
+                       .arg(bytesText(m_state.reservedBytes), bytesText(m_state.activeBytes), bytesText(free),
+                           bytesText(largest));
+    if (m_state.event != m_requested)
+        text += QStringLiteral(" <span style='color:gray'>· updating to #%1…</span>").arg(m_requested);
+    return text;
 }
 
 } // namespace oomlens

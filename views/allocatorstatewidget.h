@@ -9,6 +9,8 @@
 
 class QLabel;
 class QScrollArea;
+template<typename T>
+class QFutureWatcher;
 
 namespace oomlens {
 
@@ -33,20 +35,46 @@ private:
     AllocatorState m_state;
 };
 
+// The allocator state at the time cursor. Rebuilding it walks the segment history (tens of ms on
+// a big trace), so it is computed on the thread pool: at most one job runs, a cursor that moves
+// meanwhile replaces the waiting request (dragging shows states as fast as they can be built,
+// never a queue of old ones), and a result for a timeline that has since been replaced is dropped.
 class AllocatorStateWidget : public QWidget
 {
     Q_OBJECT
 public:
     explicit AllocatorStateWidget(QWidget* parent = nullptr);
+    ~AllocatorStateWidget() override;
     void setTimeline(std::shared_ptr<const TimelineData> data);
     void setEvent(int64_t event);
+    // The state on screen; state().event lags requestedEvent() while a job runs.
     const AllocatorState& state() const { return m_state; }
+    int64_t requestedEvent() const { return m_requested; }
+    bool isBusy() const;
+    QString summaryText() const;
+
+signals:
+    // A computed state reached the screen.
+    void stateShown(int64_t event);
 
 private:
+    void start(int64_t event);
+    void finished();
+    void showState(AllocatorState state);
+
     std::shared_ptr<const TimelineData> m_data;
     AllocatorState m_state;
     QLabel* m_summary = nullptr;
     SegmentCanvas* m_canvas = nullptr;
+    QFutureWatcher<AllocatorState>* m_watcher = nullptr;
+    uint64_t m_generation = 0; // bumped by setTimeline: results of older jobs are dropped
+    uint64_t m_runningGeneration = 0;
+    int64_t m_requested = -1;
+    // Until the watcher's finished() is handled: a future can be done before that, and a new one
+    // must not replace it while its result is on the way.
+    bool m_running = false;
+    bool m_waiting = false; // m_requested still has to be started
+    bool m_hasState = false; // m_state belongs to the current timeline
 };
 
 } // namespace oomlens

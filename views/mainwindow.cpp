@@ -2,6 +2,7 @@
 
 #include "core/report/htmlreport.h"
 #include "views/casewidget.h"
+#include "views/allocatorstatewidget.h"
 #include "views/emptystatewidget.h"
 #include "views/overviewpage.h"
 #include "views/settingsdialog.h"
@@ -10,6 +11,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
+#include <QDeadlineTimer>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDragEnterEvent>
@@ -29,6 +31,7 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QThread>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -553,6 +556,12 @@ QStringList MainWindow::writeScreenshots(const QString& directory)
         current->timeline()->resetZoom();
         grab(QStringLiteral("timeline.png"));
         current->detailTabs()->setCurrentIndex(1);
+        // The allocator state is built on the thread pool; picture it once it is on screen.
+        QDeadlineTimer deadline(10000);
+        while (current->allocatorState()->isBusy() && !deadline.hasExpired()) {
+            QThread::msleep(5);
+            QApplication::processEvents();
+        }
         grab(QStringLiteral("allocator.png"));
         current->detailTabs()->setCurrentIndex(0);
         current->showPage(CaseWidget::EventsTab);

@@ -132,6 +132,28 @@ private slots:
         QVERIFY(std::any_of(points.begin(), points.end(), [](const auto& p) { return p.bytes == 84 * mib; }));
     }
 
+    void hintedTimeSearchAgrees()
+    {
+        // Repeated times and gaps: the hinted search must find the same last event at or before
+        // every time whatever the hint, including hints past the answer.
+        std::ostringstream out;
+        int64_t t = 1000;
+        for (int i = 0; i < 400; ++i) {
+            t += (i % 7 == 0) ? 0 : (i % 11 == 0 ? 500 : 3);
+            out << "alloc a" << i << " 1MiB fwd t=" << t << "\nfree a" << i << " bwd t=" << t << "\n";
+        }
+        const auto analysis = analyze(out.str());
+        const TimelineData data(analysis, 0);
+        QVERIFY(data.hasTime());
+        const int64_t end = data.timeOf(data.eventCount() - 1);
+        for (int64_t time = -5; time <= end + 5; time += 2) {
+            const int64_t expected = data.eventAtTime(time);
+            for (int64_t hint : { int64_t(-3), int64_t(0), expected - 40, expected - 1, expected, expected + 1,
+                     expected + 200, data.eventCount() + 9 })
+                QCOMPARE(data.eventAtTime(time, hint), expected);
+        }
+    }
+
     void emptyTraceIsHarmless()
     {
         const auto analysis = analyze("segment s0 0x7f0000000000 20MiB large\n");
