@@ -1,5 +1,6 @@
 #include "parsers/pickle/nativeunpickler.h"
 
+#include "parsers/pickle/opcodes.h"
 #include "parsers/pickle/snapshotbuilder.h"
 
 #include <bit>
@@ -16,8 +17,6 @@ namespace {
 
 constexpr uint32_t noMemo = std::numeric_limits<uint32_t>::max();
 constexpr uint64_t wideTag = 0xff;
-// Real memos are dense (MEMOIZE numbers them 0, 1, 2...); an index far past the end is an attack.
-constexpr uint64_t memoSlack = 1u << 16;
 
 void appendUtf8(std::string& out, uint32_t cp)
 {

@@ -5,6 +5,7 @@
 
 #include "parsers/pickle/picklevalue.h"
 
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -278,6 +279,9 @@ inline DecodeError missingStop(uint64_t size)
         "truncated pickle: the data ends at byte " + std::to_string(size) + " before the STOP opcode");
 }
 
+// Real memos are dense (MEMOIZE numbers them 0, 1, 2...); an index far past the end is an attack.
+inline constexpr uint64_t memoSlack = 1u << 16;
+
 // Walks the opcode stream without building anything. Throws the same DecodeError the native
 // decoder would for code opcodes, truncation and unknown opcodes; returns the offset after STOP.
 inline uint64_t scanOpcodes(std::string_view data)
@@ -291,12 +295,23 @@ inline uint64_t scanOpcodes(std::string_view data)
             v = (v << 8) | base[at + static_cast<uint64_t>(b)];
         return v;
     };
+    // CPython grows its memo to twice the largest index stored and zero-fills it: one LONG_BINPUT
+    // of 2^32 - 16 asks for 64 GiB. Refuse what the native decoder refuses.
+    uint64_t memoSize = 0;
     while (pos < size) {
         const uint64_t start = pos;
         const uint8_t code = base[pos++];
         const auto need = [&](uint64_t n) {
             if (n > size - pos)
                 throw truncation(code, start);
+        };
+        const auto memoPut = [&](uint64_t index) {
+            if (index < memoSize)
+                return;
+            if (index > memoSize + memoSlack)
+                throw DecodeError(ErrorKind::Format,
+                    "memo index " + std::to_string(index) + " is out of range at byte " + std::to_string(start));
+            memoSize = index + 1;
         };
         const auto skipLine = [&] {
             const void* nl = std::memchr(base + pos, '\n', size - pos);
@@ -332,14 +347,36 @@ inline uint64_t scanOpcodes(std::string_view data)
         case op::EmptySet:
         case op::AddItems:
         case op::FrozenSet:
-        case op::Memoize:
         case op::NextBuffer:
         case op::ReadOnlyBuffer:
             break;
+        case op::Memoize:
+            memoPut(memoSize);
+            break;
+        case op::BinPut:
+            need(1);
+            memoPut(base[pos]);
+            pos += 1;
+            break;
+        case op::LongBinPut:
+            need(4);
+            memoPut(little(pos, 4));
+            pos += 4;
+            break;
+        case op::Put: {
+            const auto* line = reinterpret_cast<const char*>(base + pos);
+            skipLine();
+            uint64_t index = 0;
+            const auto [end, ec] = std::from_chars(line, reinterpret_cast<const char*>(base + pos) - 1, index);
+            if (ec == std::errc::result_out_of_range)
+                index = ~uint64_t(0);
+            if (end != line)
+                memoPut(index);
+            break;
+        }
         case op::Proto:
         case op::BinInt1:
         case op::BinGet:
-        case op::BinPut:
             need(1);
             pos += 1;
             break;
@@ -349,22 +386,27 @@ inline uint64_t scanOpcodes(std::string_view data)
             break;
         case op::BinInt:
         case op::LongBinGet:
-        case op::LongBinPut:
             need(4);
             pos += 4;
             break;
         case op::BinFloat:
-        case op::Frame:
             need(8);
             pos += 8;
             break;
+        case op::Frame: {
+            // CPython's file reader allocates the whole announced frame before reading it.
+            need(8);
+            const uint64_t n = little(pos, 8);
+            pos += 8;
+            need(n);
+            break;
+        }
         case op::Float:
         case op::Int:
         case op::Long:
         case op::String:
         case op::Unicode:
         case op::Get:
-        case op::Put:
             skipLine();
             break;
         case op::Long1:
