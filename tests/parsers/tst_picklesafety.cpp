@@ -226,7 +226,7 @@ sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [[Exploit
         QVERIFY2(native.error.find("not a memory snapshot") != std::string::npos, native.error.c_str());
         const auto python = read(nested, SnapshotDecoder::Python);
         QVERIFY(!python.snapshot);
-        QVERIFY2(python.error.find("nesting deeper than 10000 levels") != std::string::npos, python.error.c_str());
+        QVERIFY2(python.error.find("nesting deeper than 1000 levels") != std::string::npos, python.error.c_str());
 
         QByteArray marks("\x80\x02", 2);
         marks.append(20000, '(');
