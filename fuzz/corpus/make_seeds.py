@@ -135,7 +135,7 @@ TEXT = {
                       b"|   1  NVIDIA GeForce RTX 3090        Off | 00000000:02:00.0 Off |                  N/A |\n"
                       b"| 51%   60C    P2             280W / 350W |  23010MiB / 24576MiB |     97%      Default |\n"
                       b"|    1   N/A  N/A      4242      C   python                                    23000MiB |\n",
-    "nvidia_smi_csv.txt": b"index, name, memory.used [MiB], memory.total [MiB]\n0, NVIDIA A100, 81000 MiB, 81920 MiB\n",
+    "nvidia_smi_csv.txt": b"memory.used [MiB], memory.total [MiB]\n81000 MiB, 81920 MiB\n1234 MiB, 81920 MiB\n",
     "alloc_conf.txt": b"$ export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,max_split_size_mb:256\n",
 }
 
