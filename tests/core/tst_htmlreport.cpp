@@ -235,7 +235,7 @@ private Q_SLOTS:
         const StackId where = f.stack({{"forward", "model.py"}, {"train_step", "train.py"}});
         f.segmentAlloc(16 * GiB);
         for (int i = 0; f.device().eventPhase.size() < 1'000'000; ++i) {
-            live.push_back(f.alloc(static_cast<uint64_t>((i * 7919) % 2048 + 1) * 16,
+            live.push_back(f.alloc(static_cast<uint64_t>(((i % 2048) * 7919) % 2048 + 1) * 16,
                                    static_cast<Category>(i % categoryCount), static_cast<Phase>(1 + (i / 10000) % 5),
                                    i / 50000, where, 0));
             if (live.size() > 64) {
