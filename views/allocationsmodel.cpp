@@ -78,8 +78,11 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
         case AllocatedAtColumn:
             return allocation.allocEvent >= 0 ? QStringLiteral("#%1").arg(allocation.allocEvent)
                                               : QStringLiteral("before the trace");
-        case LocationColumn:
-            return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
+        case LocationColumn: {
+            // Allocations older than the trace, and traces recorded without stacks, have none.
+            const QString location = topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
+            return location.isEmpty() ? QStringLiteral("— no stack recorded") : location;
+        }
         }
         break;
     case SortRole:

@@ -1,6 +1,7 @@
 #include "views/eventsview.h"
 
 #include "views/eventsmodel.h"
+#include "views/viewutil.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -71,10 +72,13 @@ void EventsView::setTimeline(std::shared_ptr<const TimelineData> data)
     m_cursor = -1;
     m_model->setTimeline(std::move(data));
     applyFilter();
+    const QFontMetrics metrics = m_table->fontMetrics();
     for (int column : { EventsModel::IndexColumn, EventsModel::TimeColumn, EventsModel::ActionColumn,
-             EventsModel::SizeColumn, EventsModel::AddressColumn, EventsModel::CategoryColumn })
-        m_table->setColumnWidth(
-            column, m_table->fontMetrics().horizontalAdvance(QStringLiteral("0x7f0000000000")) + 16);
+             EventsModel::SizeColumn, EventsModel::AddressColumn })
+        m_table->setColumnWidth(column, metrics.horizontalAdvance(QStringLiteral("0x7f0000000000")) + 16);
+    // The colour swatch plus "Optimizer state" must fit.
+    const int icon = m_table->iconSize().isValid() ? m_table->iconSize().width() : 16;
+    m_table->setColumnWidth(EventsModel::CategoryColumn, widestCategoryText(metrics) + icon + 24);
 }
 
 void EventsView::setFilter(unsigned actions, const QString& text)

@@ -97,6 +97,20 @@ LiveAllocationsView::LiveAllocationsView(QWidget* parent)
     m_table->setAlternatingRowColors(true);
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setToolTip(QString());
+    // Widths from the longest value each column can hold: measuring thousands of rows on every
+    // cursor move cost milliseconds, and "before the trace" or "Optimizer state" were cut off.
+    {
+        const QFontMetrics metrics = m_table->fontMetrics();
+        const int pad = 20;
+        const int icon = m_table->iconSize().isValid() ? m_table->iconSize().width() : 16;
+        m_table->setColumnWidth(
+            AllocationsModel::SizeColumn, metrics.horizontalAdvance(QStringLiteral("1023.99 MiB")) + pad);
+        m_table->setColumnWidth(AllocationsModel::CategoryColumn, widestCategoryText(metrics) + icon + pad);
+        m_table->setColumnWidth(AllocationsModel::PhaseColumn, widestPhaseText(metrics) + pad);
+        m_table->setColumnWidth(AllocationsModel::StepColumn, metrics.horizontalAdvance(QStringLiteral("99999")) + pad);
+        m_table->setColumnWidth(
+            AllocationsModel::AllocatedAtColumn, metrics.horizontalAdvance(QStringLiteral("before the trace")) + pad);
+    }
 
     m_tree = new CallTreeModel(this);
     m_treeProxy = filterProxy(m_tree, CallTreeModel::SortRole, CallTreeModel::FilterRole, this);
@@ -211,8 +225,6 @@ void LiveAllocationsView::refresh()
                           .arg(event)
                           .arg(m_model->rowCount())
                           .arg(bytesText(m_model->totalBytes())));
-    m_table->resizeColumnToContents(AllocationsModel::SizeColumn);
-    m_table->resizeColumnToContents(AllocationsModel::CategoryColumn);
     refreshTree();
 }
 

@@ -1,6 +1,7 @@
 #include "views/overviewpage.h"
 
 #include "core/explain.h"
+#include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/inputsmodel.h"
 #include "views/processesmodel.h"
@@ -19,7 +20,8 @@ namespace oomlens {
 namespace {
 
 // Tables inside the scrolling page show all their rows instead of scrolling on their own.
-QTableView* makeTable(QAbstractItemModel* model, QWidget* parent)
+// fitWidth: as wide as its columns, instead of one stretched column pushing numbers to the far edge.
+QTableView* makeTable(QAbstractItemModel* model, QWidget* parent, bool fitWidth = false)
 {
     auto* view = new QTableView(parent);
     view->setModel(model);
@@ -30,13 +32,42 @@ QTableView* makeTable(QAbstractItemModel* model, QWidget* parent)
     view->setAlternatingRowColors(true);
     view->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     view->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
-    view->horizontalHeader()->setStretchLastSection(true);
+    view->horizontalHeader()->setStretchLastSection(!fitWidth);
     view->resizeColumnsToContents();
+    if (fitWidth) {
+        view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+        view->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+        view->setSizePolicy(QSizePolicy::Maximum, QSizePolicy::Fixed);
+    }
     const int rows = model->rowCount();
     const int height = view->horizontalHeader()->sizeHint().height()
         + rows * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() + 4;
     view->setFixedHeight(height);
     return view;
+}
+
+// Why there is no diagnosis, in terms of what this case holds, and which input would give one.
+QString noDiagnosisText(const LoadedCase& loaded)
+{
+    const bool hasMessage = !loaded.input.text.oomMessages.empty();
+    const bool hasSummary = !loaded.input.text.summaries.empty();
+    bool hasSnapshot = false, snapshotOom = false;
+    for (const SnapshotAnalysis& analysis : loaded.analysis.snapshots) {
+        hasSnapshot = hasSnapshot || analysis.snapshot;
+        for (const DeviceAnalysis& device : analysis.devices)
+            snapshotOom = snapshotOom || !device.ooms.empty();
+    }
+    if (hasSnapshot && !snapshotOom && !hasMessage)
+        return QStringLiteral("No diagnosis: nothing failed in this snapshot (it holds no out-of-memory event), so "
+                              "there is no failed request to explain. The timeline still shows what filled the card. "
+                              "To diagnose a failure, add the OOM message of the failing run, or dump the snapshot "
+                              "from that run (drop or paste it here).");
+    if (hasSummary && !hasMessage && !hasSnapshot)
+        return QStringLiteral("No diagnosis yet: a memory_summary() gives the allocator's counters, not which request "
+                              "failed or what the memory held. Add the OOM message (the traceback) or a memory "
+                              "snapshot of the failing run (drop or paste it here).");
+    return QStringLiteral("No diagnosis yet. The inputs so far do not show why memory ran out: add the OOM message, a "
+                          "memory snapshot or memory_summary() output of the failing run (drop or paste it here).");
 }
 
 QString optionalBytes(const std::optional<uint64_t>& value)
@@ -106,9 +137,7 @@ void OverviewPage::addDiagnoses(const LoadedCase& loaded)
     addHeading(QStringLiteral("Diagnosis"));
     const auto& diagnoses = loaded.analysis.diagnoses;
     if (diagnoses.empty()) {
-        addLabel(QStringLiteral("No diagnosis yet. The inputs so far do not show why memory ran out: add the OOM "
-                                "message, a memory snapshot or memory_summary() output of the failing run "
-                                "(drop or paste it here)."));
+        addLabel(noDiagnosisText(loaded));
         return;
     }
     for (size_t i = 0; i < diagnoses.size(); ++i) {
@@ -235,9 +264,10 @@ void OverviewPage::addSummaries(const LoadedCase& loaded)
         addHeading(QStringLiteral("memory_summary() of device %1").arg(summary.device));
         QStringList facts;
         if (summary.ooms)
-            facts << QStringLiteral("%1 OOMs").arg(*summary.ooms);
+            facts << (*summary.ooms == 1 ? QStringLiteral("1 OOM") : QStringLiteral("%1 OOMs").arg(*summary.ooms));
         if (summary.allocRetries)
-            facts << QStringLiteral("%1 cudaMalloc retries").arg(*summary.allocRetries);
+            facts << (*summary.allocRetries == 1 ? QStringLiteral("1 cudaMalloc retry")
+                                                 : QStringLiteral("%1 cudaMalloc retries").arg(*summary.allocRetries));
         if (!summary.unitEra.empty())
             facts << QStringLiteral("%1 units").arg(toQString(summary.unitEra));
         if (summary.allZero)
@@ -246,7 +276,7 @@ void OverviewPage::addSummaries(const LoadedCase& loaded)
             addLabel(facts.join(QStringLiteral(" · ")));
         auto* model = new SummaryModel;
         model->setSummary(summary);
-        m_layout->addWidget(makeTable(model, m_content));
+        m_layout->addWidget(makeTable(model, m_content, true), 0, Qt::AlignLeft);
         QStringList lines;
         for (const std::string& line : explainSummary(summary))
             lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
@@ -312,15 +342,29 @@ void OverviewPage::addSnapshots(const LoadedCase& loaded)
         QStringList devices;
         for (int32_t device : snapshot.devices())
             devices << QString::number(device);
-        QString text = QStringLiteral("<b>%1</b><br>%2 · %3 segments · %4 trace events · devices %5")
+        QString text = QStringLiteral("<b>%1</b><br>%2 · %3 segments · %4 trace events · %5 %6")
                            .arg(path.toHtmlEscaped(), toQString(snapshot.container).toHtmlEscaped())
                            .arg(snapshot.segments.size())
                            .arg(snapshot.totalTraceEvents())
-                           .arg(devices.join(QStringLiteral(", ")));
+                           .arg(devices.size() == 1 ? QStringLiteral("device") : QStringLiteral("devices"),
+                               devices.join(QStringLiteral(", ")));
         if (const DeviceAnalysis* device = analysis.primary()) {
             text += QStringLiteral("<br>Device %1: peak %2 allocated, %3 reserved")
                         .arg(device->device)
                         .arg(bytesText(device->peakAllocatedBytes), bytesText(device->peakReservedBytes));
+            // What filled the card at its fullest: the first question about a snapshot, OOM or not.
+            QStringList parts;
+            for (size_t c = 0; c < device->categoriesAtPeak.size(); ++c) {
+                const uint64_t bytes = device->categoriesAtPeak[c];
+                if (bytes == 0 || device->peakAllocatedBytes == 0)
+                    continue;
+                parts << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;<b>%3</b>&nbsp;(%4%)")
+                             .arg(colors::category(Category(c)).name(), categoryText(Category(c)),
+                                 bytesText(bytes))
+                             .arg(100.0 * double(bytes) / double(device->peakAllocatedBytes), 0, 'f', 0);
+            }
+            if (!parts.isEmpty())
+                text += QStringLiteral("<br>At the peak: ") + parts.join(QStringLiteral(" · "));
             if (!device->ooms.empty())
                 text += QStringLiteral(", <b>%1 OOM event(s)</b>").arg(device->ooms.size());
             if (device->traceTruncated)

@@ -17,6 +17,8 @@
 #include <qcustomplot.h>
 
 #include <array>
+#include <cmath>
+#include <numbers>
 
 namespace oomlens {
 
@@ -275,6 +277,7 @@ void TimelineWidget::buildStatic()
     m_plot->xAxis->setLabel(
         m_axis == Axis::Time ? QStringLiteral("time since the first event") : QStringLiteral("event index"));
     m_plot->xAxis2->setVisible(false);
+    m_plot->axisRect()->setMinimumMargins(QMargins());
     if (!m_data || m_data->eventCount() == 0) {
         applyColors();
         return;
@@ -297,6 +300,16 @@ void TimelineWidget::buildStatic()
             ticker->addTick(keyOf(steps[i].event), QStringLiteral("step %1").arg(steps[i].step));
         m_plot->xAxis2->setTicker(ticker);
         m_plot->xAxis2->setVisible(true);
+        // Room for the slanted step labels even when none is in view, so zooming between steps
+        // does not make the whole chart jump up and down.
+        const QFontMetrics metrics(m_plot->xAxis2->tickLabelFont());
+        int widest = 0;
+        for (auto it = ticker->ticks().cbegin(); it != ticker->ticks().cend(); ++it)
+            widest = std::max(widest, metrics.horizontalAdvance(it.value()));
+        const double slant = std::abs(m_plot->xAxis2->tickLabelRotation()) * std::numbers::pi / 180;
+        const int top = int(std::ceil(widest * std::sin(slant) + metrics.height() * std::cos(slant)))
+            + m_plot->xAxis2->tickLabelPadding() + m_plot->xAxis2->padding() + m_plot->xAxis2->tickLengthOut() + 4;
+        m_plot->axisRect()->setMinimumMargins(QMargins(0, top, 0, 0));
         m_plot->xAxis2->setRange(m_plot->xAxis->range());
         connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_plot->xAxis2,
             qOverload<const QCPRange&>(&QCPAxis::setRange), Qt::UniqueConnection);

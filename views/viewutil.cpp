@@ -3,7 +3,10 @@
 #include "core/snapshot.h"
 #include "core/units.h"
 
+#include <QFontMetrics>
 #include <QStringList>
+
+#include <algorithm>
 
 namespace oomlens {
 
@@ -80,6 +83,23 @@ bool isUserPython(std::string_view filename)
 }
 
 } // namespace
+
+int widestCategoryText(const QFontMetrics& metrics)
+{
+    int widest = 0;
+    for (int c = 0; c < categoryCount; ++c)
+        widest = std::max(widest, metrics.horizontalAdvance(categoryText(Category(c))));
+    return widest;
+}
+
+int widestPhaseText(const QFontMetrics& metrics)
+{
+    int widest = 0;
+    for (Phase phase : { Phase::Unknown, Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval,
+             Phase::Data })
+        widest = std::max(widest, metrics.horizontalAdvance(phaseText(phase)));
+    return widest;
+}
 
 QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack)
 {

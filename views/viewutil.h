@@ -5,6 +5,8 @@
 
 #include <QString>
 
+class QFontMetrics;
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +26,10 @@ QString durationText(int64_t microseconds);
 // "Backward", "Optimizer step": the phase as a person reads it.
 QString phaseText(Phase phase);
 QString categoryText(Category category);
+// Widest of the category / phase names in `metrics`, for column widths that fit every row
+// without measuring the rows.
+int widestCategoryText(const QFontMetrics& metrics);
+int widestPhaseText(const QFontMetrics& metrics);
 
 // "forward (model.py:42)" for the first frame of a stack that is not PyTorch's own plumbing.
 QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack);

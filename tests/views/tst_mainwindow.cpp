@@ -8,6 +8,7 @@
 #include "views/mainwindow.h"
 #include "views/overviewpage.h"
 #include "views/timelinewidget.h"
+#include "views/viewutil.h"
 
 #include "parsers/inputloader.h"
 
@@ -17,6 +18,7 @@
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <qcustomplot.h>
@@ -239,6 +241,98 @@ private slots:
         QVERIFY(test::readFile(directory.filePath(QStringLiteral("chart.svg"))).contains("<svg"));
         QVERIFY(timeline->exportImage(directory.filePath(QStringLiteral("chart.png"))));
         QVERIFY(test::readFile(directory.filePath(QStringLiteral("chart.png"))).startsWith("\x89PNG"));
+    }
+
+    void overviewSaysWhyThereIsNoDiagnosis_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("says");
+        QTest::addColumn<QString>("neverSays");
+        QTest::newRow("memory_summary alone") << QStringLiteral("optimizer_step2.summary.txt")
+                                              << QStringLiteral("a memory_summary() gives the allocator's counters")
+                                              << QStringLiteral("memory_summary() output of the failing run");
+        QTest::newRow("snapshot without an OOM") << QStringLiteral("healthy.pickle")
+                                                 << QStringLiteral("nothing failed in this snapshot")
+                                                 << QStringLiteral("a memory snapshot");
+    }
+
+    void overviewSaysWhyThereIsNoDiagnosis()
+    {
+        QFETCH(QString, file);
+        QFETCH(QString, says);
+        QFETCH(QString, neverSays);
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ scenario(file) });
+        QVERIFY(waitForLoads(window));
+        QVERIFY(window.currentCase()->loadedCase()->analysis.diagnoses.empty());
+        QVERIFY2(showsText(window.currentCase(), says), qPrintable(visibleTexts(window.currentCase()).join(u'\n')));
+        QVERIFY(!showsText(window.currentCase(), neverSays));
+    }
+
+    void snapshotOverviewShowsWhatFilledThePeak()
+    {
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("optimizer_step2.pickle")) });
+        QVERIFY(waitForLoads(window));
+        const DeviceAnalysis* device = window.currentCase()->loadedCase()->analysis.snapshots.front().primary();
+        QVERIFY(device);
+        QString line;
+        for (const QString& text : visibleTexts(window.currentCase())) {
+            if (text.contains(QStringLiteral("At the peak:")))
+                line = text;
+        }
+        QVERIFY(!line.isEmpty());
+        for (size_t c = 0; c < device->categoriesAtPeak.size(); ++c) {
+            if (device->categoriesAtPeak[c] > 0) {
+                QVERIFY2(line.contains(QStringLiteral("%1&nbsp;<b>%2</b>")
+                                           .arg(categoryText(Category(c)), bytesText(device->categoriesAtPeak[c]))),
+                    qPrintable(line));
+            }
+        }
+    }
+
+    void tablesFitTheirLongestValues()
+    {
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("optimizer_step2.pickle")) });
+        QVERIFY(waitForLoads(window));
+        CaseWidget* view = window.currentCase();
+        view->showPage(CaseWidget::TimelineTab);
+        auto* table = view->liveAllocations()->findChild<QTableView*>();
+        QVERIFY(table);
+        const QFontMetrics metrics = table->fontMetrics();
+        QVERIFY(table->columnWidth(AllocationsModel::AllocatedAtColumn)
+            > metrics.horizontalAdvance(QStringLiteral("before the trace")));
+        QVERIFY(table->columnWidth(AllocationsModel::CategoryColumn)
+            > metrics.horizontalAdvance(QStringLiteral("Optimizer state")) + 16);
+    }
+
+    void stepLabelsKeepThePlotStillWhileZooming()
+    {
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("optimizer_step2.pickle")) });
+        QVERIFY(waitForLoads(window));
+        CaseWidget* view = window.currentCase();
+        view->showPage(CaseWidget::TimelineTab);
+        TimelineWidget* timeline = view->timeline();
+        const auto data = timeline->timeline();
+        QVERIFY(data->stepStarts().size() >= 2);
+        timeline->resetZoom();
+        timeline->plot()->replot();
+        const int top = timeline->plot()->axisRect()->top();
+        // Between two step starts no step label is in view.
+        const int64_t inside = (data->stepStarts()[0].event + data->stepStarts()[1].event) / 2;
+        timeline->zoomToEvents(inside, inside + 2);
+        timeline->plot()->replot();
+        QCOMPARE(timeline->plot()->axisRect()->top(), top);
     }
 
     void screenshotsOfEveryView()
