@@ -91,6 +91,7 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     connect(exportButton, &QPushButton::clicked, this, &TimelineWidget::exportDialog);
     connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
         [this](const QCPRange&) { rebuildVisible(); });
+    connect(m_plot, &QCustomPlot::afterReplot, this, [this] { m_drawn = true; });
     connect(m_plot, &QCustomPlot::mouseMove, this, &TimelineWidget::onMouseMove);
     connect(m_plot, &QCustomPlot::mousePress, this, &TimelineWidget::onMousePress);
     connect(m_plot, &QCustomPlot::mouseRelease, this, &TimelineWidget::onMouseRelease);
@@ -176,8 +177,9 @@ void TimelineWidget::resetZoom()
     }
     const double lower = keyOf(0);
     const double upper = keyOf(m_data->eventCount() - 1);
+    // The OOM is usually the last event: leave it room to be seen off the axis line.
     const double margin = std::max(1.0, (upper - lower) * 0.01);
-    m_plot->xAxis->setRange(lower - margin, upper + margin);
+    m_plot->xAxis->setRange(lower - margin, upper + 2 * margin);
     rebuildVisible();
 }
 
@@ -418,6 +420,9 @@ void TimelineWidget::setCursorEvent(int64_t event)
     if (!range.contains(keyOf(event))) {
         m_plot->xAxis->setRange(keyOf(event) - range.size() / 2, keyOf(event) + range.size() / 2);
         m_plot->replot(QCustomPlot::rpQueuedReplot);
+    } else if (!m_drawn) {
+        // The layers get their paint buffers on the first full replot.
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
     } else {
         // The cursor has the buffered overlay layer to itself: moving it redraws that layer only.
         m_cursorLine->layer()->replot();
@@ -537,25 +542,67 @@ bool TimelineWidget::eventFilter(QObject* watched, QEvent* event)
     return QWidget::eventFilter(watched, event);
 }
 
+int TimelineWidget::drawExportLegend(QPainter* painter, int width) const
+{
+    // The on-screen legend is a label beside the plot; a saved chart must explain itself.
+    const QFontMetrics metrics(font());
+    const int height = metrics.height() * 2;
+    const QPalette palette = this->palette();
+    painter->save();
+    painter->setFont(font());
+    painter->fillRect(QRect(0, 0, width, height), palette.color(QPalette::Base));
+    int x = 12;
+    const int middle = height / 2;
+    const int swatch = metrics.ascent() - 2;
+    for (Category category : stackOrder) {
+        painter->fillRect(QRect(x, middle - swatch / 2, swatch, swatch), colors::category(category));
+        x += swatch + 5;
+        const QString text = categoryText(category);
+        painter->setPen(palette.color(QPalette::WindowText));
+        painter->drawText(QPoint(x, middle + metrics.ascent() / 2 - 1), text);
+        x += metrics.horizontalAdvance(text) + 16;
+    }
+    painter->setPen(QPen(colors::reservedLine(), 1.6, Qt::DashLine));
+    painter->drawLine(QPointF(x, middle), QPointF(x + 22, middle));
+    x += 27;
+    painter->setPen(palette.color(QPalette::WindowText));
+    painter->drawText(QPoint(x, middle + metrics.ascent() / 2 - 1), QStringLiteral("Reserved"));
+    painter->restore();
+    return height;
+}
+
 bool TimelineWidget::exportImage(const QString& path)
 {
     const int width = std::max(800, m_plot->width());
     const int height = std::max(400, m_plot->height());
+    const int legend = QFontMetrics(font()).height() * 2;
     if (path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive)) {
         QSvgGenerator generator;
         generator.setFileName(path);
-        generator.setSize(QSize(width, height));
-        generator.setViewBox(QRect(0, 0, width, height));
+        generator.setSize(QSize(width, height + legend));
+        generator.setViewBox(QRect(0, 0, width, height + legend));
         generator.setTitle(QStringLiteral("oomlens timeline"));
         QCPPainter painter;
         if (!painter.begin(&generator))
             return false;
+        painter.translate(0, drawExportLegend(&painter, width));
         m_plot->toPainter(&painter, width, height);
         return painter.end();
     }
     // At the screen's pixel ratio (at least 2×) so the PNG stays sharp on HiDPI screens and slides.
     const double scale = std::max(2.0, devicePixelRatioF());
-    return m_plot->savePng(path, width, height, scale);
+    QImage image(QSize(int(width * scale), int((height + legend) * scale)), QImage::Format_ARGB32_Premultiplied);
+    image.fill(palette().color(QPalette::Base));
+    QCPPainter painter;
+    if (!painter.begin(&image))
+        return false;
+    // Line widths scale with the picture, as QCustomPlot's own savePng does.
+    painter.setMode(QCPPainter::pmNonCosmetic);
+    painter.scale(scale, scale);
+    painter.translate(0, drawExportLegend(&painter, width));
+    m_plot->toPainter(&painter, width, height);
+    painter.end();
+    return image.save(path, "PNG");
 }
 
 void TimelineWidget::exportDialog()

@@ -13,6 +13,7 @@ class QCPItemText;
 class QCheckBox;
 class QLabel;
 class QMouseEvent;
+class QPainter;
 class QComboBox;
 
 namespace oomlens {
@@ -74,6 +75,8 @@ private:
     void onMousePress(QMouseEvent* event);
     void onMouseRelease(QMouseEvent* event);
     void exportDialog();
+    // Draws the category legend across the top of an exported chart; returns its height.
+    int drawExportLegend(QPainter* painter, int width) const;
 
     QCustomPlot* m_plot = nullptr;
     QComboBox* m_axisBox = nullptr;
@@ -87,6 +90,7 @@ private:
     Axis m_preferredAxis = Axis::Time;
     int64_t m_cursorEvent = -1;
     bool m_rebuilding = false;
+    bool m_drawn = false; // replotted once: layers have paint buffers to replot on their own
     QPoint m_pressPos;
     int m_lastPointCount = 0;
 };

@@ -2,6 +2,7 @@
 #include "views/allocationsmodel.h"
 #include "views/allocatorstatewidget.h"
 #include "views/casewidget.h"
+#include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
@@ -333,6 +334,37 @@ private slots:
         timeline->zoomToEvents(inside, inside + 2);
         timeline->plot()->replot();
         QCOMPARE(timeline->plot()->axisRect()->top(), top);
+    }
+
+    void exportedChartCarriesItsLegend()
+    {
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ scenario(QStringLiteral("first_backward.pickle")) });
+        QVERIFY(waitForLoads(window));
+        TimelineWidget* timeline = window.currentCase()->timeline();
+        QTemporaryDir directory;
+        const QString png = directory.filePath(QStringLiteral("chart.png"));
+        QVERIFY(timeline->exportImage(png));
+        const QImage image(png);
+        QVERIFY(!image.isNull());
+        // The top strip holds a swatch of every band colour, above the plot.
+        const int strip = image.height() / 12;
+        for (Category category : { Category::Parameters, Category::Activations, Category::OptimizerState }) {
+            const QRgb wanted = colors::category(category).rgb();
+            bool found = false;
+            for (int y = 0; y < strip && !found; ++y) {
+                for (int x = 0; x < image.width() && !found; ++x)
+                    found = image.pixel(x, y) == wanted;
+            }
+            QVERIFY2(found, qPrintable(categoryText(category)));
+        }
+        const QString svg = directory.filePath(QStringLiteral("chart.svg"));
+        QVERIFY(timeline->exportImage(svg));
+        const QByteArray text = test::readFile(svg);
+        QVERIFY(text.contains("Optimizer state"));
+        QVERIFY(text.contains("Reserved"));
     }
 
     void screenshotsOfEveryView()
