@@ -98,6 +98,7 @@ void OverviewPage::setCase(LoadedCasePtr loaded)
     m_layout->setContentsMargins(24, 18, 24, 24);
     m_layout->setSpacing(10);
     if (m_case) {
+        addGlance(*m_case);
         addDiagnoses(*m_case);
         addOomMessages(*m_case);
         addSummaries(*m_case);
@@ -130,6 +131,54 @@ QWidget* OverviewPage::addLabel(const QString& text, bool rich)
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_layout->addWidget(label);
     return label;
+}
+
+void OverviewPage::addGlance(const LoadedCase& loaded)
+{
+    // The failure in one line, above the explanations: what was asked for and what was left.
+    QStringList parts;
+    QString phase;
+    for (const OomMessage& message : loaded.input.text.oomMessages) {
+        if (!message.requestedBytes)
+            continue;
+        parts << QStringLiteral("Tried to allocate <b>%1</b>").arg(bytesText(*message.requestedBytes));
+        if (message.totalBytes && message.freeBytes)
+            parts << QStringLiteral("%1 free of %2 on the card")
+                         .arg(bytesText(*message.freeBytes), bytesText(*message.totalBytes));
+        if (message.reservedBytes && message.allocatedBytes)
+            parts << QStringLiteral("PyTorch held %1, %2 of it in tensors")
+                         .arg(bytesText(*message.reservedBytes), bytesText(*message.allocatedBytes));
+        if (message.phase != Phase::Unknown)
+            phase = phaseText(message.phase).toLower();
+        break;
+    }
+    if (parts.isEmpty()) {
+        for (const SnapshotAnalysis& analysis : loaded.analysis.snapshots) {
+            const DeviceAnalysis* device = analysis.primary();
+            if (!device || device->ooms.empty())
+                continue;
+            const OomAnalysis& oom = device->ooms.front();
+            parts << QStringLiteral("Tried to allocate <b>%1</b>").arg(bytesText(oom.requestedBytes));
+            if (oom.deviceFreeBytes)
+                parts << QStringLiteral("%1 free on the card").arg(bytesText(oom.deviceFreeBytes));
+            parts << QStringLiteral("PyTorch held %1, %2 of it in tensors")
+                         .arg(bytesText(oom.reservedBytes), bytesText(oom.allocatedBytes));
+            if (oom.phase != Phase::Unknown)
+                phase = phaseText(oom.phase).toLower();
+            if (oom.step >= 0)
+                phase += (phase.isEmpty() ? QString() : QStringLiteral(" ")) + QStringLiteral("of step %1").arg(oom.step);
+            break;
+        }
+    }
+    if (parts.isEmpty())
+        return;
+    if (!phase.isEmpty())
+        parts << QStringLiteral("failed in %1").arg(phase);
+    auto* label = static_cast<QLabel*>(addLabel(parts.join(QStringLiteral(" · ")), true));
+    label->setObjectName(QStringLiteral("glance"));
+    QFont font = label->font();
+    font.setPointSizeF(font.pointSizeF() * 1.1);
+    label->setFont(font);
 }
 
 void OverviewPage::addDiagnoses(const LoadedCase& loaded)

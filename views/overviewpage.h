@@ -25,6 +25,7 @@ signals:
     void evidenceActivated(const oomlens::EvidenceLink& link);
 
 private:
+    void addGlance(const LoadedCase& loaded);
     void addDiagnoses(const LoadedCase& loaded);
     void addOomMessages(const LoadedCase& loaded);
     void addSummaries(const LoadedCase& loaded);

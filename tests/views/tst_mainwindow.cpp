@@ -336,6 +336,36 @@ private slots:
         QCOMPARE(timeline->plot()->axisRect()->top(), top);
     }
 
+    void overviewOpensWithTheFailureInOneLine_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QStringList>("says");
+        QTest::newRow("OOM message") << QStringLiteral("first_backward.oom.txt") << QStringList { QStringLiteral("Tried to allocate <b>") };
+        QTest::newRow("snapshot with an oom event")
+            << QStringLiteral("first_backward.pickle")
+            << QStringList { QStringLiteral("Tried to allocate <b>256.00 MiB</b>"), QStringLiteral("failed in backward") };
+        QTest::newRow("no failure") << QStringLiteral("healthy.pickle") << QStringList {};
+    }
+
+    void overviewOpensWithTheFailureInOneLine()
+    {
+        QFETCH(QString, file);
+        QFETCH(QStringList, says);
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles({ scenario(file) });
+        QVERIFY(waitForLoads(window));
+        auto* glance = window.currentCase()->overview()->findChild<QLabel*>(QStringLiteral("glance"));
+        if (says.isEmpty()) {
+            QVERIFY(!glance);
+            return;
+        }
+        QVERIFY(glance);
+        for (const QString& text : says)
+            QVERIFY2(glance->text().contains(text), qPrintable(glance->text()));
+    }
+
     void exportedChartCarriesItsLegend()
     {
         MainWindow window;
