@@ -65,11 +65,13 @@ std::shared_ptr<const Snapshot> synthetic(size_t targetEvents)
     const StackId fwd = stack(*strings, *frames,
         { { "model.py", "forward" }, { "torch/nn/modules/module.py", "_call_impl" }, { "train.py", "main" } });
     const StackId bwd = stack(*strings, *frames,
-        { { "??", "torch::autograd::generated::MmBackward0::apply" }, { "??", "torch::autograd::Engine::thread_main" } });
+        { { "??", "torch::autograd::generated::MmBackward0::apply" },
+            { "??", "torch::autograd::Engine::thread_main" } });
     const StackId grad = stack(*strings, *frames,
         { { "??", "torch::autograd::AccumulateGrad::apply" }, { "??", "torch::autograd::Engine::thread_main" } });
     const StackId opt = stack(*strings, *frames,
-        { { "torch/optim/adam.py", "_init_group" }, { "torch/optim/optimizer.py", "wrapper" }, { "train.py", "main" } });
+        { { "torch/optim/adam.py", "_init_group" }, { "torch/optim/optimizer.py", "wrapper" },
+            { "train.py", "main" } });
     auto snapshot = std::make_shared<Snapshot>();
     DeviceTrace trace;
     auto& events = trace.events;
@@ -207,7 +209,8 @@ int main(int argc, char** argv)
         if (level.span >= count)
             widget.resetZoom();
         else
-            widget.zoomToEvents(std::max<int64_t>(0, peak - level.span / 2), std::max<int64_t>(0, peak - level.span / 2) + level.span);
+            widget.zoomToEvents(
+                std::max<int64_t>(0, peak - level.span / 2), std::max<int64_t>(0, peak - level.span / 2) + level.span);
         QCPAxis* axis = widget.plot()->xAxis;
         std::vector<double> pan, zoom, rebuild, replot, cpu;
         for (int i = 0; i < 2 * runs; ++i) {
@@ -313,7 +316,8 @@ int main(int argc, char** argv)
     print("jump anywhere + repaint", jump);
     start = Clock::now();
     eventsView.setFilter(EventsModel::Allocs, QStringLiteral("forward"));
-    std::printf("  filter allocations in 'forward'   %.1f ms (%d rows)\n\n", msSince(start), eventsView.model()->rowCount());
+    std::printf(
+        "  filter allocations in 'forward'   %.1f ms (%d rows)\n\n", msSince(start), eventsView.model()->rowCount());
 
     std::vector<double> state;
     for (int i = 0; i < 20; ++i) {

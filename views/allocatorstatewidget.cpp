@@ -167,9 +167,8 @@ void AllocatorStateWidget::start(int64_t event)
     m_waiting = false;
     m_running = true;
     m_runningGeneration = m_generation;
-    m_watcher->setFuture(QtConcurrent::run([data = m_data, event] {
-        return allocatorStateAt(data->snapshot(), *data->device(), event);
-    }));
+    m_watcher->setFuture(QtConcurrent::run(
+        [data = m_data, event] { return allocatorStateAt(data->snapshot(), *data->device(), event); }));
     m_summary->setText(summaryText());
 }
 

@@ -9,8 +9,7 @@
 
 class QLabel;
 class QScrollArea;
-template<typename T>
-class QFutureWatcher;
+template <typename T> class QFutureWatcher;
 
 namespace oomlens {
 

@@ -70,8 +70,8 @@ LiveAllocationsView::LiveAllocationsView(QWidget* parent)
     bar->addSpacing(12);
     m_displays = new QButtonGroup(this);
     auto* table = toggle(QStringLiteral("Table"), QStringLiteral("Every live allocation, biggest first"), this);
-    auto* tree = toggle(
-        QStringLiteral("Call tree"), QStringLiteral("Live bytes by call path, outermost caller first"), this);
+    auto* tree
+        = toggle(QStringLiteral("Call tree"), QStringLiteral("Live bytes by call path, outermost caller first"), this);
     m_displays->addButton(table, int(Display::Table));
     m_displays->addButton(tree, int(Display::CallTree));
     table->setChecked(true);

@@ -1,8 +1,8 @@
 #include "views/mainwindow.h"
 
 #include "core/report/htmlreport.h"
-#include "views/casewidget.h"
 #include "views/allocatorstatewidget.h"
+#include "views/casewidget.h"
 #include "views/emptystatewidget.h"
 #include "views/overviewpage.h"
 #include "views/settingsdialog.h"
@@ -11,8 +11,8 @@
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
-#include <QDeadlineTimer>
 #include <QCloseEvent>
+#include <QDeadlineTimer>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QFile>
@@ -254,8 +254,8 @@ void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, co
     m_pending.insert(id, { target, target == nullptr });
     m_latestJob = id;
     m_progress->setValue(0);
-    m_progressText->setText(requests.isEmpty() ? QStringLiteral("Analyzing again…")
-                                               : QStringLiteral("Loading %1…").arg(title));
+    m_progressText->setText(
+        requests.isEmpty() ? QStringLiteral("Analyzing again…") : QStringLiteral("Loading %1…").arg(title));
     updateState();
 }
 
@@ -635,8 +635,9 @@ void MainWindow::showShortcuts()
 {
     const std::pair<QString, QString> rows[] = {
         { QStringLiteral("Ctrl+O / Ctrl+Shift+O"), QStringLiteral("Open as a new case / add to the current case") },
-        { QStringLiteral("Ctrl+V / Ctrl+Shift+V"), QStringLiteral("Paste a traceback, summary or log into the case / "
-                                                                  "as a new case") },
+        { QStringLiteral("Ctrl+V / Ctrl+Shift+V"),
+            QStringLiteral("Paste a traceback, summary or log into the case / "
+                           "as a new case") },
         { QStringLiteral("Ctrl+1, Ctrl+2, Ctrl+3"), QStringLiteral("Overview, Timeline, Events") },
         { QStringLiteral("Ctrl+P / Ctrl+M"), QStringLiteral("Move the cursor to the peak / to the OOM") },
         { QStringLiteral("Ctrl+F"), QStringLiteral("Search the stacks of the live allocations or events") },
@@ -650,7 +651,8 @@ void MainWindow::showShortcuts()
     };
     QString html = QStringLiteral("<table cellspacing='6'>");
     for (const auto& [keys, meaning] : rows)
-        html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>").arg(keys.toHtmlEscaped(), meaning.toHtmlEscaped());
+        html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                    .arg(keys.toHtmlEscaped(), meaning.toHtmlEscaped());
     html += QStringLiteral("</table>");
     QMessageBox box(QMessageBox::NoIcon, QStringLiteral("Keyboard shortcuts"), html, QMessageBox::Close, this);
     box.setTextFormat(Qt::RichText);

@@ -166,7 +166,8 @@ void OverviewPage::addGlance(const LoadedCase& loaded)
             if (oom.phase != Phase::Unknown)
                 phase = phaseText(oom.phase).toLower();
             if (oom.step >= 0)
-                phase += (phase.isEmpty() ? QString() : QStringLiteral(" ")) + QStringLiteral("of step %1").arg(oom.step);
+                phase
+                    += (phase.isEmpty() ? QString() : QStringLiteral(" ")) + QStringLiteral("of step %1").arg(oom.step);
             break;
         }
     }
@@ -408,8 +409,7 @@ void OverviewPage::addSnapshots(const LoadedCase& loaded)
                 if (bytes == 0 || device->peakAllocatedBytes == 0)
                     continue;
                 parts << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;<b>%3</b>&nbsp;(%4%)")
-                             .arg(colors::category(Category(c)).name(), categoryText(Category(c)),
-                                 bytesText(bytes))
+                             .arg(colors::category(Category(c)).name(), categoryText(Category(c)), bytesText(bytes))
                              .arg(100.0 * double(bytes) / double(device->peakAllocatedBytes), 0, 'f', 0);
             }
             if (!parts.isEmpty())

@@ -31,8 +31,7 @@ int64_t apply(CategoryBytes& bytes, Category category, int64_t delta)
 // The first index in [from, end) whose value is not less than `value` (by `less`), searching
 // outwards from `from` first: successive buckets of a redraw lie close together, so this costs
 // the log of the step instead of the log of the whole trace.
-template<typename It, typename T, typename Less>
-It gallop(It from, It end, const T& value, Less less)
+template <typename It, typename T, typename Less> It gallop(It from, It end, const T& value, Less less)
 {
     size_t step = 1;
     It low = from;
@@ -261,9 +260,8 @@ std::vector<TimelineData::Point> TimelineData::downsample(const std::vector<int6
     CategoryBytes current = stackAt(boundaries.front());
     uint64_t currentTotal = total(current);
     for (size_t b = 0; b + 1 < boundaries.size(); ++b) {
-        const size_t end
-            = size_t(gallop(m_changes.begin() + ptrdiff_t(k), m_changes.end(), boundaries[b + 1], byEvent)
-                - m_changes.begin());
+        const size_t end = size_t(
+            gallop(m_changes.begin() + ptrdiff_t(k), m_changes.end(), boundaries[b + 1], byEvent) - m_changes.begin());
         if (k >= end)
             continue;
         size_t minIndex = k, maxIndex = k;

@@ -101,7 +101,8 @@ private:
     bool m_hasTime = false;
     std::vector<Change> m_changes;
     std::vector<CategoryBytes> m_checkpoints; // state before change k * checkpointStride; the last is the final state
-    std::array<std::vector<Block>, levelSizes.size()> m_levels; // level l: block b covers changes [b, b + 1) * levelSizes[l]
+    std::array<std::vector<Block>, levelSizes.size()>
+        m_levels; // level l: block b covers changes [b, b + 1) * levelSizes[l]
     std::vector<int32_t> m_eventAllocation;
     std::vector<ReservedPoint> m_reserved; // value after each segment event; [0] is the start value at event -1
     std::vector<PhaseRun> m_phaseRuns;

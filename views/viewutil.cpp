@@ -95,8 +95,8 @@ int widestCategoryText(const QFontMetrics& metrics)
 int widestPhaseText(const QFontMetrics& metrics)
 {
     int widest = 0;
-    for (Phase phase : { Phase::Unknown, Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval,
-             Phase::Data })
+    for (Phase phase :
+        { Phase::Unknown, Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data })
         widest = std::max(widest, metrics.horizontalAdvance(phaseText(phase)));
     return widest;
 }

@@ -252,9 +252,9 @@ private slots:
         QTest::newRow("memory_summary alone") << QStringLiteral("optimizer_step2.summary.txt")
                                               << QStringLiteral("a memory_summary() gives the allocator's counters")
                                               << QStringLiteral("memory_summary() output of the failing run");
-        QTest::newRow("snapshot without an OOM") << QStringLiteral("healthy.pickle")
-                                                 << QStringLiteral("nothing failed in this snapshot")
-                                                 << QStringLiteral("a memory snapshot");
+        QTest::newRow("snapshot without an OOM")
+            << QStringLiteral("healthy.pickle") << QStringLiteral("nothing failed in this snapshot")
+            << QStringLiteral("a memory snapshot");
     }
 
     void overviewSaysWhyThereIsNoDiagnosis()
@@ -340,10 +340,12 @@ private slots:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QStringList>("says");
-        QTest::newRow("OOM message") << QStringLiteral("first_backward.oom.txt") << QStringList { QStringLiteral("Tried to allocate <b>") };
+        QTest::newRow("OOM message") << QStringLiteral("first_backward.oom.txt")
+                                     << QStringList { QStringLiteral("Tried to allocate <b>") };
         QTest::newRow("snapshot with an oom event")
             << QStringLiteral("first_backward.pickle")
-            << QStringList { QStringLiteral("Tried to allocate <b>256.00 MiB</b>"), QStringLiteral("failed in backward") };
+            << QStringList { QStringLiteral("Tried to allocate <b>256.00 MiB</b>"),
+                   QStringLiteral("failed in backward") };
         QTest::newRow("no failure") << QStringLiteral("healthy.pickle") << QStringList {};
     }
 
