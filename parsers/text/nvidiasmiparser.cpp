@@ -40,6 +40,51 @@ std::optional<uint64_t> mibValue(const QString& text)
     return value * mib;
 }
 
+std::vector<std::string> splitCsv(std::string_view line)
+{
+    std::vector<std::string> cells;
+    size_t start = 0;
+    while (start <= line.size()) {
+        const size_t comma = std::min(line.find(',', start), line.size());
+        cells.emplace_back(trimmed(line.substr(start, comma - start)));
+        start = comma + 1;
+    }
+    return cells;
+}
+
+// One row of `nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv`, in
+// whatever column order the header names; memory cells read "1234 MiB".
+std::optional<NvidiaSmiGpu> csvGpu(const std::vector<std::string>& columns, const std::vector<std::string>& cells,
+                                   size_t rowsSoFar)
+{
+    if (columns.empty() || cells.size() != columns.size())
+        return std::nullopt;
+    NvidiaSmiGpu gpu;
+    gpu.index = static_cast<int>(rowsSoFar);
+    bool sawMemory = false;
+    for (size_t c = 0; c < columns.size(); ++c) {
+        const std::string_view column = columns[c];
+        const std::string_view cell = cells[c];
+        if (startsWith(column, "memory.used") || startsWith(column, "memory.total")) {
+            const auto value = parseIntegerAt(cell, 0);
+            if (!value || *value > (uint64_t(1) << 40) || !contains(cell, "MiB"))
+                return std::nullopt;
+            (startsWith(column, "memory.used") ? gpu.usedBytes : gpu.totalBytes) = static_cast<uint64_t>(*value) * mib;
+            sawMemory = true;
+        } else if (column == "index") {
+            const auto index = parseIntegerAt(cell, 0);
+            if (!index || *index > 4096)
+                return std::nullopt;
+            gpu.index = static_cast<int>(*index);
+        } else if (column == "name") {
+            gpu.name = std::string(cell);
+        }
+    }
+    if (!sawMemory)
+        return std::nullopt;
+    return gpu;
+}
+
 } // namespace
 
 std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
@@ -52,11 +97,11 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
         "^\\|\\s+(\\d+)\\s+(?:(?:N/A|\\d+)\\s+(?:N/A|\\d+)\\s+)?(\\d+|N/A)\\s+(C\\+G|C|G)\\s+(.+?)\\s+(\\d+MiB|N/A)\\s*\\|$"));
     static const QRegularExpression listProcess(
         QStringLiteral("^process\\s+(\\d+)\\s+uses\\s+([0-9.]+)\\s+MB GPU memory"));
-    static const QRegularExpression csvRow(QStringLiteral("^(\\d+) MiB, (\\d+) MiB$"));
 
     std::vector<NvidiaSmiTable> tables;
     std::optional<NvidiaSmiTable> table;
     std::optional<int> pendingGpu;
+    std::vector<std::string> csvColumns; // the header of `nvidia-smi --query-gpu=... --format=csv`
     int listGpu = -1;
     size_t lastUseful = 0;
     auto flush = [&] {
@@ -64,6 +109,7 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
             tables.push_back(std::move(*table));
         table.reset();
         pendingGpu.reset();
+        csvColumns.clear();
         listGpu = -1;
     };
     auto ensure = [&](size_t i) -> NvidiaSmiTable& {
@@ -94,8 +140,10 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
             }
             continue;
         }
-        if (startsWith(text, "memory.used [MiB]")) {
+        if ((contains(text, "memory.used [MiB]") || contains(text, "memory.total [MiB]")) && text[0] != '|') {
+            flush();
             ensure(i);
+            csvColumns = splitCsv(text);
             continue;
         }
         if (text.empty() || text.size() > 200)
@@ -116,13 +164,9 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
             continue;
         }
         if (table && text[0] != '|') {
-            const auto csv = csvRow.match(row);
-            if (csv.hasMatch()) {
-                NvidiaSmiGpu gpu;
-                gpu.index = static_cast<int>(ensure(i).gpus.size());
-                gpu.usedBytes = mibValue(csv.captured(1));
-                gpu.totalBytes = mibValue(csv.captured(2));
-                table->gpus.push_back(gpu);
+            if (auto gpu = csvGpu(csvColumns, splitCsv(text), table->gpus.size())) {
+                ensure(i);
+                table->gpus.push_back(std::move(*gpu));
             }
             continue;
         }

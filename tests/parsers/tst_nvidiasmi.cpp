@@ -78,6 +78,27 @@ private Q_SLOTS:
         QCOMPARE(value(findings.nvidiaSmi[0].gpus[1].usedBytes), 80000 * mib);
     }
 
+    void csvQueryWithIndexAndName()
+    {
+        const TextFindings findings = parseText("$ nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv\n"
+                                                "index, name, memory.used [MiB], memory.total [MiB]\n"
+                                                "0, NVIDIA A100-SXM4-80GB, 79112 MiB, 81920 MiB\n"
+                                                "3, NVIDIA A100-SXM4-80GB, 4 MiB, 81920 MiB\n");
+        QCOMPARE(findings.nvidiaSmi.size(), size_t(1));
+        const auto& gpus = findings.nvidiaSmi[0].gpus;
+        QCOMPARE(gpus.size(), size_t(2));
+        QCOMPARE(gpus[1].index, 3);
+        QCOMPARE(gpus[0].name, std::string("NVIDIA A100-SXM4-80GB"));
+        QCOMPARE(value(gpus[0].usedBytes), 79112 * mib);
+        QCOMPARE(value(gpus[1].totalBytes), 81920 * mib);
+    }
+
+    void csvRowsWithoutMemoryAreIgnored()
+    {
+        const TextFindings findings = parseText("index, name, memory.used [MiB], memory.total [MiB]\n0, A100, N/A, N/A\n");
+        QVERIFY(findings.nvidiaSmi.empty() || findings.nvidiaSmi[0].gpus.empty());
+    }
+
     void allocConf_data()
     {
         QTest::addColumn<QString>("line");
