@@ -1,5 +1,7 @@
 #include "parsers/snapshotreader.h"
 
+#include <stdexcept>
+
 #include "parsers/pickle/jsonvaluereader.h"
 #include "parsers/pickle/nativeunpickler.h"
 #include "parsers/pickle/snapshotbuilder.h"
@@ -96,6 +98,9 @@ SnapshotReadResult readSnapshot(std::string_view bytes, const SnapshotReadOption
         result.error = e.what();
     } catch (const std::bad_alloc&) {
         result.error = "out of memory while reading the snapshot";
+    } catch (const std::out_of_range&) {
+        // A container field (a ZIP offset, say) that points outside the file.
+        result.error = "the snapshot is corrupt: an offset or length in it points outside the file";
     } catch (const std::exception& e) {
         result.error = std::string("cannot read the snapshot: ") + e.what();
     }
