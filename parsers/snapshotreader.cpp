@@ -1,7 +1,5 @@
 #include "parsers/snapshotreader.h"
 
-#include <stdexcept>
-
 #include "parsers/pickle/jsonvaluereader.h"
 #include "parsers/pickle/nativeunpickler.h"
 #include "parsers/pickle/snapshotbuilder.h"
@@ -9,6 +7,7 @@
 #include "parsers/python/pyunpickler.h"
 
 #include <new>
+#include <stdexcept>
 
 namespace oomlens {
 
