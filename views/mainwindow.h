@@ -73,6 +73,10 @@ private:
         bool newCase = true;
     };
 
+    // Title of a new case: the first file's name, "+N" for the others.
+    static QString titleFor(const QList<LoadRequest>& requests);
+    // The example case ships as a Qt resource, which a build may leave out.
+    static bool exampleAvailable();
     void createActions();
     void onProgress(int jobId, int permille, const QString& text);
     void onFinished(int jobId, const LoadOutcome& outcome);

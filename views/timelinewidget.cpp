@@ -7,12 +7,9 @@
 #include "views/viewutil.h"
 
 #include <QComboBox>
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
-#include <QSvgGenerator>
-#include <QToolTip>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
@@ -23,10 +20,6 @@
 namespace oomlens {
 
 namespace {
-
-// Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
-constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
-    Category::OptimizerState, Category::Inputs, Category::Activations, Category::Temporaries, Category::Unknown };
 
 constexpr int maxStepLabels = 24;
 
@@ -429,188 +422,6 @@ void TimelineWidget::setCursorEvent(int64_t event)
     }
     if (changed)
         emit cursorChanged(event);
-}
-
-QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
-{
-    if (!m_data || event < 0 || event >= m_data->eventCount())
-        return {};
-    const CategoryBytes stack = m_data->stackAt(event);
-    const uint64_t allocated = total(stack);
-    QString html = QStringLiteral("<b>Event #%1</b>").arg(event);
-    if (m_data->hasTime())
-        html += QStringLiteral(" · ") + durationText(m_data->timeOf(event));
-    const DeviceAnalysis* device = m_data->device();
-    if (device && size_t(event) < device->eventPhase.size())
-        html += QStringLiteral(" · ") + phaseText(device->eventPhase[size_t(event)]);
-    if (device && size_t(event) < device->eventStep.size() && device->eventStep[size_t(event)] >= 0)
-        html += QStringLiteral(" · step %1").arg(device->eventStep[size_t(event)]);
-    html += QStringLiteral("<br>Allocated %1 · reserved %2")
-                .arg(bytesText(allocated), bytesText(m_data->reservedAt(event)));
-
-    uint64_t cumulative = 0;
-    for (Category category : stackOrder) {
-        const uint64_t bytes = stack[size_t(category)];
-        cumulative += bytes;
-        if (bytes > 0 && bytesAtPointer >= 0 && double(cumulative) >= bytesAtPointer) {
-            html += QStringLiteral("<br><span style='color:%1'>&#9632;</span> <b>%2</b>: %3 (%4%)")
-                        .arg(colors::category(category).name(), categoryText(category), bytesText(bytes))
-                        .arg(allocated ? 100.0 * double(bytes) / double(allocated) : 0.0, 0, 'f', 1);
-            break;
-        }
-    }
-
-    const TraceEvent& traceEvent = m_data->trace()->events[size_t(event)];
-    html += QStringLiteral("<hr>%1 %2")
-                .arg(toQString(traceActionName(traceEvent.action)),
-                    traceEvent.size ? bytesText(traceEvent.size) : QString());
-    const int32_t allocationIndex = m_data->allocationOfEvent(event);
-    if (allocationIndex >= 0 && device) {
-        const Allocation& allocation = device->allocations[size_t(allocationIndex)];
-        html += QStringLiteral(" — %1").arg(categoryText(allocation.category));
-        if (allocation.reason < device->reasons.size())
-            html += QStringLiteral("<br><i>%1</i>").arg(toQString(device->reasons[allocation.reason]).toHtmlEscaped());
-    }
-    const Snapshot& snapshot = m_data->snapshot();
-    const QString frames = stackText(*snapshot.frames, *snapshot.strings, traceEvent.stack, 8);
-    if (!frames.isEmpty())
-        html += QStringLiteral("<pre style='margin:4px 0 0 0'>%1</pre>").arg(frames.toHtmlEscaped());
-    return html;
-}
-
-void TimelineWidget::onMouseMove(QMouseEvent* event)
-{
-    if (!m_data || event->buttons() != Qt::NoButton || !m_plot->axisRect()->rect().contains(event->pos())) {
-        return;
-    }
-    const int64_t index = eventAt(m_plot->xAxis->pixelToCoord(event->position().x()));
-    const double bytes = m_plot->yAxis->pixelToCoord(event->position().y());
-    QToolTip::showText(event->globalPosition().toPoint(), describe(index, bytes), m_plot);
-}
-
-void TimelineWidget::onMousePress(QMouseEvent* event)
-{
-    m_pressPos = event->pos();
-    // Plain drag pans; Shift+drag draws a rectangle to zoom into.
-    m_plot->setSelectionRectMode(event->modifiers() & Qt::ShiftModifier ? QCP::srmZoom : QCP::srmNone);
-}
-
-void TimelineWidget::onMouseRelease(QMouseEvent* event)
-{
-    m_plot->setSelectionRectMode(QCP::srmNone);
-    if (event->button() == Qt::LeftButton && (event->pos() - m_pressPos).manhattanLength() < 4
-        && m_plot->axisRect()->rect().contains(event->pos()))
-        setCursorEvent(eventAt(m_plot->xAxis->pixelToCoord(event->position().x())));
-}
-
-bool TimelineWidget::eventFilter(QObject* watched, QEvent* event)
-{
-    if (watched == m_plot && event->type() == QEvent::KeyPress && m_data) {
-        auto* key = static_cast<QKeyEvent*>(event);
-        QCPRange range = m_plot->xAxis->range();
-        switch (key->key()) {
-        case Qt::Key_Left:
-        case Qt::Key_Right: {
-            if (key->modifiers() & Qt::ShiftModifier) {
-                setCursorEvent(std::max<int64_t>(0, m_cursorEvent) + (key->key() == Qt::Key_Left ? -1 : 1));
-                return true;
-            }
-            const double step = range.size() / 8 * (key->key() == Qt::Key_Left ? -1 : 1);
-            m_plot->xAxis->setRange(range.lower + step, range.upper + step);
-            return true;
-        }
-        case Qt::Key_Plus:
-        case Qt::Key_Equal:
-        case Qt::Key_Up:
-            m_plot->xAxis->scaleRange(0.7,
-                m_cursorEvent >= 0 && range.contains(keyOf(m_cursorEvent)) ? keyOf(m_cursorEvent) : range.center());
-            return true;
-        case Qt::Key_Minus:
-        case Qt::Key_Down:
-            m_plot->xAxis->scaleRange(1 / 0.7, range.center());
-            return true;
-        case Qt::Key_Home:
-        case Qt::Key_0:
-            resetZoom();
-            return true;
-        default:
-            break;
-        }
-    }
-    if (watched == m_plot && event->type() == QEvent::Resize)
-        QMetaObject::invokeMethod(this, &TimelineWidget::rebuildVisible, Qt::QueuedConnection);
-    return QWidget::eventFilter(watched, event);
-}
-
-int TimelineWidget::drawExportLegend(QPainter* painter, int width) const
-{
-    // The on-screen legend is a label beside the plot; a saved chart must explain itself.
-    const QFontMetrics metrics(font());
-    const int height = metrics.height() * 2;
-    const QPalette palette = this->palette();
-    painter->save();
-    painter->setFont(font());
-    painter->fillRect(QRect(0, 0, width, height), palette.color(QPalette::Base));
-    int x = 12;
-    const int middle = height / 2;
-    const int swatch = metrics.ascent() - 2;
-    for (Category category : stackOrder) {
-        painter->fillRect(QRect(x, middle - swatch / 2, swatch, swatch), colors::category(category));
-        x += swatch + 5;
-        const QString text = categoryText(category);
-        painter->setPen(palette.color(QPalette::WindowText));
-        painter->drawText(QPoint(x, middle + metrics.ascent() / 2 - 1), text);
-        x += metrics.horizontalAdvance(text) + 16;
-    }
-    painter->setPen(QPen(colors::reservedLine(), 1.6, Qt::DashLine));
-    painter->drawLine(QPointF(x, middle), QPointF(x + 22, middle));
-    x += 27;
-    painter->setPen(palette.color(QPalette::WindowText));
-    painter->drawText(QPoint(x, middle + metrics.ascent() / 2 - 1), QStringLiteral("Reserved"));
-    painter->restore();
-    return height;
-}
-
-bool TimelineWidget::exportImage(const QString& path)
-{
-    const int width = std::max(800, m_plot->width());
-    const int height = std::max(400, m_plot->height());
-    const int legend = QFontMetrics(font()).height() * 2;
-    if (path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive)) {
-        QSvgGenerator generator;
-        generator.setFileName(path);
-        generator.setSize(QSize(width, height + legend));
-        generator.setViewBox(QRect(0, 0, width, height + legend));
-        generator.setTitle(QStringLiteral("oomlens timeline"));
-        QCPPainter painter;
-        if (!painter.begin(&generator))
-            return false;
-        painter.translate(0, drawExportLegend(&painter, width));
-        m_plot->toPainter(&painter, width, height);
-        return painter.end();
-    }
-    // At the screen's pixel ratio (at least 2×) so the PNG stays sharp on HiDPI screens and slides.
-    const double scale = std::max(2.0, devicePixelRatioF());
-    QImage image(QSize(int(width * scale), int((height + legend) * scale)), QImage::Format_ARGB32_Premultiplied);
-    image.fill(palette().color(QPalette::Base));
-    QCPPainter painter;
-    if (!painter.begin(&image))
-        return false;
-    // Line widths scale with the picture, as QCustomPlot's own savePng does.
-    painter.setMode(QCPPainter::pmNonCosmetic);
-    painter.scale(scale, scale);
-    painter.translate(0, drawExportLegend(&painter, width));
-    m_plot->toPainter(&painter, width, height);
-    painter.end();
-    return image.save(path, "PNG");
-}
-
-void TimelineWidget::exportDialog()
-{
-    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export chart"),
-        QStringLiteral("timeline.png"), QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"));
-    if (!path.isEmpty() && !exportImage(path))
-        m_info->setText(QStringLiteral("Could not write %1").arg(path.toHtmlEscaped()));
 }
 
 void TimelineWidget::changeEvent(QEvent* event)

@@ -1,9 +1,11 @@
 #pragma once
 
+#include "core/phase.h"
 #include "views/timelinedata.h"
 
 #include <QWidget>
 
+#include <array>
 #include <memory>
 
 class QCustomPlot;
@@ -65,6 +67,10 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
+    // Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
+    static constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
+        Category::OptimizerState, Category::Inputs, Category::Activations, Category::Temporaries, Category::Unknown };
+
     void buildStatic();
     void applyColors();
     void rebuildVisible();
