@@ -59,6 +59,24 @@ bool waitForLoads(MainWindow& window)
     return QTest::qWaitFor([&] { return !window.isLoading(); }, 60000);
 }
 
+// Opens the files as one case in a window big enough for every view and waits until it is loaded.
+bool openInWindow(MainWindow& window, const QStringList& files, QSize size = QSize(1400, 900))
+{
+    window.resize(size);
+    window.show();
+    window.openFiles(files);
+    return waitForLoads(window);
+}
+
+// The current case's timeline, on screen and zoomed out to the whole trace.
+TimelineWidget* showTimeline(MainWindow& window)
+{
+    CaseWidget* view = window.currentCase();
+    view->showPage(CaseWidget::TimelineTab);
+    view->timeline()->resetZoom();
+    return view->timeline();
+}
+
 } // namespace
 
 class TestMainWindow : public QObject
@@ -170,11 +188,8 @@ private slots:
     void snapshotViewsFollowTheCursor()
     {
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles(
-            { scenario(QStringLiteral("first_backward.pickle")), scenario(QStringLiteral("first_backward.oom.txt")) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window,
+            { scenario(QStringLiteral("first_backward.pickle")), scenario(QStringLiteral("first_backward.oom.txt")) }));
         CaseWidget* view = window.currentCase();
         QVERIFY(view->tabs()->isTabEnabled(CaseWidget::TimelineTab));
         const auto data = view->timeline()->timeline();
@@ -215,15 +230,9 @@ private slots:
     void timelineKeepsThePeakAtAnyZoom()
     {
         MainWindow window;
-        window.resize(1200, 800);
-        window.show();
-        window.openFiles({ scenario(QStringLiteral("longest_batch.pickle")) });
-        QVERIFY(waitForLoads(window));
-        CaseWidget* view = window.currentCase();
-        view->showPage(CaseWidget::TimelineTab);
-        TimelineWidget* timeline = view->timeline();
+        QVERIFY(openInWindow(window, { scenario(QStringLiteral("longest_batch.pickle")) }, QSize(1200, 800)));
+        TimelineWidget* timeline = showTimeline(window);
         const auto data = timeline->timeline();
-        timeline->resetZoom();
         const int width = timeline->plot()->axisRect()->width();
         QVERIFY(timeline->plottedPointCount() <= 2 * width + 4);
         const double top = timeline->plot()->yAxis->range().upper;
@@ -263,10 +272,7 @@ private slots:
         QFETCH(QString, says);
         QFETCH(QString, neverSays);
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ scenario(file) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window, { scenario(file) }));
         QVERIFY(window.currentCase()->loadedCase()->analysis.diagnoses.empty());
         QVERIFY2(showsText(window.currentCase(), says), qPrintable(visibleTexts(window.currentCase()).join(u'\n')));
         QVERIFY(!showsText(window.currentCase(), neverSays));
@@ -275,10 +281,7 @@ private slots:
     void snapshotOverviewShowsWhatFilledThePeak()
     {
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ scenario(QStringLiteral("optimizer_step2.pickle")) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window, { scenario(QStringLiteral("optimizer_step2.pickle")) }));
         const DeviceAnalysis* device = window.currentCase()->loadedCase()->analysis.snapshots.front().primary();
         QVERIFY(device);
         QString line;
@@ -299,10 +302,7 @@ private slots:
     void tablesFitTheirLongestValues()
     {
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ scenario(QStringLiteral("optimizer_step2.pickle")) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window, { scenario(QStringLiteral("optimizer_step2.pickle")) }));
         CaseWidget* view = window.currentCase();
         view->showPage(CaseWidget::TimelineTab);
         auto* table = view->liveAllocations()->findChild<QTableView*>();
@@ -317,16 +317,10 @@ private slots:
     void stepLabelsKeepThePlotStillWhileZooming()
     {
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ scenario(QStringLiteral("optimizer_step2.pickle")) });
-        QVERIFY(waitForLoads(window));
-        CaseWidget* view = window.currentCase();
-        view->showPage(CaseWidget::TimelineTab);
-        TimelineWidget* timeline = view->timeline();
+        QVERIFY(openInWindow(window, { scenario(QStringLiteral("optimizer_step2.pickle")) }));
+        TimelineWidget* timeline = showTimeline(window);
         const auto data = timeline->timeline();
         QVERIFY(data->stepStarts().size() >= 2);
-        timeline->resetZoom();
         timeline->plot()->replot();
         const int top = timeline->plot()->axisRect()->top();
         // Between two step starts no step label is in view.
@@ -354,10 +348,7 @@ private slots:
         QFETCH(QString, file);
         QFETCH(QStringList, says);
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ scenario(file) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window, { scenario(file) }));
         auto* glance = window.currentCase()->overview()->findChild<QLabel*>(QStringLiteral("glance"));
         if (says.isEmpty()) {
             QVERIFY(!glance);
@@ -371,10 +362,7 @@ private slots:
     void exportedChartCarriesItsLegend()
     {
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ scenario(QStringLiteral("first_backward.pickle")) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window, { scenario(QStringLiteral("first_backward.pickle")) }));
         TimelineWidget* timeline = window.currentCase()->timeline();
         QTemporaryDir directory;
         const QString png = directory.filePath(QStringLiteral("chart.png"));
@@ -402,11 +390,8 @@ private slots:
     void screenshotsOfEveryView()
     {
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles(
-            { scenario(QStringLiteral("fragmentation.pickle")), scenario(QStringLiteral("fragmentation.oom.txt")) });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window,
+            { scenario(QStringLiteral("fragmentation.pickle")), scenario(QStringLiteral("fragmentation.oom.txt")) }));
         QTemporaryDir directory;
         const QStringList written = window.writeScreenshots(directory.path());
         QCOMPARE(written.size(), 5);
@@ -420,10 +405,7 @@ private slots:
         const QString path
             = test::corpusDir() + QStringLiteral("/snapshots/Constructor-Sun__code_location__memory_snapshot.pickle");
         MainWindow window;
-        window.resize(1400, 900);
-        window.show();
-        window.openFiles({ path });
-        QVERIFY(waitForLoads(window));
+        QVERIFY(openInWindow(window, { path }));
         QCOMPARE(window.caseCount(), 1);
         QVERIFY2(window.bannerText().isEmpty(), qPrintable(window.bannerText()));
         CaseWidget* view = window.currentCase();
