@@ -3,6 +3,7 @@
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "parsers/snapshotreader.h"
+#include "bench/synthetictrace.h"
 
 #include <QFile>
 
@@ -25,85 +26,6 @@ long rssKiB(const char* field)
             return std::stol(line.substr(std::strlen(field)));
     }
     return -1;
-}
-
-StackId stack(StringTable& strings, FrameTable& frames, std::initializer_list<std::pair<const char*, const char*>> list)
-{
-    std::vector<FrameId> ids;
-    int line = 10;
-    for (const auto& [file, name] : list)
-        ids.push_back(frames.intern(Frame{strings.intern(file), strings.intern(name), line++}));
-    return frames.internStack(ids.data(), ids.size());
-}
-
-// Steps of forward (layers allocate activations and temporaries), backward (frees activations,
-// writes gradients at the first step), optimizer (state at the first step, scratch after).
-std::shared_ptr<const Snapshot> synthetic(size_t targetEvents)
-{
-    auto strings = std::make_shared<StringTable>();
-    auto frames = std::make_shared<FrameTable>();
-    const StackId fwd = stack(*strings, *frames, {{"model.py", "forward"}, {"torch/nn/modules/module.py", "_call_impl"}, {"train.py", "main"}});
-    const StackId bwd = stack(*strings, *frames, {{"??", "torch::autograd::generated::MmBackward0::apply"}, {"??", "torch::autograd::Engine::thread_main"}});
-    const StackId grad = stack(*strings, *frames, {{"??", "torch::autograd::AccumulateGrad::apply"}, {"??", "torch::autograd::Engine::thread_main"}});
-    const StackId opt = stack(*strings, *frames, {{"torch/optim/adam.py", "_init_group"}, {"torch/optim/optimizer.py", "wrapper"}, {"train.py", "main"}});
-    auto snapshot = std::make_shared<Snapshot>();
-    DeviceTrace trace;
-    auto& ev = trace.events;
-    ev.reserve(targetEvents + 1000);
-    int64_t t = 1'700'000'000'000'000;
-    uint64_t nextAddress = 0x7f0000000000ULL;
-    auto push = [&](TraceAction action, uint64_t addr, uint64_t size, StackId s) {
-        TraceEvent e;
-        e.action = action;
-        e.addr = addr;
-        e.size = size;
-        e.stack = s;
-        e.timeUs = t += 3;
-        ev.push_back(e);
-    };
-    const int layers = 48, params = 48;
-    std::vector<uint64_t> gradAddresses, stateAddresses;
-    for (int step = 0; ev.size() < targetEvents; ++step) {
-        std::vector<uint64_t> saved;
-        for (int l = 0; l < layers * 20; ++l) {
-            const uint64_t a = nextAddress += 1 << 22;
-            push(TraceAction::Alloc, a, 3 << 20, fwd);
-            saved.push_back(a);
-            const uint64_t tmp = nextAddress += 1 << 22;
-            push(TraceAction::Alloc, tmp, 1 << 20, fwd);
-            push(TraceAction::FreeRequested, tmp, 1 << 20, fwd);
-            push(TraceAction::FreeCompleted, tmp, 1 << 20, fwd);
-        }
-        for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
-            const uint64_t g = nextAddress += 1 << 22;
-            push(TraceAction::Alloc, g, 3 << 20, bwd);
-            push(TraceAction::FreeRequested, g, 3 << 20, bwd);
-            push(TraceAction::FreeCompleted, g, 3 << 20, bwd);
-            push(TraceAction::FreeRequested, *it, 3 << 20, bwd);
-            push(TraceAction::FreeCompleted, *it, 3 << 20, bwd);
-        }
-        if (step == 0) {
-            for (int p = 0; p < params; ++p) {
-                gradAddresses.push_back(nextAddress += 1 << 24);
-                push(TraceAction::Alloc, gradAddresses.back(), 8 << 20, grad);
-            }
-            for (int p = 0; p < 2 * params; ++p) {
-                stateAddresses.push_back(nextAddress += 1 << 24);
-                push(TraceAction::Alloc, stateAddresses.back(), 8 << 20, opt);
-            }
-        }
-        for (int p = 0; p < params; ++p) {
-            const uint64_t s = nextAddress += 1 << 22;
-            push(TraceAction::Alloc, s, 1 << 20, opt);
-            push(TraceAction::FreeRequested, s, 1 << 20, opt);
-            push(TraceAction::FreeCompleted, s, 1 << 20, opt);
-        }
-    }
-    trace.device = 0;
-    snapshot->traces.push_back(std::move(trace));
-    snapshot->strings = strings;
-    snapshot->frames = frames;
-    return snapshot;
 }
 
 } // namespace
@@ -129,7 +51,7 @@ int main(int argc, char** argv)
         snapshot = result.snapshot;
     }
     if (!snapshot)
-        snapshot = synthetic(events);
+        snapshot = bench::syntheticTrainingTrace(events, bench::StepShape::Uniform);
     const long before = rssKiB("VmRSS:");
     const auto start = std::chrono::steady_clock::now();
     const SnapshotAnalysis analysis = analyzeSnapshot(snapshot);

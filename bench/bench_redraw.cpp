@@ -5,6 +5,7 @@
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "parsers/snapshotreader.h"
+#include "bench/synthetictrace.h"
 #include "views/allocatorstatewidget.h"
 #include "views/eventsmodel.h"
 #include "views/eventsview.h"
@@ -45,81 +46,6 @@ double cpuMs()
     timespec now {};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
     return double(now.tv_sec) * 1e3 + double(now.tv_nsec) / 1e6;
-}
-
-StackId stack(StringTable& strings, FrameTable& frames, std::initializer_list<std::pair<const char*, const char*>> list)
-{
-    std::vector<FrameId> ids;
-    int line = 10;
-    for (const auto& [file, name] : list)
-        ids.push_back(frames.intern(Frame { strings.intern(file), strings.intern(name), line++ }));
-    return frames.internStack(ids.data(), ids.size());
-}
-
-// Training steps whose forward length varies (so the curve has structure at every zoom): layers
-// allocate activations and temporaries, backward frees them, Adam state appears at step 1.
-std::shared_ptr<const Snapshot> synthetic(size_t targetEvents)
-{
-    auto strings = std::make_shared<StringTable>();
-    auto frames = std::make_shared<FrameTable>();
-    const StackId fwd = stack(*strings, *frames,
-        { { "model.py", "forward" }, { "torch/nn/modules/module.py", "_call_impl" }, { "train.py", "main" } });
-    const StackId bwd = stack(*strings, *frames,
-        { { "??", "torch::autograd::generated::MmBackward0::apply" },
-            { "??", "torch::autograd::Engine::thread_main" } });
-    const StackId grad = stack(*strings, *frames,
-        { { "??", "torch::autograd::AccumulateGrad::apply" }, { "??", "torch::autograd::Engine::thread_main" } });
-    const StackId opt = stack(*strings, *frames,
-        { { "torch/optim/adam.py", "_init_group" }, { "torch/optim/optimizer.py", "wrapper" },
-            { "train.py", "main" } });
-    auto snapshot = std::make_shared<Snapshot>();
-    DeviceTrace trace;
-    auto& events = trace.events;
-    events.reserve(targetEvents + 10000);
-    int64_t time = 1'700'000'000'000'000;
-    uint64_t next = 0x7f0000000000ULL;
-    auto push = [&](TraceAction action, uint64_t address, uint64_t size, StackId s) {
-        TraceEvent event;
-        event.action = action;
-        event.addr = address;
-        event.size = size;
-        event.stack = s;
-        event.timeUs = time += 3;
-        events.push_back(event);
-    };
-    std::vector<uint64_t> state;
-    for (int step = 0; events.size() < targetEvents; ++step) {
-        std::vector<uint64_t> saved;
-        const int layers = 600 + (step * 37) % 400;
-        for (int l = 0; l < layers; ++l) {
-            const uint64_t a = next += 1 << 22;
-            push(TraceAction::Alloc, a, uint64_t(2 + l % 3) << 20, fwd);
-            saved.push_back(a);
-            const uint64_t t = next += 1 << 22;
-            push(TraceAction::Alloc, t, 1 << 20, fwd);
-            push(TraceAction::FreeRequested, t, 1 << 20, fwd);
-            push(TraceAction::FreeCompleted, t, 1 << 20, fwd);
-        }
-        for (size_t i = saved.size(); i-- > 0;) {
-            const uint64_t g = next += 1 << 22;
-            push(TraceAction::Alloc, g, 3 << 20, bwd);
-            push(TraceAction::FreeRequested, g, 3 << 20, bwd);
-            push(TraceAction::FreeCompleted, g, 3 << 20, bwd);
-            push(TraceAction::FreeRequested, saved[i], uint64_t(2 + i % 3) << 20, bwd);
-            push(TraceAction::FreeCompleted, saved[i], uint64_t(2 + i % 3) << 20, bwd);
-        }
-        if (step == 0) {
-            for (int p = 0; p < 48; ++p)
-                push(TraceAction::Alloc, next += 1 << 24, 8 << 20, grad);
-            for (int p = 0; p < 96; ++p)
-                push(TraceAction::Alloc, next += 1 << 24, 8 << 20, opt);
-        }
-    }
-    trace.device = 0;
-    snapshot->traces.push_back(std::move(trace));
-    snapshot->strings = strings;
-    snapshot->frames = frames;
-    return snapshot;
 }
 
 struct Stats
@@ -170,7 +96,7 @@ int main(int argc, char** argv)
         std::printf("read %s in %.0f ms\n", argv[1], msSince(start));
     }
     if (!snapshot) {
-        snapshot = synthetic(events);
+        snapshot = bench::syntheticTrainingTrace(events, bench::StepShape::Varying);
         std::printf("built a synthetic trace in %.0f ms\n", msSince(start));
     }
     start = Clock::now();
