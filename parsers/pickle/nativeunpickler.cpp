@@ -449,24 +449,50 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     const uint64_t memoSize = m_memo.size();
     constexpr uint64_t frameTag = uint64_t(Kind::Frame) + 1;
     const size_t before = sink->size();
-    while (pos + 1 < size) {
-        uint64_t index;
+    // Collected in a local buffer: a push_back per frame re-checks the vector's capacity and
+    // keeps its end pointer in memory, and a batch holds tens of frames.
+    // The buffer is a member: a local array of FrameId would be filled with invalid ids per call.
+    constexpr size_t bufferSize = 256;
+    if (m_frameBuffer.size() < bufferSize)
+        m_frameBuffer.resize(bufferSize);
+    FrameId* const buffer = m_frameBuffer.data();
+    size_t n = 0;
+    bool valid = true;
+    const auto keep = [&](uint64_t index) {
+        if (index >= memoSize || (memo[index] >> 56) != frameTag) [[unlikely]] {
+            valid = false;
+            return;
+        }
+        buffer[n++] = FrameId(static_cast<uint32_t>(memo[index]));
+        if (n == bufferSize) [[unlikely]] {
+            sink->insert(sink->end(), buffer, buffer + n);
+            n = 0;
+        }
+    };
+    // While five bytes remain either GET form can be read without a bounds check per form;
+    // choosing the width arithmetically spares a branch that BINGET/LONG_BINGET mixes mispredict.
+    while (valid && pos + 5 <= size) {
+        const uint8_t code = base[pos];
+        const bool wide = code == op::LongBinGet;
+        if (!wide && code != op::BinGet)
+            break;
+        const uint64_t index = wide ? little32(base + pos + 1) : base[pos + 1];
+        pos += wide ? 5 : 2;
+        keep(index);
+    }
+    while (valid && pos + 1 < size) {
         if (base[pos] == op::BinGet) {
-            index = base[pos + 1];
+            keep(base[pos + 1]);
             pos += 2;
         } else if (base[pos] == op::LongBinGet && pos + 5 <= size) {
-            index = little32(base + pos + 1);
+            keep(little32(base + pos + 1));
             pos += 5;
         } else {
             break;
         }
-        if (index >= memoSize || (memo[index] >> 56) != frameTag) {
-            sink->resize(before);
-            return false;
-        }
-        sink->push_back(FrameId(static_cast<uint32_t>(memo[index])));
     }
-    if (pos >= size || base[pos] != op::Appends || sink->size() == before) {
+    sink->insert(sink->end(), buffer, buffer + n);
+    if (!valid || pos >= size || base[pos] != op::Appends || sink->size() == before) {
         sink->resize(before);
         return false;
     }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/ids.h"
 #include "parsers/pickle/picklevalue.h"
 
 #include <atomic>
@@ -115,6 +116,7 @@ private:
     std::vector<uint32_t> m_handleMemo; // builder handle -> memo index of that open container
     std::vector<size_t> m_openPos; // builder handle -> stack position of that open container
     std::string m_scratch;
+    std::vector<FrameId> m_frameBuffer; // appendFrameBatch's staging
 };
 
 } // namespace oomlens::pickle
