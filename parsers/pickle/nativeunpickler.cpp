@@ -449,25 +449,30 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     const uint64_t memoSize = m_memo.size();
     constexpr uint64_t frameTag = uint64_t(Kind::Frame) + 1;
     const size_t before = sink->size();
-    // Collected in a local buffer: a push_back per frame re-checks the vector's capacity and
-    // keeps its end pointer in memory, and a batch holds tens of frames.
-    // The buffer is a member: a local array of FrameId would be filled with invalid ids per call.
+    // Collected in a buffer first: a push_back per frame re-checks the list's capacity and keeps
+    // its end pointer in memory. The buffer is a member because a local FrameId array would be
+    // filled with invalid ids on every call.
     constexpr size_t bufferSize = 256;
     if (m_frameBuffer.size() < bufferSize)
         m_frameBuffer.resize(bufferSize);
     FrameId* const buffer = m_frameBuffer.data();
     size_t n = 0;
     bool valid = true;
+    const auto flush = [&]() {
+        // memcpy, not insert: the compiler cannot tell the buffer from the list and copies by element.
+        const size_t at = sink->size();
+        sink->resize(at + n);
+        std::memcpy(sink->data() + at, buffer, n * sizeof(FrameId));
+        n = 0;
+    };
     const auto keep = [&](uint64_t index) {
         if (index >= memoSize || (memo[index] >> 56) != frameTag) [[unlikely]] {
             valid = false;
             return;
         }
         buffer[n++] = FrameId(static_cast<uint32_t>(memo[index]));
-        if (n == bufferSize) [[unlikely]] {
-            sink->insert(sink->end(), buffer, buffer + n);
-            n = 0;
-        }
+        if (n == bufferSize) [[unlikely]]
+            flush();
     };
     // While five bytes remain either GET form can be read without a bounds check per form;
     // choosing the width arithmetically spares a branch that BINGET/LONG_BINGET mixes mispredict.
@@ -491,7 +496,7 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
             break;
         }
     }
-    sink->insert(sink->end(), buffer, buffer + n);
+    flush();
     if (!valid || pos >= size || base[pos] != op::Appends || sink->size() == before) {
         sink->resize(before);
         return false;
