@@ -34,6 +34,47 @@ uint64_t little(const unsigned char* p, int width)
     return v;
 }
 
+// End of the run of BINGET/LONG_BINGET opcodes that starts at pos (pos itself when there is none).
+uint64_t getRunEnd(const unsigned char* base, uint64_t size, uint64_t pos)
+{
+    while (pos + 5 <= size) {
+        const uint8_t code = base[pos];
+        const bool wide = code == op::LongBinGet;
+        if (!wide && code != op::BinGet)
+            return pos;
+        pos += wide ? 5 : 2;
+    }
+    while (pos + 1 < size && base[pos] == op::BinGet)
+        pos += 2;
+    return pos;
+}
+
+uint64_t bytesHash(const unsigned char* p, uint64_t n)
+{
+    // Two lanes of word-at-a-time multiply-xor: a frame list's bytes are hashed once per list.
+    constexpr uint64_t k = 0x9e3779b97f4a7c15ull;
+    uint64_t a = n, b = ~n;
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint64_t x, y;
+        std::memcpy(&x, p + i, 8);
+        std::memcpy(&y, p + i + 8, 8);
+        a = (a ^ x) * k;
+        b = (b ^ y) * k;
+    }
+    if (i + 8 <= n) {
+        uint64_t x;
+        std::memcpy(&x, p + i, 8);
+        a = (a ^ x) * k;
+        i += 8;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, p + i, n - i);
+    b = (b ^ tail) * k;
+    const uint64_t h = a ^ (b >> 29) ^ (b << 7);
+    return h ^ (h >> 32);
+}
+
 } // namespace
 
 NativeUnpickler::NativeUnpickler(SnapshotBuilder& builder)
@@ -50,6 +91,10 @@ Value NativeUnpickler::decode(std::string_view data)
     // Untouched reservations cost address space only; they spare the big tables a regrow.
     m_memo.reserve(m_size / 16);
     m_stack.grow(4096);
+    // Known frame lists point into the input: they do not outlive it.
+    m_lists.clear();
+    m_listCount = 0;
+    m_listsSound = true;
     try {
         run();
     } catch (const DecodeError& e) {
@@ -440,11 +485,21 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     // the most common sequence in a snapshot. Read it in one sweep straight into the list. Anything
     // else (or a GET of something that is not a frame) leaves it to the general path, having
     // consumed nothing.
-    std::vector<FrameId>* sink = m_builder.frameSink(m_stack.back().ref);
+    const uint32_t handle = m_stack.back().ref;
+    std::vector<FrameId>* sink = m_builder.frameSink(handle);
     if (!sink)
         return false;
     const unsigned char* const base = m_base;
     const uint64_t size = m_size;
+    const uint64_t from = pos;
+    const bool fresh = sink->empty() && m_listsSound;
+    if (fresh) {
+        const uint64_t end = getRunEnd(base, size, pos);
+        if (end > pos && end < size && base[end] == op::Appends && knownFrameList(handle, pos, end)) {
+            m_pos = end + 1;
+            return true;
+        }
+    }
     const uint64_t* const memo = m_memo.data();
     const uint64_t memoSize = m_memo.size();
     constexpr uint64_t frameTag = uint64_t(Kind::Frame) + 1;
@@ -502,7 +557,53 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
         return false;
     }
     m_pos = pos + 1;
+    if (fresh)
+        rememberFrameList(handle, from, pos);
     return true;
+}
+
+bool NativeUnpickler::knownFrameList(uint32_t handle, uint64_t from, uint64_t end)
+{
+    if (m_lists.empty())
+        return false;
+    const auto length = end - from;
+    const uint64_t hash = bytesHash(m_base + from, length);
+    const size_t mask = m_lists.size() - 1;
+    for (size_t i = hash & mask; m_lists[i].stack != 0; i = (i + 1) & mask) {
+        const ListEntry& e = m_lists[i];
+        if (e.hash == hash && e.length == length && std::memcmp(m_base + e.offset, m_base + from, length) == 0) {
+            m_builder.presetStack(handle, StackId(e.stack - 1));
+            return true;
+        }
+    }
+    return false;
+}
+
+void NativeUnpickler::rememberFrameList(uint32_t handle, uint64_t from, uint64_t end)
+{
+    const StackId id = m_builder.stackSoFar(handle);
+    m_builder.presetStack(handle, id);
+    if ((m_listCount + 1) * 2 > m_lists.size()) {
+        std::vector<ListEntry> grown(std::max<size_t>(1024, m_lists.size() * 2));
+        const size_t mask = grown.size() - 1;
+        for (const ListEntry& e : m_lists) {
+            if (e.stack == 0)
+                continue;
+            size_t j = e.hash & mask;
+            while (grown[j].stack != 0)
+                j = (j + 1) & mask;
+            grown[j] = e;
+        }
+        m_lists.swap(grown);
+    }
+    const auto length = end - from;
+    const uint64_t hash = bytesHash(m_base + from, length);
+    const size_t mask = m_lists.size() - 1;
+    size_t i = hash & mask;
+    while (m_lists[i].stack != 0)
+        i = (i + 1) & mask;
+    m_lists[i] = ListEntry { hash, from, static_cast<uint32_t>(length), id.value + 1 };
+    ++m_listCount;
 }
 
 void NativeUnpickler::appendItems(uint32_t handle, size_t from)

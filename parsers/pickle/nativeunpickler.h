@@ -117,6 +117,22 @@ private:
     std::vector<size_t> m_openPos; // builder handle -> stack position of that open container
     std::string m_scratch;
     std::vector<FrameId> m_frameBuffer; // appendFrameBatch's staging
+
+    // Frame lists by their encoded bytes (the GETs between MARK and APPENDS): a repeated list is
+    // recognised with one hash and one memcmp against its first occurrence in the input. Only
+    // sound while no memo slot is bound twice; memoPut turns it off when one is.
+    struct ListEntry
+    {
+        uint64_t hash = 0;
+        uint64_t offset = 0; // where the bytes first occurred
+        uint32_t length = 0;
+        uint32_t stack = 0; // StackId + 1, 0 = empty slot
+    };
+    bool knownFrameList(uint32_t handle, uint64_t from, uint64_t end);
+    void rememberFrameList(uint32_t handle, uint64_t from, uint64_t end);
+    std::vector<ListEntry> m_lists;
+    size_t m_listCount = 0;
+    bool m_listsSound = true;
 };
 
 } // namespace oomlens::pickle

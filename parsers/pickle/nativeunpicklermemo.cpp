@@ -58,6 +58,12 @@ void NativeUnpickler::memoPut(uint64_t index)
 {
     if (m_stack.empty())
         throw errorAt("not a valid pickle: memo store with an empty stack", m_opStart);
+    if (index < m_memo.size() && m_memo[index] != 0 && m_listsSound) {
+        // A rebound slot changes what the bytes of a known frame list mean.
+        m_listsSound = false;
+        m_lists.clear();
+        m_listCount = 0;
+    }
     if (index == m_memo.size()) {
         const Kind kind = m_stack.back().kind;
         if (kind == Kind::Str || kind == Kind::Frame || kind == Kind::Stack) {

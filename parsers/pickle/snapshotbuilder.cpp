@@ -125,6 +125,16 @@ uint32_t SnapshotBuilder::open(Kind kind)
 
 void SnapshotBuilder::appendSlow(OpenContainer& c, const Value& item)
 {
+    if (c.recordKind == Kind::Stack) {
+        // A preset stack takes more items after all: it goes back to being a list of its frames.
+        const auto frames = m_frames->stack(StackId(c.first));
+        c.frames.assign(frames.begin(), frames.end());
+        c.recordKind = Kind::None;
+        if (item.kind == Kind::Frame) {
+            c.frames.push_back(FrameId(item.ref));
+            return;
+        }
+    }
     if (c.kind == Kind::List && isRecord(item.kind)) {
         appendRecord(c, item);
         return;
@@ -207,6 +217,8 @@ Value SnapshotBuilder::retain(OpenContainer& c)
 
 Value SnapshotBuilder::closeList(OpenContainer& c)
 {
+    if (c.recordKind == Kind::Stack)
+        return Value::of(Kind::Stack, c.first);
     if (c.recordKind != Kind::None) {
         const auto index = static_cast<uint32_t>(m_ranges.size());
         if (c.recordKind == Kind::Event) {

@@ -54,6 +54,17 @@ public:
         auto& c = m_open[handle];
         return c.kind == Kind::List && c.items.empty() && c.recordKind == Kind::None ? &c.frames : nullptr;
     }
+    // The decoder recognised a fresh list by its encoded bytes as one seen before: the list
+    // closes as that stack without its frames being read again.
+    void presetStack(uint32_t handle, StackId id)
+    {
+        auto& c = m_open[handle];
+        c.frames.clear();
+        c.recordKind = Kind::Stack;
+        c.first = id.value;
+    }
+    // The stack a list of only frames would close as, for the decoder to reuse.
+    StackId stackSoFar(uint32_t handle) { return internStack(m_open[handle]); }
     // Finished keys and values, alternating.
     void setItems(uint32_t handle, const Value* pairs, size_t count)
     {
