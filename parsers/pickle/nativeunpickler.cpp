@@ -49,6 +49,17 @@ uint64_t getRunEnd(const unsigned char* base, uint64_t size, uint64_t pos)
     return pos;
 }
 
+constexpr size_t recentSlots = 4096;
+
+size_t headHash(const unsigned char* p)
+{
+    uint64_t x, y;
+    std::memcpy(&x, p, 8);
+    std::memcpy(&y, p + 8, 8);
+    const uint64_t h = (x * 0x9e3779b97f4a7c15ull) ^ (y * 0xc2b2ae3d27d4eb4full);
+    return static_cast<size_t>(h >> 52) & (recentSlots - 1);
+}
+
 uint64_t bytesHash(const unsigned char* p, uint64_t n)
 {
     // Two lanes of word-at-a-time multiply-xor: a frame list's bytes are hashed once per list.
@@ -93,6 +104,7 @@ Value NativeUnpickler::decode(std::string_view data)
     m_stack.grow(4096);
     // Known frame lists point into the input: they do not outlive it.
     m_lists.clear();
+    m_recent.assign(recentSlots, ListEntry {});
     m_listCount = 0;
     m_listsSound = true;
     try {
@@ -494,6 +506,15 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     const uint64_t from = pos;
     const bool fresh = sink->empty() && m_listsSound;
     if (fresh) {
+        if (pos + 16 <= size) {
+            const ListEntry& guess = m_recent[headHash(base + pos)];
+            if (guess.stack != 0 && pos + guess.length < size && base[pos + guess.length] == op::Appends
+                && std::memcmp(base + guess.offset, base + pos, guess.length) == 0) {
+                m_builder.presetStack(handle, StackId(guess.stack - 1));
+                m_pos = pos + guess.length + 1;
+                return true;
+            }
+        }
         const uint64_t end = getRunEnd(base, size, pos);
         if (end > pos && end < size && base[end] == op::Appends && knownFrameList(handle, pos, end)) {
             m_pos = end + 1;
@@ -573,6 +594,8 @@ bool NativeUnpickler::knownFrameList(uint32_t handle, uint64_t from, uint64_t en
         const ListEntry& e = m_lists[i];
         if (e.hash == hash && e.length == length && std::memcmp(m_base + e.offset, m_base + from, length) == 0) {
             m_builder.presetStack(handle, StackId(e.stack - 1));
+            if (from + 16 <= m_size)
+                m_recent[headHash(m_base + from)] = e;
             return true;
         }
     }
@@ -603,6 +626,8 @@ void NativeUnpickler::rememberFrameList(uint32_t handle, uint64_t from, uint64_t
     while (m_lists[i].stack != 0)
         i = (i + 1) & mask;
     m_lists[i] = ListEntry { hash, from, static_cast<uint32_t>(length), id.value + 1 };
+    if (from + 16 <= m_size)
+        m_recent[headHash(m_base + from)] = m_lists[i];
     ++m_listCount;
 }
 

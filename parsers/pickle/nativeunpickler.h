@@ -131,6 +131,8 @@ private:
     bool knownFrameList(uint32_t handle, uint64_t from, uint64_t end);
     void rememberFrameList(uint32_t handle, uint64_t from, uint64_t end);
     std::vector<ListEntry> m_lists;
+    // The list last seen starting with given first 16 bytes, tried before the run is even scanned.
+    std::vector<ListEntry> m_recent;
     size_t m_listCount = 0;
     bool m_listsSound = true;
 };

@@ -62,6 +62,7 @@ void NativeUnpickler::memoPut(uint64_t index)
         // A rebound slot changes what the bytes of a known frame list mean.
         m_listsSound = false;
         m_lists.clear();
+        m_recent.clear();
         m_listCount = 0;
     }
     if (index == m_memo.size()) {
