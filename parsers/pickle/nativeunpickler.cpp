@@ -186,6 +186,9 @@ void NativeUnpickler::run()
             if (m_marks.size() >= maxMarks)
                 throw errorAt("nesting deeper than " + std::to_string(maxMarks) + " levels", start);
             m_marks.push_back(m_stack.size());
+            if (m_stack.size() > 0 && m_stack.back().kind == Kind::Open
+                && static_cast<Kind>(m_stack.back().i) == Kind::Dict)
+                pos = dictBody(pos);
             break;
         case op::Pop:
             if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) {
@@ -581,6 +584,42 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     if (fresh)
         rememberFrameList(handle, from, pos);
     return true;
+}
+
+uint64_t NativeUnpickler::dictBody(uint64_t pos)
+{
+    // A record's keys and values are memoized strings and small integers: read them in a loop of
+    // plain branches, which predict the record's regular shape better than the opcode switch's
+    // one indirect jump. Anything else, or the last few bytes, goes back to the switch.
+    const unsigned char* const base = m_base;
+    // Bounded, so that the opcode loop's cancel and progress checks still come round.
+    const uint64_t size = std::min(m_size, pos + checkEvery);
+    while (pos + 10 <= size) {
+        m_opStart = pos;
+        const uint8_t code = base[pos];
+        if (code == op::BinGet) {
+            memoGet(base[pos + 1]);
+            pos += 2;
+        } else if (code == op::LongBinGet) {
+            memoGet(little32(base + pos + 1));
+            pos += 5;
+        } else if (code == op::Long1 && base[pos + 1] <= 8) {
+            push(decodeLong(base + pos + 2, base[pos + 1]));
+            pos += 2 + base[pos + 1];
+        } else if (code == op::BinInt1) {
+            push(Value::integer(base[pos + 1]));
+            pos += 2;
+        } else if (code == op::BinInt) {
+            push(Value::integer(static_cast<int32_t>(little32(base + pos + 1))));
+            pos += 5;
+        } else if (code == op::BinInt2) {
+            push(Value::integer(static_cast<int64_t>(little(base + pos + 1, 2))));
+            pos += 3;
+        } else {
+            break;
+        }
+    }
+    return pos;
 }
 
 bool NativeUnpickler::knownFrameList(uint32_t handle, uint64_t from, uint64_t end)

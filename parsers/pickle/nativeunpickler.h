@@ -88,6 +88,7 @@ private:
     static DecodeError errorAt(const std::string& message, uint64_t offset);
     void appendItems(uint32_t handle, size_t from);
     bool appendFrameBatch(uint64_t pos);
+    uint64_t dictBody(uint64_t pos);
     size_t popMark();
     uint32_t target(size_t below, Kind kind);
     void memoPut(uint64_t index);
