@@ -8,7 +8,7 @@ namespace oomlens {
 namespace {
 
 // NVML reports ULLONG_MAX ("17179869184.00 GiB") when it cannot tell; anything beyond the card
-// (with slack for rounding) is such a placeholder, not a real figure.
+// (with slack for rounding) is such a sentinel, not a real figure.
 bool believable(uint64_t bytes, const std::optional<uint64_t>& total)
 {
     if (!total)

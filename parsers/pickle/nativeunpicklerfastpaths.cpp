@@ -1,0 +1,248 @@
+#include "parsers/pickle/nativeunpickler.h"
+
+#include "parsers/pickle/opcodes.h"
+#include "parsers/pickle/snapshotbuilder.h"
+#include "parsers/pickle/unpicklerdetail.h"
+
+#include <algorithm>
+#include <cstring>
+
+// The native unpickler's fast paths: a trace entry's frame list is a run of BINGETs of memoized
+// frame dicts, and most dict bodies are keys and small integers; both are read here without going
+// through the general opcode switch.
+
+namespace oomlens::pickle {
+
+using namespace unpicklerdetail;
+
+namespace {
+
+// End of the run of BINGET/LONG_BINGET opcodes that starts at pos (pos itself when there is none).
+uint64_t getRunEnd(const unsigned char* base, uint64_t size, uint64_t pos)
+{
+    while (pos + 5 <= size) {
+        const uint8_t code = base[pos];
+        const bool wide = code == op::LongBinGet;
+        if (!wide && code != op::BinGet)
+            return pos;
+        pos += wide ? 5 : 2;
+    }
+    while (pos + 1 < size && base[pos] == op::BinGet)
+        pos += 2;
+    return pos;
+}
+
+size_t headHash(const unsigned char* p)
+{
+    uint64_t x, y;
+    std::memcpy(&x, p, 8);
+    std::memcpy(&y, p + 8, 8);
+    const uint64_t h = (x * 0x9e3779b97f4a7c15ull) ^ (y * 0xc2b2ae3d27d4eb4full);
+    return static_cast<size_t>(h >> 52) & (recentSlots - 1);
+}
+
+uint64_t bytesHash(const unsigned char* p, uint64_t n)
+{
+    // Two lanes of word-at-a-time multiply-xor: a frame list's bytes are hashed once per list.
+    constexpr uint64_t k = 0x9e3779b97f4a7c15ull;
+    uint64_t a = n, b = ~n;
+    uint64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint64_t x, y;
+        std::memcpy(&x, p + i, 8);
+        std::memcpy(&y, p + i + 8, 8);
+        a = (a ^ x) * k;
+        b = (b ^ y) * k;
+    }
+    if (i + 8 <= n) {
+        uint64_t x;
+        std::memcpy(&x, p + i, 8);
+        a = (a ^ x) * k;
+        i += 8;
+    }
+    uint64_t tail = 0;
+    std::memcpy(&tail, p + i, n - i);
+    b = (b ^ tail) * k;
+    const uint64_t h = a ^ (b >> 29) ^ (b << 7);
+    return h ^ (h >> 32);
+}
+
+} // namespace
+
+bool NativeUnpickler::appendFrameBatch(uint64_t pos)
+{
+    // A frame list is MARK, then BINGET/LONG_BINGET of memoized frame dicts, then APPENDS: by far
+    // the most common sequence in a snapshot. Read it in one sweep straight into the list. Anything
+    // else (or a GET of something that is not a frame) leaves it to the general path, having
+    // consumed nothing.
+    const uint32_t handle = m_stack.back().ref;
+    std::vector<FrameId>* sink = m_builder.frameSink(handle);
+    if (!sink)
+        return false;
+    const unsigned char* const base = m_base;
+    const uint64_t size = m_size;
+    const uint64_t from = pos;
+    const bool fresh = sink->empty() && m_listsSound;
+    if (fresh) {
+        if (pos + 16 <= size) {
+            const ListEntry& guess = m_recent[headHash(base + pos)];
+            if (guess.stack != 0 && pos + guess.length < size && base[pos + guess.length] == op::Appends
+                && std::memcmp(base + guess.offset, base + pos, guess.length) == 0) {
+                m_builder.presetStack(handle, StackId(guess.stack - 1));
+                m_pos = pos + guess.length + 1;
+                return true;
+            }
+        }
+        const uint64_t end = getRunEnd(base, size, pos);
+        if (end > pos && end < size && base[end] == op::Appends && knownFrameList(handle, pos, end)) {
+            m_pos = end + 1;
+            return true;
+        }
+    }
+    const uint64_t* const memo = m_memo.data();
+    const uint64_t memoSize = m_memo.size();
+    constexpr uint64_t frameTag = uint64_t(Kind::Frame) + 1;
+    const size_t before = sink->size();
+    // Collected in a buffer first: a push_back per frame re-checks the list's capacity and keeps
+    // its end pointer in memory. The buffer is a member because a local FrameId array would be
+    // filled with invalid ids on every call.
+    constexpr size_t bufferSize = 256;
+    if (m_frameBuffer.size() < bufferSize)
+        m_frameBuffer.resize(bufferSize);
+    FrameId* const buffer = m_frameBuffer.data();
+    size_t n = 0;
+    bool valid = true;
+    const auto flush = [&]() {
+        // memcpy, not insert: the compiler cannot tell the buffer from the list and copies by element.
+        const size_t at = sink->size();
+        sink->resize(at + n);
+        std::memcpy(sink->data() + at, buffer, n * sizeof(FrameId));
+        n = 0;
+    };
+    const auto keep = [&](uint64_t index) {
+        if (index >= memoSize || (memo[index] >> 56) != frameTag) [[unlikely]] {
+            valid = false;
+            return;
+        }
+        buffer[n++] = FrameId(static_cast<uint32_t>(memo[index]));
+        if (n == bufferSize) [[unlikely]]
+            flush();
+    };
+    // While five bytes remain either GET form can be read without a bounds check per form;
+    // choosing the width arithmetically spares a branch that BINGET/LONG_BINGET mixes mispredict.
+    while (valid && pos + 5 <= size) {
+        const uint8_t code = base[pos];
+        const bool wide = code == op::LongBinGet;
+        if (!wide && code != op::BinGet)
+            break;
+        const uint64_t index = wide ? little32(base + pos + 1) : base[pos + 1];
+        pos += wide ? 5 : 2;
+        keep(index);
+    }
+    while (valid && pos + 1 < size) {
+        if (base[pos] == op::BinGet) {
+            keep(base[pos + 1]);
+            pos += 2;
+        } else if (base[pos] == op::LongBinGet && pos + 5 <= size) {
+            keep(little32(base + pos + 1));
+            pos += 5;
+        } else {
+            break;
+        }
+    }
+    flush();
+    if (!valid || pos >= size || base[pos] != op::Appends || sink->size() == before) {
+        sink->resize(before);
+        return false;
+    }
+    m_pos = pos + 1;
+    if (fresh)
+        rememberFrameList(handle, from, pos);
+    return true;
+}
+
+uint64_t NativeUnpickler::dictBody(uint64_t pos)
+{
+    // A record's keys and values are memoized strings and small integers: read them in a loop of
+    // plain branches, which predict the record's regular shape better than the opcode switch's
+    // one indirect jump. Anything else, or the last few bytes, goes back to the switch.
+    const unsigned char* const base = m_base;
+    // Bounded, so that the opcode loop's cancel and progress checks still come round.
+    const uint64_t size = std::min(m_size, pos + checkEvery);
+    while (pos + 10 <= size) {
+        m_opStart = pos;
+        const uint8_t code = base[pos];
+        if (code == op::BinGet) {
+            memoGet(base[pos + 1]);
+            pos += 2;
+        } else if (code == op::LongBinGet) {
+            memoGet(little32(base + pos + 1));
+            pos += 5;
+        } else if (code == op::Long1 && base[pos + 1] <= 8) {
+            push(decodeLong(base + pos + 2, base[pos + 1]));
+            pos += 2 + base[pos + 1];
+        } else if (code == op::BinInt1) {
+            push(Value::integer(base[pos + 1]));
+            pos += 2;
+        } else if (code == op::BinInt) {
+            push(Value::integer(static_cast<int32_t>(little32(base + pos + 1))));
+            pos += 5;
+        } else if (code == op::BinInt2) {
+            push(Value::integer(static_cast<int64_t>(little(base + pos + 1, 2))));
+            pos += 3;
+        } else {
+            break;
+        }
+    }
+    return pos;
+}
+
+bool NativeUnpickler::knownFrameList(uint32_t handle, uint64_t from, uint64_t end)
+{
+    if (m_lists.empty())
+        return false;
+    const auto length = end - from;
+    const uint64_t hash = bytesHash(m_base + from, length);
+    const size_t mask = m_lists.size() - 1;
+    for (size_t i = hash & mask; m_lists[i].stack != 0; i = (i + 1) & mask) {
+        const ListEntry& e = m_lists[i];
+        if (e.hash == hash && e.length == length && std::memcmp(m_base + e.offset, m_base + from, length) == 0) {
+            m_builder.presetStack(handle, StackId(e.stack - 1));
+            if (from + 16 <= m_size)
+                m_recent[headHash(m_base + from)] = e;
+            return true;
+        }
+    }
+    return false;
+}
+
+void NativeUnpickler::rememberFrameList(uint32_t handle, uint64_t from, uint64_t end)
+{
+    const StackId id = m_builder.stackSoFar(handle);
+    m_builder.presetStack(handle, id);
+    if ((m_listCount + 1) * 2 > m_lists.size()) {
+        std::vector<ListEntry> grown(std::max<size_t>(1024, m_lists.size() * 2));
+        const size_t mask = grown.size() - 1;
+        for (const ListEntry& e : m_lists) {
+            if (e.stack == 0)
+                continue;
+            size_t j = e.hash & mask;
+            while (grown[j].stack != 0)
+                j = (j + 1) & mask;
+            grown[j] = e;
+        }
+        m_lists.swap(grown);
+    }
+    const auto length = end - from;
+    const uint64_t hash = bytesHash(m_base + from, length);
+    const size_t mask = m_lists.size() - 1;
+    size_t i = hash & mask;
+    while (m_lists[i].stack != 0)
+        i = (i + 1) & mask;
+    m_lists[i] = ListEntry { hash, from, static_cast<uint32_t>(length), id.value + 1 };
+    if (from + 16 <= m_size)
+        m_recent[headHash(m_base + from)] = m_lists[i];
+    ++m_listCount;
+}
+
+} // namespace oomlens::pickle
