@@ -1,8 +1,9 @@
 #include "core/snapshot.h"
 
+#include "core/hash.h"
+
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstring>
 #include <stdexcept>
 
@@ -10,49 +11,10 @@ namespace oomlens {
 
 namespace {
 
-uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 33;
-    return h;
-}
-
-// Eight bytes per step: the tables hold short strings and frame-id arrays, and a byte-wise hash
-// spends one dependent multiply per byte. The final mix folds the high bits into the low ones
-// the bucket mask keeps.
-uint64_t hashBytes(const void* data, size_t length)
-{
-    constexpr uint64_t k = 0x9E3779B97F4A7C15ULL;
-    const auto* p = static_cast<const unsigned char*>(data);
-    uint64_t a = length;
-    uint64_t b = 0x243F6A8885A308D3ULL;
-    size_t i = 0;
-    for (; i + 16 <= length; i += 16) {
-        uint64_t w0, w1;
-        std::memcpy(&w0, p + i, 8);
-        std::memcpy(&w1, p + i + 8, 8);
-        a = (a ^ w0) * k;
-        b = (b ^ w1) * k;
-    }
-    if (i + 8 <= length) {
-        uint64_t w;
-        std::memcpy(&w, p + i, 8);
-        a = (a ^ w) * k;
-        i += 8;
-    }
-    if (i < length) {
-        uint64_t w = 0;
-        std::memcpy(&w, p + i, length - i);
-        b = (b ^ w) * k;
-    }
-    return mix(a ^ std::rotl(b, 32));
-}
-
 uint64_t hashFrame(const Frame& f)
 {
     const uint64_t names = (uint64_t(f.name.value) << 32) | f.filename.value;
-    return mix((names ^ static_cast<uint32_t>(f.line)) * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(f.line));
+    return hashMix((names ^ static_cast<uint32_t>(f.line)) * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(f.line));
 }
 
 constexpr std::array<std::string_view, 13> actionNames = {

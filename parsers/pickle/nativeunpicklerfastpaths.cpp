@@ -1,5 +1,7 @@
 #include "parsers/pickle/nativeunpickler.h"
 
+#include "core/hash.h"
+
 #include "parsers/pickle/opcodes.h"
 #include "parsers/pickle/snapshotbuilder.h"
 #include "parsers/pickle/unpicklerdetail.h"
@@ -39,32 +41,6 @@ size_t headHash(const unsigned char* p)
     std::memcpy(&y, p + 8, 8);
     const uint64_t h = (x * 0x9e3779b97f4a7c15ull) ^ (y * 0xc2b2ae3d27d4eb4full);
     return static_cast<size_t>(h >> 52) & (recentSlots - 1);
-}
-
-uint64_t bytesHash(const unsigned char* p, uint64_t n)
-{
-    // Two lanes of word-at-a-time multiply-xor: a frame list's bytes are hashed once per list.
-    constexpr uint64_t k = 0x9e3779b97f4a7c15ull;
-    uint64_t a = n, b = ~n;
-    uint64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        uint64_t x, y;
-        std::memcpy(&x, p + i, 8);
-        std::memcpy(&y, p + i + 8, 8);
-        a = (a ^ x) * k;
-        b = (b ^ y) * k;
-    }
-    if (i + 8 <= n) {
-        uint64_t x;
-        std::memcpy(&x, p + i, 8);
-        a = (a ^ x) * k;
-        i += 8;
-    }
-    uint64_t tail = 0;
-    std::memcpy(&tail, p + i, n - i);
-    b = (b ^ tail) * k;
-    const uint64_t h = a ^ (b >> 29) ^ (b << 7);
-    return h ^ (h >> 32);
 }
 
 } // namespace
@@ -202,7 +178,7 @@ bool NativeUnpickler::knownFrameList(uint32_t handle, uint64_t from, uint64_t en
     if (m_lists.empty())
         return false;
     const auto length = end - from;
-    const uint64_t hash = bytesHash(m_base + from, length);
+    const uint64_t hash = hashBytes(m_base + from, length);
     const size_t mask = m_lists.size() - 1;
     for (size_t i = hash & mask; m_lists[i].stack != 0; i = (i + 1) & mask) {
         const ListEntry& e = m_lists[i];
@@ -234,7 +210,7 @@ void NativeUnpickler::rememberFrameList(uint32_t handle, uint64_t from, uint64_t
         m_lists.swap(grown);
     }
     const auto length = end - from;
-    const uint64_t hash = bytesHash(m_base + from, length);
+    const uint64_t hash = hashBytes(m_base + from, length);
     const size_t mask = m_lists.size() - 1;
     size_t i = hash & mask;
     while (m_lists[i].stack != 0)

@@ -1,10 +1,10 @@
 #include "parsers/pickle/snapshotbuilder.h"
 
+#include "core/hash.h"
 #include "parsers/pickle/snapshotkeys.h"
 #include "parsers/text/textlines.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <limits>
 
@@ -25,42 +25,6 @@ DecodeError formatError(const std::string& message)
 DecodeError unsupported(const std::string& message)
 {
     return DecodeError(ErrorKind::Unsupported, message);
-}
-
-uint64_t word(const FrameId* frames)
-{
-    uint64_t w;
-    std::memcpy(&w, frames, sizeof w);
-    return w;
-}
-
-// Two frame ids per 64-bit word and four independent lanes: a single chain would make every
-// multiply wait for the one before it, and this hash runs once per frame list in the file.
-uint64_t stackHash(const FrameId* frames, size_t count)
-{
-    static_assert(sizeof(FrameId) == 4);
-    constexpr uint64_t k = 0x9E3779B97F4A7C15ULL;
-    uint64_t a = count;
-    uint64_t b = 0x243F6A8885A308D3ULL;
-    uint64_t c = 0x13198A2E03707344ULL;
-    uint64_t d = 0xA4093822299F31D0ULL;
-    size_t f = 0;
-    for (; f + 8 <= count; f += 8) {
-        a = (a ^ word(frames + f)) * k;
-        b = (b ^ word(frames + f + 2)) * k;
-        c = (c ^ word(frames + f + 4)) * k;
-        d = (d ^ word(frames + f + 6)) * k;
-    }
-    for (; f + 2 <= count; f += 2)
-        a = (a ^ word(frames + f)) * k;
-    if (f < count)
-        b = (b ^ frames[f].value) * k;
-    // A multiply only carries bits upwards: fold the high halves down before the table masks.
-    uint64_t h = a ^ std::rotl(b, 16) ^ std::rotl(c, 32) ^ std::rotl(d, 48);
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 33;
-    return h;
 }
 
 } // namespace
@@ -264,7 +228,7 @@ StackId SnapshotBuilder::internStack(const OpenContainer& c)
     }
     const FrameId* frames = c.frames.data();
     const size_t count = c.frames.size();
-    const uint64_t hash = stackHash(frames, count);
+    const uint64_t hash = hashBytes(frames, count * sizeof(FrameId));
     const size_t mask = m_stackSlots.size() - 1;
     size_t i = hash & mask;
     for (; m_stackSlots[i] != 0; i = (i + 1) & mask) {
