@@ -1,9 +1,9 @@
 // Times reconstruction + phases + categories (analyzeSnapshot) on a synthetic training trace
 // of N events (default 1M), or on a snapshot file given as argument, and prints time and RSS.
+#include "bench/synthetictrace.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "parsers/snapshotreader.h"
-#include "bench/synthetictrace.h"
 
 #include <QFile>
 
@@ -58,16 +58,16 @@ int main(int argc, char** argv)
     const auto analyzed = std::chrono::steady_clock::now();
     const DeviceAnalysis* d = analysis.primary();
     const auto n = static_cast<int64_t>(d ? d->eventAllocation.size() : 0);
-    const auto buckets = d ? downsample(*d, 0, n, 2000) : std::vector<Bucket>{};
+    const auto buckets = d ? downsample(*d, 0, n, 2000) : std::vector<Bucket> {};
     const auto sampled = std::chrono::steady_clock::now();
     const auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     std::printf("events %zu allocations %zu steps %d\n", snapshot->totalTraceEvents(), d ? d->allocations.size() : 0,
-                d ? d->stepCount : 0);
+        d ? d->stepCount : 0);
     std::printf("analyze %.1f ms, downsample to %zu buckets %.2f ms\n", ms(start, analyzed), buckets.size(),
-                ms(analyzed, sampled));
+        ms(analyzed, sampled));
     std::printf("rss before %ld KiB, after %ld KiB (+%.1f bytes/event), peak %ld KiB\n", before, rssKiB("VmRSS:"),
-                n ? (rssKiB("VmRSS:") - before) * 1024.0 / static_cast<double>(n) : 0.0, rssKiB("VmHWM:"));
+        n ? (rssKiB("VmRSS:") - before) * 1024.0 / static_cast<double>(n) : 0.0, rssKiB("VmHWM:"));
     std::printf("peak %llu bytes at event %lld\n", static_cast<unsigned long long>(d ? d->peakAllocatedBytes : 0),
-                static_cast<long long>(d ? d->peakEvent : -1));
+        static_cast<long long>(d ? d->peakEvent : -1));
     return 0;
 }

@@ -41,20 +41,21 @@ using namespace oomlens;
 
 namespace {
 
-const char* const stages[] = {"read", "decode", "analyze", "diagnose"};
+const char* const stages[] = { "read", "decode", "analyze", "diagnose" };
 
 double peakRssMiB()
 {
-    rusage usage{};
+    rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 double cpuMs()
 {
-    rusage usage{};
+    rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
-    const auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
+    const auto ms
+        = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
     return ms(usage.ru_utime) + ms(usage.ru_stime);
 }
 
@@ -78,13 +79,16 @@ std::string loadAverage()
 }
 
 // The file's bytes, read the chosen way; unmaps a mapping when it goes.
-class FileBytes {
+class FileBytes
+{
 public:
     bool load(const char* path, const std::string& mode)
     {
         if (mode == "mmap") {
             const int fd = ::open(path, O_RDONLY);
-            struct stat st{};
+            struct stat st
+            {
+            };
             if (fd < 0 || fstat(fd, &st) != 0) {
                 if (fd >= 0)
                     ::close(fd);
@@ -170,7 +174,8 @@ int runChild(const std::string& mode, bool withOom, const char* path)
         return std::chrono::duration<double, std::milli>(b - a).count();
     };
     const double baseline = currentRssMiB();
-    struct Stage {
+    struct Stage
+    {
         double ms = 0;
         double cpuMs = 0;
         double peakRssMiB = 0;
@@ -179,7 +184,7 @@ int runChild(const std::string& mode, bool withOom, const char* path)
     double cpu = cpuMs();
     auto done = [&](Clock::time_point from, Clock::time_point to) {
         const double now = cpuMs();
-        measured.push_back({ms(from, to), now - cpu, peakRssMiB()});
+        measured.push_back({ ms(from, to), now - cpu, peakRssMiB() });
         cpu = now;
     };
 
@@ -208,7 +213,7 @@ int runChild(const std::string& mode, bool withOom, const char* path)
     auto t3 = Clock::now();
     done(t2, t3);
 
-    const std::vector<Diagnosis> diagnoses = diagnoseSnapshot(analysis, SnapshotDiagnosisContext{});
+    const std::vector<Diagnosis> diagnoses = diagnoseSnapshot(analysis, SnapshotDiagnosisContext {});
     auto t4 = Clock::now();
     done(t3, t4);
 
@@ -216,10 +221,10 @@ int runChild(const std::string& mode, bool withOom, const char* path)
     for (const Stage& stage : measured)
         totalCpu += stage.cpuMs;
     std::printf("events=%zu total=%.1f total_cpu=%.1f baseline=%.1f diagnoses=%zu", read.snapshot->totalTraceEvents(),
-                ms(t0, t4), totalCpu, baseline, diagnoses.size());
+        ms(t0, t4), totalCpu, baseline, diagnoses.size());
     for (size_t i = 0; i < measured.size(); ++i)
-        std::printf(" %s=%.1f %s_cpu=%.1f %s_rss=%.1f", stages[i], measured[i].ms, stages[i], measured[i].cpuMs, stages[i],
-                    measured[i].peakRssMiB);
+        std::printf(" %s=%.1f %s_cpu=%.1f %s_rss=%.1f", stages[i], measured[i].ms, stages[i], measured[i].cpuMs,
+            stages[i], measured[i].peakRssMiB);
     std::printf("\n");
     return 0;
 }
@@ -290,22 +295,23 @@ int main(int argc, char** argv)
             file = args[i];
     }
     if (file.isEmpty()) {
-        std::fprintf(stderr, "usage: bench_open SNAPSHOT [--runs N] [--read sized|stream|mmap] [--oom] [--python PATH] "
-                             "[--skip-python]\n");
+        std::fprintf(stderr,
+            "usage: bench_open SNAPSHOT [--runs N] [--read sized|stream|mmap] [--oom] [--python PATH] "
+            "[--skip-python]\n");
         return 2;
     }
 
     const double fileMiB = static_cast<double>(QFileInfo(file).size()) / (1024.0 * 1024.0);
     std::printf("file: %s (%.1f MiB), read: %s, load average before: %s\n", qPrintable(file), fileMiB,
-                qPrintable(readMode), loadAverage().c_str());
+        qPrintable(readMode), loadAverage().c_str());
     std::vector<Fields> results;
     for (int r = 0; r < runs; ++r) {
         Fields fields;
         QString error;
         if (!runProcess(app.applicationFilePath(),
-                        {QStringLiteral("--child"), readMode,
-                         withOom ? QStringLiteral("oom") : QStringLiteral("no-oom"), file},
-                        &fields, &error)) {
+                { QStringLiteral("--child"), readMode, withOom ? QStringLiteral("oom") : QStringLiteral("no-oom"),
+                    file },
+                &fields, &error)) {
             std::fprintf(stderr, "open failed: %s\n", qPrintable(error));
             return 1;
         }
@@ -313,7 +319,7 @@ int main(int argc, char** argv)
     }
     const double events = results.front()[QStringLiteral("events")];
     std::printf("%.0f trace events%s, %d runs (best / median), diagnoses: %.0f\n", events,
-                withOom ? " (an oom event appended)" : "", runs, results.front()[QStringLiteral("diagnoses")]);
+        withOom ? " (an oom event appended)" : "", runs, results.front()[QStringLiteral("diagnoses")]);
     std::printf("%-10s %10s %10s %14s %16s\n", "stage", "best ms", "median ms", "median CPU ms", "peak RSS MiB");
     auto column = [&](const QString& key) {
         std::vector<double> values;
@@ -325,24 +331,23 @@ int main(int argc, char** argv)
         const QString key = QString::fromLatin1(stage);
         const auto times = column(key);
         std::printf("%-10s %10.1f %10.1f %14.1f %16.1f\n", stage, *std::min_element(times.begin(), times.end()),
-                    median(times), median(column(key + QStringLiteral("_cpu"))),
-                    median(column(key + QStringLiteral("_rss"))));
+            median(times), median(column(key + QStringLiteral("_cpu"))), median(column(key + QStringLiteral("_rss"))));
     }
     const auto totals = column(QStringLiteral("total"));
     const double peak = median(column(QStringLiteral("diagnose_rss")));
     std::printf("%-10s %10.1f %10.1f %14.1f %16.1f\n", "total", *std::min_element(totals.begin(), totals.end()),
-                median(totals), median(column(QStringLiteral("total_cpu"))), peak);
+        median(totals), median(column(QStringLiteral("total_cpu"))), peak);
     const double budget = fileMiB + 100.0 * events / (1024.0 * 1024.0);
     std::printf("peak RSS %.1f MiB vs budget (file + 100 B/event) %.1f MiB: %s\n", peak, budget,
-                peak <= budget ? "within" : "OVER");
+        peak <= budget ? "within" : "OVER");
 
     if (!skipPython) {
         Fields reference;
         QString error;
-        if (runProcess(python, {QStringLiteral("-c"), QString::fromUtf8(pickleLoadScript), file}, &reference, &error))
+        if (runProcess(python, { QStringLiteral("-c"), QString::fromUtf8(pickleLoadScript), file }, &reference, &error))
             std::printf("CPython pickle.load: %.1f ms, peak RSS %.1f MiB (oomlens open: %.1fx faster)\n",
-                        reference[QStringLiteral("total")], reference[QStringLiteral("rss")],
-                        reference[QStringLiteral("total")] / median(totals));
+                reference[QStringLiteral("total")], reference[QStringLiteral("rss")],
+                reference[QStringLiteral("total")] / median(totals));
         else
             std::printf("CPython pickle.load failed: %s\n", qPrintable(error));
     }

@@ -2,10 +2,10 @@
 // snapshot file), measured offscreen at full, mid and deep zoom: rebuild of the downsampled
 // series + an immediate replot, median and p95 in ms. Also scrolling the 3M-row events table
 // and the allocator state at the cursor. A benchmark program, not a test.
+#include "bench/synthetictrace.h"
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "parsers/snapshotreader.h"
-#include "bench/synthetictrace.h"
 #include "views/allocatorstatewidget.h"
 #include "views/eventsmodel.h"
 #include "views/eventsview.h"

@@ -1,7 +1,7 @@
 #include "core/caseanalysis.h"
 
-#include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/caselinks.h"
+#include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/oomfacts.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
@@ -69,9 +69,11 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
         headroom.peakEvent = device->peakEvent;
         headroom.peakTimeUs = device->peakTimeUs;
         headroom.failed = !device->ooms.empty();
-        headroom.capacityBytes = context.message && context.message->total ? context.message->total : nvidiaSmiTotal(text, device->device);
+        headroom.capacityBytes
+            = context.message && context.message->total ? context.message->total : nvidiaSmiTotal(text, device->device);
         if (headroom.capacityBytes)
-            headroom.headroomBytes = static_cast<int64_t>(*headroom.capacityBytes) - static_cast<int64_t>(device->peakReservedBytes);
+            headroom.headroomBytes
+                = static_cast<int64_t>(*headroom.capacityBytes) - static_cast<int64_t>(device->peakReservedBytes);
         result.headroom.push_back(headroom);
 
         mergeDiagnoses(measured, diagnoseSnapshot(analysis, context));
@@ -87,9 +89,10 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     std::vector<Diagnosis> textOnly;
     for (auto& diagnosis : fromText) {
         const bool onlyTextSees = diagnosis.id == "other_process" || diagnosis.id == "memory_fraction_cap";
-        const bool alsoMeasured = std::any_of(result.diagnoses.begin(), result.diagnoses.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
+        const bool alsoMeasured = std::any_of(
+            result.diagnoses.begin(), result.diagnoses.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
         if (!haveMeasured || onlyTextSees || alsoMeasured)
-            mergeDiagnoses(result.diagnoses, {std::move(diagnosis)});
+            mergeDiagnoses(result.diagnoses, { std::move(diagnosis) });
         else if (!messageMatchesSnapshot)
             textOnly.push_back(std::move(diagnosis)); // another run's message: keep it, weakened
     }

@@ -12,7 +12,8 @@ namespace oomlens {
 
 // Peak and headroom of one snapshot's primary device: what a healthy run reports instead of a
 // diagnosis ("peak 14.2 GiB reserved on a 15.8 GiB card: 1.6 GiB to spare").
-struct SnapshotHeadroom {
+struct SnapshotHeadroom
+{
     int snapshotIndex = 0;
     int32_t device = 0;
     uint64_t peakAllocatedBytes = 0;
@@ -20,14 +21,15 @@ struct SnapshotHeadroom {
     int64_t peakEvent = -1;
     int64_t peakTimeUs = 0;
     std::optional<uint64_t> capacityBytes; // from a linked message or nvidia-smi; unknown otherwise
-    std::optional<int64_t> headroomBytes;  // capacity − peak reserved
-    bool failed = false;                   // the snapshot holds an oom event
+    std::optional<int64_t> headroomBytes; // capacity − peak reserved
+    bool failed = false; // the snapshot holds an oom event
 };
 
-struct CaseAnalysis {
+struct CaseAnalysis
+{
     std::vector<SnapshotAnalysis> snapshots; // parallel to Case::snapshots
-    std::vector<Diagnosis> diagnoses;        // most likely first
-    std::vector<SnapshotHeadroom> headroom;  // one per snapshot
+    std::vector<Diagnosis> diagnoses; // most likely first
+    std::vector<SnapshotHeadroom> headroom; // one per snapshot
     // How the inputs fit together: which message is which oom event, and where they disagree
     // (another device, another run).
     std::vector<std::string> links;

@@ -8,18 +8,15 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-template<typename T>
-json optionalToJson(const std::optional<T>& value)
+template <typename T> json optionalToJson(const std::optional<T>& value)
 {
     return value ? json(*value) : json(nullptr);
 }
 
 json summaryRowToJson(const SummaryRow& row)
 {
-    return json{{"current", optionalToJson(row.current)},
-                {"peak", optionalToJson(row.peak)},
-                {"allocated", optionalToJson(row.allocated)},
-                {"freed", optionalToJson(row.freed)}};
+    return json { { "current", optionalToJson(row.current) }, { "peak", optionalToJson(row.peak) },
+        { "allocated", optionalToJson(row.allocated) }, { "freed", optionalToJson(row.freed) } };
 }
 
 json summaryRowsToJson(const std::map<std::string, SummaryRow>& rows)
@@ -34,13 +31,10 @@ json tracebackToJson(const TracebackInfo& traceback)
 {
     json frames = json::array();
     for (const auto& frame : traceback.frames)
-        frames.push_back({{"filename", frame.filename}, {"line", frame.line}, {"function", frame.function}});
-    return json{{"phase", phaseName(traceback.phase)},
-                {"phase_evidence", traceback.phaseEvidence},
-                {"exception", traceback.exceptionLine},
-                {"chained", traceback.chained},
-                {"truncated", traceback.truncated},
-                {"frames", std::move(frames)}};
+        frames.push_back({ { "filename", frame.filename }, { "line", frame.line }, { "function", frame.function } });
+    return json { { "phase", phaseName(traceback.phase) }, { "phase_evidence", traceback.phaseEvidence },
+        { "exception", traceback.exceptionLine }, { "chained", traceback.chained },
+        { "truncated", traceback.truncated }, { "frames", std::move(frames) } };
 }
 
 } // namespace
@@ -49,28 +43,21 @@ json oomMessageToJson(const OomMessage& message)
 {
     json processes = json::array();
     for (const auto& process : message.processes) {
-        processes.push_back(
-            {{"pid", optionalToJson(process.pid)}, {"bytes", optionalToJson(process.bytes)}, {"self", process.self}});
+        processes.push_back({ { "pid", optionalToJson(process.pid) }, { "bytes", optionalToJson(process.bytes) },
+            { "self", process.self } });
     }
-    json result{{"backend", message.backend},
-                {"template", message.templateId},
-                {"exception", message.exception},
-                {"device", optionalToJson(message.device)},
-                {"requested_bytes", optionalToJson(message.requestedBytes)},
-                {"total_bytes", optionalToJson(message.totalBytes)},
-                {"free_bytes", optionalToJson(message.freeBytes)},
-                {"allocated_bytes", optionalToJson(message.allocatedBytes)},
-                {"reserved_bytes", optionalToJson(message.reservedBytes)},
-                {"reserved_unallocated_bytes", optionalToJson(message.reservedUnallocatedBytes)},
-                {"allowed_bytes", optionalToJson(message.allowedBytes)},
-                {"private_pools_bytes", optionalToJson(message.privatePoolsBytes)},
-                {"processes", std::move(processes)},
-                {"torch_version_hint", message.torchVersionHint},
-                {"phase", phaseName(message.phase)},
-                {"truncated", message.truncated},
-                {"probable", message.probable},
-                {"source_line", message.sourceLine},
-                {"notes", message.notes}};
+    json result { { "backend", message.backend }, { "template", message.templateId },
+        { "exception", message.exception }, { "device", optionalToJson(message.device) },
+        { "requested_bytes", optionalToJson(message.requestedBytes) },
+        { "total_bytes", optionalToJson(message.totalBytes) }, { "free_bytes", optionalToJson(message.freeBytes) },
+        { "allocated_bytes", optionalToJson(message.allocatedBytes) },
+        { "reserved_bytes", optionalToJson(message.reservedBytes) },
+        { "reserved_unallocated_bytes", optionalToJson(message.reservedUnallocatedBytes) },
+        { "allowed_bytes", optionalToJson(message.allowedBytes) },
+        { "private_pools_bytes", optionalToJson(message.privatePoolsBytes) }, { "processes", std::move(processes) },
+        { "torch_version_hint", message.torchVersionHint }, { "phase", phaseName(message.phase) },
+        { "truncated", message.truncated }, { "probable", message.probable }, { "source_line", message.sourceLine },
+        { "notes", message.notes } };
     if (message.otherAllocationsBytes)
         result["other_allocations_bytes"] = *message.otherAllocationsBytes;
     if (message.traceback)
@@ -80,15 +67,11 @@ json oomMessageToJson(const OomMessage& message)
 
 json memorySummaryToJson(const MemorySummary& summary)
 {
-    return json{{"device", summary.device},
-                {"ooms", optionalToJson(summary.ooms)},
-                {"alloc_retries", optionalToJson(summary.allocRetries)},
-                {"rows", summaryRowsToJson(summary.rows)},
-                {"large_pool_rows", summaryRowsToJson(summary.largePool)},
-                {"small_pool_rows", summaryRowsToJson(summary.smallPool)},
-                {"unit_era", summary.unitEra},
-                {"abbreviated", summary.abbreviated},
-                {"truncated", summary.truncated}};
+    return json { { "device", summary.device }, { "ooms", optionalToJson(summary.ooms) },
+        { "alloc_retries", optionalToJson(summary.allocRetries) }, { "rows", summaryRowsToJson(summary.rows) },
+        { "large_pool_rows", summaryRowsToJson(summary.largePool) },
+        { "small_pool_rows", summaryRowsToJson(summary.smallPool) }, { "unit_era", summary.unitEra },
+        { "abbreviated", summary.abbreviated }, { "truncated", summary.truncated } };
 }
 
 json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom)
@@ -108,7 +91,7 @@ json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* he
     const DeviceTrace* trace = snapshot.trace(device);
     const size_t traceEvents = trace ? trace->events.size() : 0;
     const size_t oomEvents = trace ? std::count_if(trace->events.begin(), trace->events.end(),
-                                                   [](const TraceEvent& e) { return e.action == TraceAction::Oom; })
+                                 [](const TraceEvent& e) { return e.action == TraceAction::Oom; })
                                    : 0;
 
     json categories = json::object();
@@ -117,24 +100,19 @@ json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* he
         const auto category = static_cast<Category>(i);
         categories[std::string(categoryName(category))] = deviceAnalysis ? deviceAnalysis->categoriesAtPeak[i] : 0;
     }
-    return json{{"devices", snapshot.devices()},
-                {"device", device},
-                {"segments", segments},
-                {"blocks", blocks},
-                {"trace_events", traceEvents},
-                {"reserved_bytes", reserved},
-                {"allocated_bytes", allocated},
-                {"peak_allocated_bytes", deviceAnalysis ? deviceAnalysis->peakAllocatedBytes : 0},
-                {"peak_time_us", deviceAnalysis ? json(deviceAnalysis->peakTimeUs) : json(nullptr)},
-                {"oom_events", oomEvents},
-                {"categories_at_peak", std::move(categories)},
-                {"container", snapshot.container},
-                {"trace_truncated", deviceAnalysis ? deviceAnalysis->traceTruncated : false},
-                {"peak_reserved_bytes", deviceAnalysis ? json(deviceAnalysis->peakReservedBytes) : json(nullptr)},
-                {"capacity_bytes", headroom ? optionalToJson(headroom->capacityBytes) : json(nullptr)},
-                {"headroom_bytes", headroom ? optionalToJson(headroom->headroomBytes) : json(nullptr)},
-                {"rules_error", analysis.rulesError.empty() ? json(nullptr) : json(analysis.rulesError)},
-                {"warnings", snapshot.warnings}};
+    return json { { "devices", snapshot.devices() }, { "device", device }, { "segments", segments },
+        { "blocks", blocks }, { "trace_events", traceEvents }, { "reserved_bytes", reserved },
+        { "allocated_bytes", allocated },
+        { "peak_allocated_bytes", deviceAnalysis ? deviceAnalysis->peakAllocatedBytes : 0 },
+        { "peak_time_us", deviceAnalysis ? json(deviceAnalysis->peakTimeUs) : json(nullptr) },
+        { "oom_events", oomEvents }, { "categories_at_peak", std::move(categories) },
+        { "container", snapshot.container },
+        { "trace_truncated", deviceAnalysis ? deviceAnalysis->traceTruncated : false },
+        { "peak_reserved_bytes", deviceAnalysis ? json(deviceAnalysis->peakReservedBytes) : json(nullptr) },
+        { "capacity_bytes", headroom ? optionalToJson(headroom->capacityBytes) : json(nullptr) },
+        { "headroom_bytes", headroom ? optionalToJson(headroom->headroomBytes) : json(nullptr) },
+        { "rules_error", analysis.rulesError.empty() ? json(nullptr) : json(analysis.rulesError) },
+        { "warnings", snapshot.warnings } };
 }
 
 json diagnosisToJson(const Diagnosis& diagnosis)
@@ -144,39 +122,28 @@ json diagnosisToJson(const Diagnosis& diagnosis)
     for (const auto& item : diagnosis.evidence) {
         evidence.push_back(item.text);
         if (item.link) {
-            links.push_back({{"evidence", evidence.size() - 1},
-                             {"snapshot", item.link->snapshotIndex},
-                             {"device", item.link->device},
-                             {"event_index", item.link->eventIndex},
-                             {"time_us", item.link->timeUs}});
+            links.push_back({ { "evidence", evidence.size() - 1 }, { "snapshot", item.link->snapshotIndex },
+                { "device", item.link->device }, { "event_index", item.link->eventIndex },
+                { "time_us", item.link->timeUs } });
         }
     }
     json fixes = json::array();
     for (const auto& fix : diagnosis.fixes) {
-        fixes.push_back({{"id", fix.id},
-                         {"title", fix.title},
-                         {"detail", fix.detail},
-                         {"snippet", fix.snippet},
-                         {"projected_saving_bytes", optionalToJson(fix.projectedSavingBytes)},
-                         {"fits_after", optionalToJson(fix.fitsAfter)},
-                         {"changes_experiment", fix.changesExperiment}});
+        fixes.push_back({ { "id", fix.id }, { "title", fix.title }, { "detail", fix.detail },
+            { "snippet", fix.snippet }, { "projected_saving_bytes", optionalToJson(fix.projectedSavingBytes) },
+            { "fits_after", optionalToJson(fix.fitsAfter) }, { "changes_experiment", fix.changesExperiment } });
     }
-    return json{{"id", diagnosis.id},
-                {"title", diagnosis.title},
-                {"confidence", diagnosis.confidence},
-                {"summary", diagnosis.summary},
-                {"evidence", std::move(evidence)},
-                {"evidence_links", std::move(links)},
-                {"fixes", std::move(fixes)}};
+    return json { { "id", diagnosis.id }, { "title", diagnosis.title }, { "confidence", diagnosis.confidence },
+        { "summary", diagnosis.summary }, { "evidence", std::move(evidence) }, { "evidence_links", std::move(links) },
+        { "fixes", std::move(fixes) } };
 }
 
 json caseToJson(const Case& input, const CaseAnalysis& analysis)
 {
     json inputs = json::array();
     for (const auto& item : input.inputs) {
-        inputs.push_back({{"path", item.path},
-                          {"kind", inputKindName(item.kind)},
-                          {"error", item.error ? json(*item.error) : json(nullptr)}});
+        inputs.push_back({ { "path", item.path }, { "kind", inputKindName(item.kind) },
+            { "error", item.error ? json(*item.error) : json(nullptr) } });
     }
     json messages = json::array();
     for (const auto& message : input.text.oomMessages)
@@ -197,14 +164,9 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     for (const auto& diagnosis : analysis.diagnoses)
         diagnoses.push_back(diagnosisToJson(diagnosis));
 
-    return json{{"tool", "oomlens"},
-                {"version", OOMLENS_VERSION},
-                {"inputs", std::move(inputs)},
-                {"oom_messages", std::move(messages)},
-                {"memory_summaries", std::move(summaries)},
-                {"snapshots", std::move(snapshots)},
-                {"diagnoses", std::move(diagnoses)},
-                {"links", analysis.links}};
+    return json { { "tool", "oomlens" }, { "version", OOMLENS_VERSION }, { "inputs", std::move(inputs) },
+        { "oom_messages", std::move(messages) }, { "memory_summaries", std::move(summaries) },
+        { "snapshots", std::move(snapshots) }, { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } };
 }
 
 } // namespace oomlens

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/caseanalysis.h"
 #include "core/case.h"
+#include "core/caseanalysis.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,11 +5,11 @@
 namespace oomlens {
 
 namespace {
-constexpr std::array<std::string_view, 7> phaseNames = {"unknown", "load", "forward", "backward",
-                                                        "optimizer", "eval", "data"};
-constexpr std::array<std::string_view, categoryCount> categoryNames = {
-    "parameters", "gradients", "optimizer_state", "activations", "temporaries", "inputs", "unknown"};
-}
+constexpr std::array<std::string_view, 7> phaseNames
+    = { "unknown", "load", "forward", "backward", "optimizer", "eval", "data" };
+constexpr std::array<std::string_view, categoryCount> categoryNames
+    = { "parameters", "gradients", "optimizer_state", "activations", "temporaries", "inputs", "unknown" };
+} // namespace
 
 std::string_view phaseName(Phase phase)
 {

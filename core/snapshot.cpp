@@ -17,9 +17,8 @@ uint64_t hashFrame(const Frame& f)
     return hashMix((names ^ static_cast<uint32_t>(f.line)) * 0x9E3779B97F4A7C15ULL + static_cast<uint32_t>(f.line));
 }
 
-constexpr std::array<std::string_view, 13> actionNames = {
-    "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free", "segment_map", "segment_unmap",
-    "oom", "snapshot", "user_defined", "annotate", "free", "unknown"};
+constexpr std::array<std::string_view, 13> actionNames = { "alloc", "free_requested", "free_completed", "segment_alloc",
+    "segment_free", "segment_map", "segment_unmap", "oom", "snapshot", "user_defined", "annotate", "free", "unknown" };
 
 } // namespace
 
@@ -129,9 +128,9 @@ StackId FrameTable::internStack(const FrameId* frames, size_t count)
 FrameTable::StackView FrameTable::stack(StackId id) const
 {
     if (!id.isValid() || id.value >= stackCount())
-        return {nullptr, nullptr};
+        return { nullptr, nullptr };
     const FrameId* base = m_stackFrames.data();
-    return {base + m_stackOffsets[id.value], base + m_stackOffsets[id.value + 1]};
+    return { base + m_stackOffsets[id.value], base + m_stackOffsets[id.value + 1] };
 }
 
 void FrameTable::growStacks()

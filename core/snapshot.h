@@ -13,7 +13,8 @@ namespace oomlens {
 
 // Interned text: every filename, function name and annotation string is stored once.
 // Real snapshots repeat the same few thousand frames millions of times.
-class StringTable {
+class StringTable
+{
 public:
     StringId intern(std::string_view text);
     std::string_view get(StringId id) const;
@@ -27,7 +28,8 @@ private:
     void grow();
 };
 
-struct Frame {
+struct Frame
+{
     StringId filename;
     StringId name;
     int32_t line = 0;
@@ -35,14 +37,16 @@ struct Frame {
 };
 
 // Frames and stacks (lists of frames, innermost first, as PyTorch records them), interned.
-class FrameTable {
+class FrameTable
+{
 public:
     FrameId intern(const Frame& frame);
     const Frame& frame(FrameId id) const { return m_frames[id.value]; }
     size_t frameCount() const { return m_frames.size(); }
 
     StackId internStack(const FrameId* frames, size_t count);
-    struct StackView {
+    struct StackView
+    {
         const FrameId* begin_;
         const FrameId* end_;
         const FrameId* begin() const { return begin_; }
@@ -70,22 +74,25 @@ private:
 
 enum class BlockState : uint8_t { ActiveAllocated, ActivePendingFree, Inactive, Unknown };
 
-struct Block {
+struct Block
+{
     uint64_t address = 0;
-    uint64_t size = 0;          // rounded, as the allocator holds it
+    uint64_t size = 0; // rounded, as the allocator holds it
     uint64_t requestedSize = 0; // what the caller asked for; 0 where the era lacks it
     BlockState state = BlockState::Unknown;
     StackId stack = FrameTable::emptyStack();
 };
 
-struct PoolId {
+struct PoolId
+{
     int64_t first = 0;
     int64_t second = 0;
     bool isDefault() const { return first == 0 && second == 0; }
     friend bool operator==(const PoolId&, const PoolId&) = default;
 };
 
-struct Segment {
+struct Segment
+{
     int32_t device = 0;
     uint64_t address = 0;
     uint64_t totalSize = 0;
@@ -122,25 +129,28 @@ TraceAction traceActionFromName(std::string_view name);
 
 // One entry of device_traces[device]. Kept small: a 1M-event trace must fit in
 // well under 100 bytes per event.
-struct TraceEvent {
-    uint64_t addr = 0;  // for Oom: device_free (the entry has no addr)
+struct TraceEvent
+{
+    uint64_t addr = 0; // for Oom: device_free (the entry has no addr)
     uint64_t size = 0;
     int64_t stream = 0;
     int64_t timeUs = 0; // 0 where the era lacks time_us
     StackId stack = FrameTable::emptyStack();
-    StringId compileContext;  // invalid when absent or empty
-    StringId userMetadata;    // invalid when absent or empty
+    StringId compileContext; // invalid when absent or empty
+    StringId userMetadata; // invalid when absent or empty
     TraceAction action = TraceAction::Unknown;
 
     uint64_t deviceFree() const { return addr; } // meaningful for Oom only
 };
 
-struct DeviceTrace {
+struct DeviceTrace
+{
     int32_t device = 0;
     std::vector<TraceEvent> events; // chronological (ring buffer already unrolled by PyTorch)
 };
 
-struct AllocatorSettings {
+struct AllocatorSettings
+{
     std::string allocConf; // PYTORCH_CUDA_ALLOC_CONF as recorded ('' if unset)
     int64_t maxSplitSize = -1; // -1: unlimited
     double garbageCollectionThreshold = 0.0;
@@ -151,23 +161,25 @@ struct AllocatorSettings {
     std::vector<std::pair<std::string, int64_t>> roundupPower2Divisions;
 };
 
-struct Annotation {
+struct Annotation
+{
     int32_t device = 0;
     int64_t timeUs = 0;
     std::vector<std::pair<std::string, std::string>> fields; // e.g. name=ProfilerStep#3, stage=START
 };
 
 // The decoded content of one memory snapshot, immutable once built.
-struct Snapshot {
+struct Snapshot
+{
     enum class Era : uint8_t {
-        SegmentList,   // ≤1.13 bare list of segments
-        BlockHistory,  // 1.13/2.0 blocks with `history`
-        Traces,        // 2.0+ dict with device_traces
+        SegmentList, // ≤1.13 bare list of segments
+        BlockHistory, // 1.13/2.0 blocks with `history`
+        Traces, // 2.0+ dict with device_traces
     };
     Era era = Era::Traces;
 
     std::vector<Segment> segments; // flat across devices, in file order
-    std::vector<Block> blocks;     // all segments' blocks, contiguous per segment
+    std::vector<Block> blocks; // all segments' blocks, contiguous per segment
     std::vector<DeviceTrace> traces; // index = device ordinal as in device_traces
     std::optional<AllocatorSettings> allocatorSettings;
     std::vector<Annotation> annotations;
@@ -175,8 +187,8 @@ struct Snapshot {
     std::shared_ptr<const StringTable> strings;
     std::shared_ptr<const FrameTable> frames;
 
-    std::string container;         // "pickle", "gzip", "torch.save zip", "json", "memory_viz html"
-    int pickleProtocol = 0;        // 0 where not a pickle
+    std::string container; // "pickle", "gzip", "torch.save zip", "json", "memory_viz html"
+    int pickleProtocol = 0; // 0 where not a pickle
     std::vector<std::string> warnings; // non-fatal oddities (unknown actions, broken invariants)
 
     // Devices present anywhere (segments or non-empty traces), ascending.

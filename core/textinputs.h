@@ -14,34 +14,38 @@
 
 namespace oomlens {
 
-struct TracebackFrame {
+struct TracebackFrame
+{
     std::string filename;
     int line = 0;
     std::string function;
     std::string code; // the source line under the frame, when printed
 };
 
-struct TracebackInfo {
+struct TracebackInfo
+{
     std::vector<TracebackFrame> frames; // outermost first, as Python prints them (last block)
-    std::string exceptionLine;          // "torch.OutOfMemoryError: CUDA out of memory. ..."
+    std::string exceptionLine; // "torch.OutOfMemoryError: CUDA out of memory. ..."
     Phase phase = Phase::Unknown;
-    std::string phaseEvidence;          // the frame or line that decided the phase, in words
-    bool chained = false;               // "During handling of the above exception ..."
-    bool compiled = false;              // torch._dynamo / torch._inductor frames present
-    bool truncated = false;             // the input ends inside the frames, before the exception line
-    size_t sourceLine = 0;              // 1-based line of the first frame (or the header)
+    std::string phaseEvidence; // the frame or line that decided the phase, in words
+    bool chained = false; // "During handling of the above exception ..."
+    bool compiled = false; // torch._dynamo / torch._inductor frames present
+    bool truncated = false; // the input ends inside the frames, before the exception line
+    size_t sourceLine = 0; // 1-based line of the first frame (or the header)
 };
 
-struct ProcessUsage {
-    std::optional<int64_t> pid;     // empty for "this process" without a PID
-    std::optional<uint64_t> bytes;  // empty when NVML reported garbage (2^64 "not available")
+struct ProcessUsage
+{
+    std::optional<int64_t> pid; // empty for "this process" without a PID
+    std::optional<uint64_t> bytes; // empty when NVML reported garbage (2^64 "not available")
     bool self = false;
 };
 
-struct OomMessage {
-    std::string backend;          // cuda|hip|xpu|mps|xla|tf|cublas|cuda_runtime (+ npu, musa, cudnn, cpu)
-    std::string templateId;       // e.g. "T3", "T0", "cudaMallocAsync", "xla", "tf", "mps-2.0"
-    std::string exception;        // the exception class as printed ("torch.OutOfMemoryError"), may be empty
+struct OomMessage
+{
+    std::string backend; // cuda|hip|xpu|mps|xla|tf|cublas|cuda_runtime (+ npu, musa, cudnn, cpu)
+    std::string templateId; // e.g. "T3", "T0", "cudaMallocAsync", "xla", "tf", "mps-2.0"
+    std::string exception; // the exception class as printed ("torch.OutOfMemoryError"), may be empty
     std::optional<int> device;
     std::optional<uint64_t> requestedBytes;
     std::optional<uint64_t> totalBytes;
@@ -56,51 +60,56 @@ struct OomMessage {
     std::string torchVersionHint; // "2.2-2.7", "<=1.3", ...
     Phase phase = Phase::Unknown;
     bool truncated = false;
-    bool probable = false;        // near-OOM errors (cuBLAS alloc failure, runtime 'out of memory')
-    std::string text;             // the message, whitespace-normalized, prefixes stripped
+    bool probable = false; // near-OOM errors (cuBLAS alloc failure, runtime 'out of memory')
+    std::string text; // the message, whitespace-normalized, prefixes stripped
     std::optional<TracebackInfo> traceback;
     std::vector<std::string> notes; // oddities noticed while parsing, in plain words
-    size_t sourceLine = 0;        // 1-based line in the input where the message starts
+    size_t sourceLine = 0; // 1-based line in the input where the message starts
 };
 
 // One metric row of memory_summary(): values in bytes for memory rows, in counts otherwise.
-struct SummaryRow {
+struct SummaryRow
+{
     std::optional<uint64_t> current;
     std::optional<uint64_t> peak;
     std::optional<uint64_t> allocated;
     std::optional<uint64_t> freed;
 };
 
-struct MemorySummary {
+struct MemorySummary
+{
     int device = 0;
     std::optional<int64_t> ooms;
     std::optional<int64_t> allocRetries;
-    std::map<std::string, SummaryRow> rows;      // snake_case metric -> "all" row
+    std::map<std::string, SummaryRow> rows; // snake_case metric -> "all" row
     std::map<std::string, SummaryRow> largePool; // "from large pool" sub-rows
     std::map<std::string, SummaryRow> smallPool; // "from small pool" sub-rows
-    std::string unitEra;        // "KB/MB" (<=1.13) or "KiB/MiB" (2.0+)
+    std::string unitEra; // "KB/MB" (<=1.13) or "KiB/MiB" (2.0+)
     bool abbreviated = false;
     bool truncated = false;
-    bool allZero = false;       // cudaMallocAsync: counters are meaningless
+    bool allZero = false; // cudaMallocAsync: counters are meaningless
     size_t sourceLine = 0;
 };
 
-struct GpuProcess {
+struct GpuProcess
+{
     int gpu = 0;
     std::optional<int64_t> pid;
-    std::string type;  // C, G, C+G
+    std::string type; // C, G, C+G
     std::string name;
     std::optional<uint64_t> bytes;
 };
 
-struct NvidiaSmiGpu {
+struct NvidiaSmiGpu
+{
     int index = 0;
     std::string name;
     std::optional<uint64_t> usedBytes;
     std::optional<uint64_t> totalBytes;
 };
 
-struct NvidiaSmiTable {
+struct NvidiaSmiTable
+{
     std::string driverVersion;
     std::string cudaVersion;
     std::vector<NvidiaSmiGpu> gpus;
@@ -108,24 +117,26 @@ struct NvidiaSmiTable {
     size_t sourceLine = 0;
 };
 
-struct AllocConfSetting {
-    std::string raw;                               // "expandable_segments:True,max_split_size_mb:128"
-    std::map<std::string, std::string> options;    // key -> value as written
-    std::string source;                            // "export", "os.environ", "set_allocator_settings", "snapshot"
+struct AllocConfSetting
+{
+    std::string raw; // "expandable_segments:True,max_split_size_mb:128"
+    std::map<std::string, std::string> options; // key -> value as written
+    std::string source; // "export", "os.environ", "set_allocator_settings", "snapshot"
     bool expandableSegments() const;
     std::optional<int64_t> maxSplitSizeMb() const;
-    std::string backend() const;                   // "native" unless set
+    std::string backend() const; // "native" unless set
     size_t sourceLine = 0;
 };
 
 // Everything found in one piece of text (a paste, a file, a whole training log).
-struct TextFindings {
+struct TextFindings
+{
     std::vector<OomMessage> oomMessages;
     std::vector<MemorySummary> summaries;
     std::vector<NvidiaSmiTable> nvidiaSmi;
     std::vector<AllocConfSetting> allocConfs;
     std::vector<TracebackInfo> tracebacks; // tracebacks that carry no OOM message of their own
-    std::vector<int> launcherRanks;        // distinct ranks in torchrun's "[rankN]:" line prefixes, ascending
+    std::vector<int> launcherRanks; // distinct ranks in torchrun's "[rankN]:" line prefixes, ascending
     bool empty() const
     {
         return oomMessages.empty() && summaries.empty() && nvidiaSmi.empty() && allocConfs.empty()

@@ -49,7 +49,8 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         return;
     }
     if (looksBinary(bytes)) {
-        input.error = "not a memory snapshot, and not text: no OOM message, summary or log can be read from binary data";
+        input.error
+            = "not a memory snapshot, and not text: no OOM message, summary or log can be read from binary data";
         target.inputs.push_back(std::move(input));
         return;
     }
@@ -84,9 +85,9 @@ void addFile(Case& target, const std::string& path, const SnapshotReadOptions& o
     if (info.isDir() || !file.open(QIODevice::ReadOnly)) {
         CaseInput input;
         input.path = path;
-        input.error = info.isDir()  ? "is a folder, not a file"
-            : !info.exists()        ? "no such file"
-                                    : "cannot open the file (" + file.errorString().toStdString() + ")";
+        input.error = info.isDir() ? "is a folder, not a file"
+            : !info.exists()       ? "no such file"
+                                   : "cannot open the file (" + file.errorString().toStdString() + ")";
         target.inputs.push_back(std::move(input));
         return;
     }
@@ -95,7 +96,8 @@ void addFile(Case& target, const std::string& path, const SnapshotReadOptions& o
     const qint64 size = file.size();
     if (size > 0) {
         if (uchar* mapped = file.map(0, size)) {
-            addInput(target, path, std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)), options);
+            addInput(target, path, std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)),
+                options);
             file.unmap(mapped);
             return;
         }

@@ -13,7 +13,8 @@ namespace oomlens {
 
 enum class SnapshotDecoder { Native, Python };
 
-struct SnapshotReadOptions {
+struct SnapshotReadOptions
+{
     // Called now and then with bytes consumed so far and the total; cheap to call.
     std::function<void(uint64_t done, uint64_t total)> progress;
     const std::atomic_bool* cancel = nullptr;
@@ -23,9 +24,10 @@ struct SnapshotReadOptions {
     bool allowFallback = true;
 };
 
-struct SnapshotReadResult {
+struct SnapshotReadResult
+{
     std::shared_ptr<const Snapshot> snapshot; // null on error
-    std::string error;                        // one line, with the byte offset where it applies
+    std::string error; // one line, with the byte offset where it applies
     bool cancelled = false;
     SnapshotDecoder usedDecoder = SnapshotDecoder::Native;
 };

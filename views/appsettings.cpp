@@ -10,7 +10,8 @@ namespace {
 
 QString colorKey(Category category)
 {
-    return QStringLiteral("colors/") + QString::fromUtf8(categoryName(category).data(), qsizetype(categoryName(category).size()));
+    return QStringLiteral("colors/")
+        + QString::fromUtf8(categoryName(category).data(), qsizetype(categoryName(category).size()));
 }
 
 } // namespace

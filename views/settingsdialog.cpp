@@ -98,8 +98,7 @@ SettingsDialog::SettingsDialog(const AppSettings& settings, QWidget* parent)
     });
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Category rules"),
-            QFileInfo(m_rules->text()).absolutePath(),
-            QStringLiteral("Rules (*.json *.yaml *.yml);;All files (*)"));
+            QFileInfo(m_rules->text()).absolutePath(), QStringLiteral("Rules (*.json *.yaml *.yml);;All files (*)"));
         if (!path.isEmpty())
             setRulesPath(path);
     });
@@ -133,14 +132,14 @@ void SettingsDialog::checkRules()
         if (!rules)
             m_rulesError = QString::fromStdString(error.empty() ? std::string("cannot be read") : error);
         else
-            m_rulesStatus->setText(QStringLiteral("<span style='color:#2e8b57'>✓ %1 rule(s)</span>")
-                                       .arg(rules->rules().size()));
+            m_rulesStatus->setText(
+                QStringLiteral("<span style='color:#2e8b57'>✓ %1 rule(s)</span>").arg(rules->rules().size()));
     } else {
         m_rulesStatus->clear();
     }
     if (!m_rulesError.isEmpty())
-        m_rulesStatus->setText(
-            QStringLiteral("<span style='color:#c62828'><b>Rules not usable:</b> %1</span>").arg(m_rulesError.toHtmlEscaped()));
+        m_rulesStatus->setText(QStringLiteral("<span style='color:#c62828'><b>Rules not usable:</b> %1</span>")
+                                   .arg(m_rulesError.toHtmlEscaped()));
     m_buttons->button(QDialogButtonBox::Ok)->setEnabled(m_rulesError.isEmpty());
 }
 

@@ -26,7 +26,7 @@ bool isCommandLineInvocation(int argc, char** argv)
 {
     if (argc < 2)
         return false;
-    for (const char* command : {"diagnose", "report", "--help", "-h", "--version", "-v"}) {
+    for (const char* command : { "diagnose", "report", "--help", "-h", "--version", "-v" }) {
         if (std::strcmp(argv[1], command) == 0)
             return true;
     }

@@ -32,7 +32,8 @@ int runDiagnose(const QStringList& arguments)
             bool ok = false;
             const int device = value.toInt(&ok);
             if (!ok || device < 0) {
-                std::fprintf(stderr, "oomlens diagnose: --device needs a device ordinal, got '%s'\n", qPrintable(value));
+                std::fprintf(
+                    stderr, "oomlens diagnose: --device needs a device ordinal, got '%s'\n", qPrintable(value));
                 return 2;
             }
             options.device = device;

@@ -72,7 +72,8 @@ int runReport(const QStringList& arguments)
     }
     // QSaveFile: a failed write never leaves half a report where the old one was.
     QSaveFile file(output);
-    if (!file.open(QIODevice::WriteOnly) || file.write(html.data(), static_cast<qint64>(html.size())) != static_cast<qint64>(html.size())
+    if (!file.open(QIODevice::WriteOnly)
+        || file.write(html.data(), static_cast<qint64>(html.size())) != static_cast<qint64>(html.size())
         || !file.commit()) {
         std::fprintf(stderr, "oomlens: cannot write %s: %s\n", qPrintable(output), qPrintable(file.errorString()));
         return 1;

@@ -9,7 +9,8 @@ namespace oomlens {
 // Open allocations by address while the trace is replayed: a flat open-addressing table
 // (linear probing, backward-shift deletion), since a node-based map costs one heap allocation
 // per alloc event and dominates the replay of a million-event trace.
-class AddressMap {
+class AddressMap
+{
 public:
     static constexpr int32_t none = -1;
 
@@ -34,7 +35,7 @@ public:
         for (size_t i = slot(address);; i = (i + 1) & m_mask) {
             Entry& e = m_entries[i];
             if (e.value == none) {
-                e = {address, value};
+                e = { address, value };
                 ++m_size;
                 return none;
             }
@@ -75,8 +76,7 @@ public:
 
     size_t size() const { return m_size; }
 
-    template<typename F>
-    void forEach(F&& f) const
+    template <typename F> void forEach(F&& f) const
     {
         for (const Entry& e : m_entries) {
             if (e.value != none)
@@ -85,7 +85,8 @@ public:
     }
 
 private:
-    struct Entry {
+    struct Entry
+    {
         uint64_t address = 0;
         int32_t value = none;
     };
@@ -109,7 +110,7 @@ private:
     {
         std::vector<Entry> old;
         old.swap(m_entries);
-        m_entries.assign(capacity, Entry{});
+        m_entries.assign(capacity, Entry {});
         m_mask = capacity - 1;
         m_size = 0;
         for (const Entry& e : old) {

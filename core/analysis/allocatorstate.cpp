@@ -31,7 +31,7 @@ std::vector<PoolState> AllocatorState::pools() const
 {
     std::map<PoolKey, PoolState> byKey;
     for (const StateSegment& s : segments) {
-        const PoolKey key{s.stream, s.isLargePool};
+        const PoolKey key { s.stream, s.isLargePool };
         PoolState& p = byKey[key];
         p.key = key;
         ++p.segments;
@@ -63,13 +63,13 @@ AllocatorState allocatorStateAt(const Snapshot& snapshot, const DeviceAnalysis& 
             continue;
         StateSegment& s = it->second;
         const bool pending = a.freeRequestedEvent >= 0 && a.freeRequestedEvent <= event;
-        s.blocks.push_back({a.address, a.blockSize, static_cast<int32_t>(index), pending});
+        s.blocks.push_back({ a.address, a.blockSize, static_cast<int32_t>(index), pending });
     }
 
     state.segments.reserve(map.size());
     for (auto& [address, s] : map) {
         std::sort(s.blocks.begin(), s.blocks.end(),
-                  [](const StateBlock& x, const StateBlock& y) { return x.address < y.address; });
+            [](const StateBlock& x, const StateBlock& y) { return x.address < y.address; });
         uint64_t cursor = s.address;
         const uint64_t end = s.address + s.size;
         for (const StateBlock& b : s.blocks) {

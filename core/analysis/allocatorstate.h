@@ -11,14 +11,16 @@ namespace oomlens {
 // The caching allocator's segments and blocks at one moment, rebuilt from the dump-time
 // segments by undoing segment events backwards (as memory_viz's Allocator State History does)
 // and filled with the allocations live at that moment.
-struct StateBlock {
+struct StateBlock
+{
     uint64_t address = 0;
-    uint64_t size = 0;       // rounded block size (exact for blocks that survive to the dump)
+    uint64_t size = 0; // rounded block size (exact for blocks that survive to the dump)
     int32_t allocation = -1; // index into DeviceAnalysis::allocations
     bool pendingFree = false; // freed by the caller, still in use by another stream
 };
 
-struct StateSegment {
+struct StateSegment
+{
     uint64_t address = 0;
     uint64_t size = 0;
     int64_t stream = 0;
@@ -32,7 +34,8 @@ struct StateSegment {
 
 // A pool as the trace can tell them apart: one stream's small pool (requests up to 1 MiB,
 // 2 MiB segments) or large pool. CUDA-graph private pools are not recorded per event.
-struct PoolKey {
+struct PoolKey
+{
     int64_t stream = 0;
     bool largePool = true;
     friend auto operator<=>(const PoolKey&, const PoolKey&) = default;
@@ -40,7 +43,8 @@ struct PoolKey {
 
 // One pool at one moment. reserved - active is what the pool caches; largestFreeBlock is what
 // the next request to it could get without a new segment.
-struct PoolState {
+struct PoolState
+{
     PoolKey key;
     size_t segments = 0;
     uint64_t reservedBytes = 0;
@@ -49,7 +53,8 @@ struct PoolState {
     uint64_t largestFreeBlock = 0;
 };
 
-struct AllocatorState {
+struct AllocatorState
+{
     int64_t event = -1; // the state right after this event; -1: before the first
     std::vector<StateSegment> segments; // by address
     uint64_t reservedBytes = 0;

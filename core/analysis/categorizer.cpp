@@ -7,7 +7,8 @@ namespace oomlens {
 
 namespace {
 
-class Reasons {
+class Reasons
+{
 public:
     explicit Reasons(std::vector<std::string>& storage)
         : m_storage(storage)
@@ -44,7 +45,8 @@ private:
     std::unordered_map<const char*, uint16_t> m_literals;
 };
 
-struct Verdict {
+struct Verdict
+{
     Category category;
     const char* reason;
 };
@@ -52,16 +54,18 @@ struct Verdict {
 Verdict olderWithoutFrames(const Allocation& a, Phase freedIn, uint32_t freeFeatures)
 {
     if (a.freeEvent < 0)
-        return {Category::Parameters,
-                "older than the trace and never freed: persistent state, assumed parameters "
-                "(no stack recorded; lower confidence)"};
+        return { Category::Parameters,
+            "older than the trace and never freed: persistent state, assumed parameters "
+            "(no stack recorded; lower confidence)" };
     if (freedIn == Phase::Backward)
-        return {Category::Activations, "older than the trace and freed in backward: a saved activation "
-                                       "(no stack recorded; lower confidence)"};
+        return { Category::Activations,
+            "older than the trace and freed in backward: a saved activation "
+            "(no stack recorded; lower confidence)" };
     if (freeFeatures & FeatureZeroGrad)
-        return {Category::Gradients, "older than the trace and freed by zero_grad "
-                                     "(no stack recorded; lower confidence)"};
-    return {Category::Unknown, "older than the trace, no stack recorded, lifetime not conclusive"};
+        return { Category::Gradients,
+            "older than the trace and freed by zero_grad "
+            "(no stack recorded; lower confidence)" };
+    return { Category::Unknown, "older than the trace, no stack recorded, lifetime not conclusive" };
 }
 
 Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, Phase freedIn)
@@ -69,38 +73,38 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, Phase f
     switch (born) {
     case Phase::Load:
         if (sameRun)
-            return {Category::Temporaries, "allocated while loading the model and freed during loading"};
-        return {Category::Parameters, "created by model loading (_apply/.to()/load_state_dict/module init) and kept"};
+            return { Category::Temporaries, "allocated while loading the model and freed during loading" };
+        return { Category::Parameters, "created by model loading (_apply/.to()/load_state_dict/module init) and kept" };
     case Phase::Optimizer:
         if (sameRun)
-            return {Category::Temporaries, "scratch of the optimizer step, freed within it"};
+            return { Category::Temporaries, "scratch of the optimizer step, freed within it" };
         if (features & FeatureOptimizerInit)
-            return {Category::OptimizerState, "optimizer state created by _init_group and kept across steps"};
-        return {Category::OptimizerState, "allocated in the optimizer step and kept beyond it"};
+            return { Category::OptimizerState, "optimizer state created by _init_group and kept across steps" };
+        return { Category::OptimizerState, "allocated in the optimizer step and kept beyond it" };
     case Phase::Backward:
         if (sameRun)
-            return {Category::Temporaries, "backward scratch, freed within the backward pass"};
-        return {Category::Gradients, "produced in backward and kept until the optimizer step or zero_grad"};
+            return { Category::Temporaries, "backward scratch, freed within the backward pass" };
+        return { Category::Gradients, "produced in backward and kept until the optimizer step or zero_grad" };
     case Phase::Forward:
         if (freedIn == Phase::Backward && !alive)
-            return {Category::Activations, "saved in forward, freed in backward"};
+            return { Category::Activations, "saved in forward, freed in backward" };
         if (sameRun)
-            return {Category::Temporaries, "freed within the forward pass that allocated it"};
+            return { Category::Temporaries, "freed within the forward pass that allocated it" };
         if (alive)
-            return {Category::Activations, "produced in forward, still alive at the dump"};
-        return {Category::Activations, "produced in forward and kept beyond it"};
+            return { Category::Activations, "produced in forward, still alive at the dump" };
+        return { Category::Activations, "produced in forward and kept beyond it" };
     case Phase::Eval:
         if (sameRun)
-            return {Category::Temporaries, "eval/no-grad scratch, freed within the pass"};
-        return {Category::Activations, "eval/no-grad output kept beyond its pass"};
+            return { Category::Temporaries, "eval/no-grad scratch, freed within the pass" };
+        return { Category::Activations, "eval/no-grad output kept beyond its pass" };
     case Phase::Data:
         if (sameRun)
-            return {Category::Temporaries, "freed while preparing the batch"};
-        return {Category::Inputs, "batch data moved to the device"};
+            return { Category::Temporaries, "freed while preparing the batch" };
+        return { Category::Inputs, "batch data moved to the device" };
     case Phase::Unknown:
         break;
     }
-    return {Category::Unknown, "no phase evidence in its stack"};
+    return { Category::Unknown, "no phase evidence in its stack" };
 }
 
 } // namespace
@@ -139,7 +143,8 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
                 const auto& rule = rules->rules()[static_cast<size_t>(it->second.rule)];
                 auto r = ruleReason.find(static_cast<uint32_t>(it->second.rule));
                 if (r == ruleReason.end()) {
-                    const auto text = "user rule " + std::string(categoryName(rule.category)) + ": /" + rule.pattern + "/";
+                    const auto text
+                        = "user rule " + std::string(categoryName(rule.category)) + ": /" + rule.pattern + "/";
                     r = ruleReason.emplace(static_cast<uint32_t>(it->second.rule), reasons.intern(text)).first;
                 }
                 a.category = rule.category;
@@ -148,10 +153,10 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
             }
         }
 
-        Verdict v{Category::Unknown, "no evidence"};
+        Verdict v { Category::Unknown, "no evidence" };
         // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
         if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
-            v = {Category::Gradients, "written by AccumulateGrad (a parameter's .grad)"};
+            v = { Category::Gradients, "written by AccumulateGrad (a parameter's .grad)" };
         } else if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
             // An allocation first seen at its free carries the free's frames; unless they name
             // another phase than the free's (the allocation context, record context='alloc'),

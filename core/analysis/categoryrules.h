@@ -17,9 +17,11 @@ namespace oomlens {
 // `category: [a, b]`, or a `- regex` list under `category:`). A rule matches a stack when its
 // regex matches any frame's function name or filename. Earlier rules win over later ones, and
 // user rules win over the built-in evidence.
-class CategoryRules {
+class CategoryRules
+{
 public:
-    struct Rule {
+    struct Rule
+    {
         Category category = Category::Unknown;
         std::string pattern;
         QRegularExpression regex;
@@ -32,7 +34,8 @@ public:
     const std::vector<Rule>& rules() const { return m_rules; }
     bool empty() const { return m_rules.empty(); }
 
-    struct Match {
+    struct Match
+    {
         int rule = -1;
         FrameId frame;
     };

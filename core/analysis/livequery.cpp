@@ -11,12 +11,11 @@ namespace {
 
 bool isNoiseFrame(std::string_view name, std::string_view file)
 {
-    static constexpr std::array<std::string_view, 8> names = {
-        "unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
-        "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"};
-    static constexpr std::array<std::string_view, 10> files = {
-        "core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
-        "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"};
+    static constexpr std::array<std::string_view, 8> names = { "unwind::unwind", "CapturedTraceback::gather",
+        "gather_with_cpp", "_start", "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_" };
+    static constexpr std::array<std::string_view, 10> files
+        = { "core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c", "Objects/call.c",
+              "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h" };
     for (auto n : names) {
         if (name.find(n) != std::string_view::npos)
             return true;
@@ -31,7 +30,7 @@ bool isNoiseFrame(std::string_view name, std::string_view file)
 void sortTree(CallTreeNode& node)
 {
     std::sort(node.children.begin(), node.children.end(),
-              [](const CallTreeNode& a, const CallTreeNode& b) { return a.bytes > b.bytes; });
+        [](const CallTreeNode& a, const CallTreeNode& b) { return a.bytes > b.bytes; });
     for (auto& child : node.children)
         sortTree(child);
 }
@@ -50,7 +49,7 @@ std::vector<uint32_t> liveAllocations(const DeviceAnalysis& d, int64_t event)
 
 CategoryBytes liveByCategory(const DeviceAnalysis& d, int64_t event)
 {
-    CategoryBytes bytes{};
+    CategoryBytes bytes {};
     for (const Allocation& a : d.allocations) {
         if (a.liveAfter(event))
             bytes[static_cast<size_t>(a.category)] += a.requestedSize;
@@ -96,9 +95,9 @@ CallTreeNode callTree(const Snapshot& snapshot, const DeviceAnalysis& d, int64_t
             if (isNoiseFrame(snapshot.strings->get(f.name), snapshot.strings->get(f.filename)))
                 continue;
             auto it = std::find_if(node->children.begin(), node->children.end(),
-                                   [&](const CallTreeNode& c) { return c.frame == frames[i]; });
+                [&](const CallTreeNode& c) { return c.frame == frames[i]; });
             if (it == node->children.end()) {
-                node->children.push_back(CallTreeNode{frames[i], 0, 0, {}});
+                node->children.push_back(CallTreeNode { frames[i], 0, 0, {} });
                 it = node->children.end() - 1;
             }
             it->bytes += s.bytes;

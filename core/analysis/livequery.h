@@ -12,18 +12,20 @@ namespace oomlens {
 std::vector<uint32_t> liveAllocations(const DeviceAnalysis& device, int64_t event);
 CategoryBytes liveByCategory(const DeviceAnalysis& device, int64_t event);
 
-struct StackBytes {
+struct StackBytes
+{
     StackId stack;
     uint64_t bytes = 0; // requested
     uint32_t count = 0;
-    CategoryBytes byCategory{};
+    CategoryBytes byCategory {};
 };
 // Live bytes grouped by allocating stack, largest first, at most `limit` entries.
 std::vector<StackBytes> topStacks(const DeviceAnalysis& device, int64_t event, size_t limit);
 
 // Live bytes as a tree of frames, outermost caller at the root's children; noise frames of the
 // interpreter and the unwinder (the ones memory_viz hides) are skipped.
-struct CallTreeNode {
+struct CallTreeNode
+{
     FrameId frame; // invalid for the root
     uint64_t bytes = 0;
     uint32_t count = 0;

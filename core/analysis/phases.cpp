@@ -8,7 +8,8 @@ namespace oomlens {
 
 namespace {
 
-struct TimeWindow {
+struct TimeWindow
+{
     int64_t start = 0;
     int64_t end = 0;
 };
@@ -43,11 +44,12 @@ std::vector<TimeWindow> optimizerWindows(const Snapshot& snapshot, int32_t devic
         if (stage == "START") {
             starts.push_back(a.timeUs);
         } else if (stage == "END" && !starts.empty()) {
-            windows.push_back({starts.back(), a.timeUs});
+            windows.push_back({ starts.back(), a.timeUs });
             starts.pop_back();
         }
     }
-    std::sort(windows.begin(), windows.end(), [](const TimeWindow& a, const TimeWindow& b) { return a.start < b.start; });
+    std::sort(
+        windows.begin(), windows.end(), [](const TimeWindow& a, const TimeWindow& b) { return a.start < b.start; });
     std::vector<TimeWindow> merged;
     for (const TimeWindow& w : windows) {
         if (!merged.empty() && w.start <= merged.back().end)
@@ -60,20 +62,20 @@ std::vector<TimeWindow> optimizerWindows(const Snapshot& snapshot, int32_t devic
 
 // Finds the window holding a time. time_us mostly grows along the trace, so the search walks
 // forward from the previous answer and only falls back to a binary search when time goes back.
-class WindowCursor {
+class WindowCursor
+{
 public:
     explicit WindowCursor(const std::vector<TimeWindow>& windows)
         : m_windows(windows)
-    {
-    }
+    { }
 
     // Index of the window holding timeUs, or -1.
     int64_t at(int64_t timeUs)
     {
         const auto n = m_windows.size();
         if (timeUs < m_lastTime) {
-            auto it = std::upper_bound(m_windows.begin(), m_windows.end(), timeUs,
-                                       [](int64_t t, const TimeWindow& w) { return t < w.start; });
+            auto it = std::upper_bound(
+                m_windows.begin(), m_windows.end(), timeUs, [](int64_t t, const TimeWindow& w) { return t < w.start; });
             m_next = static_cast<size_t>(it - m_windows.begin());
         } else {
             while (m_next < n && m_windows[m_next].start <= timeUs)
@@ -110,12 +112,11 @@ enum class Evidence : uint8_t { None, Loose, Known };
 
 bool isTraining(Phase p)
 {
-    return p == Phase::Forward || p == Phase::Backward || p == Phase::Optimizer || p == Phase::Data
-        || p == Phase::Eval;
+    return p == Phase::Forward || p == Phase::Backward || p == Phase::Optimizer || p == Phase::Data || p == Phase::Eval;
 }
 
-void labelSteps(const Snapshot& snapshot, StackFeatures& features, const std::vector<TraceEvent>& events,
-                DeviceAnalysis& out)
+void labelSteps(
+    const Snapshot& snapshot, StackFeatures& features, const std::vector<TraceEvent>& events, DeviceAnalysis& out)
 {
     const size_t n = events.size();
     out.eventStep.assign(n, -1);
@@ -201,7 +202,7 @@ void buildSpans(DeviceAnalysis& out)
             out.phaseSpans.back().lastEvent = index;
             continue;
         }
-        out.phaseSpans.push_back({index, index, out.eventPhase[i], out.eventStep[i]});
+        out.phaseSpans.push_back({ index, index, out.eventPhase[i], out.eventStep[i] });
     }
 }
 
@@ -222,7 +223,7 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         // Without context='all', a free carries its block's allocation stack: it says where the
         // memory came from, not where the free happened.
         if ((e.action == TraceAction::FreeRequested || e.action == TraceAction::FreeCompleted
-             || e.action == TraceAction::Free)
+                || e.action == TraceAction::Free)
             && out.eventAllocation[i] >= 0) {
             const Allocation& a = out.allocations[static_cast<size_t>(out.eventAllocation[i])];
             if (a.allocEvent >= 0 && a.stack == stack)

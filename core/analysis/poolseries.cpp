@@ -13,7 +13,8 @@ constexpr uint64_t smallSegmentSize = uint64_t(2) << 20;
 
 // Replays the trace forwards from the state before its first event, one pool account per
 // (stream, pool kind).
-class PoolSweep {
+class PoolSweep
+{
 public:
     PoolSweep(const Snapshot& snapshot, const DeviceAnalysis& device, bool trackBlocks)
         : m_device(device)
@@ -22,7 +23,7 @@ public:
         , m_poolOfAllocation(device.allocations.size(), -1)
     {
         for (const auto& [address, s] : m_segments)
-            m_reserved[static_cast<size_t>(pool({s.stream, s.isLargePool}))] += s.size;
+            m_reserved[static_cast<size_t>(pool({ s.stream, s.isLargePool }))] += s.size;
         for (size_t i = 0; i < device.allocations.size(); ++i) {
             if (device.allocations[i].olderThanTrace())
                 open(i);
@@ -51,16 +52,16 @@ public:
             // The segment map decides the pool kind (a mapped range joins its neighbour's).
             applySegmentEvent(m_segments, e, false);
             auto it = segmentAt(m_segments, e.addr);
-            const int p = it != m_segments.end() ? pool({it->second.stream, it->second.isLargePool})
-                                                 : pool({e.stream, e.size != smallSegmentSize});
+            const int p = it != m_segments.end() ? pool({ it->second.stream, it->second.isLargePool })
+                                                 : pool({ e.stream, e.size != smallSegmentSize });
             m_reserved[static_cast<size_t>(p)] += e.size;
             return p;
         }
         case TraceAction::SegmentFree:
         case TraceAction::SegmentUnmap: {
             auto it = segmentAt(m_segments, e.addr);
-            const int p = it != m_segments.end() ? pool({it->second.stream, it->second.isLargePool})
-                                                 : pool({e.stream, e.size != smallSegmentSize});
+            const int p = it != m_segments.end() ? pool({ it->second.stream, it->second.isLargePool })
+                                                 : pool({ e.stream, e.size != smallSegmentSize });
             uint64_t& reserved = m_reserved[static_cast<size_t>(p)];
             reserved -= std::min(reserved, e.size);
             applySegmentEvent(m_segments, e, false);
@@ -81,7 +82,7 @@ public:
     {
         std::vector<uint64_t> largest(m_keys.size(), 0);
         for (const auto& [address, s] : m_segments) {
-            const auto p = static_cast<size_t>(m_index.at({s.stream, s.isLargePool}));
+            const auto p = static_cast<size_t>(m_index.at({ s.stream, s.isLargePool }));
             const uint64_t end = s.address + s.size;
             uint64_t cursor = s.address;
             for (auto it = m_blocks.lower_bound(s.address); it != m_blocks.end() && it->first < end; ++it) {
@@ -111,8 +112,8 @@ private:
     {
         const Allocation& a = m_device.allocations[index];
         auto segment = segmentAt(m_segments, a.address);
-        const int p = segment != m_segments.end() ? pool({segment->second.stream, segment->second.isLargePool})
-                                                  : pool({a.stream, isLargePoolRequest(a.requestedSize)});
+        const int p = segment != m_segments.end() ? pool({ segment->second.stream, segment->second.isLargePool })
+                                                  : pool({ a.stream, isLargePoolRequest(a.requestedSize) });
         m_poolOfAllocation[index] = p;
         m_active[static_cast<size_t>(p)] += a.blockSize;
         if (m_trackBlocks)
@@ -169,7 +170,7 @@ void seed(PoolBucket& b, uint64_t reserved, uint64_t active, int64_t event)
 } // namespace
 
 std::vector<PoolSeries> poolSeries(const Snapshot& snapshot, const DeviceAnalysis& device, int64_t firstEvent,
-                                   int64_t lastEvent, int buckets, bool largestFreeBlocks)
+    int64_t lastEvent, int buckets, bool largestFreeBlocks)
 {
     const DeviceTrace* trace = snapshot.trace(device.device);
     const auto n = static_cast<int64_t>(device.eventAllocation.size());
@@ -214,7 +215,7 @@ std::vector<PoolSeries> poolSeries(const Snapshot& snapshot, const DeviceAnalysi
     std::vector<PoolSeries> result;
     for (size_t p = 0; p < columns.size(); ++p) {
         const bool used = std::any_of(columns[p].begin(), columns[p].end(),
-                                      [](const PoolBucket& b) { return b.maxReserved > 0 || b.maxActive > 0; });
+            [](const PoolBucket& b) { return b.maxReserved > 0 || b.maxActive > 0; });
         if (!used)
             continue;
         PoolSeries series;

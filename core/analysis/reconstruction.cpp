@@ -53,7 +53,7 @@ void orderAllocations(DeviceAnalysis& out)
 // reservedAfter holds, from the replay, the bytes reserved after each event relative to the
 // start. The dump-time segments are the only state known for sure: they fix the start.
 void reconstructReserved(const Snapshot& snapshot, int32_t device, const std::vector<TraceEvent>& events,
-                         int64_t finalDelta, int64_t minDelta, DeviceAnalysis& out)
+    int64_t finalDelta, int64_t minDelta, DeviceAnalysis& out)
 {
     uint64_t reserved = 0;
     for (const Segment& segment : snapshot.segments) {

@@ -25,7 +25,7 @@ inline void applyEvent(const DeviceAnalysis& d, int64_t i, CategoryBytes& bytes)
 void buildCategoryCheckpoints(DeviceAnalysis& d)
 {
     const auto n = static_cast<int64_t>(d.eventAllocation.size());
-    CategoryBytes bytes{};
+    CategoryBytes bytes {};
     for (const Allocation& a : d.allocations) {
         if (a.allocEvent < 0)
             bytes[static_cast<size_t>(a.category)] += a.requestedSize;
@@ -45,14 +45,16 @@ uint64_t allocatedAt(const DeviceAnalysis& d, int64_t event)
 {
     if (event < 0 || d.allocatedAfter.empty())
         return d.initialAllocatedBytes;
-    return d.allocatedAfter[static_cast<size_t>(std::min<int64_t>(event, static_cast<int64_t>(d.allocatedAfter.size()) - 1))];
+    return d.allocatedAfter[static_cast<size_t>(
+        std::min<int64_t>(event, static_cast<int64_t>(d.allocatedAfter.size()) - 1))];
 }
 
 uint64_t reservedAt(const DeviceAnalysis& d, int64_t event)
 {
     if (event < 0 || d.reservedAfter.empty())
         return d.initialReservedBytes;
-    return d.reservedAfter[static_cast<size_t>(std::min<int64_t>(event, static_cast<int64_t>(d.reservedAfter.size()) - 1))];
+    return d
+        .reservedAfter[static_cast<size_t>(std::min<int64_t>(event, static_cast<int64_t>(d.reservedAfter.size()) - 1))];
 }
 
 CategoryBytes categoryBytesAt(const DeviceAnalysis& d, int64_t event)
@@ -63,8 +65,8 @@ CategoryBytes categoryBytesAt(const DeviceAnalysis& d, int64_t event)
     event = std::min(event, n - 1);
     // State after `event` = checkpoint before event+1 rounded down, replayed up to event.
     const int64_t next = event + 1;
-    const int64_t k = std::min<int64_t>(next / DeviceAnalysis::checkpointInterval,
-                                        static_cast<int64_t>(d.categoryCheckpoints.size()) - 1);
+    const int64_t k = std::min<int64_t>(
+        next / DeviceAnalysis::checkpointInterval, static_cast<int64_t>(d.categoryCheckpoints.size()) - 1);
     CategoryBytes bytes = d.categoryCheckpoints[static_cast<size_t>(k)];
     for (int64_t i = k * DeviceAnalysis::checkpointInterval; i < next; ++i)
         applyEvent(d, i, bytes);
@@ -129,8 +131,8 @@ int64_t eventAtTime(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t t
         return n;
     // The last checkpoint whose running maximum is still below timeUs: the answer lies in its
     // interval or later, and the running maximum is non-decreasing.
-    auto it = std::partition_point(d.timeCheckpoints.begin(), d.timeCheckpoints.end(),
-                                   [&](int64_t runningMax) { return runningMax < timeUs; });
+    auto it = std::partition_point(
+        d.timeCheckpoints.begin(), d.timeCheckpoints.end(), [&](int64_t runningMax) { return runningMax < timeUs; });
     const auto k = static_cast<int64_t>(it - d.timeCheckpoints.begin()) - 1;
     if (k < 0)
         return 0;

@@ -9,13 +9,14 @@ namespace oomlens {
 
 // One pixel column of the timeline: min and max so that the peak and an OOM spike never
 // average away, and the categories at the bucket's maximum for the stacked bands.
-struct Bucket {
+struct Bucket
+{
     int64_t firstEvent = 0;
     int64_t lastEvent = 0; // exclusive
     uint64_t minAllocated = 0;
     uint64_t maxAllocated = 0;
     int64_t maxEvent = -1; // where maxAllocated is reached
-    CategoryBytes categoriesAtMax{};
+    CategoryBytes categoriesAtMax {};
     uint64_t minReserved = 0;
     uint64_t maxReserved = 0;
 };

@@ -24,63 +24,67 @@ using CategoryBytes = std::array<uint64_t, categoryCount>; // indexed by Categor
 // One allocation's lifetime, reconstructed from the trace and the dump-time state.
 // Event indices refer to the device trace; an allocation is live after event e when
 // allocEvent <= e and (freeEvent == -1 or e < freeEvent).
-struct Allocation {
+struct Allocation
+{
     uint64_t address = 0;
-    uint64_t requestedSize = 0;  // `size` of the alloc event (what memory_viz plots)
-    uint64_t blockSize = 0;      // rounded size: exact when the block survives to the dump, else estimated
-    int64_t allocEvent = -1;     // index in the device trace; -1: allocated before the trace began
-    int64_t freeEvent = -1;      // free_completed index; -1: still alive at dump time
+    uint64_t requestedSize = 0; // `size` of the alloc event (what memory_viz plots)
+    uint64_t blockSize = 0; // rounded size: exact when the block survives to the dump, else estimated
+    int64_t allocEvent = -1; // index in the device trace; -1: allocated before the trace began
+    int64_t freeEvent = -1; // free_completed index; -1: still alive at dump time
     int64_t freeRequestedEvent = -1;
     StackId stack = FrameTable::emptyStack();
     int64_t stream = 0;
     Category category = Category::Unknown;
-    uint16_t reason = 0;         // index into DeviceAnalysis::reasons
+    uint16_t reason = 0; // index into DeviceAnalysis::reasons
     Phase phase = Phase::Unknown; // phase at allocation
-    int32_t step = -1;           // training step at allocation; -1 unknown
+    int32_t step = -1; // training step at allocation; -1 unknown
 
     bool olderThanTrace() const { return allocEvent < 0; }
     bool liveAfter(int64_t event) const { return allocEvent <= event && (freeEvent < 0 || event < freeEvent); }
 };
 
-struct OomAnalysis {
+struct OomAnalysis
+{
     int64_t eventIndex = -1;
     int64_t timeUs = 0;
     int64_t stream = 0;
-    uint64_t requestedBytes = 0;  // the oom event's size (rounded request)
+    uint64_t requestedBytes = 0; // the oom event's size (rounded request)
     uint64_t deviceFreeBytes = 0;
-    uint64_t allocatedBytes = 0;  // requested bytes live at the OOM
+    uint64_t allocatedBytes = 0; // requested bytes live at the OOM
     uint64_t reservedBytes = 0;
     uint64_t largestFreeBlock = 0; // across the pool (small/large) and stream the request would come from
-    uint64_t freeInPoolBytes = 0;  // all cached free bytes of that pool and stream
-    CategoryBytes liveByCategory{};
+    uint64_t freeInPoolBytes = 0; // all cached free bytes of that pool and stream
+    CategoryBytes liveByCategory {};
     Phase phase = Phase::Unknown;
     int32_t step = -1;
     StackId stack = FrameTable::emptyStack(); // where the failing request came from, when recorded
 };
 
 // A maximal run of events in one phase and step; the GUI shades these.
-struct PhaseSpan {
+struct PhaseSpan
+{
     int64_t firstEvent = 0;
     int64_t lastEvent = 0; // inclusive
     Phase phase = Phase::Unknown;
     int32_t step = -1;
 };
 
-struct DeviceAnalysis {
+struct DeviceAnalysis
+{
     int32_t device = 0;
-    std::vector<Allocation> allocations;    // ordered by allocEvent; older-than-trace ones first
-    std::vector<std::string> reasons;       // category reasons, shared by many allocations
-    std::vector<Phase> eventPhase;          // per trace event
-    std::vector<int32_t> eventStep;         // per trace event, -1 unknown; step 0 = before the first step start
+    std::vector<Allocation> allocations; // ordered by allocEvent; older-than-trace ones first
+    std::vector<std::string> reasons; // category reasons, shared by many allocations
+    std::vector<Phase> eventPhase; // per trace event
+    std::vector<int32_t> eventStep; // per trace event, -1 unknown; step 0 = before the first step start
     std::vector<PhaseSpan> phaseSpans;
-    uint64_t peakAllocatedBytes = 0;        // requested bytes, allocations older than the trace included
-    int64_t peakEvent = -1;                 // the peak holds right after this event; -1: before the first event
+    uint64_t peakAllocatedBytes = 0; // requested bytes, allocations older than the trace included
+    int64_t peakEvent = -1; // the peak holds right after this event; -1: before the first event
     int64_t peakTimeUs = 0;
-    CategoryBytes categoriesAtPeak{};       // adds up to peakAllocatedBytes
+    CategoryBytes categoriesAtPeak {}; // adds up to peakAllocatedBytes
     uint64_t peakReservedBytes = 0;
     std::vector<OomAnalysis> ooms;
-    int32_t stepCount = 0;                  // steps that start inside the trace
-    bool traceTruncated = false;            // the ring buffer started mid-run
+    int32_t stepCount = 0; // steps that start inside the trace
+    bool traceTruncated = false; // the ring buffer started mid-run
 
     // Per-event series (all sized like the trace). eventAllocation: the allocation an alloc,
     // free_requested or free_completed event concerns, else -1. allocatedAfter/reservedAfter:
@@ -88,7 +92,7 @@ struct DeviceAnalysis {
     std::vector<int32_t> eventAllocation;
     std::vector<uint64_t> allocatedAfter;
     std::vector<uint64_t> reservedAfter;
-    uint64_t initialAllocatedBytes = 0;     // live before the first event (older than the trace)
+    uint64_t initialAllocatedBytes = 0; // live before the first event (older than the trace)
     uint64_t initialReservedBytes = 0;
     // Live bytes by category before event k * checkpointInterval; lets series.h answer
     // "categories at event e" by replaying at most checkpointInterval events.
@@ -98,19 +102,21 @@ struct DeviceAnalysis {
     // strictly monotonic); lets series.h find the event at a time without scanning the trace.
     std::vector<int64_t> timeCheckpoints;
 
-    std::vector<std::string> warnings;      // inconsistencies met while reconstructing
+    std::vector<std::string> warnings; // inconsistencies met while reconstructing
 };
 
-struct SnapshotAnalysis {
+struct SnapshotAnalysis
+{
     std::shared_ptr<const Snapshot> snapshot;
     std::vector<DeviceAnalysis> devices;
     int32_t primaryDevice = 0; // --device N, else the oom event's device, else most trace events
-    std::string rulesError;    // set when AnalysisOptions::rulesPath could not be used
+    std::string rulesError; // set when AnalysisOptions::rulesPath could not be used
     const DeviceAnalysis* device(int32_t ordinal) const;
     const DeviceAnalysis* primary() const { return device(primaryDevice); }
 };
 
-struct AnalysisOptions {
+struct AnalysisOptions
+{
     std::optional<int32_t> device;
     std::string rulesPath; // user category rules (JSON or YAML), empty for none
     std::string rulesText; // the same rules given inline (tests, pasted rules); used when rulesPath is empty

@@ -29,9 +29,8 @@ bool inTorch(std::string_view filename, std::string_view tail)
 
 bool isEvalName(std::string_view name)
 {
-    static constexpr std::array<std::string_view, 12> prefixes = {
-        "eval", "valid", "val_", "predict", "generate", "infer", "test_step", "sample", "greedy_search",
-        "beam_search", "_sample", "run_inference"};
+    static constexpr std::array<std::string_view, 12> prefixes = { "eval", "valid", "val_", "predict", "generate",
+        "infer", "test_step", "sample", "greedy_search", "beam_search", "_sample", "run_inference" };
     std::string lower(name.substr(0, 32));
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return startsWith(lower, p); });
@@ -92,7 +91,8 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     if (name == "_apply" || name == "load_state_dict" || name == "_load_from_state_dict" || name == "from_pretrained"
         || name == "reset_parameters" || name == "to_empty" || name == "_load_state_dict_into_model"
         || name == "__init__" || inTorch(file, "torch/serialization.py") || inTorch(file, "torch/nn/init.py")
-        || inTorch(file, "safetensors") || ((name == "to" || name == "cuda") && inTorch(file, "torch/nn/modules/module.py")))
+        || inTorch(file, "safetensors")
+        || ((name == "to" || name == "cuda") && inTorch(file, "torch/nn/modules/module.py")))
         f |= FeatureLoad;
 
     if (inTorch(file, "torch/utils/data/") || contains(name, "pin_memory") || contains(name, "collate"))
@@ -109,7 +109,8 @@ namespace {
 constexpr uint32_t optimizerFeatures = FeatureOptimizer | FeatureZeroGrad | FeatureOptimizerInit;
 
 // Where the decisive frames sit, innermost first; npos where absent.
-struct FramePositions {
+struct FramePositions
+{
     static constexpr size_t npos = SIZE_MAX;
     size_t optimizer = npos;
     size_t backward = npos;

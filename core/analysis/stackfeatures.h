@@ -12,23 +12,24 @@ namespace oomlens {
 // Frames may be Python only, or C++ innermost with Python outermost (stacks='all'); the
 // markers below are matched wherever they sit, so either order works.
 enum StackFeature : uint32_t {
-    FeatureBackward = 1u << 0,       // autograd engine, *Backward0 nodes, Tensor.backward
+    FeatureBackward = 1u << 0, // autograd engine, *Backward0 nodes, Tensor.backward
     FeatureAccumulateGrad = 1u << 1, // a parameter's .grad being written
-    FeatureOptimizer = 1u << 2,      // torch/optim/
-    FeatureOptimizerInit = 1u << 3,  // _init_group: lazy optimizer state creation
+    FeatureOptimizer = 1u << 2, // torch/optim/
+    FeatureOptimizerInit = 1u << 3, // _init_group: lazy optimizer state creation
     FeatureZeroGrad = 1u << 4,
-    FeatureForward = 1u << 5,        // nn.Module call or a forward() frame
-    FeatureNoGrad = 1u << 6,         // a frame named for no_grad / inference_mode
-    FeatureEvalName = 1u << 7,       // evaluate/validate/predict/generate in user code
-    FeatureLoad = 1u << 8,           // _apply/.to()/.cuda() on a module, load_state_dict, torch.load, module __init__
-    FeatureData = 1u << 9,           // torch.utils.data, pin_memory, collate
-    FeatureTensorTo = 1u << 10,      // C++ Tensor.to()/.cuda() binding (a copy to the device)
+    FeatureForward = 1u << 5, // nn.Module call or a forward() frame
+    FeatureNoGrad = 1u << 6, // a frame named for no_grad / inference_mode
+    FeatureEvalName = 1u << 7, // evaluate/validate/predict/generate in user code
+    FeatureLoad = 1u << 8, // _apply/.to()/.cuda() on a module, load_state_dict, torch.load, module __init__
+    FeatureData = 1u << 9, // torch.utils.data, pin_memory, collate
+    FeatureTensorTo = 1u << 10, // C++ Tensor.to()/.cuda() binding (a copy to the device)
     // torch.utils._contextlib's decorate_context: @no_grad, but equally @enable_grad or
     // @inference_mode, so it only means "no grad" outside an optimizer step.
     FeatureGradModeDecorator = 1u << 11,
 };
 
-class StackFeatures {
+class StackFeatures
+{
 public:
     StackFeatures(const Snapshot& snapshot);
 
@@ -42,7 +43,8 @@ public:
     FrameId topForwardFrame(StackId stack);
 
 private:
-    struct Entry {
+    struct Entry
+    {
         uint32_t features = 0;
         FrameId topForward;
         Phase phase = Phase::Unknown;

@@ -10,16 +10,19 @@ namespace oomlens {
 namespace {
 
 constexpr int maxBlocks = 512;
-constexpr int minSitesPerBlock = 3; // a layer allocates several tensors (conv, norm, activation at least); fewer is a loop
+constexpr int minSitesPerBlock
+    = 3; // a layer allocates several tensors (conv, norm, activation at least); fewer is a loop
 constexpr double minShare = 0.2; // the pattern must carry a good part of the repeated bytes
 
-struct SiteKey {
+struct SiteKey
+{
     uint32_t stack;
     uint64_t size;
     bool operator==(const SiteKey& other) const { return stack == other.stack && size == other.size; }
 };
 
-struct SiteKeyHash {
+struct SiteKeyHash
+{
     size_t operator()(const SiteKey& key) const { return std::hash<uint64_t>()(key.size * 1000003u ^ key.stack); }
 };
 
@@ -32,7 +35,8 @@ BlockEstimate estimateRepeatedBlocks(const DeviceAnalysis& device, int64_t until
     for (const auto& allocation : device.allocations) {
         if (allocation.allocEvent < 0 || (untilEvent >= 0 && allocation.allocEvent > untilEvent))
             continue;
-        if (allocation.phase != Phase::Forward || !allocation.stack.isValid() || allocation.stack == FrameTable::emptyStack())
+        if (allocation.phase != Phase::Forward || !allocation.stack.isValid()
+            || allocation.stack == FrameTable::emptyStack())
             continue;
         forwardBySteps[allocation.step].push_back(&allocation);
     }
@@ -52,10 +56,11 @@ BlockEstimate estimateRepeatedBlocks(const DeviceAnalysis& device, int64_t until
     std::unordered_map<SiteKey, int, SiteKeyHash> counts;
     uint64_t forwardBytes = 0;
     for (const Allocation* allocation : *pass) {
-        ++counts[SiteKey{allocation->stack.value, allocation->requestedSize}];
+        ++counts[SiteKey { allocation->stack.value, allocation->requestedSize }];
         forwardBytes += allocation->requestedSize;
     }
-    struct Repeat {
+    struct Repeat
+    {
         uint64_t bytes = 0;
         int sites = 0;
     };
@@ -74,9 +79,11 @@ BlockEstimate estimateRepeatedBlocks(const DeviceAnalysis& device, int64_t until
     // of a block's sites repeat exactly N times. Bytes break ties.
     int best = 0;
     for (const auto& [count, repeat] : byCount) {
-        if (repeat.sites < minSitesPerBlock || static_cast<double>(repeat.bytes) < minShare * static_cast<double>(repeatedBytes))
+        if (repeat.sites < minSitesPerBlock
+            || static_cast<double>(repeat.bytes) < minShare * static_cast<double>(repeatedBytes))
             continue;
-        if (best == 0 || repeat.sites > byCount[best].sites || (repeat.sites == byCount[best].sites && repeat.bytes > byCount[best].bytes))
+        if (best == 0 || repeat.sites > byCount[best].sites
+            || (repeat.sites == byCount[best].sites && repeat.bytes > byCount[best].bytes))
             best = count;
     }
     if (best == 0)
@@ -85,8 +92,9 @@ BlockEstimate estimateRepeatedBlocks(const DeviceAnalysis& device, int64_t until
     BlockEstimate estimate;
     estimate.blocks = best;
     const std::string where = passStep >= 0 ? "step " + std::to_string(passStep) + "'s forward" : "the forward pass";
-    estimate.evidence = std::to_string(byCount[best].sites) + " allocation sites repeat " + std::to_string(best) + " times each in " + where
-        + " (" + formatBytes(byCount[best].bytes) + " of its " + formatBytes(forwardBytes) + ")";
+    estimate.evidence = std::to_string(byCount[best].sites) + " allocation sites repeat " + std::to_string(best)
+        + " times each in " + where + " (" + formatBytes(byCount[best].bytes) + " of its " + formatBytes(forwardBytes)
+        + ")";
     return estimate;
 }
 

@@ -25,12 +25,12 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
 {
     switch (kind) {
     case FixKind::StopOtherProcess: {
-        Fix fix{"stop_other_process", "Free the card from the other process",
-                "Another process holds memory on this GPU: a second run, a notebook kernel, a zombie from a crashed "
-                "job, or a desktop session. Stop it, or wait for it, before starting the run.",
-                "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv\n"
-                "kill <PID>        # only if it is yours and no longer needed",
-                std::nullopt, std::nullopt, false};
+        Fix fix { "stop_other_process", "Free the card from the other process",
+            "Another process holds memory on this GPU: a second run, a notebook kernel, a zombie from a crashed "
+            "job, or a desktop session. Stop it, or wait for it, before starting the run.",
+            "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv\n"
+            "kill <PID>        # only if it is yours and no longer needed",
+            std::nullopt, std::nullopt, false };
         if (context.otherProcessBytes > 0) {
             fix.detail += " It holds " + formatBytes(context.otherProcessBytes) + ".";
             if (context.budget.usableBytes && context.budget.liveBytes > 0) {
@@ -47,94 +47,94 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::ChooseGpu:
-        return Fix{"choose_gpu", "Run on a GPU nobody else uses",
-                   "Check which GPU the job actually landed on: CUDA_VISIBLE_DEVICES must be set before PyTorch "
-                   "initializes CUDA, and a launcher or notebook may override it.",
-                   "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv\n"
-                   "CUDA_VISIBLE_DEVICES=1 python train.py   # set before torch touches CUDA",
-                   std::nullopt, std::nullopt, false};
+        return Fix { "choose_gpu", "Run on a GPU nobody else uses",
+            "Check which GPU the job actually landed on: CUDA_VISIBLE_DEVICES must be set before PyTorch "
+            "initializes CUDA, and a launcher or notebook may override it.",
+            "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv\n"
+            "CUDA_VISIBLE_DEVICES=1 python train.py   # set before torch touches CUDA",
+            std::nullopt, std::nullopt, false };
     case FixKind::MemoryFraction: {
-        Fix fix{"memory_fraction", "Raise or remove the per-process memory limit",
-                "set_per_process_memory_fraction caps what this process may allocate, whatever the card has free. "
-                "Find where it is set (your code, a framework, a test harness) and raise it.",
-                "torch.cuda.set_per_process_memory_fraction(0.95, device=0)\n"
-                "# find the caller:\n"
-                "grep -rn set_per_process_memory_fraction .",
-                std::nullopt, std::nullopt, false};
+        Fix fix { "memory_fraction", "Raise or remove the per-process memory limit",
+            "set_per_process_memory_fraction caps what this process may allocate, whatever the card has free. "
+            "Find where it is set (your code, a framework, a test harness) and raise it.",
+            "torch.cuda.set_per_process_memory_fraction(0.95, device=0)\n"
+            "# find the caller:\n"
+            "grep -rn set_per_process_memory_fraction .",
+            std::nullopt, std::nullopt, false };
         if (context.allowedBytes)
             fix.detail += " The limit is " + formatBytes(*context.allowedBytes) + " now.";
         return fix;
     }
     case FixKind::MpsWatermark:
-        return Fix{"mps_watermark", "Raise the MPS high-watermark limit",
-                   "MPS refuses allocations above a fraction of the machine's recommended working set. Raising the "
-                   "ratio lets it use more unified memory, at the risk of swapping or freezing the whole system.",
-                   "PYTORCH_MPS_HIGH_WATERMARK_RATIO=1.4 python train.py   # 0.0 removes the limit entirely",
-                   std::nullopt, std::nullopt, false};
+        return Fix { "mps_watermark", "Raise the MPS high-watermark limit",
+            "MPS refuses allocations above a fraction of the machine's recommended working set. Raising the "
+            "ratio lets it use more unified memory, at the risk of swapping or freezing the whole system.",
+            "PYTORCH_MPS_HIGH_WATERMARK_RATIO=1.4 python train.py   # 0.0 removes the limit entirely", std::nullopt,
+            std::nullopt, false };
     case FixKind::EvalAccumulation: {
-        Fix fix{"eval_accumulation_steps", "Move predictions to the CPU while evaluating",
-                "Outputs appended to a list during evaluation stay on the GPU until the loop ends; the Hugging Face "
-                "Trainer does this by default. Move them to the CPU every few batches.",
-                "# Hugging Face Trainer\n"
-                "TrainingArguments(eval_accumulation_steps=8)\n"
-                "\n"
-                "# custom loop\n"
-                "with torch.inference_mode():\n"
-                "    for batch in eval_loader:\n"
-                "        preds.append(model(**batch).logits.float().cpu())",
-                std::nullopt, std::nullopt, false};
+        Fix fix { "eval_accumulation_steps", "Move predictions to the CPU while evaluating",
+            "Outputs appended to a list during evaluation stay on the GPU until the loop ends; the Hugging Face "
+            "Trainer does this by default. Move them to the CPU every few batches.",
+            "# Hugging Face Trainer\n"
+            "TrainingArguments(eval_accumulation_steps=8)\n"
+            "\n"
+            "# custom loop\n"
+            "with torch.inference_mode():\n"
+            "    for batch in eval_loader:\n"
+            "        preds.append(model(**batch).logits.float().cpu())",
+            std::nullopt, std::nullopt, false };
         projectCaseSaving(fix, "It frees the retained outputs,", context);
         return fix;
     }
     case FixKind::EvalBatchSize:
-        return Fix{"eval_batch_size", "Set a smaller evaluation batch",
-                   "Without gradients a bigger batch is tempting, but one huge batch (or the whole validation set at "
-                   "once) still needs its activations and temporaries at the same time.",
-                   "TrainingArguments(per_device_eval_batch_size=8)\n"
-                   "eval_loader = DataLoader(eval_set, batch_size=8)",
-                   std::nullopt, std::nullopt, false};
+        return Fix { "eval_batch_size", "Set a smaller evaluation batch",
+            "Without gradients a bigger batch is tempting, but one huge batch (or the whole validation set at "
+            "once) still needs its activations and temporaries at the same time.",
+            "TrainingArguments(per_device_eval_batch_size=8)\n"
+            "eval_loader = DataLoader(eval_set, batch_size=8)",
+            std::nullopt, std::nullopt, false };
     case FixKind::ReleaseReferences: {
-        Fix fix{"release_references", "Stop keeping tensors alive across steps",
-                "Something keeps a reference from one step to the next: a loss accumulated as a tensor keeps its whole "
-                "graph, outputs stored in a list keep their storage.",
-                "total_loss += loss.item()              # not: total_loss += loss\n"
-                "history.append(output.detach().cpu())  # not: history.append(output)",
-                std::nullopt, std::nullopt, false};
+        Fix fix { "release_references", "Stop keeping tensors alive across steps",
+            "Something keeps a reference from one step to the next: a loss accumulated as a tensor keeps its whole "
+            "graph, outputs stored in a list keep their storage.",
+            "total_loss += loss.item()              # not: total_loss += loss\n"
+            "history.append(output.detach().cpu())  # not: history.append(output)",
+            std::nullopt, std::nullopt, false };
         projectCaseSaving(fix, "It stops the growth of", context);
         return fix;
     }
     case FixKind::OptimizerForeach:
-        return Fix{"optimizer_foreach", "Budget for the first optimizer step",
-                   "Adam creates its two moment buffers at the first optimizer.step(), not at construction, so the "
-                   "peak after step 1 is higher than step 1 itself. The multi-tensor (foreach) path also allocates "
-                   "temporaries for a whole parameter group at once; foreach=False trades speed for a lower spike.",
-                   "optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, foreach=False)\n"
-                   "optimizer.zero_grad(set_to_none=True)\n"
-                   "# measure after two full steps, not one:\n"
-                   "print(torch.cuda.max_memory_allocated() / 2**30, \"GiB\")",
-                   std::nullopt, std::nullopt, false};
+        return Fix { "optimizer_foreach", "Budget for the first optimizer step",
+            "Adam creates its two moment buffers at the first optimizer.step(), not at construction, so the "
+            "peak after step 1 is higher than step 1 itself. The multi-tensor (foreach) path also allocates "
+            "temporaries for a whole parameter group at once; foreach=False trades speed for a lower spike.",
+            "optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, foreach=False)\n"
+            "optimizer.zero_grad(set_to_none=True)\n"
+            "# measure after two full steps, not one:\n"
+            "print(torch.cuda.max_memory_allocated() / 2**30, \"GiB\")",
+            std::nullopt, std::nullopt, false };
     case FixKind::LengthBucketing: {
-        Fix fix{"length_bucketing", "Size for the longest batch: cap and bucket lengths",
-                "Peak activation memory follows the longest sample in a batch, not the average. Put long samples "
-                "together in small batches and set a hard maximum length, then test with the longest batch first.",
-                "TrainingArguments(group_by_length=True)\n"
-                "tokenizer(texts, truncation=True, max_length=2048)\n"
-                "# smoke test: run one step on the longest batch before training\n"
-                "longest = max(dataset, key=lambda sample: len(sample[\"input_ids\"]))",
-                std::nullopt, std::nullopt, false};
+        Fix fix { "length_bucketing", "Size for the longest batch: cap and bucket lengths",
+            "Peak activation memory follows the longest sample in a batch, not the average. Put long samples "
+            "together in small batches and set a hard maximum length, then test with the longest batch first.",
+            "TrainingArguments(group_by_length=True)\n"
+            "tokenizer(texts, truncation=True, max_length=2048)\n"
+            "# smoke test: run one step on the longest batch before training\n"
+            "longest = max(dataset, key=lambda sample: len(sample[\"input_ids\"]))",
+            std::nullopt, std::nullopt, false };
         projectCaseSaving(fix, "Sized like a typical batch, the failing step would need less by", context);
         return fix;
     }
     case FixKind::LoadToCpu:
-        return Fix{"load_to_cpu", "Load the checkpoint to the CPU first",
-                   "torch.load restores tensors to the device they were saved from, so a checkpoint saved on GPU lands "
-                   "on the GPU next to the model it is loaded into.",
-                   "state = torch.load(path, map_location=\"cpu\")\n"
-                   "model.load_state_dict(state)\n"
-                   "\n"
-                   "# Hugging Face: load in bf16 and let accelerate place the weights\n"
-                   "AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16, device_map=\"auto\")",
-                   std::nullopt, std::nullopt, false};
+        return Fix { "load_to_cpu", "Load the checkpoint to the CPU first",
+            "torch.load restores tensors to the device they were saved from, so a checkpoint saved on GPU lands "
+            "on the GPU next to the model it is loaded into.",
+            "state = torch.load(path, map_location=\"cpu\")\n"
+            "model.load_state_dict(state)\n"
+            "\n"
+            "# Hugging Face: load in bf16 and let accelerate place the weights\n"
+            "AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.bfloat16, device_map=\"auto\")",
+            std::nullopt, std::nullopt, false };
     default:
         return std::nullopt;
     }

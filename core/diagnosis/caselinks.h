@@ -11,7 +11,8 @@ namespace oomlens {
 
 // Which OOM message belongs to a snapshot's oom event: same device and the same request, as
 // far as two rounded figures can agree. Notes say what agrees and what does not.
-struct MessageLink {
+struct MessageLink
+{
     std::optional<size_t> messageIndex;
     std::vector<std::string> notes;
 };

@@ -7,22 +7,23 @@ namespace oomlens {
 
 namespace {
 
-struct Entry {
+struct Entry
+{
     std::string_view id;
     std::string_view title;
 };
 
 constexpr Entry entries[] = {
-    {"fragmentation", "Free memory exists, but not in one piece"},
-    {"first_backward", "The forward pass fits, the first backward does not"},
-    {"optimizer_step2", "The optimizer's state arrives at the first step"},
-    {"longest_batch", "One batch is much larger than the rest"},
-    {"eval_accumulation", "Evaluation keeps its outputs on the GPU"},
-    {"leak", "Memory grows step after step"},
-    {"capacity", "The training state does not fit on the card"},
-    {"other_process", "Something else holds memory on the card"},
-    {"memory_fraction_cap", "A per-process memory limit, not the card, ran out"},
-    {"large_allocation", "One request is a large share of the card"},
+    { "fragmentation", "Free memory exists, but not in one piece" },
+    { "first_backward", "The forward pass fits, the first backward does not" },
+    { "optimizer_step2", "The optimizer's state arrives at the first step" },
+    { "longest_batch", "One batch is much larger than the rest" },
+    { "eval_accumulation", "Evaluation keeps its outputs on the GPU" },
+    { "leak", "Memory grows step after step" },
+    { "capacity", "The training state does not fit on the card" },
+    { "other_process", "Something else holds memory on the card" },
+    { "memory_fraction_cap", "A per-process memory limit, not the card, ran out" },
+    { "large_allocation", "One request is a large share of the card" },
 };
 
 constexpr double maxConfidence = 0.97;
@@ -47,7 +48,8 @@ std::string percentText(uint64_t part, uint64_t whole)
 {
     if (whole == 0)
         return "?%";
-    return std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(part) / static_cast<double>(whole)))) + "%";
+    return std::to_string(static_cast<int>(std::lround(100.0 * static_cast<double>(part) / static_cast<double>(whole))))
+        + "%";
 }
 
 double safeRatio(uint64_t part, uint64_t whole)
@@ -97,7 +99,8 @@ void sortDiagnoses(std::vector<Diagnosis>& diagnoses)
 void mergeDiagnoses(std::vector<Diagnosis>& into, std::vector<Diagnosis> incoming, double weight)
 {
     for (auto& diagnosis : incoming) {
-        auto existing = std::find_if(into.begin(), into.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
+        auto existing
+            = std::find_if(into.begin(), into.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
         if (existing == into.end()) {
             diagnosis.confidence = std::clamp(diagnosis.confidence * weight, 0.0, maxConfidence);
             into.push_back(std::move(diagnosis));
@@ -106,15 +109,17 @@ void mergeDiagnoses(std::vector<Diagnosis>& into, std::vector<Diagnosis> incomin
         // Independent sources agreeing: 1 - (1-a)(1-b), damped so two weak hints stay weak-ish.
         const double a = existing->confidence;
         const double b = diagnosis.confidence * weight;
-        existing->confidence = std::clamp(std::max(a, b) + 0.5 * std::min(a, b) * (1.0 - std::max(a, b)), 0.0, maxConfidence);
+        existing->confidence
+            = std::clamp(std::max(a, b) + 0.5 * std::min(a, b) * (1.0 - std::max(a, b)), 0.0, maxConfidence);
         for (auto& evidence : diagnosis.evidence) {
             const bool seen = std::any_of(existing->evidence.begin(), existing->evidence.end(),
-                                          [&](const Evidence& e) { return e.text == evidence.text; });
+                [&](const Evidence& e) { return e.text == evidence.text; });
             if (!seen)
                 existing->evidence.push_back(std::move(evidence));
         }
         for (auto& fix : diagnosis.fixes) {
-            auto same = std::find_if(existing->fixes.begin(), existing->fixes.end(), [&](const Fix& f) { return f.id == fix.id; });
+            auto same = std::find_if(
+                existing->fixes.begin(), existing->fixes.end(), [&](const Fix& f) { return f.id == fix.id; });
             if (same == existing->fixes.end())
                 existing->fixes.push_back(std::move(fix));
             else if (!same->projectedSavingBytes && fix.projectedSavingBytes)

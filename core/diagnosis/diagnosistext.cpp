@@ -27,7 +27,8 @@ std::string diagnosesToText(const std::vector<Diagnosis>& diagnoses, bool withSn
     }
     int index = 0;
     for (const auto& diagnosis : diagnoses) {
-        out << ++index << ". " << diagnosis.id << " (" << confidenceText(diagnosis.confidence) << ") " << diagnosis.title << "\n";
+        out << ++index << ". " << diagnosis.id << " (" << confidenceText(diagnosis.confidence) << ") "
+            << diagnosis.title << "\n";
         if (!diagnosis.summary.empty())
             out << "   " << diagnosis.summary << "\n";
         for (const auto& evidence : diagnosis.evidence) {

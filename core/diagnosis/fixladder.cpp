@@ -11,7 +11,7 @@ namespace oomlens {
 namespace {
 
 constexpr int assumedBlocks = 16; // a mid-sized transformer, when the trace cannot tell
-constexpr int assumedRanks = 2;   // the smallest data-parallel run, when the inputs cannot tell
+constexpr int assumedRanks = 2; // the smallest data-parallel run, when the inputs cannot tell
 
 std::string autocastDevice(const std::string& backend)
 {
@@ -38,7 +38,8 @@ void project(Fix& fix, std::string what, uint64_t saving, const MemoryBudget& bu
     if (spare)
         fix.fitsAfter = *spare >= 0;
     const std::string fit = budget.fitPhrase(saving);
-    fix.detail += " " + what + ": " + formatSignedBytes(-static_cast<int64_t>(saving)) + (fit.empty() ? "" : "; " + fit) + ".";
+    fix.detail
+        += " " + what + ": " + formatSignedBytes(-static_cast<int64_t>(saving)) + (fit.empty() ? "" : "; " + fit) + ".";
 }
 
 // Bands measured and this one empty: the fix has nothing to act on in this failure.
@@ -49,61 +50,65 @@ bool measuredEmpty(const MemoryBudget& budget, uint64_t bytes)
 
 Fix microBatch(const FixContext& context)
 {
-    Fix fix{"micro_batch", "Halve the micro-batch and accumulate gradients",
-            "Activations grow with the batch; two half batches with gradient accumulation train the same "
-            "effective batch in the same number of optimizer steps.",
-            "# plain PyTorch: the loader now yields half the batch\n"
-            "accum_steps = 2\n"
-            "for i, batch in enumerate(loader):\n"
-            "    loss = model(**batch).loss / accum_steps\n"
-            "    loss.backward()\n"
-            "    if (i + 1) % accum_steps == 0:\n"
-            "        optimizer.step()\n"
-            "        optimizer.zero_grad(set_to_none=True)\n"
-            "\n"
-            "# Hugging Face Trainer: same effective batch of 16\n"
-            "TrainingArguments(per_device_train_batch_size=8, gradient_accumulation_steps=2)",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "micro_batch", "Halve the micro-batch and accumulate gradients",
+        "Activations grow with the batch; two half batches with gradient accumulation train the same "
+        "effective batch in the same number of optimizer steps.",
+        "# plain PyTorch: the loader now yields half the batch\n"
+        "accum_steps = 2\n"
+        "for i, batch in enumerate(loader):\n"
+        "    loss = model(**batch).loss / accum_steps\n"
+        "    loss.backward()\n"
+        "    if (i + 1) % accum_steps == 0:\n"
+        "        optimizer.step()\n"
+        "        optimizer.zero_grad(set_to_none=True)\n"
+        "\n"
+        "# Hugging Face Trainer: same effective batch of 16\n"
+        "TrainingArguments(per_device_train_batch_size=8, gradient_accumulation_steps=2)",
+        std::nullopt, std::nullopt, false };
     const uint64_t activations = context.budget.activationBytes();
     if (activations > 0)
-        project(fix, "half the batch halves the " + formatBytes(activations) + " of activations", activations / 2, context.budget);
+        project(fix, "half the batch halves the " + formatBytes(activations) + " of activations", activations / 2,
+            context.budget);
     return fix;
 }
 
 Fix bf16(const FixContext& context)
 {
     const std::string device = autocastDevice(context.backend);
-    Fix fix{"bf16", "Run forward and backward under bf16 autocast",
-            "Activations saved for backward are stored in 16 bits instead of 32; bf16 keeps fp32's range, so no "
-            "loss scaling is needed (needs Ampere or newer on NVIDIA). The optimizer still updates fp32 weights.",
-            "with torch.autocast(\"" + device + "\", dtype=torch.bfloat16):\n"
-            "    loss = model(**batch).loss\n"
-            "loss.backward()\n"
-            "\n"
-            "# Hugging Face Trainer / accelerate\n"
-            "TrainingArguments(bf16=True)            # accelerate launch --mixed_precision bf16",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "bf16", "Run forward and backward under bf16 autocast",
+        "Activations saved for backward are stored in 16 bits instead of 32; bf16 keeps fp32's range, so no "
+        "loss scaling is needed (needs Ampere or newer on NVIDIA). The optimizer still updates fp32 weights.",
+        "with torch.autocast(\"" + device
+            + "\", dtype=torch.bfloat16):\n"
+              "    loss = model(**batch).loss\n"
+              "loss.backward()\n"
+              "\n"
+              "# Hugging Face Trainer / accelerate\n"
+              "TrainingArguments(bf16=True)            # accelerate launch --mixed_precision bf16",
+        std::nullopt, std::nullopt, false };
     const uint64_t activations = context.budget.activationBytes();
     if (activations > 0)
-        project(fix, "if they are fp32 today, bf16 autocast halves the " + formatBytes(activations) + " of activations (nothing to gain if "
-                "the run already uses bf16 or fp16)",
-                activations / 2, context.budget);
+        project(fix,
+            "if they are fp32 today, bf16 autocast halves the " + formatBytes(activations)
+                + " of activations (nothing to gain if "
+                  "the run already uses bf16 or fp16)",
+            activations / 2, context.budget);
     return fix;
 }
 
 Fix checkpointing(const FixContext& context)
 {
-    Fix fix{"checkpointing", "Checkpoint activations block by block",
-            "Only each block's input is kept; its inner activations are recomputed during backward, "
-            "for about 20-30% more compute.",
-            "from torch.utils.checkpoint import checkpoint\n"
-            "# in the model's forward, per transformer block:\n"
-            "x = checkpoint(block, x, use_reentrant=False)\n"
-            "\n"
-            "# Hugging Face models\n"
-            "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={\"use_reentrant\": False})\n"
-            "TrainingArguments(gradient_checkpointing=True)",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "checkpointing", "Checkpoint activations block by block",
+        "Only each block's input is kept; its inner activations are recomputed during backward, "
+        "for about 20-30% more compute.",
+        "from torch.utils.checkpoint import checkpoint\n"
+        "# in the model's forward, per transformer block:\n"
+        "x = checkpoint(block, x, use_reentrant=False)\n"
+        "\n"
+        "# Hugging Face models\n"
+        "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={\"use_reentrant\": False})\n"
+        "TrainingArguments(gradient_checkpointing=True)",
+        std::nullopt, std::nullopt, false };
     const uint64_t activations = context.budget.activationBytes();
     if (activations > 0) {
         // Per-block checkpointing keeps every block's input plus one block's activations while it
@@ -112,12 +117,16 @@ Fix checkpointing(const FixContext& context)
         // project the classic sqrt(N)-segment figure, A/√N, which never keeps less than that.
         const bool measured = context.budget.estimatedBlocks > 1;
         const int blocks = measured ? context.budget.estimatedBlocks : assumedBlocks;
-        const auto kept = static_cast<uint64_t>(static_cast<double>(activations) / std::sqrt(static_cast<double>(blocks)));
+        const auto kept
+            = static_cast<uint64_t>(static_cast<double>(activations) / std::sqrt(static_cast<double>(blocks)));
         const std::string assumption = measured
             ? std::to_string(blocks) + " repeated blocks: " + context.budget.blocksEvidence
-            : "assuming " + std::to_string(assumedBlocks) + " blocks: the stacks do not show how many the model repeats";
-        project(fix, "checkpointing keeps about 1/sqrt(N) of the " + formatBytes(activations) + " of activations (" + assumption + ")",
-                activations - kept, context.budget);
+            : "assuming " + std::to_string(assumedBlocks)
+                + " blocks: the stacks do not show how many the model repeats";
+        project(fix,
+            "checkpointing keeps about 1/sqrt(N) of the " + formatBytes(activations) + " of activations (" + assumption
+                + ")",
+            activations - kept, context.budget);
     }
     return fix;
 }
@@ -125,7 +134,8 @@ Fix checkpointing(const FixContext& context)
 // Allocator knobs exist for PyTorch's CUDA and ROCm caching allocators only.
 bool hasCachingAllocatorKnobs(const std::string& backend)
 {
-    return backend == "cuda" || backend == "hip" || backend == "cublas" || backend == "cuda_runtime" || backend == "cudnn";
+    return backend == "cuda" || backend == "hip" || backend == "cublas" || backend == "cuda_runtime"
+        || backend == "cudnn";
 }
 
 std::optional<Fix> expandableSegments(const FixContext& context)
@@ -133,15 +143,17 @@ std::optional<Fix> expandableSegments(const FixContext& context)
     if (context.expandableSegmentsOn || context.asyncAllocator || !hasCachingAllocatorKnobs(context.backend))
         return std::nullopt;
     const std::string variable = allocConfVariable(context.backend);
-    Fix fix{"expandable_segments", "Let the allocator grow segments instead of splitting them",
-            "With expandable segments the cache maps more memory into one growing segment, so freed space stays "
-            "contiguous and a request no longer fails while gigabytes sit in split blocks.",
-            variable + "=expandable_segments:True python train.py\n"
-            "\n"
-            "# or first thing in the script, before any CUDA call\n"
-            "import os\n"
-            "os.environ[\"" + variable + "\"] = \"expandable_segments:True\"",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "expandable_segments", "Let the allocator grow segments instead of splitting them",
+        "With expandable segments the cache maps more memory into one growing segment, so freed space stays "
+        "contiguous and a request no longer fails while gigabytes sit in split blocks.",
+        variable
+            + "=expandable_segments:True python train.py\n"
+              "\n"
+              "# or first thing in the script, before any CUDA call\n"
+              "import os\n"
+              "os.environ[\""
+            + variable + "\"] = \"expandable_segments:True\"",
+        std::nullopt, std::nullopt, false };
     if (context.preExpandableTorch)
         fix.detail += " The message comes from PyTorch 2.0 or older: expandable segments need 2.1 or newer.";
     // It frees no tensor: the split cache becomes usable, so `blocked` drops out of the budget.
@@ -151,8 +163,9 @@ std::optional<Fix> expandableSegments(const FixContext& context)
         if (const auto spare = context.budget.spareAfter(0, true))
             fix.fitsAfter = *spare >= 0;
         const std::string fit = context.budget.fitPhrase(0, true);
-        fix.detail += " It makes the " + formatBytes(recovered) + " now split in the cache usable again; live tensors stay as they are"
-            + (fit.empty() ? "" : ": " + fit) + ".";
+        fix.detail += " It makes the " + formatBytes(recovered)
+            + " now split in the cache usable again; live tensors stay as they are" + (fit.empty() ? "" : ": " + fit)
+            + ".";
     }
     return fix;
 }
@@ -162,58 +175,59 @@ std::optional<Fix> maxSplitSize(const FixContext& context)
     if (context.maxSplitSizeSet || context.asyncAllocator || !hasCachingAllocatorKnobs(context.backend))
         return std::nullopt;
     const std::string variable = allocConfVariable(context.backend);
-    return Fix{"max_split_size", "Stop the allocator from splitting large cached blocks",
-               "Blocks above the limit are never split for smaller tensors, so big cached blocks stay whole for big "
-               "requests. The older knob, for PyTorch before 2.1 or when expandable segments misbehave.",
-               variable + "=max_split_size_mb:128 python train.py",
-               std::nullopt, std::nullopt, false};
+    return Fix { "max_split_size", "Stop the allocator from splitting large cached blocks",
+        "Blocks above the limit are never split for smaller tensors, so big cached blocks stay whole for big "
+        "requests. The older knob, for PyTorch before 2.1 or when expandable segments misbehave.",
+        variable + "=max_split_size_mb:128 python train.py", std::nullopt, std::nullopt, false };
 }
 
 Fix sdpa(const FixContext& context)
 {
-    Fix fix{"sdpa", "Use fused attention (SDPA / FlashAttention)",
-            "Fused attention never materializes the seq x seq score matrix, so attention memory grows linearly "
-            "with sequence length instead of quadratically. Same maths, no accuracy change.",
-            "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
-            "# instead of (q @ k.transpose(-2, -1) * scale).softmax(-1) @ v\n"
-            "\n"
-            "# Hugging Face models\n"
-            "AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")  # or \"flash_attention_2\"",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "sdpa", "Use fused attention (SDPA / FlashAttention)",
+        "Fused attention never materializes the seq x seq score matrix, so attention memory grows linearly "
+        "with sequence length instead of quadratically. Same maths, no accuracy change.",
+        "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+        "# instead of (q @ k.transpose(-2, -1) * scale).softmax(-1) @ v\n"
+        "\n"
+        "# Hugging Face models\n"
+        "AutoModelForCausalLM.from_pretrained(name, attn_implementation=\"sdpa\")  # or \"flash_attention_2\"",
+        std::nullopt, std::nullopt, false };
     // Below 2% of live memory the name-based count of score buffers is noise, not a saving.
     const MemoryBudget& budget = context.budget;
     if (budget.quadraticBytes > 0 && budget.quadraticBytes * 50 >= budget.liveBytes)
         project(fix, "it avoids the " + formatBytes(context.budget.quadraticBytes) + " of seq x seq buffers",
-                context.budget.quadraticBytes, context.budget);
+            context.budget.quadraticBytes, context.budget);
     return fix;
 }
 
 Fix shorterSequences()
 {
-    return Fix{"shorter_sequences", "Shorten sequences or lower the resolution",
-               "Activation memory grows with sequence length (quadratically for naive attention) and with image "
-               "size. This changes what the model sees: declare it and re-check results.",
-               "tokenizer(texts, truncation=True, max_length=1024)   # was 2048\n"
-               "transforms.Resize(384)                               # was 512",
-               std::nullopt, std::nullopt, true};
+    return Fix { "shorter_sequences", "Shorten sequences or lower the resolution",
+        "Activation memory grows with sequence length (quadratically for naive attention) and with image "
+        "size. This changes what the model sees: declare it and re-check results.",
+        "tokenizer(texts, truncation=True, max_length=1024)   # was 2048\n"
+        "transforms.Resize(384)                               # was 512",
+        std::nullopt, std::nullopt, true };
 }
 
 std::optional<Fix> optimizer8bit(const FixContext& context)
 {
     if (measuredEmpty(context.budget, context.budget.band(Category::OptimizerState)))
         return std::nullopt;
-    Fix fix{"optimizer_8bit", "Keep Adam's state in 8 bits",
-            "Adam keeps two fp32 moments, 8 bytes per parameter; bitsandbytes stores them in 8 bits, about 2 bytes. "
-            "Paged variants also spill the state to CPU on spikes. Convergence is usually unchanged; compare the loss curve.",
-            "import bitsandbytes as bnb\n"
-            "optimizer = bnb.optim.AdamW8bit(model.parameters(), lr=2e-5)   # or bnb.optim.PagedAdamW8bit\n"
-            "\n"
-            "# Hugging Face Trainer\n"
-            "TrainingArguments(optim=\"adamw_bnb_8bit\")                      # or \"paged_adamw_8bit\"",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "optimizer_8bit", "Keep Adam's state in 8 bits",
+        "Adam keeps two fp32 moments, 8 bytes per parameter; bitsandbytes stores them in 8 bits, about 2 bytes. "
+        "Paged variants also spill the state to CPU on spikes. Convergence is usually unchanged; compare the loss "
+        "curve.",
+        "import bitsandbytes as bnb\n"
+        "optimizer = bnb.optim.AdamW8bit(model.parameters(), lr=2e-5)   # or bnb.optim.PagedAdamW8bit\n"
+        "\n"
+        "# Hugging Face Trainer\n"
+        "TrainingArguments(optim=\"adamw_bnb_8bit\")                      # or \"paged_adamw_8bit\"",
+        std::nullopt, std::nullopt, false };
     const uint64_t state = context.budget.band(Category::OptimizerState);
     if (state > 0)
-        project(fix, "8-bit state is a quarter of the " + formatBytes(state) + " of optimizer state", state - state / 4, context.budget);
+        project(fix, "8-bit state is a quarter of the " + formatBytes(state) + " of optimizer state", state - state / 4,
+            context.budget);
     return fix;
 }
 
@@ -232,7 +246,7 @@ std::optional<Fix> zero(const FixContext& context)
     const uint64_t stage3 = stage2 + shard(budget.band(Category::Parameters));
     int stage = 3;
     uint64_t saving = stage3;
-    for (const auto& [candidate, bytes] : {std::pair{1, stage1}, std::pair{2, stage2}}) {
+    for (const auto& [candidate, bytes] : { std::pair { 1, stage1 }, std::pair { 2, stage2 } }) {
         const auto spare = budget.spareAfter(bytes);
         if (bytes > 0 && spare && *spare >= 0) {
             stage = candidate;
@@ -241,26 +255,31 @@ std::optional<Fix> zero(const FixContext& context)
         }
     }
     const std::string stageText = std::to_string(stage);
-    Fix fix{"zero", "Shard training state across GPUs (ZeRO-" + stageText + " / FSDP)",
-            "Data-parallel ranks each keep a full copy of optimizer state, gradients and parameters; ZeRO-1 shards "
-            "the optimizer state, ZeRO-2 also the gradients, ZeRO-3 (FSDP FULL_SHARD) also the parameters.",
-            "// DeepSpeed ds_config.json\n"
-            "{\n"
-            "  \"zero_optimization\": {\"stage\": " + stageText + ", \"overlap_comm\": true, \"contiguous_gradients\": true},\n"
-            "  \"bf16\": {\"enabled\": true},\n"
-            "  \"train_micro_batch_size_per_gpu\": \"auto\"\n"
-            "}\n"
-            "\n"
-            "# PyTorch FSDP: FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2\n"
-            "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy\n"
-            "model = FSDP(model, sharding_strategy=ShardingStrategy." + std::string(stage == 3 ? "FULL_SHARD" : "SHARD_GRAD_OP") + ")",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "zero", "Shard training state across GPUs (ZeRO-" + stageText + " / FSDP)",
+        "Data-parallel ranks each keep a full copy of optimizer state, gradients and parameters; ZeRO-1 shards "
+        "the optimizer state, ZeRO-2 also the gradients, ZeRO-3 (FSDP FULL_SHARD) also the parameters.",
+        "// DeepSpeed ds_config.json\n"
+        "{\n"
+        "  \"zero_optimization\": {\"stage\": "
+            + stageText
+            + ", \"overlap_comm\": true, \"contiguous_gradients\": true},\n"
+              "  \"bf16\": {\"enabled\": true},\n"
+              "  \"train_micro_batch_size_per_gpu\": \"auto\"\n"
+              "}\n"
+              "\n"
+              "# PyTorch FSDP: FULL_SHARD = ZeRO-3, SHARD_GRAD_OP = ZeRO-2\n"
+              "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy\n"
+              "model = FSDP(model, sharding_strategy=ShardingStrategy."
+            + std::string(stage == 3 ? "FULL_SHARD" : "SHARD_GRAD_OP") + ")",
+        std::nullopt, std::nullopt, false };
     fix.detail += ranksKnown ? " The run has " + std::to_string(ranks) + " GPUs (" + budget.gpuCountEvidence + ")."
-                             : " The inputs do not show how many GPUs the run has; the figures assume " + std::to_string(ranks)
-            + ", and every extra GPU shards the state further.";
+                             : " The inputs do not show how many GPUs the run has; the figures assume "
+            + std::to_string(ranks) + ", and every extra GPU shards the state further.";
     if (saving > 0)
-        project(fix, "ZeRO-" + stageText + " over " + std::to_string(ranks) + " GPUs keeps 1/" + std::to_string(ranks) + " of the sharded state",
-                saving, budget);
+        project(fix,
+            "ZeRO-" + stageText + " over " + std::to_string(ranks) + " GPUs keeps 1/" + std::to_string(ranks)
+                + " of the sharded state",
+            saving, budget);
     return fix;
 }
 
@@ -268,40 +287,44 @@ std::optional<Fix> offload(const FixContext& context)
 {
     if (measuredEmpty(context.budget, context.budget.fixedStateBytes()))
         return std::nullopt;
-    Fix fix{"offload", "Offload optimizer state (and parameters) to CPU or NVMe",
-            "The last resort on one GPU: the state lives in host memory and crosses PCIe every step, several times slower.",
-            "// DeepSpeed ds_config.json\n"
-            "{\n"
-            "  \"zero_optimization\": {\n"
-            "    \"stage\": 3,\n"
-            "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true},\n"
-            "    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}\n"
-            "  }\n"
-            "}",
-            std::nullopt, std::nullopt, false};
+    Fix fix { "offload", "Offload optimizer state (and parameters) to CPU or NVMe",
+        "The last resort on one GPU: the state lives in host memory and crosses PCIe every step, several times slower.",
+        "// DeepSpeed ds_config.json\n"
+        "{\n"
+        "  \"zero_optimization\": {\n"
+        "    \"stage\": 3,\n"
+        "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true},\n"
+        "    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}\n"
+        "  }\n"
+        "}",
+        std::nullopt, std::nullopt, false };
     const uint64_t state = context.budget.band(Category::OptimizerState);
     if (state > 0)
-        project(fix, "offloading moves the " + formatBytes(state) + " of optimizer state off the card", state, context.budget);
+        project(fix, "offloading moves the " + formatBytes(state) + " of optimizer state off the card", state,
+            context.budget);
     return fix;
 }
 
 std::optional<Fix> lora(const FixContext& context)
 {
-    if (measuredEmpty(context.budget, context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients)))
+    if (measuredEmpty(
+            context.budget, context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients)))
         return std::nullopt;
-    Fix fix{"lora", "Fine-tune adapters instead of the whole model (LoRA / QLoRA)",
-            "The base weights are frozen and only small low-rank adapters get gradients and optimizer state; QLoRA "
-            "also stores the frozen base in 4 bits. This trains a different, smaller set of weights: it changes the experiment.",
-            "from peft import LoraConfig, get_peft_model\n"
-            "model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=[\"q_proj\", \"v_proj\"],\n"
-            "                                         task_type=\"CAUSAL_LM\"))\n"
-            "\n"
-            "# QLoRA: load the frozen base in 4 bits\n"
-            "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_compute_dtype=torch.bfloat16)",
-            std::nullopt, std::nullopt, true};
+    Fix fix { "lora", "Fine-tune adapters instead of the whole model (LoRA / QLoRA)",
+        "The base weights are frozen and only small low-rank adapters get gradients and optimizer state; QLoRA "
+        "also stores the frozen base in 4 bits. This trains a different, smaller set of weights: it changes the "
+        "experiment.",
+        "from peft import LoraConfig, get_peft_model\n"
+        "model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=[\"q_proj\", \"v_proj\"],\n"
+        "                                         task_type=\"CAUSAL_LM\"))\n"
+        "\n"
+        "# QLoRA: load the frozen base in 4 bits\n"
+        "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_compute_dtype=torch.bfloat16)",
+        std::nullopt, std::nullopt, true };
     const uint64_t state = context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients);
     if (state > 0)
-        project(fix, "frozen weights need no gradients or optimizer state (" + formatBytes(state) + " today)", state, context.budget);
+        project(fix, "frozen weights need no gradients or optimizer state (" + formatBytes(state) + " today)", state,
+            context.budget);
     return fix;
 }
 
@@ -352,9 +375,9 @@ void appendFixes(std::vector<Fix>& fixes, std::initializer_list<FixKind> kinds, 
 void appendLadder(std::vector<Fix>& fixes, const FixContext& context)
 {
     appendFixes(fixes,
-                {FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments, FixKind::Sdpa,
-                 FixKind::ShorterSequences, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora},
-                context);
+        { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments, FixKind::Sdpa,
+            FixKind::ShorterSequences, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora },
+        context);
 }
 
 } // namespace oomlens

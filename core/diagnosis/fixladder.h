@@ -36,12 +36,13 @@ enum class FixKind {
     LoadToCpu,
 };
 
-struct FixContext {
-    std::string backend = "cuda";            // cuda, hip, xpu, mps, ...
-    bool expandableSegmentsOn = false;       // seen in PYTORCH_CUDA_ALLOC_CONF or the snapshot
+struct FixContext
+{
+    std::string backend = "cuda"; // cuda, hip, xpu, mps, ...
+    bool expandableSegmentsOn = false; // seen in PYTORCH_CUDA_ALLOC_CONF or the snapshot
     bool maxSplitSizeSet = false;
-    bool asyncAllocator = false;             // backend:cudaMallocAsync
-    bool preExpandableTorch = false;         // message template from before expandable segments (≤2.0)
+    bool asyncAllocator = false; // backend:cudaMallocAsync
+    bool preExpandableTorch = false; // message template from before expandable segments (≤2.0)
     MemoryBudget budget;
     std::optional<uint64_t> caseSavingBytes; // what a case-specific fix frees (retained eval outputs, leaked bytes)
     uint64_t otherProcessBytes = 0;

@@ -20,17 +20,18 @@ namespace oomlens {
 // request. A fix either frees live tensors (smaller batch, bf16, checkpointing, sharding, ...),
 // which lowers `live`, or makes the split cache usable (expandable segments), which drops
 // `blocked`; never both. Before any fix spare = free − request, which is negative at an OOM.
-struct MemoryBudget {
-    std::optional<CategoryBytes> bands;  // live by category at the failure
-    uint64_t liveBytes = 0;              // live tensors at the failure (sum of bands when known)
-    uint64_t request = 0;                // the failing request, 0 when judging a peak
-    uint64_t fragmentedBytes = 0;        // reserved but not allocated: unusable while split
+struct MemoryBudget
+{
+    std::optional<CategoryBytes> bands; // live by category at the failure
+    uint64_t liveBytes = 0; // live tensors at the failure (sum of bands when known)
+    uint64_t request = 0; // the failing request, 0 when judging a peak
+    uint64_t fragmentedBytes = 0; // reserved but not allocated: unusable while split
     std::optional<uint64_t> usableBytes; // what this process could hold: its reserve + free on the card
-    uint64_t quadraticBytes = 0;         // O(seq²) buffers (attention scores) live at the failure
-    int estimatedBlocks = 0;             // repeated layers, for checkpointing; 0 unknown
-    std::string blocksEvidence;          // how estimatedBlocks was found ("12 repeats of ... in forward")
-    int gpuCount = 0;                    // data-parallel ranks seen; 0 unknown
-    std::string gpuCountEvidence;        // where gpuCount comes from ("[rank0]..[rank3] prefixes in the log")
+    uint64_t quadraticBytes = 0; // O(seq²) buffers (attention scores) live at the failure
+    int estimatedBlocks = 0; // repeated layers, for checkpointing; 0 unknown
+    std::string blocksEvidence; // how estimatedBlocks was found ("12 repeats of ... in forward")
+    int gpuCount = 0; // data-parallel ranks seen; 0 unknown
+    std::string gpuCountEvidence; // where gpuCount comes from ("[rank0]..[rank3] prefixes in the log")
 
     uint64_t band(Category category) const { return bands ? (*bands)[static_cast<size_t>(category)] : 0; }
     uint64_t fixedStateBytes() const

@@ -105,7 +105,8 @@ OomFacts oomFacts(const OomMessage& message)
         if (held <= *facts.total && !facts.free)
             facts.free = *facts.total - held;
     }
-    if (facts.total && facts.allocated && static_cast<double>(*facts.allocated) > static_cast<double>(*facts.total) * 1.02)
+    if (facts.total && facts.allocated
+        && static_cast<double>(*facts.allocated) > static_cast<double>(*facts.total) * 1.02)
         facts.inconsistent = true;
 
     facts.phase = message.phase;
@@ -148,7 +149,7 @@ void addNvidiaSmi(OomFacts& facts, const std::vector<NvidiaSmiTable>& tables)
             return *p->bytes > reserved ? *p->bytes - reserved : reserved - *p->bytes;
         };
         const auto self = std::min_element(rows.begin(), rows.end(),
-                                           [&](const GpuProcess* a, const GpuProcess* b) { return distance(a) < distance(b); });
+            [&](const GpuProcess* a, const GpuProcess* b) { return distance(a) < distance(b); });
         for (auto it = rows.begin(); it != rows.end(); ++it) {
             if (it == self)
                 continue;

@@ -13,30 +13,31 @@ namespace oomlens {
 // The numbers of one OOM message, completed and cross-checked: templates print different
 // subsets (T0 has "cached", T2+ has "reserved but unallocated"), so every consumer works from
 // this one normalized view instead of re-deriving reserved or unallocated bytes itself.
-struct OomFacts {
+struct OomFacts
+{
     int device = 0;
     std::string backend;
     std::optional<uint64_t> request;
     std::optional<uint64_t> total;
     std::optional<uint64_t> free;
-    std::optional<uint64_t> allocated;           // PyTorch's live tensors (private pools included)
-    std::optional<uint64_t> reserved;            // PyTorch's cache: allocated + unallocated
+    std::optional<uint64_t> allocated; // PyTorch's live tensors (private pools included)
+    std::optional<uint64_t> reserved; // PyTorch's cache: allocated + unallocated
     std::optional<uint64_t> reservedUnallocated; // cached but not in use
-    std::optional<uint64_t> allowed;             // per-process memory fraction, when printed
-    std::optional<uint64_t> limit;               // what this process may use: allowed, else total
+    std::optional<uint64_t> allowed; // per-process memory fraction, when printed
+    std::optional<uint64_t> limit; // what this process may use: allowed, else total
 
-    uint64_t otherProcessBytes = 0;              // believable numbers of other PIDs only
+    uint64_t otherProcessBytes = 0; // believable numbers of other PIDs only
     std::vector<int64_t> otherPids;
-    std::optional<uint64_t> selfProcessBytes;    // "this process has X memory in use"
+    std::optional<uint64_t> selfProcessBytes; // "this process has X memory in use"
     std::optional<uint64_t> selfNonPyTorchBytes; // self − reserved: CUDA context, cuDNN, NCCL, other libraries
-    std::optional<uint64_t> mpsOtherBytes;       // MPS "other allocations"
-    std::optional<uint64_t> outsideBytes;        // total − free − reserved: not held by this allocator
-    bool garbageProcessNumbers = false;          // NVML's 2^64 "not available"
-    bool inconsistent = false;                   // numbers that cannot all be true (UVM, WSL)
-    bool asyncAllocator = false;                 // cudaMallocAsync keeps no split blocks
-    bool probable = false;                       // near-OOM error without allocator numbers
-    bool preAllowedClause = false;               // template era that may omit the "allowed" clause
-    bool preExpandableTorch = false;             // PyTorch 2.0 or older: no expandable segments yet
+    std::optional<uint64_t> mpsOtherBytes; // MPS "other allocations"
+    std::optional<uint64_t> outsideBytes; // total − free − reserved: not held by this allocator
+    bool garbageProcessNumbers = false; // NVML's 2^64 "not available"
+    bool inconsistent = false; // numbers that cannot all be true (UVM, WSL)
+    bool asyncAllocator = false; // cudaMallocAsync keeps no split blocks
+    bool probable = false; // near-OOM error without allocator numbers
+    bool preAllowedClause = false; // template era that may omit the "allowed" clause
+    bool preExpandableTorch = false; // PyTorch 2.0 or older: no expandable segments yet
 
     Phase phase = Phase::Unknown;
     std::string phaseEvidence;

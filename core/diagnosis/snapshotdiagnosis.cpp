@@ -35,10 +35,11 @@ uint64_t median(std::vector<uint64_t> values)
 }
 
 // Everything one device's diagnosis needs, computed once.
-class DeviceDiagnoser {
+class DeviceDiagnoser
+{
 public:
     DeviceDiagnoser(const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom,
-                    const SnapshotDiagnosisContext& context)
+        const SnapshotDiagnosisContext& context)
         : m_analysis(analysis)
         , m_device(device)
         , m_oom(oom)
@@ -111,7 +112,7 @@ private:
 
     EvidenceLink link(int64_t event) const
     {
-        EvidenceLink result{m_context.snapshotIndex, m_device.device, event, 0};
+        EvidenceLink result { m_context.snapshotIndex, m_device.device, event, 0 };
         const DeviceTrace* trace = m_analysis.snapshot->trace(m_device.device);
         if (trace && event >= 0 && event < static_cast<int64_t>(trace->events.size()))
             result.timeUs = trace->events[static_cast<size_t>(event)].timeUs;
@@ -120,7 +121,7 @@ private:
 
     void evidence(Diagnosis& d, std::string text, int64_t event = -1) const
     {
-        d.evidence.push_back({std::move(text), event >= 0 ? std::optional<EvidenceLink>(link(event)) : std::nullopt});
+        d.evidence.push_back({ std::move(text), event >= 0 ? std::optional<EvidenceLink>(link(event)) : std::nullopt });
     }
 
     std::string where() const
@@ -176,7 +177,7 @@ private:
         for (const FrameId id : snapshot.frames->stack(stack)) {
             const Frame& frame = snapshot.frames->frame(id);
             const std::string_view name = snapshot.strings->get(frame.name);
-            for (const char* needle : {"softmax", "baddbmm", "attn", "attention", "scores"}) {
+            for (const char* needle : { "softmax", "baddbmm", "attn", "attention", "scores" }) {
                 if (name.find(needle) != std::string_view::npos)
                     return true;
             }
@@ -195,13 +196,18 @@ private:
         const bool pooled = m_oom.freeInPoolBytes >= request && m_oom.largestFreeBlock < request;
         if (pooled) {
             confidence = 0.9;
-            evidence(d, formatBytes(m_oom.freeInPoolBytes) + " sat free in cached blocks of that pool, more than the " + formatBytes(request)
-                            + " request, but the largest free block was " + formatBytes(m_oom.largestFreeBlock), m_oom.eventIndex);
+            evidence(d,
+                formatBytes(m_oom.freeInPoolBytes) + " sat free in cached blocks of that pool, more than the "
+                    + formatBytes(request) + " request, but the largest free block was "
+                    + formatBytes(m_oom.largestFreeBlock),
+                m_oom.eventIndex);
         } else if (unused >= request) {
             confidence = 0.5 + 0.25 * clamp01(safeRatio(unused, m_oom.reservedBytes) / 0.2);
-            evidence(d, "reserved − allocated was " + formatBytes(unused) + " at the OOM (" + formatBytes(m_oom.reservedBytes) + " reserved, "
-                            + formatBytes(m_oom.allocatedBytes) + " allocated), more than the " + formatBytes(request) + " request",
-                     m_oom.eventIndex);
+            evidence(d,
+                "reserved − allocated was " + formatBytes(unused) + " at the OOM (" + formatBytes(m_oom.reservedBytes)
+                    + " reserved, " + formatBytes(m_oom.allocatedBytes) + " allocated), more than the "
+                    + formatBytes(request) + " request",
+                m_oom.eventIndex);
         }
         if (confidence <= 0)
             return;
@@ -213,17 +219,21 @@ private:
             return;
         confidence *= 0.6 + 0.4 * std::max(significance, unused >= GiB ? 1.0 : 0.0);
         if (!pooled && m_oom.largestFreeBlock < request && m_oom.largestFreeBlock > 0)
-            evidence(d, "no free block could take " + formatBytes(request) + ": the largest was " + formatBytes(m_oom.largestFreeBlock));
+            evidence(d,
+                "no free block could take " + formatBytes(request) + ": the largest was "
+                    + formatBytes(m_oom.largestFreeBlock));
         evidence(d, "the card had only " + formatBytes(m_oom.deviceFreeBytes) + " left to reserve a new segment");
         if (m_fixes.expandableSegmentsOn) {
             confidence *= 0.6;
             evidence(d, "expandable segments were already on in this run");
         }
         d.confidence = confidence;
-        d.summary = formatBytes(unused) + " sat unused in PyTorch's cache, but split into blocks smaller than the " + formatBytes(request)
-            + " that failed.";
-        appendFixes(d.fixes, {FixKind::ExpandableSegments, FixKind::MaxSplitSize, FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing},
-                    m_fixes);
+        d.summary = formatBytes(unused) + " sat unused in PyTorch's cache, but split into blocks smaller than the "
+            + formatBytes(request) + " that failed.";
+        appendFixes(d.fixes,
+            { FixKind::ExpandableSegments, FixKind::MaxSplitSize, FixKind::MicroBatch, FixKind::Bf16,
+                FixKind::Checkpointing },
+            m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -236,17 +246,22 @@ private:
         if (share < 0.25)
             return;
         const bool attention = m_oom.stack.isValid() && isQuadraticStack(m_oom.stack);
-        Diagnosis d = makeDiagnosis("large_allocation", 0.45 + 0.45 * clamp01((share - 0.25) / 0.5) + (attention ? 0.05 : 0.0), {});
-        evidence(d, "the failing request of " + formatBytes(request) + " is " + percentText(request, *m_capacity) + " of the "
-                        + formatBytes(*m_capacity) + " card, in " + where(),
-                 m_oom.eventIndex);
+        Diagnosis d = makeDiagnosis(
+            "large_allocation", 0.45 + 0.45 * clamp01((share - 0.25) / 0.5) + (attention ? 0.05 : 0.0), {});
+        evidence(d,
+            "the failing request of " + formatBytes(request) + " is " + percentText(request, *m_capacity) + " of the "
+                + formatBytes(*m_capacity) + " card, in " + where(),
+            m_oom.eventIndex);
         if (attention)
-            evidence(d, "it comes from attention code (softmax / score matrix): its size grows with the square of the sequence length");
-        d.summary = "One " + formatBytes(request) + " tensor, " + percentText(request, *m_capacity) + " of the card, could not be placed.";
+            evidence(d,
+                "it comes from attention code (softmax / score matrix): its size grows with the square of the sequence "
+                "length");
+        d.summary = "One " + formatBytes(request) + " tensor, " + percentText(request, *m_capacity)
+            + " of the card, could not be placed.";
         m_fixes.budget.quadraticBytes = std::max(m_fixes.budget.quadraticBytes, attention ? request : 0);
         if (attention)
-            appendFixes(d.fixes, {FixKind::Sdpa}, m_fixes);
-        appendFixes(d.fixes, {FixKind::MicroBatch, FixKind::Bf16, FixKind::Sdpa, FixKind::ShorterSequences}, m_fixes);
+            appendFixes(d.fixes, { FixKind::Sdpa }, m_fixes);
+        appendFixes(d.fixes, { FixKind::MicroBatch, FixKind::Bf16, FixKind::Sdpa, FixKind::ShorterSequences }, m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -266,13 +281,18 @@ private:
         const bool first = m_oom.step < 0 || m_oom.step <= firstTrainingStep();
         const uint64_t state = band(m_oom.liveByCategory, Category::OptimizerState);
         Diagnosis d = makeDiagnosis("first_backward", first && state == 0 ? 0.85 : (first ? 0.7 : 0.45), {});
-        evidence(d, "the OOM is in " + where() + (state == 0 ? ", before any optimizer state exists" : ""), m_oom.eventIndex);
+        evidence(d, "the OOM is in " + where() + (state == 0 ? ", before any optimizer state exists" : ""),
+            m_oom.eventIndex);
         evidence(d, "live at the failure: " + bandsText());
         if (const StepProfile* step = m_profile.step(m_oom.step); step && step->peakEvent >= 0)
-            evidence(d, "activations saved by the forward pass stay live while backward allocates gradients: " + formatBytes(band(m_oom.liveByCategory, Category::Activations))
-                            + " of activations and " + formatBytes(band(m_oom.liveByCategory, Category::Gradients)) + " of gradients");
-        d.summary = "The forward pass fit; backward then needs the saved activations and the new gradients at once, and that did not fit.";
-        appendFixes(d.fixes, {FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments}, m_fixes);
+            evidence(d,
+                "activations saved by the forward pass stay live while backward allocates gradients: "
+                    + formatBytes(band(m_oom.liveByCategory, Category::Activations)) + " of activations and "
+                    + formatBytes(band(m_oom.liveByCategory, Category::Gradients)) + " of gradients");
+        d.summary = "The forward pass fit; backward then needs the saved activations and the new gradients at once, "
+                    "and that did not fit.";
+        appendFixes(d.fixes,
+            { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments }, m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -282,20 +302,26 @@ private:
         const uint64_t grads = band(m_oom.liveByCategory, Category::Gradients);
         const uint64_t state = band(m_oom.liveByCategory, Category::OptimizerState);
         const uint64_t usable = *m_fixes.budget.usableBytes;
-        const bool inFirstOptimizer = m_oom.phase == Phase::Optimizer && (m_oom.step < 0 || m_oom.step <= firstTrainingStep());
+        const bool inFirstOptimizer
+            = m_oom.phase == Phase::Optimizer && (m_oom.step < 0 || m_oom.step <= firstTrainingStep());
         // Adam ends up with two moments per parameter; judge the state it is building, not the part built so far.
         const uint64_t projectedState = inFirstOptimizer ? std::max(state, 2 * params) : state;
         const uint64_t fixedState = params + std::max(grads, inFirstOptimizer ? params : 0) + projectedState;
 
         if (params > 0 && static_cast<double>(fixedState) >= 0.9 * static_cast<double>(usable)) {
-            Diagnosis d = makeDiagnosis("capacity", static_cast<double>(fixedState) >= static_cast<double>(usable) ? 0.85 : 0.7, {});
-            evidence(d, "parameters " + formatBytes(params) + " + gradients " + formatBytes(std::max(grads, inFirstOptimizer ? params : 0))
-                            + " + optimizer state " + formatBytes(projectedState) + (projectedState > state ? " (Adam: two moments per parameter)" : "")
-                            + " = " + formatBytes(fixedState) + ", against " + formatBytes(usable) + " this process could hold",
-                     m_oom.eventIndex);
-            evidence(d, "activations at the failure are only " + formatBytes(band(m_oom.liveByCategory, Category::Activations))
-                            + ": smaller batches or checkpointing cannot make room");
-            d.summary = "Weights, gradients and optimizer state alone need " + formatBytes(fixedState) + "; the card cannot hold them, whatever the batch.";
+            Diagnosis d = makeDiagnosis(
+                "capacity", static_cast<double>(fixedState) >= static_cast<double>(usable) ? 0.85 : 0.7, {});
+            evidence(d,
+                "parameters " + formatBytes(params) + " + gradients "
+                    + formatBytes(std::max(grads, inFirstOptimizer ? params : 0)) + " + optimizer state "
+                    + formatBytes(projectedState) + (projectedState > state ? " (Adam: two moments per parameter)" : "")
+                    + " = " + formatBytes(fixedState) + ", against " + formatBytes(usable) + " this process could hold",
+                m_oom.eventIndex);
+            evidence(d,
+                "activations at the failure are only " + formatBytes(band(m_oom.liveByCategory, Category::Activations))
+                    + ": smaller batches or checkpointing cannot make room");
+            d.summary = "Weights, gradients and optimizer state alone need " + formatBytes(fixedState)
+                + "; the card cannot hold them, whatever the batch.";
             MemoryBudget projected = m_fixes.budget;
             CategoryBytes bands = *projected.bands;
             bands[static_cast<size_t>(Category::OptimizerState)] = projectedState;
@@ -307,7 +333,7 @@ private:
             projected.request = 0;
             FixContext fixes = m_fixes;
             fixes.budget = projected;
-            appendFixes(d.fixes, {FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora}, fixes);
+            appendFixes(d.fixes, { FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora }, fixes);
             m_out.push_back(std::move(d));
             return;
         }
@@ -319,20 +345,28 @@ private:
             return;
         Diagnosis d = makeDiagnosis("optimizer_step2", stateAppearedEarlier ? 0.8 : 0.75, {});
         if (stateAppearedEarlier) {
-            evidence(d, "optimizer state (" + formatBytes(state) + " at the failure) first appeared in step " + std::to_string(m_profile.firstOptimizerStateStep)
-                            + "'s optimizer.step()",
-                     m_profile.firstOptimizerStateEvent);
+            evidence(d,
+                "optimizer state (" + formatBytes(state) + " at the failure) first appeared in step "
+                    + std::to_string(m_profile.firstOptimizerStateStep) + "'s optimizer.step()",
+                m_profile.firstOptimizerStateEvent);
             if (const StepProfile* previous = m_profile.step(m_oom.step - 1))
-                evidence(d, "step " + std::to_string(previous->step) + " peaked at " + formatBytes(previous->peakLive) + " without it; step "
-                                + std::to_string(m_oom.step) + " starts with " + formatBytes(state) + " more and fails in " + std::string(phaseName(m_oom.phase)),
-                         previous->peakEvent);
+                evidence(d,
+                    "step " + std::to_string(previous->step) + " peaked at " + formatBytes(previous->peakLive)
+                        + " without it; step " + std::to_string(m_oom.step) + " starts with " + formatBytes(state)
+                        + " more and fails in " + std::string(phaseName(m_oom.phase)),
+                    previous->peakEvent);
         } else {
-            evidence(d, "the OOM is in the first optimizer.step(), while Adam allocates its state (" + formatBytes(state) + " so far)", m_oom.eventIndex);
+            evidence(d,
+                "the OOM is in the first optimizer.step(), while Adam allocates its state (" + formatBytes(state)
+                    + " so far)",
+                m_oom.eventIndex);
         }
         evidence(d, "live at the failure: " + bandsText());
-        d.summary = "Step 1 fit; Adam's state, created at the first optimizer.step(), is the extra " + formatBytes(std::max(state, projectedState))
-            + " that the next steps cannot hold.";
-        appendFixes(d.fixes, {FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::MicroBatch, FixKind::Bf16, FixKind::Zero}, m_fixes);
+        d.summary = "Step 1 fit; Adam's state, created at the first optimizer.step(), is the extra "
+            + formatBytes(std::max(state, projectedState)) + " that the next steps cannot hold.";
+        appendFixes(d.fixes,
+            { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::MicroBatch, FixKind::Bf16, FixKind::Zero },
+            m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -368,24 +402,30 @@ private:
         const uint64_t failingLargest = std::max(failing->largestDynamicAlloc, m_oom.requestedBytes);
         const double largestFactor = safeRatio(failingLargest, typicalLargest);
         Diagnosis d = makeDiagnosis("longest_batch", 0.55 + 0.3 * clamp01((factor - 1.5) / 2.0), {});
-        evidence(d, "step " + std::to_string(m_oom.step) + " needed at least " + formatBytes(needed) + " of activations and temporaries, "
-                        + times(factor) + " the " + formatBytes(typical) + " a typical step (median of " + std::to_string(growth.size()) + ") peaked at",
-                 m_oom.eventIndex);
+        evidence(d,
+            "step " + std::to_string(m_oom.step) + " needed at least " + formatBytes(needed)
+                + " of activations and temporaries, " + times(factor) + " the " + formatBytes(typical)
+                + " a typical step (median of " + std::to_string(growth.size()) + ") peaked at",
+            m_oom.eventIndex);
         if (typicalLargest > 0 && largestFactor >= 2.0) {
-            evidence(d, "its largest buffer is " + formatBytes(failingLargest) + " against " + formatBytes(typicalLargest) + " in other steps (" + times(largestFactor)
-                            + ")" + (largestFactor >= 1.5 * factor ? ": faster than the batch grew, like seq² attention scores" : ""),
-                     failing->largestDynamicEvent >= 0 ? failing->largestDynamicEvent : m_oom.eventIndex);
+            evidence(d,
+                "its largest buffer is " + formatBytes(failingLargest) + " against " + formatBytes(typicalLargest)
+                    + " in other steps (" + times(largestFactor) + ")"
+                    + (largestFactor >= 1.5 * factor ? ": faster than the batch grew, like seq² attention scores" : ""),
+                failing->largestDynamicEvent >= 0 ? failing->largestDynamicEvent : m_oom.eventIndex);
         }
         const uint64_t excess = needed > typical ? needed - typical : 0;
-        d.summary = "Other steps peak far lower; step " + std::to_string(m_oom.step) + "'s batch is about " + times(factor)
-            + " as demanding, as the longest sequences in a variable-length dataset are.";
+        d.summary = "Other steps peak far lower; step " + std::to_string(m_oom.step) + "'s batch is about "
+            + times(factor) + " as demanding, as the longest sequences in a variable-length dataset are.";
         FixContext fixes = m_fixes;
         fixes.caseSavingBytes = excess;
-        appendFixes(d.fixes, {FixKind::LengthBucketing}, fixes);
+        appendFixes(d.fixes, { FixKind::LengthBucketing }, fixes);
         if (largestFactor >= 1.5 * factor)
-            appendFixes(d.fixes, {FixKind::Sdpa}, m_fixes);
-        appendFixes(d.fixes, {FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments, FixKind::Sdpa, FixKind::ShorterSequences},
-                    m_fixes);
+            appendFixes(d.fixes, { FixKind::Sdpa }, m_fixes);
+        appendFixes(d.fixes,
+            { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments, FixKind::Sdpa,
+                FixKind::ShorterSequences },
+            m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -401,15 +441,20 @@ private:
         Diagnosis d = makeDiagnosis("eval_accumulation", confidence, {});
         evidence(d, "the OOM is in evaluation (" + where() + ")", m_oom.eventIndex);
         if (m_profile.evalRetainedCount > 0)
-            evidence(d, std::to_string(m_profile.evalRetainedCount) + " allocations made during evaluation are still live at the failure: "
-                            + formatBytes(m_profile.evalRetainedBytes) + ", " + percentText(m_profile.evalRetainedBytes, live) + " of live memory",
-                     m_profile.firstEvalRetainedEvent);
-        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; " + formatBytes(m_profile.evalRetainedBytes) + " piled up before the failure."
-                            : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch are the usual causes.";
+            evidence(d,
+                std::to_string(m_profile.evalRetainedCount)
+                    + " allocations made during evaluation are still live at the failure: "
+                    + formatBytes(m_profile.evalRetainedBytes) + ", " + percentText(m_profile.evalRetainedBytes, live)
+                    + " of live memory",
+                m_profile.firstEvalRetainedEvent);
+        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
+                + formatBytes(m_profile.evalRetainedBytes) + " piled up before the failure."
+                            : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
+                              "are the usual causes.";
         FixContext fixes = m_fixes;
         if (retains)
             fixes.caseSavingBytes = m_profile.evalRetainedBytes;
-        appendFixes(d.fixes, {FixKind::EvalAccumulation, FixKind::EvalBatchSize}, fixes);
+        appendFixes(d.fixes, { FixKind::EvalAccumulation, FixKind::EvalBatchSize }, fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -436,15 +481,20 @@ private:
         if (growth < MiB || safeRatio(minStep, growth) < 0.05)
             return;
         Diagnosis d = makeDiagnosis("leak", starts.size() >= 4 ? 0.85 : 0.7, {});
-        evidence(d, "memory live at the start of each step grows: " + formatBytes(starts.front()) + " at step " + std::to_string(training[1]->step) + " to "
-                        + formatBytes(starts.back()) + " at step " + std::to_string(training.back()->step) + " (" + formatSignedBytes(static_cast<int64_t>(growth))
-                        + " over " + std::to_string(starts.size() - 1) + " steps), counting activations, temporaries and unknown",
-                 training.back()->firstEvent);
-        evidence(d, "every step starts higher than the one before (at least " + formatBytes(minStep) + " more)", training[2]->firstEvent);
-        d.summary = "Something keeps about " + formatBytes(growth / (starts.size() - 1)) + " per step alive; the run fails once that adds up.";
+        evidence(d,
+            "memory live at the start of each step grows: " + formatBytes(starts.front()) + " at step "
+                + std::to_string(training[1]->step) + " to " + formatBytes(starts.back()) + " at step "
+                + std::to_string(training.back()->step) + " (" + formatSignedBytes(static_cast<int64_t>(growth))
+                + " over " + std::to_string(starts.size() - 1)
+                + " steps), counting activations, temporaries and unknown",
+            training.back()->firstEvent);
+        evidence(d, "every step starts higher than the one before (at least " + formatBytes(minStep) + " more)",
+            training[2]->firstEvent);
+        d.summary = "Something keeps about " + formatBytes(growth / (starts.size() - 1))
+            + " per step alive; the run fails once that adds up.";
         FixContext fixes = m_fixes;
         fixes.caseSavingBytes = growth;
-        appendFixes(d.fixes, {FixKind::ReleaseReferences}, fixes);
+        appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -453,15 +503,18 @@ private:
         // The allocator asks the driver for a whole segment: 2 MiB for small requests, 20 MiB for
         // 1-10 MiB ones, the request rounded to 2 MiB above that.
         const uint64_t request = m_oom.requestedBytes;
-        const uint64_t segment = request <= MiB ? 2 * MiB : (request <= 10 * MiB ? 20 * MiB : (request + 2 * MiB - 1) / (2 * MiB) * (2 * MiB));
+        const uint64_t segment = request <= MiB
+            ? 2 * MiB
+            : (request <= 10 * MiB ? 20 * MiB : (request + 2 * MiB - 1) / (2 * MiB) * (2 * MiB));
         if (m_oom.deviceFreeBytes < segment + 2 * MiB || m_fixes.expandableSegmentsOn)
             return;
         Diagnosis d = makeDiagnosis("memory_fraction_cap", 0.6, {});
-        evidence(d, "the driver reported " + formatBytes(m_oom.deviceFreeBytes) + " free at the OOM, more than the " + formatBytes(m_oom.requestedBytes)
-                        + " requested: only a per-process limit refuses that",
-                 m_oom.eventIndex);
+        evidence(d,
+            "the driver reported " + formatBytes(m_oom.deviceFreeBytes) + " free at the OOM, more than the "
+                + formatBytes(m_oom.requestedBytes) + " requested: only a per-process limit refuses that",
+            m_oom.eventIndex);
         d.summary = "The card had room for the request; a per-process memory fraction refused it.";
-        appendFixes(d.fixes, {FixKind::MemoryFraction}, m_fixes);
+        appendFixes(d.fixes, { FixKind::MemoryFraction }, m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -477,12 +530,15 @@ private:
         const uint64_t explained = m_context.message->selfNonPyTorchBytes.value_or(0) + GiB;
         if (outside <= explained || safeRatio(outside - explained, total) < 0.15)
             return;
-        Diagnosis d = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
-        evidence(d, formatBytes(outside) + " of the " + formatBytes(total) + " card was neither PyTorch's cache (" + formatBytes(m_oom.reservedBytes)
-                        + ") nor free (" + formatBytes(m_oom.deviceFreeBytes) + ") at the OOM",
-                 m_oom.eventIndex);
+        Diagnosis d
+            = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
+        evidence(d,
+            formatBytes(outside) + " of the " + formatBytes(total) + " card was neither PyTorch's cache ("
+                + formatBytes(m_oom.reservedBytes) + ") nor free (" + formatBytes(m_oom.deviceFreeBytes)
+                + ") at the OOM",
+            m_oom.eventIndex);
         d.summary = formatBytes(outside) + " of the card was held outside this run's cache.";
-        appendFixes(d.fixes, {FixKind::StopOtherProcess, FixKind::ChooseGpu}, m_fixes);
+        appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, m_fixes);
         m_out.push_back(std::move(d));
     }
 
@@ -492,9 +548,11 @@ private:
         Diagnosis d = makeDiagnosis("capacity", 0.5, {});
         d.title = "Live tensors fill the card";
         evidence(d, "at the OOM in " + where() + ": " + bandsText(), m_oom.eventIndex);
-        evidence(d, "the " + formatBytes(m_oom.requestedBytes) + " request found " + formatBytes(m_oom.deviceFreeBytes) + " free on the card and "
-                        + formatBytes(m_fixes.budget.fragmentedBytes) + " unused in the cache");
-        d.summary = "No single cause stands out: the live tensors outgrew the card. The projected savings below are measured from the bands.";
+        evidence(d,
+            "the " + formatBytes(m_oom.requestedBytes) + " request found " + formatBytes(m_oom.deviceFreeBytes)
+                + " free on the card and " + formatBytes(m_fixes.budget.fragmentedBytes) + " unused in the cache");
+        d.summary = "No single cause stands out: the live tensors outgrew the card. The projected savings below are "
+                    "measured from the bands.";
         appendLadder(d.fixes, m_fixes);
         m_out.push_back(std::move(d));
     }

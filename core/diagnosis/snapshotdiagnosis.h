@@ -11,12 +11,13 @@
 namespace oomlens {
 
 // What the rest of the case says about this snapshot's failure.
-struct SnapshotDiagnosisContext {
+struct SnapshotDiagnosisContext
+{
     int snapshotIndex = 0;
-    std::optional<OomFacts> message;  // the OOM message linked to this snapshot's oom event
+    std::optional<OomFacts> message; // the OOM message linked to this snapshot's oom event
     bool expandableSegmentsOn = false; // from text settings; the snapshot's own settings are read too
     bool asyncAllocator = false;
-    int gpuCount = 0;                  // ranks the text shows ([rankN]: prefixes, nvidia-smi); 0 unknown
+    int gpuCount = 0; // ranks the text shows ([rankN]: prefixes, nvidia-smi); 0 unknown
     std::string gpuCountEvidence;
 };
 

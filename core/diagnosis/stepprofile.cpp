@@ -58,7 +58,7 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
     const int64_t eventCount = static_cast<int64_t>(device.eventAllocation.size());
     const int64_t last = untilEvent < 0 || untilEvent >= eventCount ? eventCount - 1 : untilEvent;
 
-    CategoryBytes live{};
+    CategoryBytes live {};
     for (const auto& allocation : device.allocations) {
         if (allocation.allocEvent < 0)
             live[static_cast<size_t>(allocation.category)] += allocation.requestedSize;
@@ -66,8 +66,11 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
 
     std::map<int32_t, StepProfile> steps;
     for (int64_t e = 0; e <= last; ++e) {
-        const int32_t step = e < static_cast<int64_t>(device.eventStep.size()) ? device.eventStep[static_cast<size_t>(e)] : -1;
-        const Phase phase = e < static_cast<int64_t>(device.eventPhase.size()) ? device.eventPhase[static_cast<size_t>(e)] : Phase::Unknown;
+        const int32_t step
+            = e < static_cast<int64_t>(device.eventStep.size()) ? device.eventStep[static_cast<size_t>(e)] : -1;
+        const Phase phase = e < static_cast<int64_t>(device.eventPhase.size())
+            ? device.eventPhase[static_cast<size_t>(e)]
+            : Phase::Unknown;
         StepProfile* profile = nullptr;
         if (step >= 0) {
             auto [it, inserted] = steps.try_emplace(step);
@@ -93,7 +96,8 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
                     result.firstOptimizerStateEvent = e;
                     result.firstOptimizerStateStep = step;
                 }
-                if (profile && isDynamic(allocation.category) && allocation.requestedSize > profile->largestDynamicAlloc) {
+                if (profile && isDynamic(allocation.category)
+                    && allocation.requestedSize > profile->largestDynamicAlloc) {
                     profile->largestDynamicAlloc = allocation.requestedSize;
                     profile->largestDynamicEvent = e;
                 }

@@ -10,34 +10,36 @@ namespace oomlens {
 // What each training step of one device looked like, up to a given event (the OOM): the
 // numbers the step-based diagnoses compare (growth at step start for leaks, per-step peaks for
 // the longest batch, when optimizer state appeared, what evaluation kept).
-struct StepProfile {
+struct StepProfile
+{
     int32_t step = -1;
     int64_t firstEvent = -1;
     int64_t lastEvent = -1;
-    CategoryBytes startBands{};      // live right before the step's first event
+    CategoryBytes startBands {}; // live right before the step's first event
     uint64_t peakLive = 0;
     int64_t peakEvent = -1;
-    uint64_t peakDynamic = 0;        // activations + temporaries + inputs + unknown at their step maximum
+    uint64_t peakDynamic = 0; // activations + temporaries + inputs + unknown at their step maximum
     uint64_t largestDynamicAlloc = 0;
     int64_t largestDynamicEvent = -1;
     bool hasBackward = false;
     bool hasOptimizer = false;
     bool hasEval = false;
-    bool complete = false;           // the profiled range goes past its last event
+    bool complete = false; // the profiled range goes past its last event
 
     uint64_t startDynamic() const;
     uint64_t startLive() const;
     uint64_t dynamicGrowth() const { return peakDynamic > startDynamic() ? peakDynamic - startDynamic() : 0; }
 };
 
-struct DeviceProfile {
-    std::vector<StepProfile> steps;          // ascending step numbers, step < 0 left out
+struct DeviceProfile
+{
+    std::vector<StepProfile> steps; // ascending step numbers, step < 0 left out
     int64_t firstOptimizerStateEvent = -1;
     int32_t firstOptimizerStateStep = -1;
-    uint64_t evalRetainedBytes = 0;          // allocated during eval, still live at the end of the range
+    uint64_t evalRetainedBytes = 0; // allocated during eval, still live at the end of the range
     int evalRetainedCount = 0;
     int64_t firstEvalRetainedEvent = -1;
-    CategoryBytes bandsAtEnd{};
+    CategoryBytes bandsAtEnd {};
 
     const StepProfile* step(int32_t number) const;
 };

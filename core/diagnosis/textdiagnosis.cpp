@@ -14,7 +14,7 @@ constexpr uint64_t cudaContextAllowance = 1 * GiB; // context + cuBLAS/cuDNN wor
 
 void addEvidence(Diagnosis& diagnosis, std::string text)
 {
-    diagnosis.evidence.push_back({std::move(text), std::nullopt});
+    diagnosis.evidence.push_back({ std::move(text), std::nullopt });
 }
 
 bool mentions(const OomFacts& facts, std::initializer_list<const char*> needles)
@@ -44,10 +44,11 @@ const MemorySummary* summaryFor(const TextFindings& findings, int device)
     return found;
 }
 
-struct Candidates {
+struct Candidates
+{
     std::vector<Diagnosis> list;
     double strongestFullExplanation = 0.0; // a cause that alone explains why the request failed
-    double capacityDamping = 1.0;          // a phase case (eval, backward) explains a full card more specifically
+    double capacityDamping = 1.0; // a phase case (eval, backward) explains a full card more specifically
     void add(Diagnosis diagnosis) { list.push_back(std::move(diagnosis)); }
 };
 
@@ -67,9 +68,10 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
         const double share = safeRatio(unallocated, *f.reserved);
         if (unallocated >= request && request > 0) {
             confidence = 0.5 + 0.35 * clamp01(share / 0.2);
-            addEvidence(d, "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated (" + percentText(unallocated, *f.reserved)
-                               + " of its " + formatBytes(*f.reserved) + " cache), more than the " + formatBytes(request)
-                               + " request, yet no cached block could take it");
+            addEvidence(d,
+                "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated ("
+                    + percentText(unallocated, *f.reserved) + " of its " + formatBytes(*f.reserved)
+                    + " cache), more than the " + formatBytes(request) + " request, yet no cached block could take it");
             // A few hundred MiB of split blocks on a full card explain this request, not the full card.
             const double weight = f.limit && *f.limit > 0 ? clamp01(safeRatio(unallocated, *f.limit) / 0.05) : 1.0;
             out.strongestFullExplanation = std::max(out.strongestFullExplanation, confidence * weight);
@@ -77,15 +79,21 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
                 + " asked for, but split into pieces too small for it.";
         } else if (f.free && unallocated + *f.free >= request && unallocated * 4 >= request) {
             confidence = 0.4;
-            addEvidence(d, "the " + formatBytes(request) + " request is more than the " + formatBytes(*f.free) + " free on the card, but less than that plus the "
-                               + formatBytes(unallocated) + " PyTorch holds unused: it would fit if the cache were one piece");
+            addEvidence(d,
+                "the " + formatBytes(request) + " request is more than the " + formatBytes(*f.free)
+                    + " free on the card, but less than that plus the " + formatBytes(unallocated)
+                    + " PyTorch holds unused: it would fit if the cache were one piece");
             d.summary = "Free and cached-but-unused memory together would cover the " + formatBytes(request)
                 + " request, but the cached part is split into smaller blocks.";
         } else if (unallocated >= GiB && share >= 0.2) {
             confidence = 0.3;
-            addEvidence(d, formatBytes(unallocated) + " of PyTorch's " + formatBytes(*f.reserved) + " cache (" + percentText(unallocated, *f.reserved)
-                               + ") is reserved but unallocated: split blocks waste memory, though not enough to explain this failure alone");
-            d.summary = "A large share of the cache sits unused in split blocks; it makes the card fuller than it needs to be.";
+            addEvidence(d,
+                formatBytes(unallocated) + " of PyTorch's " + formatBytes(*f.reserved) + " cache ("
+                    + percentText(unallocated, *f.reserved)
+                    + ") is reserved but unallocated: split blocks waste memory, though not enough to explain this "
+                      "failure alone");
+            d.summary = "A large share of the cache sits unused in split blocks; it makes the card fuller than it "
+                        "needs to be.";
         }
     }
     if (const MemorySummary* summary = summaryFor(context, f.device); summary && !summary->allZero) {
@@ -94,29 +102,35 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
         if (nonReleasable && nonReleasable->current && reserved && reserved->current && *reserved->current > 0) {
             const uint64_t stuck = *nonReleasable->current;
             if (stuck >= 256 * MiB && safeRatio(stuck, *reserved->current) >= 0.25) {
-                confidence = std::max(confidence, 0.35 + 0.4 * clamp01((safeRatio(stuck, *reserved->current) - 0.25) / 0.5));
-                addEvidence(d, "memory_summary: " + formatBytes(stuck) + " non-releasable of " + formatBytes(*reserved->current) + " reserved ("
-                                   + percentText(stuck, *reserved->current) + "): free space trapped inside partly used blocks");
+                confidence
+                    = std::max(confidence, 0.35 + 0.4 * clamp01((safeRatio(stuck, *reserved->current) - 0.25) / 0.5));
+                addEvidence(d,
+                    "memory_summary: " + formatBytes(stuck) + " non-releasable of " + formatBytes(*reserved->current)
+                        + " reserved (" + percentText(stuck, *reserved->current)
+                        + "): free space trapped inside partly used blocks");
                 if (d.summary.empty())
                     d.summary = "memory_summary shows a large share of the cache trapped in partly used blocks.";
             }
         }
         if (summary->allocRetries && *summary->allocRetries > 0 && confidence > 0)
-            addEvidence(d, "memory_summary: " + std::to_string(*summary->allocRetries)
-                               + " cudaMalloc retries (the allocator flushed its cache and tried again)");
+            addEvidence(d,
+                "memory_summary: " + std::to_string(*summary->allocRetries)
+                    + " cudaMalloc retries (the allocator flushed its cache and tried again)");
     }
     if (confidence <= 0)
         return;
     if (fixes.expandableSegmentsOn) {
         confidence *= 0.6;
-        addEvidence(d, "expandable segments are already on (" + expandableSegmentsSource(context) + "), which limits this kind of waste");
+        addEvidence(d,
+            "expandable segments are already on (" + expandableSegmentsSource(context)
+                + "), which limits this kind of waste");
     }
     d.confidence = std::min(confidence, 0.97);
     if (fixes.preExpandableTorch)
-        appendFixes(d.fixes, {FixKind::MaxSplitSize, FixKind::ExpandableSegments}, fixes);
+        appendFixes(d.fixes, { FixKind::MaxSplitSize, FixKind::ExpandableSegments }, fixes);
     else
-        appendFixes(d.fixes, {FixKind::ExpandableSegments, FixKind::MaxSplitSize}, fixes);
-    appendFixes(d.fixes, {FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing}, fixes);
+        appendFixes(d.fixes, { FixKind::ExpandableSegments, FixKind::MaxSplitSize }, fixes);
+    appendFixes(d.fixes, { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing }, fixes);
     out.add(std::move(d));
 }
 
@@ -131,19 +145,22 @@ void diagnoseLargeAllocation(const OomFacts& f, const FixContext& fixes, Candida
     Diagnosis d = makeDiagnosis("large_allocation", 0.35 + 0.5 * clamp01((share - 0.25) / 0.5), {});
     if (request > *f.limit) {
         d.confidence = 0.9;
-        addEvidence(d, "the single " + formatBytes(request) + " request is larger than the whole " + formatBytes(*f.limit)
-                           + (f.allowed ? " allowed to this process" : " card"));
-        d.summary = "One tensor of " + formatBytes(request) + " cannot fit on a " + formatBytes(*f.limit) + " card at all.";
+        addEvidence(d,
+            "the single " + formatBytes(request) + " request is larger than the whole " + formatBytes(*f.limit)
+                + (f.allowed ? " allowed to this process" : " card"));
+        d.summary
+            = "One tensor of " + formatBytes(request) + " cannot fit on a " + formatBytes(*f.limit) + " card at all.";
         out.strongestFullExplanation = std::max(out.strongestFullExplanation, d.confidence);
     } else {
-        addEvidence(d, "one request of " + formatBytes(request) + " is " + percentText(request, *f.limit) + " of the " + formatBytes(*f.limit)
-                           + (f.allowed ? " this process may use" : " card"));
+        addEvidence(d,
+            "one request of " + formatBytes(request) + " is " + percentText(request, *f.limit) + " of the "
+                + formatBytes(*f.limit) + (f.allowed ? " this process may use" : " card"));
         d.summary = "A single tensor of " + formatBytes(request) + " takes " + percentText(request, *f.limit)
             + " of the card: typically an attention score matrix or a whole batch processed at once.";
     }
     if (f.phase == Phase::Eval)
-        appendFixes(d.fixes, {FixKind::EvalBatchSize}, fixes);
-    appendFixes(d.fixes, {FixKind::MicroBatch, FixKind::Bf16, FixKind::Sdpa, FixKind::ShorterSequences}, fixes);
+        appendFixes(d.fixes, { FixKind::EvalBatchSize }, fixes);
+    appendFixes(d.fixes, { FixKind::MicroBatch, FixKind::Bf16, FixKind::Sdpa, FixKind::ShorterSequences }, fixes);
     out.add(std::move(d));
 }
 
@@ -155,16 +172,21 @@ void diagnoseMemoryFraction(const OomFacts& f, const FixContext& fixes, Candidat
         const uint64_t request = f.request.value_or(0);
         const bool cardHadRoom = !f.free || *f.free >= request;
         Diagnosis d = makeDiagnosis("memory_fraction_cap", cardHadRoom ? 0.9 : 0.6, {});
-        addEvidence(d, "a per-process limit of " + formatBytes(allowed) + " is set (\"" + formatBytes(allowed) + " allowed\"): " + percentText(allowed, *f.total)
-                           + " of the " + formatBytes(*f.total) + " card");
+        addEvidence(d,
+            "a per-process limit of " + formatBytes(allowed) + " is set (\"" + formatBytes(allowed)
+                + " allowed\"): " + percentText(allowed, *f.total) + " of the " + formatBytes(*f.total) + " card");
         if (request > 0)
-            addEvidence(d, "PyTorch holds " + formatBytes(held) + "; with the " + formatBytes(request) + " request it would pass the limit");
+            addEvidence(d,
+                "PyTorch holds " + formatBytes(held) + "; with the " + formatBytes(request)
+                    + " request it would pass the limit");
         if (f.free)
-            addEvidence(d, "the card itself " + std::string(cardHadRoom ? "still had " : "had only ") + formatBytes(*f.free) + " free");
+            addEvidence(d,
+                "the card itself " + std::string(cardHadRoom ? "still had " : "had only ") + formatBytes(*f.free)
+                    + " free");
         d.summary = "This process may use only " + formatBytes(allowed) + " of the " + formatBytes(*f.total) + " card"
             + (cardHadRoom ? ", and the card itself had room for the request." : "; the card was nearly full as well.");
         out.strongestFullExplanation = std::max(out.strongestFullExplanation, d.confidence);
-        appendFixes(d.fixes, {FixKind::MemoryFraction}, fixes);
+        appendFixes(d.fixes, { FixKind::MemoryFraction }, fixes);
         out.add(std::move(d));
         return;
     }
@@ -181,14 +203,16 @@ void diagnoseMemoryFraction(const OomFacts& f, const FixContext& fixes, Candidat
         const double fraction = percentStep / 100.0;
         if (fraction > low - 0.01 && fraction <= high + 0.01) {
             Diagnosis d = makeDiagnosis("memory_fraction_cap", 0.35, {});
-            addEvidence(d, formatBytes(*f.free) + " of the " + formatBytes(total) + " card was free, more than the " + formatBytes(*f.request)
-                               + " request, yet the allocator refused it");
-            addEvidence(d, "PyTorch stopped at " + formatBytes(*f.reserved) + " reserved, just under " + std::to_string(percentStep)
-                               + "% of the card: the signature of set_per_process_memory_fraction(" + std::to_string(fraction).substr(0, 4)
-                               + "), which this message format does not print");
+            addEvidence(d,
+                formatBytes(*f.free) + " of the " + formatBytes(total) + " card was free, more than the "
+                    + formatBytes(*f.request) + " request, yet the allocator refused it");
+            addEvidence(d,
+                "PyTorch stopped at " + formatBytes(*f.reserved) + " reserved, just under "
+                    + std::to_string(percentStep) + "% of the card: the signature of set_per_process_memory_fraction("
+                    + std::to_string(fraction).substr(0, 4) + "), which this message format does not print");
             d.summary = "Most of the card was free, yet the request was refused near " + std::to_string(percentStep)
                 + "% of capacity: most likely a per-process memory fraction.";
-            appendFixes(d.fixes, {FixKind::MemoryFraction}, fixes);
+            appendFixes(d.fixes, { FixKind::MemoryFraction }, fixes);
             out.add(std::move(d));
             return;
         }
@@ -209,14 +233,19 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
                                                   : std::to_string(f.otherPids.size()) + " other processes";
         if (f.otherPids.empty())
             who = "other processes";
-        addEvidence(d, who + (f.otherPids.size() == 1 ? " holds " : " hold ") + formatBytes(f.otherProcessBytes) + " of the " + formatBytes(total) + " card (" + percentText(f.otherProcessBytes, total) + ")");
+        addEvidence(d,
+            who + (f.otherPids.size() == 1 ? " holds " : " hold ") + formatBytes(f.otherProcessBytes) + " of the "
+                + formatBytes(total) + " card (" + percentText(f.otherProcessBytes, total) + ")");
         if (f.free && *f.free < request && *f.free + f.otherProcessBytes >= request) {
             confidence += 0.05;
-            addEvidence(d, std::string(f.otherPids.size() == 1 ? "without it" : "without them") + " the " + formatBytes(request) + " request would have fit: " + formatBytes(*f.free) + " free + "
-                               + formatBytes(f.otherProcessBytes));
+            addEvidence(d,
+                std::string(f.otherPids.size() == 1 ? "without it" : "without them") + " the " + formatBytes(request)
+                    + " request would have fit: " + formatBytes(*f.free) + " free + "
+                    + formatBytes(f.otherProcessBytes));
             out.strongestFullExplanation = std::max(out.strongestFullExplanation, confidence);
         }
-        d.summary = "Another process holds " + formatBytes(f.otherProcessBytes) + " on this GPU, memory this run counted on.";
+        d.summary
+            = "Another process holds " + formatBytes(f.otherProcessBytes) + " on this GPU, memory this run counted on.";
     }
     if (const auto unattributed = f.unattributedOutsideBytes(); unattributed && *unattributed > cudaContextAllowance) {
         const uint64_t beyondContext = *unattributed - cudaContextAllowance;
@@ -224,30 +253,38 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
         if (beyondContext >= GiB / 2 && share >= 0.15) {
             const double implicit = 0.35 + 0.35 * clamp01((share - 0.15) / 0.45);
             confidence = std::max(confidence, implicit);
-            addEvidence(d, formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card (" + percentText(*f.outsideBytes, total)
-                               + ") is in use outside PyTorch's " + formatBytes(f.reserved.value_or(0))
-                               + " cache: total − free − reserved, far more than a CUDA context (0.3-1 GiB)");
+            addEvidence(d,
+                formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card ("
+                    + percentText(*f.outsideBytes, total) + ") is in use outside PyTorch's "
+                    + formatBytes(f.reserved.value_or(0))
+                    + " cache: total − free − reserved, far more than a CUDA context (0.3-1 GiB)");
             if (f.free && *f.free < request && *f.free + beyondContext >= request)
                 out.strongestFullExplanation = std::max(out.strongestFullExplanation, implicit);
             if (d.summary.empty())
-                d.summary = formatBytes(*f.outsideBytes) + " of the card is used by something other than this run's PyTorch cache: "
+                d.summary = formatBytes(*f.outsideBytes)
+                    + " of the card is used by something other than this run's PyTorch cache: "
                     + "most likely another process, or the job landed on a busy GPU.";
         }
     }
-    if (f.selfNonPyTorchBytes && *f.selfNonPyTorchBytes >= 3 * GiB / 2 && safeRatio(*f.selfNonPyTorchBytes, total) >= 0.1) {
+    if (f.selfNonPyTorchBytes && *f.selfNonPyTorchBytes >= 3 * GiB / 2
+        && safeRatio(*f.selfNonPyTorchBytes, total) >= 0.1) {
         confidence = std::max(confidence, 0.3);
-        addEvidence(d, "this process itself holds " + formatBytes(*f.selfNonPyTorchBytes) + " outside PyTorch's cache (process usage "
-                           + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved " + formatBytes(f.reserved.value_or(0))
-                           + "): CUDA context, cuDNN/cuBLAS workspaces, NCCL buffers or another library");
+        addEvidence(d,
+            "this process itself holds " + formatBytes(*f.selfNonPyTorchBytes)
+                + " outside PyTorch's cache (process usage "
+                + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved "
+                + formatBytes(f.reserved.value_or(0))
+                + "): CUDA context, cuDNN/cuBLAS workspaces, NCCL buffers or another library");
         if (d.summary.empty())
-            d.summary = "This process holds " + formatBytes(*f.selfNonPyTorchBytes) + " on the GPU outside PyTorch's allocator.";
+            d.summary = "This process holds " + formatBytes(*f.selfNonPyTorchBytes)
+                + " on the GPU outside PyTorch's allocator.";
     }
     if (confidence <= 0)
         return;
     if (f.garbageProcessNumbers)
         addEvidence(d, "the message also lists an impossible process figure (NVML's \"not available\" value), ignored");
     d.confidence = confidence;
-    appendFixes(d.fixes, {FixKind::StopOtherProcess, FixKind::ChooseGpu}, fixes);
+    appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, fixes);
     out.add(std::move(d));
 }
 
@@ -266,19 +303,23 @@ void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& ou
     confidence *= (1.0 - 0.5 * out.strongestFullExplanation) * out.capacityDamping;
     Diagnosis d = makeDiagnosis("capacity", confidence, {});
     d.title = "Live tensors fill the card";
-    addEvidence(d, "live tensors take " + formatBytes(allocated) + " of the " + formatBytes(limit) + (f.allowed ? " allowed" : " card") + " ("
-                       + percentText(allocated, limit) + ")");
+    addEvidence(d,
+        "live tensors take " + formatBytes(allocated) + " of the " + formatBytes(limit)
+            + (f.allowed ? " allowed" : " card") + " (" + percentText(allocated, limit) + ")");
     if (f.free)
-        addEvidence(d, "the " + formatBytes(request) + " request is more than the " + formatBytes(*f.free) + " free plus "
-                           + formatBytes(f.reservedUnallocated.value_or(0)) + " cached but unused");
-    addEvidence(d, "a message cannot tell parameters, gradients, optimizer state and activations apart: a snapshot would show which band to cut");
-    d.summary = "Live tensors take " + percentText(allocated, limit) + " of the card and the next " + formatBytes(request)
-        + " does not fit: the run needs less memory, not a tidier cache.";
+        addEvidence(d,
+            "the " + formatBytes(request) + " request is more than the " + formatBytes(*f.free) + " free plus "
+                + formatBytes(f.reservedUnallocated.value_or(0)) + " cached but unused");
+    addEvidence(d,
+        "a message cannot tell parameters, gradients, optimizer state and activations apart: a snapshot would show "
+        "which band to cut");
+    d.summary = "Live tensors take " + percentText(allocated, limit) + " of the card and the next "
+        + formatBytes(request) + " does not fit: the run needs less memory, not a tidier cache.";
     if (f.phase == Phase::Load)
-        appendFixes(d.fixes, {FixKind::LoadToCpu}, fixes);
+        appendFixes(d.fixes, { FixKind::LoadToCpu }, fixes);
     appendLadder(d.fixes, fixes);
     if (f.backend == "mps")
-        appendFixes(d.fixes, {FixKind::MpsWatermark}, fixes);
+        appendFixes(d.fixes, { FixKind::MpsWatermark }, fixes);
     out.add(std::move(d));
 }
 
@@ -290,34 +331,39 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
     const std::string where = f.phaseEvidence.empty() ? std::string() : " (" + f.phaseEvidence + ")";
     switch (f.phase) {
     case Phase::Backward: {
-        Diagnosis d = makeDiagnosis("first_backward", 0.4 + fullBonus, "The failure is in backward, where gradients are allocated while every saved "
-                                                           "activation is still alive; the text alone cannot tell whether it is the first step.");
+        Diagnosis d = makeDiagnosis("first_backward", 0.4 + fullBonus,
+            "The failure is in backward, where gradients are allocated while every saved "
+            "activation is still alive; the text alone cannot tell whether it is the first step.");
         addEvidence(d, "the traceback shows the failure in backward" + where);
         out.capacityDamping = 0.85;
-        appendFixes(d.fixes, {FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments}, fixes);
+        appendFixes(d.fixes,
+            { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments }, fixes);
         out.add(std::move(d));
         break;
     }
     case Phase::Optimizer: {
-        Diagnosis d = makeDiagnosis("optimizer_step2", 0.45 + fullBonus, "The failure is in optimizer.step(): Adam allocates its two state buffers "
-                                                              "(8 bytes per parameter) at the first step, on top of weights and gradients.");
+        Diagnosis d = makeDiagnosis("optimizer_step2", 0.45 + fullBonus,
+            "The failure is in optimizer.step(): Adam allocates its two state buffers "
+            "(8 bytes per parameter) at the first step, on top of weights and gradients.");
         addEvidence(d, "the traceback shows the failure in the optimizer step" + where);
         out.capacityDamping = 0.85;
-        appendFixes(d.fixes, {FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload}, fixes);
+        appendFixes(
+            d.fixes, { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload }, fixes);
         out.add(std::move(d));
         break;
     }
     case Phase::Eval: {
-        const bool accumulating = mentions(f, {"evaluation_loop", "prediction_loop", "nested_concat", "preds", "predict", "evaluate", "validat"});
+        const bool accumulating = mentions(
+            f, { "evaluation_loop", "prediction_loop", "nested_concat", "preds", "predict", "evaluate", "validat" });
         Diagnosis d = makeDiagnosis("eval_accumulation", (accumulating ? 0.5 : 0.35) + fullBonus,
-                                    "The failure is in evaluation: either outputs are collected on the GPU batch after batch, or "
-                                    "the evaluation batch is larger than training's.");
+            "The failure is in evaluation: either outputs are collected on the GPU batch after batch, or "
+            "the evaluation batch is larger than training's.");
         addEvidence(d, "the traceback shows the failure in evaluation / no-grad code" + where);
         if (accumulating)
             addEvidence(d, "the traceback passes through an evaluation loop that gathers predictions");
         // Training-side fixes (accumulation, checkpointing, sharding) do little for evaluation.
         out.capacityDamping = 0.6;
-        appendFixes(d.fixes, {FixKind::EvalAccumulation, FixKind::EvalBatchSize}, fixes);
+        appendFixes(d.fixes, { FixKind::EvalAccumulation, FixKind::EvalBatchSize }, fixes);
         out.add(std::move(d));
         break;
     }
@@ -336,13 +382,15 @@ GpuCount textGpuCount(const TextFindings& findings)
     if (ranks.size() >= 2) {
         // Ranks 0-7 in the prefixes: at least 8 ranks, even if some never printed anything.
         const int count = std::max(static_cast<int>(ranks.size()), ranks.back() + 1);
-        return {count, "the log's line prefixes name ranks " + std::to_string(ranks.front()) + " to " + std::to_string(ranks.back())};
+        return { count,
+            "the log's line prefixes name ranks " + std::to_string(ranks.front()) + " to "
+                + std::to_string(ranks.back()) };
     }
     size_t gpus = 0;
     for (const auto& table : findings.nvidiaSmi)
         gpus = std::max(gpus, table.gpus.size());
     if (gpus >= 2)
-        return {static_cast<int>(gpus), "nvidia-smi lists " + std::to_string(gpus) + " GPUs"};
+        return { static_cast<int>(gpus), "nvidia-smi lists " + std::to_string(gpus) + " GPUs" };
     return {};
 }
 
@@ -350,7 +398,8 @@ std::string expandableSegmentsSource(const TextFindings& findings)
 {
     for (auto it = findings.allocConfs.rbegin(); it != findings.allocConfs.rend(); ++it) {
         if (it->expandableSegments())
-            return it->source + " \"" + it->raw + "\"" + (it->sourceLine > 0 ? " at line " + std::to_string(it->sourceLine) : "");
+            return it->source + " \"" + it->raw + "\""
+                + (it->sourceLine > 0 ? " at line " + std::to_string(it->sourceLine) : "");
     }
     return {};
 }
@@ -398,26 +447,33 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
 
     if (out.list.empty() && message.backend != "cpu") {
         // Nothing measurable: still say what is known and point at the inputs that would tell more.
-        Diagnosis d = makeDiagnosis("capacity", 0.25, "The message carries no allocator numbers to judge by; the usual remedies "
-                                                      "apply, and a memory snapshot would show which band to cut.");
+        Diagnosis d = makeDiagnosis("capacity", 0.25,
+            "The message carries no allocator numbers to judge by; the usual remedies "
+            "apply, and a memory snapshot would show which band to cut.");
         d.title = "Live tensors fill the card";
-        addEvidence(d, facts.request ? "the failing request was " + formatBytes(*facts.request) + "; the card's size is not in the message"
-                                     : "the message gives no sizes (" + (message.templateId.empty() ? message.backend : message.templateId) + ")");
+        addEvidence(d,
+            facts.request
+                ? "the failing request was " + formatBytes(*facts.request) + "; the card's size is not in the message"
+                : "the message gives no sizes (" + (message.templateId.empty() ? message.backend : message.templateId)
+                    + ")");
         if (facts.phase == Phase::Load)
-            appendFixes(d.fixes, {FixKind::LoadToCpu}, fixes);
+            appendFixes(d.fixes, { FixKind::LoadToCpu }, fixes);
         appendLadder(d.fixes, fixes);
         out.add(std::move(d));
     }
     if (facts.probable) {
         for (auto& d : out.list) {
             d.confidence *= 0.6;
-            addEvidence(d, "a near-OOM error (" + (message.templateId.empty() ? message.backend : message.templateId)
-                               + "), not the allocator's own message: memory was probably exhausted, but it is not certain");
+            addEvidence(d,
+                "a near-OOM error (" + (message.templateId.empty() ? message.backend : message.templateId)
+                    + "), not the allocator's own message: memory was probably exhausted, but it is not certain");
         }
     }
     if (facts.inconsistent)
         for (auto& d : out.list)
-            addEvidence(d, "the message's numbers do not add up (more in use than the card holds): unified memory or WSL reports them loosely");
+            addEvidence(d,
+                "the message's numbers do not add up (more in use than the card holds): unified memory or WSL reports "
+                "them loosely");
     sortDiagnoses(out.list);
     return out.list;
 }
@@ -430,7 +486,8 @@ std::vector<Diagnosis> diagnoseText(const TextFindings& findings)
         result = diagnoseOomMessage(messages.back(), findings);
         for (size_t i = messages.size() - 1; i-- > 0;) {
             auto earlier = diagnoseOomMessage(messages[i], findings);
-            const std::string where = messages[i].sourceLine > 0 ? " at line " + std::to_string(messages[i].sourceLine) : "";
+            const std::string where
+                = messages[i].sourceLine > 0 ? " at line " + std::to_string(messages[i].sourceLine) : "";
             for (auto& d : earlier) {
                 for (auto& e : d.evidence)
                     e.text = "earlier OOM" + where + ": " + e.text;
@@ -438,7 +495,8 @@ std::vector<Diagnosis> diagnoseText(const TextFindings& findings)
             mergeDiagnoses(result, std::move(earlier), 0.7);
         }
         if (messages.size() > 1 && !result.empty())
-            addEvidence(result.front(), std::to_string(messages.size()) + " OOM messages in the input; the last one is diagnosed first");
+            addEvidence(result.front(),
+                std::to_string(messages.size()) + " OOM messages in the input; the last one is diagnosed first");
     } else {
         // Summaries or tracebacks without a message: judge what they show.
         OomFacts facts;

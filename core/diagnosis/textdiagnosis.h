@@ -24,7 +24,8 @@ FixContext textFixContext(const OomFacts& facts, const TextFindings& context);
 
 // How many GPUs the run uses, as far as the text shows: torchrun rank prefixes, else the GPUs an
 // nvidia-smi table lists. Count 0 when neither shows two or more.
-struct GpuCount {
+struct GpuCount
+{
     int count = 0;
     std::string evidence;
 };

@@ -4,8 +4,8 @@
 #include "core/units.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <optional>
 
@@ -15,11 +15,13 @@ std::string formatAxisBytes(uint64_t bytes)
 {
     if (bytes == 0)
         return "0";
-    struct Unit {
+    struct Unit
+    {
         uint64_t size;
         const char* name;
     };
-    for (const Unit unit : {Unit{1024 * GiB, "TiB"}, Unit{GiB, "GiB"}, Unit{MiB, "MiB"}, Unit{KiB, "KiB"}}) {
+    for (const Unit unit :
+        { Unit { 1024 * GiB, "TiB" }, Unit { GiB, "GiB" }, Unit { MiB, "MiB" }, Unit { KiB, "KiB" } }) {
         if (bytes >= unit.size) {
             char buffer[32];
             const double value = static_cast<double>(bytes) / static_cast<double>(unit.size);
@@ -70,9 +72,10 @@ std::string breakdownSvg(const std::vector<BreakdownRow>& rows)
             const double w = (barRight - barLeft) * static_cast<double>(bytes) / static_cast<double>(widest);
             const auto category = static_cast<Category>(c);
             char share[16];
-            std::snprintf(share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
+            std::snprintf(
+                share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
             svg.rect(x, y, w, rowHeight - 10, "band " + categoryClass(category),
-                     std::string(categoryName(category)) + " " + row.label + ": " + formatBytes(bytes) + " (" + share + ")");
+                std::string(categoryName(category)) + " " + row.label + ": " + formatBytes(bytes) + " (" + share + ")");
             x += w;
         }
         if (total == 0)
@@ -89,7 +92,7 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
             segments.push_back(&segment);
     }
     std::stable_sort(segments.begin(), segments.end(),
-                     [](const StateSegment* a, const StateSegment* b) { return a->size > b->size; });
+        [](const StateSegment* a, const StateSegment* b) { return a->size > b->size; });
     if (segments.size() > maxSegments)
         segments.resize(maxSegments);
 
@@ -106,12 +109,13 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
         const double y = 2 + rowHeight * static_cast<double>(r);
         svg.text(barLeft - 6, y + 11, formatBytes(segment.size), "tick small", SvgWriter::Anchor::End);
         svg.rect(barLeft, y, static_cast<double>(segment.size) * scale, rowHeight - 3, "segment",
-                 std::string(segment.isLargePool ? "large" : "small") + " pool segment of " + formatBytes(segment.size)
-                     + ", " + formatBytes(segment.freeBytes) + " free, largest free block "
-                     + formatBytes(segment.largestFree) + (segment.isExpandable ? ", expandable" : ""));
+            std::string(segment.isLargePool ? "large" : "small") + " pool segment of " + formatBytes(segment.size)
+                + ", " + formatBytes(segment.freeBytes) + " free, largest free block "
+                + formatBytes(segment.largestFree) + (segment.isExpandable ? ", expandable" : ""));
         // Blocks are drawn on a half-pixel grid and neighbours of one kind merge into a run, so a
         // segment of ten thousand small blocks costs at most a few hundred rectangles.
-        struct Run {
+        struct Run
+        {
             double left = 0;
             double right = 0;
             std::string cssClass;
@@ -159,7 +163,7 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
             }
             if (block.pendingFree)
                 tooltip += ", freed but still in use by another stream";
-            run = Run{left, right, std::move(cssClass), std::move(tooltip), 1, block.size};
+            run = Run { left, right, std::move(cssClass), std::move(tooltip), 1, block.size };
         }
         flush();
     }

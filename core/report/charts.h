@@ -11,7 +11,8 @@
 
 namespace oomlens::report {
 
-struct TimelineMarker {
+struct TimelineMarker
+{
     int64_t event = 0;
     std::string label; // "peak 14.2 GiB", "OOM"
     bool oom = false;
@@ -19,13 +20,14 @@ struct TimelineMarker {
 
 // The stacked, categorized timeline: one band per category (parameters at the bottom), the
 // reserved line above, phase shading behind, and vertical markers. Returns inline SVG.
-std::string timelineSvg(const TimelineSeries& series, const std::vector<TimelineMarker>& markers,
-                        std::optional<uint64_t> capacityBytes);
+std::string timelineSvg(
+    const TimelineSeries& series, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes);
 
 // One horizontal stacked bar per row: the categories of the live bytes at that moment.
-struct BreakdownRow {
+struct BreakdownRow
+{
     std::string label; // "at the peak", "at the OOM"
-    CategoryBytes bytes{};
+    CategoryBytes bytes {};
 };
 std::string breakdownSvg(const std::vector<BreakdownRow>& rows);
 

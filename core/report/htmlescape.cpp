@@ -106,10 +106,9 @@ namespace {
 
 bool isBlockTag(std::string_view name)
 {
-    static constexpr std::array<std::string_view, 25> blocks = {
-        "p",  "div",   "section", "article", "header", "footer", "h1", "h2",      "h3",   "h4", "li", "ul", "ol",
-        "tr", "table", "pre",     "details", "summary", "br",    "dl", "dt",      "dd",   "figure", "figcaption",
-        "nav"};
+    static constexpr std::array<std::string_view, 25> blocks
+        = { "p", "div", "section", "article", "header", "footer", "h1", "h2", "h3", "h4", "li", "ul", "ol", "tr",
+              "table", "pre", "details", "summary", "br", "dl", "dt", "dd", "figure", "figcaption", "nav" };
     for (std::string_view block : blocks) {
         if (block == name)
             return true;

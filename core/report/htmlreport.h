@@ -8,9 +8,10 @@
 
 namespace oomlens::report {
 
-struct ReportOptions {
-    std::string title;        // empty: derived from the case ("Out of memory: optimizer state ...")
-    std::string generatedAt;  // shown in the footer; empty leaves it out (reproducible output)
+struct ReportOptions
+{
+    std::string title; // empty: derived from the case ("Out of memory: optimizer state ...")
+    std::string generatedAt; // shown in the footer; empty leaves it out (reproducible output)
     size_t timelineBuckets = 1000;
     size_t topAllocations = 20;
     size_t maxStackFrames = 48;

@@ -19,8 +19,7 @@ ReportBuilder::ReportBuilder(const Case& input, const CaseAnalysis& analysis, co
     : m_case(input)
     , m_analysis(analysis)
     , m_options(options)
-{
-}
+{ }
 
 std::string ReportBuilder::build()
 {
@@ -167,10 +166,10 @@ void ReportBuilder::writeDiagnoses()
     beginSection("diagnosis", "Diagnosis");
     if (m_analysis.diagnoses.empty()) {
         element("p",
-                m_case.text.oomMessages.empty() && m_case.snapshots.empty()
-                    ? "Nothing to diagnose: no OOM message and no memory snapshot could be read from the inputs."
-                    : "No diagnosis matched the evidence in these inputs. The sections below show what was found.",
-                "note");
+            m_case.text.oomMessages.empty() && m_case.snapshots.empty()
+                ? "Nothing to diagnose: no OOM message and no memory snapshot could be read from the inputs."
+                : "No diagnosis matched the evidence in these inputs. The sections below show what was found.",
+            "note");
         endSection();
         return;
     }
@@ -181,7 +180,7 @@ void ReportBuilder::writeDiagnoses()
         text(diagnosis.title);
         char confidence[48];
         std::snprintf(confidence, sizeof confidence, "confidence %d%%",
-                      static_cast<int>(std::lround(std::clamp(diagnosis.confidence, 0.0, 1.0) * 100)));
+            static_cast<int>(std::lround(std::clamp(diagnosis.confidence, 0.0, 1.0) * 100)));
         raw(" ");
         element("span", confidence, "confidence");
         raw("</h3>\n");
@@ -203,7 +202,8 @@ void ReportBuilder::writeDiagnoses()
                 raw("</strong>");
                 if (fix.projectedSavingBytes) {
                     raw(" ");
-                    std::string saving = "saves about " + formatBytes(static_cast<uint64_t>(std::llabs(*fix.projectedSavingBytes)));
+                    std::string saving
+                        = "saves about " + formatBytes(static_cast<uint64_t>(std::llabs(*fix.projectedSavingBytes)));
                     if (fix.fitsAfter)
                         saving += *fix.fitsAfter ? ", fits" : ", not enough alone";
                     element("span", saving, "saving");

@@ -74,8 +74,8 @@ std::string headlineFrame(const Snapshot& snapshot, StackId id)
         }
     }
     const Frame* chosen = user ? user : (python ? python : &snapshot.frames->frame(frames[0]));
-    return std::string(snapshot.strings->get(chosen->name)) + " (" + std::string(snapshot.strings->get(chosen->filename))
-        + ":" + std::to_string(chosen->line) + ")";
+    return std::string(snapshot.strings->get(chosen->name)) + " ("
+        + std::string(snapshot.strings->get(chosen->filename)) + ":" + std::to_string(chosen->line) + ")";
 }
 
 } // namespace
@@ -100,7 +100,7 @@ void ReportBuilder::stack(const Snapshot& snapshot, StackId id, std::string_view
     for (size_t i = 0; i < shown; ++i) {
         const Frame& frame = snapshot.frames->frame(frames[i]);
         text(std::string(snapshot.strings->get(frame.name)) + "  " + std::string(snapshot.strings->get(frame.filename))
-             + ":" + std::to_string(frame.line) + "\n");
+            + ":" + std::to_string(frame.line) + "\n");
     }
     if (shown < frames.size())
         text("… " + std::to_string(frames.size() - shown) + " more frames\n");
@@ -150,8 +150,8 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
     if (device->peakReservedBytes > 0)
         facts += ", peak reserved " + formatBytes(device->peakReservedBytes);
     if (device->stepCount > 0)
-        facts += ", " + std::to_string(device->stepCount) + (device->stepCount == 1 ? " training step" : " training steps")
-            + " seen";
+        facts += ", " + std::to_string(device->stepCount)
+            + (device->stepCount == 1 ? " training step" : " training steps") + " seen";
     if (!device->ooms.empty())
         facts += ", " + std::to_string(device->ooms.size()) + " OOM event" + (device->ooms.size() > 1 ? "s" : "");
     facts += ".";
@@ -170,9 +170,9 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
     const TimelineSeries series = buildTimelineSeries(*analysis.snapshot, device, m_options.timelineBuckets);
     std::vector<TimelineMarker> markers;
     if (device.peakAllocatedBytes > 0)
-        markers.push_back({device.peakEvent, "peak " + formatBytes(device.peakAllocatedBytes), false});
+        markers.push_back({ device.peakEvent, "peak " + formatBytes(device.peakAllocatedBytes), false });
     for (const OomAnalysis& oom : device.ooms)
-        markers.push_back({oom.eventIndex, "OOM: " + formatBytes(oom.requestedBytes) + " requested", true});
+        markers.push_back({ oom.eventIndex, "OOM: " + formatBytes(oom.requestedBytes) + " requested", true });
     raw("<div class=\"figure\">\n");
     raw(timelineSvg(series, markers, capacityBytes()));
     raw("\n<div class=\"legend\">");
@@ -185,7 +185,7 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         raw("</span> ");
     }
     raw("<span><span class=\"swatch reserved\"></span>reserved</span> ");
-    for (Phase phase : {Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data}) {
+    for (Phase phase : { Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data }) {
         bool present = false;
         for (const PhaseRun& run : series.phases)
             present = present || run.phase == phase;
@@ -199,19 +199,19 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
     }
     raw("</div>\n");
     element("p",
-            "Live requested bytes by category after each trace event, reduced to " + std::to_string(series.points.size())
-                + " samples keeping each bucket's lowest and highest moment, so the peak is drawn at its true height.",
-            "note");
+        "Live requested bytes by category after each trace event, reduced to " + std::to_string(series.points.size())
+            + " samples keeping each bucket's lowest and highest moment, so the peak is drawn at its true height.",
+        "note");
     raw("</div>\n");
 }
 
 void ReportBuilder::writeBreakdown(const DeviceAnalysis& device)
 {
     std::vector<BreakdownRow> rows;
-    rows.push_back({"at the peak", device.categoriesAtPeak});
+    rows.push_back({ "at the peak", device.categoriesAtPeak });
     for (size_t k = 0; k < device.ooms.size(); ++k)
-        rows.push_back({device.ooms.size() > 1 ? "at OOM " + std::to_string(k + 1) : "at the OOM",
-                        device.ooms[k].liveByCategory});
+        rows.push_back({ device.ooms.size() > 1 ? "at OOM " + std::to_string(k + 1) : "at the OOM",
+            device.ooms[k].liveByCategory });
     raw("<h3>What was live, by category</h3>\n<div class=\"figure\">\n");
     raw(breakdownSvg(rows));
     raw("\n</div>\n<table>\n<tr><th>category</th>");
@@ -275,13 +275,13 @@ void ReportBuilder::writeAllocatorMap(const SnapshotAnalysis& analysis, const De
         largestFree = std::max(largestFree, segment.largestFree);
     }
     element("p",
-            std::to_string(state.segments.size()) + " segments, " + formatBytes(state.reservedBytes) + " reserved, "
-                + formatBytes(state.activeBytes) + " in live blocks, " + formatBytes(free)
-                + " cached free, largest free block " + formatBytes(largestFree) + "."
-                + (state.segments.size() > m_options.maxSegments
-                       ? " The " + std::to_string(m_options.maxSegments) + " largest segments are drawn."
-                       : std::string()),
-            "note");
+        std::to_string(state.segments.size()) + " segments, " + formatBytes(state.reservedBytes) + " reserved, "
+            + formatBytes(state.activeBytes) + " in live blocks, " + formatBytes(free)
+            + " cached free, largest free block " + formatBytes(largestFree) + "."
+            + (state.segments.size() > m_options.maxSegments
+                    ? " The " + std::to_string(m_options.maxSegments) + " largest segments are drawn."
+                    : std::string()),
+        "note");
     raw("\n<div class=\"figure\">\n");
     raw(allocatorMapSvg(state, device, m_options.maxSegments));
     raw("\n<div class=\"legend\"><span>blocks coloured by category as above</span> "

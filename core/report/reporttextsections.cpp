@@ -9,7 +9,8 @@ namespace oomlens::report {
 
 namespace {
 
-struct ExplainedNumber {
+struct ExplainedNumber
+{
     std::string label;
     std::string value;
     std::string meaning;
@@ -20,7 +21,7 @@ std::vector<ExplainedNumber> explainOom(const OomMessage& m)
     std::vector<ExplainedNumber> rows;
     const auto add = [&rows](std::string label, const std::optional<uint64_t>& bytes, std::string meaning) {
         if (bytes)
-            rows.push_back({std::move(label), formatBytes(*bytes), std::move(meaning)});
+            rows.push_back({ std::move(label), formatBytes(*bytes), std::move(meaning) });
     };
     add("Tried to allocate", m.requestedBytes,
         "The one request that failed — not the total the program needs. The allocator rounds it up to its block "
@@ -42,44 +43,44 @@ std::vector<ExplainedNumber> explainOom(const OomMessage& m)
         "cap, not at the card's capacity.");
     add("Private pools", m.privatePoolsBytes,
         "Memory kept in private pools (CUDA graphs); other allocations cannot use it.");
-    add("Other allocations", m.otherAllocationsBytes,
-        "Memory the MPS backend counts outside PyTorch's tensors.");
+    add("Other allocations", m.otherAllocationsBytes, "Memory the MPS backend counts outside PyTorch's tensors.");
     for (const ProcessUsage& process : m.processes) {
         std::string label = process.self ? "This process" : "Process";
         if (process.pid)
             label += " " + std::to_string(*process.pid);
-        rows.push_back({label, process.bytes ? formatBytes(*process.bytes) : "not reported",
-                        process.self ? "Everything this process holds on the card: PyTorch's cache plus the CUDA "
-                                       "context and library workspaces."
-                                     : "Another process on the same card; its memory is not available to this one."});
+        rows.push_back({ label, process.bytes ? formatBytes(*process.bytes) : "not reported",
+            process.self ? "Everything this process holds on the card: PyTorch's cache plus the CUDA "
+                           "context and library workspaces."
+                         : "Another process on the same card; its memory is not available to this one." });
     }
     if (m.totalBytes && m.freeBytes && m.reservedBytes && *m.totalBytes >= *m.freeBytes + *m.reservedBytes) {
-        rows.push_back({"Used outside PyTorch's cache", formatBytes(*m.totalBytes - *m.freeBytes - *m.reservedBytes),
-                        "total − free − reserved: the CUDA context, cuBLAS/cuDNN/NCCL workspaces, and any other "
-                        "process on the card."});
+        rows.push_back({ "Used outside PyTorch's cache", formatBytes(*m.totalBytes - *m.freeBytes - *m.reservedBytes),
+            "total − free − reserved: the CUDA context, cuBLAS/cuDNN/NCCL workspaces, and any other "
+            "process on the card." });
     }
     return rows;
 }
 
-struct SummaryMetric {
+struct SummaryMetric
+{
     const char* key;
     const char* label;
     bool bytes;
 };
 
-constexpr std::array<SummaryMetric, 11> summaryMetrics = {{
-    {"allocated_memory", "Allocated memory", true},
-    {"active_memory", "Active memory", true},
-    {"requested_memory", "Requested memory", true},
-    {"gpu_reserved_memory", "GPU reserved memory", true},
-    {"non_releasable_memory", "Non-releasable memory", true},
-    {"allocations", "Allocations", false},
-    {"active_allocs", "Active allocs", false},
-    {"gpu_reserved_segments", "GPU reserved segments", false},
-    {"non_releasable_allocs", "Non-releasable allocs", false},
-    {"oversize_allocations", "Oversize allocations", false},
-    {"oversize_gpu_segments", "Oversize GPU segments", false},
-}};
+constexpr std::array<SummaryMetric, 11> summaryMetrics = { {
+    { "allocated_memory", "Allocated memory", true },
+    { "active_memory", "Active memory", true },
+    { "requested_memory", "Requested memory", true },
+    { "gpu_reserved_memory", "GPU reserved memory", true },
+    { "non_releasable_memory", "Non-releasable memory", true },
+    { "allocations", "Allocations", false },
+    { "active_allocs", "Active allocs", false },
+    { "gpu_reserved_segments", "GPU reserved segments", false },
+    { "non_releasable_allocs", "Non-releasable allocs", false },
+    { "oversize_allocations", "Oversize allocations", false },
+    { "oversize_gpu_segments", "Oversize GPU segments", false },
+} };
 
 std::string summaryValue(const std::optional<uint64_t>& value, bool bytes)
 {
@@ -237,11 +238,11 @@ void ReportBuilder::writeCaptureAdvice()
          "    torch.cuda.memory._record_memory_history(enabled=None)  # stop recording\n");
     raw("</code></pre>\n");
     element("p",
-            "max_entries bounds the ring buffer: each entry costs a few hundred bytes of host memory, so 100000 is "
-            "cheap; raise it when the report says the trace was truncated. With several GPUs, dump one file per "
-            "rank (for example oom_snapshot_rank0.pickle) and open the failing rank's file here together with its "
-            "log and the output of print(torch.cuda.memory_summary()).",
-            "note");
+        "max_entries bounds the ring buffer: each entry costs a few hundred bytes of host memory, so 100000 is "
+        "cheap; raise it when the report says the trace was truncated. With several GPUs, dump one file per "
+        "rank (for example oom_snapshot_rank0.pickle) and open the failing rank's file here together with its "
+        "log and the output of print(torch.cuda.memory_summary()).",
+        "note");
     endSection();
 }
 

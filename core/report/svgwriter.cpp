@@ -80,8 +80,8 @@ void SvgWriter::closeElement(std::string_view element, std::string_view tooltip)
     m_out += '>';
 }
 
-void SvgWriter::rect(double x, double y, double width, double height, std::string_view cssClass,
-                     std::string_view tooltip)
+void SvgWriter::rect(
+    double x, double y, double width, double height, std::string_view cssClass, std::string_view tooltip)
 {
     m_out += "<rect x=\"";
     number(x);
@@ -111,8 +111,8 @@ void SvgWriter::line(double x1, double y1, double x2, double y2, std::string_vie
     m_out += "/>";
 }
 
-void SvgWriter::polygon(const std::vector<std::pair<double, double>>& points, std::string_view cssClass,
-                        std::string_view tooltip)
+void SvgWriter::polygon(
+    const std::vector<std::pair<double, double>>& points, std::string_view cssClass, std::string_view tooltip)
 {
     m_out += "<polygon points=\"";
     pointList(points);

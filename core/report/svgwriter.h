@@ -14,12 +14,12 @@ class SvgWriter
 public:
     SvgWriter(double width, double height, std::string_view cssClass, std::string_view ariaLabel);
 
-    void rect(double x, double y, double width, double height, std::string_view cssClass,
-              std::string_view tooltip = {});
+    void rect(
+        double x, double y, double width, double height, std::string_view cssClass, std::string_view tooltip = {});
     void line(double x1, double y1, double x2, double y2, std::string_view cssClass);
     // A closed polygon through the points, in order.
-    void polygon(const std::vector<std::pair<double, double>>& points, std::string_view cssClass,
-                 std::string_view tooltip = {});
+    void polygon(
+        const std::vector<std::pair<double, double>>& points, std::string_view cssClass, std::string_view tooltip = {});
     void polyline(const std::vector<std::pair<double, double>>& points, std::string_view cssClass);
     enum class Anchor { Start, Middle, End };
     void text(double x, double y, std::string_view content, std::string_view cssClass, Anchor anchor = Anchor::Start);

@@ -30,7 +30,7 @@ int64_t niceCountStep(int64_t maximum)
 {
     int64_t magnitude = 1;
     while (true) {
-        for (int64_t mantissa : {1, 2, 5}) {
+        for (int64_t mantissa : { 1, 2, 5 }) {
             if (maximum / (mantissa * magnitude) <= 8)
                 return mantissa * magnitude;
         }
@@ -40,18 +40,17 @@ int64_t niceCountStep(int64_t maximum)
 
 } // namespace
 
-std::string timelineSvg(const TimelineSeries& series, const std::vector<TimelineMarker>& markers,
-                        std::optional<uint64_t> capacityBytes)
+std::string timelineSvg(
+    const TimelineSeries& series, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes)
 {
     SvgWriter svg(chartWidth, chartHeight, "chart timeline", "Allocated memory by category over the trace");
-    const uint64_t top = std::max({series.maxAllocated, series.maxReserved, capacityBytes.value_or(0), uint64_t(1)});
+    const uint64_t top = std::max({ series.maxAllocated, series.maxReserved, capacityBytes.value_or(0), uint64_t(1) });
     const uint64_t step = niceByteStep(top);
     // Round the axis up past the highest value so the peak is never clipped.
     const uint64_t axisMax = (top / step + 1) * step;
     const double eventSpan = std::max<double>(1.0, static_cast<double>(series.eventCount - 1));
-    const auto xOf = [&](int64_t event) {
-        return plotLeft + (plotRight - plotLeft) * static_cast<double>(event) / eventSpan;
-    };
+    const auto xOf
+        = [&](int64_t event) { return plotLeft + (plotRight - plotLeft) * static_cast<double>(event) / eventSpan; };
     const auto yOf = [&](uint64_t bytes) {
         return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axisMax);
     };
@@ -61,7 +60,7 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
         const double left = xOf(run.firstEvent);
         const double right = series.eventCount > 1 ? xOf(run.lastEvent + 1) : plotRight;
         svg.rect(left, plotTop, std::min(right, plotRight) - left, plotBottom - plotTop, "phase phase-" + name,
-                 name + ", events " + groupedNumber(run.firstEvent) + "–" + groupedNumber(run.lastEvent));
+            name + ", events " + groupedNumber(run.firstEvent) + "–" + groupedNumber(run.lastEvent));
     }
 
     for (uint64_t tick = 0; tick <= axisMax; tick += step) {
@@ -75,7 +74,7 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
             svg.line(xOf(event), plotBottom, xOf(event), plotBottom + 4, "axis");
             const bool nearRightEdge = xOf(event) > plotRight - 32;
             svg.text(xOf(event), plotBottom + 17, groupedNumber(event), "tick",
-                     nearRightEdge ? SvgWriter::Anchor::End : SvgWriter::Anchor::Middle);
+                nearRightEdge ? SvgWriter::Anchor::End : SvgWriter::Anchor::Middle);
         }
     }
     std::string axisTitle = "trace event (" + groupedNumber(series.eventCount) + " events";
@@ -91,8 +90,7 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
         points.back().event = std::max<int64_t>(1, series.eventCount - 1);
     }
     const auto xOfPoint = [&](const TimelinePoint& point) {
-        return series.eventCount > 1 ? xOf(point.event)
-                                     : (point.event == 0 ? plotLeft : plotRight);
+        return series.eventCount > 1 ? xOf(point.event) : (point.event == 0 ? plotLeft : plotRight);
     };
 
     std::vector<uint64_t> below(points.size(), 0);
@@ -110,7 +108,7 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
             outline.emplace_back(xOfPoint(points[i]), yOf(below[i]));
         const auto category = static_cast<Category>(c);
         svg.polygon(outline, "band " + categoryClass(category),
-                    std::string(categoryName(category)) + ": up to " + formatBytes(bandMax));
+            std::string(categoryName(category)) + ": up to " + formatBytes(bandMax));
         for (size_t i = 0; i < points.size(); ++i)
             below[i] += points[i].live[static_cast<size_t>(c)];
     }
@@ -132,12 +130,12 @@ std::string timelineSvg(const TimelineSeries& series, const std::vector<Timeline
     }
 
     for (const TimelineMarker& marker : markers) {
-        const double x = series.eventCount > 1 ? xOf(std::clamp<int64_t>(marker.event, 0, series.eventCount - 1))
-                                               : plotRight;
+        const double x
+            = series.eventCount > 1 ? xOf(std::clamp<int64_t>(marker.event, 0, series.eventCount - 1)) : plotRight;
         svg.line(x, plotTop - 8, x, plotBottom, marker.oom ? "marker oom-marker" : "marker peak-marker");
         const bool rightHalf = x > (plotLeft + plotRight) / 2;
         svg.text(rightHalf ? x - 4 : x + 4, plotTop - 10 + (marker.oom ? 0 : 12), marker.label, "marker-label",
-                 rightHalf ? SvgWriter::Anchor::End : SvgWriter::Anchor::Start);
+            rightHalf ? SvgWriter::Anchor::End : SvgWriter::Anchor::Start);
     }
     return svg.finish();
 }

@@ -8,7 +8,8 @@ namespace oomlens::report {
 
 namespace {
 
-struct Delta {
+struct Delta
+{
     uint64_t size = 0;
     uint8_t category = 0;
     bool added = false;
@@ -38,7 +39,7 @@ uint64_t TimelinePoint::total() const
 
 CategoryBytes liveAt(const DeviceAnalysis& device, int64_t event)
 {
-    CategoryBytes bytes{};
+    CategoryBytes bytes {};
     for (const Allocation& allocation : device.allocations) {
         if (aliveAfter(allocation, event))
             bytes[static_cast<size_t>(allocation.category)] += allocation.requestedSize;
@@ -79,7 +80,7 @@ TimelineSeries buildTimelineSeries(const Snapshot& snapshot, const DeviceAnalysi
 
     // Counting sort of the alloc/free deltas by event: one pass instead of a sort, and memory
     // proportional to the allocations rather than events × categories.
-    CategoryBytes initial{};
+    CategoryBytes initial {};
     std::vector<uint32_t> offsets(eventCount + 1, 0);
     const auto inTrace = [eventCount](int64_t event) { return event >= 0 && static_cast<size_t>(event) < eventCount; };
     for (const Allocation& allocation : device.allocations) {
@@ -101,9 +102,11 @@ TimelineSeries buildTimelineSeries(const Snapshot& snapshot, const DeviceAnalysi
                 continue;
             const auto category = static_cast<uint8_t>(allocation.category);
             if (inTrace(allocation.allocEvent))
-                deltas[cursor[static_cast<size_t>(allocation.allocEvent)]++] = {allocation.requestedSize, category, true};
+                deltas[cursor[static_cast<size_t>(allocation.allocEvent)]++]
+                    = { allocation.requestedSize, category, true };
             if (inTrace(allocation.freeEvent))
-                deltas[cursor[static_cast<size_t>(allocation.freeEvent)]++] = {allocation.requestedSize, category, false};
+                deltas[cursor[static_cast<size_t>(allocation.freeEvent)]++]
+                    = { allocation.requestedSize, category, false };
         }
     }
 
@@ -157,7 +160,7 @@ TimelineSeries buildTimelineSeries(const Snapshot& snapshot, const DeviceAnalysi
     uint64_t total = std::accumulate(initial.begin(), initial.end(), uint64_t(0));
     TimelinePoint low;
     TimelinePoint high;
-    std::array<uint32_t, 7> phaseVotes{};
+    std::array<uint32_t, 7> phaseVotes {};
     std::vector<Phase> bucketPhase(bucketCount, Phase::Unknown);
     const bool havePhases = device.eventPhase.size() == eventCount;
     series.points.reserve(bucketCount * 2);
@@ -219,7 +222,7 @@ TimelineSeries buildTimelineSeries(const Snapshot& snapshot, const DeviceAnalysi
             if (!series.phases.empty() && series.phases.back().phase == bucketPhase[b])
                 series.phases.back().lastEvent = last;
             else
-                series.phases.push_back({first, last, bucketPhase[b]});
+                series.phases.push_back({ first, last, bucketPhase[b] });
         }
         std::erase_if(series.phases, [](const PhaseRun& run) { return run.phase == Phase::Unknown; });
     }

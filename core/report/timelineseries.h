@@ -9,14 +9,16 @@ namespace oomlens::report {
 
 // One sample of the downsampled timeline: the live bytes per category and the reserved bytes
 // right after trace event `event`.
-struct TimelinePoint {
+struct TimelinePoint
+{
     int64_t event = 0;
-    CategoryBytes live{};
+    CategoryBytes live {};
     uint64_t reserved = 0;
     uint64_t total() const;
 };
 
-struct PhaseRun {
+struct PhaseRun
+{
     int64_t firstEvent = 0;
     int64_t lastEvent = 0; // inclusive
     Phase phase = Phase::Unknown;
@@ -26,12 +28,13 @@ struct PhaseRun {
 // the sample where the allocated total is lowest and the one where it is highest, in event
 // order, so neither the peak nor a dip ever averages away; the reserved line likewise keeps
 // its bucket maximum.
-struct TimelineSeries {
+struct TimelineSeries
+{
     int64_t eventCount = 0;
     std::vector<TimelinePoint> points;
-    std::vector<PhaseRun> phases;  // merged to bucket resolution; Unknown runs omitted
-    uint64_t maxAllocated = 0;     // exact, over every event
-    uint64_t maxReserved = 0;      // exact, over every event
+    std::vector<PhaseRun> phases; // merged to bucket resolution; Unknown runs omitted
+    uint64_t maxAllocated = 0; // exact, over every event
+    uint64_t maxReserved = 0; // exact, over every event
     int64_t firstTimeUs = 0;
     int64_t lastTimeUs = 0;
 };

@@ -8,7 +8,8 @@ namespace oomlens::text {
 
 namespace {
 
-constexpr std::string_view variableNames[] = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
+constexpr std::string_view variableNames[]
+    = { "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF", "PYTORCH_ALLOC_CONF" };
 
 // The quoted or bare value starting at `pos`.
 std::string_view valueAt(std::string_view text, size_t pos)

@@ -27,7 +27,7 @@ int prefixRank(std::string_view line)
     if (start == std::string_view::npos)
         return -1;
     line.remove_prefix(start);
-    for (const std::string_view tag : {std::string_view("[rank"), std::string_view("[default")}) {
+    for (const std::string_view tag : { std::string_view("[rank"), std::string_view("[default") }) {
         if (line.substr(0, tag.size()) == tag) {
             const int rank = rankAt(line, tag.size());
             const size_t close = line.find("]:");
@@ -57,7 +57,7 @@ std::vector<int> findLauncherRanks(std::string_view input)
             ranks.insert(rank);
         begin = end + 1;
     }
-    return {ranks.begin(), ranks.end()};
+    return { ranks.begin(), ranks.end() };
 }
 
 } // namespace oomlens::text

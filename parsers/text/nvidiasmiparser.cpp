@@ -54,8 +54,8 @@ std::vector<std::string> splitCsv(std::string_view line)
 
 // One row of `nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv`, in
 // whatever column order the header names; memory cells read "1234 MiB".
-std::optional<NvidiaSmiGpu> csvGpu(const std::vector<std::string>& columns, const std::vector<std::string>& cells,
-                                   size_t rowsSoFar)
+std::optional<NvidiaSmiGpu> csvGpu(
+    const std::vector<std::string>& columns, const std::vector<std::string>& cells, size_t rowsSoFar)
 {
     if (columns.empty() || cells.size() != columns.size())
         return std::nullopt;
@@ -90,11 +90,11 @@ std::optional<NvidiaSmiGpu> csvGpu(const std::vector<std::string>& columns, cons
 std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
 {
     // Rows are short (< 120 characters), so these patterns never see long input.
-    static const QRegularExpression gpuRow(
-        QStringLiteral("^\\|\\s+(\\d+)\\s+(.+?)\\s+(On|Off)\\s+\\|"));
+    static const QRegularExpression gpuRow(QStringLiteral("^\\|\\s+(\\d+)\\s+(.+?)\\s+(On|Off)\\s+\\|"));
     static const QRegularExpression memoryRow(QStringLiteral("\\|\\s+(\\d+)MiB\\s*/\\s*(\\d+)MiB\\s+\\|"));
-    static const QRegularExpression processRow(QStringLiteral(
-        "^\\|\\s+(\\d+)\\s+(?:(?:N/A|\\d+)\\s+(?:N/A|\\d+)\\s+)?(\\d+|N/A)\\s+(C\\+G|C|G)\\s+(.+?)\\s+(\\d+MiB|N/A)\\s*\\|$"));
+    static const QRegularExpression processRow(
+        QStringLiteral("^\\|\\s+(\\d+)\\s+(?:(?:N/A|\\d+)\\s+(?:N/A|\\d+)\\s+)?(\\d+|N/"
+                       "A)\\s+(C\\+G|C|G)\\s+(.+?)\\s+(\\d+MiB|N/A)\\s*\\|$"));
     static const QRegularExpression listProcess(
         QStringLiteral("^process\\s+(\\d+)\\s+uses\\s+([0-9.]+)\\s+MB GPU memory"));
 
@@ -200,7 +200,8 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
             ensure(i).processes.push_back(entry);
             continue;
         }
-        if (contains(text, "Processes:") || contains(text, "No running processes found") || contains(text, "Memory-Usage"))
+        if (contains(text, "Processes:") || contains(text, "No running processes found")
+            || contains(text, "Memory-Usage"))
             ensure(i);
     }
     flush();

@@ -83,8 +83,8 @@ void setVersionHint(OomMessage& message, VersionRange range, bool byClass)
         message.torchVersionHint = rangeText(both);
     } else {
         message.torchVersionHint = rangeText(range);
-        message.notes.push_back("the exception class " + message.exception
-                                + " does not belong to the era of this message's wording");
+        message.notes.push_back(
+            "the exception class " + message.exception + " does not belong to the era of this message's wording");
     }
 }
 
@@ -117,20 +117,19 @@ std::optional<SizeToken> sizeBefore(std::string_view text, size_t markerPos)
     return token;
 }
 
-void setSize(std::optional<uint64_t>& field, const std::optional<SizeToken>& token, OomMessage& message,
-    std::string_view what)
+void setSize(
+    std::optional<uint64_t>& field, const std::optional<SizeToken>& token, OomMessage& message, std::string_view what)
 {
     if (!token)
         return;
     if (token->garbage) {
         message.notes.push_back(std::string(what)
-                                + " is printed as an impossible value (about 2^64 bytes): the driver did not "
-                                  "report it, so it is left empty");
+            + " is printed as an impossible value (about 2^64 bytes): the driver did not "
+              "report it, so it is left empty");
         return;
     }
     field = token->bytes;
 }
-
 
 void parseXla(std::string_view body, OomMessage& message)
 {
@@ -164,7 +163,8 @@ void parseTf(std::string_view body, OomMessage& message)
     if (open != std::string_view::npos && close != std::string_view::npos && typeAt != std::string_view::npos) {
         const std::string_view dims = body.substr(open + 6, close - open - 6);
         const size_t typeEnd = body.find(' ', typeAt + 10);
-        const std::string_view type = body.substr(typeAt + 10, typeEnd == std::string_view::npos ? std::string_view::npos : typeEnd - typeAt - 10);
+        const std::string_view type = body.substr(
+            typeAt + 10, typeEnd == std::string_view::npos ? std::string_view::npos : typeEnd - typeAt - 10);
         uint64_t bytes = dtypeBytes(type);
         bool ok = bytes != 0;
         size_t at = 0;
@@ -184,7 +184,7 @@ void parseTf(std::string_view body, OomMessage& message)
             message.requestedBytes = bytes;
         else
             message.notes.push_back("the tensor's byte size cannot be computed from shape[" + std::string(dims)
-                                    + "] and type " + std::string(type));
+                + "] and type " + std::string(type));
     }
     if (auto device = intAfter(body, "device:GPU:"))
         message.device = device;

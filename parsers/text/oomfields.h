@@ -16,7 +16,8 @@ namespace oomlens::text {
 constexpr int openEnd = std::numeric_limits<int>::max();
 
 // Version ranges as major*100+minor, so "1.10" < "1.13" < "2.1".
-struct VersionRange {
+struct VersionRange
+{
     int low = 0;
     int high = openEnd;
 };
@@ -31,8 +32,8 @@ std::optional<int> intAfter(std::string_view text, std::string_view marker, size
 std::optional<SizeToken> sizeBefore(std::string_view text, size_t markerPos);
 
 // Stores a parsed size, or a note when the printed value is the 2^64 "not available" garbage.
-void setSize(std::optional<uint64_t>& field, const std::optional<SizeToken>& token, OomMessage& message,
-    std::string_view what);
+void setSize(
+    std::optional<uint64_t>& field, const std::optional<SizeToken>& token, OomMessage& message, std::string_view what);
 
 void parseXla(std::string_view body, OomMessage& message);
 void parseTf(std::string_view body, OomMessage& message);

@@ -15,7 +15,8 @@ constexpr size_t maxMessageLines = 12;
 constexpr size_t maxMessageBytes = 8192;
 constexpr size_t repeatWindowLines = 400;
 
-struct Anchor {
+struct Anchor
+{
     OomFamily family;
     size_t pos;
 };
@@ -86,8 +87,8 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
     if (const size_t at = line.find("OOM when allocating tensor"); at != std::string_view::npos) {
         consider(best, OomFamily::Tf, at);
     } else {
-        for (std::string_view marker : { "RESOURCE_EXHAUSTED", "Resource exhausted", "Out of memory while trying to allocate",
-                 "Out of memory allocating" }) {
+        for (std::string_view marker : { "RESOURCE_EXHAUSTED", "Resource exhausted",
+                 "Out of memory while trying to allocate", "Out of memory allocating" }) {
             const size_t at = line.find(marker);
             if (at != std::string_view::npos && (mentionsMemory(line.substr(at)) || mentionsMemory(next)))
                 consider(best, OomFamily::Xla, at);
@@ -97,7 +98,8 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
         if (const size_t at = line.find(status); at != std::string_view::npos)
             consider(best, OomFamily::Cublas, startOf(line, at, "CUDA error: "));
     }
-    for (std::string_view status : { "CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_ALLOC_FAILED", "CUDNN_STATUS_INTERNAL_ERROR" }) {
+    for (std::string_view status :
+        { "CUDNN_STATUS_NOT_SUPPORTED", "CUDNN_STATUS_ALLOC_FAILED", "CUDNN_STATUS_INTERNAL_ERROR" }) {
         if (const size_t at = line.find(status); at != std::string_view::npos)
             consider(best, OomFamily::Cudnn, startOf(line, at, "cuDNN error: "));
     }
@@ -144,8 +146,8 @@ bool isStructural(std::string_view line)
     if (text.empty())
         return true;
     for (std::string_view lead : { "```", "~~~", "Traceback (most recent", "File \"", "During handling",
-             "The above exception", "Exception raised from", "frame #", "|", "---", "===", "___", "Exception has occurred",
-             "ERROR", "WARNING", "INFO", "DEBUG", ">>>", "$ " }) {
+             "The above exception", "Exception raised from", "frame #", "|", "---", "===", "___",
+             "Exception has occurred", "ERROR", "WARNING", "INFO", "DEBUG", ">>>", "$ " }) {
         if (startsWith(text, lead))
             return true;
     }
@@ -177,7 +179,8 @@ bool continuesMessage(OomFamily family, std::string_view sofar, std::string_view
 {
     const std::string_view next = trimmed(nextLine);
     if (family == OomFamily::MallocAsync) {
-        for (std::string_view lead : { "Currently allocated", "Requested", "Device limit", "Free (according", "PyTorch limit", ":" }) {
+        for (std::string_view lead :
+            { "Currently allocated", "Requested", "Device limit", "Free (according", "PyTorch limit", ":" }) {
             if (startsWith(next, lead))
                 return true;
         }
@@ -236,7 +239,7 @@ void attachRematerialization(const TextLines& lines, size_t index, OomMessage& m
         if (reduced != std::string_view::npos) {
             if (auto size = parseSizeAt(line, reduced + 16); size && size->bytes)
                 message.notes.push_back("XLA rematerialization could only bring the program down to "
-                                        + std::to_string(*size->bytes) + " bytes, above the limit");
+                    + std::to_string(*size->bytes) + " bytes, above the limit");
         }
         return;
     }
@@ -367,7 +370,8 @@ std::vector<FoundOom> findOomMessages(const TextLines& lines)
             continue;
         FoundOom message = assemble(lines, i, *anchor);
         i = message.lastLine;
-        auto earlier = std::find_if(found.rbegin(), found.rend(), [&](const FoundOom& e) { return isRepeat(e, message); });
+        auto earlier
+            = std::find_if(found.rbegin(), found.rend(), [&](const FoundOom& e) { return isRepeat(e, message); });
         if (earlier != found.rend()) {
             // Keep the fuller copy's fields, the first one's position.
             if (earlier->message.truncated && !message.message.truncated) {
@@ -391,7 +395,7 @@ std::vector<FoundOom> findOomMessages(const TextLines& lines)
     for (FoundOom& message : found) {
         if (!message.repeatLines.empty())
             message.message.notes.push_back("the same message appears " + std::to_string(message.repeatLines.size() + 1)
-                                            + " times in the input (a logger or test runner repeated it)");
+                + " times in the input (a logger or test runner repeated it)");
     }
     return found;
 }

@@ -50,8 +50,8 @@ void parseProcesses(std::string_view body, OomMessage& message)
         const auto size = parseSizeAt(body, hasAt + 5);
         if (size && size->garbage) {
             message.notes.push_back(std::string(usage.self ? "this process" : "a process")
-                                    + "'s memory is printed as 17179869184.00 GiB (2^64): NVML could not read "
-                                      "it (WDDM or a container), so it is left empty");
+                + "'s memory is printed as 17179869184.00 GiB (2^64): NVML could not read "
+                  "it (WDDM or a container), so it is left empty");
         } else if (size) {
             usage.bytes = size->bytes;
         }
@@ -61,13 +61,13 @@ void parseProcesses(std::string_view body, OomMessage& message)
 }
 
 // "(GPU 0; 14.76 GiB total capacity; 9.94 GiB already allocated; 3.89 GiB free; 160.79 MiB cached)"
-void parseParenthesisedClauses(std::string_view body, size_t open, OomMessage& message, bool& sawCached,
-    bool& sawReserved)
+void parseParenthesisedClauses(
+    std::string_view body, size_t open, OomMessage& message, bool& sawCached, bool& sawReserved)
 {
     std::optional<uint64_t> cached;
     size_t close = body.find(')', open);
-    const std::string_view inside = body.substr(open + 1, close == std::string_view::npos ? std::string_view::npos
-                                                                                       : close - open - 1);
+    const std::string_view inside
+        = body.substr(open + 1, close == std::string_view::npos ? std::string_view::npos : close - open - 1);
     size_t clauseBegin = 0;
     int index = 0;
     while (clauseBegin <= inside.size()) {
@@ -118,7 +118,8 @@ void parseParenthesisedClauses(std::string_view body, size_t open, OomMessage& m
     }
 }
 
-struct DeviceWord {
+struct DeviceWord
+{
     std::string_view word;
     std::string_view backend;
 };
@@ -149,7 +150,8 @@ void parseCaching(std::string_view body, OomMessage& message)
     const bool newStyle = contains(body, ". GPU ") || contains(body, "total capac");
     if (!oldStyle && !newStyle) {
         // Cut before anything that tells the wording apart.
-        message.templateId = word == "DPCPP" ? "dpcpp" : (word == "CUDA" || word == "HIP" ? "unknown" : message.backend);
+        message.templateId
+            = word == "DPCPP" ? "dpcpp" : (word == "CUDA" || word == "HIP" ? "unknown" : message.backend);
         message.truncated = true;
         return;
     }
@@ -176,8 +178,8 @@ void parseCaching(std::string_view body, OomMessage& message)
                 setVersionHint(message, { 104, 200 });
         }
         // Old IPEX (DPCPP) never printed the free memory.
-        const bool complete = message.requestedBytes && message.device && message.totalBytes
-            && message.allocatedBytes && (message.freeBytes || word == "DPCPP") && (sawCached || sawReserved);
+        const bool complete = message.requestedBytes && message.device && message.totalBytes && message.allocatedBytes
+            && (message.freeBytes || word == "DPCPP") && (sawCached || sawReserved);
         message.truncated = message.truncated || !complete;
         return;
     }
@@ -334,7 +336,8 @@ bool oomMessageComplete(OomFamily family, std::string_view body)
         }
         return endsWith(body, "reserved in total by PyTorch)");
     case OomFamily::Mps:
-        return contains(body, "(may cause system failure).") || (contains(body, " pool.") && !contains(body, "max allowed"));
+        return contains(body, "(may cause system failure).")
+            || (contains(body, " pool.") && !contains(body, "max allowed"));
     case OomFamily::MallocAsync: {
         const size_t limit = body.find("memory fraction) :");
         return limit != std::string_view::npos && parseSizeAt(body, limit + 18).has_value();

@@ -8,18 +8,18 @@ namespace oomlens::text {
 
 // The message families we recognise; each has its own field layout.
 enum class OomFamily : uint8_t {
-    Caching,     // "CUDA/HIP/XPU/DPCPP/NPU/MUSA out of memory. Tried to allocate ..." (T0-T4 and kin)
-    Mps,         // "MPS backend out of memory (...)"
+    Caching, // "CUDA/HIP/XPU/DPCPP/NPU/MUSA out of memory. Tried to allocate ..." (T0-T4 and kin)
+    Mps, // "MPS backend out of memory (...)"
     MallocAsync, // "Allocation on device N would exceed allowed memory. (out of memory)" + lines
     CudaRuntime, // "CUDA error: out of memory", "HIP error: out of memory"
-    CudaDriver,  // "CUDA driver error: out of memory"
-    Thc,         // Lua Torch / THC: "cuda runtime error (2) : out of memory"
-    Cublas,      // "CUBLAS_STATUS_ALLOC_FAILED"
-    Cudnn,       // "CUDNN_STATUS_NOT_SUPPORTED" and friends
-    Xla,         // "RESOURCE_EXHAUSTED: Out of memory while trying to allocate ..."
-    Tf,          // "OOM when allocating tensor with shape[...]"
-    Cpu,         // "DefaultCPUAllocator: can't allocate memory"
-    LevelZero,   // "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+    CudaDriver, // "CUDA driver error: out of memory"
+    Thc, // Lua Torch / THC: "cuda runtime error (2) : out of memory"
+    Cublas, // "CUBLAS_STATUS_ALLOC_FAILED"
+    Cudnn, // "CUDNN_STATUS_NOT_SUPPORTED" and friends
+    Xla, // "RESOURCE_EXHAUSTED: Out of memory while trying to allocate ..."
+    Tf, // "OOM when allocating tensor with shape[...]"
+    Cpu, // "DefaultCPUAllocator: can't allocate memory"
+    LevelZero, // "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
 };
 
 // Fills the fields of `message` from `body`, the whitespace-normalized message starting at the

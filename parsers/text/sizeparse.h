@@ -8,11 +8,12 @@
 namespace oomlens::text {
 
 // One size as printed by PyTorch, XLA or nvidia-smi: "3.50 GiB", "512 bytes", "16.00GiB", "720.00 MB".
-struct SizeToken {
+struct SizeToken
+{
     std::optional<uint64_t> bytes; // empty when the value does not fit: NVML's 2^64 "not available"
-    size_t begin = 0;              // where the number starts in the scanned text
-    size_t end = 0;                // one past the unit
-    bool garbage = false;          // the value is absurd (>= 2^63 bytes), as NVML prints for "unknown"
+    size_t begin = 0; // where the number starts in the scanned text
+    size_t end = 0; // one past the unit
+    bool garbage = false; // the value is absurd (>= 2^63 bytes), as NVML prints for "unknown"
 };
 
 // Parses a size starting at `pos` (leading spaces skipped). Units are binary whatever their spelling:

@@ -11,7 +11,8 @@ namespace oomlens::text {
 
 namespace {
 
-struct Metric {
+struct Metric
+{
     std::string_view label;
     std::string_view key;
     bool bytes;
@@ -35,7 +36,8 @@ constexpr std::array<Metric, 11> metrics { {
 
 enum class LineKind : uint8_t { None, Border, Title, Counters, ColumnHeader, MetricRow, PoolRow };
 
-struct Classified {
+struct Classified
+{
     LineKind kind = LineKind::None;
     const Metric* metric = nullptr;
     bool largePool = false;
@@ -95,7 +97,8 @@ Classified classify(std::string_view line)
     }
     // Most lines with a bar are log lines ("INFO | step 10 | loss ..."): check the label before splitting.
     const size_t labelEnd = text.find('|', 1);
-    const std::string_view firstCell = trimmed(text.substr(1, labelEnd == std::string_view::npos ? std::string_view::npos : labelEnd - 1));
+    const std::string_view firstCell
+        = trimmed(text.substr(1, labelEnd == std::string_view::npos ? std::string_view::npos : labelEnd - 1));
     bool known = firstCell == "from large pool" || firstCell == "from small pool";
     for (const Metric& metric : metrics)
         known = known || metric.label == firstCell;
@@ -193,7 +196,8 @@ std::optional<int64_t> counterAfter(std::string_view line, std::string_view mark
     return static_cast<int64_t>(*value);
 }
 
-struct Builder {
+struct Builder
+{
     MemorySummary summary;
     bool hasTitle = false;
     bool hasRows = false;

@@ -27,7 +27,8 @@ std::optional<size_t> chainedBlockAfter(const text::TracebackScan& scan, size_t 
             continue;
         for (size_t b = 0; b < scan.blocks.size(); ++b) {
             const TracebackBlock& block = scan.blocks[b];
-            if (block.firstLine > separator && block.firstLine <= separator + chainGapLines && !block.info.frames.empty())
+            if (block.firstLine > separator && block.firstLine <= separator + chainGapLines
+                && !block.info.frames.empty())
                 return b;
         }
     }
@@ -101,7 +102,8 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
             continue;
         }
         // 3. VS Code's debugger: "Exception has occurred: X", the message, then frames innermost first.
-        const bool vscode = found.firstLine > 0 && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
+        const bool vscode = found.firstLine > 0
+            && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
         if (!vscode)
             continue;
         for (size_t b = 0; b < scan.blocks.size(); ++b) {

@@ -172,7 +172,8 @@ bool isElision(std::string_view text)
 bool looksLikeException(std::string_view text)
 {
     size_t end = 0;
-    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '.'))
+    while (end < text.size()
+        && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_' || text[end] == '.'))
         ++end;
     const std::string_view name = text.substr(0, end);
     if (name.empty() || (end < text.size() && text[end] != ':'))
@@ -316,7 +317,8 @@ TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& me
 
 namespace {
 
-struct PhaseRule {
+struct PhaseRule
+{
     Phase phase;
     std::string_view evidence;
 };
@@ -339,24 +341,28 @@ std::optional<Phase> framePhase(const TracebackFrame& frame)
                 || contains(file, "deepspeed/"))))
         return Phase::Backward;
     if (contains(file, "torch/optim/") || contains(code, "optimizer.step(") || contains(code, "optim.step(")
-        || contains(code, "scaler.step(") || startsWith(function, "_multi_tensor_adam") || startsWith(function, "_single_tensor_")
-        || startsWith(function, "_fused_adam"))
+        || contains(code, "scaler.step(") || startsWith(function, "_multi_tensor_adam")
+        || startsWith(function, "_single_tensor_") || startsWith(function, "_fused_adam"))
         return Phase::Optimizer;
     if (contains(file, "torch/serialization.py") || contains(code, "torch.load(")
         || (isAny(function, { "_apply", "convert" }) && contains(file, "torch/nn/modules/module.py"))
-        || contains(function, "from_pretrained") || contains(code, "from_pretrained(") || contains(function, "load_state_dict")
-        || contains(code, "load_state_dict(") || function == "caching_allocator_warmup" || function == "load_checkpoint"
-        || contains(code, "model.to(") || contains(code, "model.cuda("))
+        || contains(function, "from_pretrained") || contains(code, "from_pretrained(")
+        || contains(function, "load_state_dict") || contains(code, "load_state_dict(")
+        || function == "caching_allocator_warmup" || function == "load_checkpoint" || contains(code, "model.to(")
+        || contains(code, "model.cuda("))
         return Phase::Load;
     if (contains(file, "torch/utils/data/") || contains(function, "collate") || contains(function, "pin_memory"))
         return Phase::Data;
-    if ((function == "decorate_context" && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py")))
+    if ((function == "decorate_context"
+            && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py")))
         || contains(file, "transformers/generation/") || contains(code, ".generate(") || contains(code, ".evaluate(")
-        || isAny(function, { "evaluate", "validate", "validation_step", "predict", "test_step", "eval_step",
-                               "evaluation_loop", "prediction_step", "prediction_loop", "generate", "inference",
-                               "validation_loop", "evaluate_model", "run_eval", "run_validation" }))
+        || isAny(function,
+            { "evaluate", "validate", "validation_step", "predict", "test_step", "eval_step", "evaluation_loop",
+                "prediction_step", "prediction_loop", "generate", "inference", "validation_loop", "evaluate_model",
+                "run_eval", "run_validation" }))
         return Phase::Eval;
-    if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" }) || contains(code, "forward_call("))
+    if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" })
+        || contains(code, "forward_call("))
         return Phase::Forward;
     return std::nullopt;
 }

@@ -11,15 +11,17 @@ namespace oomlens::text {
 class TextLines;
 
 // One run of Python traceback frames as found in the text, before it is linked to a message.
-struct TracebackBlock {
+struct TracebackBlock
+{
     TracebackInfo info;
-    size_t firstLine = 0;              // header, or the first frame when the header was cut off
+    size_t firstLine = 0; // header, or the first frame when the header was cut off
     size_t lastLine = 0;
-    std::optional<size_t> terminator;  // the exception line right after the frames
+    std::optional<size_t> terminator; // the exception line right after the frames
     bool hasHeader = false;
 };
 
-struct TracebackScan {
+struct TracebackScan
+{
     std::vector<TracebackBlock> blocks;
     std::vector<size_t> chainSeparators; // "During handling of the above exception ..." lines
 };

@@ -33,7 +33,8 @@ class TestReportBrowser : public QObject
     QString m_chromium;
     QTemporaryDir m_dir;
 
-    struct Rendered {
+    struct Rendered
+    {
         int exitCode = -1;
         QByteArray dom;
         QByteArray log;
@@ -44,16 +45,11 @@ class TestReportBrowser : public QObject
 
     QStringList baseArguments(const QString& profile) const
     {
-        return {QStringLiteral("--headless"),
-                QStringLiteral("--no-sandbox"),
-                QStringLiteral("--disable-gpu"),
-                QStringLiteral("--no-first-run"),
-                QStringLiteral("--disable-background-networking"),
-                QStringLiteral("--disable-component-update"),
-                QStringLiteral("--disable-sync"),
-                QStringLiteral("--user-data-dir=") + profile,
-                QStringLiteral("--enable-logging=stderr"),
-                QStringLiteral("--v=0")};
+        return { QStringLiteral("--headless"), QStringLiteral("--no-sandbox"), QStringLiteral("--disable-gpu"),
+            QStringLiteral("--no-first-run"), QStringLiteral("--disable-background-networking"),
+            QStringLiteral("--disable-component-update"), QStringLiteral("--disable-sync"),
+            QStringLiteral("--user-data-dir=") + profile, QStringLiteral("--enable-logging=stderr"),
+            QStringLiteral("--v=0") };
     }
 
     // Requests the page made: Chromium's own background fetches (update checks, account
@@ -62,7 +58,7 @@ class TestReportBrowser : public QObject
     {
         QFile file(netLogPath);
         if (!file.open(QIODevice::ReadOnly))
-            return {QStringLiteral("(no net log written)")};
+            return { QStringLiteral("(no net log written)") };
         QByteArray bytes = file.readAll();
         // Chromium may be stopped before it closes the JSON; close it ourselves.
         if (!bytes.trimmed().endsWith('}')) {
@@ -72,7 +68,8 @@ class TestReportBrowser : public QObject
             bytes += "]}";
         }
         const QJsonObject root = QJsonDocument::fromJson(bytes).object();
-        const QJsonObject types = root.value(QStringLiteral("constants")).toObject().value(QStringLiteral("logEventTypes")).toObject();
+        const QJsonObject types
+            = root.value(QStringLiteral("constants")).toObject().value(QStringLiteral("logEventTypes")).toObject();
         const int startJob = types.value(QStringLiteral("URL_REQUEST_START_JOB")).toInt(-1);
         QStringList urls;
         for (const QJsonValue& value : root.value(QStringLiteral("events")).toArray()) {
@@ -112,12 +109,15 @@ class TestReportBrowser : public QObject
             return chromium.exitCode();
         };
         const QString screenshotPath = m_dir.filePath(tag + QStringLiteral(".png"));
-        const int domExit = run({QStringLiteral("--dump-dom")}, m_dir.filePath(tag + QStringLiteral(".dom.netlog")), &result.dom);
-        const int shotExit = run({QStringLiteral("--window-size=1200,2000"), QStringLiteral("--screenshot=") + screenshotPath},
-                                 m_dir.filePath(tag + QStringLiteral(".shot.netlog")), nullptr);
+        const int domExit
+            = run({ QStringLiteral("--dump-dom") }, m_dir.filePath(tag + QStringLiteral(".dom.netlog")), &result.dom);
+        const int shotExit
+            = run({ QStringLiteral("--window-size=1200,2000"), QStringLiteral("--screenshot=") + screenshotPath },
+                m_dir.filePath(tag + QStringLiteral(".shot.netlog")), nullptr);
         const QString pdfPath = m_dir.filePath(tag + QStringLiteral(".pdf"));
-        const int pdfExit = run({QStringLiteral("--no-pdf-header-footer"), QStringLiteral("--print-to-pdf=") + pdfPath},
-                                m_dir.filePath(tag + QStringLiteral(".pdf.netlog")), nullptr);
+        const int pdfExit
+            = run({ QStringLiteral("--no-pdf-header-footer"), QStringLiteral("--print-to-pdf=") + pdfPath },
+                m_dir.filePath(tag + QStringLiteral(".pdf.netlog")), nullptr);
         result.exitCode = domExit != 0 ? domExit : (shotExit != 0 ? shotExit : pdfExit);
         result.screenshot = QImage(screenshotPath);
         QFile pdf(pdfPath);
@@ -202,7 +202,8 @@ class TestReportBrowser : public QObject
         QVERIFY2(page.pageRequests.isEmpty(), qPrintable(page.pageRequests.join(QLatin1Char('\n'))));
         QVERIFY(page.dom.contains("<article class=\"card\""));
         QVERIFY(!analysis.diagnoses.empty());
-        QVERIFY2(page.dom.contains(domText(analysis.diagnoses.front().title)), analysis.diagnoses.front().title.c_str());
+        QVERIFY2(
+            page.dom.contains(domText(analysis.diagnoses.front().title)), analysis.diagnoses.front().title.c_str());
         QVERIFY(!page.dom.contains("<script"));
         QVERIFY(!page.dom.contains("<img"));
         QVERIFY(page.dom.contains("<svg"));
@@ -220,8 +221,8 @@ class TestReportBrowser : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        for (const QString& name : {QStringLiteral("chromium"), QStringLiteral("chromium-browser"),
-                                   QStringLiteral("google-chrome")}) {
+        for (const QString& name :
+            { QStringLiteral("chromium"), QStringLiteral("chromium-browser"), QStringLiteral("google-chrome") }) {
             m_chromium = QStandardPaths::findExecutable(name);
             if (!m_chromium.isEmpty())
                 break;
@@ -239,15 +240,15 @@ private Q_SLOTS:
     void detectsNetworkAndConsoleInAControlPage()
     {
         const QString path = write(QStringLiteral("control.html"),
-                                   "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" "
-                                   "content=\"default-src 'none'\"></head><body><p>control</p>"
-                                   "<img src=\"http://127.0.0.1:9/pixel.png\"><iframe src=\"http://127.0.0.1:9/\"></iframe>"
-                                   "</body></html>");
+            "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" "
+            "content=\"default-src 'none'\"></head><body><p>control</p>"
+            "<img src=\"http://127.0.0.1:9/pixel.png\"><iframe src=\"http://127.0.0.1:9/\"></iframe>"
+            "</body></html>");
         const Rendered page = render(path, QStringLiteral("control"));
         QVERIFY2(!consoleMessages(page.log).isEmpty(), "a CSP refusal should show up as a console message");
 
         const QString open = write(QStringLiteral("open.html"),
-                                   "<!DOCTYPE html><html><body><img src=\"http://127.0.0.1:9/pixel.png\"></body></html>");
+            "<!DOCTYPE html><html><body><img src=\"http://127.0.0.1:9/pixel.png\"></body></html>");
         const Rendered unlocked = render(open, QStringLiteral("open"));
         QVERIFY2(!unlocked.pageRequests.isEmpty(), "a page-initiated request should appear in the net log");
     }
@@ -265,8 +266,8 @@ private Q_SLOTS:
 
         const Rendered dark = render(path, QStringLiteral("hostile-dark"), true);
         QCOMPARE(dark.exitCode, 0);
-        QVERIFY(qGray(dark.screenshot.pixel(5, 5)) < 60);       // dark background
-        QVERIFY(qGray(page.screenshot.pixel(5, 5)) > 200);      // light background
+        QVERIFY(qGray(dark.screenshot.pixel(5, 5)) < 60); // dark background
+        QVERIFY(qGray(page.screenshot.pixel(5, 5)) > 200); // light background
         QVERIFY(pixelsNear(dark.screenshot, QColor(0xf2, 0x9b, 0x4c)) > 2000); // dark-mode activations
     }
 
@@ -274,14 +275,14 @@ private Q_SLOTS:
     {
         QTest::addColumn<QStringList>("files");
         const QString scenarios = test::testDataDir() + QStringLiteral("/scenarios/");
-        QTest::newRow("first_backward scenario")
-            << QStringList{scenarios + QStringLiteral("first_backward.pickle"), scenarios + QStringLiteral("first_backward.oom.txt"),
-                           scenarios + QStringLiteral("first_backward.summary.txt")};
-        QTest::newRow("fragmentation scenario")
-            << QStringList{scenarios + QStringLiteral("fragmentation.pickle"), scenarios + QStringLiteral("fragmentation.oom.txt")};
-        QTest::newRow("corpus full step")
-            << QStringList{test::corpusDir() + QStringLiteral("/snapshots/kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep_.pickle"),
-                           scenarios + QStringLiteral("first_backward.oom.txt")};
+        QTest::newRow("first_backward scenario") << QStringList { scenarios + QStringLiteral("first_backward.pickle"),
+            scenarios + QStringLiteral("first_backward.oom.txt"),
+            scenarios + QStringLiteral("first_backward.summary.txt") };
+        QTest::newRow("fragmentation scenario") << QStringList { scenarios + QStringLiteral("fragmentation.pickle"),
+            scenarios + QStringLiteral("fragmentation.oom.txt") };
+        QTest::newRow("corpus full step") << QStringList { test::corpusDir()
+                + QStringLiteral("/snapshots/kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep_.pickle"),
+            scenarios + QStringLiteral("first_backward.oom.txt") };
     }
 
     void realInputs()

@@ -9,10 +9,12 @@
 
 // Runs the real `oomlens` binary as a user or a script would, and checks the contract of
 // product.md §5: the JSON keys, the exit status, stdin, and one error line per bad input.
-class TestDiagnoseCli : public QObject {
+class TestDiagnoseCli : public QObject
+{
     Q_OBJECT
 
-    struct Run {
+    struct Run
+    {
         int exitCode = -1;
         QByteArray out;
         QByteArray err;
@@ -27,7 +29,7 @@ class TestDiagnoseCli : public QObject {
         process.closeWriteChannel();
         if (!process.waitForFinished(120000))
             qFatal("oomlens did not finish");
-        return {process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError()};
+        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
     }
 
     static QJsonObject parseJson(const QByteArray& bytes)
@@ -50,28 +52,28 @@ private Q_SLOTS:
 
     void versionAndHelp()
     {
-        const Run version = oomlens({QStringLiteral("--version")});
+        const Run version = oomlens({ QStringLiteral("--version") });
         QCOMPARE(version.exitCode, 0);
         QVERIFY(version.out.startsWith("oomlens "));
-        const Run help = oomlens({QStringLiteral("--help")});
+        const Run help = oomlens({ QStringLiteral("--help") });
         QCOMPARE(help.exitCode, 0);
         QVERIFY(help.out.contains("diagnose"));
     }
 
     void usageErrorsExitTwo()
     {
-        QCOMPARE(oomlens({QStringLiteral("diagnose")}).exitCode, 2);
-        QCOMPARE(oomlens({QStringLiteral("diagnose"), QStringLiteral("--bogus"), example()}).exitCode, 2);
-        QCOMPARE(oomlens({QStringLiteral("diagnose"), QStringLiteral("--device")}).exitCode, 2);
+        QCOMPARE(oomlens({ QStringLiteral("diagnose") }).exitCode, 2);
+        QCOMPARE(oomlens({ QStringLiteral("diagnose"), QStringLiteral("--bogus"), example() }).exitCode, 2);
+        QCOMPARE(oomlens({ QStringLiteral("diagnose"), QStringLiteral("--device") }).exitCode, 2);
     }
 
     void jsonHasEveryContractKey()
     {
-        const Run run = oomlens({QStringLiteral("diagnose"), QStringLiteral("--json"), example()});
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), example() });
         QCOMPARE(run.exitCode, 0);
         const QJsonObject root = parseJson(run.out);
         QCOMPARE(root.value(QStringLiteral("tool")).toString(), QStringLiteral("oomlens"));
-        for (const char* key : {"version", "inputs", "oom_messages", "memory_summaries", "snapshots", "diagnoses"})
+        for (const char* key : { "version", "inputs", "oom_messages", "memory_summaries", "snapshots", "diagnoses" })
             QVERIFY2(root.contains(QLatin1String(key)), key);
 
         const QJsonObject input = root[QStringLiteral("inputs")].toArray().first().toObject();
@@ -79,10 +81,9 @@ private Q_SLOTS:
         QVERIFY(input[QStringLiteral("error")].isNull());
 
         const QJsonObject message = root[QStringLiteral("oom_messages")].toArray().first().toObject();
-        for (const char* key : {"backend", "template", "exception", "device", "requested_bytes", "total_bytes",
-                                "free_bytes", "allocated_bytes", "reserved_bytes", "reserved_unallocated_bytes",
-                                "allowed_bytes", "private_pools_bytes", "processes", "torch_version_hint", "phase",
-                                "truncated"})
+        for (const char* key : { "backend", "template", "exception", "device", "requested_bytes", "total_bytes",
+                 "free_bytes", "allocated_bytes", "reserved_bytes", "reserved_unallocated_bytes", "allowed_bytes",
+                 "private_pools_bytes", "processes", "torch_version_hint", "phase", "truncated" })
             QVERIFY2(message.contains(QLatin1String(key)), key);
         // "Tried to allocate 1.50 GiB" and "2.18 GiB is reserved by PyTorch but unallocated".
         QCOMPARE(message[QStringLiteral("requested_bytes")].toInteger(), qint64(1610612736));
@@ -94,32 +95,34 @@ private Q_SLOTS:
         const QJsonObject summary = root[QStringLiteral("memory_summaries")].toArray().first().toObject();
         QCOMPARE(summary[QStringLiteral("ooms")].toInt(), 1);
         QCOMPARE(summary[QStringLiteral("alloc_retries")].toInt(), 2);
-        const QJsonObject allocated = summary[QStringLiteral("rows")].toObject()[QStringLiteral("allocated_memory")].toObject();
+        const QJsonObject allocated
+            = summary[QStringLiteral("rows")].toObject()[QStringLiteral("allocated_memory")].toObject();
         QCOMPARE(allocated[QStringLiteral("current")].toInteger(), qint64(20346) * 1024 * 1024);
 
         const QJsonArray diagnoses = root[QStringLiteral("diagnoses")].toArray();
         QVERIFY(!diagnoses.isEmpty());
         const QJsonObject top = diagnoses.first().toObject();
         QCOMPARE(top[QStringLiteral("id")].toString(), QStringLiteral("fragmentation"));
-        for (const char* key : {"title", "confidence", "evidence", "fixes"})
+        for (const char* key : { "title", "confidence", "evidence", "fixes" })
             QVERIFY2(top.contains(QLatin1String(key)), key);
         const QJsonObject fix = top[QStringLiteral("fixes")].toArray().first().toObject();
-        for (const char* key : {"title", "detail", "snippet", "projected_saving_bytes", "changes_experiment"})
+        for (const char* key : { "title", "detail", "snippet", "projected_saving_bytes", "changes_experiment" })
             QVERIFY2(fix.contains(QLatin1String(key)), key);
     }
 
     void stdinIsAnInput()
     {
-        const QByteArray message = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
-                                   "total capacity of 9.64 GiB of which 22.12 MiB is free. Process 932170 has 6.88 GiB "
-                                   "memory in use. Including non-PyTorch memory, this process has 2.60 GiB memory in use. "
-                                   "Of the allocated memory 2.31 GiB is allocated by PyTorch, and 34.15 MiB is reserved by "
-                                   "PyTorch but unallocated.\n";
-        const Run run = oomlens({QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("-")}, message);
+        const QByteArray message
+            = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a "
+              "total capacity of 9.64 GiB of which 22.12 MiB is free. Process 932170 has 6.88 GiB "
+              "memory in use. Including non-PyTorch memory, this process has 2.60 GiB memory in use. "
+              "Of the allocated memory 2.31 GiB is allocated by PyTorch, and 34.15 MiB is reserved by "
+              "PyTorch but unallocated.\n";
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("-") }, message);
         QCOMPARE(run.exitCode, 0);
         const QJsonObject root = parseJson(run.out);
         QCOMPARE(root[QStringLiteral("inputs")].toArray().first().toObject()[QStringLiteral("path")].toString(),
-                 QStringLiteral("-"));
+            QStringLiteral("-"));
         const QJsonArray diagnoses = root[QStringLiteral("diagnoses")].toArray();
         QVERIFY(!diagnoses.isEmpty());
         QCOMPARE(diagnoses.first().toObject()[QStringLiteral("id")].toString(), QStringLiteral("other_process"));
@@ -138,7 +141,7 @@ private Q_SLOTS:
         file.close();
         const QString missing = dir.filePath(QStringLiteral("missing.pickle"));
 
-        const Run run = oomlens({QStringLiteral("diagnose"), QStringLiteral("--json"), garbage, missing, example()});
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), garbage, missing, example() });
         QCOMPARE(run.exitCode, 1);
         const QList<QByteArray> lines = run.err.trimmed().split('\n');
         QCOMPARE(lines.size(), 2);
@@ -154,14 +157,14 @@ private Q_SLOTS:
 
     void emptyInputIsAnError()
     {
-        const Run run = oomlens({QStringLiteral("diagnose"), QStringLiteral("-")}, QByteArray());
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("-") }, QByteArray());
         QCOMPARE(run.exitCode, 1);
         QVERIFY(run.err.contains("empty"));
     }
 
     void textOutputNamesTheDiagnosis()
     {
-        const Run run = oomlens({QStringLiteral("diagnose"), example()});
+        const Run run = oomlens({ QStringLiteral("diagnose"), example() });
         QCOMPARE(run.exitCode, 0);
         QVERIFY(run.out.contains("fragmentation"));
         QVERIFY(run.out.contains("expandable_segments"));

@@ -17,7 +17,8 @@ class TestReportCli : public QObject
 {
     Q_OBJECT
 
-    struct Run {
+    struct Run
+    {
         int exitCode = -1;
         QByteArray out;
         QByteArray err;
@@ -28,7 +29,7 @@ class TestReportCli : public QObject
     static Run oomlens(const QStringList& arguments, const QByteArray& stdinBytes = {})
     {
         QProcess process;
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), QStringList{QStringLiteral("report")} + arguments);
+        process.start(qEnvironmentVariable("OOMLENS_BINARY"), QStringList { QStringLiteral("report") } + arguments);
         if (!stdinBytes.isEmpty())
             process.write(stdinBytes);
         process.closeWriteChannel();
@@ -36,7 +37,7 @@ class TestReportCli : public QObject
             qFatal("oomlens report did not finish");
         if (process.exitStatus() != QProcess::NormalExit)
             qFatal("oomlens report crashed: %s", process.readAllStandardError().constData());
-        return {process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError()};
+        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
     }
 
     static QString example() { return QStringLiteral(OOMLENS_SOURCE_DIR "/resources/examples/oom_case.txt"); }
@@ -70,14 +71,14 @@ private Q_SLOTS:
     {
         QTest::addColumn<QStringList>("arguments");
         QTest::addColumn<QByteArray>("complaint");
-        QTest::newRow("no output") << QStringList{example()} << QByteArray("-o");
-        QTest::newRow("no input") << QStringList{QStringLiteral("-o"), QStringLiteral("r.html")} << QByteArray("no input");
-        QTest::newRow("-o without a name") << QStringList{example(), QStringLiteral("-o")} << QByteArray("-o");
-        QTest::newRow("unknown option") << QStringList{QStringLiteral("--bogus"), example(), QStringLiteral("-o"),
-                                                       QStringLiteral("r.html")}
-                                        << QByteArray("--bogus");
-        QTest::newRow("bad device") << QStringList{QStringLiteral("--device"), QStringLiteral("x"), example(),
-                                                   QStringLiteral("-o"), QStringLiteral("r.html")}
+        QTest::newRow("no output") << QStringList { example() } << QByteArray("-o");
+        QTest::newRow("no input") << QStringList { QStringLiteral("-o"), QStringLiteral("r.html") }
+                                  << QByteArray("no input");
+        QTest::newRow("-o without a name") << QStringList { example(), QStringLiteral("-o") } << QByteArray("-o");
+        QTest::newRow("unknown option") << QStringList { QStringLiteral("--bogus"), example(), QStringLiteral("-o"),
+            QStringLiteral("r.html") } << QByteArray("--bogus");
+        QTest::newRow("bad device") << QStringList { QStringLiteral("--device"), QStringLiteral("x"), example(),
+            QStringLiteral("-o"), QStringLiteral("r.html") }
                                     << QByteArray("--device");
     }
 
@@ -94,7 +95,7 @@ private Q_SLOTS:
     void writesTheReport()
     {
         const QString path = output(QStringLiteral("example.html"));
-        const Run run = oomlens({example(), QStringLiteral("-o"), path});
+        const Run run = oomlens({ example(), QStringLiteral("-o"), path });
         QCOMPARE(run.exitCode, 0);
         QVERIFY2(run.err.isEmpty(), run.err.constData());
         const QByteArray html = read(path);
@@ -109,7 +110,7 @@ private Q_SLOTS:
     void sameDocumentAsTheInProcessBuilder()
     {
         const QString path = output(QStringLiteral("same.html"));
-        QCOMPARE(oomlens({example(), QStringLiteral("-o"), path}).exitCode, 0);
+        QCOMPARE(oomlens({ example(), QStringLiteral("-o"), path }).exitCode, 0);
         oomlens::Case input;
         oomlens::addFile(input, example().toStdString());
         const std::string expected = oomlens::report::buildHtmlReport(input, oomlens::analyzeCase(input));
@@ -121,7 +122,7 @@ private Q_SLOTS:
 
     void stdoutAndStdin()
     {
-        const Run run = oomlens({QStringLiteral("-"), QStringLiteral("-o"), QStringLiteral("-")}, read(example()));
+        const Run run = oomlens({ QStringLiteral("-"), QStringLiteral("-o"), QStringLiteral("-") }, read(example()));
         QCOMPARE(run.exitCode, 0);
         verifyLockedDocument(run.out);
         QVERIFY(run.out.contains("<code>-</code>"));
@@ -129,14 +130,16 @@ private Q_SLOTS:
 
     void hostileFileNameIsEscaped()
     {
-        const QString hostile = m_dir.filePath(QStringLiteral("\"><img src=x onerror=alert(1)><script>alert(1)<\\script>.txt"));
+        const QString hostile
+            = m_dir.filePath(QStringLiteral("\"><img src=x onerror=alert(1)><script>alert(1)<\\script>.txt"));
         QVERIFY(QFile::copy(example(), hostile));
         const QString path = output(QStringLiteral("hostile.html"));
-        const Run run = oomlens({hostile, QStringLiteral("-o"), path});
+        const Run run = oomlens({ hostile, QStringLiteral("-o"), path });
         QCOMPARE(run.exitCode, 0);
         const QByteArray html = read(path);
         verifyLockedDocument(html);
-        QVERIFY(html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(1)&lt;\\script&gt;.txt"));
+        QVERIFY(
+            html.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(1)&lt;\\script&gt;.txt"));
     }
 
     void badInputAmongGoodOnes()
@@ -150,7 +153,7 @@ private Q_SLOTS:
         file.write(bytes);
         file.close();
         const QString path = output(QStringLiteral("mixed.html"));
-        const Run run = oomlens({garbage, example(), QStringLiteral("-o"), path});
+        const Run run = oomlens({ garbage, example(), QStringLiteral("-o"), path });
         QCOMPARE(run.exitCode, 1);
         QCOMPARE(run.err.count('\n'), 1);
         const QByteArray expectedPrefix = QByteArray("oomlens: ") + garbage.toUtf8() + QByteArray(": ");
@@ -164,7 +167,7 @@ private Q_SLOTS:
     void nothingReadableWritesNothing()
     {
         const QString path = output(QStringLiteral("none.html"));
-        const Run run = oomlens({m_dir.filePath(QStringLiteral("missing.pickle")), QStringLiteral("-o"), path});
+        const Run run = oomlens({ m_dir.filePath(QStringLiteral("missing.pickle")), QStringLiteral("-o"), path });
         QCOMPARE(run.exitCode, 1);
         QVERIFY(run.err.contains("missing.pickle"));
         QVERIFY(!QFileInfo::exists(path));
@@ -172,7 +175,8 @@ private Q_SLOTS:
 
     void unwritableOutput()
     {
-        const Run run = oomlens({example(), QStringLiteral("-o"), m_dir.filePath(QStringLiteral("no/such/dir/r.html"))});
+        const Run run
+            = oomlens({ example(), QStringLiteral("-o"), m_dir.filePath(QStringLiteral("no/such/dir/r.html")) });
         QCOMPARE(run.exitCode, 1);
         QVERIFY2(run.err.contains("cannot write"), run.err.constData());
     }
@@ -181,10 +185,10 @@ private Q_SLOTS:
     {
         QTest::addColumn<QStringList>("files");
         const QString scenarios = oomlens::test::testDataDir() + QStringLiteral("/scenarios/");
-        for (const char* name : {"first_backward", "optimizer_step2", "fragmentation", "leak"}) {
+        for (const char* name : { "first_backward", "optimizer_step2", "fragmentation", "leak" }) {
             const QString base = scenarios + QLatin1String(name);
-            QTest::newRow(name) << QStringList{base + QStringLiteral(".pickle"), base + QStringLiteral(".oom.txt"),
-                                               base + QStringLiteral(".summary.txt")};
+            QTest::newRow(name) << QStringList { base + QStringLiteral(".pickle"), base + QStringLiteral(".oom.txt"),
+                base + QStringLiteral(".summary.txt") };
         }
     }
 
@@ -192,7 +196,7 @@ private Q_SLOTS:
     {
         QFETCH(QStringList, files);
         const QString path = output(QString::fromUtf8(QTest::currentDataTag()) + QStringLiteral(".html"));
-        const Run run = oomlens(files + QStringList{QStringLiteral("-o"), path});
+        const Run run = oomlens(files + QStringList { QStringLiteral("-o"), path });
         QCOMPARE(run.exitCode, 0);
         const QByteArray html = read(path);
         verifyLockedDocument(html);

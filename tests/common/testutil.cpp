@@ -65,7 +65,7 @@ bool matchesGolden(const QString& name, const std::string& actual)
     out.close();
     QProcess diff;
     diff.setProcessChannelMode(QProcess::MergedChannels);
-    diff.start(QStringLiteral("diff"), {QStringLiteral("-u"), goldenPath, actualPath});
+    diff.start(QStringLiteral("diff"), { QStringLiteral("-u"), goldenPath, actualPath });
     diff.waitForFinished();
     qWarning().noquote() << "golden mismatch for" << name << "(set OOMLENS_UPDATE_GOLDEN=1 to accept)\n"
                          << QString::fromUtf8(diff.readAll());

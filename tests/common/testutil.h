@@ -11,8 +11,8 @@ namespace oomlens::test {
 // ../shared beside the checkout (CI has it; a user's clone may not).
 QString sharedDir();
 bool hasShared();
-QString corpusDir();          // ../shared/corpus
-QString testDataDir();        // tests/data in the source tree
+QString corpusDir(); // ../shared/corpus
+QString testDataDir(); // tests/data in the source tree
 QByteArray readFile(const QString& path);
 // stdout of `python3 -c script args...` (the interpreter CMake found); a failure is logged with
 // its stderr and whatever was printed is returned.
@@ -25,10 +25,11 @@ bool matchesGolden(const QString& name, const std::string& actual);
 } // namespace oomlens::test
 
 // Skips the current test with a clear message when ../shared is absent.
-#define OOMLENS_REQUIRE_SHARED()                                                                        \
-    do {                                                                                                \
-        if (!oomlens::test::hasShared())                                                                \
-            QSKIP("../shared (the real corpus) is not beside this checkout; skipping corpus checks");  \
+#define OOMLENS_REQUIRE_SHARED()                                                                                       \
+    do {                                                                                                               \
+        if (!oomlens::test::hasShared())                                                                               \
+            QSKIP("../shared (the real corpus) is not beside this checkout; skipping corpus checks");                  \
     } while (false)
 
-#define OOMLENS_COMPARE_GOLDEN(name, actual) QVERIFY2(oomlens::test::matchesGolden(name, actual), "golden mismatch: see diff above")
+#define OOMLENS_COMPARE_GOLDEN(name, actual)                                                                           \
+    QVERIFY2(oomlens::test::matchesGolden(name, actual), "golden mismatch: see diff above")

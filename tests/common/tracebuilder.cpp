@@ -10,8 +10,10 @@
 
 namespace oomlens::test {
 
-struct TraceBuilder::State {
-    struct Seg {
+struct TraceBuilder::State
+{
+    struct Seg
+    {
         std::string name;
         int32_t device = 0;
         uint64_t address = 0;
@@ -21,7 +23,8 @@ struct TraceBuilder::State {
         bool expandable = false;
         bool live = true;
     };
-    struct Alloc {
+    struct Alloc
+    {
         std::string name;
         int32_t device = 0;
         uint64_t address = 0;
@@ -155,8 +158,7 @@ struct TraceBuilder::State {
 
 TraceBuilder::TraceBuilder()
     : m_state(std::make_unique<State>())
-{
-}
+{ }
 
 TraceBuilder::~TraceBuilder() = default;
 
@@ -183,7 +185,8 @@ int64_t TraceBuilder::allocEvent(const std::string& name) const
     const auto events = m_state->events.find(a.device);
     const auto total = static_cast<int64_t>(events->second.size());
     const auto ring = m_state->ringBuffer.find(a.device);
-    const int64_t dropped = ring == m_state->ringBuffer.end() ? 0 : std::max<int64_t>(0, total - static_cast<int64_t>(ring->second));
+    const int64_t dropped
+        = ring == m_state->ringBuffer.end() ? 0 : std::max<int64_t>(0, total - static_cast<int64_t>(ring->second));
     return a.event >= dropped ? a.event - dropped : -1;
 }
 
@@ -275,8 +278,8 @@ bool TraceBuilder::add(std::string_view text)
             if (!s || !s->live)
                 return fail("no live segment of that name");
             s->live = false;
-            st.emit(TraceAction::SegmentFree, s->address, s->size, s->stream, stack.value_or(StackId(0)),
-                    st.tick(options));
+            st.emit(
+                TraceAction::SegmentFree, s->address, s->size, s->stream, stack.value_or(StackId(0)), st.tick(options));
         } else if (command == "map" || command == "unmap") {
             bool ok = words.size() >= 3;
             uint64_t address = ok ? parseAddress(words[1], &ok) : 0;
@@ -341,7 +344,8 @@ bool TraceBuilder::add(std::string_view text)
             } else {
                 const bool wantLarge = size > (uint64_t(1) << 20);
                 for (auto& s : st.segments) {
-                    if (s.live && s.device == st.device && s.stream == stream && s.large == wantLarge && st.place(a, s)) {
+                    if (s.live && s.device == st.device && s.stream == stream && s.large == wantLarge
+                        && st.place(a, s)) {
                         placed = true;
                         break;
                     }
@@ -349,8 +353,8 @@ bool TraceBuilder::add(std::string_view text)
             }
             if (!placed) {
                 const bool wantLarge = size > (uint64_t(1) << 20);
-                const uint64_t segmentSize = !wantLarge                  ? (uint64_t(2) << 20)
-                    : size <= (uint64_t(10) << 20) ? (uint64_t(20) << 20)
+                const uint64_t segmentSize = !wantLarge ? (uint64_t(2) << 20)
+                    : size <= (uint64_t(10) << 20)      ? (uint64_t(20) << 20)
                                                    : (a.block + (uint64_t(2) << 20) - 1) & ~((uint64_t(2) << 20) - 1);
                 auto& s = st.newSegment("auto", segmentSize, wantLarge, stream);
                 st.place(a, s);
@@ -393,7 +397,7 @@ bool TraceBuilder::add(std::string_view text)
             Annotation a;
             a.device = st.device;
             a.timeUs = st.tick(options);
-            a.fields = {{"name", words[0]}, {"stage", options.count("stage") ? options["stage"] : "START"}};
+            a.fields = { { "name", words[0] }, { "stage", options.count("stage") ? options["stage"] : "START" } };
             st.annotations.push_back(a);
         } else {
             return fail("unknown command");
@@ -485,8 +489,8 @@ std::shared_ptr<const Snapshot> TraceBuilder::build()
             trace.events = it->second;
             auto ring = st.ringBuffer.find(d);
             if (ring != st.ringBuffer.end() && trace.events.size() > ring->second)
-                trace.events.erase(trace.events.begin(),
-                                   trace.events.end() - static_cast<std::ptrdiff_t>(ring->second));
+                trace.events.erase(
+                    trace.events.begin(), trace.events.end() - static_cast<std::ptrdiff_t>(ring->second));
         }
         snapshot->traces.push_back(std::move(trace));
     }

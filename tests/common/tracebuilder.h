@@ -40,7 +40,8 @@ namespace oomlens::test {
 // stack= takes explicit frames `file:name:line` separated by ';' (quote with "..." for spaces;
 // the name may contain "::").
 // Sizes: 512, 512B, 4KiB, 20MiB, 1.5GiB. Addresses: 0x hex or decimal.
-class TraceBuilder {
+class TraceBuilder
+{
 public:
     TraceBuilder();
     ~TraceBuilder();

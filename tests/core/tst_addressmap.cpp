@@ -7,7 +7,8 @@
 
 using namespace oomlens;
 
-class TestAddressMap : public QObject {
+class TestAddressMap : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void basics()

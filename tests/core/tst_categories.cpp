@@ -1,8 +1,8 @@
+#include "common/analysisfixtures.h"
+#include "common/tracebuilder.h"
 #include "core/analysis/livequery.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
-#include "common/analysisfixtures.h"
-#include "common/tracebuilder.h"
 
 #include <QTemporaryFile>
 #include <QTest>
@@ -50,7 +50,8 @@ const Allocation* byName(const SnapshotAnalysis& result, const char* text, const
 
 } // namespace
 
-class TestCategories : public QObject {
+class TestCategories : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void builtInRules_data()
@@ -58,17 +59,39 @@ private Q_SLOTS:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("category");
         QTest::addColumn<QString>("reasonPart");
-        QTest::newRow("load, kept") << "w" << "parameters" << "model loading";
-        QTest::newRow("older, no frames, kept") << "q" << "parameters" << "lower confidence";
-        QTest::newRow("older, no frames, freed in backward") << "r" << "activations" << "freed in backward";
-        QTest::newRow("batch to device") << "x" << "inputs" << "batch";
-        QTest::newRow("forward, freed in backward") << "act" << "activations" << "saved in forward";
-        QTest::newRow("forward, freed in forward") << "tmp" << "temporaries" << "within the forward";
-        QTest::newRow("AccumulateGrad") << "gw" << "gradients" << "AccumulateGrad";
-        QTest::newRow("backward scratch") << "bt" << "temporaries" << "backward scratch";
-        QTest::newRow("optimizer init") << "m" << "optimizer_state" << "_init_group";
-        QTest::newRow("optimizer scratch") << "s" << "temporaries" << "optimizer step";
-        QTest::newRow("loss after forward") << "l" << "activations" << "forward";
+        QTest::newRow("load, kept") << "w"
+                                    << "parameters"
+                                    << "model loading";
+        QTest::newRow("older, no frames, kept") << "q"
+                                                << "parameters"
+                                                << "lower confidence";
+        QTest::newRow("older, no frames, freed in backward") << "r"
+                                                             << "activations"
+                                                             << "freed in backward";
+        QTest::newRow("batch to device") << "x"
+                                         << "inputs"
+                                         << "batch";
+        QTest::newRow("forward, freed in backward") << "act"
+                                                    << "activations"
+                                                    << "saved in forward";
+        QTest::newRow("forward, freed in forward") << "tmp"
+                                                   << "temporaries"
+                                                   << "within the forward";
+        QTest::newRow("AccumulateGrad") << "gw"
+                                        << "gradients"
+                                        << "AccumulateGrad";
+        QTest::newRow("backward scratch") << "bt"
+                                          << "temporaries"
+                                          << "backward scratch";
+        QTest::newRow("optimizer init") << "m"
+                                        << "optimizer_state"
+                                        << "_init_group";
+        QTest::newRow("optimizer scratch") << "s"
+                                           << "temporaries"
+                                           << "optimizer step";
+        QTest::newRow("loss after forward") << "l"
+                                            << "activations"
+                                            << "forward";
     }
 
     void builtInRules()
@@ -141,10 +164,14 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("rules");
         QTest::addColumn<QString>("message");
-        QTest::newRow("unknown category") << "weights: foo" << "unknown category 'weights'";
-        QTest::newRow("bad regex") << "parameters: \"(unclosed\"" << "invalid regular expression";
-        QTest::newRow("bad json") << "{\"parameters\": [1]}" << "must list strings";
-        QTest::newRow("no colon") << "parameters" << "expected 'category: regex'";
+        QTest::newRow("unknown category") << "weights: foo"
+                                          << "unknown category 'weights'";
+        QTest::newRow("bad regex") << "parameters: \"(unclosed\""
+                                   << "invalid regular expression";
+        QTest::newRow("bad json") << "{\"parameters\": [1]}"
+                                  << "must list strings";
+        QTest::newRow("no colon") << "parameters"
+                                  << "expected 'category: regex'";
     }
 
     void badRules()

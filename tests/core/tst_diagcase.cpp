@@ -19,7 +19,7 @@ Case scenarioCase(const QString& name, bool withText)
 {
     Case result;
     const QString base = test::testDataDir() + QStringLiteral("/scenarios/") + name;
-    QStringList files{base + QStringLiteral(".pickle")};
+    QStringList files { base + QStringLiteral(".pickle") };
     if (withText)
         files << base + QStringLiteral(".oom.txt") << base + QStringLiteral(".summary.txt");
     for (const QString& file : files) {
@@ -31,14 +31,15 @@ Case scenarioCase(const QString& name, bool withText)
 
 } // namespace
 
-class TestDiagCase : public QObject {
+class TestDiagCase : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void scenarioWithItsText_data()
     {
         QTest::addColumn<QString>("name");
-        for (const char* name : {"first_backward", "optimizer_step2", "longest_batch", "eval_accumulation", "leak", "fragmentation",
-                                 "capacity", "large_allocation"})
+        for (const char* name : { "first_backward", "optimizer_step2", "longest_batch", "eval_accumulation", "leak",
+                 "fragmentation", "capacity", "large_allocation" })
             QTest::newRow(name) << QString::fromLatin1(name);
     }
 
@@ -54,7 +55,7 @@ private Q_SLOTS:
         QVERIFY(!analysis.diagnoses.empty());
         QCOMPARE(QString::fromStdString(analysis.diagnoses.front().id), name);
         const bool linked = std::any_of(analysis.links.begin(), analysis.links.end(),
-                                        [](const std::string& note) { return note.find("oom event") != std::string::npos; });
+            [](const std::string& note) { return note.find("oom event") != std::string::npos; });
         QVERIFY2(linked, analysis.links.empty() ? "no link notes" : analysis.links.front().c_str());
         QCOMPARE(analysis.headroom.size(), size_t(1));
         QVERIFY(analysis.headroom.front().failed);
@@ -69,9 +70,10 @@ private Q_SLOTS:
     {
         // Without the snapshot, the same failures are judged from the message: never more sure
         // than the measured diagnosis, and phase cases stay at or below 0.6.
-        for (const char* name : {"first_backward", "eval_accumulation", "optimizer_step2"}) {
+        for (const char* name : { "first_backward", "eval_accumulation", "optimizer_step2" }) {
             Case input;
-            const QString path = test::testDataDir() + QStringLiteral("/scenarios/") + QLatin1String(name) + QStringLiteral(".oom.txt");
+            const QString path = test::testDataDir() + QStringLiteral("/scenarios/") + QLatin1String(name)
+                + QStringLiteral(".oom.txt");
             addFile(input, path.toStdString());
             const CaseAnalysis fromText = analyzeCase(input);
             const CaseAnalysis measured = analyzeCase(scenarioCase(QLatin1String(name), false));
@@ -91,7 +93,7 @@ private Q_SLOTS:
     {
         Case input = scenarioCase(QStringLiteral("healthy"), true);
         NvidiaSmiTable table;
-        table.gpus.push_back({0, "test card", std::nullopt, 1792 * MiB});
+        table.gpus.push_back({ 0, "test card", std::nullopt, 1792 * MiB });
         input.text.nvidiaSmi.push_back(table);
         const CaseAnalysis analysis = analyzeCase(input);
         QVERIFY(analysis.diagnoses.empty());
@@ -101,7 +103,8 @@ private Q_SLOTS:
         QVERIFY(headroom.peakAllocatedBytes > 0);
         QVERIFY(headroom.peakReservedBytes >= headroom.peakAllocatedBytes);
         QCOMPARE(headroom.capacityBytes, std::optional<uint64_t>(1792 * MiB));
-        QCOMPARE(*headroom.headroomBytes, static_cast<int64_t>(1792 * MiB) - static_cast<int64_t>(headroom.peakReservedBytes));
+        QCOMPARE(*headroom.headroomBytes,
+            static_cast<int64_t>(1792 * MiB) - static_cast<int64_t>(headroom.peakReservedBytes));
     }
 
     void messageFromAnotherDeviceIsNotLinked()
@@ -112,7 +115,7 @@ private Q_SLOTS:
             message.device = 3;
         const CaseAnalysis analysis = analyzeCase(input);
         const bool disagreement = std::any_of(analysis.links.begin(), analysis.links.end(),
-                                              [](const std::string& note) { return note.find("device 3") != std::string::npos; });
+            [](const std::string& note) { return note.find("device 3") != std::string::npos; });
         QVERIFY(disagreement);
         QCOMPARE(QString::fromStdString(analysis.diagnoses.front().id), QStringLiteral("fragmentation"));
     }

@@ -22,23 +22,24 @@ const std::map<std::string, std::pair<std::string, bool>>& expectations()
 {
     static const std::map<std::string, std::pair<std::string, bool>> table = {
         // id -> (catalogue id, must be the top diagnosis)
-        {"oom-013", {"other_process", true}},       // job ran on a GPU other processes occupied
-        {"oom-032", {"capacity", true}},            // model too large for the device
-        {"oom-036", {"capacity", true}},            // batch too large
-        {"oom-039", {"memory_fraction_cap", true}}, // set_per_process_memory_fraction
-        {"oom-055", {"fragmentation", true}},       // fixed by expandable_segments
-        {"oom-057", {"fragmentation", true}},       // split 11.6 GB cached segment
-        {"oom-075", {"capacity", true}},            // batch-size doubling test
-        {"oom-076", {"eval_accumulation", true}},   // HF eval predictions kept on the GPU
-        {"oom-079", {"eval_accumulation", false}},  // eval batch of the whole validation set
-        {"oom-080", {"large_allocation", true}},    // one 23 GiB request on a 24 GB card
+        { "oom-013", { "other_process", true } }, // job ran on a GPU other processes occupied
+        { "oom-032", { "capacity", true } }, // model too large for the device
+        { "oom-036", { "capacity", true } }, // batch too large
+        { "oom-039", { "memory_fraction_cap", true } }, // set_per_process_memory_fraction
+        { "oom-055", { "fragmentation", true } }, // fixed by expandable_segments
+        { "oom-057", { "fragmentation", true } }, // split 11.6 GB cached segment
+        { "oom-075", { "capacity", true } }, // batch-size doubling test
+        { "oom-076", { "eval_accumulation", true } }, // HF eval predictions kept on the GPU
+        { "oom-079", { "eval_accumulation", false } }, // eval batch of the whole validation set
+        { "oom-080", { "large_allocation", true } }, // one 23 GiB request on a 24 GB card
     };
     return table;
 }
 
 } // namespace
 
-class TestDiagCorpus : public QObject {
+class TestDiagCorpus : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void labelledMessages_data()
@@ -64,7 +65,8 @@ private Q_SLOTS:
             if (mustLead) {
                 QCOMPARE(QString::fromStdString(diagnoses.front().id), QString::fromStdString(expectedId));
             } else {
-                const bool present = std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == expectedId; });
+                const bool present = std::any_of(
+                    diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == expectedId; });
                 QVERIFY2(present, expectedId.c_str());
             }
             return;

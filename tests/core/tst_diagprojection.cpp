@@ -24,7 +24,7 @@ FixContext handBudget()
 {
     FixContext context;
     MemoryBudget& budget = context.budget;
-    CategoryBytes bands{};
+    CategoryBytes bands {};
     bands[static_cast<size_t>(Category::Parameters)] = 2 * GiB;
     bands[static_cast<size_t>(Category::Gradients)] = 2 * GiB;
     bands[static_cast<size_t>(Category::OptimizerState)] = 4 * GiB;
@@ -50,7 +50,8 @@ bool contains(const std::string& text, const std::string& needle)
 
 } // namespace
 
-class TestDiagProjection : public QObject {
+class TestDiagProjection : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void budgetModel()
@@ -79,17 +80,20 @@ private Q_SLOTS:
         // 16 blocks measured: keeps 8/√16 = 2, saves 6
         QTest::newRow("checkpointing") << int(FixKind::Checkpointing) << QStringLiteral("checkpointing") << 6.0 << 5.5;
         // no live saving, the 1 GiB split cache becomes usable: 17.5 − 17 = 0.5
-        QTest::newRow("expandable") << int(FixKind::ExpandableSegments) << QStringLiteral("expandable_segments") << 1.0 << 0.5;
+        QTest::newRow("expandable") << int(FixKind::ExpandableSegments) << QStringLiteral("expandable_segments") << 1.0
+                                    << 0.5;
         QTest::newRow("sdpa") << int(FixKind::Sdpa) << QStringLiteral("sdpa") << 2.0 << 1.5;
         // 8-bit moments are a quarter of 4: saves 3
-        QTest::newRow("optimizer_8bit") << int(FixKind::Optimizer8bit) << QStringLiteral("optimizer_8bit") << 3.0 << 2.5;
+        QTest::newRow("optimizer_8bit") << int(FixKind::Optimizer8bit) << QStringLiteral("optimizer_8bit") << 3.0
+                                        << 2.5;
         // 4 ranks, ZeRO-1 already fits: 4 − 4/4 = 3
         QTest::newRow("zero") << int(FixKind::Zero) << QStringLiteral("zero") << 3.0 << 2.5;
         QTest::newRow("offload") << int(FixKind::Offload) << QStringLiteral("offload") << 4.0 << 3.5;
         // gradients 2 + optimizer state 4
         QTest::newRow("lora") << int(FixKind::Lora) << QStringLiteral("lora") << 6.0 << 5.5;
         // the case fix frees the 1 GiB it names
-        QTest::newRow("release_references") << int(FixKind::ReleaseReferences) << QStringLiteral("release_references") << 1.0 << 0.5;
+        QTest::newRow("release_references")
+            << int(FixKind::ReleaseReferences) << QStringLiteral("release_references") << 1.0 << 0.5;
     }
 
     void eachFixKind()
@@ -109,7 +113,8 @@ private Q_SLOTS:
         QCOMPARE(QString::fromStdString(fix->id), id);
         QCOMPARE(fix->projectedSavingBytes, gib(savedGiB));
         QCOMPARE(fix->fitsAfter, std::optional<bool>(true));
-        const std::string spare = "it would fit with " + formatBytes(static_cast<uint64_t>(*gib(spareGiB))) + " to spare";
+        const std::string spare
+            = "it would fit with " + formatBytes(static_cast<uint64_t>(*gib(spareGiB))) + " to spare";
         QVERIFY2(contains(fix->detail, spare), fix->detail.c_str());
     }
 
@@ -171,10 +176,10 @@ private Q_SLOTS:
     void measuredEmptyBandsDropTheirFixes()
     {
         FixContext context = handBudget();
-        CategoryBytes bands{};
+        CategoryBytes bands {};
         bands[static_cast<size_t>(Category::Activations)] = 16 * GiB;
         context.budget.bands = bands;
-        for (const FixKind kind : {FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora})
+        for (const FixKind kind : { FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora })
             QVERIFY(!makeFix(kind, context));
         QVERIFY(makeFix(FixKind::MicroBatch, context));
     }
@@ -198,23 +203,24 @@ private Q_SLOTS:
 
     void rankPrefixesCountGpus()
     {
-        const TextFindings findings = parseText("[rank0]: step 10\n[rank3]: step 10\n[rank1]:[W reducer.cpp] warning\n"
-                                                "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
-                                                "GPU 2 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Including non-PyTorch memory, "
-                                                "this process has 77.94 GiB memory in use. Of the allocated memory 70.10 GiB is allocated by "
-                                                "PyTorch, and 6.80 GiB is reserved by PyTorch but unallocated.\n");
-        QCOMPARE(findings.launcherRanks, (std::vector<int>{0, 1, 2, 3}));
+        const TextFindings findings = parseText(
+            "[rank0]: step 10\n[rank3]: step 10\n[rank1]:[W reducer.cpp] warning\n"
+            "[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+            "GPU 2 has a total capacity of 79.15 GiB of which 1.20 GiB is free. Including non-PyTorch memory, "
+            "this process has 77.94 GiB memory in use. Of the allocated memory 70.10 GiB is allocated by "
+            "PyTorch, and 6.80 GiB is reserved by PyTorch but unallocated.\n");
+        QCOMPARE(findings.launcherRanks, (std::vector<int> { 0, 1, 2, 3 }));
         const GpuCount count = textGpuCount(findings);
         QCOMPARE(count.count, 4);
         QCOMPARE(count.evidence, std::string("the log's line prefixes name ranks 0 to 3"));
 
         NvidiaSmiTable table;
-        table.gpus.push_back({0, "A100", std::nullopt, 80 * GiB});
-        table.gpus.push_back({1, "A100", std::nullopt, 80 * GiB});
+        table.gpus.push_back({ 0, "A100", std::nullopt, 80 * GiB });
+        table.gpus.push_back({ 1, "A100", std::nullopt, 80 * GiB });
         TextFindings smi;
         smi.nvidiaSmi.push_back(table);
         QCOMPARE(textGpuCount(smi).count, 2);
-        QCOMPARE(textGpuCount(TextFindings{}).count, 0);
+        QCOMPARE(textGpuCount(TextFindings {}).count, 0);
     }
 
     // The scenarios' model sizes are known (tests/tools/make_scenarios.py): the block count read
@@ -249,7 +255,8 @@ private Q_SLOTS:
     void memoryFractionFromSnapshot()
     {
         std::string error;
-        const auto snapshot = test::buildSnapshot("before p 2GiB load\nalloc a 1GiB fwd\noom 512MiB free=6GiB fwd\n", &error);
+        const auto snapshot
+            = test::buildSnapshot("before p 2GiB load\nalloc a 1GiB fwd\noom 512MiB free=6GiB fwd\n", &error);
         QVERIFY2(snapshot, error.c_str());
         const auto diagnoses = diagnoseSnapshot(analyzeSnapshot(snapshot), {});
         QVERIFY(!diagnoses.empty());
@@ -259,7 +266,8 @@ private Q_SLOTS:
     void otherProcessFromSnapshotAndCard()
     {
         std::string error;
-        const auto snapshot = test::buildSnapshot("before p 2GiB load\nalloc a 1GiB fwd\noom 512MiB free=100MiB fwd\n", &error);
+        const auto snapshot
+            = test::buildSnapshot("before p 2GiB load\nalloc a 1GiB fwd\noom 512MiB free=100MiB fwd\n", &error);
         QVERIFY2(snapshot, error.c_str());
         SnapshotDiagnosisContext context;
         OomFacts facts;

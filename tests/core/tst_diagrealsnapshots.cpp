@@ -31,22 +31,28 @@ bool anyFix(const std::vector<Diagnosis>& diagnoses, const std::string& id)
 } // namespace
 
 // The real snapshots of shared/corpus: a diagnosis only where the run failed, and nothing absurd there.
-class TestDiagRealSnapshots : public QObject {
+class TestDiagRealSnapshots : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void noDiagnosisWithoutAnOom()
     {
         OOMLENS_REQUIRE_SHARED();
-        const QStringList files = QDir(test::corpusDir() + QStringLiteral("/snapshots"))
-                                      .entryList({QStringLiteral("*.pickle"), QStringLiteral("*.pkl"), QStringLiteral("*.json")}, QDir::Files);
+        const QStringList files
+            = QDir(test::corpusDir() + QStringLiteral("/snapshots"))
+                  .entryList(
+                      { QStringLiteral("*.pickle"), QStringLiteral("*.pkl"), QStringLiteral("*.json") }, QDir::Files);
         QVERIFY(files.size() >= 40);
         int failed = 0;
         for (const QString& file : files) {
             const CaseAnalysis analysis = analyzeCorpusFile(file);
-            const bool oom = std::any_of(analysis.headroom.begin(), analysis.headroom.end(), [](const SnapshotHeadroom& h) { return h.failed; });
+            const bool oom = std::any_of(
+                analysis.headroom.begin(), analysis.headroom.end(), [](const SnapshotHeadroom& h) { return h.failed; });
             failed += oom ? 1 : 0;
             if (!oom)
-                QVERIFY2(analysis.diagnoses.empty(), qPrintable(file + QStringLiteral(": ") + QString::fromStdString(diagnosesToText(analysis.diagnoses, false))));
+                QVERIFY2(analysis.diagnoses.empty(),
+                    qPrintable(file + QStringLiteral(": ")
+                        + QString::fromStdString(diagnosesToText(analysis.diagnoses, false))));
             else
                 QVERIFY2(!analysis.diagnoses.empty(), qPrintable(file));
         }
@@ -59,7 +65,8 @@ private Q_SLOTS:
     void constructorSun()
     {
         OOMLENS_REQUIRE_SHARED();
-        const CaseAnalysis analysis = analyzeCorpusFile(QStringLiteral("Constructor-Sun__code_location__memory_snapshot.pickle"));
+        const CaseAnalysis analysis
+            = analyzeCorpusFile(QStringLiteral("Constructor-Sun__code_location__memory_snapshot.pickle"));
         QVERIFY(!analysis.diagnoses.empty());
         const std::string text = diagnosesToText(analysis.diagnoses, false);
         QCOMPARE(analysis.diagnoses.front().id, std::string("capacity"));
@@ -74,7 +81,8 @@ private Q_SLOTS:
     void nestaLightningClosure()
     {
         OOMLENS_REQUIRE_SHARED();
-        const CaseAnalysis analysis = analyzeCorpusFile(QStringLiteral("Nesta-gitU__discrete_diffusion__memory_snapshot.json"));
+        const CaseAnalysis analysis
+            = analyzeCorpusFile(QStringLiteral("Nesta-gitU__discrete_diffusion__memory_snapshot.json"));
         QVERIFY(!analysis.diagnoses.empty());
         const std::string text = diagnosesToText(analysis.diagnoses, false);
         const DeviceAnalysis* device = analysis.snapshots.front().primary();

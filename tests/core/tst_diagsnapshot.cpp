@@ -13,14 +13,15 @@
 
 using namespace oomlens;
 
-class TestDiagSnapshot : public QObject {
+class TestDiagSnapshot : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void scenarios_data()
     {
         QTest::addColumn<QString>("name");
-        for (const char* name : {"first_backward", "optimizer_step2", "longest_batch", "eval_accumulation", "leak", "fragmentation",
-                                 "capacity", "large_allocation"})
+        for (const char* name : { "first_backward", "optimizer_step2", "longest_batch", "eval_accumulation", "leak",
+                 "fragmentation", "capacity", "large_allocation" })
             QTest::newRow(name) << QString::fromLatin1(name);
     }
 
@@ -39,7 +40,8 @@ private Q_SLOTS:
         for (const auto& evidence : diagnoses.front().evidence)
             linked |= evidence.link.has_value() && evidence.link->eventIndex >= 0;
         QVERIFY2(linked, "evidence must point at the moment in the trace");
-        OOMLENS_COMPARE_GOLDEN(QStringLiteral("diagnosis/scenario_") + name + QStringLiteral(".txt"), diagnosesToText(diagnoses));
+        OOMLENS_COMPARE_GOLDEN(
+            QStringLiteral("diagnosis/scenario_") + name + QStringLiteral(".txt"), diagnosesToText(diagnoses));
     }
 
     void healthyRunGetsNoDiagnosis()

@@ -70,7 +70,7 @@ OomMessage messageFrom(const json& m)
         traceback.phase = message.phase;
         traceback.phaseEvidence = m.value("phase_evidence", "");
         for (const auto& function : m.value("frames", json::array()))
-            traceback.frames.push_back({"train.py", 1, function.get<std::string>(), {}});
+            traceback.frames.push_back({ "train.py", 1, function.get<std::string>(), {} });
         message.traceback = traceback;
     }
     return message;
@@ -102,9 +102,10 @@ TextFindings findingsFrom(const json& fixture)
     if (fixture.contains("nvidia_smi")) {
         const json& s = fixture["nvidia_smi"];
         NvidiaSmiTable table;
-        table.gpus.push_back({0, "NVIDIA GeForce RTX 4090", std::nullopt, bytesOf(s["total"].get<std::string>())});
+        table.gpus.push_back({ 0, "NVIDIA GeForce RTX 4090", std::nullopt, bytesOf(s["total"].get<std::string>()) });
         for (const auto& p : s["processes"])
-            table.processes.push_back({0, p["pid"].get<int64_t>(), "C", "python", bytesOf(p["bytes"].get<std::string>())});
+            table.processes.push_back(
+                { 0, p["pid"].get<int64_t>(), "C", "python", bytesOf(p["bytes"].get<std::string>()) });
         findings.nvidiaSmi.push_back(table);
     }
     return findings;
@@ -122,7 +123,8 @@ bool hasId(const std::vector<Diagnosis>& diagnoses, const std::string& id)
 
 } // namespace
 
-class TestDiagText : public QObject {
+class TestDiagText : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void fixtures_data()
@@ -145,7 +147,8 @@ private Q_SLOTS:
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
         QVERIFY(!diagnoses.empty());
         if (fixture.contains("expect_top"))
-            QCOMPARE(QString::fromStdString(diagnoses.front().id), QString::fromStdString(fixture["expect_top"].get<std::string>()));
+            QCOMPARE(QString::fromStdString(diagnoses.front().id),
+                QString::fromStdString(fixture["expect_top"].get<std::string>()));
         for (const auto& id : fixture.value("expect", json::array()))
             QVERIFY2(hasId(diagnoses, id.get<std::string>()), id.get<std::string>().c_str());
         for (const auto& d : diagnoses) {
@@ -157,7 +160,8 @@ private Q_SLOTS:
             if (d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation")
                 QVERIFY(d.confidence <= 0.6);
         }
-        OOMLENS_COMPARE_GOLDEN(QStringLiteral("diagnosis/") + name + QStringLiteral(".txt"), diagnosesToText(diagnoses));
+        OOMLENS_COMPARE_GOLDEN(
+            QStringLiteral("diagnosis/") + name + QStringLiteral(".txt"), diagnosesToText(diagnoses));
     }
 
     void expandableSegmentsNeverRecommendedWhenOn()
@@ -176,7 +180,8 @@ private Q_SLOTS:
     void messageHintIsNotEvidenceOfExpandableSegments()
     {
         // T3's own text says "try setting expandable_segments:True"; that must not count as on.
-        json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
+        json fixture = json::parse(
+            R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
             "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}})json");
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
@@ -189,25 +194,29 @@ private Q_SLOTS:
 
     void fragmentationExcludedForCudaMallocAsync()
     {
-        json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
+        json fixture = json::parse(
+            R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
             "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}, "alloc_conf": "backend:cudaMallocAsync"})json");
         QVERIFY(!hasId(diagnoseText(findingsFrom(fixture)), "fragmentation"));
     }
 
     void probableErrorsGetLowerConfidence()
     {
-        json sure = json::parse(R"json({"message": {"backend": "cuda", "template": "T3", "phase": "backward", "phase_evidence": "loss.backward()"}})json");
+        json sure = json::parse(
+            R"json({"message": {"backend": "cuda", "template": "T3", "phase": "backward", "phase_evidence": "loss.backward()"}})json");
         json probable = sure;
         probable["message"]["probable"] = true;
         const auto a = diagnoseText(findingsFrom(sure));
         const auto b = diagnoseText(findingsFrom(probable));
         QVERIFY(test::findDiagnosis(a, "first_backward") && test::findDiagnosis(b, "first_backward"));
-        QVERIFY(test::findDiagnosis(b, "first_backward")->confidence < test::findDiagnosis(a, "first_backward")->confidence);
+        QVERIFY(test::findDiagnosis(b, "first_backward")->confidence
+            < test::findDiagnosis(a, "first_backward")->confidence);
     }
 
     void evidenceCarriesTheNumbers()
     {
-        json fixture = json::parse(R"json({"message": {"backend": "cuda", "template": "T4", "requested": "50.00 MiB", "total": "9.64 GiB",
+        json fixture = json::parse(
+            R"json({"message": {"backend": "cuda", "template": "T4", "requested": "50.00 MiB", "total": "9.64 GiB",
             "free": "22.12 MiB", "allocated": "2.31 GiB", "reserved_unallocated": "34.15 MiB",
             "processes": [{"pid": 932170, "bytes": "6.88 GiB"}, {"self": true, "bytes": "2.60 GiB"}]}})json");
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
@@ -232,10 +241,7 @@ private Q_SLOTS:
         }
     }
 
-    void noMessageNoDiagnosis()
-    {
-        QVERIFY(diagnoseText(TextFindings{}).empty());
-    }
+    void noMessageNoDiagnosis() { QVERIFY(diagnoseText(TextFindings {}).empty()); }
 };
 
 QTEST_GUILESS_MAIN(TestDiagText)

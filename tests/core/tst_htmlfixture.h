@@ -27,8 +27,8 @@ public:
         , m_frames(std::make_shared<FrameTable>())
     {
         m_device.device = 0;
-        m_device.reasons = {"module forward frame", "torch/optim state init", "module .to() / _apply",
-                            "autograd engine frame", "no stack: allocated before the trace began"};
+        m_device.reasons = { "module forward frame", "torch/optim state init", "module .to() / _apply",
+            "autograd engine frame", "no stack: allocated before the trace began" };
     }
 
     StackId stack(const std::vector<std::pair<std::string, std::string>>& nameAndFile)
@@ -36,7 +36,7 @@ public:
         std::vector<FrameId> ids;
         int line = 10;
         for (const auto& [name, file] : nameAndFile)
-            ids.push_back(m_frames->intern({m_strings->intern(file), m_strings->intern(name), line++}));
+            ids.push_back(m_frames->intern({ m_strings->intern(file), m_strings->intern(name), line++ }));
         return m_frames->internStack(ids.data(), ids.size());
     }
 
@@ -44,7 +44,7 @@ public:
     void segmentAlloc(uint64_t size)
     {
         const uint64_t address = segmentBase + m_segments.size() * segmentStride;
-        m_segments.push_back({address, size});
+        m_segments.push_back({ address, size });
         m_bump = address;
         m_bumpEnd = address + size;
         m_reserved += size;
@@ -173,7 +173,7 @@ private:
     {
         std::vector<std::pair<uint64_t, uint64_t>> segments = m_segments;
         if (m_preexistingBytes > 0)
-            segments.push_back({preexistingBase, m_preexistingBytes});
+            segments.push_back({ preexistingBase, m_preexistingBytes });
         std::vector<const Allocation*> survivors;
         for (const Allocation& a : m_device.allocations) {
             if (a.freeEvent < 0)
@@ -234,7 +234,7 @@ private:
 
     CategoryBytes categoriesAt(int64_t event) const
     {
-        CategoryBytes bytes{};
+        CategoryBytes bytes {};
         for (const Allocation& a : m_device.allocations) {
             if (liveAfter(a, event))
                 bytes[static_cast<size_t>(a.category)] += a.requestedSize;
@@ -265,13 +265,14 @@ private:
 inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
 {
     ReportFixture f;
-    const StackId load = f.stack({{"_apply", "torch/nn/modules/module.py"}, {"to", "torch/nn/modules/module.py"},
-                                  {"main", "train.py"}});
-    const StackId forward = f.stack({{"forward", "torch/nn/modules/linear.py"}, {hostileScript, "model.py"},
-                                     {"train_step", "train.py"}});
-    const StackId backward = f.stack({{"backward", "torch/autograd/__init__.py"}, {"train_step", hostileAttribute}});
-    const StackId adam = f.stack({{"_init_group", "torch/optim/adam.py"}, {"step", "torch/optim/adam.py"},
-                                  {"train_step", "train.py"}});
+    const StackId load = f.stack(
+        { { "_apply", "torch/nn/modules/module.py" }, { "to", "torch/nn/modules/module.py" }, { "main", "train.py" } });
+    const StackId forward = f.stack(
+        { { "forward", "torch/nn/modules/linear.py" }, { hostileScript, "model.py" }, { "train_step", "train.py" } });
+    const StackId backward
+        = f.stack({ { "backward", "torch/autograd/__init__.py" }, { "train_step", hostileAttribute } });
+    const StackId adam = f.stack(
+        { { "_init_group", "torch/optim/adam.py" }, { "step", "torch/optim/adam.py" }, { "train_step", "train.py" } });
 
     f.preexisting(512 * MiB, Category::Inputs, 4);
     f.phase(Phase::Load, 0);
@@ -304,9 +305,9 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     f.snapshot().allocatorSettings = settings;
 
     Case input;
-    input.inputs.push_back({"logs/" + hostileAttribute + ".log", InputKind::Log, std::nullopt, -1});
-    input.inputs.push_back({"snap" + hostileScript + ".pickle", InputKind::Snapshot, std::nullopt, 0});
-    input.inputs.push_back({"broken.bin", InputKind::Unknown, "not a memory snapshot, and not text", -1});
+    input.inputs.push_back({ "logs/" + hostileAttribute + ".log", InputKind::Log, std::nullopt, -1 });
+    input.inputs.push_back({ "snap" + hostileScript + ".pickle", InputKind::Snapshot, std::nullopt, 0 });
+    input.inputs.push_back({ "broken.bin", InputKind::Unknown, "not a memory snapshot, and not text", -1 });
 
     OomMessage message;
     message.backend = "cuda";
@@ -319,14 +320,15 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     message.allocatedBytes = 5 * GiB + 4096;
     message.reservedBytes = 7 * GiB;
     message.reservedUnallocatedBytes = 2 * GiB - 4096;
-    message.processes.push_back({int64_t(4242), 7 * GiB + 400 * MiB, true});
+    message.processes.push_back({ int64_t(4242), 7 * GiB + 400 * MiB, true });
     message.torchVersionHint = "2.2-2.7";
     message.phase = Phase::Backward;
     message.text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity "
-                   "of 8.00 GiB of which 600.00 MiB is free. " + hostileScript;
+                   "of 8.00 GiB of which 600.00 MiB is free. "
+        + hostileScript;
     TracebackInfo traceback;
-    traceback.frames.push_back({"train.py", 88, "main", "train_step(batch)"});
-    traceback.frames.push_back({hostileAttribute, 12, "train_step", "loss.backward()"});
+    traceback.frames.push_back({ "train.py", 88, "main", "train_step(batch)" });
+    traceback.frames.push_back({ hostileAttribute, 12, "train_step", "loss.backward()" });
     traceback.phase = Phase::Backward;
     traceback.phaseEvidence = "loss.backward() in train_step";
     message.traceback = traceback;
@@ -337,9 +339,9 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     summary.ooms = 1;
     summary.allocRetries = 3;
     summary.unitEra = "KiB/MiB";
-    summary.rows["allocated_memory"] = {5 * GiB, 6 * GiB, 40 * GiB, 35 * GiB};
-    summary.rows["gpu_reserved_memory"] = {7 * GiB, 7 * GiB, 9 * GiB, 2 * GiB};
-    summary.rows["allocations"] = {uint64_t(123), uint64_t(456), uint64_t(7890), uint64_t(7767)};
+    summary.rows["allocated_memory"] = { 5 * GiB, 6 * GiB, 40 * GiB, 35 * GiB };
+    summary.rows["gpu_reserved_memory"] = { 7 * GiB, 7 * GiB, 9 * GiB, 2 * GiB };
+    summary.rows["allocations"] = { uint64_t(123), uint64_t(456), uint64_t(7890), uint64_t(7767) };
     input.text.summaries.push_back(summary);
 
     AllocConfSetting conf;
@@ -351,7 +353,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     NvidiaSmiTable smi;
     smi.driverVersion = "535.104.05";
     smi.cudaVersion = "12.2";
-    smi.gpus.push_back({0, "NVIDIA GeForce RTX 3070 " + hostileScript, 7 * GiB + 500 * MiB, 8 * GiB});
+    smi.gpus.push_back({ 0, "NVIDIA GeForce RTX 3070 " + hostileScript, 7 * GiB + 500 * MiB, 8 * GiB });
     input.text.nvidiaSmi.push_back(smi);
 
     CaseAnalysis analysis;
@@ -363,8 +365,8 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     diagnosis.title = "The first backward pass does not fit";
     diagnosis.confidence = 0.82;
     diagnosis.summary = "Forward fits, but gradients for " + hostileScript + " push step 2's backward over the card.";
-    diagnosis.evidence.push_back({"activations 1.00 GiB live at the OOM in backward of step 2", std::nullopt});
-    diagnosis.evidence.push_back({"largest stack: " + hostileAttribute, std::nullopt});
+    diagnosis.evidence.push_back({ "activations 1.00 GiB live at the OOM in backward of step 2", std::nullopt });
+    diagnosis.evidence.push_back({ "largest stack: " + hostileAttribute, std::nullopt });
     Fix bf16;
     bf16.id = "bf16";
     bf16.title = "bf16 autocast";
@@ -380,7 +382,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     lora.changesExperiment = true;
     diagnosis.fixes.push_back(lora);
     analysis.diagnoses.push_back(diagnosis);
-    return {std::move(input), std::move(analysis)};
+    return { std::move(input), std::move(analysis) };
 }
 
 } // namespace oomlens::test

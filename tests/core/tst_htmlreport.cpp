@@ -37,7 +37,8 @@ private Q_SLOTS:
                                            << QByteArray("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;");
         QTest::newRow("single quote and ampersand") << QByteArray("a' & b") << QByteArray("a&#39; &amp; b");
         QTest::newRow("utf-8 kept") << QByteArray("größe – 日本") << QByteArray("größe – 日本");
-        QTest::newRow("invalid utf-8 replaced") << QByteArray("a\xff\xc3(b") << QByteArray("a\xEF\xBF\xBD\xEF\xBF\xBD(b");
+        QTest::newRow("invalid utf-8 replaced")
+            << QByteArray("a\xff\xc3(b") << QByteArray("a\xEF\xBF\xBD\xEF\xBF\xBD(b");
         QTest::newRow("overlong slash") << QByteArray("\xC0\xAF") << QByteArray("\xEF\xBF\xBD\xEF\xBF\xBD");
         QTest::newRow("control bytes dropped") << QByteArray("a\x01\x1b[31mb\r\n") << QByteArray("a[31mb\n");
         QTest::newRow("truncated sequence") << QByteArray("ok\xE6\x97") << QByteArray("ok\xEF\xBF\xBD\xEF\xBF\xBD");
@@ -65,11 +66,11 @@ private Q_SLOTS:
         for (size_t at = html.find(escapedScript); at != std::string::npos; at = html.find(escapedScript, at + 1))
             ++scripts;
         size_t attributes = 0;
-        for (size_t at = html.find(escapedAttribute); at != std::string::npos;
-             at = html.find(escapedAttribute, at + 1))
+        for (size_t at = html.find(escapedAttribute); at != std::string::npos; at = html.find(escapedAttribute, at + 1))
             ++attributes;
         QVERIFY2(scripts >= 5, qPrintable(QStringLiteral("escaped script tag seen %1 times").arg(scripts)));
-        QVERIFY2(attributes >= 4, qPrintable(QStringLiteral("escaped attribute breaker seen %1 times").arg(attributes)));
+        QVERIFY2(
+            attributes >= 4, qPrintable(QStringLiteral("escaped attribute breaker seen %1 times").arg(attributes)));
     }
 
     void selfContainedAndLocked()
@@ -124,13 +125,16 @@ private Q_SLOTS:
                                             "dtype=torch.bfloat16):\n    loss = model(x) &lt; 1 &amp;&amp; y &gt; 2")));
         // Every OOM number is explained, including what it implies.
         QVERIFY(html.contains(QLatin1String("<td>Reserved but unallocated</td><td class=\"num\">2.00 GiB</td>")));
-        QVERIFY(html.contains(QLatin1String("<li>The 3.00 GiB request was 424.00 MiB more than free plus cached-but-unused")));
-        QVERIFY(html.contains(QLatin1String("<td>Used outside PyTorch&#39;s cache</td><td class=\"num\">424.00 MiB</td>")));
+        QVERIFY(html.contains(
+            QLatin1String("<li>The 3.00 GiB request was 424.00 MiB more than free plus cached-but-unused")));
+        QVERIFY(
+            html.contains(QLatin1String("<td>Used outside PyTorch&#39;s cache</td><td class=\"num\">424.00 MiB</td>")));
         // The truncated trace asks for a better capture with the exact calls.
         QVERIFY(html.contains(QLatin1String("torch.cuda.memory._record_memory_history(max_entries=100000)")));
         QVERIFY(html.contains(QLatin1String("torch.cuda.memory._dump_snapshot(")));
         // Top allocations at the peak carry their stacks in collapsible sections.
-        QVERIFY(html.contains(QStringLiteral("<details><summary>1. 1024.00 MiB · parameters · allocated in load of step 0")));
+        QVERIFY(html.contains(
+            QStringLiteral("<details><summary>1. 1024.00 MiB · parameters · allocated in load of step 0")));
         QVERIFY(html.contains(QLatin1String("forward  torch/nn/modules/linear.py:")));
         QVERIFY(html.contains(QLatin1String("<span class=\"badge error\">not read</span>")));
     }
@@ -156,7 +160,7 @@ private Q_SLOTS:
 
     void emptyCaseStillRenders()
     {
-        const QString html = reportOf(Case{}, CaseAnalysis{});
+        const QString html = reportOf(Case {}, CaseAnalysis {});
         QVERIFY(html.contains(QLatin1String("Nothing to diagnose")));
         QVERIFY(html.endsWith(QLatin1String("</html>\n")));
     }
@@ -181,7 +185,7 @@ private Q_SLOTS:
                 live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
             } else {
                 live.push_back(f.alloc((random() % 4096 + 1) * MiB, static_cast<Category>(random() % categoryCount),
-                                       Phase::Forward, 1, FrameTable::emptyStack(), 0));
+                    Phase::Forward, 1, FrameTable::emptyStack(), 0));
             }
         }
         const SnapshotAnalysis analysis = f.finish();
@@ -232,12 +236,12 @@ private Q_SLOTS:
     {
         test::ReportFixture f;
         std::vector<size_t> live;
-        const StackId where = f.stack({{"forward", "model.py"}, {"train_step", "train.py"}});
+        const StackId where = f.stack({ { "forward", "model.py" }, { "train_step", "train.py" } });
         f.segmentAlloc(16 * GiB);
         for (int i = 0; f.device().eventPhase.size() < 1'000'000; ++i) {
             live.push_back(f.alloc(static_cast<uint64_t>(((i % 2048) * 7919) % 2048 + 1) * 16,
-                                   static_cast<Category>(i % categoryCount), static_cast<Phase>(1 + (i / 10000) % 5),
-                                   i / 50000, where, 0));
+                static_cast<Category>(i % categoryCount), static_cast<Phase>(1 + (i / 10000) % 5), i / 50000, where,
+                0));
             if (live.size() > 64) {
                 f.free(live.front());
                 live.erase(live.begin());
@@ -247,12 +251,12 @@ private Q_SLOTS:
         analysis.snapshots.push_back(f.finish());
         Case input;
         input.snapshots.push_back(analysis.snapshots.front().snapshot);
-        input.inputs.push_back({"big.pickle", InputKind::Snapshot, std::nullopt, 0});
+        input.inputs.push_back({ "big.pickle", InputKind::Snapshot, std::nullopt, 0 });
         QElapsedTimer timer;
         timer.start();
         const std::string html = buildHtmlReport(input, analysis);
         qInfo("1M-event report: %.2f MB in %lld ms", static_cast<double>(html.size()) / 1e6,
-              static_cast<long long>(timer.elapsed()));
+            static_cast<long long>(timer.elapsed()));
         QVERIFY(html.size() < 5'000'000);
         QVERIFY(html.find("(1,000,00") != std::string::npos); // the axis title counts every event
     }
@@ -265,7 +269,8 @@ private Q_SLOTS:
             f.alloc(4096, static_cast<Category>(i % 2 == 0 ? 0 : 3), Phase::Forward, 1, FrameTable::emptyStack(), 0);
         const SnapshotAnalysis analysis = f.finish();
         const DeviceAnalysis& device = analysis.devices.front();
-        const AllocatorState state = allocatorStateAt(*analysis.snapshot, device, static_cast<int64_t>(device.eventPhase.size()) - 1);
+        const AllocatorState state
+            = allocatorStateAt(*analysis.snapshot, device, static_cast<int64_t>(device.eventPhase.size()) - 1);
         QCOMPARE(state.segments.front().blocks.size(), size_t(100000));
         const std::string svg = allocatorMapSvg(state, device, 64);
         size_t rects = 0;

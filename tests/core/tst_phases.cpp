@@ -43,7 +43,8 @@ std::string steps(int count, const char* forward, const char* backward, const ch
 
 } // namespace
 
-class TestPhases : public QObject {
+class TestPhases : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void frameOrders_data()
@@ -51,8 +52,8 @@ private Q_SLOTS:
         // Python-only stacks, and C++ frames first with Python frames last (stacks='all').
         QTest::addColumn<QString>("stack");
         QTest::addColumn<int>("phase");
-        QTest::newRow("python forward") << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;train.py:main:9"
-                                        << int(Phase::Forward);
+        QTest::newRow("python forward")
+            << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;train.py:main:9" << int(Phase::Forward);
         QTest::newRow("cpp then python forward")
             << "??:at::native::empty_cuda:0;??:torch::autograd::THPVariable_mm(_object*):0;model.py:forward:3;"
                "torch/nn/modules/module.py:_call_impl:1750;train.py:main:9"
@@ -70,8 +71,9 @@ private Q_SLOTS:
             << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;"
                "torch/utils/checkpoint.py:unpack:1100;??:torch::autograd::Engine::thread_main:0"
             << int(Phase::Backward);
-        QTest::newRow("optimizer") << "torch/optim/adamw.py:_single_tensor_adamw:300;torch/optim/optimizer.py:wrapper:493"
-                                   << int(Phase::Optimizer);
+        QTest::newRow("optimizer")
+            << "torch/optim/adamw.py:_single_tensor_adamw:300;torch/optim/optimizer.py:wrapper:493"
+            << int(Phase::Optimizer);
         QTest::newRow("custom optimizer via wrapper")
             << "optimizers.py:step:82;/site-packages/torch/optim/optimizer.py:wrapper:493;train.py:main:9"
             << int(Phase::Optimizer);
@@ -94,11 +96,12 @@ private Q_SLOTS:
         // @enable_grad or the step's own @no_grad, never an eval pass.
         const QString adamStep = QStringLiteral(
             "torch/optim/adam.py:step:205;torch/optim/optimizer.py:_use_grad:79;torch/optim/optimizer.py:wrapper:484;"
-            "lightning/pytorch/core/optimizer.py:step:154;lightning/pytorch/trainer/trainer.py:fit:544;train.py:main:20");
-        const QString closure = QStringLiteral(
-            "lightning/pytorch/loops/optimization/automatic.py:closure:138;torch/utils/_contextlib.py:decorate_context:116;"
-            "lightning/pytorch/loops/optimization/automatic.py:__call__:146;"
-            "lightning/pytorch/plugins/precision/precision.py:_wrap_closure:108;")
+            "lightning/pytorch/core/optimizer.py:step:154;lightning/pytorch/trainer/"
+            "trainer.py:fit:544;train.py:main:20");
+        const QString closure = QStringLiteral("lightning/pytorch/loops/optimization/automatic.py:closure:138;torch/"
+                                               "utils/_contextlib.py:decorate_context:116;"
+                                               "lightning/pytorch/loops/optimization/automatic.py:__call__:146;"
+                                               "lightning/pytorch/plugins/precision/precision.py:_wrap_closure:108;")
             + adamStep;
         QTest::newRow("lightning forward in closure")
             << QStringLiteral("dit.py:forward:80;torch/nn/modules/module.py:_call_impl:1750;lit.py:training_step:30;"
@@ -106,10 +109,11 @@ private Q_SLOTS:
                 + closure
             << int(Phase::Forward);
         QTest::newRow("lightning forward, C++ frames first")
-            << QStringLiteral("??:at::native::empty_cuda(c10::ArrayRef<long>):0;"
-                              "python_nn_functions.cpp:torch::autograd::THPVariable_linear(_object*, _object*, _object*):0;"
-                              "torch/nn/modules/linear.py:forward:116;??:_PyEval_EvalFrameDefault:0;"
-                              "torch/nn/modules/module.py:_call_impl:1750;lit.py:training_step:30;")
+            << QStringLiteral(
+                   "??:at::native::empty_cuda(c10::ArrayRef<long>):0;"
+                   "python_nn_functions.cpp:torch::autograd::THPVariable_linear(_object*, _object*, _object*):0;"
+                   "torch/nn/modules/linear.py:forward:116;??:_PyEval_EvalFrameDefault:0;"
+                   "torch/nn/modules/module.py:_call_impl:1750;lit.py:training_step:30;")
                 + closure
             << int(Phase::Forward);
         QTest::newRow("lightning backward in closure")
@@ -183,8 +187,12 @@ private Q_SLOTS:
         QTest::addColumn<QString>("forward");
         QTest::addColumn<QString>("backward");
         QTest::addColumn<QString>("optimizer");
-        QTest::newRow("python") << "fwd" << "bwd" << "opt";
-        QTest::newRow("cpp") << "fwdcpp" << "bwdcpp" << "opt";
+        QTest::newRow("python") << "fwd"
+                                << "bwd"
+                                << "opt";
+        QTest::newRow("cpp") << "fwdcpp"
+                             << "bwdcpp"
+                             << "opt";
     }
 
     void stepsFromPattern()
@@ -192,8 +200,8 @@ private Q_SLOTS:
         QFETCH(QString, forward);
         QFETCH(QString, backward);
         QFETCH(QString, optimizer);
-        const std::string text = steps(3, forward.toUtf8().constData(), backward.toUtf8().constData(),
-                                       optimizer.toUtf8().constData());
+        const std::string text
+            = steps(3, forward.toUtf8().constData(), backward.toUtf8().constData(), optimizer.toUtf8().constData());
         const auto result = test::analyzeTrace(text);
         QCOMPARE(result.primary()->stepCount, 3);
         QCOMPARE(stepOf(text, "f0"), 1);
@@ -226,8 +234,9 @@ private Q_SLOTS:
 
     void optimizerAnnotationWindow()
     {
-        const std::string text = "alloc f 1MiB fwd\nannotate Optimizer.step#AdamW.step stage=START\n"
-                                 "alloc m 1MiB stack=optimizers.py:step:82\nannotate Optimizer.step#AdamW.step stage=END\n";
+        const std::string text
+            = "alloc f 1MiB fwd\nannotate Optimizer.step#AdamW.step stage=START\n"
+              "alloc m 1MiB stack=optimizers.py:step:82\nannotate Optimizer.step#AdamW.step stage=END\n";
         QCOMPARE(phaseOf(text, "m"), Phase::Optimizer);
     }
 
@@ -237,7 +246,7 @@ private Q_SLOTS:
         std::string text;
         for (int i = 0; i < 3; ++i) {
             const auto n = std::to_string(i);
-            for (int line : {10, 12, 14})
+            for (int line : { 10, 12, 14 })
                 text += "alloc p" + n + "_" + std::to_string(line) + " 1MiB stack=layer.py:forward:5;model.py:forward:"
                     + std::to_string(line) + ";torch/nn/modules/module.py:_call_impl:1750;bench.py:main:3\n";
         }

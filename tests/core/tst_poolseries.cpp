@@ -70,7 +70,8 @@ void compareWithAllocatorState(const Snapshot& snapshot, const DeviceAnalysis& d
 
 } // namespace
 
-class TestPoolSeries : public QObject {
+class TestPoolSeries : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void poolsAreSplitByStreamAndKind()
@@ -82,16 +83,16 @@ private Q_SLOTS:
         const auto series = poolSeries(*snapshot, d, 0, n, 1);
         QCOMPARE(series.size(), size_t(4));
         // Ordered by key: stream 0 small, stream 0 large, stream 7 small, stream 7 large.
-        QCOMPARE(series[0].key, (PoolKey{0, false}));
-        QCOMPARE(series[3].key, (PoolKey{7, true}));
+        QCOMPARE(series[0].key, (PoolKey { 0, false }));
+        QCOMPARE(series[3].key, (PoolKey { 7, true }));
         // One 2 MiB small segment per stream; stream 0's large pool peaks with b's 12 MiB
         // segment, a 20 MiB one for e and f, and h's 40 MiB.
-        QCOMPARE(find(series, {0, false})->maxReserved, 2 * MiB);
-        QCOMPARE(find(series, {7, false})->maxReserved, 2 * MiB);
-        QCOMPARE(find(series, {7, true})->maxReserved, 20 * MiB);
-        QCOMPARE(find(series, {0, true})->maxReserved, (12 + 20 + 40) * MiB);
+        QCOMPARE(find(series, { 0, false })->maxReserved, 2 * MiB);
+        QCOMPARE(find(series, { 7, false })->maxReserved, 2 * MiB);
+        QCOMPARE(find(series, { 7, true })->maxReserved, 20 * MiB);
+        QCOMPARE(find(series, { 0, true })->maxReserved, (12 + 20 + 40) * MiB);
         // After c is freed stream 7's large segment caches all 20 MiB.
-        QCOMPARE(find(series, {7, true})->maxCached, 20 * MiB);
+        QCOMPARE(find(series, { 7, true })->maxCached, 20 * MiB);
     }
 
     void columnsMatchAllocatorState()
@@ -139,7 +140,7 @@ private Q_SLOTS:
         const DeviceAnalysis& d = *result.primary();
         const auto n = static_cast<int64_t>(d.eventAllocation.size());
         const auto series = poolSeries(*snapshot, d, 0, n, int(n));
-        const PoolSeries* large = find(series, {0, true});
+        const PoolSeries* large = find(series, { 0, true });
         QVERIFY(large);
         QCOMPARE(large->buckets.back().largestFreeBlock, 13 * MiB);
         QCOMPARE(large->buckets.back().maxActive, 4 * MiB);
@@ -149,7 +150,7 @@ private Q_SLOTS:
         QCOMPARE(pools[0].freeBytes, 16 * MiB);
         QCOMPARE(pools[0].segments, size_t(1));
         // Without the block walk the columns carry no largest free block.
-        QCOMPARE(find(poolSeries(*snapshot, d, 0, n, 1, false), {0, true})->buckets[0].largestFreeBlock, uint64_t(0));
+        QCOMPARE(find(poolSeries(*snapshot, d, 0, n, 1, false), { 0, true })->buckets[0].largestFreeBlock, uint64_t(0));
     }
 
     void expandableSegments()
@@ -167,9 +168,9 @@ private Q_SLOTS:
         compareWithAllocatorState(*snapshot, d, 0, n);
         const auto series = poolSeries(*snapshot, d, 0, n, 1);
         QCOMPARE(series.size(), size_t(2));
-        QCOMPARE(find(series, {0, false})->maxReserved, 4 * MiB);
-        QCOMPARE(find(series, {0, true})->maxReserved, 60 * MiB);
-        QCOMPARE(find(series, {0, true})->buckets[0].minReserved, 40 * MiB);
+        QCOMPARE(find(series, { 0, false })->maxReserved, 4 * MiB);
+        QCOMPARE(find(series, { 0, true })->maxReserved, 60 * MiB);
+        QCOMPARE(find(series, { 0, true })->buckets[0].minReserved, 40 * MiB);
     }
 
     void emptyAndOutOfRange()
@@ -210,14 +211,14 @@ private Q_SLOTS:
         QTest::addColumn<QList<qint64>>("times");
         QTest::addColumn<qint64>("query");
         QTest::addColumn<qint64>("expected");
-        const QList<qint64> sorted{10, 20, 20, 30, 40};
+        const QList<qint64> sorted { 10, 20, 20, 30, 40 };
         QTest::newRow("before all") << sorted << qint64(5) << qint64(0);
         QTest::newRow("exact") << sorted << qint64(20) << qint64(1);
         QTest::newRow("between") << sorted << qint64(25) << qint64(3);
         QTest::newRow("last") << sorted << qint64(40) << qint64(4);
         QTest::newRow("after all") << sorted << qint64(41) << qint64(5);
         // time_us going backwards: the running maximum decides.
-        const QList<qint64> jitter{10, 30, 25, 28, 31, 40};
+        const QList<qint64> jitter { 10, 30, 25, 28, 31, 40 };
         QTest::newRow("jitter, inside a dip") << jitter << qint64(27) << qint64(1);
         QTest::newRow("jitter, after the dip") << jitter << qint64(31) << qint64(4);
     }

@@ -73,8 +73,8 @@ uint64_t memoryVizPeak(const Snapshot& s, int32_t device)
 QStringList corpusFiles()
 {
     QDir dir(test::corpusDir() + QStringLiteral("/snapshots"));
-    QStringList files = dir.entryList({QStringLiteral("*.pickle"), QStringLiteral("*.pkl"), QStringLiteral("*.json")},
-                                      QDir::Files, QDir::Name);
+    QStringList files = dir.entryList(
+        { QStringLiteral("*.pickle"), QStringLiteral("*.pkl"), QStringLiteral("*.json") }, QDir::Files, QDir::Name);
     return files;
 }
 
@@ -88,7 +88,8 @@ uint64_t sum(const CategoryBytes& bytes)
 
 } // namespace
 
-class TestRealSnapshots : public QObject {
+class TestRealSnapshots : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void initTestCase()
@@ -143,7 +144,7 @@ private Q_SLOTS:
         QFETCH(QString, forward);
         QFETCH(QString, fullstep);
         auto bandsOf = [](const QString& file) {
-            CategoryBytes bytes{};
+            CategoryBytes bytes {};
             const auto result = analyzeSnapshot(load(file));
             for (const Allocation& a : result.primary()->allocations)
                 bytes[static_cast<size_t>(a.category)] += a.requestedSize;
@@ -169,7 +170,7 @@ private Q_SLOTS:
         QVERIFY(d);
         const CategoryBytes& peak = d->categoriesAtPeak;
         QVERIFY2(peak[size_t(Category::Activations)] > 20 * GiB,
-                 std::to_string(peak[size_t(Category::Activations)]).c_str());
+            std::to_string(peak[size_t(Category::Activations)]).c_str());
         QVERIFY(peak[size_t(Category::OptimizerState)] < GiB);
         QCOMPARE(d->ooms.size(), size_t(1));
         QCOMPARE(d->ooms.front().phase, Phase::Forward);

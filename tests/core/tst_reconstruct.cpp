@@ -1,9 +1,9 @@
+#include "common/analysisfixtures.h"
+#include "common/tracebuilder.h"
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
-#include "common/analysisfixtures.h"
-#include "common/tracebuilder.h"
 
 #include <QTest>
 
@@ -31,7 +31,8 @@ uint64_t replayPeak(const DeviceAnalysis& d)
 
 } // namespace
 
-class TestReconstruct : public QObject {
+class TestReconstruct : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void simpleIntervals()

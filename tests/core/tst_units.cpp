@@ -6,7 +6,8 @@
 
 using namespace oomlens;
 
-class TestUnits : public QObject {
+class TestUnits : public QObject
+{
     Q_OBJECT
 private Q_SLOTS:
     void formatsLikePyTorch_data()
@@ -28,7 +29,8 @@ private Q_SLOTS:
 
     void signedBytes()
     {
-        QCOMPARE(QString::fromStdString(formatSignedBytes(-static_cast<int64_t>(3 * GiB))), QStringLiteral("-3.00 GiB"));
+        QCOMPARE(
+            QString::fromStdString(formatSignedBytes(-static_cast<int64_t>(3 * GiB))), QStringLiteral("-3.00 GiB"));
         QCOMPARE(QString::fromStdString(formatSignedBytes(512)), QStringLiteral("+512 bytes"));
     }
 
@@ -53,10 +55,10 @@ private Q_SLOTS:
         QCOMPARE(strings.get(a), std::string_view("train.py"));
 
         FrameTable frames;
-        const FrameId f1 = frames.intern({a, strings.intern("forward"), 10});
-        const FrameId f2 = frames.intern({a, strings.intern("backward"), 20});
-        QCOMPARE(frames.intern({a, strings.intern("forward"), 10}), f1);
-        const FrameId stackFrames[] = {f1, f2};
+        const FrameId f1 = frames.intern({ a, strings.intern("forward"), 10 });
+        const FrameId f2 = frames.intern({ a, strings.intern("backward"), 20 });
+        QCOMPARE(frames.intern({ a, strings.intern("forward"), 10 }), f1);
+        const FrameId stackFrames[] = { f1, f2 };
         const StackId s = frames.internStack(stackFrames, 2);
         QVERIFY(s != FrameTable::emptyStack());
         QCOMPARE(frames.internStack(stackFrames, 2), s);

@@ -124,20 +124,24 @@ private Q_SLOTS:
     void truncatedRows()
     {
         QFETCH(int, cut);
-        const QByteArray text = test::readFile(test::testDataDir() + QStringLiteral("/text/summary_kib_full.txt")).left(cut);
+        const QByteArray text
+            = test::readFile(test::testDataDir() + QStringLiteral("/text/summary_kib_full.txt")).left(cut);
         const TextFindings findings = parseText(std::string_view(text.constData(), static_cast<size_t>(text.size())));
         const QByteArray whole = test::readFile(test::testDataDir() + QStringLiteral("/text/summary_kib_full.txt"));
-        const MemorySummary full = parseText(std::string_view(whole.constData(), static_cast<size_t>(whole.size()))).summaries.at(0);
+        const MemorySummary full
+            = parseText(std::string_view(whole.constData(), static_cast<size_t>(whole.size()))).summaries.at(0);
         QCOMPARE(findings.summaries.size(), size_t(1));
         QVERIFY(findings.summaries[0].truncated);
         // A cell cut mid-number is dropped, never misread: what is there matches the whole table.
-        for (const auto* pools : { &findings.summaries[0].rows, &findings.summaries[0].largePool, &findings.summaries[0].smallPool }) {
+        for (const auto* pools :
+            { &findings.summaries[0].rows, &findings.summaries[0].largePool, &findings.summaries[0].smallPool }) {
             const auto& reference = pools == &findings.summaries[0].rows ? full.rows
-                : pools == &findings.summaries[0].largePool               ? full.largePool
-                                                                          : full.smallPool;
+                : pools == &findings.summaries[0].largePool              ? full.largePool
+                                                                         : full.smallPool;
             for (const auto& [key, row] : *pools) {
                 const SummaryRow& expected = reference.at(key);
-                for (auto member : { &SummaryRow::current, &SummaryRow::peak, &SummaryRow::allocated, &SummaryRow::freed }) {
+                for (auto member :
+                    { &SummaryRow::current, &SummaryRow::peak, &SummaryRow::allocated, &SummaryRow::freed }) {
                     if (row.*member)
                         QCOMPARE(value(row.*member), value(expected.*member));
                 }

@@ -60,8 +60,9 @@ private Q_SLOTS:
 
     void listGpuProcesses()
     {
-        const TextFindings findings = parseText("GPU:0\nprocess      12345 uses     1234.000 MB GPU memory\n"
-                                                "process      12346 uses      512.500 MB GPU memory\nGPU:1\nno processes are running\n");
+        const TextFindings findings
+            = parseText("GPU:0\nprocess      12345 uses     1234.000 MB GPU memory\n"
+                        "process      12346 uses      512.500 MB GPU memory\nGPU:1\nno processes are running\n");
         QCOMPARE(findings.nvidiaSmi.size(), size_t(1));
         const auto& processes = findings.nvidiaSmi[0].processes;
         QCOMPARE(processes.size(), size_t(2));
@@ -72,7 +73,8 @@ private Q_SLOTS:
 
     void csvQuery()
     {
-        const TextFindings findings = parseText("memory.used [MiB], memory.total [MiB]\n1234 MiB, 81920 MiB\n80000 MiB, 81920 MiB\n");
+        const TextFindings findings
+            = parseText("memory.used [MiB], memory.total [MiB]\n1234 MiB, 81920 MiB\n80000 MiB, 81920 MiB\n");
         QCOMPARE(findings.nvidiaSmi.size(), size_t(1));
         QCOMPARE(findings.nvidiaSmi[0].gpus.size(), size_t(2));
         QCOMPARE(value(findings.nvidiaSmi[0].gpus[1].usedBytes), 80000 * mib);
@@ -80,10 +82,11 @@ private Q_SLOTS:
 
     void csvQueryWithIndexAndName()
     {
-        const TextFindings findings = parseText("$ nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv\n"
-                                                "index, name, memory.used [MiB], memory.total [MiB]\n"
-                                                "0, NVIDIA A100-SXM4-80GB, 79112 MiB, 81920 MiB\n"
-                                                "3, NVIDIA A100-SXM4-80GB, 4 MiB, 81920 MiB\n");
+        const TextFindings findings
+            = parseText("$ nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv\n"
+                        "index, name, memory.used [MiB], memory.total [MiB]\n"
+                        "0, NVIDIA A100-SXM4-80GB, 79112 MiB, 81920 MiB\n"
+                        "3, NVIDIA A100-SXM4-80GB, 4 MiB, 81920 MiB\n");
         QCOMPARE(findings.nvidiaSmi.size(), size_t(1));
         const auto& gpus = findings.nvidiaSmi[0].gpus;
         QCOMPARE(gpus.size(), size_t(2));
@@ -95,7 +98,8 @@ private Q_SLOTS:
 
     void csvRowsWithoutMemoryAreIgnored()
     {
-        const TextFindings findings = parseText("index, name, memory.used [MiB], memory.total [MiB]\n0, A100, N/A, N/A\n");
+        const TextFindings findings
+            = parseText("index, name, memory.used [MiB], memory.total [MiB]\n0, A100, N/A, N/A\n");
         QVERIFY(findings.nvidiaSmi.empty() || findings.nvidiaSmi[0].gpus.empty());
     }
 
@@ -106,18 +110,26 @@ private Q_SLOTS:
         QTest::addColumn<bool>("expandable");
         QTest::addColumn<qint64>("maxSplit");
         QTest::addColumn<QString>("backend");
-        QTest::newRow("export") << "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" << "export" << true << qint64(-1) << "native";
-        QTest::newRow("export quoted") << "export PYTORCH_CUDA_ALLOC_CONF=\"max_split_size_mb:128, garbage_collection_threshold:0.6\""
-                                       << "export" << false << qint64(128) << "native";
-        QTest::newRow("command prefix") << "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync python train.py" << "env" << false << qint64(-1) << "cudaMallocAsync";
-        QTest::newRow("hip") << "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True" << "export" << true << qint64(-1) << "native";
-        QTest::newRow("os.environ") << "os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True,max_split_size_mb:512\""
-                                    << "os.environ" << true << qint64(512) << "native";
-        QTest::newRow("setdefault") << "os.environ.setdefault('PYTORCH_CUDA_ALLOC_CONF', 'max_split_size_mb:64')" << "os.environ" << false << qint64(64) << "native";
-        QTest::newRow("set_allocator_settings") << "torch.cuda.memory._set_allocator_settings(\"expandable_segments:False\")"
-                                                << "set_allocator_settings" << false << qint64(-1) << "native";
-        QTest::newRow("list value") << "export PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:[256:1,512:2,>:4],expandable_segments:True"
-                                    << "export" << true << qint64(-1) << "native";
+        QTest::newRow("export") << "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+                                << "export" << true << qint64(-1) << "native";
+        QTest::newRow("export quoted")
+            << "export PYTORCH_CUDA_ALLOC_CONF=\"max_split_size_mb:128, garbage_collection_threshold:0.6\""
+            << "export" << false << qint64(128) << "native";
+        QTest::newRow("command prefix") << "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync python train.py"
+                                        << "env" << false << qint64(-1) << "cudaMallocAsync";
+        QTest::newRow("hip") << "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True"
+                             << "export" << true << qint64(-1) << "native";
+        QTest::newRow("os.environ")
+            << "os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True,max_split_size_mb:512\""
+            << "os.environ" << true << qint64(512) << "native";
+        QTest::newRow("setdefault") << "os.environ.setdefault('PYTORCH_CUDA_ALLOC_CONF', 'max_split_size_mb:64')"
+                                    << "os.environ" << false << qint64(64) << "native";
+        QTest::newRow("set_allocator_settings")
+            << "torch.cuda.memory._set_allocator_settings(\"expandable_segments:False\")"
+            << "set_allocator_settings" << false << qint64(-1) << "native";
+        QTest::newRow("list value")
+            << "export PYTORCH_CUDA_ALLOC_CONF=roundup_power2_divisions:[256:1,512:2,>:4],expandable_segments:True"
+            << "export" << true << qint64(-1) << "native";
     }
 
     void allocConf()
@@ -146,7 +158,9 @@ private Q_SLOTS:
 
     void notSettings()
     {
-        QVERIFY(parseText("If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True").allocConfs.empty());
+        QVERIFY(parseText(
+            "If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+                    .allocConfs.empty());
         QVERIFY(parseText("export PYTORCH_CUDA_ALLOC_CONF=").allocConfs.empty());
         QVERIFY(parseText("PYTORCH_CUDA_ALLOC_CONF is documented at pytorch.org").allocConfs.empty());
     }

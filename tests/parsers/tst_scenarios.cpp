@@ -21,7 +21,7 @@ QString scenarioDir()
 QStringList scenarioNames()
 {
     QStringList names;
-    const auto labels = QDir(scenarioDir()).entryList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
+    const auto labels = QDir(scenarioDir()).entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
     for (const QString& label : labels)
         names << QFileInfo(label).completeBaseName();
     return names;
@@ -35,7 +35,8 @@ QJsonObject label(const QString& name)
 
 } // namespace
 
-class TestScenarios : public QObject {
+class TestScenarios : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -53,10 +54,9 @@ void TestScenarios::generatorReproducesCommittedFiles()
     QProcess python;
     python.setProcessChannelMode(QProcess::MergedChannels);
     python.start(QStringLiteral(OOMLENS_PYTHON),
-                 {QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/make_scenarios.py"), out.path()});
+        { QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/make_scenarios.py"), out.path() });
     QVERIFY2(python.waitForFinished(120000), "make_scenarios.py did not finish");
-    QVERIFY2(python.exitStatus() == QProcess::NormalExit && python.exitCode() == 0,
-             python.readAll().constData());
+    QVERIFY2(python.exitStatus() == QProcess::NormalExit && python.exitCode() == 0, python.readAll().constData());
 
     const QStringList generated = QDir(out.path()).entryList(QDir::Files, QDir::Name);
     QStringList committed = QDir(scenarioDir()).entryList(QDir::Files, QDir::Name);

@@ -164,25 +164,31 @@ private Q_SLOTS:
         // By hand: round(x * 2^unit) per field; T0 reserved = allocated + cached; T1 unallocated =
         // reserved - allocated; T2+ reserved = allocated + unallocated.
         QTest::newRow("oom-001 T1") << "oom-001" << qint64(1836098519) << qint64(6442450944) << qint64(1116691497)
-                                    << qint64(3747358966) << qint64(3758096384) << qint64(3758096384 - 3747358966) << qint64(-1);
+                                    << qint64(3747358966) << qint64(3758096384) << qint64(3758096384 - 3747358966)
+                                    << qint64(-1);
         QTest::newRow("oom-062 T0") << "oom-062" << qint64(13107200) << qint64(11725260718) << qint64(9964324127)
                                     << qint64(8986296) << qint64(8986296 + 4907336) << qint64(4907336) << qint64(-1);
         QTest::newRow("oom-012 T2") << "oom-012" << qint64(3221225472) << qint64(25393994138) << qint64(1782411428)
-                                    << qint64(12981538652) << qint64(12981538652 + 5196910428) << qint64(5196910428) << qint64(-1);
+                                    << qint64(12981538652) << qint64(12981538652 + 5196910428) << qint64(5196910428)
+                                    << qint64(-1);
         QTest::newRow("oom-021 HIP") << "oom-021" << qint64(3554085437) << qint64(137438953472) << qint64(818140938)
-                                     << qint64(61954903245) << qint64(61954903245 + 79503032) << qint64(79503032) << qint64(-1);
-        QTest::newRow("oom-070 cudaMallocAsync") << "oom-070" << qint64(135171932) << qint64(33672543601) << qint64(30083645)
-                                                 << qint64(31782757990) << qint64(-1) << qint64(-1) << qint64(-1);
+                                     << qint64(61954903245) << qint64(61954903245 + 79503032) << qint64(79503032)
+                                     << qint64(-1);
+        QTest::newRow("oom-070 cudaMallocAsync")
+            << "oom-070" << qint64(135171932) << qint64(33672543601) << qint64(30083645) << qint64(31782757990)
+            << qint64(-1) << qint64(-1) << qint64(-1);
         QTest::newRow("oom-029 MPS GB") << "oom-029" << qint64(805306368) << qint64(-1) << qint64(-1)
                                         << qint64(5970004541) << qint64(-1) << qint64(-1) << qint64(7301444403);
-        QTest::newRow("oom-039 XPU allowed") << "oom-039" << qint64(8708046193) << qint64(17759689769) << qint64(17759689769)
-                                             << qint64(0) << qint64(0) << qint64(0) << qint64(8879844884);
+        QTest::newRow("oom-039 XPU allowed")
+            << "oom-039" << qint64(8708046193) << qint64(17759689769) << qint64(17759689769) << qint64(0) << qint64(0)
+            << qint64(0) << qint64(8879844884);
         QTest::newRow("oom-048 XLA") << "oom-048" << qint64(20029400304) << qint64(-1) << qint64(-1) << qint64(-1)
                                      << qint64(-1) << qint64(-1) << qint64(-1);
-        QTest::newRow("oom-049 XLA async") << "oom-049" << qint64(1225195446464) << qint64(85095874560) << qint64(22635544576)
-                                           << qint64(-1) << qint64(-1) << qint64(-1) << qint64(-1);
-        QTest::newRow("oom-101 TF shape") << "oom-101" << qint64(128LL * 128 * 109 * 109 * 4) << qint64(-1) << qint64(-1)
-                                          << qint64(-1) << qint64(-1) << qint64(-1) << qint64(-1);
+        QTest::newRow("oom-049 XLA async")
+            << "oom-049" << qint64(1225195446464) << qint64(85095874560) << qint64(22635544576) << qint64(-1)
+            << qint64(-1) << qint64(-1) << qint64(-1);
+        QTest::newRow("oom-101 TF shape") << "oom-101" << qint64(128LL * 128 * 109 * 109 * 4) << qint64(-1)
+                                          << qint64(-1) << qint64(-1) << qint64(-1) << qint64(-1) << qint64(-1);
     }
 
     void exactValues()
@@ -240,8 +246,8 @@ private Q_SLOTS:
         if (!test::hasShared())
             return;
         for (const auto& record : test::corpusTextRecords(QStringLiteral("memory_summaries.jsonl")))
-            QTest::newRow(record["id"].get<std::string>().c_str())
-                << QString::fromStdString(record["id"].get<std::string>()) << QString::fromStdString(record["text"].get<std::string>());
+            QTest::newRow(record["id"].get<std::string>().c_str()) << QString::fromStdString(
+                record["id"].get<std::string>()) << QString::fromStdString(record["text"].get<std::string>());
     }
 
     void memorySummaries()

@@ -17,10 +17,16 @@ namespace {
 std::string compositeDocument()
 {
     return test::textFixture("training_log.txt")
-        + "RuntimeError: CUDA out of memory. Tried to allocate 9.80 GiB (GPU 0; 14.76 GiB total capacity; 9.94 GiB already allocated; 3.89 GiB free; 160.79 MiB cached)\n"
-          "MPS backend out of memory (MPS allocated: 3.11 GB, other allocations: 5.42 GB, max allowed: 9.07 GB). Tried to allocate 720.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).\n"
-          "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently allocated     : 9.43 GiB\nRequested               : 640.00 MiB\nDevice limit            : 11.59 GiB\nFree (according to CUDA): 7.12 MiB\n\n"
-          "ResourceExhaustedError: OOM when allocating tensor with shape[32,512,512] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+        + "RuntimeError: CUDA out of memory. Tried to allocate 9.80 GiB (GPU 0; 14.76 GiB total capacity; 9.94 GiB "
+          "already allocated; 3.89 GiB free; 160.79 MiB cached)\n"
+          "MPS backend out of memory (MPS allocated: 3.11 GB, other allocations: 5.42 GB, max allowed: 9.07 GB). Tried "
+          "to allocate 720.00 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for "
+          "memory allocations (may cause system failure).\n"
+          "torch.OutOfMemoryError: Allocation on device 0 would exceed allowed memory. (out of memory)\nCurrently "
+          "allocated     : 9.43 GiB\nRequested               : 640.00 MiB\nDevice limit            : 11.59 GiB\nFree "
+          "(according to CUDA): 7.12 MiB\n\n"
+          "ResourceExhaustedError: OOM when allocating tensor with shape[32,512,512] and type float on "
+          "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
         + test::textFixture("summary_kib_full.txt") + test::textFixture("nvidia_smi_535.txt");
 }
 
@@ -65,8 +71,9 @@ private Q_SLOTS:
 
     void invalidUtf8IsReplaced()
     {
-        std::string text = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB "
-                           "already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch) \xff\xfe\n";
+        std::string text
+            = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; 1.24 GiB "
+              "already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch) \xff\xfe\n";
         text = "\x80\xc3" + text + "  File \"/home/\xe9t\xe9/train.py\", line 3, in main\n";
         const TextFindings findings = parseText(text);
         QCOMPARE(findings.oomMessages.size(), size_t(1));
@@ -80,8 +87,10 @@ private Q_SLOTS:
 
     void ansiColoursAndCarriageReturns()
     {
-        const std::string text = "\x1b[31mtorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity; "
-                                 "1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)\x1b[0m\r\n";
+        const std::string text
+            = "\x1b[31mtorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total "
+              "capacity; "
+              "1.24 GiB already allocated; 2.88 MiB free; 1.25 GiB reserved in total by PyTorch)\x1b[0m\r\n";
         const TextFindings findings = parseText(text);
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         QCOMPARE(findings.oomMessages[0].exception, std::string("torch.OutOfMemoryError"));
@@ -93,7 +102,8 @@ private Q_SLOTS:
         std::string line;
         line.reserve(20u << 20);
         while (line.size() < (20u << 20))
-            line += "CUDA out of memory. Process 1 has | from large pool | 5 MiB memory in use. File \"x\", line 1, in f ";
+            line += "CUDA out of memory. Process 1 has | from large pool | 5 MiB memory in use. File \"x\", line 1, in "
+                    "f ";
         QElapsedTimer timer;
         timer.start();
         const TextFindings findings = parseText(line);
@@ -127,7 +137,8 @@ private Q_SLOTS:
                 }
                 // Missing fields are reported as a cut message.
                 if (message.requestedBytes != full.requestedBytes || message.freeBytes != full.freeBytes)
-                    QVERIFY2(message.truncated, qPrintable(QStringLiteral("cut at %1: %2").arg(cut).arg(QString::fromStdString(message.text))));
+                    QVERIFY2(message.truncated,
+                        qPrintable(QStringLiteral("cut at %1: %2").arg(cut).arg(QString::fromStdString(message.text))));
             }
             for (const MemorySummary& summary : part.summaries) {
                 if (summary.rows.size() < whole.summaries.at(0).rows.size())

@@ -36,57 +36,73 @@ private Q_SLOTS:
         QTest::addColumn<QString>("phase");
         const std::string site = "/usr/lib/python3.11/site-packages/";
         const std::string main = frame("train.py", 10, "<module>", "main()");
-        QTest::newRow("backward 2.3+") << QString::fromStdString(traceback(main + frame("train.py", 50, "main", "loss.backward()")
-                                                                           + frame(site + "torch/_tensor.py", 581, "backward", "torch.autograd.backward(")
-                                                                           + frame(site + "torch/autograd/graph.py", 825, "_engine_run_backward", "return Variable._execution_engine.run_backward(")))
+        QTest::newRow("backward 2.3+") << QString::fromStdString(
+            traceback(main + frame("train.py", 50, "main", "loss.backward()")
+                + frame(site + "torch/_tensor.py", 581, "backward", "torch.autograd.backward(")
+                + frame(site + "torch/autograd/graph.py", 825, "_engine_run_backward",
+                    "return Variable._execution_engine.run_backward(")))
                                        << "backward";
-        QTest::newRow("backward amp") << QString::fromStdString(traceback(main + frame("train.py", 51, "main", "scaler.scale(loss).backward()")))
+        QTest::newRow("backward amp") << QString::fromStdString(
+            traceback(main + frame("train.py", 51, "main", "scaler.scale(loss).backward()")))
                                       << "backward";
-        QTest::newRow("backward accelerate") << QString::fromStdString(traceback(main + frame("train.py", 51, "main", "self.accelerator.backward(loss)")
-                                                                                 + frame(site + "accelerate/accelerator.py", 2013, "backward", "loss.backward(**kwargs)")))
-                                             << "backward";
-        QTest::newRow("forward") << QString::fromStdString(traceback(main + frame("train.py", 40, "main", "out = model(x)")
-                                                                     + frame(site + "torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*args, **kwargs)")
-                                                                     + frame(site + "torch/nn/modules/linear.py", 125, "forward", "return F.linear(input, self.weight, self.bias)")))
+        QTest::newRow("backward accelerate")
+            << QString::fromStdString(traceback(main + frame("train.py", 51, "main", "self.accelerator.backward(loss)")
+                   + frame(site + "accelerate/accelerator.py", 2013, "backward", "loss.backward(**kwargs)")))
+            << "backward";
+        QTest::newRow("forward") << QString::fromStdString(
+            traceback(main + frame("train.py", 40, "main", "out = model(x)")
+                + frame(site + "torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*args, **kwargs)")
+                + frame(site + "torch/nn/modules/linear.py", 125, "forward",
+                    "return F.linear(input, self.weight, self.bias)")))
                                  << "forward";
-        QTest::newRow("optimizer") << QString::fromStdString(traceback(main + frame("train.py", 60, "main", "optimizer.step()")
-                                                                       + frame(site + "torch/optim/optimizer.py", 487, "wrapper", "out = func(*args, **kwargs)")
-                                                                       + frame(site + "torch/optim/adamw.py", 220, "step", "adamw(")))
+        QTest::newRow("optimizer") << QString::fromStdString(
+            traceback(main + frame("train.py", 60, "main", "optimizer.step()")
+                + frame(site + "torch/optim/optimizer.py", 487, "wrapper", "out = func(*args, **kwargs)")
+                + frame(site + "torch/optim/adamw.py", 220, "step", "adamw(")))
                                    << "optimizer";
-        QTest::newRow("eval no_grad") << QString::fromStdString(traceback(main + frame("train.py", 70, "main", "metrics = run(model)")
-                                                                          + frame(site + "torch/utils/_contextlib.py", 116, "decorate_context", "return func(*args, **kwargs)")
-                                                                          + frame("train.py", 20, "run", "out = model(x)")
-                                                                          + frame(site + "torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*args, **kwargs)")))
+        QTest::newRow("eval no_grad") << QString::fromStdString(traceback(main
+            + frame("train.py", 70, "main", "metrics = run(model)")
+            + frame(site + "torch/utils/_contextlib.py", 116, "decorate_context", "return func(*args, **kwargs)")
+            + frame("train.py", 20, "run", "out = model(x)")
+            + frame(site + "torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*args, **kwargs)")))
                                       << "eval";
-        QTest::newRow("eval generate") << QString::fromStdString(traceback(main + frame("serve.py", 12, "main", "ids = model.generate(**inputs)")
-                                                                           + frame(site + "transformers/generation/utils.py", 2215, "generate", "result = self._sample(")))
+        QTest::newRow("eval generate") << QString::fromStdString(
+            traceback(main + frame("serve.py", 12, "main", "ids = model.generate(**inputs)")
+                + frame(site + "transformers/generation/utils.py", 2215, "generate", "result = self._sample(")))
                                        << "eval";
-        QTest::newRow("load to()") << QString::fromStdString(traceback(main + frame("train.py", 30, "main", "model = model.to(device)")
-                                                                       + frame(site + "torch/nn/modules/module.py", 1340, "to", "return self._apply(convert)")
-                                                                       + frame(site + "torch/nn/modules/module.py", 900, "_apply", "module._apply(fn)")
-                                                                       + frame(site + "torch/nn/modules/module.py", 1326, "convert", "return t.to(")))
+        QTest::newRow("load to()") << QString::fromStdString(
+            traceback(main + frame("train.py", 30, "main", "model = model.to(device)")
+                + frame(site + "torch/nn/modules/module.py", 1340, "to", "return self._apply(convert)")
+                + frame(site + "torch/nn/modules/module.py", 900, "_apply", "module._apply(fn)")
+                + frame(site + "torch/nn/modules/module.py", 1326, "convert", "return t.to(")))
                                    << "load";
-        QTest::newRow("load from_pretrained") << QString::fromStdString(traceback(main + frame("train.py", 30, "main", "model = AutoModel.from_pretrained(name)")
-                                                                                  + frame(site + "transformers/modeling_utils.py", 4000, "from_pretrained", "caching_allocator_warmup(model, device_map)")))
+        QTest::newRow("load from_pretrained") << QString::fromStdString(
+            traceback(main + frame("train.py", 30, "main", "model = AutoModel.from_pretrained(name)")
+                + frame(site + "transformers/modeling_utils.py", 4000, "from_pretrained",
+                    "caching_allocator_warmup(model, device_map)")))
                                               << "load";
-        QTest::newRow("data") << QString::fromStdString(traceback(main + frame("train.py", 35, "main", "for batch in loader:")
-                                                                  + frame(site + "torch/utils/data/dataloader.py", 701, "__next__", "data = self._next_data()")
-                                                                  + frame(site + "torch/utils/data/_utils/pin_memory.py", 60, "pin_memory", "return data.pin_memory(device)")))
+        QTest::newRow("data") << QString::fromStdString(
+            traceback(main + frame("train.py", 35, "main", "for batch in loader:")
+                + frame(site + "torch/utils/data/dataloader.py", 701, "__next__", "data = self._next_data()")
+                + frame(site + "torch/utils/data/_utils/pin_memory.py", 60, "pin_memory",
+                    "return data.pin_memory(device)")))
                               << "data";
-        QTest::newRow("unknown") << QString::fromStdString(traceback(main + frame("test.py", 5, "test_big", "x = torch.zeros(1 << 34, device='cuda')")))
+        QTest::newRow("unknown") << QString::fromStdString(
+            traceback(main + frame("test.py", 5, "test_big", "x = torch.zeros(1 << 34, device='cuda')")))
                                  << "unknown";
         // faulthandler: no comma before "in", no source lines.
-        QTest::newRow("faulthandler") << QString::fromStdString("Traceback (most recent call last):\n  File \"train.py\", line 88 in <module>\n"
-                                                                "  File \"/opt/torch/_tensor.py\", line 581 in backward\n" + oomLine + "\n")
-                                      << "backward";
+        QTest::newRow("faulthandler") << QString::fromStdString(
+            "Traceback (most recent call last):\n  File \"train.py\", line 88 in <module>\n"
+            "  File \"/opt/torch/_tensor.py\", line 581 in backward\n"
+            + oomLine + "\n") << "backward";
         // IPython 8 style.
-        QTest::newRow("ipython") << QString::fromStdString("---------------------------------------------------------------------------\n"
-                                                           "OutOfMemoryError                          Traceback (most recent call last)\n"
-                                                           "Cell In[4], line 3\n      1 model.train()\n----> 3 trainer.train()\n\n"
-                                                           "File /usr/lib/python3.10/site-packages/torch/_tensor.py:581, in Tensor.backward(self, gradient)\n"
-                                                           "    579 if has_torch_function_unary(self):\n--> 581 torch.autograd.backward(\n\n"
-                                                           + oomLine + "\n")
-                                 << "backward";
+        QTest::newRow("ipython") << QString::fromStdString(
+            "---------------------------------------------------------------------------\n"
+            "OutOfMemoryError                          Traceback (most recent call last)\n"
+            "Cell In[4], line 3\n      1 model.train()\n----> 3 trainer.train()\n\n"
+            "File /usr/lib/python3.10/site-packages/torch/_tensor.py:581, in Tensor.backward(self, gradient)\n"
+            "    579 if has_torch_function_unary(self):\n--> 581 torch.autograd.backward(\n\n"
+            + oomLine + "\n") << "backward";
     }
 
     void phases()
@@ -109,7 +125,7 @@ private Q_SLOTS:
     void frameDetails()
     {
         const auto findings = parseText(traceback(frame("C:\\work\\train.py", 12, "main", "loss.backward()")
-                                                  + "  File \"/x/torch/_dynamo/eval_frame.py\", line 600, in _fn\n    return fn(*args)\n"));
+            + "  File \"/x/torch/_dynamo/eval_frame.py\", line 600, in _fn\n    return fn(*args)\n"));
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         const TracebackInfo& info = *findings.oomMessages[0].traceback;
         QCOMPARE(info.frames.size(), size_t(2));
@@ -124,7 +140,8 @@ private Q_SLOTS:
 
     void frameLineStyles()
     {
-        auto ipython = text::parseFrameLine("/usr/lib/python3.7/site-packages/jax/xla.py in _execute_compiled(compiled, avals)");
+        auto ipython
+            = text::parseFrameLine("/usr/lib/python3.7/site-packages/jax/xla.py in _execute_compiled(compiled, avals)");
         QVERIFY(ipython);
         QCOMPARE(ipython->function, std::string("_execute_compiled"));
         auto modern = text::parseFrameLine("File /x/trainer.py:2113, in Trainer.evaluate(self, eval_dataset)");
@@ -137,9 +154,10 @@ private Q_SLOTS:
 
     void chainedExceptions()
     {
-        const std::string text = traceback(frame("train.py", 78, "fwbw", "yhat = model(X)")
-                                           + frame("/t/torch/nn/modules/module.py", 489, "__call__", "result = self.forward(*input, **kwargs)")
-                                           + frame("/t/torch/nn/modules/activation.py", 50, "forward", "return F.threshold(input)"))
+        const std::string text
+            = traceback(frame("train.py", 78, "fwbw", "yhat = model(X)")
+                  + frame("/t/torch/nn/modules/module.py", 489, "__call__", "result = self.forward(*input, **kwargs)")
+                  + frame("/t/torch/nn/modules/activation.py", 50, "forward", "return F.threshold(input)"))
             + "\nDuring handling of the above exception, another exception occurred:\n\n"
             + "Traceback (most recent call last):\n" + frame("train.py", 90, "recover", "torch.cuda.empty_cache()")
             + "RuntimeError: CUDA error: an illegal memory access was encountered\n";
@@ -191,8 +209,8 @@ private Q_SLOTS:
 
     void tracebackWithoutOom()
     {
-        const std::string text = "Traceback (most recent call last):\n" + frame("train.py", 10, "main", "trainer.evaluate()")
-            + "KeyError: 'labels'\n";
+        const std::string text = "Traceback (most recent call last):\n"
+            + frame("train.py", 10, "main", "trainer.evaluate()") + "KeyError: 'labels'\n";
         const TextFindings findings = parseText(text);
         QVERIFY(findings.oomMessages.empty());
         QCOMPARE(findings.tracebacks.size(), size_t(1));
@@ -202,7 +220,8 @@ private Q_SLOTS:
 
     void cutTraceback()
     {
-        const std::string text = "Traceback (most recent call last):\n" + frame("train.py", 10, "main", "loss.backward()")
+        const std::string text = "Traceback (most recent call last):\n"
+            + frame("train.py", 10, "main", "loss.backward()")
             + "  File \"/t/torch/_tensor.py\", line 581, in backward\n    torch.autograd.bac";
         const TextFindings findings = parseText(text);
         QCOMPARE(findings.tracebacks.size(), size_t(1));

@@ -190,8 +190,8 @@ private slots:
             bool matches = text.isEmpty();
             for (FrameId id : snapshot.frames->stack(event.stack)) {
                 const Frame& frame = snapshot.frames->frame(id);
-                const QString words = QString::fromStdString(std::string(snapshot.strings->get(frame.name))) + QLatin1Char(' ')
-                    + QString::fromStdString(std::string(snapshot.strings->get(frame.filename)));
+                const QString words = QString::fromStdString(std::string(snapshot.strings->get(frame.name)))
+                    + QLatin1Char(' ') + QString::fromStdString(std::string(snapshot.strings->get(frame.filename)));
                 matches = matches || words.contains(text, Qt::CaseInsensitive);
             }
             if (matches)
@@ -200,7 +200,8 @@ private slots:
         QCOMPARE(model.rowCount(), int(expected.size()));
         for (int row = 0; row < model.rowCount(); ++row) {
             QCOMPARE(model.eventAt(row), expected[size_t(row)]);
-            QCOMPARE(model.index(row, EventsModel::IndexColumn).data().toString(), QString::number(expected[size_t(row)]));
+            QCOMPARE(
+                model.index(row, EventsModel::IndexColumn).data().toString(), QString::number(expected[size_t(row)]));
             QCOMPARE(model.index(row, 0).data(EventsModel::EventRole).toLongLong(), expected[size_t(row)]);
         }
         if (!expected.empty())

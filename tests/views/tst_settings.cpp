@@ -126,7 +126,8 @@ private slots:
         settings.device = 0; // a different analysis, so the case is analyzed again
         window.applySettings(settings);
         QVERIFY(waitForLoads(window));
-        QVERIFY2(window.bannerText().contains(QStringLiteral("Category rules not applied")), qPrintable(window.bannerText()));
+        QVERIFY2(window.bannerText().contains(QStringLiteral("Category rules not applied")),
+            qPrintable(window.bannerText()));
         QCOMPARE(inputsAtPeak(), before);
         window.applySettings(AppSettings {});
         QVERIFY(waitForLoads(window));
