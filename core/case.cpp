@@ -6,8 +6,8 @@ namespace oomlens {
 
 std::string_view inputKindName(InputKind kind)
 {
-    static constexpr std::array<std::string_view, 7> names
-        = { "snapshot", "oom_message", "memory_summary", "traceback", "nvidia_smi", "log", "unknown" };
+    static constexpr std::array<std::string_view, 8> names
+        = { "snapshot", "oom_message", "memory_summary", "traceback", "nvidia_smi", "log", "unknown", "sidecar" };
     return names[static_cast<size_t>(kind)];
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/capturesidecar.h"
 #include "core/snapshot.h"
 #include "core/textinputs.h"
 
@@ -12,7 +13,8 @@
 namespace oomlens {
 
 // The kinds of input, as named in the JSON contract (product.md §5).
-enum class InputKind : uint8_t { Snapshot, OomMessage, MemorySummary, Traceback, NvidiaSmi, Log, Unknown };
+// Sidecar: a capture helper's NAME.oomlens.json read beside a snapshot (never given on its own).
+enum class InputKind : uint8_t { Snapshot, OomMessage, MemorySummary, Traceback, NvidiaSmi, Log, Unknown, Sidecar };
 std::string_view inputKindName(InputKind kind);
 
 struct CaseInput
@@ -29,6 +31,8 @@ struct Case
     std::vector<CaseInput> inputs;
     TextFindings text;
     std::vector<std::shared_ptr<const Snapshot>> snapshots;
+    // Capture sidecars read beside or inside the snapshots; their texts are already in `text`.
+    std::vector<CaptureSidecar> sidecars;
 };
 
 } // namespace oomlens

@@ -43,6 +43,8 @@ QString InputsModel::kindText(InputKind kind)
         return QStringLiteral("nvidia-smi");
     case InputKind::Log:
         return QStringLiteral("Log");
+    case InputKind::Sidecar:
+        return QStringLiteral("Capture sidecar");
     case InputKind::Unknown:
         break;
     }
