@@ -89,6 +89,11 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     size_t n = 0;
     bool valid = true;
     const auto flush = [&]() {
+        // An empty flush (a list of no frames, or a batch that ended exactly at the buffer's size)
+        // must not reach memcpy: an empty list's data() is null, and memcpy(nullptr, _, 0) is
+        // undefined behaviour even though nothing is copied.
+        if (n == 0)
+            return;
         // memcpy, not insert: the compiler cannot tell the buffer from the list and copies by element.
         const size_t at = sink->size();
         sink->resize(at + n);
