@@ -37,6 +37,17 @@ json tracebackToJson(const TracebackInfo& traceback)
         { "truncated", traceback.truncated }, { "frames", std::move(frames) } };
 }
 
+// What a capture sidecar adds to its input entry; its texts already appear as messages.
+json sidecarToJson(const CaptureSidecar& sidecar)
+{
+    return json { { "snapshot_index", sidecar.snapshotIndex >= 0 ? json(sidecar.snapshotIndex) : json(nullptr) },
+        { "device_name", optionalToJson(sidecar.deviceName) },
+        { "total_memory_bytes", optionalToJson(sidecar.totalMemoryBytes) },
+        { "torch_version", optionalToJson(sidecar.torchVersion) },
+        { "cuda_version", optionalToJson(sidecar.cudaVersion) }, { "alloc_conf", optionalToJson(sidecar.allocConf) },
+        { "rank", optionalToJson(sidecar.rank) }, { "world_size", optionalToJson(sidecar.worldSize) } };
+}
+
 } // namespace
 
 json oomMessageToJson(const OomMessage& message)
@@ -142,8 +153,15 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
 {
     json inputs = json::array();
     for (const auto& item : input.inputs) {
-        inputs.push_back({ { "path", item.path }, { "kind", inputKindName(item.kind) },
-            { "error", item.error ? json(*item.error) : json(nullptr) } });
+        json entry { { "path", item.path }, { "kind", inputKindName(item.kind) },
+            { "error", item.error ? json(*item.error) : json(nullptr) } };
+        if (item.kind == InputKind::Sidecar && !item.error) {
+            const auto sidecar = std::find_if(input.sidecars.begin(), input.sidecars.end(),
+                [&](const CaptureSidecar& candidate) { return candidate.sourcePath == item.path; });
+            if (sidecar != input.sidecars.end())
+                entry["sidecar"] = sidecarToJson(*sidecar);
+        }
+        inputs.push_back(std::move(entry));
     }
     json messages = json::array();
     for (const auto& message : input.text.oomMessages)

@@ -1,5 +1,7 @@
 #include "parsers/inputloader.h"
 
+#include "parsers/sidecarinput.h"
+#include "parsers/sidecarreader.h"
 #include "parsers/text/textparser.h"
 
 #include <QFile>
@@ -45,7 +47,13 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         } else {
             input.error = result.cancelled ? std::string("loading was cancelled") : result.error;
         }
+        const int snapshotIndex = input.snapshotIndex;
         target.inputs.push_back(std::move(input));
+        addEmbeddedSidecar(target, path, snapshotIndex);
+        return;
+    }
+    if (looksLikeCaptureSidecar(bytes)) {
+        addSidecar(target, path, bytes, -1);
         return;
     }
     if (looksBinary(bytes)) {
@@ -66,16 +74,21 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         target.inputs.push_back(std::move(input));
         return;
     }
-    auto append = [](auto& into, auto& from) {
-        into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-    };
-    append(target.text.oomMessages, findings.oomMessages);
-    append(target.text.summaries, findings.summaries);
-    append(target.text.nvidiaSmi, findings.nvidiaSmi);
-    append(target.text.allocConfs, findings.allocConfs);
-    append(target.text.tracebacks, findings.tracebacks);
-    append(target.text.launcherRanks, findings.launcherRanks);
+    appendFindings(target.text, std::move(findings));
     target.inputs.push_back(std::move(input));
+}
+
+void appendFindings(TextFindings& into, TextFindings&& from)
+{
+    auto append = [](auto& to, auto& items) {
+        to.insert(to.end(), std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
+    };
+    append(into.oomMessages, from.oomMessages);
+    append(into.summaries, from.summaries);
+    append(into.nvidiaSmi, from.nvidiaSmi);
+    append(into.allocConfs, from.allocConfs);
+    append(into.tracebacks, from.tracebacks);
+    append(into.launcherRanks, from.launcherRanks);
 }
 
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
@@ -93,17 +106,19 @@ void addFile(Case& target, const std::string& path, const SnapshotReadOptions& o
     }
     // Mapping lets a gigabyte snapshot be decoded straight from the page cache instead of being
     // copied into memory first; pipes and special files cannot be mapped and are read instead.
+    const size_t before = target.inputs.size();
     const qint64 size = file.size();
-    if (size > 0) {
-        if (uchar* mapped = file.map(0, size)) {
-            addInput(target, path, std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)),
-                options);
-            file.unmap(mapped);
-            return;
-        }
+    uchar* mapped = size > 0 ? file.map(0, size) : nullptr;
+    if (mapped) {
+        addInput(
+            target, path, std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)), options);
+        file.unmap(mapped);
+    } else {
+        const QByteArray bytes = file.readAll();
+        addInput(target, path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), options);
     }
-    const QByteArray bytes = file.readAll();
-    addInput(target, path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), options);
+    if (target.inputs.size() > before && target.inputs[before].snapshotIndex >= 0)
+        addSidecarBeside(target, path, target.inputs[before].snapshotIndex);
 }
 
 } // namespace oomlens

@@ -12,7 +12,11 @@ namespace oomlens {
 // content, parses it, and records either the result or one clear error line. Never throws.
 void addInput(Case& target, const std::string& path, std::string_view bytes, const SnapshotReadOptions& options = {});
 
-// Reads a file from disk then calls addInput; an unreadable file becomes an input error.
+// Reads a file from disk then calls addInput; an unreadable file becomes an input error. A
+// snapshot's capture sidecar beside it (NAME.oomlens.json) is read too.
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options = {});
+
+// Moves everything found in one text into the case's findings.
+void appendFindings(TextFindings& into, TextFindings&& from);
 
 } // namespace oomlens

@@ -30,7 +30,9 @@ int loadInputs(const QStringList& paths, Case& into)
             addFile(into, path.toStdString());
         for (size_t i = before; i < into.inputs.size(); ++i) {
             if (into.inputs[i].error) {
-                ++failures;
+                // A broken capture sidecar is a warning: the snapshot beside it was still read.
+                if (into.inputs[i].kind != InputKind::Sidecar)
+                    ++failures;
                 std::fprintf(stderr, "oomlens: %s: %s\n", into.inputs[i].path.c_str(), into.inputs[i].error->c_str());
             }
         }
