@@ -166,12 +166,17 @@ class CachingAllocator:
 
     `capacity` is the card's total memory as cudaMemGetInfo reports it; `overhead` is what the process
     holds outside the allocator (CUDA context, cuBLAS workspaces), so cudaMalloc fails once
-    reserved + overhead + request > capacity."""
+    reserved + overhead + request > capacity. `other` is what other processes hold on the same card (it leaves
+    less for this one, and the snapshot cannot show it); `allowed` is torch.cuda.set_per_process_memory_fraction's
+    cap on the allocator's reserved bytes (a cudaMalloc past it fails while the card still has memory free)."""
 
-    def __init__(self, sink, capacity, overhead=300 * MiB, expandable=False, device=0, va_base=VA_BASE):
+    def __init__(self, sink, capacity, overhead=300 * MiB, expandable=False, device=0, va_base=VA_BASE, other=0,
+                 allowed=None):
         self.sink = sink
         self.capacity = capacity
         self.overhead = overhead
+        self.other = other
+        self.allowed = allowed
         self.expandable = expandable
         self.device = device
         self.pools = {True: FreeBlocks(), False: FreeBlocks()}
@@ -260,7 +265,7 @@ class CachingAllocator:
         return self.live[addr].requested
 
     def device_free(self):
-        return self.capacity - self.overhead - self.reserved
+        return self.capacity - self.overhead - self.other - self.reserved
 
     def snapshot_segments(self, frames_of):
         """Segment dicts as torch.cuda.memory._snapshot() builds them, sorted by address. `frames_of(block)`
@@ -293,7 +298,9 @@ class CachingAllocator:
 
     # -- segments ---------------------------------------------------------------------------------------
     def _fits(self, nbytes):
-        return self.reserved + nbytes <= self.capacity - self.overhead
+        if self.allowed is not None and self.reserved + nbytes > self.allowed:
+            return False
+        return self.reserved + nbytes <= self.capacity - self.overhead - self.other
 
     def _grow(self, rounded, small, stream, ctx):
         """Returns a free block (not in the pool) of at least `rounded` bytes from new device memory."""
@@ -411,7 +418,8 @@ class CachingAllocator:
         self.sink.record("oom", 0, rounded, stream, ctx, device_free=free)
         raise OutOfMemory({"requested_bytes": rounded, "alloc_size": alloc_size, "device_free": free,
                            "capacity": self.capacity, "allocated": self.allocated, "reserved": self.reserved,
-                           "overhead": self.overhead, "device": self.device})
+                           "overhead": self.overhead, "device": self.device, "other": self.other,
+                           "allowed": self.allowed})
 
     # -- helpers ----------------------------------------------------------------------------------------
     def _merge(self, block, other):

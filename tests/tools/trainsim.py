@@ -95,6 +95,72 @@ ADAM_SQRT = _torch("optim/adam.py", 720, "_multi_tensor_adam", "exp_avg_sq_sqrt 
 ADAM_DONE = _torch("optim/adam.py", 731, "_multi_tensor_adam",
                    "torch._foreach_addcdiv_(device_params, device_exp_avgs, exp_avg_sq_sqrt, step_size)")
 OPT_ZERO_GRAD = _torch("optim/optimizer.py", 980, "zero_grad", "p.grad = None")
+# fused=True: _init_group puts the step counter on the device, and one fused kernel updates everything in place.
+ADAM_STEP_ZERO = _torch("optim/adam.py", 161, "_init_group",
+                        "torch.zeros((), dtype=_get_scalar_dtype(is_fused=group[\"fused\"]), device=p.device)")
+# torch.nn.utils.clip_grad_norm_ (foreach): one 0-dim norm per gradient, their stack, the total and the coefficient.
+CLIP_WRAPPER = _torch("nn/utils/clip_grad.py", 38, "_no_grad_wrapper", "return func(*args, **kwargs)")
+CLIP_TOTAL = _torch("nn/utils/clip_grad.py", 219, "clip_grad_norm_",
+                    "total_norm = _get_total_norm(grads, norm_type, error_if_nonfinite, foreach)")
+CLIP_NORMS = _torch("nn/utils/clip_grad.py", 101, "_get_total_norm",
+                    "norms.extend(torch._foreach_norm(device_tensors, norm_type))")
+CLIP_STACK = _torch("nn/utils/clip_grad.py", 111, "_get_total_norm",
+                    "total_norm = torch.linalg.vector_norm(torch.stack([norm.to(first_device) for norm in norms]), norm_type)")
+CLIP_SCALE = _torch("nn/utils/clip_grad.py", 224, "clip_grad_norm_", "_clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)")
+CLIP_COEF = _torch("nn/utils/clip_grad.py", 156, "_clip_grads_with_norm_", "clip_coef = max_norm / (total_norm + 1e-6)")
+
+# Other shapes of the training script (a scenario picks them through Trainer.sites).
+MAIN_TO_BF16 = _user("train.py", 44, "main", "model = TinyGPT(cfg).to(device, dtype=torch.bfloat16)")
+MAIN_EXCEPT = _user("train.py", 66, "main", "except torch.OutOfMemoryError:")
+MAIN_EMPTY_CACHE = _user("train.py", 68, "main", "torch.cuda.empty_cache()")
+MAIN_CLIP = _user("train.py", 62, "main", "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)")
+# A closure optimizer (L-BFGS style, or Lightning's automatic optimization): forward and backward run inside
+# optimizer.step(closure), after the closure's own zero_grad.
+MAIN_STEP_CLOSURE = _user("train.py", 71, "main", "optimizer.step(closure)")
+ADAM_CLOSURE = _torch("optim/adam.py", 214, "step", "loss = closure()")
+CLOSURE_ZERO = _user("train.py", 63, "closure", "optimizer.zero_grad(set_to_none=True)")
+CLOSURE_FWD = _user("train.py", 64, "closure", "logits = model(ids)")
+CLOSURE_LOSS = _user("train.py", 65, "closure", "loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten())")
+CLOSURE_BWD = _user("train.py", 66, "closure", "loss.backward()")
+# A Hugging Face Trainer-style loop (transformers 4.4x with accelerate): the script only calls trainer.train().
+TRANSFORMERS = SITE_PACKAGES + "transformers/"
+ACCELERATE = SITE_PACKAGES + "accelerate/"
+HF_MAIN = _user("finetune.py", 88, "<module>", "trainer.train()")
+HF_LOAD = _user("finetune.py", 61, "<module>", "model = TinyGPT(cfg).to(\"cuda\")")
+HF_TRAIN = Site(TRANSFORMERS + "trainer.py", 2245, "train", "return inner_training_loop(")
+HF_INNER_STEP = Site(TRANSFORMERS + "trainer.py", 2560, "_inner_training_loop",
+                     "tr_loss_step = self.training_step(model, inputs, num_items_in_batch)")
+HF_PREPARE = Site(TRANSFORMERS + "trainer.py", 3700, "training_step", "inputs = self._prepare_inputs(inputs)")
+HF_PREPARE_INPUTS = Site(TRANSFORMERS + "trainer.py", 3662, "_prepare_inputs", "inputs = self._prepare_input(inputs)")
+HF_PREPARE_INPUT = Site(TRANSFORMERS + "trainer.py", 3644, "_prepare_input", "return data.to(**kwargs)")
+HF_COMPUTE = Site(TRANSFORMERS + "trainer.py", 3724, "training_step",
+                  "loss = self.compute_loss(model, inputs, num_items_in_batch=num_items_in_batch)")
+HF_MODEL = Site(TRANSFORMERS + "trainer.py", 3781, "compute_loss", "outputs = model(**inputs)")
+GPT_LOSS = _user("model.py", 77, "forward", "loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten())")
+HF_BWD = Site(TRANSFORMERS + "trainer.py", 3759, "training_step", "self.accelerator.backward(loss, **kwargs)")
+ACC_BWD = Site(ACCELERATE + "accelerator.py", 2246, "backward", "loss.backward(**kwargs)")
+HF_OPT_STEP = Site(TRANSFORMERS + "trainer.py", 2618, "_inner_training_loop", "self.optimizer.step()")
+ACC_OPT_STEP = Site(ACCELERATE + "optimizer.py", 171, "step", "self.optimizer.step(closure)")
+HF_ZERO = Site(TRANSFORMERS + "trainer.py", 2641, "_inner_training_loop", "self.optimizer.zero_grad()")
+ACC_ZERO = Site(ACCELERATE + "optimizer.py", 115, "zero_grad", "self.optimizer.zero_grad(set_to_none=set_to_none)")
+HF_MAYBE_EVAL = Site(TRANSFORMERS + "trainer.py", 2683, "_inner_training_loop", "self._maybe_log_save_evaluate(")
+HF_LOG_SAVE_EVAL = Site(TRANSFORMERS + "trainer.py", 3097, "_maybe_log_save_evaluate",
+                        "metrics = self._evaluate(trial, ignore_keys_for_eval)")
+HF_EVALUATE_INNER = Site(TRANSFORMERS + "trainer.py", 3044, "_evaluate",
+                         "metrics = self.evaluate(ignore_keys=ignore_keys_for_eval)")
+HF_EVALUATE = Site(TRANSFORMERS + "trainer.py", 4051, "evaluate", "output = eval_loop(")
+HF_PREDICT = Site(TRANSFORMERS + "trainer.py", 4245, "evaluation_loop",
+                  "losses, logits, labels = self.prediction_step(model, inputs, prediction_loss_only, "
+                  "ignore_keys=ignore_keys)")
+HF_PREDICT_PREPARE = Site(TRANSFORMERS + "trainer.py", 4464, "prediction_step", "inputs = self._prepare_inputs(inputs)")
+HF_PREDICT_MODEL = Site(TRANSFORMERS + "trainer.py", 4490, "prediction_step", "outputs = model(**inputs)")
+HF_ADD_PREDS = Site(TRANSFORMERS + "trainer.py", 4273, "evaluation_loop", "all_preds.add(logits)")
+HF_PT_ADD = Site(TRANSFORMERS + "trainer_pt_utils.py", 322, "add",
+                 "self.tensors = nested_concat(self.tensors, tensors, padding_index=self.padding_index)")
+HF_NESTED_CONCAT = Site(TRANSFORMERS + "trainer_pt_utils.py", 132, "nested_concat",
+                        "return torch_pad_and_concatenate(tensors, new_tensors, padding_index=padding_index)")
+HF_PAD_CAT = Site(TRANSFORMERS + "trainer_pt_utils.py", 88, "torch_pad_and_concatenate",
+                  "return torch.cat((tensor1, tensor2), dim=0)")
 
 # The C++ side. Allocation always enters through the caching allocator; the op chain above it is the
 # dispatcher path of the ATen operator that asked for memory.
@@ -281,6 +347,18 @@ OPS = {
                            binding="torch::autograd::THPVariable_zeros_like(_object*, _object*, _object*)"),
     "foreach_sqrt": op_chain("_foreach_sqrt", "c10::ArrayRef<at::Tensor>", register="RegisterCUDA_2.cpp",
                              binding="torch::autograd::THPVariable__foreach_sqrt(_object*, _object*, _object*)"),
+    "zeros": op_chain("zero_", "at::Tensor&", composite="zeros(c10::ArrayRef<long>, std::optional<c10::ScalarType>, "
+                      "std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>)",
+                      binding="torch::autograd::THPVariable_zeros(_object*, _object*, _object*)"),
+    "foreach_norm": op_chain("_foreach_norm_Scalar", "c10::ArrayRef<at::Tensor>, c10::Scalar const&, "
+                             "std::optional<c10::ScalarType>", register="RegisterCUDA_2.cpp",
+                             binding="torch::autograd::THPVariable__foreach_norm(_object*, _object*, _object*)"),
+    "stack": op_chain("cat", "c10::IListRef<at::Tensor> const&, long", composite="stack(c10::ArrayRef<at::Tensor>, "
+                      "long)", binding="torch::autograd::THPVariable_stack(_object*, _object*, _object*)"),
+    "vector_norm": op_chain("linalg_vector_norm", "%s, c10::Scalar const&, at::OptionalArrayRef<long>, bool, "
+                            "std::optional<c10::ScalarType>" % T, register="RegisterCUDA_1.cpp",
+                            binding="torch::autograd::THPVariable_linalg_vector_norm(_object*, _object*, _object*)"),
+    "div": op_chain("div_Tensor", "%s, %s" % (T, T)),
     "argmax": op_chain("argmax", "%s, std::optional<long>, bool" % T, register="RegisterCUDA_1.cpp"),
     "cat": op_chain("cat", "c10::IListRef<at::Tensor> const&, long",
                     binding="torch::autograd::THPVariable_cat(_object*, _object*, _object*)"),
@@ -404,13 +482,18 @@ class Clock:
 
 
 class Config:
-    def __init__(self, vocab=8192, d=512, layers=4, heads=8, batch=8, dtype_bytes=4):
+    """The model (TinyGPT sizes, `dtype_bytes` 2 for 16-bit weights and activations) and the optimizer:
+    "foreach" (torch.optim.Adam/AdamW's default multi-tensor path, whose step allocates exp_avg_sq_sqrt for every
+    parameter) or "fused" (fused=True: the step counters live on the device, the update needs no temporaries)."""
+
+    def __init__(self, vocab=8192, d=512, layers=4, heads=8, batch=8, dtype_bytes=4, optimizer="foreach"):
         self.vocab = vocab
         self.d = d
         self.layers = layers
         self.heads = heads
         self.batch = batch
         self.dtype_bytes = dtype_bytes
+        self.optimizer = optimizer
 
     def params(self):
         """(name, bytes) in module registration order, as model.to(device) moves them."""
@@ -426,6 +509,14 @@ class Config:
                     (p + "fc2.weight", 4 * d * d * e), (p + "fc2.bias", d * e)]
         out += [("ln.weight", d * e), ("ln.bias", d * e), ("head.weight", v * d * e)]
         return out
+
+
+# The Python lines of the training script each phase runs under, outermost first; a scenario replaces entries to
+# change the loop's shape (a closure optimizer, a Trainer-style loop, a different load line).
+DEFAULT_SITES = {"load": (MODULE_MAIN, MAIN_TO), "ids": (MODULE_MAIN, MAIN_IDS), "fwd": (MODULE_MAIN, MAIN_FWD),
+                 "loss": (MODULE_MAIN, MAIN_LOSS), "bwd": (MODULE_MAIN, MAIN_BWD),
+                 "bwd_retain": (MODULE_MAIN, MAIN_BWD_RETAIN), "step": (MODULE_MAIN, MAIN_STEP),
+                 "zero": (MODULE_MAIN, MAIN_ZERO), "eval": (MODULE_MAIN, MAIN_EVAL), "clip": (MODULE_MAIN, MAIN_CLIP)}
 
 
 class Forward:
@@ -448,6 +539,7 @@ class Trainer:
         self.clock = clock
         self.cfg = cfg
         self.on_phase = on_phase
+        self.sites = dict(DEFAULT_SITES)
         self.phase = "load"
         self.step = 0
         self.params = {}
@@ -455,7 +547,8 @@ class Trainer:
         self.state = {}
         self.last_sites = ()
         self.phase_allocs = 0       # allocations made so far in the current phase
-        self.log = None             # when a list: (step, phase, index in phase, bytes) of every allocation
+        self.log = None             # when a list: (step, phase, index in phase, bytes, op) of every allocation
+        self.step_start_seq = 0     # the allocator's allocation counter when the current step began
         self.annotations = []
         self._ids = []
         self._logits = None
@@ -465,7 +558,7 @@ class Trainer:
     def alloc(self, nbytes, sites, op, backward=None):
         self.last_sites = sites
         if self.log is not None:
-            self.log.append((self.step, self.phase, self.phase_allocs, nbytes))
+            self.log.append((self.step, self.phase, self.phase_allocs, nbytes, op))
         self.phase_allocs += 1
         self.clock.tick(5, 120)
         return self.a.malloc(nbytes, 0, Context(self.s.stack(sites, op, "alloc", backward)))
@@ -487,39 +580,51 @@ class Trainer:
     # -- phases -----------------------------------------------------------------------------------------
     def load(self):
         self.set_phase("load")
-        base = (MODULE_MAIN, MAIN_TO, MOD_TO)
+        base = self.sites["load"] + (MOD_TO,)
         for name, nbytes in self.cfg.params():
             sites = base + (MOD_APPLY,) * name.count(".") + (MOD_APPLY_PARAM, MOD_CONVERT)
             self.params[name] = (self.alloc(nbytes, sites, "to"), nbytes)
 
-    def train_step(self, seq, retain_graph=False, keep_outputs=False):
-        """One `logits = model(ids)`, `loss.backward()`, `optimizer.step()`, `zero_grad(set_to_none=True)`."""
+    def train_step(self, seq, retain_graph=False, keep_outputs=False, clip=False, closure=False):
+        """One `logits = model(ids)`, `loss.backward()`, [`clip_grad_norm_`], `optimizer.step()`,
+        `zero_grad(set_to_none=True)`. With `keep_outputs` the previous step's logits stay referenced. With
+        `closure` the script is `optimizer.step(closure)`: the closure zeroes the gradients first, and its logits
+        die when it returns, before the update."""
         self.step += 1
+        self.step_start_seq = self.a.alloc_seq
         self.annotate("ProfilerStep#%d" % self.step, "START")
         self.set_phase("forward")
         c = self.cfg
-        main_ids = (MODULE_MAIN, MAIN_IDS)
+        main_ids = self.sites["ids"]
         ids = [self.alloc(c.batch * seq * 8, main_ids, "to") for _ in range(2)]
         for old in self._ids:
             self.free(old, main_ids)
         self._ids = ids
-        fwd = self.forward(seq, (MODULE_MAIN, MAIN_FWD), grad=True)
+        if closure:
+            self.zero_grad()
+        fwd = self.forward(seq, self.sites["fwd"], grad=True)
         if self._logits is not None and not keep_outputs:
-            self.free(self._logits, (MODULE_MAIN, MAIN_FWD))
+            self.free(self._logits, self.sites["fwd"])
         self._logits = fwd.logits
-        loss_sites = (MODULE_MAIN, MAIN_LOSS, F_CROSS_ENTROPY)
+        loss_sites = self.sites["loss"] + (F_CROSS_ENTROPY,)
         fwd.lsm = self.alloc(c.batch * seq * c.vocab * c.dtype_bytes, loss_sites, "log_softmax")
         loss = [self.alloc(4, loss_sites, "nll_loss"), self.alloc(4, loss_sites, "nll_loss")]
         if not retain_graph:
             for old in self._loss:
-                self.free(old, (MODULE_MAIN, MAIN_LOSS))
+                self.free(old, self.sites["loss"])
             self._loss = []
         self._loss += loss
         self.set_phase("backward")
         self.backward(fwd, seq, retain_graph)
+        if closure:
+            self.free(self._logits, self.sites["fwd"])
+            self._logits = None
         self.set_phase("optimizer")
+        if clip:
+            self.clip_grad_norm()
         self.optimizer_step()
-        self.zero_grad()
+        if not closure:
+            self.zero_grad()
         self.annotate("ProfilerStep#%d" % self.step, "END")
 
     def forward(self, seq, call, grad):
@@ -589,9 +694,9 @@ class Trainer:
         bt = c.batch * seq
         btd = bt * c.d * c.dtype_bytes
         scores = c.batch * c.heads * seq * seq * c.dtype_bytes
-        main = MAIN_BWD_RETAIN if retain_graph else MAIN_BWD
-        sites = (MODULE_MAIN, main, TENSOR_BWD, AUTOGRAD_BWD, ENGINE_RUN_BWD)
-        seed = self.alloc(4, (MODULE_MAIN, main, TENSOR_BWD, AUTOGRAD_BWD_GRADS, MAKE_GRADS), "ones_like")
+        main = self.sites["bwd_retain" if retain_graph else "bwd"]
+        sites = main + (TENSOR_BWD, AUTOGRAD_BWD, ENGINE_RUN_BWD)
+        seed = self.alloc(4, main + (TENSOR_BWD, AUTOGRAD_BWD_GRADS, MAKE_GRADS), "ones_like")
 
         def new(nbytes, node):
             return self.alloc(nbytes, sites, None, backward=node)
@@ -689,16 +794,38 @@ class Trainer:
         grad("emb.weight", "embedding")
         done(gx, "embedding")
 
-    def optimizer_step(self):
-        """Adam (foreach): state is created lazily by _init_group on the first step."""
-        self.annotate("Optimizer.step#Adam.step", "START")
-        base = (MODULE_MAIN, MAIN_STEP, OPT_WRAPPER, OPT_USE_GRAD)
+    def clip_grad_norm(self):
+        """clip_grad_norm_(model.parameters(), 1.0), foreach: small 0-dim tensors, all freed on return."""
+        base = self.sites["clip"] + (CLIP_WRAPPER,)
         names = [n for n, _ in self.cfg.params() if n in self.grads]
+        total = base + (CLIP_TOTAL,)
+        norms = [self.alloc(4, total + (CLIP_NORMS,), "foreach_norm") for _ in names]
+        stacked = self.alloc(4 * len(names), total + (CLIP_STACK,), "stack")
+        norm = self.alloc(4, total + (CLIP_STACK,), "vector_norm")
+        for t in norms + [stacked]:
+            self.free(t, total)
+        scale = base + (CLIP_SCALE, CLIP_COEF)
+        coef = [self.alloc(4, scale, "add"), self.alloc(4, scale, "div")]
+        for t in coef + [norm]:
+            self.free(t, base)
+
+    def optimizer_step(self):
+        """Adam/AdamW: state is created lazily by _init_group on the first step; the foreach update allocates
+        exp_avg_sq_sqrt for every parameter and frees it before returning, the fused one allocates nothing."""
+        self.annotate("Optimizer.step#Adam.step", "START")
+        base = self.sites["step"] + (OPT_WRAPPER, OPT_USE_GRAD)
+        names = [n for n, _ in self.cfg.params() if n in self.grads]
+        fused = self.cfg.optimizer == "fused"
         for name in names:
             if name not in self.state:
                 nbytes = self.params[name][1]
+                counter = self.alloc(4, base + (ADAM_STEP_INIT, ADAM_STEP_ZERO), "zeros") if fused else None
                 self.state[name] = (self.alloc(nbytes, base + (ADAM_STEP_INIT, ADAM_EXP_AVG), "zeros_like"),
-                                    self.alloc(nbytes, base + (ADAM_STEP_INIT, ADAM_EXP_AVG_SQ), "zeros_like"))
+                                    self.alloc(nbytes, base + (ADAM_STEP_INIT, ADAM_EXP_AVG_SQ), "zeros_like"),
+                                    counter)
+        if fused:
+            self.annotate("Optimizer.step#Adam.step", "END")
+            return
         run = base + (ADAM_STEP_RUN, ADAM_FUNC)
         sqrt = [self.alloc(self.params[n][1], run + (ADAM_SQRT,), "foreach_sqrt") for n in names]
         for t in sqrt:
@@ -708,17 +835,18 @@ class Trainer:
     def zero_grad(self):
         self.annotate("Optimizer.zero_grad#Adam.zero_grad", "START")
         for name in [n for n, _ in self.cfg.params() if n in self.grads]:
-            self.free(self.grads.pop(name), (MODULE_MAIN, MAIN_ZERO, OPT_ZERO_GRAD))
+            self.free(self.grads.pop(name), self.sites["zero"] + (OPT_ZERO_GRAD,))
         self.annotate("Optimizer.zero_grad#Adam.zero_grad", "END")
 
     def evaluate(self, batches, seq, accumulate):
         """`@torch.no_grad() def evaluate(...)`; with `accumulate` the logits of every batch are kept on the
-        GPU (the eval_accumulation bug), otherwise only their argmax."""
+        GPU (the eval_accumulation bug), otherwise only their argmax. `seq`: one length, or one per batch."""
         self.set_phase("eval")
         c = self.cfg
-        call = (MODULE_MAIN, MAIN_EVAL, DECORATE, EVAL_FWD if accumulate else EVAL_FWD_ARGMAX)
+        call = self.sites["eval"] + (DECORATE, EVAL_FWD if accumulate else EVAL_FWD_ARGMAX)
         preds = []
-        for _ in range(batches):
+        seqs = tuple(seq) if isinstance(seq, (tuple, list)) else (seq,) * batches
+        for seq in seqs:
             ids = self.alloc(c.batch * seq * 8, call, "to")
             fwd = self.forward(seq, call, grad=False)
             self.free(ids, call)
@@ -727,8 +855,8 @@ class Trainer:
             else:
                 preds.append((self.alloc(c.batch * seq * 8, call, "argmax"), c.batch * seq * 8))
                 self.free(fwd.logits, call)
-        cat_sites = (MODULE_MAIN, MAIN_EVAL, DECORATE, EVAL_CAT)
+        cat_sites = self.sites["eval"] + (DECORATE, EVAL_CAT)
         out = self.alloc(sum(n for _, n in preds), cat_sites, "cat")
         for addr, _ in preds:
-            self.free(addr, (MODULE_MAIN, MAIN_EVAL))
+            self.free(addr, self.sites["eval"])
         return out
