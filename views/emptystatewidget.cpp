@@ -1,11 +1,13 @@
 #include "views/emptystatewidget.h"
 
 #include <QApplication>
+#include <QDir>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QUrl>
 #include <QVBoxLayout>
 
 namespace oomlens {
@@ -61,16 +63,28 @@ EmptyStateWidget::EmptyStateWidget(QWidget* parent)
     buttons->addStretch(1);
     column->addLayout(buttons);
 
-    auto* hint = new QLabel(QStringLiteral("Record a snapshot in the failing run:\n"
-                                           "torch.cuda.memory._record_memory_history(max_entries=1_000_000)\n"
-                                           "...  # train until it fails\n"
-                                           "torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")"),
+    auto* hint = new QLabel(QStringLiteral("Record the failing run: two lines at the top of the training script\n"
+                                           "import oomlens_capture\n"
+                                           "oomlens_capture.install()  # every CUDA OOM writes a snapshot + sidecar"),
         this);
     hint->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     hint->setTextInteractionFlags(Qt::TextSelectableByMouse);
     hint->setStyleSheet(QStringLiteral("QLabel { color: gray; padding: 10px; border: 1px dashed palette(mid);"
                                        " border-radius: 6px; }"));
     column->addWidget(hint, 0, Qt::AlignHCenter);
+    // The helper ships beside the binary in share/oomlens/python (packaging/CMakeLists.txt).
+    const QString helperDir
+        = QDir::cleanPath(QCoreApplication::applicationDirPath() + QStringLiteral("/../share/oomlens/python"));
+    auto* helper
+        = new QLabel((QFileInfo::exists(helperDir)
+                             ? QStringLiteral("oomlens_capture is in <a href='%1'>%2</a> (add it to PYTHONPATH). ")
+                                   .arg(QUrl::fromLocalFile(helperDir).toString(), helperDir.toHtmlEscaped())
+                             : QString())
+                + QStringLiteral("README: <i>Capturing a snapshot that answers the question</i>."),
+            this);
+    helper->setOpenExternalLinks(true);
+    helper->setStyleSheet(QStringLiteral("QLabel { color: gray; }"));
+    column->addWidget(helper, 0, Qt::AlignHCenter);
 
     m_recentBox = new QWidget(this);
     m_recentLayout = new QVBoxLayout(m_recentBox);
