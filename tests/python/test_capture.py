@@ -10,6 +10,7 @@ import os
 import pickle
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -363,6 +364,39 @@ class StepTest(CaptureTestCase):
         sidecar = self.sidecar_of(path)
         self.assertEqual(sidecar["note"], "peak of step 10")
         self.assertIsNone(sidecar["exception"])
+
+
+OOMLENS_BINARY = os.environ.get("OOMLENS_BINARY", "")
+
+
+@unittest.skipUnless(os.path.isfile(OOMLENS_BINARY), "OOMLENS_BINARY (the built oomlens) is not set or not built")
+class EndToEndTest(CaptureTestCase):
+    """What the helper writes is what oomlens reads: the sidecar is found beside the dump."""
+
+    def test_oomlens_reads_the_dump_with_its_sidecar(self):
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+        self.install()
+
+        def train_step():
+            self.fire_observer()
+            raise OutOfMemoryError(OOM_TEXT)
+
+        with self.assertRaises(OutOfMemoryError):
+            with oomlens_capture.guard():
+                train_step()
+        [snapshot] = self.snapshots()
+        done = subprocess.run([OOMLENS_BINARY, "diagnose", "--json", snapshot], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60, check=False)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        report = json.loads(done.stdout)
+        kinds = [item["kind"] for item in report["inputs"]]
+        self.assertEqual(kinds, ["snapshot", "sidecar"])
+        sidecar_input = report["inputs"][1]
+        self.assertIsNone(sidecar_input["error"])
+        self.assertEqual(sidecar_input["sidecar"]["total_memory_bytes"], 42298834944)
+        self.assertEqual(sidecar_input["sidecar"]["alloc_conf"], "expandable_segments:True")
+        [message] = report["oom_messages"]
+        self.assertEqual(message["requested_bytes"], 2 << 30)
 
 
 if __name__ == "__main__":
