@@ -176,7 +176,9 @@ class Capture:
         except Exception as error:
             _log("wrote %s but not its sidecar: %s" % (path, error))
         self.dumps.append(path)
-        self._last_dump = (time.monotonic(), path, exception_text is not None)
+        if oom is not None or exception_text is not None:
+            # Only a dump for a failure can be completed by guard() with the exception text.
+            self._last_dump = (time.monotonic(), path, exception_text is not None)
         for removed in _rotation.rotate(self.directory, rank, self.keep):
             if removed in self.dumps:
                 self.dumps.remove(removed)
@@ -186,21 +188,22 @@ class Capture:
     def record_exception(self, error):
         """Called for an OutOfMemoryError that reached guard(): the observer usually dumped
         already, a moment ago; give that dump the exception text, else dump now."""
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        text = text[-MAX_EXCEPTION_CHARS:]
         if not self.active:
             return None
-        last = self._last_dump
-        if last is not None and not last[2] and self._recently_dumped():
-            sidecar_path = _rotation.sidecar_path(last[1])
-            try:
-                sidecar = _sidecar.read(sidecar_path)
-                sidecar["exception"] = text
-                _sidecar.write(sidecar_path, sidecar)
-                self._last_dump = (last[0], last[1], True)
-                return last[1]
-            except Exception as error:
-                _log("cannot add the exception to %s: %s" % (sidecar_path, error))
+        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        text = text[-MAX_EXCEPTION_CHARS:]
+        with self._lock:
+            last = self._last_dump
+            if last is not None and not last[2] and self._recently_dumped():
+                sidecar_path = _rotation.sidecar_path(last[1])
+                try:
+                    sidecar = _sidecar.read(sidecar_path)
+                    sidecar["exception"] = text
+                    _sidecar.write(sidecar_path, sidecar)
+                    self._last_dump = (last[0], last[1], True)
+                    return last[1]
+                except Exception as error:
+                    _log("cannot add the exception to %s: %s" % (sidecar_path, error))
         return self.dump(exception_text=text)
 
     def is_oom(self, error):

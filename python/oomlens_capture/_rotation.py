@@ -1,21 +1,22 @@
 """Dump file names and keeping only the newest few of them."""
 
-import glob
 import os
+import re
 import time
 
 from ._sidecar import SIDECAR_SUFFIX
 
-PREFIX = "oomlens-"
 SNAPSHOT_SUFFIX = ".pickle"
+# Only names we wrote ourselves are ever rotated away, never anything else in the folder.
+_OUR_NAME = re.compile(r"^oomlens-\d{8}-\d{6}(?:-rank(\d+))?-pid\d+-\d+\.pickle$")
 
 
 def dump_path(directory, rank, sequence):
     """oomlens-20261124-021500-rank0-pid4242-0001.pickle: sortable by time; the rank and
     pid keep processes sharing one directory from overwriting each other."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    who = "rank%d" % rank if rank is not None else "rank-"
-    name = "%s%s-%s-pid%d-%04d%s" % (PREFIX, stamp, who, os.getpid(), sequence, SNAPSHOT_SUFFIX)
+    who = "-rank%d" % rank if rank is not None else ""
+    name = "oomlens-%s%s-pid%d-%04d%s" % (stamp, who, os.getpid(), sequence, SNAPSHOT_SUFFIX)
     return os.path.join(directory, name)
 
 
@@ -25,16 +26,27 @@ def sidecar_path(snapshot_path):
     return snapshot_path + SIDECAR_SUFFIX
 
 
+def _dumps_of(directory, rank):
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    wanted = None if rank is None else str(rank)
+    paths = []
+    for name in names:
+        match = _OUR_NAME.match(name)
+        if match and match.group(1) == wanted:
+            paths.append(os.path.join(directory, name))
+    return paths
+
+
 def rotate(directory, rank, keep):
     """Delete all but the `keep` newest dumps of this rank (snapshot and sidecar).
 
-    Only files with our own naming are touched, never anything else in the folder.
     Returns the removed snapshot paths.
     """
     if keep is None or keep <= 0:
         return []
-    who = "rank%d" % rank if rank is not None else "rank-"
-    pattern = os.path.join(glob.escape(directory), "%s*-%s-pid*%s" % (PREFIX, who, SNAPSHOT_SUFFIX))
 
     def age_key(path):
         try:
@@ -42,7 +54,7 @@ def rotate(directory, rank, keep):
         except OSError:
             return (0.0, path)
 
-    dumps = sorted(glob.glob(pattern), key=age_key)
+    dumps = sorted(_dumps_of(directory, rank), key=age_key)
     removed = []
     for path in dumps[: max(0, len(dumps) - keep)]:
         for victim in (path, sidecar_path(path)):

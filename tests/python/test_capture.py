@@ -160,7 +160,7 @@ class ObserverTest(CaptureTestCase):
         self.install()
         self.fire_observer()
         [snapshot] = self.snapshots()
-        self.assertIn("-rank3-", os.path.basename(snapshot))
+        self.assertRegex(os.path.basename(snapshot), r"^oomlens-\d{8}-\d{6}-rank3-pid\d+-0001\.pickle$")
         with open(snapshot, "rb") as source:
             self.assertIn("device_traces", pickle.load(source))
         sidecar = self.sidecar_of(snapshot)
@@ -319,23 +319,28 @@ class RotationTest(CaptureTestCase):
     def test_keeps_the_newest_dumps_of_this_rank(self):
         os.environ["RANK"] = "0"
         other = os.path.join(self.dir, "oomlens-20200101-000000-rank1-pid1-0001.pickle")
+        rankless = os.path.join(self.dir, "oomlens-20200101-000000-pid1-0001.pickle")
         mine = os.path.join(self.dir, "my-own-snapshot.pickle")
+        lookalike = os.path.join(self.dir, "oomlens-notes-rank0-pid1-0001.pickle")
         os.makedirs(self.dir)
-        for path in (other, mine):
+        for path in (other, rankless, mine, lookalike):
             open(path, "wb").close()
+            os.utime(path, (0, 0))  # the oldest files in the folder
         self.install(keep=2, min_interval_s=0)
         written = []
         for _ in range(5):
             self.fire_observer()
             written.append(self.snapshots())
-        kept = [p for p in self.snapshots() if "-rank0-" in p]
+        kept = [p for p in self.snapshots() if "-rank0-pid%d-" % os.getpid() in p]
         self.assertEqual(len(kept), 2)
         self.assertEqual(kept, oomlens_capture.current().dumps)
         self.assertTrue(kept[-1].endswith("-0005.pickle"))
         self.assertTrue(kept[0].endswith("-0004.pickle"))
         self.assertEqual(len(glob.glob(os.path.join(self.dir, "*rank0*.oomlens.json"))), 2)
         self.assertTrue(os.path.exists(other), "another rank's dump must survive")
+        self.assertTrue(os.path.exists(rankless), "a dump without a rank is another process's")
         self.assertTrue(os.path.exists(mine), "files we did not write must survive")
+        self.assertTrue(os.path.exists(lookalike), "files we did not write must survive")
 
 
 class StepTest(CaptureTestCase):
@@ -361,9 +366,14 @@ class StepTest(CaptureTestCase):
     def test_manual_dump_with_note(self):
         self.install()
         path = oomlens_capture.dump("peak of step 10")
+        self.assertRegex(os.path.basename(path), r"^oomlens-\d{8}-\d{6}-pid\d+-0001\.pickle$")
         sidecar = self.sidecar_of(path)
         self.assertEqual(sidecar["note"], "peak of step 10")
         self.assertIsNone(sidecar["exception"])
+        # A manual dump is no failure: the next OOM still gets its own dump.
+        self.fire_observer()
+        self.assertEqual(len(self.snapshots()), 2)
+        self.assertIsNone(self.sidecar_of(path)["exception"])
 
 
 OOMLENS_BINARY = os.environ.get("OOMLENS_BINARY", "")
