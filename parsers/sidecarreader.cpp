@@ -30,10 +30,17 @@ std::string wrongType(std::string_view key, const json& value, std::string_view 
 }
 
 // nlohmann's messages start with "[json.exception.parse_error.101] "; the reader wants the rest.
+// They quote the offending bytes raw, which may not be UTF-8 and would break the JSON export.
 std::string plainJsonError(const std::string& what)
 {
     const size_t bracket = what.find("] ");
-    return bracket == std::string::npos ? what : what.substr(bracket + 2);
+    std::string message = bracket == std::string::npos ? what : what.substr(bracket + 2);
+    for (char& c : message) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte >= 0x7f)
+            c = '?';
+    }
+    return message;
 }
 
 bool readText(const json& object, std::string_view key, std::optional<std::string>& into, std::string& error)
