@@ -58,7 +58,6 @@ class Capture:
         if not available:
             _log("CUDA is not available; nothing will be recorded")
             return self
-        os.makedirs(self.directory, exist_ok=True)
         self.recording = self._record_history()
         try:
             torch._C._cuda_attach_out_of_memory_observer(self._observe_oom)
@@ -154,6 +153,7 @@ class Capture:
         path = _rotation.dump_path(self.directory, rank, self._sequence)
         partial = path + ".partial"
         try:
+            os.makedirs(self.directory, exist_ok=True)  # only now: no empty folders from runs that fit
             torch.cuda.memory._dump_snapshot(partial)
             os.replace(partial, path)
         except Exception as error:

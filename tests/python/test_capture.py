@@ -96,7 +96,7 @@ class InstallTest(CaptureTestCase):
         self.assertEqual(call["max_entries"], 100 * 1024 * 1024 // _capture.BYTES_PER_ENTRY)
         self.assertTrue(call["global_record_annotations"])
         self.assertEqual(len(self.fake.observers), 1)
-        self.assertTrue(os.path.isdir(self.dir))
+        self.assertFalse(os.path.exists(self.dir), "a run that never fails leaves no folder behind")
 
     def test_file_budget_and_explicit_max_entries(self):
         self.install(file_budget_mb=20)
@@ -206,6 +206,8 @@ class ObserverTest(CaptureTestCase):
         sidecar = self.sidecar_of(snapshot)
         self.assertNotIn("total_memory_bytes", sidecar)
         self.assertIn("driver gone", sidecar["device_error"])
+        self.fake.observers[0](None, "not a size", object(), None)  # whatever a future PyTorch passes
+        self.assertTrue(any("OOM observer failed" in line for line in self.logs), self.logs)
 
     def test_observer_is_quiet_after_uninstall(self):
         self.install()
