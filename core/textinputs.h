@@ -41,6 +41,18 @@ struct ProcessUsage
     bool self = false;
 };
 
+// The compiled program's memory, as XLA prints it after RESOURCE_EXHAUSTED ("BufferAssignment stats:").
+// Parameters are the program's inputs (weights, batch), temporaries its intermediates; XLA allocates
+// all temporaries as one buffer, so the failing request is often exactly `tempBytes`.
+struct XlaBufferStats
+{
+    std::optional<uint64_t> parameterBytes;
+    std::optional<uint64_t> constantBytes;
+    std::optional<uint64_t> liveOutBytes;
+    std::optional<uint64_t> tempBytes;
+    std::optional<uint64_t> totalBytes;
+};
+
 struct OomMessage
 {
     std::string backend; // cuda|hip|xpu|mps|xla|tf|cublas|cuda_runtime (+ npu, musa, cudnn, cpu)
@@ -56,6 +68,10 @@ struct OomMessage
     std::optional<uint64_t> allowedBytes;
     std::optional<uint64_t> privatePoolsBytes;
     std::optional<uint64_t> otherAllocationsBytes; // MPS "other allocations"
+    std::optional<XlaBufferStats> xlaBuffers; // XLA's BufferAssignment stats after the message
+    // A per-allocation limit of the platform refused the request, not exhausted memory (IPEX on GPUs
+    // without 2D block arrays: no single block above 4 GB).
+    std::optional<uint64_t> platformLimitBytes;
     std::vector<ProcessUsage> processes;
     std::string torchVersionHint; // "2.2-2.7", "<=1.3", ...
     Phase phase = Phase::Unknown;
@@ -128,6 +144,24 @@ struct AllocConfSetting
     size_t sourceLine = 0;
 };
 
+// One sign that the host ran out of RAM and the kernel (or a cgroup, or a container runtime) killed
+// the process: no CUDA message, often no Python traceback at all.
+struct HostMemoryKill
+{
+    // kernel_oom_killer ("Out of memory: Killed process"), cgroup ("Memory cgroup out of memory",
+    // "oom-kill:constraint=CONSTRAINT_MEMCG", slurmstepd's oom-kill event, OOMKilled),
+    // dataloader_worker ("DataLoader worker (pid N) is killed by signal: Killed"), shared_memory
+    // ("... killed by signal: Bus error": /dev/shm is full), killed (a shell's "Killed"),
+    // exit_137 (exit status 137 = 128 + SIGKILL, torchrun's "exitcode: -9")
+    std::string kind;
+    std::string line; // the line as printed, whitespace-normalized
+    std::optional<int64_t> pid;
+    std::string process; // the killed command when printed ("python")
+    std::optional<uint64_t> residentBytes; // the kernel's anon-rss of the killed process
+    std::optional<uint64_t> limitBytes; // the cgroup's limit when printed ("memory: usage X, limit Y")
+    size_t sourceLine = 0;
+};
+
 // Everything found in one piece of text (a paste, a file, a whole training log).
 struct TextFindings
 {
@@ -137,10 +171,11 @@ struct TextFindings
     std::vector<AllocConfSetting> allocConfs;
     std::vector<TracebackInfo> tracebacks; // tracebacks that carry no OOM message of their own
     std::vector<int> launcherRanks; // distinct ranks in torchrun's "[rankN]:" line prefixes, ascending
+    std::vector<HostMemoryKill> hostKills; // host RAM exhausted: OOM-killer lines, "Killed", exit 137
     bool empty() const
     {
-        return oomMessages.empty() && summaries.empty() && nvidiaSmi.empty() && allocConfs.empty()
-            && tracebacks.empty();
+        return oomMessages.empty() && summaries.empty() && nvidiaSmi.empty() && allocConfs.empty() && tracebacks.empty()
+            && hostKills.empty();
     }
 };
 

@@ -135,7 +135,8 @@ void parseXla(std::string_view body, OomMessage& message)
 {
     message.backend = "xla";
     message.templateId = "xla";
-    for (std::string_view marker : { "trying to allocate ", "failed to allocate ", "allocating ", "allocate " }) {
+    for (std::string_view marker :
+        { "trying to allocate ", "failed to allocate ", "allocate request for ", "allocating ", "allocate " }) {
         if (auto size = sizeAfter(body, marker); size) {
             setSize(message.requestedBytes, size, message, "the requested size");
             break;
@@ -149,6 +150,17 @@ void parseXla(std::string_view body, OomMessage& message)
             message.totalBytes = parseIntegerAt(body, slash + 1);
         }
     }
+    message.truncated = message.truncated || !message.requestedBytes;
+}
+
+void parseBfc(std::string_view body, OomMessage& message)
+{
+    // The allocator is shared by TensorFlow and JAX/XLA; the source path in the log line tells which.
+    message.backend = contains(body, "tensorflow/") ? "tf" : "xla";
+    message.templateId = "bfc";
+    setSize(message.requestedBytes, sizeAfter(body, "trying to allocate "), message, "the requested size");
+    if (auto device = intAfter(body, "(GPU_"))
+        message.device = device;
     message.truncated = message.truncated || !message.requestedBytes;
 }
 

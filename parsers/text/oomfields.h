@@ -36,6 +36,7 @@ void setSize(
     std::optional<uint64_t>& field, const std::optional<SizeToken>& token, OomMessage& message, std::string_view what);
 
 void parseXla(std::string_view body, OomMessage& message);
+void parseBfc(std::string_view body, OomMessage& message);
 void parseTf(std::string_view body, OomMessage& message);
 void parseNearOom(OomFamily family, std::string_view body, OomMessage& message);
 

@@ -2,6 +2,7 @@
 
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
+#include "parsers/text/xlastats.h"
 
 #include <algorithm>
 #include <array>
@@ -45,7 +46,8 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
 {
     const bool maybe = contains(line, "emory") || contains(line, "RESOURCE_EXHAUSTED")
         || contains(line, "Resource exhausted") || contains(line, "OOM when") || contains(line, "STATUS_")
-        || contains(line, "DefaultCPUAllocator") || contains(line, "OUT_OF_DEVICE_MEMORY");
+        || contains(line, "DefaultCPUAllocator") || contains(line, "OUT_OF_DEVICE_MEMORY")
+        || contains(line, "total capac") || contains(line, "Allocation on device");
     if (!maybe)
         return std::nullopt;
 
@@ -84,6 +86,33 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
             consider(best, OomFamily::Thc, check);
         }
     }
+    if (!best) {
+        // Pastes that lost the message's first words keep their numbers: "Tried to allocate 2.00 MiB
+        // (GPU 0; ...)", "Tried to allocate 2.00 MiB. GPU 0 has a total capacity of ...", or the
+        // parenthesis alone. IPEX's per-block limit starts with its own words and then the same numbers.
+        if (const size_t at = line.find("Current platform can NOT allocate memory block"); at != std::string_view::npos)
+            consider(best, OomFamily::Caching, at);
+        else if (const size_t tried = line.find("Tried to allocate "); tried != std::string_view::npos
+                 && (contains(line.substr(tried), "total capacity") || contains(line.substr(tried), "total capacty")))
+            consider(best, OomFamily::Caching, tried);
+        else if (const size_t open = line.find("(GPU ");
+                 open != std::string_view::npos && contains(line.substr(open), " total capacity;"))
+            consider(best, OomFamily::Caching, open);
+    }
+    // TF/XLA's BFC allocator logs the failed request before the exception; its stats follow.
+    for (std::string_view marker : { "ran out of memory trying to allocate", "Ran out of memory trying to allocate" }) {
+        if (const size_t at = line.find(marker); at != std::string_view::npos) {
+            const size_t allocator = line.rfind("Allocator (", at);
+            consider(best, OomFamily::Bfc, allocator == std::string_view::npos ? at : allocator);
+        }
+    }
+    // cudaMallocAsync prints the device index as a raw byte; device 0 is a NUL, which ends the
+    // message right there for Python: "torch.OutOfMemoryError: Allocation on device ".
+    if (const size_t at = line.find("Allocation on device"); at != std::string_view::npos
+        && !contains(line, "would exceed allowed memory")
+        && (contains(line, "OutOfMemoryError") || contains(line, "Exception Message")
+            || contains(line, "Exception during processing")))
+        consider(best, OomFamily::MallocAsync, at);
     if (const size_t at = line.find("OOM when allocating tensor"); at != std::string_view::npos) {
         consider(best, OomFamily::Tf, at);
     } else {
@@ -334,8 +363,14 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
         }
     }
     last = skipCppTail(lines, last, message);
-    if (xla)
+    if (xla) {
         attachRematerialization(lines, index, message);
+        last = readXlaBufferStats(lines, last, message);
+    }
+    if (anchor.family == OomFamily::MallocAsync && !contains(message_, "would exceed"))
+        message.notes.push_back("cudaMallocAsync printed the device index as a raw byte (a NUL for device 0), "
+                                "which ends the message for Python: the allocated, requested and free figures "
+                                "after it were never shown");
 
     if (!endMarkerFound && onlyBlankAfter(lines, last) && endsMidWord(anchor.family, message_))
         message.truncated = true;
@@ -392,6 +427,7 @@ std::vector<FoundOom> findOomMessages(const TextLines& lines)
         }
         found.push_back(std::move(message));
     }
+    foldBfcLogs(lines, found);
     for (FoundOom& message : found) {
         if (!message.repeatLines.empty())
             message.message.notes.push_back("the same message appears " + std::to_string(message.repeatLines.size() + 1)

@@ -134,6 +134,18 @@ constexpr std::array<DeviceWord, 7> deviceWords { {
     { "MLU", "mlu" },
 } };
 
+// IPEX refuses any single block above 4 GB on GPUs without 2D block arrays (Arc A-series, Flex):
+// "Current platform can NOT allocate memory block with size larger than 4GB! Tried to allocate 8.00 GiB
+// (GPU  0; 15.56 GiB total capacity; 1.20 GiB already allocated; 1.50 GiB reserved in total by PyTorch)"
+void parsePlatformLimit(std::string_view body, OomMessage& message)
+{
+    message.backend = "xpu";
+    if (auto limit = sizeAfter(body, "size larger than "); limit && limit->bytes)
+        message.platformLimitBytes = limit->bytes;
+    message.notes.push_back("a per-allocation limit of the platform refused the request; the card was not "
+                            "necessarily full");
+}
+
 void parseCaching(std::string_view body, OomMessage& message)
 {
     std::string_view word = body.substr(0, body.find(' '));
@@ -142,11 +154,22 @@ void parseCaching(std::string_view body, OomMessage& message)
         if (candidate.word == word)
             message.backend = std::string(candidate.backend);
     }
+    const bool platformLimit = startsWith(body, "Current platform can NOT allocate");
+    const bool headless = word == "Tried" || word == "(GPU";
+    if (platformLimit)
+        parsePlatformLimit(body, message);
+    else if (headless)
+        message.notes.push_back("the message's first words (\"CUDA out of memory.\") were not pasted; the backend "
+                                "is assumed to be CUDA");
     const auto requested = sizeAfter(body, "Tried to allocate ");
     setSize(message.requestedBytes, requested, message, "the requested size");
-    const size_t afterRequest = requested ? requested->end : std::string_view::npos;
+    size_t afterRequest = requested ? requested->end : std::string_view::npos;
+    if (!requested && word == "(GPU")
+        afterRequest = 0; // only the parenthesis was pasted: its '(' is at the start
+    const bool parenthesisAt = afterRequest != std::string_view::npos
+        && (afterRequest == 0 ? body.front() == '(' : body.substr(afterRequest, 2) == " (");
 
-    const bool oldStyle = afterRequest != std::string_view::npos && body.substr(afterRequest, 2) == " (";
+    const bool oldStyle = parenthesisAt;
     const bool newStyle = contains(body, ". GPU ") || contains(body, "total capac");
     if (!oldStyle && !newStyle) {
         // Cut before anything that tells the wording apart.
@@ -158,10 +181,12 @@ void parseCaching(std::string_view body, OomMessage& message)
     if (oldStyle) {
         bool sawCached = false;
         bool sawReserved = false;
-        parseParenthesisedClauses(body, afterRequest + 1, message, sawCached, sawReserved);
+        parseParenthesisedClauses(body, afterRequest == 0 ? 0 : afterRequest + 1, message, sawCached, sawReserved);
         const bool hint = contains(body, "If reserved memory is >>");
         const bool closed = body.find(')', afterRequest) != std::string_view::npos;
-        if (word == "DPCPP") {
+        if (platformLimit) {
+            message.templateId = "xpu_block_limit";
+        } else if (word == "DPCPP") {
             message.templateId = "dpcpp";
         } else if (word == "NPU" || word == "MUSA" || word == "MLU") {
             message.templateId = std::string(message.backend);
@@ -177,9 +202,9 @@ void parseCaching(std::string_view body, OomMessage& message)
             else
                 setVersionHint(message, { 104, 200 });
         }
-        // Old IPEX (DPCPP) never printed the free memory.
+        // Old IPEX (DPCPP) and its block-limit message never print the free memory.
         const bool complete = message.requestedBytes && message.device && message.totalBytes && message.allocatedBytes
-            && (message.freeBytes || word == "DPCPP") && (sawCached || sawReserved);
+            && (message.freeBytes || word == "DPCPP" || platformLimit) && (sawCached || sawReserved);
         message.truncated = message.truncated || !complete;
         return;
     }
@@ -273,8 +298,12 @@ void parseMallocAsync(std::string_view body, OomMessage& message)
             message.allowedBytes = limit->bytes;
     }
     setVersionHint(message, { 200, openEnd });
+    // "Allocation on device " and nothing more is the whole message as Python shows it (the device
+    // byte was a NUL): nothing was cut from the paste.
+    const bool endedByDeviceByte = !contains(body, "would exceed");
     message.truncated = message.truncated
-        || !(message.allocatedBytes && message.requestedBytes && message.totalBytes && message.freeBytes);
+        || (!endedByDeviceByte
+            && !(message.allocatedBytes && message.requestedBytes && message.totalBytes && message.freeBytes));
 }
 
 // The fixed wording each family ends with; used to tell a cut paste from a trimmed one.
@@ -318,6 +347,9 @@ void parseOomFields(OomFamily family, std::string_view body, OomMessage& message
         break;
     case OomFamily::Tf:
         parseTf(body, message);
+        break;
+    case OomFamily::Bfc:
+        parseBfc(body, message);
         break;
     default:
         parseNearOom(family, body, message);

@@ -20,6 +20,7 @@ enum class OomFamily : uint8_t {
     Tf, // "OOM when allocating tensor with shape[...]"
     Cpu, // "DefaultCPUAllocator: can't allocate memory"
     LevelZero, // "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+    Bfc, // TF/XLA BFC allocator log: "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.97GiB"
 };
 
 // Fills the fields of `message` from `body`, the whitespace-normalized message starting at the

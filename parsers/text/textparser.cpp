@@ -1,6 +1,7 @@
 #include "parsers/text/textparser.h"
 
 #include "parsers/text/allocconfparser.h"
+#include "parsers/text/hostmemoryparser.h"
 #include "parsers/text/launcherranks.h"
 #include "parsers/text/nvidiasmiparser.h"
 #include "parsers/text/oommessage.h"
@@ -159,6 +160,7 @@ TextFindings parseText(std::string_view input)
     findings.nvidiaSmi = text::findNvidiaSmiTables(lines);
     findings.allocConfs = text::findAllocConfs(lines);
     findings.launcherRanks = text::findLauncherRanks(input);
+    findings.hostKills = text::findHostMemoryKills(lines);
     return findings;
 }
 

@@ -328,6 +328,61 @@ bool isAny(std::string_view value, std::initializer_list<std::string_view> optio
     return std::find(options.begin(), options.end(), value) != options.end();
 }
 
+std::string lowered(std::string_view text)
+{
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+// Evaluation as the user's own code names it: eval_epoch, evaluate, run_validation, val_step,
+// compute_metrics, predict_batch, test_step. torch.compile's eval_frame and TF's Tensor.eval are
+// not evaluation, and neither is Python's builtin eval.
+bool isLibraryFile(const std::string& file)
+{
+    return contains(file, "site-packages/") || contains(file, "dist-packages/") || contains(file, "/lib/python")
+        || contains(file, "/torch/");
+}
+
+bool isEvaluationName(std::string_view function, const std::string& file)
+{
+    if (isAny(function,
+            { "evaluate", "validate", "validation_step", "predict", "test_step", "eval_step", "evaluation_loop",
+                "prediction_step", "prediction_loop", "generate", "inference", "validation_loop", "evaluate_model",
+                "run_eval", "run_validation", "compute_metrics" }))
+        return true;
+    // Library code is full of names like _validate_args that run in every forward; only the user's own
+    // files are read by their names.
+    if (function.empty() || function == "eval" || isLibraryFile(file))
+        return false;
+    const std::string name = lowered(function);
+    const std::string_view n = name;
+    if (startsWith(n, "eval") || contains(n, "_eval") || contains(n, "evaluat") || contains(n, "validat")
+        || contains(n, "compute_metric") || startsWith(n, "predict") || contains(n, "_predict")
+        || contains(n, "prediction")
+        || isAny(n,
+            { "generate", "inference", "run_inference", "test_step", "test_epoch", "test_loop", "val_step", "val_epoch",
+                "val_loop", "run_val", "validation_step" })
+        || startsWith(n, "val_") || endsWith(n, "_val"))
+        return true;
+    return false;
+}
+
+// A code line that calls into evaluation: "metrics = evaluate(model, loader)", "trainer.predict(ds)".
+bool callsEvaluation(std::string_view code)
+{
+    for (std::string_view call : { "evaluate(", "validate(", "validation(", "compute_metrics(", "predict(",
+             "eval_epoch(", "eval_step(", "run_eval(", "eval_loop(", "val_epoch(", "val_step(" }) {
+        const size_t at = code.find(call);
+        if (at == std::string_view::npos)
+            continue;
+        // The name must start there ("evaluate(" but not "reevaluate(").
+        if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_'))
+            return true;
+    }
+    return false;
+}
+
 // The signature a frame carries, strongest first within the frame.
 std::optional<Phase> framePhase(const TracebackFrame& frame)
 {
@@ -356,10 +411,7 @@ std::optional<Phase> framePhase(const TracebackFrame& frame)
     if ((function == "decorate_context"
             && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py")))
         || contains(file, "transformers/generation/") || contains(code, ".generate(") || contains(code, ".evaluate(")
-        || isAny(function,
-            { "evaluate", "validate", "validation_step", "predict", "test_step", "eval_step", "evaluation_loop",
-                "prediction_step", "prediction_loop", "generate", "inference", "validation_loop", "evaluate_model",
-                "run_eval", "run_validation" }))
+        || isEvaluationName(function, file) || callsEvaluation(code))
         return Phase::Eval;
     if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" })
         || contains(code, "forward_call("))
