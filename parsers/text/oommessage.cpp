@@ -367,7 +367,7 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
         attachRematerialization(lines, index, message);
         last = readXlaBufferStats(lines, last, message);
     }
-    if (anchor.family == OomFamily::MallocAsync && !contains(message_, "would exceed"))
+    if (anchor.family == OomFamily::MallocAsync && !contains(message_, "would exceed") && !message.truncated)
         message.notes.push_back("cudaMallocAsync printed the device index as a raw byte (a NUL for device 0), "
                                 "which ends the message for Python: the allocated, requested and free figures "
                                 "after it were never shown");

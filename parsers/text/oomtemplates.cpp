@@ -300,7 +300,10 @@ void parseMallocAsync(std::string_view body, OomMessage& message)
     setVersionHint(message, { 200, openEnd });
     // "Allocation on device " and nothing more is the whole message as Python shows it (the device
     // byte was a NUL): nothing was cut from the paste.
-    const bool endedByDeviceByte = !contains(body, "would exceed");
+    const size_t device = body.find("Allocation on device");
+    const std::string_view afterDevice
+        = device == std::string_view::npos ? std::string_view {} : trimmed(body.substr(device + 20));
+    const bool endedByDeviceByte = !contains(body, "would exceed") && (afterDevice.empty() || !isDigit(afterDevice[0]));
     message.truncated = message.truncated
         || (!endedByDeviceByte
             && !(message.allocatedBytes && message.requestedBytes && message.totalBytes && message.freeBytes));
