@@ -89,6 +89,7 @@ void appendFindings(TextFindings& into, TextFindings&& from)
     append(into.allocConfs, from.allocConfs);
     append(into.tracebacks, from.tracebacks);
     append(into.launcherRanks, from.launcherRanks);
+    append(into.hostKills, from.hostKills);
 }
 
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
