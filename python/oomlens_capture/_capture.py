@@ -11,8 +11,9 @@ from . import _rotation, _sidecar
 
 # What one trace entry costs in the pickle: the entry's dict plus one memo reference per
 # frame (PyTorch hands out one shared dict per unique frame, so pickle writes each frame
-# once). With Python-only stacks that is 0.2-0.5 KiB; 1 KiB leaves room for deep stacks.
-# C++ stacks ("all") are several times larger, hence "python" by default.
+# once). 25 real snapshots (stacks 3-114 frames deep) measured 96-510 bytes per entry,
+# median 223, file size over entries; 1 KiB is twice the worst of them. Python-only stacks
+# are shallower than "all" (C++ frames too), hence "python" by default.
 BYTES_PER_ENTRY = 1024
 DEFAULT_FILE_BUDGET_MB = 100
 
