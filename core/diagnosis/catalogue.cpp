@@ -24,6 +24,7 @@ constexpr Entry entries[] = {
     { "other_process", "Something else holds memory on the card" },
     { "memory_fraction_cap", "A per-process memory limit, not the card, ran out" },
     { "large_allocation", "One request is a large share of the card" },
+    { "host_memory", "The host's RAM ran out, not the GPU's" },
 };
 
 constexpr double maxConfidence = 0.97;

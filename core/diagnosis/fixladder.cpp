@@ -355,6 +355,13 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context)
         return offload(context);
     case FixKind::Lora:
         return lora(context);
+    case FixKind::HostFewerWorkers:
+    case FixKind::HostSharedDataset:
+    case FixKind::HostPinMemory:
+    case FixKind::HostLazyCheckpoint:
+    case FixKind::HostMemoryLimit:
+    case FixKind::HostSharedMemory:
+        return makeHostMemoryFix(kind, context);
     default:
         return makeCaseFix(kind, context);
     }

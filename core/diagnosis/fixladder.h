@@ -34,6 +34,13 @@ enum class FixKind {
     OptimizerForeach,
     LengthBucketing,
     LoadToCpu,
+    // Host RAM, not the card (hostmemoryfixes.cpp): never offered for a VRAM OOM.
+    HostFewerWorkers,
+    HostSharedDataset,
+    HostPinMemory,
+    HostLazyCheckpoint,
+    HostMemoryLimit,
+    HostSharedMemory,
 };
 
 struct FixContext
@@ -54,6 +61,9 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context);
 
 // The fixes that remove a specific cause (casefixes.cpp); makeFix forwards to it.
 std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context);
+
+// The fixes for a process the host's OOM killer ended (hostmemoryfixes.cpp); makeFix forwards to it.
+std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext& context);
 
 // Fixes in the given order, skipping those ruled out and duplicates already in `fixes`.
 void appendFixes(std::vector<Fix>& fixes, std::initializer_list<FixKind> kinds, const FixContext& context);

@@ -21,6 +21,39 @@ bool contains(const std::string& haystack, const char* needle)
     return haystack.find(needle) != std::string::npos;
 }
 
+// PyTorch names its own line "this process" by comparing NVML's PIDs with getpid(). Inside a
+// container NVML reports host PIDs, so the run itself is listed as "Process N has X memory in use"
+// and no line says "this process". Every process with a context on the card is in NVML's list, so
+// then one of the listed ones is this run: the one whose usage covers PyTorch's reserved bytes by
+// the least, the rest being a CUDA context and library workspaces.
+void inferSelfFromHostPids(const OomMessage& message, OomFacts& facts)
+{
+    if (!facts.reserved || facts.otherPids.empty())
+        return;
+    const bool selfListed
+        = std::any_of(message.processes.begin(), message.processes.end(), [](const ProcessUsage& p) { return p.self; });
+    if (selfListed)
+        return;
+    constexpr uint64_t roundingSlack = 64ULL << 20; // both figures are printed to two decimals
+    const ProcessUsage* best = nullptr;
+    for (const auto& process : message.processes) {
+        if (!process.pid || !process.bytes || !believable(*process.bytes, facts.total))
+            continue;
+        if (*process.bytes + roundingSlack < *facts.reserved)
+            continue; // holds less than this run's cache: cannot be this run
+        if (!best || *process.bytes < *best->bytes)
+            best = &process;
+    }
+    if (!best)
+        return;
+    facts.inferredSelfPid = *best->pid;
+    facts.selfProcessBytes = *best->bytes;
+    facts.otherProcessBytes -= std::min(facts.otherProcessBytes, *best->bytes);
+    const auto pid = std::find(facts.otherPids.begin(), facts.otherPids.end(), *best->pid);
+    if (pid != facts.otherPids.end())
+        facts.otherPids.erase(pid);
+}
+
 } // namespace
 
 std::optional<uint64_t> OomFacts::unattributedOutsideBytes() const
@@ -68,8 +101,9 @@ OomFacts oomFacts(const OomMessage& message)
     if (facts.total && facts.allowed)
         facts.limit = std::min(*facts.total, *facts.allowed);
 
-    // 2.1's template sometimes left out the allowed clause; T0/T1 before ~1.5 had none at all.
-    facts.preAllowedClause = message.templateId == "T2" || message.templateId == "T0";
+    // 2.1's template left out the allowed clause although set_per_process_memory_fraction existed;
+    // T0 (<=1.3) predates the function itself (1.8), so a cap cannot explain its refusals.
+    facts.preAllowedClause = message.templateId == "T2";
     facts.preExpandableTorch = message.templateId == "T0" || message.templateId == "T1";
 
     for (const auto& process : message.processes) {
@@ -87,6 +121,9 @@ OomFacts oomFacts(const OomMessage& message)
                 facts.otherPids.push_back(*process.pid);
         }
     }
+    inferSelfFromHostPids(message, facts);
+    facts.platformLimit = message.platformLimitBytes;
+    facts.xlaBuffers = message.xlaBuffers;
     if (facts.selfProcessBytes && facts.reserved && *facts.selfProcessBytes >= *facts.reserved)
         facts.selfNonPyTorchBytes = *facts.selfProcessBytes - *facts.reserved;
     if (mps && facts.mpsOtherBytes)

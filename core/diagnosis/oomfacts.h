@@ -28,6 +28,11 @@ struct OomFacts
 
     uint64_t otherProcessBytes = 0; // believable numbers of other PIDs only
     std::vector<int64_t> otherPids;
+    // A "Process N" line that is this run seen from outside its container (host PIDs): with no
+    // "this process" clause, the listed process holding this run's reserved memory plus a context.
+    std::optional<int64_t> inferredSelfPid;
+    std::optional<uint64_t> platformLimit; // a per-allocation cap of the platform (IPEX: 4 GB)
+    std::optional<XlaBufferStats> xlaBuffers; // the compiled program's parameters / temporaries / total
     std::optional<uint64_t> selfProcessBytes; // "this process has X memory in use"
     std::optional<uint64_t> selfNonPyTorchBytes; // self − reserved: CUDA context, cuDNN, NCCL, other libraries
     std::optional<uint64_t> mpsOtherBytes; // MPS "other allocations"
