@@ -404,7 +404,10 @@ std::optional<Phase> framePhase(const TracebackFrame& frame)
         || contains(function, "from_pretrained") || contains(code, "from_pretrained(")
         || contains(function, "load_state_dict") || contains(code, "load_state_dict(")
         || function == "caching_allocator_warmup" || function == "load_checkpoint" || contains(code, "model.to(")
-        || contains(code, "model.cuda("))
+        || contains(code, "model.cuda(") || contains(function, "load_model") || contains(function, "unload")
+        || contains(code, ".unload(")
+        // `with torch.device("cuda"): model = Net()` builds the model through this hook
+        || contains(file, "torch/utils/_device.py"))
         return Phase::Load;
     if (contains(file, "torch/utils/data/") || contains(function, "collate") || contains(function, "pin_memory"))
         return Phase::Data;
@@ -414,7 +417,10 @@ std::optional<Phase> framePhase(const TracebackFrame& frame)
         || isEvaluationName(function, file) || callsEvaluation(code))
         return Phase::Eval;
     if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" })
-        || contains(code, "forward_call("))
+        || contains(code, "forward_call(")
+        // JAX running a compiled program: a jitted apply, not yet known to be a training step
+        || (contains(file, "jax/")
+            && (function == "_execute_compiled" || function == "execute_sharded_on_local_devices")))
         return Phase::Forward;
     return std::nullopt;
 }
