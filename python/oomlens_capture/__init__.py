@@ -81,7 +81,7 @@ def current():
 
 def step(number=None):
     """Context manager around one training step: a ProfilerStep#N annotation on the
-    timeline (PyTorch 2.6+ records them), and the step number in the sidecar."""
+    timeline (PyTorch 2.5+ records them), and the step number in the sidecar."""
     if _current is None:
         return contextlib.nullcontext(number)
     return _current.step_context(number)

@@ -79,8 +79,9 @@ class Capture:
 
     def _record_history(self):
         record = self._torch.cuda.memory._record_memory_history
-        # Newest first: step annotations need global_record_annotations (PyTorch 2.6+); 2.1+
-        # takes the string form; 2.0 only the legacy boolean one.
+        # Newest first. record_function annotations are recorded from PyTorch 2.5 on, from 2.8
+        # only with global_record_annotations=True; 2.1+ takes the string form, 2.0 only the
+        # legacy boolean one.
         attempts = []
         if self.annotate:
             attempts.append(

@@ -44,7 +44,7 @@ class FakeTorch:
         self.dump_error = None
         self.device_properties_error = None
         self.distributed = None  # (rank, world_size) when "initialised"
-        self.signature = signature  # "new" (2.6+), "no_annotations" (2.1-2.5), "legacy" (2.0)
+        self.signature = signature  # "new" (2.8+), "no_annotations" (2.1-2.7), "legacy" (2.0)
 
         torch = types.ModuleType("torch")
         torch.__version__ = "2.7.1+cu126"
