@@ -1,5 +1,7 @@
 #include "views/categorycolors.h"
 
+#include "core/presentation/palette.h"
+
 #include <QApplication>
 #include <QPalette>
 
@@ -36,26 +38,8 @@ QColor category(Category category)
 
 QColor defaultCategory(Category category)
 {
-    // Fixed state (parameters, gradients, optimizer) in cool tones, per-step memory in warm ones,
-    // so the "what cannot shrink" part reads as one block at a glance.
-    const bool dark = darkPalette();
-    switch (category) {
-    case Category::Parameters:
-        return dark ? QColor(0x5b, 0x9b, 0xd5) : QColor(0x2f, 0x6f, 0xb3);
-    case Category::Gradients:
-        return dark ? QColor(0x4f, 0xc1, 0xc9) : QColor(0x1f, 0x9a, 0xa3);
-    case Category::OptimizerState:
-        return dark ? QColor(0x9d, 0x86, 0xe0) : QColor(0x6c, 0x52, 0xb8);
-    case Category::Activations:
-        return dark ? QColor(0xf2, 0x9b, 0x4c) : QColor(0xe3, 0x7b, 0x22);
-    case Category::Temporaries:
-        return dark ? QColor(0xf0, 0xc8, 0x5a) : QColor(0xd9, 0xa4, 0x1b);
-    case Category::Inputs:
-        return dark ? QColor(0x7d, 0xc9, 0x6b) : QColor(0x4c, 0x9a, 0x3b);
-    case Category::Unknown:
-        break;
-    }
-    return dark ? QColor(0x90, 0x90, 0x98) : QColor(0x9a, 0x9a, 0xa2);
+    const Rgb rgb = categoryColor(category, darkPalette() ? Theme::Dark : Theme::Light);
+    return QColor(rgb.red, rgb.green, rgb.blue);
 }
 
 QColor phaseShade(Phase phase)

@@ -1,6 +1,7 @@
 #include "views/overviewpage.h"
 
 #include "core/explain.h"
+#include "core/presentation/messagenumbers.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/inputsmodel.h"
@@ -68,11 +69,6 @@ QString noDiagnosisText(const LoadedCase& loaded)
                               "snapshot of the failing run (drop or paste it here).");
     return QStringLiteral("No diagnosis yet. The inputs so far do not show why memory ran out: add the OOM message, a "
                           "memory snapshot or memory_summary() output of the failing run (drop or paste it here).");
-}
-
-QString optionalBytes(const std::optional<uint64_t>& value)
-{
-    return value ? bytesText(*value) : QString();
 }
 
 } // namespace
@@ -232,45 +228,21 @@ void OverviewPage::addOomMessages(const LoadedCase& loaded)
         text->setStyleSheet(QStringLiteral("QLabel { padding: 8px; border-left: 3px solid palette(mid); }"));
         m_layout->addWidget(text);
 
-        // Each number the message carries, with what it means.
-        const std::pair<QString, std::pair<QString, QString>> rows[] = {
-            { QStringLiteral("Requested"),
-                { optionalBytes(message.requestedBytes), QStringLiteral("the allocation that failed") } },
-            { QStringLiteral("Card capacity"),
-                { optionalBytes(message.totalBytes), QStringLiteral("total memory of the GPU") } },
-            { QStringLiteral("Free on the card"),
-                { optionalBytes(message.freeBytes), QStringLiteral("what the driver had left, for every process") } },
-            { QStringLiteral("Allocated by PyTorch"),
-                { optionalBytes(message.allocatedBytes), QStringLiteral("held by live tensors of this process") } },
-            { QStringLiteral("Reserved by PyTorch"),
-                { optionalBytes(message.reservedBytes),
-                    QStringLiteral("taken from the card by the caching allocator") } },
-            { QStringLiteral("Reserved but unallocated"),
-                { optionalBytes(message.reservedUnallocatedBytes),
-                    QStringLiteral("cached free blocks; large means fragmentation") } },
-            { QStringLiteral("Allowed"),
-                { optionalBytes(message.allowedBytes),
-                    QStringLiteral("a per-process cap (set_per_process_memory_fraction)") } },
-            { QStringLiteral("Private pools"),
-                { optionalBytes(message.privatePoolsBytes),
-                    QStringLiteral("held by CUDA graphs' private memory pools") } },
-            { QStringLiteral("Other allocations"),
-                { optionalBytes(message.otherAllocationsBytes),
-                    QStringLiteral("MPS memory outside PyTorch's allocator") } },
-        };
+        // Each number the message prints, with what it means (the processes have their own table).
         auto* grid = new QGridLayout;
         grid->setHorizontalSpacing(16);
         grid->setVerticalSpacing(3);
         int row = 0;
-        for (const auto& [name, valueAndMeaning] : rows) {
-            if (valueAndMeaning.first.isEmpty())
+        for (const ExplainedNumber& number : explainMessageNumbers(message)) {
+            if (number.kind != ExplainedNumber::Kind::Printed)
                 continue;
-            auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(valueAndMeaning.first), m_content);
+            auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(toQString(number.value)), m_content);
             value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            grid->addWidget(new QLabel(name, m_content), row, 0);
+            grid->addWidget(new QLabel(toQString(number.label), m_content), row, 0);
             grid->addWidget(value, row, 1);
             grid->addWidget(
-                new QLabel(QStringLiteral("<span style='color:gray'>%1</span>").arg(valueAndMeaning.second), m_content),
+                new QLabel(
+                    QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(number.meaning)), m_content),
                 row, 2);
             ++row;
         }

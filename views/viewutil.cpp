@@ -1,5 +1,7 @@
 #include "views/viewutil.h"
 
+#include "core/presentation/labels.h"
+#include "core/presentation/userframe.h"
 #include "core/snapshot.h"
 #include "core/units.h"
 
@@ -22,44 +24,12 @@ QString durationText(int64_t microseconds)
 
 QString phaseText(Phase phase)
 {
-    switch (phase) {
-    case Phase::Load:
-        return QStringLiteral("Loading");
-    case Phase::Forward:
-        return QStringLiteral("Forward");
-    case Phase::Backward:
-        return QStringLiteral("Backward");
-    case Phase::Optimizer:
-        return QStringLiteral("Optimizer step");
-    case Phase::Eval:
-        return QStringLiteral("Evaluation");
-    case Phase::Data:
-        return QStringLiteral("Data loading");
-    case Phase::Unknown:
-        break;
-    }
-    return QStringLiteral("Unknown");
+    return toQString(phaseLabel(phase));
 }
 
 QString categoryText(Category category)
 {
-    switch (category) {
-    case Category::Parameters:
-        return QStringLiteral("Parameters");
-    case Category::Gradients:
-        return QStringLiteral("Gradients");
-    case Category::OptimizerState:
-        return QStringLiteral("Optimizer state");
-    case Category::Activations:
-        return QStringLiteral("Activations");
-    case Category::Temporaries:
-        return QStringLiteral("Temporaries");
-    case Category::Inputs:
-        return QStringLiteral("Inputs");
-    case Category::Unknown:
-        break;
-    }
-    return QStringLiteral("Unknown");
+    return toQString(categoryLabel(category));
 }
 
 namespace {
@@ -73,13 +43,6 @@ QString frameLine(const FrameTable& frames, const StringTable& strings, FrameId 
         file = file.mid(slash + 1);
     return toQString(strings.get(frame.name)) + QStringLiteral(" (") + file + QLatin1Char(':')
         + QString::number(frame.line) + QLatin1Char(')');
-}
-
-// The first Python frame outside torch/ is the model code that asked for memory; C++ frames
-// (stacks='all') and PyTorch's own Python are plumbing.
-bool isUserPython(std::string_view filename)
-{
-    return filename.ends_with(".py") && filename.find("/torch/") == std::string_view::npos;
 }
 
 } // namespace
@@ -103,20 +66,8 @@ int widestPhaseText(const QFontMetrics& metrics)
 
 QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack)
 {
-    if (!stack.isValid())
-        return {};
-    const auto view = frames.stack(stack);
-    if (view.empty())
-        return {};
-    for (FrameId id : view) {
-        if (isUserPython(strings.get(frames.frame(id).filename)))
-            return frameLine(frames, strings, id);
-    }
-    for (FrameId id : view) {
-        if (strings.get(frames.frame(id).filename).ends_with(".py"))
-            return frameLine(frames, strings, id);
-    }
-    return frameLine(frames, strings, view[0]);
+    const std::optional<FrameId> chosen = userFrame(frames, strings, stack);
+    return chosen ? frameLine(frames, strings, *chosen) : QString();
 }
 
 QString stackText(const FrameTable& frames, const StringTable& strings, StackId stack, int limit)

@@ -1,5 +1,6 @@
 #include "core/report/charts.h"
 
+#include "core/presentation/labels.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
@@ -75,7 +76,8 @@ std::string breakdownSvg(const std::vector<BreakdownRow>& rows)
             std::snprintf(
                 share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
             svg.rect(x, y, w, rowHeight - 10, "band " + categoryClass(category),
-                std::string(categoryName(category)) + " " + row.label + ": " + formatBytes(bytes) + " (" + share + ")");
+                std::string(categoryLabel(category)) + " " + row.label + ": " + formatBytes(bytes) + " (" + share
+                    + ")");
             x += w;
         }
         if (total == 0)
@@ -157,7 +159,7 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
             flush();
             std::string tooltip = formatBytes(block.size);
             if (allocation) {
-                tooltip += " " + std::string(categoryName(allocation->category));
+                tooltip += " " + std::string(categoryLabel(allocation->category));
                 if (allocation->reason < device.reasons.size())
                     tooltip += " (" + device.reasons[allocation->reason] + ")";
             }

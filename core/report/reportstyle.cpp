@@ -1,17 +1,39 @@
 #include "core/report/reportstyle.h"
 
+#include "core/presentation/palette.h"
+
+#include <string>
+
 namespace oomlens::report {
+
+namespace {
+
+// The category fills come from the palette the app draws with, so a band has one colour in both.
+std::string categoryStyles()
+{
+    std::string light = ":root {";
+    std::string dark = "@media (prefers-color-scheme: dark) {\n  :root {";
+    std::string classes;
+    for (int c = 0; c < categoryCount; ++c) {
+        const auto category = static_cast<Category>(c);
+        const std::string name(categoryName(category));
+        light += " --" + name + ": " + categoryColor(category, Theme::Light).hex() + ";";
+        dark += " --" + name + ": " + categoryColor(category, Theme::Dark).hex() + ";";
+        classes += ".cat-" + name + " { fill: var(--" + name + "); background: var(--" + name + "); }\n";
+    }
+    return light + " }\n" + dark + " }\n}\n" + classes;
+}
+
+} // namespace
 
 std::string_view reportStyleSheet()
 {
-    static constexpr std::string_view css = R"css(
+    static constexpr std::string_view fixed = R"css(
 :root {
   color-scheme: light dark;
   --bg: #ffffff; --fg: #1d232b; --muted: #5c6773; --card: #f5f7fa; --border: #d5dbe3;
   --accent: #2160c4; --bad: #c62828; --warn: #a15c00; --good: #2e7d32; --code: #eef1f5;
   --grid: #e3e7ec; --axis: #8a96a3;
-  --parameters: #2f6fb3; --gradients: #1f9aa3; --optimizer_state: #6c52b8; --activations: #e37b22;
-  --temporaries: #d9a41b; --inputs: #4c9a3b; --unknown: #9a9aa2;
   --reserved: #1d232b; --phase-load: #f0ecf9; --phase-forward: #eaf2fb; --phase-backward: #fbf0e6;
   --phase-optimizer: #fbeaea; --phase-eval: #eaf6ea; --phase-data: #f6f6e6;
   --segment: #e6ebf1; --block-allocated: #2f6fb3; --block-pending: #8c564b; --block-unknown: #9a9aa2;
@@ -21,8 +43,6 @@ std::string_view reportStyleSheet()
     --bg: #14181d; --fg: #e3e8ee; --muted: #9aa7b4; --card: #1d232b; --border: #333d48;
     --accent: #7aa7f0; --bad: #ef6b6b; --warn: #e0a44a; --good: #74c37a; --code: #242b34;
     --grid: #2a323c; --axis: #6b7784;
-    --parameters: #5b9bd5; --gradients: #4fc1c9; --optimizer_state: #9d86e0; --activations: #f29b4c;
-    --temporaries: #f0c85a; --inputs: #7dc96b; --unknown: #909098;
     --reserved: #e3e8ee; --phase-load: #2a2536; --phase-forward: #1c2835; --phase-backward: #33281e;
     --phase-optimizer: #352122; --phase-eval: #1e2e20; --phase-data: #2d2d1e;
     --segment: #2a323c; --block-allocated: #5b9bd5; --block-pending: #c49c94; --block-unknown: #909098;
@@ -78,13 +98,6 @@ svg .segment { fill: var(--segment); }
 svg .block-allocated { fill: var(--block-allocated); }
 svg .block-pending { fill: var(--block-pending); }
 svg .block-unknown { fill: var(--block-unknown); }
-.cat-parameters { fill: var(--parameters); background: var(--parameters); }
-.cat-gradients { fill: var(--gradients); background: var(--gradients); }
-.cat-optimizer_state { fill: var(--optimizer_state); background: var(--optimizer_state); }
-.cat-activations { fill: var(--activations); background: var(--activations); }
-.cat-temporaries { fill: var(--temporaries); background: var(--temporaries); }
-.cat-inputs { fill: var(--inputs); background: var(--inputs); }
-.cat-unknown { fill: var(--unknown); background: var(--unknown); }
 .phase-load { fill: var(--phase-load); background: var(--phase-load); }
 .phase-forward { fill: var(--phase-forward); background: var(--phase-forward); }
 .phase-backward { fill: var(--phase-backward); background: var(--phase-backward); }
@@ -114,6 +127,7 @@ footer { margin-top: 48px; color: var(--muted); font-size: 0.85em; }
   details::details-content { content-visibility: visible; display: block; }
 }
 )css";
+    static const std::string css = std::string(fixed) + categoryStyles();
     return css;
 }
 

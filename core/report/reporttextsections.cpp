@@ -1,6 +1,7 @@
 #include "core/report/reportbuilder.h"
 
 #include "core/explain.h"
+#include "core/presentation/messagenumbers.h"
 #include "core/units.h"
 
 #include <array>
@@ -8,58 +9,6 @@
 namespace oomlens::report {
 
 namespace {
-
-struct ExplainedNumber
-{
-    std::string label;
-    std::string value;
-    std::string meaning;
-};
-
-std::vector<ExplainedNumber> explainOom(const OomMessage& m)
-{
-    std::vector<ExplainedNumber> rows;
-    const auto add = [&rows](std::string label, const std::optional<uint64_t>& bytes, std::string meaning) {
-        if (bytes)
-            rows.push_back({ std::move(label), formatBytes(*bytes), std::move(meaning) });
-    };
-    add("Tried to allocate", m.requestedBytes,
-        "The one request that failed — not the total the program needs. The allocator rounds it up to its block "
-        "size before asking the driver.");
-    add("Total capacity", m.totalBytes,
-        "The card's memory as the driver reports it, a little under the size on the box.");
-    add("Free", m.freeBytes,
-        "What the driver had left on the whole device at that moment, outside PyTorch's cache and every "
-        "process.");
-    add("Allocated by PyTorch", m.allocatedBytes, "Memory held by live tensors of this process.");
-    add("Reserved by PyTorch", m.reservedBytes,
-        "Memory PyTorch's caching allocator holds from the driver: the allocated tensors plus cached free "
-        "blocks.");
-    add("Reserved but unallocated", m.reservedUnallocatedBytes,
-        "Cached free blocks. They could not serve this request: they are in pieces smaller than it, or in the "
-        "other pool or stream.");
-    add("Allowed (memory fraction)", m.allowedBytes,
-        "The per-process limit set by torch.cuda.set_per_process_memory_fraction(); the process failed at this "
-        "cap, not at the card's capacity.");
-    add("Private pools", m.privatePoolsBytes,
-        "Memory kept in private pools (CUDA graphs); other allocations cannot use it.");
-    add("Other allocations", m.otherAllocationsBytes, "Memory the MPS backend counts outside PyTorch's tensors.");
-    for (const ProcessUsage& process : m.processes) {
-        std::string label = process.self ? "This process" : "Process";
-        if (process.pid)
-            label += " " + std::to_string(*process.pid);
-        rows.push_back({ label, process.bytes ? formatBytes(*process.bytes) : "not reported",
-            process.self ? "Everything this process holds on the card: PyTorch's cache plus the CUDA "
-                           "context and library workspaces."
-                         : "Another process on the same card; its memory is not available to this one." });
-    }
-    if (m.totalBytes && m.freeBytes && m.reservedBytes && *m.totalBytes >= *m.freeBytes + *m.reservedBytes) {
-        rows.push_back({ "Used outside PyTorch's cache", formatBytes(*m.totalBytes - *m.freeBytes - *m.reservedBytes),
-            "total − free − reserved: the CUDA context, cuBLAS/cuDNN/NCCL workspaces, and any other "
-            "process on the card." });
-    }
-    return rows;
-}
 
 struct SummaryMetric
 {
@@ -123,7 +72,7 @@ void ReportBuilder::writeOomMessages()
         element("p", facts + ".", "note");
         raw("\n");
         writeList(explainOomMessage(message));
-        const std::vector<ExplainedNumber> rows = explainOom(message);
+        const std::vector<ExplainedNumber> rows = explainMessageNumbers(message);
         if (!rows.empty()) {
             raw("<details class=\"numbers\" open><summary>Every number in the message</summary>\n<table>\n"
                 "<tr><th>number</th><th class=\"num\">value</th><th>what it means</th></tr>\n");
@@ -131,7 +80,7 @@ void ReportBuilder::writeOomMessages()
                 raw("<tr>");
                 element("td", row.label);
                 element("td", row.value, "num");
-                element("td", row.meaning);
+                element("td", row.detail);
                 raw("</tr>\n");
             }
             raw("</table>\n</details>\n");

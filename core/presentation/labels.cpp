@@ -1,0 +1,47 @@
+#include "core/presentation/labels.h"
+
+namespace oomlens {
+
+std::string_view categoryLabel(Category category)
+{
+    switch (category) {
+    case Category::Parameters:
+        return "Parameters";
+    case Category::Gradients:
+        return "Gradients";
+    case Category::OptimizerState:
+        return "Optimizer state";
+    case Category::Activations:
+        return "Activations";
+    case Category::Temporaries:
+        return "Temporaries";
+    case Category::Inputs:
+        return "Inputs";
+    case Category::Unknown:
+        break;
+    }
+    return "Unknown";
+}
+
+std::string_view phaseLabel(Phase phase)
+{
+    switch (phase) {
+    case Phase::Load:
+        return "Loading";
+    case Phase::Forward:
+        return "Forward";
+    case Phase::Backward:
+        return "Backward";
+    case Phase::Optimizer:
+        return "Optimizer step";
+    case Phase::Eval:
+        return "Evaluation";
+    case Phase::Data:
+        return "Data loading";
+    case Phase::Unknown:
+        break;
+    }
+    return "Unknown";
+}
+
+} // namespace oomlens

@@ -1,0 +1,25 @@
+#pragma once
+
+#include "core/ids.h"
+
+#include <optional>
+#include <string_view>
+
+namespace oomlens {
+
+class FrameTable;
+class StringTable;
+
+// True for a Python source file that belongs to PyTorch itself: a path with a `torch`
+// directory ("torch/nn/modules/module.py", ".../site-packages/torch/optim/adam.py",
+// "C:\...\torch\autograd\graph.py"). "mytorch/" or "pytorch_lightning/" are not PyTorch.
+bool isPyTorchFile(std::string_view filename);
+bool isPythonFile(std::string_view filename);
+
+// The frame of a stack a reader recognises as their code: the innermost Python frame outside
+// PyTorch's own package, else the innermost Python frame, else the innermost frame (C++ frames
+// come first in stacks='all' recordings and say little about the model). nullopt for an empty
+// or invalid stack. The app and the report both name allocations by this frame.
+std::optional<FrameId> userFrame(const FrameTable& frames, const StringTable& strings, StackId stack);
+
+} // namespace oomlens
