@@ -58,13 +58,16 @@ int main(int argc, char** argv)
     const auto analyzed = std::chrono::steady_clock::now();
     const DeviceAnalysis* d = analysis.primary();
     const auto n = static_cast<int64_t>(d ? d->eventAllocation.size() : 0);
-    const auto buckets = d ? downsample(*d, 0, n, 2000) : std::vector<Bucket> {};
+    static const DeviceAnalysis none;
+    const TimelineSeries series(d ? *d : none);
+    const auto built = std::chrono::steady_clock::now();
+    const auto buckets = series.downsample(TimelineSeries::evenBoundaries(0, n, 2000));
     const auto sampled = std::chrono::steady_clock::now();
     const auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     std::printf("events %zu allocations %zu steps %d\n", snapshot->totalTraceEvents(), d ? d->allocations.size() : 0,
         d ? d->stepCount : 0);
-    std::printf("analyze %.1f ms, downsample to %zu buckets %.2f ms\n", ms(start, analyzed), buckets.size(),
-        ms(analyzed, sampled));
+    std::printf("analyze %.1f ms, timeline series %.1f ms, downsample to %zu points %.2f ms\n", ms(start, analyzed),
+        ms(analyzed, built), buckets.size(), ms(built, sampled));
     std::printf("rss before %ld KiB, after %ld KiB (+%.1f bytes/event), peak %ld KiB\n", before, rssKiB("VmRSS:"),
         n ? (rssKiB("VmRSS:") - before) * 1024.0 / static_cast<double>(n) : 0.0, rssKiB("VmHWM:"));
     std::printf("peak %llu bytes at event %lld\n", static_cast<unsigned long long>(d ? d->peakAllocatedBytes : 0),

@@ -9,8 +9,8 @@ namespace oomlens {
 
 // Fragmentation over time, per stream and pool: what each pool reserves, what its live blocks
 // use, and the largest free block a request to it could still get. Columns are the same as
-// downsample()'s for the same range, so the GUI and the report can draw them under the
-// timeline.
+// TimelineSeries::evenBoundaries() for the same range, so the GUI and the report can draw them
+// under the timeline.
 struct PoolBucket
 {
     int64_t firstEvent = 0;

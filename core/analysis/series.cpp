@@ -6,39 +6,256 @@ namespace oomlens {
 
 namespace {
 
-// Applies event i to `bytes`: an alloc adds its allocation, a free_completed removes it.
-inline void applyEvent(const DeviceAnalysis& d, int64_t i, CategoryBytes& bytes)
+// Returns the change of the total, so callers can keep a running sum.
+int64_t apply(CategoryBytes& bytes, Category category, int64_t delta)
 {
-    const int32_t index = d.eventAllocation[static_cast<size_t>(i)];
-    if (index < 0)
-        return;
-    const Allocation& a = d.allocations[static_cast<size_t>(index)];
-    const auto c = static_cast<size_t>(a.category);
-    if (a.allocEvent == i)
-        bytes[c] += a.requestedSize;
-    else if (a.freeEvent == i)
-        bytes[c] -= std::min(bytes[c], a.requestedSize);
+    uint64_t& slot = bytes[size_t(category)];
+    if (delta >= 0) {
+        slot += uint64_t(delta);
+        return delta;
+    }
+    // The reconstruction clamps the live total at zero; so does every band.
+    const uint64_t taken = std::min(slot, uint64_t(-delta));
+    slot -= taken;
+    return -int64_t(taken);
+}
+
+// The first index in [from, end) whose value is not less than `value` (by `less`), searching
+// outwards from `from` first: successive buckets of a redraw lie close together, so this costs
+// the log of the step instead of the log of the whole trace.
+template <typename It, typename T, typename Less> It gallop(It from, It end, const T& value, Less less)
+{
+    size_t step = 1;
+    It low = from;
+    while (size_t(end - low) > step && less(*(low + ptrdiff_t(step)), value)) {
+        low += ptrdiff_t(step);
+        step *= 2;
+    }
+    return std::lower_bound(low, size_t(end - low) > step ? low + ptrdiff_t(step) + 1 : end, value, less);
 }
 
 } // namespace
 
-void buildCategoryCheckpoints(DeviceAnalysis& d)
+uint64_t total(const CategoryBytes& bytes)
 {
-    const auto n = static_cast<int64_t>(d.eventAllocation.size());
-    CategoryBytes bytes {};
+    uint64_t sum = 0;
+    for (uint64_t value : bytes)
+        sum += value;
+    return sum;
+}
+
+uint64_t TimelineSeries::Point::total() const
+{
+    return oomlens::total(bytes);
+}
+
+TimelineSeries::TimelineSeries(const DeviceAnalysis& d)
+    : m_eventCount(int64_t(d.eventAllocation.size()))
+{
+    CategoryBytes current {};
     for (const Allocation& a : d.allocations) {
         if (a.allocEvent < 0)
-            bytes[static_cast<size_t>(a.category)] += a.requestedSize;
+            apply(current, a.category, int64_t(a.requestedSize));
     }
-    d.categoryCheckpoints.clear();
-    d.categoryCheckpoints.reserve(static_cast<size_t>(n / DeviceAnalysis::checkpointInterval + 1));
-    for (int64_t i = 0; i < n; ++i) {
-        if (i % DeviceAnalysis::checkpointInterval == 0)
-            d.categoryCheckpoints.push_back(bytes);
-        applyEvent(d, i, bytes);
+    // The analysis maps each event to the allocation it concerns, in event order: no sort.
+    m_changes.reserve(d.allocations.size() * 2);
+    for (int64_t i = 0; i < m_eventCount; ++i) {
+        const int32_t index = d.eventAllocation[size_t(i)];
+        if (index < 0)
+            continue;
+        const Allocation& a = d.allocations[size_t(index)];
+        if (a.allocEvent == i)
+            m_changes.push_back({ i, int64_t(a.requestedSize), a.category });
+        else if (a.freeEvent == i)
+            m_changes.push_back({ i, -int64_t(a.requestedSize), a.category });
     }
-    if (n == 0)
-        d.categoryCheckpoints.push_back(bytes);
+
+    m_maxAllocated = total(current);
+    m_checkpoints.reserve(m_changes.size() / checkpointStride + 2);
+    for (size_t level = 0; level < levelSizes.size(); ++level)
+        m_levels[level].reserve(m_changes.size() / levelSizes[level] + 1);
+    uint64_t sum = m_maxAllocated;
+    for (size_t k = 0; k < m_changes.size(); ++k) {
+        if (k % checkpointStride == 0)
+            m_checkpoints.push_back(current);
+        sum += uint64_t(apply(current, m_changes[k].category, m_changes[k].delta));
+        for (size_t level = 0; level < levelSizes.size(); ++level) {
+            if (k % levelSizes[level] == 0) {
+                m_levels[level].push_back({ k, k, sum, sum, current, current });
+                continue;
+            }
+            Block& block = m_levels[level].back();
+            if (sum < block.minTotal) {
+                block.minIndex = k;
+                block.minTotal = sum;
+                block.minBytes = current;
+            }
+            if (sum > block.maxTotal) {
+                block.maxIndex = k;
+                block.maxTotal = sum;
+                block.maxBytes = current;
+            }
+        }
+        m_maxAllocated = std::max(m_maxAllocated, sum);
+    }
+    // The final state closes the last block, so a block skip always finds its end state.
+    m_checkpoints.push_back(current);
+
+    // Reserved memory changes only at segment events: keep just those moments.
+    uint64_t reserved = d.initialReservedBytes;
+    m_reserved.push_back({ -1, reserved });
+    m_maxReserved = reserved;
+    for (size_t i = 0; i < d.reservedAfter.size(); ++i) {
+        if (d.reservedAfter[i] == reserved)
+            continue;
+        reserved = d.reservedAfter[i];
+        m_reserved.push_back({ int64_t(i), reserved });
+        m_maxReserved = std::max(m_maxReserved, reserved);
+    }
+}
+
+size_t TimelineSeries::firstChangeAtOrAfter(int64_t event) const
+{
+    return size_t(std::lower_bound(m_changes.begin(), m_changes.end(), event, [](const Change& change, int64_t e) {
+        return change.event < e;
+    }) - m_changes.begin());
+}
+
+CategoryBytes TimelineSeries::categoriesAt(int64_t event) const
+{
+    const size_t end = firstChangeAtOrAfter(event + 1);
+    const size_t block = std::min(end / checkpointStride, m_checkpoints.size() - 1);
+    CategoryBytes bytes = m_checkpoints[block];
+    for (size_t k = block * checkpointStride; k < end; ++k)
+        apply(bytes, m_changes[k].category, m_changes[k].delta);
+    return bytes;
+}
+
+uint64_t TimelineSeries::allocatedAt(int64_t event) const
+{
+    return total(categoriesAt(event));
+}
+
+uint64_t TimelineSeries::reservedAt(int64_t event) const
+{
+    const auto it = std::upper_bound(m_reserved.begin(), m_reserved.end(), event,
+        [](int64_t e, const ReservedPoint& point) { return e < point.event; });
+    return it == m_reserved.begin() ? m_reserved.front().bytes : std::prev(it)->bytes;
+}
+
+std::vector<int64_t> TimelineSeries::evenBoundaries(int64_t first, int64_t last, int64_t columns)
+{
+    std::vector<int64_t> boundaries;
+    const int64_t span = last - first;
+    if (span <= 0 || columns <= 0)
+        return boundaries;
+    const int64_t count = std::min(columns, span);
+    boundaries.reserve(size_t(count) + 1);
+    for (int64_t b = 0; b <= count; ++b)
+        boundaries.push_back(first + span * b / count);
+    return boundaries;
+}
+
+std::vector<TimelineSeries::Point> TimelineSeries::downsample(const std::vector<int64_t>& boundaries) const
+{
+    std::vector<Point> points;
+    if (boundaries.size() < 2)
+        return points;
+    points.reserve(boundaries.size() * 2 + 2);
+    points.push_back({ boundaries.front(), categoriesAt(boundaries.front()) });
+
+    const auto byEvent = [](const Change& change, int64_t e) { return change.event < e; };
+    size_t k = firstChangeAtOrAfter(boundaries.front() + 1);
+    CategoryBytes current = points.front().bytes;
+    uint64_t currentTotal = total(current);
+    for (size_t b = 0; b + 1 < boundaries.size(); ++b) {
+        const size_t end = size_t(
+            gallop(m_changes.begin() + ptrdiff_t(k), m_changes.end(), boundaries[b + 1], byEvent) - m_changes.begin());
+        if (k >= end)
+            continue;
+        size_t minIndex = k, maxIndex = k;
+        CategoryBytes minBytes {}, maxBytes {};
+        uint64_t minTotal = UINT64_MAX, maxTotal = 0;
+        auto consider = [&](size_t index, const CategoryBytes& bytes, uint64_t sum) {
+            if (sum < minTotal) {
+                minTotal = sum;
+                minIndex = index;
+                minBytes = bytes;
+            }
+            if (sum >= maxTotal) {
+                maxTotal = sum;
+                maxIndex = index;
+                maxBytes = bytes;
+            }
+        };
+        while (k < end) {
+            bool skipped = false;
+            for (size_t level = levelSizes.size(); level-- > 0;) {
+                const size_t size = levelSizes[level];
+                if (k % size == 0 && k + size <= end) {
+                    const Block& block = m_levels[level][k / size];
+                    consider(block.minIndex, block.minBytes, block.minTotal);
+                    consider(block.maxIndex, block.maxBytes, block.maxTotal);
+                    k += size;
+                    current = m_checkpoints[k / checkpointStride];
+                    currentTotal = total(current);
+                    skipped = true;
+                    break;
+                }
+            }
+            if (skipped)
+                continue;
+            currentTotal += uint64_t(apply(current, m_changes[k].category, m_changes[k].delta));
+            consider(k, current, currentTotal);
+            ++k;
+        }
+        if (minIndex <= maxIndex) {
+            points.push_back({ m_changes[minIndex].event, minBytes });
+            if (maxIndex != minIndex)
+                points.push_back({ m_changes[maxIndex].event, maxBytes });
+        } else {
+            points.push_back({ m_changes[maxIndex].event, maxBytes });
+            points.push_back({ m_changes[minIndex].event, minBytes });
+        }
+    }
+    const int64_t last = boundaries.back() - 1;
+    if (points.back().event < last)
+        points.push_back({ last, current });
+    return points;
+}
+
+std::vector<TimelineSeries::ReservedPoint> TimelineSeries::reservedPoints(const std::vector<int64_t>& boundaries) const
+{
+    std::vector<ReservedPoint> points;
+    if (boundaries.size() < 2)
+        return points;
+    points.push_back({ boundaries.front(), reservedAt(boundaries.front()) });
+    auto it = std::upper_bound(m_reserved.begin(), m_reserved.end(), boundaries.front(),
+        [](int64_t e, const ReservedPoint& point) { return e < point.event; });
+    for (size_t b = 0; b + 1 < boundaries.size() && it != m_reserved.end(); ++b) {
+        const auto end = std::lower_bound(it, m_reserved.end(), boundaries[b + 1],
+            [](const ReservedPoint& point, int64_t e) { return point.event < e; });
+        if (it == end)
+            continue;
+        if (end - it <= 2) {
+            points.insert(points.end(), it, end);
+        } else {
+            auto [lo, hi]
+                = std::minmax_element(it, end, [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+            if (lo->event > hi->event)
+                std::swap(lo, hi);
+            points.push_back(*lo);
+            if (hi != lo)
+                points.push_back(*hi);
+            if (std::prev(end) != hi)
+                points.push_back(*std::prev(end));
+        }
+        it = end;
+    }
+    const int64_t last = boundaries.back() - 1;
+    if (points.back().event < last)
+        points.push_back({ last, reservedAt(last) });
+    return points;
 }
 
 uint64_t allocatedAt(const DeviceAnalysis& d, int64_t event)
@@ -56,59 +273,6 @@ uint64_t reservedAt(const DeviceAnalysis& d, int64_t event)
     return d
         .reservedAfter[static_cast<size_t>(std::min<int64_t>(event, static_cast<int64_t>(d.reservedAfter.size()) - 1))];
 }
-
-CategoryBytes categoryBytesAt(const DeviceAnalysis& d, int64_t event)
-{
-    const auto n = static_cast<int64_t>(d.eventAllocation.size());
-    if (d.categoryCheckpoints.empty())
-        return {};
-    event = std::min(event, n - 1);
-    // State after `event` = checkpoint before event+1 rounded down, replayed up to event.
-    const int64_t next = event + 1;
-    const int64_t k = std::min<int64_t>(
-        next / DeviceAnalysis::checkpointInterval, static_cast<int64_t>(d.categoryCheckpoints.size()) - 1);
-    CategoryBytes bytes = d.categoryCheckpoints[static_cast<size_t>(k)];
-    for (int64_t i = k * DeviceAnalysis::checkpointInterval; i < next; ++i)
-        applyEvent(d, i, bytes);
-    return bytes;
-}
-
-std::vector<Bucket> downsample(const DeviceAnalysis& d, int64_t firstEvent, int64_t lastEvent, int buckets)
-{
-    const auto n = static_cast<int64_t>(d.allocatedAfter.size());
-    firstEvent = std::clamp<int64_t>(firstEvent, 0, n);
-    lastEvent = std::clamp<int64_t>(lastEvent, firstEvent, n);
-    std::vector<Bucket> result;
-    const int64_t span = lastEvent - firstEvent;
-    if (span <= 0 || buckets <= 0)
-        return result;
-    const int64_t count = std::min<int64_t>(buckets, span);
-    result.reserve(static_cast<size_t>(count));
-    for (int64_t b = 0; b < count; ++b) {
-        Bucket bucket;
-        bucket.firstEvent = firstEvent + span * b / count;
-        bucket.lastEvent = firstEvent + span * (b + 1) / count;
-        const uint64_t* allocated = d.allocatedAfter.data();
-        const uint64_t* reserved = d.reservedAfter.data();
-        bucket.minAllocated = bucket.maxAllocated = allocated[bucket.firstEvent];
-        bucket.maxEvent = bucket.firstEvent;
-        bucket.minReserved = bucket.maxReserved = reserved[bucket.firstEvent];
-        for (int64_t i = bucket.firstEvent + 1; i < bucket.lastEvent; ++i) {
-            const uint64_t v = allocated[i];
-            if (v > bucket.maxAllocated) {
-                bucket.maxAllocated = v;
-                bucket.maxEvent = i;
-            }
-            bucket.minAllocated = std::min(bucket.minAllocated, v);
-            bucket.minReserved = std::min(bucket.minReserved, reserved[i]);
-            bucket.maxReserved = std::max(bucket.maxReserved, reserved[i]);
-        }
-        bucket.categoriesAtMax = categoryBytesAt(d, bucket.maxEvent);
-        result.push_back(bucket);
-    }
-    return result;
-}
-
 void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& d)
 {
     d.timeCheckpoints.clear();

@@ -2,34 +2,93 @@
 
 #include "core/analysis/snapshotanalysis.h"
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
 namespace oomlens {
 
-// One pixel column of the timeline: min and max so that the peak and an OOM spike never
-// average away, and the categories at the bucket's maximum for the stacked bands.
-struct Bucket
+// The categorized memory curve of one device, built once from its analysis and drawn by every
+// consumer: the app's timeline, the HTML report, the planner. Live requested bytes by category
+// after every event, reserved bytes, and min/max levels so that a redraw at pixel resolution
+// of a 3M-event trace reads a few hundred blocks per column and never averages the peak away.
+//
+// The rules are the analysis' own (core/analysis/reconstruction.cpp): an alloc event adds its
+// allocation, its free_completed removes it, a free whose allocation the trace never saw belongs
+// to an allocation older than the trace (live from the start), and reserved memory is the
+// analysis' reservedAfter, anchored at the dump-time segments.
+class TimelineSeries
 {
-    int64_t firstEvent = 0;
-    int64_t lastEvent = 0; // exclusive
-    uint64_t minAllocated = 0;
-    uint64_t maxAllocated = 0;
-    int64_t maxEvent = -1; // where maxAllocated is reached
-    CategoryBytes categoriesAtMax {};
-    uint64_t minReserved = 0;
-    uint64_t maxReserved = 0;
+public:
+    // Needs the categories assigned (analyzeSnapshot does). Keeps no reference to `device`.
+    explicit TimelineSeries(const DeviceAnalysis& device);
+
+    int64_t eventCount() const { return m_eventCount; }
+
+    // Live requested bytes by category right after `event` (-1: before the first event).
+    CategoryBytes categoriesAt(int64_t event) const;
+    uint64_t allocatedAt(int64_t event) const;
+    uint64_t reservedAt(int64_t event) const;
+    uint64_t maxAllocated() const { return m_maxAllocated; } // exact, over every event
+    uint64_t maxReserved() const { return m_maxReserved; }
+
+    struct Point
+    {
+        int64_t event;
+        CategoryBytes bytes;
+        uint64_t total() const;
+    };
+    // Buckets are [boundaries[i], boundaries[i+1]) in event indices (ascending). The first point
+    // is the state at boundaries.front(); per bucket the states with the lowest and the highest
+    // total follow, in event order; the last point is the state at boundaries.back() - 1.
+    std::vector<Point> downsample(const std::vector<int64_t>& boundaries) const;
+
+    struct ReservedPoint
+    {
+        int64_t event;
+        uint64_t bytes;
+    };
+    // The reserved line over the same buckets: its lowest, highest and last value per bucket.
+    std::vector<ReservedPoint> reservedPoints(const std::vector<int64_t>& boundaries) const;
+
+    // `columns` buckets of equal event count over [first, last), at most one per event.
+    static std::vector<int64_t> evenBoundaries(int64_t first, int64_t last, int64_t columns);
+
+private:
+    struct Change
+    {
+        int64_t event;
+        int64_t delta;
+        Category category;
+    };
+    struct Block
+    {
+        size_t minIndex, maxIndex; // change indices
+        uint64_t minTotal, maxTotal;
+        CategoryBytes minBytes, maxBytes;
+    };
+    // Checkpoints every checkpointStride changes; level l: block b covers changes
+    // [b, b + 1) * levelSizes[l], so a bucket is covered by the largest blocks that fit in it.
+    static constexpr size_t checkpointStride = 64;
+    static constexpr std::array<size_t, 3> levelSizes = { 64, 1024, 16384 };
+
+    size_t firstChangeAtOrAfter(int64_t event) const;
+
+    int64_t m_eventCount = 0;
+    std::vector<Change> m_changes; // in event order, at most one per event
+    std::vector<CategoryBytes> m_checkpoints; // state before change k * checkpointStride; the last is the final state
+    std::array<std::vector<Block>, levelSizes.size()> m_levels;
+    std::vector<ReservedPoint> m_reserved; // where the value changes; [0] is the value before the first event
+    uint64_t m_maxAllocated = 0;
+    uint64_t m_maxReserved = 0;
 };
 
-// Buckets the events [firstEvent, lastEvent) into at most `buckets` columns of equal event
-// count. Cost: one pass over the range plus at most checkpointInterval events per bucket.
-std::vector<Bucket> downsample(const DeviceAnalysis& device, int64_t firstEvent, int64_t lastEvent, int buckets);
+uint64_t total(const CategoryBytes& bytes);
 
-// Requested bytes live right after `event` (-1: before the first event).
+// The analysis' per-event totals (DeviceAnalysis::allocatedAfter / reservedAfter) right after
+// `event` (-1: before the first event).
 uint64_t allocatedAt(const DeviceAnalysis& device, int64_t event);
 uint64_t reservedAt(const DeviceAnalysis& device, int64_t event);
-// The same split by category; adds up to allocatedAt().
-CategoryBytes categoryBytesAt(const DeviceAnalysis& device, int64_t event);
 
 // The first event whose time_us reaches timeUs (time_us is approximate and not strictly
 // monotonic, so this uses the running maximum); the trace length when none. `trace` is the
@@ -37,8 +96,6 @@ CategoryBytes categoryBytesAt(const DeviceAnalysis& device, int64_t event);
 // at most checkpointInterval events.
 int64_t eventAtTime(const DeviceAnalysis& device, const DeviceTrace& trace, int64_t timeUs);
 
-// Fills DeviceAnalysis::categoryCheckpoints; call after categories are assigned.
-void buildCategoryCheckpoints(DeviceAnalysis& device);
 // Fills DeviceAnalysis::timeCheckpoints from the device's trace.
 void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& device);
 

@@ -43,6 +43,7 @@ void analyzeOoms(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
     const DeviceTrace* trace = snapshot.trace(d.device);
     if (!trace)
         return;
+    std::optional<TimelineSeries> series; // built at the first oom event: most traces have none
     for (size_t i = 0; i < trace->events.size(); ++i) {
         const TraceEvent& e = trace->events[i];
         if (e.action != TraceAction::Oom)
@@ -58,14 +59,9 @@ void analyzeOoms(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         const int64_t before = oom.eventIndex - 1;
         oom.allocatedBytes = allocatedAt(d, before);
         oom.reservedBytes = reservedAt(d, before);
-        oom.liveByCategory = categoryBytesAt(d, before);
-        if (before < 0) {
-            oom.liveByCategory = {};
-            for (const Allocation& a : d.allocations) {
-                if (a.liveAfter(-1))
-                    oom.liveByCategory[static_cast<size_t>(a.category)] += a.requestedSize;
-            }
-        }
+        if (!series)
+            series.emplace(d);
+        oom.liveByCategory = series->categoriesAt(before);
         const AllocatorState state = allocatorStateAt(snapshot, d, before);
         const bool large = isLargePoolRequest(e.size);
         oom.largestFreeBlock = state.largestFreeBlock(e.stream, large);
@@ -131,7 +127,6 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
         reconstructTimeline(*snapshot, ordinal, d);
         labelPhases(*snapshot, features, d);
         categorize(*snapshot, features, rules ? &*rules : nullptr, d);
-        buildCategoryCheckpoints(d);
         buildTimeCheckpoints(snapshot->trace(ordinal), d);
         findPeak(*snapshot, d);
         analyzeOoms(*snapshot, features, d);

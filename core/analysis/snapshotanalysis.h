@@ -94,10 +94,8 @@ struct DeviceAnalysis
     std::vector<uint64_t> reservedAfter;
     uint64_t initialAllocatedBytes = 0; // live before the first event (older than the trace)
     uint64_t initialReservedBytes = 0;
-    // Live bytes by category before event k * checkpointInterval; lets series.h answer
-    // "categories at event e" by replaying at most checkpointInterval events.
+    // The curves by category are series.h's TimelineSeries, built from these once per consumer.
     static constexpr int64_t checkpointInterval = 1024;
-    std::vector<CategoryBytes> categoryCheckpoints;
     // Running maximum of time_us over the events before k * checkpointInterval (time_us is not
     // strictly monotonic); lets series.h find the event at a time without scanning the trace.
     std::vector<int64_t> timeCheckpoints;

@@ -1,8 +1,8 @@
 #pragma once
 
 #include "core/analysis/allocatorstate.h"
+#include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
-#include "core/report/timelineseries.h"
 
 #include <cstdint>
 #include <optional>
@@ -18,10 +18,34 @@ struct TimelineMarker
     bool oom = false;
 };
 
+struct PhaseRun
+{
+    int64_t firstEvent = 0;
+    int64_t lastEvent = 0; // inclusive
+    Phase phase = Phase::Unknown;
+};
+
+// What the timeline chart draws: core's TimelineSeries reduced to about `buckets` columns
+// (each column's lowest and highest moment, so the peak keeps its true height), and the phases
+// merged to column resolution so the SVG stays small.
+struct TimelineChartData
+{
+    int64_t eventCount = 0;
+    std::vector<TimelineSeries::Point> points;
+    std::vector<TimelineSeries::ReservedPoint> reserved;
+    std::vector<PhaseRun> phases; // Unknown runs omitted
+    uint64_t maxAllocated = 0; // exact, over every event
+    uint64_t maxReserved = 0;
+    int64_t firstTimeUs = 0;
+    int64_t lastTimeUs = 0;
+};
+TimelineChartData timelineChartData(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets);
+
 // The stacked, categorized timeline: one band per category (parameters at the bottom), the
 // reserved line above, phase shading behind, and vertical markers. Returns inline SVG.
 std::string timelineSvg(
-    const TimelineSeries& series, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes);
+    const TimelineChartData& chart, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes);
 
 // One horizontal stacked bar per row: the categories of the live bytes at that moment.
 struct BreakdownRow

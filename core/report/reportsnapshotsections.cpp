@@ -1,8 +1,9 @@
 #include "core/report/reportbuilder.h"
 
 #include "core/analysis/allocatorstate.h"
+#include "core/presentation/labels.h"
+#include "core/presentation/userframe.h"
 #include "core/report/charts.h"
-#include "core/report/timelineseries.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -46,36 +47,34 @@ std::string whenLabel(Phase phase, int32_t step)
     return when;
 }
 
-bool isPythonFile(std::string_view filename)
+// The allocations live right after `event`, largest first, at most `limit`.
+std::vector<const Allocation*> largestLiveAt(const DeviceAnalysis& device, int64_t event, size_t limit)
 {
-    return filename.size() > 3 && filename.substr(filename.size() - 3) == ".py";
+    std::vector<const Allocation*> live;
+    for (const Allocation& allocation : device.allocations) {
+        if (allocation.liveAfter(event))
+            live.push_back(&allocation);
+    }
+    const auto larger = [](const Allocation* a, const Allocation* b) {
+        if (a->requestedSize != b->requestedSize)
+            return a->requestedSize > b->requestedSize;
+        return a->allocEvent < b->allocEvent;
+    };
+    const size_t keep = std::min(limit, live.size());
+    std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(keep), live.end(), larger);
+    live.resize(keep);
+    return live;
 }
 
-// The frame a reader recognises: the innermost Python frame outside PyTorch's own package,
-// else the innermost Python frame, else the innermost frame (C++ frames come first in
-// PyTorch's stacks and say little about the model).
+// "forward (model.py:42)": the frame a reader recognises (presentation/userframe.h).
 std::string headlineFrame(const Snapshot& snapshot, StackId id)
 {
-    const FrameTable::StackView frames = snapshot.frames->stack(id);
-    if (frames.empty())
+    const std::optional<FrameId> chosen = userFrame(*snapshot.frames, *snapshot.strings, id);
+    if (!chosen)
         return {};
-    const Frame* user = nullptr;
-    const Frame* python = nullptr;
-    for (FrameId frameId : frames) {
-        const Frame& frame = snapshot.frames->frame(frameId);
-        const std::string_view filename = snapshot.strings->get(frame.filename);
-        if (!isPythonFile(filename))
-            continue;
-        if (!python)
-            python = &frame;
-        if (filename.find("torch/") == std::string_view::npos) {
-            user = &frame;
-            break;
-        }
-    }
-    const Frame* chosen = user ? user : (python ? python : &snapshot.frames->frame(frames[0]));
-    return std::string(snapshot.strings->get(chosen->name)) + " ("
-        + std::string(snapshot.strings->get(chosen->filename)) + ":" + std::to_string(chosen->line) + ")";
+    const Frame& frame = snapshot.frames->frame(*chosen);
+    return std::string(snapshot.strings->get(frame.name)) + " (" + std::string(snapshot.strings->get(frame.filename))
+        + ":" + std::to_string(frame.line) + ")";
 }
 
 } // namespace
@@ -167,7 +166,8 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
 
 void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const DeviceAnalysis& device)
 {
-    const TimelineSeries series = buildTimelineSeries(*analysis.snapshot, device, m_options.timelineBuckets);
+    const TimelineSeries curves(device);
+    const TimelineChartData series = timelineChartData(*analysis.snapshot, device, curves, m_options.timelineBuckets);
     std::vector<TimelineMarker> markers;
     if (device.peakAllocatedBytes > 0)
         markers.push_back({ device.peakEvent, "peak " + formatBytes(device.peakAllocatedBytes), false });
@@ -181,7 +181,7 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         raw("<span><span class=\"swatch ");
         raw(categoryClass(category));
         raw("\"></span>");
-        text(categoryName(category));
+        text(categoryLabel(category));
         raw("</span> ");
     }
     raw("<span><span class=\"swatch reserved\"></span>reserved</span> ");
@@ -194,7 +194,7 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         raw("<span><span class=\"swatch phase-");
         raw(phaseName(phase));
         raw("\"></span>");
-        text(std::string(phaseName(phase)) + " phase");
+        text(std::string(phaseLabel(phase)) + " phase");
         raw("</span> ");
     }
     raw("</div>\n");
@@ -227,7 +227,7 @@ void ReportBuilder::writeBreakdown(const DeviceAnalysis& device)
         raw("<tr><td><span class=\"swatch ");
         raw(categoryClass(static_cast<Category>(c)));
         raw("\"></span>");
-        text(categoryName(static_cast<Category>(c)));
+        text(categoryLabel(static_cast<Category>(c)));
         raw("</td>");
         for (size_t r = 0; r < rows.size(); ++r) {
             const uint64_t bytes = rows[r].bytes[static_cast<size_t>(c)];
@@ -301,7 +301,7 @@ void ReportBuilder::writeTopAllocations(const SnapshotAnalysis& analysis, const 
     for (size_t i = 0; i < top.size(); ++i) {
         const Allocation& allocation = *top[i];
         std::string summary = std::to_string(i + 1) + ". " + formatBytes(allocation.requestedSize) + " · "
-            + std::string(categoryName(allocation.category));
+            + std::string(categoryLabel(allocation.category));
         const std::string when = whenLabel(allocation.phase, allocation.step);
         summary += " · allocated " + (when.empty() ? eventLabel(allocation.allocEvent) : "in " + when);
         if (snapshot.frames && snapshot.strings) {

@@ -1,9 +1,11 @@
 #include "core/report/charts.h"
 
+#include "core/presentation/labels.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace oomlens::report {
@@ -38,10 +40,57 @@ int64_t niceCountStep(int64_t maximum)
     }
 }
 
+// The phase of each column by majority, merged into runs.
+std::vector<PhaseRun> phaseRuns(const DeviceAnalysis& device, size_t eventCount, size_t bucketCount)
+{
+    std::vector<PhaseRun> runs;
+    if (device.eventPhase.size() != eventCount || eventCount == 0)
+        return runs;
+    for (size_t b = 0; b < bucketCount; ++b) {
+        const size_t first = (b * eventCount + bucketCount - 1) / bucketCount;
+        const size_t end = ((b + 1) * eventCount + bucketCount - 1) / bucketCount;
+        std::array<uint32_t, 7> votes {};
+        for (size_t i = first; i < end; ++i)
+            ++votes[static_cast<size_t>(device.eventPhase[i])];
+        const auto phase = static_cast<Phase>(std::max_element(votes.begin(), votes.end()) - votes.begin());
+        if (!runs.empty() && runs.back().phase == phase)
+            runs.back().lastEvent = static_cast<int64_t>(end) - 1;
+        else
+            runs.push_back({ static_cast<int64_t>(first), static_cast<int64_t>(end) - 1, phase });
+    }
+    std::erase_if(runs, [](const PhaseRun& run) { return run.phase == Phase::Unknown; });
+    return runs;
+}
+
 } // namespace
 
+TimelineChartData timelineChartData(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets)
+{
+    TimelineChartData chart;
+    chart.eventCount = series.eventCount();
+    chart.maxAllocated = series.maxAllocated();
+    chart.maxReserved = series.maxReserved();
+    if (chart.eventCount == 0) {
+        // No trace: the dump-time state is the one sample.
+        chart.points.push_back({ 0, series.categoriesAt(-1) });
+        chart.reserved.push_back({ 0, series.reservedAt(-1) });
+        return chart;
+    }
+    const std::vector<int64_t> boundaries
+        = TimelineSeries::evenBoundaries(0, chart.eventCount, static_cast<int64_t>(std::max<size_t>(1, buckets)));
+    chart.points = series.downsample(boundaries);
+    chart.reserved = series.reservedPoints(boundaries);
+    chart.phases = phaseRuns(device, static_cast<size_t>(chart.eventCount), boundaries.size() - 1);
+    if (const DeviceTrace* trace = snapshot.trace(device.device); trace && !trace->events.empty()) {
+        chart.firstTimeUs = trace->events.front().timeUs;
+        chart.lastTimeUs = trace->events.back().timeUs;
+    }
+    return chart;
+}
+
 std::string timelineSvg(
-    const TimelineSeries& series, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes)
+    const TimelineChartData& series, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes)
 {
     SvgWriter svg(chartWidth, chartHeight, "chart timeline", "Allocated memory by category over the trace");
     const uint64_t top = std::max({ series.maxAllocated, series.maxReserved, capacityBytes.value_or(0), uint64_t(1) });
@@ -60,7 +109,8 @@ std::string timelineSvg(
         const double left = xOf(run.firstEvent);
         const double right = series.eventCount > 1 ? xOf(run.lastEvent + 1) : plotRight;
         svg.rect(left, plotTop, std::min(right, plotRight) - left, plotBottom - plotTop, "phase phase-" + name,
-            name + ", events " + groupedNumber(run.firstEvent) + "–" + groupedNumber(run.lastEvent));
+            std::string(phaseLabel(run.phase)) + ", events " + groupedNumber(run.firstEvent) + "–"
+                + groupedNumber(run.lastEvent));
     }
 
     for (uint64_t tick = 0; tick <= axisMax; tick += step) {
@@ -84,40 +134,56 @@ std::string timelineSvg(
     svg.text((plotLeft + plotRight) / 2, chartHeight - 10, axisTitle, "axis-title", SvgWriter::Anchor::Middle);
 
     // A single sample (no trace) still deserves a visible band: stretch it across the plot.
-    std::vector<TimelinePoint> points = series.points;
+    std::vector<TimelineSeries::Point> points = series.points;
+    std::vector<TimelineSeries::ReservedPoint> reserved = series.reserved;
     if (points.size() == 1) {
         points.push_back(points.front());
         points.back().event = std::max<int64_t>(1, series.eventCount - 1);
     }
-    const auto xOfPoint = [&](const TimelinePoint& point) {
-        return series.eventCount > 1 ? xOf(point.event) : (point.event == 0 ? plotLeft : plotRight);
-    };
+    if (reserved.size() == 1) {
+        reserved.push_back(reserved.front());
+        reserved.back().event = std::max<int64_t>(1, series.eventCount - 1);
+    }
+    const auto xOfEvent
+        = [&](int64_t event) { return series.eventCount > 1 ? xOf(event) : (event == 0 ? plotLeft : plotRight); };
 
     std::vector<uint64_t> below(points.size(), 0);
     for (int c = 0; c < categoryCount; ++c) {
         uint64_t bandMax = 0;
-        for (const TimelinePoint& point : points)
-            bandMax = std::max(bandMax, point.live[static_cast<size_t>(c)]);
+        for (const TimelineSeries::Point& point : points)
+            bandMax = std::max(bandMax, point.bytes[static_cast<size_t>(c)]);
         if (bandMax == 0)
             continue;
+        // Steps, as the app draws them: a state holds until the next sample, which may be far
+        // away when nothing changed in between.
         std::vector<std::pair<double, double>> outline;
-        outline.reserve(points.size() * 2);
-        for (size_t i = 0; i < points.size(); ++i)
-            outline.emplace_back(xOfPoint(points[i]), yOf(below[i] + points[i].live[static_cast<size_t>(c)]));
-        for (size_t i = points.size(); i-- > 0;)
-            outline.emplace_back(xOfPoint(points[i]), yOf(below[i]));
+        outline.reserve(points.size() * 4);
+        for (size_t i = 0; i < points.size(); ++i) {
+            const double x = xOfEvent(points[i].event);
+            if (i > 0)
+                outline.emplace_back(x, outline.back().second);
+            outline.emplace_back(x, yOf(below[i] + points[i].bytes[static_cast<size_t>(c)]));
+        }
+        for (size_t i = points.size(); i-- > 0;) {
+            outline.emplace_back(xOfEvent(points[i].event), yOf(below[i]));
+            if (i > 0)
+                outline.emplace_back(xOfEvent(points[i].event), yOf(below[i - 1]));
+        }
         const auto category = static_cast<Category>(c);
         svg.polygon(outline, "band " + categoryClass(category),
-            std::string(categoryName(category)) + ": up to " + formatBytes(bandMax));
+            std::string(categoryLabel(category)) + ": up to " + formatBytes(bandMax));
         for (size_t i = 0; i < points.size(); ++i)
-            below[i] += points[i].live[static_cast<size_t>(c)];
+            below[i] += points[i].bytes[static_cast<size_t>(c)];
     }
 
     if (series.maxReserved > 0) {
         std::vector<std::pair<double, double>> reservedLine;
-        reservedLine.reserve(points.size());
-        for (const TimelinePoint& point : points)
-            reservedLine.emplace_back(xOfPoint(point), yOf(point.reserved));
+        reservedLine.reserve(reserved.size() * 2);
+        for (const TimelineSeries::ReservedPoint& point : reserved) {
+            if (!reservedLine.empty())
+                reservedLine.emplace_back(xOfEvent(point.event), reservedLine.back().second);
+            reservedLine.emplace_back(xOfEvent(point.event), yOf(point.bytes));
+        }
         svg.beginGroup("reserved", "reserved by the caching allocator: up to " + formatBytes(series.maxReserved));
         svg.polyline(reservedLine, "reserved-line");
         svg.endGroup();

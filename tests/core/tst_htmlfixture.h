@@ -1,308 +1,77 @@
 #pragma once
 
-// A small scripted case for the HTML report tests: a snapshot built event by event, the
-// per-device analysis the timeline engine would produce for it, an OOM message, a summary and
-// diagnoses. Hostile strings (script tags, attribute breakers) sit in frame names, filenames,
+// The scripted case of the HTML report tests: a training run written in the trace builder's text
+// form (tests/common/tracebuilder.h) and analysed by the real analysis, an OOM message, a summary
+// and diagnoses. Hostile strings (script tags, attribute breakers) sit in frame names, filenames,
 // messages and evidence, where real inputs can carry them.
 
+#include "common/analysisfixtures.h"
+#include "common/tracetext.h"
 #include "core/case.h"
 #include "core/caseanalysis.h"
 #include "core/units.h"
 
-#include <algorithm>
 #include <memory>
 #include <string>
-#include <vector>
+#include <utility>
 
 namespace oomlens::test {
 
 inline const std::string hostileScript = "<script>alert(1)</script>";
 inline const std::string hostileAttribute = "\"><img src=x onerror=alert(1)>";
+// The trace builder's words cannot carry a double quote; this one breaks single-quoted attributes.
+inline const std::string hostileFilename = "'><img src=x onerror=alert(1)>.py";
 
-class ReportFixture
+// `stack=` with the builder's stack for a phase word and one more (outer) frame, quoted for spaces.
+inline std::string stackWith(std::string_view phase, const std::string& innerFrame, const std::string& outerFrame)
 {
-public:
-    ReportFixture()
-        : m_strings(std::make_shared<StringTable>())
-        , m_frames(std::make_shared<FrameTable>())
-    {
-        m_device.device = 0;
-        m_device.reasons = { "module forward frame", "torch/optim state init", "module .to() / _apply",
-            "autograd engine frame", "no stack: allocated before the trace began" };
-    }
+    std::string frames = phaseStacks().find(phase)->second;
+    if (!innerFrame.empty())
+        frames = innerFrame + ";" + frames;
+    if (!outerFrame.empty())
+        frames += ";" + outerFrame;
+    return "\"stack=" + frames + "\"";
+}
 
-    StackId stack(const std::vector<std::pair<std::string, std::string>>& nameAndFile)
-    {
-        std::vector<FrameId> ids;
-        int line = 10;
-        for (const auto& [name, file] : nameAndFile)
-            ids.push_back(m_frames->intern({ m_strings->intern(file), m_strings->intern(name), line++ }));
-        return m_frames->internStack(ids.data(), ids.size());
-    }
+// Analyses a snapshot built from trace text, as the app would open it.
+inline SnapshotAnalysis analyzeReportTrace(const std::string& text)
+{
+    return analyzeSnapshot(traceSnapshot(text));
+}
 
-    // A new segment; following allocations are placed in it until it is full.
-    void segmentAlloc(uint64_t size)
-    {
-        const uint64_t address = segmentBase + m_segments.size() * segmentStride;
-        m_segments.push_back({ address, size });
-        m_bump = address;
-        m_bumpEnd = address + size;
-        m_reserved += size;
-        push(TraceAction::SegmentAlloc, address, size, FrameTable::emptyStack());
-    }
-
-    // Returns the allocation's index.
-    size_t alloc(uint64_t size, Category category, Phase phase, int32_t step, StackId where, uint16_t reason)
-    {
-        Allocation allocation;
-        allocation.blockSize = (size + 511) / 512 * 512;
-        if (m_bump + allocation.blockSize > m_bumpEnd)
-            segmentAlloc(std::max<uint64_t>(allocation.blockSize, 20 * MiB));
-        allocation.address = m_bump;
-        m_bump += allocation.blockSize;
-        allocation.requestedSize = size;
-        allocation.allocEvent = push(TraceAction::Alloc, allocation.address, size, where);
-        allocation.stack = where;
-        allocation.category = category;
-        allocation.phase = phase;
-        allocation.step = step;
-        allocation.reason = reason;
-        m_device.allocations.push_back(allocation);
-        return m_device.allocations.size() - 1;
-    }
-
-    // Alive before the trace began (the ring buffer started mid-run).
-    size_t preexisting(uint64_t size, Category category, uint16_t reason)
-    {
-        Allocation allocation;
-        allocation.address = preexistingBase + m_preexistingBytes;
-        allocation.requestedSize = size;
-        allocation.blockSize = size;
-        allocation.category = category;
-        allocation.reason = reason;
-        m_preexistingBytes += size;
-        m_device.allocations.push_back(allocation);
-        m_device.traceTruncated = true;
-        m_reserved += size;
-        return m_device.allocations.size() - 1;
-    }
-
-    void free(size_t allocation)
-    {
-        Allocation& a = m_device.allocations[allocation];
-        a.freeRequestedEvent = push(TraceAction::FreeRequested, a.address, a.requestedSize, a.stack);
-        a.freeEvent = push(TraceAction::FreeCompleted, a.address, a.requestedSize, a.stack);
-    }
-
-    void oom(uint64_t request, uint64_t deviceFree, uint64_t largestFreeBlock, uint64_t freeInPool)
-    {
-        OomAnalysis analysis;
-        analysis.requestedBytes = request;
-        analysis.deviceFreeBytes = deviceFree;
-        analysis.reservedBytes = m_reserved;
-        analysis.largestFreeBlock = largestFreeBlock;
-        analysis.freeInPoolBytes = freeInPool;
-        analysis.eventIndex = push(TraceAction::Oom, deviceFree, request, FrameTable::emptyStack());
-        m_pendingOoms.push_back(analysis);
-    }
-
-    void phase(Phase phase, int32_t step)
-    {
-        m_phase = phase;
-        m_step = step;
-    }
-
-    // Fills in what the analysis would: the peak (first maximum), categories there, the OOMs.
-    SnapshotAnalysis finish()
-    {
-        const auto events = static_cast<int64_t>(m_trace.events.size());
-        std::vector<int64_t> delta(static_cast<size_t>(events) + 1, 0);
-        uint64_t live = 0;
-        for (const Allocation& a : m_device.allocations) {
-            if (a.allocEvent < 0)
-                live += a.requestedSize;
-            else
-                delta[static_cast<size_t>(a.allocEvent)] += static_cast<int64_t>(a.requestedSize);
-            if (a.freeEvent >= 0)
-                delta[static_cast<size_t>(a.freeEvent)] -= static_cast<int64_t>(a.requestedSize);
-        }
-        uint64_t best = live;
-        int64_t bestEvent = -1;
-        for (int64_t e = 0; e < events; ++e) {
-            live = static_cast<uint64_t>(static_cast<int64_t>(live) + delta[static_cast<size_t>(e)]);
-            if (live > best) {
-                best = live;
-                bestEvent = e;
-            }
-        }
-        m_device.peakAllocatedBytes = best;
-        m_device.peakEvent = bestEvent;
-        m_device.categoriesAtPeak = categoriesAt(bestEvent);
-        for (OomAnalysis oom : m_pendingOoms) {
-            oom.liveByCategory = categoriesAt(oom.eventIndex);
-            for (uint64_t bytes : oom.liveByCategory)
-                oom.allocatedBytes += bytes;
-            oom.phase = m_device.eventPhase[static_cast<size_t>(oom.eventIndex)];
-            oom.step = m_device.eventStep[static_cast<size_t>(oom.eventIndex)];
-            m_device.ooms.push_back(oom);
-        }
-        int32_t steps = 0;
-        for (int32_t step : m_device.eventStep)
-            steps = std::max(steps, step);
-        m_device.stepCount = steps;
-        dumpSegments();
-        m_snapshot.traces.push_back(m_trace);
-        m_snapshot.strings = m_strings;
-        m_snapshot.frames = m_frames;
-        m_snapshot.container = "pickle";
-        m_snapshot.pickleProtocol = 4;
-        SnapshotAnalysis analysis;
-        analysis.snapshot = std::make_shared<const Snapshot>(m_snapshot);
-        analysis.devices.push_back(m_device);
-        analysis.primaryDevice = 0;
-        return analysis;
-    }
-
-    Snapshot& snapshot() { return m_snapshot; }
-    DeviceAnalysis& device() { return m_device; }
-
-private:
-    // The segments at the dump: every segment the run made, holding the allocations that are
-    // still alive, with the gaps between them as free blocks.
-    void dumpSegments()
-    {
-        std::vector<std::pair<uint64_t, uint64_t>> segments = m_segments;
-        if (m_preexistingBytes > 0)
-            segments.push_back({ preexistingBase, m_preexistingBytes });
-        std::vector<const Allocation*> survivors;
-        for (const Allocation& a : m_device.allocations) {
-            if (a.freeEvent < 0)
-                survivors.push_back(&a);
-        }
-        for (const auto& [address, size] : segments) {
-            Segment segment;
-            segment.address = address;
-            segment.totalSize = size;
-            segment.firstBlock = static_cast<uint32_t>(m_snapshot.blocks.size());
-            std::vector<const Allocation*> alive;
-            for (const Allocation* a : survivors) {
-                if (a->address >= address && a->address < address + size)
-                    alive.push_back(a);
-            }
-            std::sort(alive.begin(), alive.end(), [](auto* x, auto* y) { return x->address < y->address; });
-            uint64_t cursor = address;
-            const auto addBlock = [&](uint64_t at, uint64_t bytes, BlockState state, uint64_t requested) {
-                Block block;
-                block.address = at;
-                block.size = bytes;
-                block.requestedSize = requested;
-                block.state = state;
-                m_snapshot.blocks.push_back(block);
-            };
-            for (const Allocation* a : alive) {
-                if (a->address > cursor)
-                    addBlock(cursor, a->address - cursor, BlockState::Inactive, 0);
-                addBlock(a->address, a->blockSize, BlockState::ActiveAllocated, a->requestedSize);
-                segment.allocatedSize += a->blockSize;
-                cursor = a->address + a->blockSize;
-            }
-            if (cursor < address + size)
-                addBlock(cursor, address + size - cursor, BlockState::Inactive, 0);
-            segment.blockCount = static_cast<uint32_t>(m_snapshot.blocks.size()) - segment.firstBlock;
-            m_snapshot.segments.push_back(segment);
-        }
-    }
-
-    static bool liveAfter(const Allocation& a, int64_t event)
-    {
-        return a.allocEvent <= event && (a.freeEvent < 0 || event < a.freeEvent);
-    }
-
-    int64_t push(TraceAction action, uint64_t address, uint64_t size, StackId where)
-    {
-        TraceEvent event;
-        event.action = action;
-        event.addr = address;
-        event.size = size;
-        event.stack = where;
-        event.timeUs = 1'700'000'000'000'000 + static_cast<int64_t>(m_trace.events.size()) * 250;
-        m_trace.events.push_back(event);
-        m_device.eventPhase.push_back(m_phase);
-        m_device.eventStep.push_back(m_step);
-        return static_cast<int64_t>(m_trace.events.size()) - 1;
-    }
-
-    CategoryBytes categoriesAt(int64_t event) const
-    {
-        CategoryBytes bytes {};
-        for (const Allocation& a : m_device.allocations) {
-            if (liveAfter(a, event))
-                bytes[static_cast<size_t>(a.category)] += a.requestedSize;
-        }
-        return bytes;
-    }
-
-    std::shared_ptr<StringTable> m_strings;
-    std::shared_ptr<FrameTable> m_frames;
-    Snapshot m_snapshot;
-    DeviceTrace m_trace;
-    DeviceAnalysis m_device;
-    std::vector<OomAnalysis> m_pendingOoms;
-    static constexpr uint64_t segmentBase = 0x7f0000000000;
-    static constexpr uint64_t segmentStride = uint64_t(1) << 36;
-    static constexpr uint64_t preexistingBase = 0x7e0000000000;
-    std::vector<std::pair<uint64_t, uint64_t>> m_segments; // address, size
-    uint64_t m_bump = 0;
-    uint64_t m_bumpEnd = 0;
-    uint64_t m_preexistingBytes = 0;
-    uint64_t m_reserved = 0;
-    Phase m_phase = Phase::Unknown;
-    int32_t m_step = -1;
-};
-
-// A two-step training run with Adam that dies allocating activations in the backward of step 2,
-// plus the text inputs a user would paste beside it.
+// A two-step training run with Adam that dies allocating gradients in the backward of step 2,
+// plus the text inputs a user would paste beside it. The ring buffer lost the beginning: an
+// input batch is freed whose allocation the trace never saw.
 inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
 {
-    ReportFixture f;
-    const StackId load = f.stack(
-        { { "_apply", "torch/nn/modules/module.py" }, { "to", "torch/nn/modules/module.py" }, { "main", "train.py" } });
-    const StackId forward = f.stack(
-        { { "forward", "torch/nn/modules/linear.py" }, { hostileScript, "model.py" }, { "train_step", "train.py" } });
-    const StackId backward
-        = f.stack({ { "backward", "torch/autograd/__init__.py" }, { "train_step", hostileAttribute } });
-    const StackId adam = f.stack(
-        { { "_init_group", "torch/optim/adam.py" }, { "step", "torch/optim/adam.py" }, { "train_step", "train.py" } });
-
-    f.preexisting(512 * MiB, Category::Inputs, 4);
-    f.phase(Phase::Load, 0);
-    f.segmentAlloc(2 * GiB);
-    f.alloc(1 * GiB, Category::Parameters, Phase::Load, 0, load, 2);
-    for (int32_t step = 1; step <= 2; ++step) {
-        f.phase(Phase::Forward, step);
-        const size_t a1 = f.alloc(768 * MiB, Category::Activations, Phase::Forward, step, forward, 0);
-        const size_t a2 = f.alloc(256 * MiB + 4096, Category::Activations, Phase::Forward, step, forward, 0);
-        f.phase(Phase::Backward, step);
+    const std::string forward = stackWith("fwd", "model.py:" + hostileScript + ":12", "");
+    const std::string gradient = stackWith("grad", "", hostileFilename + ":train_step:43");
+    std::string trace = "before batch0 512MiB data\n"
+                        "before inputs 512MiB data\n"
+                        "free batch0 data\n"
+                        "segment_alloc s1 2GiB\n"
+                        "alloc params 1GiB load in=s1\n";
+    for (int step = 1; step <= 2; ++step) {
+        const std::string n = std::to_string(step);
+        trace += "annotate ProfilerStep#" + n + "\n";
+        trace += "alloc a" + n + " 768MiB " + forward + "\n";
+        trace += "alloc b" + n + " 268439552 " + forward + "\n";
         if (step == 2) {
-            f.segmentAlloc(1 * GiB);
-            const size_t grads = f.alloc(1 * GiB, Category::Gradients, Phase::Backward, step, backward, 3);
-            (void)grads;
-            f.oom(3 * GiB, 600 * MiB, 256 * MiB, 768 * MiB);
+            trace += "segment_alloc s3 1GiB\nalloc g2 1GiB in=s3 " + gradient + "\noom 3GiB free=600MiB bwd\n";
             break;
         }
-        const size_t grads = f.alloc(1 * GiB, Category::Gradients, Phase::Backward, step, backward, 3);
-        f.free(a2);
-        f.free(a1);
-        f.phase(Phase::Optimizer, step);
-        f.segmentAlloc(2 * GiB);
-        f.alloc(1 * GiB, Category::OptimizerState, Phase::Optimizer, step, adam, 1);
-        f.alloc(1 * GiB, Category::OptimizerState, Phase::Optimizer, step, adam, 1);
-        f.free(grads);
+        trace += "alloc g" + n + " 1GiB " + gradient + "\n";
+        trace += "free b" + n + " bwd\nfree a" + n + " bwd\n";
+        trace += "segment_alloc s2 2GiB\nalloc m" + n + " 1GiB optinit in=s2\nalloc v" + n + " 1GiB optinit in=s2\n";
+        trace += "free g" + n + " zero\n";
     }
+    SnapshotAnalysis analyzed = analyzeReportTrace(trace);
+    auto snapshot = std::make_shared<Snapshot>(*analyzed.snapshot);
     AllocatorSettings settings;
     settings.allocConf = "max_split_size_mb:128";
     settings.maxSplitSize = 128 * static_cast<int64_t>(MiB);
-    f.snapshot().allocatorSettings = settings;
+    snapshot->allocatorSettings = settings;
+    analyzed.snapshot = snapshot;
 
     Case input;
     input.inputs.push_back({ "logs/" + hostileAttribute + ".log", InputKind::Log, std::nullopt, -1 });
@@ -357,7 +126,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     input.text.nvidiaSmi.push_back(smi);
 
     CaseAnalysis analysis;
-    analysis.snapshots.push_back(f.finish());
+    analysis.snapshots.push_back(std::move(analyzed));
     input.snapshots.push_back(analysis.snapshots.front().snapshot);
 
     Diagnosis diagnosis;

@@ -233,20 +233,21 @@ alloc e 1MiB fwd
         const auto result = test::analyzeTrace(text.c_str());
         const DeviceAnalysis* d = result.primary();
         const auto n = static_cast<int64_t>(d->eventAllocation.size());
-        const auto buckets = downsample(*d, 0, n, 37);
-        QCOMPARE(buckets.size(), size_t(37));
+        const TimelineSeries series(*d);
+        const std::vector<int64_t> boundaries = TimelineSeries::evenBoundaries(0, n, 37);
+        QCOMPARE(boundaries.size(), size_t(38));
+        QCOMPARE(boundaries.front(), int64_t(0));
+        QCOMPARE(boundaries.back(), n);
+        const auto points = series.downsample(boundaries);
         uint64_t best = 0;
-        for (const auto& b : buckets) {
-            best = std::max(best, b.maxAllocated);
-            uint64_t sum = 0;
-            for (uint64_t v : b.categoriesAtMax)
-                sum += v;
-            QCOMPARE(sum, b.maxAllocated);
+        for (const auto& point : points) {
+            best = std::max(best, point.total());
+            // The series' categories add up to the replay's own per-event total.
+            QCOMPARE(point.total(), d->allocatedAfter[static_cast<size_t>(point.event)]);
         }
         QCOMPARE(best, d->peakAllocatedBytes);
+        QCOMPARE(series.maxAllocated(), d->peakAllocatedBytes);
         QCOMPARE(d->peakAllocatedBytes, 3 * GiB);
-        QCOMPARE(buckets.front().firstEvent, int64_t(0));
-        QCOMPARE(buckets.back().lastEvent, n);
     }
 };
 

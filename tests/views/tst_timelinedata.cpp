@@ -132,6 +132,26 @@ private slots:
         QVERIFY(std::any_of(points.begin(), points.end(), [](const auto& p) { return p.bytes == 84 * mib; }));
     }
 
+    void reservedAnchoredAtTheDump()
+    {
+        // The trace reserves more than the dump holds (its first segment is missing from the
+        // dump): the dump-time total is the one state known for sure, so the curve ends there and
+        // the older past is clamped at zero, as the analysis reconstructs it.
+        auto snapshot
+            = std::make_shared<Snapshot>(*test::buildSnapshot("segment_alloc s1 64MiB\nsegment_alloc s2 20MiB\n"));
+        QCOMPARE(snapshot->segments.size(), size_t(2));
+        snapshot->segments.erase(snapshot->segments.begin());
+        const auto analysis = std::make_shared<const SnapshotAnalysis>(analyzeSnapshot(snapshot));
+        const TimelineData data(analysis, 0);
+        constexpr uint64_t mib = 1024 * 1024;
+        QCOMPARE(data.reservedAt(1), 20 * mib);
+        QCOMPARE(data.reservedAt(0), uint64_t(0));
+        QCOMPARE(data.reservedAt(-1), uint64_t(0));
+        QCOMPARE(data.maxReserved(), analysis->devices.front().peakReservedBytes);
+        for (int64_t event = -1; event < data.eventCount(); ++event)
+            QCOMPARE(data.reservedAt(event), reservedAt(*data.device(), event));
+    }
+
     void hintedTimeSearchAgrees()
     {
         // Repeated times and gaps: the hinted search must find the same last event at or before
