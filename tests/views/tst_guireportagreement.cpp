@@ -1,0 +1,174 @@
+// The app and the HTML report render one case from the same analysis: this checks that what a
+// person reads in both agrees — the peak, the category labels and colours, and what was live
+// by category at the peak — for every bundled scenario.
+#include "common/testutil.h"
+#include "core/caseanalysis.h"
+#include "core/presentation/labels.h"
+#include "core/presentation/palette.h"
+#include "core/report/charts.h"
+#include "core/report/htmlreport.h"
+#include "core/units.h"
+#include "parsers/inputloader.h"
+#include "views/categorycolors.h"
+#include "views/loadedcase.h"
+#include "views/overviewpage.h"
+#include "views/timelinedata.h"
+#include "views/timelinewidget.h"
+
+#include <QApplication>
+#include <QDir>
+#include <QLabel>
+#include <QRegularExpression>
+#include <QTest>
+
+#include <map>
+
+using namespace oomlens;
+
+namespace {
+
+QString fromStd(std::string_view text)
+{
+    return QString::fromUtf8(text.data(), qsizetype(text.size()));
+}
+
+// The label whose text contains `needle`, among `parent`'s children.
+QString labelWith(const QWidget& parent, const QString& needle)
+{
+    for (const QLabel* label : parent.findChildren<QLabel*>()) {
+        if (label->text().contains(needle))
+            return label->text();
+    }
+    return {};
+}
+
+// "Parameters" → "1.00 GiB" for every category the report's breakdown table lists at the peak
+// (its first number column).
+std::map<QString, QString> reportPeakBreakdown(const QString& html)
+{
+    std::map<QString, QString> rows;
+    static const QRegularExpression row(
+        QStringLiteral("<tr><td><span class=\"swatch cat-[a-z_]+\"></span>([^<]+)</td><td class=\"num\">([^<]+)</td>"));
+    for (auto it = row.globalMatch(html); it.hasNext();) {
+        const QRegularExpressionMatch match = it.next();
+        rows.emplace(match.captured(1), match.captured(2));
+    }
+    return rows;
+}
+
+// The same from the overview's "At the peak:" line (categories with bytes only).
+std::map<QString, QString> overviewPeakBreakdown(const QString& text)
+{
+    std::map<QString, QString> rows;
+    static const QRegularExpression part(QStringLiteral("&#9632;</span>&nbsp;([^&<]+)&nbsp;<b>([^<]+)</b>"));
+    for (auto it = part.globalMatch(text); it.hasNext();) {
+        const QRegularExpressionMatch match = it.next();
+        rows.emplace(match.captured(1), match.captured(2));
+    }
+    return rows;
+}
+
+} // namespace
+
+class TestGuiReportAgreement : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void sameCaseSameNumbers_data()
+    {
+        QTest::addColumn<QString>("scenario");
+        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
+        const QStringList pickles = dir.entryList({ QStringLiteral("*.pickle") }, QDir::Files, QDir::Name);
+        QVERIFY(!pickles.isEmpty());
+        for (const QString& pickle : pickles) {
+            const QString name = pickle.chopped(int(qstrlen(".pickle")));
+            QTest::newRow(qPrintable(name)) << name;
+        }
+    }
+
+    void sameCaseSameNumbers()
+    {
+        QFETCH(QString, scenario);
+        const QString base = test::testDataDir() + QStringLiteral("/scenarios/") + scenario;
+        Case input;
+        for (const QString& suffix :
+            { QStringLiteral(".pickle"), QStringLiteral(".oom.txt"), QStringLiteral(".summary.txt") }) {
+            if (QFile::exists(base + suffix))
+                addFile(input, (base + suffix).toStdString());
+        }
+        const auto loaded = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario });
+        QCOMPARE(loaded->analysis.snapshots.size(), size_t(1));
+        const SnapshotAnalysis& snapshot = loaded->analysis.snapshots.front();
+        const DeviceAnalysis* device = snapshot.primary();
+        QVERIFY(device);
+        const QString peak = fromStd(formatBytes(device->peakAllocatedBytes));
+
+        // The report.
+        const QString html = QString::fromStdString(report::buildHtmlReport(loaded->input, loaded->analysis));
+        QVERIFY2(html.contains(QStringLiteral("peak allocated ") + peak), qPrintable(peak));
+        QVERIFY(html.contains(QStringLiteral("class=\"marker-label\"")));
+        QVERIFY2(html.contains(QStringLiteral(">peak ") + peak + QStringLiteral("</text>")), qPrintable(peak));
+
+        // The report's chart, at its default resolution, reaches the peak exactly.
+        const report::TimelineChartData chart = report::timelineChartData(
+            *snapshot.snapshot, *device, TimelineSeries(*device), report::ReportOptions {}.timelineBuckets);
+        uint64_t chartMax = 0;
+        for (const auto& point : chart.points)
+            chartMax = std::max(chartMax, point.total());
+        QCOMPARE(chartMax, device->peakAllocatedBytes);
+
+        // The app: the timeline as drawn at full zoom, its info line and legend, and the overview.
+        auto data = std::make_shared<const TimelineData>(
+            std::make_shared<const SnapshotAnalysis>(snapshot), snapshot.primaryDevice);
+        TimelineWidget timeline;
+        timeline.resize(1200, 500);
+        timeline.setTimeline(data);
+        QVERIFY(labelWith(timeline, QStringLiteral("Events ")).contains(QStringLiteral("peak <b>") + peak));
+        uint64_t drawnMax = 0;
+        for (const auto& point : data->downsample(TimelineSeries::evenBoundaries(0, data->eventCount(), 1200)))
+            drawnMax = std::max(drawnMax, point.total());
+        QCOMPARE(drawnMax, device->peakAllocatedBytes);
+        QCOMPARE(data->maxAllocated(), device->peakAllocatedBytes);
+
+        OverviewPage overview;
+        overview.setCase(loaded);
+        QVERIFY(
+            labelWith(*overview.widget(), QStringLiteral("peak ") + peak + QStringLiteral(" allocated")).size() > 0);
+
+        // Labels and colours: the app's legend and the report's legend and style sheet name each
+        // category the same way, in the same colour.
+        const QString legend = labelWith(timeline, QStringLiteral("&#9632;"));
+        const bool dark = colors::darkPalette();
+        for (int c = 0; c < categoryCount; ++c) {
+            const auto category = static_cast<Category>(c);
+            const QString label = fromStd(categoryLabel(category));
+            const QString key = fromStd(categoryName(category));
+            const QString hex = fromStd(categoryColor(category, dark ? Theme::Dark : Theme::Light).hex());
+            QVERIFY2(
+                legend.contains(QStringLiteral("color:%1'>&#9632;</span>&nbsp;%2").arg(hex, label)), qPrintable(label));
+            QVERIFY2(html.contains(QStringLiteral("cat-%1\"></span>%2</span>").arg(key, label)), qPrintable(label));
+            QVERIFY2(html.contains(QStringLiteral("--%1: %2;").arg(key, hex)), qPrintable(key));
+            QCOMPARE(colors::category(category).name(), hex);
+        }
+
+        // What was live at the peak, category by category.
+        const std::map<QString, QString> inReport = reportPeakBreakdown(html);
+        QCOMPARE(inReport.size(), size_t(categoryCount));
+        const std::map<QString, QString> inApp
+            = overviewPeakBreakdown(labelWith(*overview.widget(), QStringLiteral("At the peak: ")));
+        QVERIFY(!inApp.empty());
+        for (int c = 0; c < categoryCount; ++c) {
+            const uint64_t bytes = device->categoriesAtPeak[size_t(c)];
+            const QString label = fromStd(categoryLabel(Category(c)));
+            QCOMPARE(inReport.at(label), fromStd(formatBytes(bytes)));
+            if (bytes > 0)
+                QCOMPARE(inApp.at(label), fromStd(formatBytes(bytes)));
+            else
+                QVERIFY(!inApp.count(label));
+        }
+    }
+};
+
+QTEST_MAIN(TestGuiReportAgreement)
+#include "tst_guireportagreement.moc"
