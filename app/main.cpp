@@ -7,8 +7,6 @@
 #endif
 #include <QCoreApplication>
 
-#include <cstring>
-
 int main(int argc, char** argv)
 {
     // The headless commands never touch a display: they run under QCoreApplication.
@@ -22,25 +20,24 @@ int main(int argc, char** argv)
     QApplication::setOrganizationName(QStringLiteral("oomlens"));
     QApplication::setApplicationVersion(QStringLiteral(OOMLENS_VERSION));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/oomlens/icons/oomlens.svg")));
-    QStringList files = app.arguments().mid(1);
-    // `oomlens --screenshot DIR FILE...`: render every view to DIR as PNG and exit (README pictures).
-    QString screenshotDirectory;
-    if (files.size() >= 2 && files.front() == QLatin1String("--screenshot")) {
-        screenshotDirectory = files.at(1);
-        files = files.mid(2);
-    }
+    // After QApplication took out its own options (-platform, -style, ...).
+    const oomlens::cli::GuiCommandLine commandLine = oomlens::cli::parseGuiCommandLine(app.arguments());
+    if (commandLine.exitStatus)
+        return *commandLine.exitStatus;
+    const bool screenshots = !commandLine.screenshotDirectory.isEmpty();
     oomlens::MainWindow window;
-    if (!screenshotDirectory.isEmpty()) {
+    if (screenshots) {
         window.resize(1400, 900);
         QObject::connect(
             &window, &oomlens::MainWindow::screenshotsWritten, &app, [&app](bool ok) { app.exit(ok ? 0 : 1); });
     }
     window.show();
-    window.openFiles(files);
-    if (!screenshotDirectory.isEmpty())
-        window.setScreenshotDirectory(screenshotDirectory);
+    window.openFiles(commandLine.files);
+    if (screenshots)
+        window.setScreenshotDirectory(commandLine.screenshotDirectory);
     return app.exec();
 #else
-    return oomlens::cli::run(QCoreApplication(argc, argv).arguments());
+    QCoreApplication app(argc, argv);
+    return oomlens::cli::run(app.arguments());
 #endif
 }

@@ -1,10 +1,10 @@
 #include "app/cli/cli.h"
 
+#include "app/cli/commandline.h"
 #include "app/cli/diagnose.h"
 #include "app/cli/report.h"
 
-#include <QTextStream>
-
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -12,44 +12,122 @@ namespace oomlens::cli {
 
 namespace {
 
-const char* const usageText = R"(usage:
-  oomlens [FILE...]                                 open the GUI, optionally with files
-  oomlens diagnose [--json] [--device N] [--rules FILE] INPUT...
-                                                    analyze and print; INPUT '-' reads stdin
-  oomlens report INPUT... -o report.html            write the self-contained HTML report
-  oomlens --help | --version
-)";
+// The one table of headless commands: a new command is one line here and its own file.
+const std::array commandTable {
+    Command { "diagnose", "diagnose [--json] [--device N] [--rules FILE] INPUT...",
+        "analyze and print; INPUT '-' reads stdin", runDiagnose },
+    Command { "report", "report INPUT... -o report.html", "write the self-contained HTML report", runReport },
+};
 
-} // namespace
-
-bool isCommandLineInvocation(int argc, char** argv)
+const Command* findCommand(const QString& name)
 {
-    if (argc < 2)
-        return false;
-    for (const char* command : { "diagnose", "report", "--help", "-h", "--version", "-v" }) {
-        if (std::strcmp(argv[1], command) == 0)
+    for (const Command& command : commandTable) {
+        if (name == QLatin1String(command.name))
+            return &command;
+    }
+    return nullptr;
+}
+
+QString usageText()
+{
+    // Synopses line up in one column; one too long for it puts its summary on the next line.
+    constexpr qsizetype summaryColumn = 52;
+    const auto line = [](const QString& synopsis, const QString& summary) {
+        QString text = QStringLiteral("  ") + synopsis;
+        text += text.size() < summaryColumn ? QString(summaryColumn - text.size(), QLatin1Char(' '))
+                                            : QLatin1Char('\n') + QString(summaryColumn, QLatin1Char(' '));
+        return text + summary + QLatin1Char('\n');
+    };
+    QString text = QStringLiteral("usage:\n");
+    text += line(QStringLiteral("oomlens [FILE...]"), QStringLiteral("open the GUI, optionally with files"));
+    for (const Command& command : commandTable)
+        text += line(
+            QStringLiteral("oomlens ") + QString::fromUtf8(command.synopsis), QString::fromUtf8(command.summary));
+    text += QStringLiteral("  oomlens --help | --version\n\n"
+                           "Run 'oomlens COMMAND --help' for a command's options.\n");
+    return text;
+}
+
+bool isHelpOrVersion(const QString& argument)
+{
+    for (const char* option : { "-h", "--help", "-v", "--version" }) {
+        if (argument == QLatin1String(option))
             return true;
     }
     return false;
 }
 
-int run(const QStringList& arguments)
+// Help and version are answered the same way with or without a GUI, before any window exists.
+std::optional<int> answerHelpOrVersion(const QCommandLineParser& parser)
 {
-    const QString command = arguments.value(1);
-    if (command == QLatin1String("--help") || command == QLatin1String("-h")) {
-        std::fputs(usageText, stdout);
+    if (parser.isSet(QStringLiteral("help"))) {
+        std::fputs(qPrintable(usageText()), stdout);
         return 0;
     }
-    if (command == QLatin1String("--version") || command == QLatin1String("-v")) {
+    if (parser.isSet(QStringLiteral("version"))) {
         std::printf("oomlens %s\n", OOMLENS_VERSION);
         return 0;
     }
-    if (command == QLatin1String("report"))
-        return runReport(arguments.mid(2));
-    if (command == QLatin1String("diagnose"))
-        return runDiagnose(arguments.mid(2));
-    std::fputs(usageText, stderr);
+    return std::nullopt;
+}
+
+int usageError(const QString& message)
+{
+    std::fprintf(stderr, "oomlens: %s\n%s", qPrintable(message), qPrintable(usageText()));
     return 2;
+}
+
+} // namespace
+
+std::span<const Command> commands()
+{
+    return commandTable;
+}
+
+bool isCommandLineInvocation(int argc, char** argv)
+{
+    if (argc < 2)
+        return false;
+    const QString first = QString::fromLocal8Bit(argv[1]);
+    return findCommand(first) || isHelpOrVersion(first);
+}
+
+int run(const QStringList& arguments)
+{
+    if (const Command* command = findCommand(arguments.value(1)))
+        return command->run(arguments.mid(2));
+    // No command: only --help and --version mean something without a GUI.
+    QCommandLineParser parser;
+    parser.addHelpOption();
+    parser.addVersionOption();
+    if (!parser.parse(arguments))
+        return usageError(parseError(parser));
+    if (const std::optional<int> answered = answerHelpOrVersion(parser))
+        return *answered;
+    if (arguments.size() > 1)
+        return usageError(QStringLiteral("unknown command '%1'").arg(arguments.at(1)));
+    return usageError(QStringLiteral("no command given"));
+}
+
+GuiCommandLine parseGuiCommandLine(const QStringList& arguments)
+{
+    GuiCommandLine result;
+    QCommandLineParser parser;
+    parser.addHelpOption();
+    parser.addVersionOption();
+    // Used to make the README's pictures; not part of the documented command line.
+    QCommandLineOption screenshot(QStringLiteral("screenshot"),
+        QStringLiteral("Render every view of FILE... to DIR as PNG and exit."), QStringLiteral("DIR"));
+    screenshot.setFlags(QCommandLineOption::HiddenFromHelp);
+    parser.addOption(screenshot);
+    if (!parser.parse(arguments)) {
+        result.exitStatus = usageError(parseError(parser));
+        return result;
+    }
+    result.exitStatus = answerHelpOrVersion(parser);
+    result.files = parser.positionalArguments();
+    result.screenshotDirectory = parser.value(screenshot);
+    return result;
 }
 
 } // namespace oomlens::cli

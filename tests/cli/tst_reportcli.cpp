@@ -77,6 +77,8 @@ private Q_SLOTS:
         QTest::newRow("-o without a name") << QStringList { example(), QStringLiteral("-o") } << QByteArray("-o");
         QTest::newRow("unknown option") << QStringList { QStringLiteral("--bogus"), example(), QStringLiteral("-o"),
             QStringLiteral("r.html") } << QByteArray("--bogus");
+        QTest::newRow("empty output name")
+            << QStringList { example(), QStringLiteral("--output=") } << QByteArray("no output file");
         QTest::newRow("bad device") << QStringList { QStringLiteral("--device"), QStringLiteral("x"), example(),
             QStringLiteral("-o"), QStringLiteral("r.html") }
                                     << QByteArray("--device");
@@ -90,6 +92,36 @@ private Q_SLOTS:
         QCOMPARE(run.exitCode, 2);
         QVERIFY2(run.err.contains(complaint), run.err.constData());
         QVERIFY(run.err.contains("usage: oomlens report"));
+    }
+
+    void helpIsNotAUsageError()
+    {
+        const Run run = oomlens({ QStringLiteral("--help") });
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY(run.out.startsWith("Usage: oomlens report "));
+        QVERIFY(run.out.contains("-o, --output <FILE>"));
+        QVERIFY(run.err.isEmpty());
+    }
+
+    // The spellings every Qt tool accepts for an option with a value.
+    void outputSpellings_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::newRow("-o FILE") << QStringList { QStringLiteral("-o"), QStringLiteral("FILE") };
+        QTest::newRow("-oFILE") << QStringList { QStringLiteral("-oFILE") };
+        QTest::newRow("--output FILE") << QStringList { QStringLiteral("--output"), QStringLiteral("FILE") };
+        QTest::newRow("--output=FILE") << QStringList { QStringLiteral("--output=FILE") };
+    }
+
+    void outputSpellings()
+    {
+        QFETCH(QStringList, arguments);
+        const QString path = output(QStringLiteral("spelled.html"));
+        QFile::remove(path);
+        arguments.replaceInStrings(QStringLiteral("FILE"), path);
+        const Run run = oomlens(QStringList { example() } + arguments);
+        QCOMPARE(run.exitCode, 0);
+        verifyLockedDocument(read(path));
     }
 
     void writesTheReport()

@@ -1,0 +1,67 @@
+#include "app/cli/commandline.h"
+
+#include <cstdio>
+
+namespace oomlens::cli {
+
+QString parseError(const QCommandLineParser& parser)
+{
+    const QStringList unknown = parser.unknownOptionNames();
+    if (unknown.isEmpty())
+        return parser.errorText();
+    const QString& name = unknown.front();
+    return QStringLiteral("unknown option ") + (name.size() == 1 ? QStringLiteral("-") : QStringLiteral("--")) + name;
+}
+
+CommandLine::CommandLine(const char* synopsis, const QString& description)
+    : m_synopsis(QString::fromUtf8(synopsis))
+    , m_command(m_synopsis.section(QLatin1Char(' '), 0, 0))
+{
+    m_parser.setApplicationDescription(description);
+    m_parser.addHelpOption();
+}
+
+std::optional<int> CommandLine::parse(const QStringList& arguments)
+{
+    // QCommandLineParser skips the first word as the program's name.
+    if (!m_parser.parse(QStringList { QStringLiteral("oomlens ") + m_command } + arguments))
+        return usageError(parseError(m_parser));
+    if (m_parser.isSet(QStringLiteral("help"))) {
+        std::fputs(qPrintable(helpText()), stdout);
+        return 0;
+    }
+    return std::nullopt;
+}
+
+int CommandLine::usageError(const QString& message) const
+{
+    std::fprintf(stderr, "oomlens %s: %s\nusage: oomlens %s\n", qPrintable(m_command), qPrintable(message),
+        qPrintable(m_synopsis));
+    return 2;
+}
+
+bool CommandLine::readDevice(const QCommandLineOption& option, std::optional<int32_t>& device) const
+{
+    if (!m_parser.isSet(option))
+        return true;
+    bool ok = false;
+    const QString value = m_parser.value(option);
+    const int ordinal = value.toInt(&ok);
+    if (!ok || ordinal < 0) {
+        usageError(QStringLiteral("--device needs a device ordinal (0, 1, ...), got '%1'").arg(value));
+        return false;
+    }
+    device = ordinal;
+    return true;
+}
+
+QString CommandLine::helpText() const
+{
+    // Qt's first line names the program by its full path and puts "[options]" first; the
+    // synopsis says how the command is really typed.
+    QString text = m_parser.helpText();
+    text.remove(0, text.indexOf(QLatin1Char('\n')));
+    return QStringLiteral("Usage: oomlens ") + m_synopsis + text;
+}
+
+} // namespace oomlens::cli
