@@ -1,5 +1,6 @@
 #include "views/appsettings.h"
 
+#include "parsers/categoryrulesparser.h"
 #include "views/categorycolors.h"
 
 #include <QSettings>
@@ -58,7 +59,7 @@ AnalysisOptions AppSettings::analysisOptions() const
 {
     AnalysisOptions options;
     options.device = device;
-    options.rulesPath = rulesPath.toStdString();
+    setCategoryRules(options, rulesPath.toStdString());
     return options;
 }
 

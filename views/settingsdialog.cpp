@@ -1,6 +1,6 @@
 #include "views/settingsdialog.h"
 
-#include "core/analysis/categoryrules.h"
+#include "parsers/categoryrulesparser.h"
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
@@ -128,7 +128,7 @@ void SettingsDialog::checkRules()
     m_rulesError.clear();
     if (!path.isEmpty()) {
         std::string error;
-        const auto rules = CategoryRules::load(path.toStdString(), &error);
+        const auto rules = readCategoryRules(path.toStdString(), &error);
         if (!rules)
             m_rulesError = QString::fromStdString(error.empty() ? std::string("cannot be read") : error);
         else

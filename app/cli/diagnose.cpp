@@ -1,9 +1,11 @@
 #include "app/cli/diagnose.h"
 
+#include "app/cli/commandline.h"
 #include "app/cli/inputs.h"
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
 #include "core/textreport.h"
+#include "parsers/categoryrulesparser.h"
 
 #include <cstdio>
 #include <iostream>
@@ -12,42 +14,30 @@ namespace oomlens::cli {
 
 int runDiagnose(const QStringList& arguments)
 {
-    bool asJson = false;
+    CommandLine commandLine("diagnose [--json] [--device N] [--rules FILE] INPUT...",
+        QStringLiteral("Analyzes the inputs as one case and prints what filled the card and why it failed."));
+    QCommandLineParser& parser = commandLine.parser();
+    const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text."));
+    const QCommandLineOption device(QStringLiteral("device"),
+        QStringLiteral("Describe snapshot device N (default: the device of the OOM event)."), QStringLiteral("N"));
+    const QCommandLineOption rules(QStringLiteral("rules"),
+        QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
+    parser.addOptions({ json, device, rules });
+    parser.addPositionalArgument(QStringLiteral("INPUT"),
+        QStringLiteral("Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
+                       "'-' reads standard input."),
+        QStringLiteral("INPUT..."));
+    if (const std::optional<int> stop = commandLine.parse(arguments))
+        return *stop;
+
     AnalysisOptions options;
-    QStringList paths;
-    for (int i = 0; i < arguments.size(); ++i) {
-        const QString& argument = arguments[i];
-        if (argument == QLatin1String("--json")) {
-            asJson = true;
-        } else if (argument == QLatin1String("--device") || argument == QLatin1String("--rules")) {
-            if (i + 1 >= arguments.size()) {
-                std::fprintf(stderr, "oomlens diagnose: %s needs a value\n", qPrintable(argument));
-                return 2;
-            }
-            const QString value = arguments[++i];
-            if (argument == QLatin1String("--rules")) {
-                options.rulesPath = value.toStdString();
-                continue;
-            }
-            bool ok = false;
-            const int device = value.toInt(&ok);
-            if (!ok || device < 0) {
-                std::fprintf(
-                    stderr, "oomlens diagnose: --device needs a device ordinal, got '%s'\n", qPrintable(value));
-                return 2;
-            }
-            options.device = device;
-        } else if (argument.startsWith(QLatin1String("--")) && argument.size() > 2) {
-            std::fprintf(stderr, "oomlens diagnose: unknown option %s\n", qPrintable(argument));
-            return 2;
-        } else {
-            paths.append(argument);
-        }
-    }
-    if (paths.isEmpty()) {
-        std::fputs("oomlens diagnose: no INPUT given (use '-' to read standard input)\n", stderr);
+    if (!commandLine.readDevice(device, options.device))
         return 2;
-    }
+    setCategoryRules(options, parser.value(rules).toStdString());
+    const QStringList paths = parser.positionalArguments();
+    if (paths.isEmpty())
+        return commandLine.usageError(QStringLiteral("no INPUT given (use '-' to read standard input)"));
+    const bool asJson = parser.isSet(json);
 
     Case input;
     const int failures = loadInputs(paths, input);

@@ -5,18 +5,16 @@
 
 #include <QRegularExpression>
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace oomlens {
 
-// User category rules, the format Meta's Mosaic uses: `{category: regex}` or
-// `{category: [regex, ...]}` as JSON, or the same as simple YAML (`category: regex`,
-// `category: [a, b]`, or a `- regex` list under `category:`). A rule matches a stack when its
-// regex matches any frame's function name or filename. Earlier rules win over later ones, and
-// user rules win over the built-in evidence.
+// User category rules: regexes over a stack's frames, each naming the category of what it
+// allocates. A rule matches a stack when its regex matches any frame's function name or
+// filename. Earlier rules win over later ones, and user rules win over the built-in evidence.
+// Read from the user's JSON or YAML by parsers/categoryrulesparser.h.
 class CategoryRules
 {
 public:
@@ -27,9 +25,8 @@ public:
         QRegularExpression regex;
     };
 
-    // nullopt with a one-line error on bad syntax, an unknown category or an invalid regex.
-    static std::optional<CategoryRules> parse(std::string_view text, std::string* error);
-    static std::optional<CategoryRules> load(const std::string& path, std::string* error);
+    // Appends a rule; false with a one-line error when `pattern` is not a valid regex.
+    bool add(Category category, std::string_view pattern, std::string* error);
 
     const std::vector<Rule>& rules() const { return m_rules; }
     bool empty() const { return m_rules.empty(); }
@@ -43,7 +40,6 @@ public:
     Match match(const Snapshot& snapshot, StackId stack);
 
 private:
-    bool add(std::string_view category, std::string_view pattern, std::string* error);
     int frameRule(const Snapshot& snapshot, FrameId frame);
 
     std::vector<Rule> m_rules;

@@ -113,11 +113,11 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
     if (!snapshot || !snapshot->frames || !snapshot->strings)
         return result;
 
+    // A copy per analysis: matching caches per frame of this snapshot.
     std::optional<CategoryRules> rules;
-    if (!options.rulesPath.empty())
-        rules = CategoryRules::load(options.rulesPath, &result.rulesError);
-    else if (!options.rulesText.empty())
-        rules = CategoryRules::parse(options.rulesText, &result.rulesError);
+    if (options.rules)
+        rules = *options.rules;
+    result.rulesError = options.rulesError;
 
     StackFeatures features(*snapshot);
     auto devices = snapshot->devices();

@@ -19,6 +19,8 @@
 
 namespace oomlens {
 
+class CategoryRules;
+
 using CategoryBytes = std::array<uint64_t, categoryCount>; // indexed by Category
 
 // One allocation's lifetime, reconstructed from the trace and the dump-time state.
@@ -108,7 +110,7 @@ struct SnapshotAnalysis
     std::shared_ptr<const Snapshot> snapshot;
     std::vector<DeviceAnalysis> devices;
     int32_t primaryDevice = 0; // --device N, else the oom event's device, else most trace events
-    std::string rulesError; // set when AnalysisOptions::rulesPath could not be used
+    std::string rulesError; // AnalysisOptions::rulesError: the user's rules were not applied
     const DeviceAnalysis* device(int32_t ordinal) const;
     const DeviceAnalysis* primary() const { return device(primaryDevice); }
 };
@@ -116,8 +118,12 @@ struct SnapshotAnalysis
 struct AnalysisOptions
 {
     std::optional<int32_t> device;
-    std::string rulesPath; // user category rules (JSON or YAML), empty for none
-    std::string rulesText; // the same rules given inline (tests, pasted rules); used when rulesPath is empty
+    // The user's category rules (`--rules FILE`, Settings), read and parsed where the inputs are
+    // read (parsers/categoryrulesparser.h); null for none.
+    std::shared_ptr<const CategoryRules> rules;
+    // Why the user's rules are not applied (unreadable file, bad syntax); every snapshot's
+    // analysis repeats it, so that the text, the JSON and the window say so.
+    std::string rulesError;
 };
 
 SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const AnalysisOptions& options = {});

@@ -1,5 +1,6 @@
 #include "common/testutil.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -65,6 +66,127 @@ private Q_SLOTS:
         QCOMPARE(oomlens({ QStringLiteral("diagnose") }).exitCode, 2);
         QCOMPARE(oomlens({ QStringLiteral("diagnose"), QStringLiteral("--bogus"), example() }).exitCode, 2);
         QCOMPARE(oomlens({ QStringLiteral("diagnose"), QStringLiteral("--device") }).exitCode, 2);
+    }
+
+    // Help as every Qt tool gives it: on stdout, exit 0, naming the command's options.
+    void commandHelp_data()
+    {
+        QTest::addColumn<QString>("command");
+        QTest::addColumn<QStringList>("options");
+        QTest::newRow("diagnose") << QStringLiteral("diagnose")
+                                  << QStringList { QStringLiteral("--json"), QStringLiteral("--device"),
+                                         QStringLiteral("--rules"), QStringLiteral("--help") };
+        QTest::newRow("report") << QStringLiteral("report")
+                                << QStringList { QStringLiteral("--output"), QStringLiteral("--device") };
+    }
+
+    void commandHelp()
+    {
+        QFETCH(QString, command);
+        QFETCH(QStringList, options);
+        for (const QString& help : { QStringLiteral("--help"), QStringLiteral("-h") }) {
+            const Run run = oomlens({ command, help });
+            QCOMPARE(run.exitCode, 0);
+            QVERIFY2(run.err.isEmpty(), run.err.constData());
+            QVERIFY2(run.out.startsWith("Usage: oomlens " + command.toUtf8() + ' '), run.out.constData());
+            for (const QString& option : options)
+                QVERIFY2(run.out.contains(option.toUtf8()), qPrintable(option));
+        }
+        // --help needs no inputs, but a malformed command line is still a usage error.
+        QCOMPARE(oomlens({ command, QStringLiteral("--help"), QStringLiteral("--device") }).exitCode, 2);
+        QCOMPARE(
+            oomlens({ command, QStringLiteral("--device"), QStringLiteral("0"), QStringLiteral("--help") }).exitCode,
+            0);
+    }
+
+    void topLevelHelpListsEveryCommand()
+    {
+        const Run run = oomlens({ QStringLiteral("-h") });
+        QCOMPARE(run.exitCode, 0);
+        for (const char* command : { "oomlens [FILE...]", "oomlens diagnose", "oomlens report", "--version" })
+            QVERIFY2(run.out.contains(command), command);
+        QCOMPARE(oomlens({ QStringLiteral("-v") }).out, oomlens({ QStringLiteral("--version") }).out);
+    }
+
+    // An unknown flag is a usage error: exit 2, nothing on stdout, and the first line of stderr
+    // names the flag as it was typed.
+    void unknownOptionIsOneLineAndExitTwo_data()
+    {
+        QTest::addColumn<QStringList>("arguments");
+        QTest::addColumn<QByteArray>("firstLine");
+        QTest::newRow("long") << QStringList { QStringLiteral("diagnose"), QStringLiteral("--bogus"), example() }
+                              << QByteArray("oomlens diagnose: unknown option --bogus");
+        QTest::newRow("long with value") << QStringList { QStringLiteral("diagnose"), QStringLiteral("--bogus=1"),
+            example() } << QByteArray("oomlens diagnose: unknown option --bogus");
+        QTest::newRow("short") << QStringList { QStringLiteral("diagnose"), QStringLiteral("-x"), example() }
+                               << QByteArray("oomlens diagnose: unknown option -x");
+        QTest::newRow("value on a flag") << QStringList { QStringLiteral("diagnose"), QStringLiteral("--json=yes"),
+            example() } << QByteArray("oomlens diagnose: Unexpected value after '--json'.");
+        QTest::newRow("bad device") << QStringList { QStringLiteral("diagnose"), QStringLiteral("--device"),
+            QStringLiteral("-1"), example() }
+                                    << QByteArray("oomlens diagnose: --device needs a device ordinal");
+        QTest::newRow("report") << QStringList { QStringLiteral("report"), QStringLiteral("--json"), example(),
+            QStringLiteral("-o"), QStringLiteral("-") }
+                                << QByteArray("oomlens report: unknown option --json");
+        // Not a command and not a file to open: the GUI is not started for it.
+        QTest::newRow("no command") << QStringList { QStringLiteral("--bogus") }
+                                    << QByteArray("oomlens: unknown option --bogus");
+    }
+
+    void unknownOptionIsOneLineAndExitTwo()
+    {
+        QFETCH(QStringList, arguments);
+        QFETCH(QByteArray, firstLine);
+        const Run run = oomlens(arguments);
+        QCOMPARE(run.exitCode, 2);
+        QVERIFY2(run.out.isEmpty(), run.out.constData());
+        const QByteArray first = run.err.left(run.err.indexOf('\n'));
+        QVERIFY2(first.startsWith(firstLine), run.err.constData());
+        QVERIFY2(run.err.contains("usage:"), run.err.constData());
+    }
+
+    // Options go anywhere among the inputs; '--' ends them ('-' is always an input: stdin).
+    void optionsAmongInputs()
+    {
+        const Run run = oomlens({ QStringLiteral("diagnose"), example(), QStringLiteral("--device=0"),
+            QStringLiteral("--json"), QStringLiteral("--"), example() });
+        QCOMPARE(run.exitCode, 0);
+        QCOMPARE(parseJson(run.out)[QStringLiteral("inputs")].toArray().size(), 2);
+    }
+
+    // --rules FILE is read with the inputs: a rule that claims every stack moves the whole peak
+    // into its category; a file that cannot be used is named in the snapshot's rules_error and
+    // the built-in categories stay.
+    void rulesFile()
+    {
+        QTemporaryDir dir;
+        const QString rules = dir.filePath(QStringLiteral("rules.yaml"));
+        QFile file(rules);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write("parameters: ['.*']\n");
+        file.close();
+        const QString snapshot = QStringLiteral(OOMLENS_SOURCE_DIR "/tests/data/scenarios/first_backward.pickle");
+        const auto figures = [&](const QStringList& options) {
+            const Run run = oomlens(QStringList { QStringLiteral("diagnose"), QStringLiteral("--json") } + options
+                + QStringList { snapshot });
+            if (run.exitCode != 0)
+                qWarning("%s", run.err.constData());
+            return parseJson(run.out)[QStringLiteral("snapshots")].toArray().first().toObject();
+        };
+        const QJsonObject plain = figures({});
+        const QJsonObject ruled = figures({ QStringLiteral("--rules"), rules });
+        const qint64 peak = ruled[QStringLiteral("peak_allocated_bytes")].toInteger();
+        QVERIFY(peak > 0);
+        QVERIFY(ruled[QStringLiteral("rules_error")].isNull());
+        const QJsonObject categories = ruled[QStringLiteral("categories_at_peak")].toObject();
+        QCOMPARE(categories[QStringLiteral("parameters")].toInteger(), peak);
+        QVERIFY(
+            plain[QStringLiteral("categories_at_peak")].toObject()[QStringLiteral("parameters")].toInteger() < peak);
+
+        const QJsonObject missing = figures({ QStringLiteral("--rules"), dir.filePath(QStringLiteral("none.yaml")) });
+        QVERIFY2(missing[QStringLiteral("rules_error")].toString().contains(QStringLiteral("none.yaml")),
+            qPrintable(missing[QStringLiteral("rules_error")].toString()));
+        QCOMPARE(missing[QStringLiteral("categories_at_peak")], plain[QStringLiteral("categories_at_peak")]);
     }
 
     void jsonHasEveryContractKey()

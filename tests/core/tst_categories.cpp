@@ -3,6 +3,7 @@
 #include "core/analysis/livequery.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
+#include "parsers/categoryrulesparser.h"
 
 #include <QTemporaryFile>
 #include <QTest>
@@ -136,8 +137,11 @@ private Q_SLOTS:
     void userRulesWin()
     {
         QFETCH(QString, rules);
+        std::string error;
+        const auto parsed = parseCategoryRules(rules.toStdString(), &error);
+        QVERIFY2(parsed, error.c_str());
         AnalysisOptions options;
-        options.rulesText = rules.toStdString();
+        options.rules = std::make_shared<const CategoryRules>(*parsed);
         const auto result = test::analyzeTrace(trainingStep, options);
         QVERIFY2(result.rulesError.empty(), result.rulesError.c_str());
         const Allocation* s = byName(result, trainingStep, "s");
@@ -154,7 +158,7 @@ private Q_SLOTS:
         file.write("parameters: ['model\\.py']\n");
         file.close();
         AnalysisOptions options;
-        options.rulesPath = file.fileName().toStdString();
+        setCategoryRules(options, file.fileName().toStdString());
         const auto result = test::analyzeTrace(trainingStep, options);
         QVERIFY2(result.rulesError.empty(), result.rulesError.c_str());
         QCOMPARE(byName(result, trainingStep, "act")->category, Category::Parameters);
@@ -178,14 +182,23 @@ private Q_SLOTS:
     {
         QFETCH(QString, rules);
         QFETCH(QString, message);
+        std::string error;
+        QVERIFY(!parseCategoryRules(rules.toStdString(), &error));
+        QVERIFY2(QString::fromStdString(error).contains(message), error.c_str());
+        // A rules file that cannot be used is reported with the analysis; the built-in
+        // categories still apply.
+        QTemporaryFile file;
+        QVERIFY(file.open());
+        file.write(rules.toUtf8());
+        file.close();
         AnalysisOptions options;
-        options.rulesText = rules.toStdString();
+        setCategoryRules(options, file.fileName().toStdString());
+        QVERIFY(!options.rules);
         const auto result = test::analyzeTrace(trainingStep, options);
         QVERIFY2(QString::fromStdString(result.rulesError).contains(message), result.rulesError.c_str());
-        // Bad rules are reported, the built-in categories still apply.
         QCOMPARE(byName(result, trainingStep, "s")->category, Category::Temporaries);
         AnalysisOptions missing;
-        missing.rulesPath = "/nonexistent/rules.yaml";
+        setCategoryRules(missing, "/nonexistent/rules.yaml");
         QVERIFY(!test::analyzeTrace(trainingStep, missing).rulesError.empty());
     }
 
