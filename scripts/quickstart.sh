@@ -2,7 +2,9 @@
 # One entry point for a fresh Debian 12 machine (run as root or with sudo available):
 #   scripts/quickstart.sh app    install what is missing, build, open the bundled example case
 #                                (without a display: print its diagnosis and write its report)
-#   scripts/quickstart.sh test   install what is missing, build, run the whole test suite
+#   scripts/quickstart.sh test   install what is missing, build, run the whole test suite, then
+#                                the sanitizer suites (ASan + UBSan, no GUI) and the format check
+# With CI=true (set by .ci/run) warnings are errors in the main build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +15,9 @@ packages=(build-essential cmake ninja-build ccache pkg-config
           qt6-base-dev libqt6svg6-dev libqcustomplot-dev pybind11-dev python3-dev
           nlohmann-json3-dev zlib1g-dev)
 if [ "$mode" = test ]; then
-    # The report is checked in a real headless browser; xvfb for the window tests by hand.
-    packages+=(chromium xvfb xauth)
+    # The report is checked in a real headless browser; xvfb for the window tests by hand;
+    # the tree is formatted with clang-format 14 (scripts/check-format.sh).
+    packages+=(chromium xvfb xauth clang-format-14)
 fi
 
 missing=()
@@ -29,7 +32,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+werror=OFF
+[ "${CI:-}" = true ] && werror=ON
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOOMLENS_WERROR="$werror" >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
 
 example=resources/examples/oom_case.txt
@@ -45,8 +50,21 @@ app)
     fi
     ;;
 test)
-    cd "$build_dir"
-    ctest --output-on-failure -j2
+    # Every stage runs even after one fails, so that one CI run reports all of them.
+    failed=()
+    (cd "$build_dir" && ctest --output-on-failure -j2) || failed+=("tests")
+    # The sanitizer suites: core, parsers and the CLI under ASan + UBSan (CMakePresets.json).
+    echo "Sanitizer build (preset asan-ci)"
+    if cmake --preset asan-ci >/dev/null && cmake --build --preset asan-ci --parallel "$(nproc)"; then
+        ctest --preset asan-ci || failed+=("sanitizer tests")
+    else
+        failed+=("sanitizer build")
+    fi
+    scripts/check-format.sh || failed+=("format check")
+    if [ ${#failed[@]} -gt 0 ]; then
+        echo "FAILED: ${failed[*]}" >&2
+        exit 1
+    fi
     ;;
 *)
     echo "usage: scripts/quickstart.sh [app|test]" >&2
