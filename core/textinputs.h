@@ -72,6 +72,9 @@ struct OomMessage
     // A per-allocation limit of the platform refused the request, not exhausted memory (IPEX on GPUs
     // without 2D block arrays: no single block above 4 GB).
     std::optional<uint64_t> platformLimitBytes;
+    // The trainable parameter count the log printed before the failure (PEFT's "trainable params: N",
+    // the HF Trainer's "Number of trainable parameters = N"): what training state will need.
+    std::optional<uint64_t> trainableParameters;
     std::vector<ProcessUsage> processes;
     std::string torchVersionHint; // "2.2-2.7", "<=1.3", ...
     Phase phase = Phase::Unknown;

@@ -124,6 +124,7 @@ OomFacts oomFacts(const OomMessage& message)
     inferSelfFromHostPids(message, facts);
     facts.platformLimit = message.platformLimitBytes;
     facts.xlaBuffers = message.xlaBuffers;
+    facts.trainableParameters = message.trainableParameters;
     if (facts.selfProcessBytes && facts.reserved && *facts.selfProcessBytes >= *facts.reserved)
         facts.selfNonPyTorchBytes = *facts.selfProcessBytes - *facts.reserved;
     if (mps && facts.mpsOtherBytes)

@@ -33,6 +33,7 @@ struct OomFacts
     std::optional<int64_t> inferredSelfPid;
     std::optional<uint64_t> platformLimit; // a per-allocation cap of the platform (IPEX: 4 GB)
     std::optional<XlaBufferStats> xlaBuffers; // the compiled program's parameters / temporaries / total
+    std::optional<uint64_t> trainableParameters; // printed by the log before the failure
     std::optional<uint64_t> selfProcessBytes; // "this process has X memory in use"
     std::optional<uint64_t> selfNonPyTorchBytes; // self − reserved: CUDA context, cuDNN, NCCL, other libraries
     std::optional<uint64_t> mpsOtherBytes; // MPS "other allocations"

@@ -78,10 +78,11 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
         const double share = safeRatio(unallocated, *f.reserved);
         if (unallocated >= request && request > 0) {
             // How likely making the split cache usable keeps the run alive: 0.5 when the unused cache
-            // covers the request, 0.85 when it is a fifth of the cache or more. Slack that is a small
-            // part of the card (under a tenth) lets this request through, not the next few, so it
-            // counts for less: down to half at none.
-            const double slack = f.limit && *f.limit > 0 ? clamp01(safeRatio(unallocated, *f.limit) / 0.1) : 1.0;
+            // covers the request, 0.85 when it is a fifth of the cache or more. Slack that is small,
+            // under a twentieth of the card or under 1 GiB, lets this request through, not the next
+            // few, so it counts for less: down to half at none.
+            const double relative = f.limit && *f.limit > 0 ? clamp01(safeRatio(unallocated, *f.limit) / 0.05) : 1.0;
+            const double slack = std::min(relative, clamp01(safeRatio(unallocated, GiB)));
             confidence = (0.5 + 0.35 * clamp01(share / 0.2)) * (0.5 + 0.5 * slack);
             addEvidence(d,
                 "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated ("
@@ -89,8 +90,8 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
                     + " cache), more than the " + formatBytes(request) + " request, yet no cached block could take it");
             if (f.limit && slack < 1.0)
                 addEvidence(d,
-                    "but the unused cache is only " + percentText(unallocated, *f.limit) + " of the "
-                        + formatBytes(*f.limit)
+                    "but the unused cache is only " + formatBytes(unallocated) + ", "
+                        + percentText(unallocated, *f.limit) + " of the " + formatBytes(*f.limit)
                         + " the process may use: recovering it buys room for this request, not much more");
             // A few hundred MiB of split blocks on a full card explain this request, not the full card.
             const double weight = f.limit && *f.limit > 0 ? clamp01(safeRatio(unallocated, *f.limit) / 0.05) : 1.0;
@@ -98,8 +99,9 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
             d.summary = "The cache had " + formatBytes(unallocated) + " unused, more than the " + formatBytes(request)
                 + " asked for, but split into pieces too small for it.";
         } else if (f.free && unallocated + *f.free >= request && unallocated * 4 >= request) {
-            // Only free plus cached memory together cover the request: one possible reading of several.
-            confidence = 0.4;
+            // Only free plus cached memory together cover the request: one possible reading of several,
+            // weaker than a phase that names what filled the card.
+            confidence = 0.35;
             addEvidence(d,
                 "the " + formatBytes(request) + " request is more than the " + formatBytes(*f.free)
                     + " free on the card, but less than that plus the " + formatBytes(unallocated)
@@ -117,6 +119,18 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
             d.summary = "A large share of the cache sits unused in split blocks; it makes the card fuller than it "
                         "needs to be.";
         }
+    } else if (!f.request && f.reservedUnallocated && f.reserved && f.limit && *f.reservedUnallocated >= GiB
+        && safeRatio(*f.reservedUnallocated, *f.reserved) >= 0.2) {
+        // The request was not pasted: gigabytes of unused cache, a fifth of it or more, are then the
+        // likeliest reason a request failed (0.55); it cannot be checked against the request.
+        const uint64_t unallocated = *f.reservedUnallocated;
+        confidence = 0.55;
+        addEvidence(d,
+            "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated ("
+                + percentText(unallocated, *f.reserved) + " of its " + formatBytes(*f.reserved) + " cache, "
+                + percentText(unallocated, *f.limit) + " of the card); the request itself was not pasted");
+        d.summary = "A large share of the cache (" + formatBytes(unallocated)
+            + ") sat unused in split blocks when the request failed.";
     }
     if (const MemorySummary* summary = summaryFor(context, f.device); summary && !summary->allZero) {
         const SummaryRow* nonReleasable = summaryRow(*summary, "non_releasable_memory");
@@ -172,13 +186,20 @@ bool requestIsXlaTempArena(const OomFacts& f)
 // A request with no card size beside it (XLA, a cut message): only its size against every card made
 // can speak. Larger than the largest accelerator is certain (0.9); larger than the common 192 GB
 // class almost so (0.8); a quarter of the largest card is a large share of any card (0.5).
+// (XLA's temporaries arena is judged by diagnoseXlaProgram instead.)
 void diagnoseRequestWithoutCard(const OomFacts& f, const FixContext& fixes, Candidates& out)
 {
     const uint64_t request = *f.request;
-    if (request < largestCardBytes / 4)
+    if (request < 8 * GiB)
         return;
-    double confidence = 0.5;
-    std::string compared = "a quarter of the largest accelerators' 288 GB";
+    // 8 GiB in one tensor is a quarter of the common 24-32 GB cards and a tenth of the largest: large
+    // on most cards, though not all (0.35).
+    double confidence = 0.35;
+    std::string compared = "a quarter of the common 24-32 GB cards";
+    if (request >= largestCardBytes / 4) {
+        confidence = 0.5;
+        compared = "a quarter of the largest accelerators' 288 GB";
+    }
     if (request > largestCardBytes) {
         confidence = 0.9;
         compared = "the 288 GB of the largest single accelerator made (B300, MI355X)";
@@ -202,12 +223,12 @@ void diagnoseLargeAllocation(const OomFacts& f, const FixContext& fixes, Candida
 {
     if (!f.request)
         return;
+    if (requestIsXlaTempArena(f))
+        return; // the compiled step's temporaries, judged by diagnoseXlaProgram
     if (!f.limit || *f.limit == 0) {
         diagnoseRequestWithoutCard(f, fixes, out);
         return;
     }
-    if (requestIsXlaTempArena(f))
-        return; // the compiled step's temporaries, judged by diagnoseXlaProgram
     const uint64_t request = *f.request;
     const double share = safeRatio(request, *f.limit);
     if (share < 0.25)
@@ -277,7 +298,10 @@ void diagnoseXlaProgram(const OomFacts& f, const FixContext& fixes, Candidates& 
     const uint64_t temp = stats.tempBytes.value_or(0);
     const uint64_t parameters = stats.parameterBytes.value_or(0);
     const bool tempDominates = temp * 2 >= total;
-    Diagnosis d = makeDiagnosis("capacity", 0.6, {});
+    // Temporaries asked for as one arena are one large request in the catalogue's terms; its fixes
+    // (smaller batch, rematerialisation) are the activation ones either way.
+    const bool arena = tempDominates && requestIsXlaTempArena(f);
+    Diagnosis d = makeDiagnosis(arena ? "large_allocation" : "capacity", 0.6, {});
     d.title = tempDominates ? "The compiled step's temporaries do not fit" : "The program's inputs fill the card";
     addEvidence(d,
         "XLA's buffer assignment: the program needs " + formatBytes(total) + " at once: " + formatBytes(parameters)
@@ -517,6 +541,43 @@ void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& ou
 // stays at most 0.6: 0.35-0.45 for the phase alone, +0.1 when the card was full at the failure (the
 // phase's own allocations tipped it), +0.1 for evaluation when live tensors held most of the card
 // or the frames show a loop that gathers predictions.
+// The log printed how many parameters train. Full training keeps every trainable weight and its
+// gradient, at least 2 bytes each in 16 bits (4 B/param); AdamW adds two fp32 moments (8 B/param).
+// When 4 B/param exceed what the process may hold, the run can never train here (0.9); when AdamW's
+// 12 B/param do, it cannot train with AdamW (0.75). Activation fixes cannot help either way.
+void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidates& out)
+{
+    if (!f.trainableParameters || !f.limit || *f.limit == 0)
+        return;
+    const uint64_t parameters = *f.trainableParameters;
+    if (parameters > (uint64_t(1) << 50) / 16)
+        return;
+    const uint64_t floor = 4 * parameters;
+    const uint64_t adam = 12 * parameters;
+    if (adam <= *f.limit)
+        return;
+    const bool never = floor > *f.limit;
+    Diagnosis d = makeDiagnosis("capacity", never ? 0.9 : 0.75, {});
+    addEvidence(d,
+        "the log reports " + std::to_string(parameters) + " trainable parameters: their 16-bit weights and gradients "
+            + "alone need " + formatBytes(floor) + " (4 bytes each), and with AdamW's two fp32 moments "
+            + formatBytes(adam) + " (12 bytes each), against the " + formatBytes(*f.limit)
+            + (f.allowed ? " this process may use" : " card"));
+    if (f.phase == Phase::Backward || f.phase == Phase::Forward)
+        addEvidence(d,
+            "it failed before the optimizer state exists, but the first optimizer step would need it: activation "
+            "fixes cannot make this run fit");
+    d.summary = never ? "Training " + formatBytes(floor) + " of weights and gradients cannot fit on a "
+            + formatBytes(*f.limit) + " card at all: shard them or train adapters."
+                      : "Weights, gradients and AdamW's state (" + formatBytes(adam) + ") exceed the "
+            + formatBytes(*f.limit) + " card: shrink the optimizer state or shard it.";
+    if (!never)
+        appendFixes(d.fixes, { FixKind::Optimizer8bit }, fixes);
+    appendFixes(d.fixes, { FixKind::Zero, FixKind::Offload, FixKind::Lora, FixKind::Optimizer8bit }, fixes);
+    out.strongestFullExplanation = std::max(out.strongestFullExplanation, d.confidence);
+    out.add(std::move(d));
+}
+
 void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
 {
     const bool cardFull = f.request && f.free && *f.free + f.reservedUnallocated.value_or(0) < *f.request;
@@ -578,6 +639,30 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
 // after batch go on growing, so the phase cause ranks above fragmentation.
 void rankCauseOverSymptom(const OomFacts& f, std::vector<Diagnosis>& list)
 {
+    const auto phaseCase = std::find_if(list.begin(), list.end(), [](const Diagnosis& d) {
+        return d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation";
+    });
+    if (phaseCase != list.end()) {
+        // From a message, capacity only says that live tensors fill the card; the phase says what
+        // filled it. Below the phase case unless the state itself was projected not to fit.
+        for (auto& d : list) {
+            const bool symptom = d.id == "capacity" && d.title == "Live tensors fill the card";
+            if (symptom && d.confidence >= phaseCase->confidence)
+                d.confidence = std::max(0.05, phaseCase->confidence - 0.05);
+        }
+        // In evaluation one large request is the outputs gathered at once (torch.cat of every batch's
+        // logits, metrics over all predictions): the gathering is the cause.
+        if (phaseCase->id == "eval_accumulation") {
+            for (auto& d : list) {
+                if (d.id == "large_allocation" && d.confidence >= phaseCase->confidence && f.request) {
+                    d.confidence = std::max(0.05, phaseCase->confidence - 0.05);
+                    addEvidence(d,
+                        "ranked below eval_accumulation: in evaluation a single " + formatBytes(*f.request)
+                            + " request is typically the outputs of every batch gathered at once");
+                }
+            }
+        }
+    }
     if (f.phase != Phase::Eval || !f.allocated || !f.limit || safeRatio(*f.allocated, *f.limit) < 0.5)
         return;
     const auto eval
@@ -677,6 +762,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
 
     Candidates out;
     diagnoseMemoryFraction(facts, fixes, out);
+    diagnoseProjectedState(facts, fixes, out);
     diagnoseXlaProgram(facts, fixes, out);
     diagnoseFragmentation(facts, context, fixes, out);
     diagnoseLargeAllocation(facts, fixes, out);

@@ -69,6 +69,10 @@ bool isShellKilledLine(std::string_view text)
         return false;
     if (before.empty())
         return true;
+    // A progress bar never ends its line, so the shell's "Killed" lands right after it:
+    // "Epoch 3:  41%|████      | 1203/2931 [12:41<18:13,  1.58it/s, loss=0.412]Killed".
+    if (after.empty() && (contains(before, "it/s") || contains(before, "s/it") || contains(before, "%|")))
+        return true;
     // "[1]+" job number, or "script: line N: PID"
     if (before.front() == '[' && (endsWith(before, "]+") || endsWith(before, "]-") || endsWith(before, "]")))
         return true;

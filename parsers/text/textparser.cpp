@@ -122,6 +122,36 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
     }
 }
 
+// "trainable params: 13,015,864,320 || all params: ..." (PEFT) or "Number of trainable parameters =
+// 6,738,415,616" (HF Trainer), with the line where it was printed.
+std::optional<std::pair<uint64_t, size_t>> trainableParametersAt(const text::TextLines& lines, size_t index)
+{
+    const std::string_view line = lines[index];
+    size_t at = std::string_view::npos;
+    for (std::string_view marker : { "trainable params: ", "Number of trainable parameters = " }) {
+        if (const size_t found = line.find(marker); found != std::string_view::npos) {
+            at = found + marker.size();
+            break;
+        }
+    }
+    if (at == std::string_view::npos)
+        return std::nullopt;
+    uint64_t value = 0;
+    size_t digits = 0;
+    for (; at < line.size() && digits < 16; ++at) {
+        const char c = line[at];
+        if (c >= '0' && c <= '9') {
+            value = value * 10 + static_cast<uint64_t>(c - '0');
+            ++digits;
+        } else if (c != ',' && c != '_') {
+            break;
+        }
+    }
+    if (digits == 0 || value == 0)
+        return std::nullopt;
+    return std::make_pair(value, index);
+}
+
 } // namespace
 
 TextFindings parseText(std::string_view input)
@@ -142,8 +172,18 @@ TextFindings parseText(std::string_view input)
     std::vector<char> used(scan.blocks.size(), 0);
     linkTracebacks(lines, ooms, scan, used);
 
+    std::vector<std::pair<uint64_t, size_t>> parameterCounts;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (const auto count = trainableParametersAt(lines, i))
+            parameterCounts.push_back(*count);
+    }
     for (text::FoundOom& found : ooms) {
-        if (found.message.traceback)
+        for (const auto& [count, line] : parameterCounts) {
+            if (line < found.firstLine)
+                found.message.trainableParameters = count; // the last one printed before the failure
+        }
+        // The frames decide; the message's own hint (XLA's peak-buffer ops) only where they cannot.
+        if (found.message.traceback && found.message.traceback->phase != Phase::Unknown)
             found.message.phase = found.message.traceback->phase;
         findings.oomMessages.push_back(std::move(found.message));
     }

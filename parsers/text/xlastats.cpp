@@ -11,6 +11,7 @@ namespace {
 
 constexpr size_t statsSearchLines = 6; // "BufferAssignment OOM Debugging." sits between
 constexpr size_t bfcWindowLines = 20000; // the chunk dump between the two can be long
+constexpr size_t peakBufferLines = 40; // "Peak buffers:" lists a few buffers, six lines each
 
 // "             parameter allocation:    1.02GiB" -> 1.02 GiB
 std::optional<uint64_t> statSize(std::string_view line, std::string_view label)
@@ -126,6 +127,16 @@ size_t readXlaBufferStats(const TextLines& lines, size_t last, OomMessage& messa
     }
     if (stats.totalBytes || stats.tempBytes || stats.parameterBytes)
         message.xlaBuffers = stats;
+    // The peak buffers name the ops that hold them; JAX's backward pass is "transpose(jvp(...))".
+    if (message.phase == Phase::Unknown) {
+        for (size_t i = end + 1; i < lines.size() && i <= end + peakBufferLines; ++i) {
+            if (contains(lines[i], "transpose(jvp(")) {
+                message.phase = Phase::Backward;
+                message.notes.push_back("XLA's peak buffers belong to transpose(jvp(...)): the backward pass");
+                break;
+            }
+        }
+    }
     return end;
 }
 

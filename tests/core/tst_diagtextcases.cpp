@@ -89,12 +89,39 @@ private Q_SLOTS:
 
     void xlaTemporariesAreTheStepNotOneTensor()
     {
+        // The 12.5 GiB request is XLA's arena for all of the step's temporaries: the activation fixes
+        // apply, and it is judged once, from the buffer assignment.
         const auto diagnoses = diagnoseFixture("pasted/xla_buffer_stats.txt");
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("capacity"));
-        QVERIFY(!findDiagnosis(diagnoses, "large_allocation"));
+        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("large_allocation"));
+        QVERIFY(diagnoses.front().title.find("temporaries") != std::string::npos);
+        QCOMPARE(std::count_if(
+                     diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.id == "large_allocation"; }),
+            std::ptrdiff_t(1));
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("micro_batch"));
         QVERIFY(mentions(diagnoses.front(), "12.50 GiB of temporaries"));
+        QVERIFY(mentions(diagnoses.front(), "single arena"));
+    }
+
+    void trainableParametersThatCannotTrainHere()
+    {
+        // 13B trainable parameters on an 80 GB card: 4 B/param fits, AdamW's 12 B/param cannot.
+        const auto diagnoses = diagnoseText(
+            parseText("trainable params: 13,015,864,320 || all params: 13,015,864,320 || trainable%: 100.0000\n"
+                + test::textFixture("diag/container_self.txt")));
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("capacity"));
+        QVERIFY(diagnoses.front().confidence >= 0.75);
+        QVERIFY(mentions(diagnoses.front(), "13015864320 trainable parameters"));
+        QVERIFY(diagnoses.front().fixes.front().id != "micro_batch");
+    }
+
+    void phaseNamesWhatFilledTheCard()
+    {
+        // Backward with 93% of the card live: the phase case ranks above the generic "live tensors
+        // fill the card".
+        const auto diagnoses = diagnoseFixture("host/cuda_oom_then_killed.txt");
+        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("first_backward"));
     }
 
     void bfcStatsGiveTheNumbers()
@@ -198,7 +225,7 @@ private Q_SLOTS:
             { "diag/container_self_and_other.txt", "other_process" },
             { "pasted/xpu_block_limit.txt", "large_allocation" },
             { "diag/xla_huge_request.txt", "large_allocation" },
-            { "pasted/xla_buffer_stats.txt", "capacity" },
+            { "pasted/xla_buffer_stats.txt", "large_allocation" },
             { "host/dmesg_oom_killer.txt", "host_memory" },
             { "host/dataloader_worker.txt", "host_memory" },
             { "host/slurm_cgroup.txt", "host_memory" },
@@ -206,7 +233,7 @@ private Q_SLOTS:
             { "pasted/eval_user_names.txt", "eval_accumulation" },
             { "pasted/eval_compute_metrics.txt", "eval_accumulation" },
             { "diag/small_slack_full_card.txt", "capacity" },
-            { "host/cuda_oom_then_killed.txt", "capacity" },
+            { "host/cuda_oom_then_killed.txt", "first_backward" },
         };
         int confident = 0;
         int right = 0;
