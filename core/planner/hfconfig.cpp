@@ -1,0 +1,94 @@
+#include "core/planner/hfconfig.h"
+
+#include <nlohmann/json.hpp>
+
+#include <initializer_list>
+
+namespace oomlens::planner {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// The first of `keys` holding a positive integer.
+int firstInt(const Json& config, std::initializer_list<const char*> keys)
+{
+    for (const char* key : keys) {
+        const auto it = config.find(key);
+        if (it != config.end() && it->is_number_integer() && it->get<int64_t>() > 0)
+            return static_cast<int>(it->get<int64_t>());
+    }
+    return 0;
+}
+
+bool anyPositive(const Json& config, std::initializer_list<const char*> keys)
+{
+    for (const char* key : keys) {
+        const auto it = config.find(key);
+        if (it != config.end() && it->is_number() && it->get<double>() > 0)
+            return true;
+    }
+    return false;
+}
+
+std::string text(const Json& config, const char* key)
+{
+    const auto it = config.find(key);
+    return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+} // namespace
+
+HfConfigResult modelFromHfConfig(std::string_view jsonText)
+{
+    const Json config = Json::parse(jsonText.begin(), jsonText.end(), nullptr, false);
+    if (config.is_discarded() || !config.is_object())
+        return { std::nullopt, "not a JSON object" };
+    // Multimodal configs keep the language model in text_config.
+    const Json& c
+        = config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : config;
+
+    ModelSpec model;
+    const std::string type = text(c, "model_type");
+    model.name = type.empty() ? "config.json" : type;
+    if (const auto names = config.find("_name_or_path");
+        names != config.end() && names->is_string() && !names->get<std::string>().empty())
+        model.name = names->get<std::string>();
+    model.layers = firstInt(c, { "num_hidden_layers", "n_layer", "num_layers", "n_layers" });
+    model.hidden = firstInt(c, { "hidden_size", "n_embd", "d_model", "dim" });
+    model.heads = firstInt(c, { "num_attention_heads", "n_head", "num_heads", "n_heads" });
+    model.kvHeads = firstInt(c, { "num_key_value_heads", "num_kv_heads", "n_kv_heads" });
+    model.vocab = firstInt(c, { "vocab_size", "padded_vocab_size" });
+    model.ffn = firstInt(c, { "intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size" });
+    if (!model.hasDimensions())
+        return { std::nullopt,
+            "no layer count, hidden size and head count (num_hidden_layers/n_layer, "
+            "hidden_size/n_embd, num_attention_heads/n_head)" };
+
+    const std::string activation
+        = text(c, "hidden_act").empty() ? text(c, "activation_function") : text(c, "hidden_act");
+    model.gatedMlp = activation == "silu" || activation == "swiglu" || activation == "gelu_pytorch_tanh"
+        || type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "gemma";
+    // Older architectures with learned positions and LayerNorm (with biases everywhere).
+    const bool learnedPositions = type == "gpt2" || type == "opt" || type == "gpt_bigcode" || type == "bert";
+    if (learnedPositions)
+        model.positions = firstInt(c, { "n_positions", "max_position_embeddings" });
+    model.layerNormBiases = learnedPositions || type == "gpt_neox" || type == "gptj" || type == "phi";
+    // PretrainedConfig defaults tie_word_embeddings to true; LLaMA-style configs say false.
+    const auto tied = c.find("tie_word_embeddings");
+    model.tiedEmbeddings = tied == c.end() || !tied->is_boolean() || tied->get<bool>();
+    model.dropout = anyPositive(c,
+        { "attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
+            "attention_probs_dropout_prob", "dropout" });
+    return { model, {} };
+}
+
+bool looksLikeHfConfig(std::string_view text)
+{
+    const size_t start = text.find_first_not_of(" \t\r\n");
+    if (start == std::string_view::npos || text[start] != '{')
+        return false;
+    return modelFromHfConfig(text).model.has_value();
+}
+
+} // namespace oomlens::planner

@@ -1,0 +1,45 @@
+#include "core/planner/planresult.h"
+
+namespace oomlens::planner {
+
+PlanTotal PlanResult::total() const
+{
+    if (!calibration)
+        return formulaTotal(model);
+    return [model = model, calibration = *calibration](const TrainingSetup& whatIf) {
+        return projectFromMeasurement(calibration, planMemory(model, whatIf)).totalPerGpu;
+    };
+}
+
+PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
+    const DeviceAnalysis* measured)
+{
+    PlanResult result;
+    result.model = model;
+    result.setup = setup;
+    result.card = card;
+    result.setupProblem = setupProblem(setup);
+    if (!result.setupProblem.empty())
+        return result;
+    result.formula = planMemory(model, setup);
+    result.shown = result.formula;
+    if (measured) {
+        result.calibration = calibratePlan(result.formula, *measured);
+        result.shown = projectFromMeasurement(*result.calibration, result.formula);
+    }
+    const PlanTotal total = result.total();
+    for (const GpuCard& common : commonCards()) {
+        CardFit fit { common, result.shown.totalPerGpu <= common.capacityBytes, -1 };
+        fit.maxMicroBatch = maxMicroBatch(model, setup, common.capacityBytes, total);
+        result.cards.push_back(fit);
+    }
+    if (card) {
+        result.fits = result.shown.totalPerGpu <= card->capacityBytes;
+        result.maxMicroBatch = maxMicroBatch(model, setup, card->capacityBytes, total);
+        result.maxSequence = maxSequence(model, setup, card->capacityBytes, total);
+        result.ladder = climbLadder(model, setup, card->capacityBytes, total);
+    }
+    return result;
+}
+
+} // namespace oomlens::planner

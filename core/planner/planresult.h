@@ -1,0 +1,45 @@
+#pragma once
+
+#include "core/planner/gpucards.h"
+#include "core/planner/memoryplan.h"
+#include "core/planner/plancalibration.h"
+#include "core/planner/planladder.h"
+
+#include <optional>
+#include <vector>
+
+namespace oomlens::planner {
+
+struct CardFit
+{
+    GpuCard card;
+    bool fits = false;
+    int maxMicroBatch = -1; // -1: activations not modelled
+};
+
+// Everything `oomlens plan` and the What-if view show for one model and set-up: the formula,
+// and with a measured run its calibration and the projections built on it.
+struct PlanResult
+{
+    ModelSpec model;
+    TrainingSetup setup;
+    std::string setupProblem; // non-empty: nothing else is filled
+    MemoryPlan formula;
+    std::optional<PlanCalibration> calibration;
+    MemoryPlan shown; // the projection from the measurement when calibrated, else the formula
+    std::optional<GpuCard> card;
+    std::optional<bool> fits; // against `card`
+    int maxMicroBatch = -1; // against `card`; -1 without a card or without activations
+    int maxSequence = -1;
+    std::vector<CardFit> cards; // the common cards, smallest first
+    std::vector<LadderRung> ladder; // when it does not fit `card`
+
+    // The same pricing the result was built with (projected when calibrated).
+    PlanTotal total() const;
+};
+
+// `measured`: the device of a snapshot taken from a run of exactly this set-up.
+PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
+    const DeviceAnalysis* measured = nullptr);
+
+} // namespace oomlens::planner

@@ -1,0 +1,130 @@
+#include "core/planner/plantext.h"
+
+#include "core/units.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace oomlens::planner {
+
+namespace {
+
+std::string padLeft(const std::string& text, size_t width)
+{
+    return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+std::string padRight(const std::string& text, size_t width)
+{
+    return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+
+std::string bandLabel(Band band)
+{
+    std::string name(bandName(band));
+    for (char& c : name) {
+        if (c == '_')
+            c = ' ';
+    }
+    return name;
+}
+
+std::string ratioText(double ratio)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.2fx", ratio);
+    return buffer;
+}
+
+std::string millions(uint64_t count)
+{
+    char buffer[32];
+    if (count >= 1000000000)
+        std::snprintf(buffer, sizeof buffer, "%.2fB", static_cast<double>(count) / 1e9);
+    else
+        std::snprintf(buffer, sizeof buffer, "%.1fM", static_cast<double>(count) / 1e6);
+    return buffer;
+}
+
+} // namespace
+
+std::string fitWords(uint64_t totalBytes, uint64_t capacityBytes)
+{
+    if (totalBytes <= capacityBytes)
+        return "fits with " + formatBytes(capacityBytes - totalBytes) + " to spare";
+    return "short by " + formatBytes(totalBytes - capacityBytes);
+}
+
+std::string planToText(const PlanResult& result)
+{
+    std::ostringstream out;
+    const MemoryPlan& shown = result.shown;
+    out << "Model: " << result.model.name << ", " << millions(shown.parameterCount) << " parameters";
+    if (result.setup.loraRank > 0)
+        out << " (" << millions(shown.trainableParameters) << " trainable)";
+    out << "\nSet-up: " << describeSetup(result.setup) << "\n\n";
+
+    const bool calibrated = result.calibration.has_value();
+    out << padRight("per GPU", 18) << padLeft(calibrated ? "projected" : "bytes", 12);
+    if (calibrated)
+        out << padLeft("formula", 12) << padLeft("measured", 12) << padLeft("ratio", 8);
+    out << '\n';
+    for (int i = 0; i < bandCount; ++i) {
+        const Band band = static_cast<Band>(i);
+        out << padRight(bandLabel(band), 18) << padLeft(formatBytes(shown.perGpu[static_cast<size_t>(i)]), 12);
+        if (calibrated) {
+            const BandCalibration& c = result.calibration->band(band);
+            out << padLeft(formatBytes(c.formula), 12) << padLeft(formatBytes(c.measured), 12)
+                << padLeft(c.formula > 0 ? ratioText(c.ratio) : "-", 8);
+        }
+        out << '\n';
+    }
+    out << padRight("total", 18) << padLeft(formatBytes(shown.totalPerGpu), 12) << "\n\n";
+    out << "Peak phase: " << peakPhaseName(shown.peakPhase) << " (forward " << formatBytes(bandTotal(shown.byPhase[0]))
+        << ", backward " << formatBytes(bandTotal(shown.byPhase[1])) << ", optimizer step "
+        << formatBytes(bandTotal(shown.byPhase[2])) << ", formula)\n";
+    out << "Host memory per node: " << formatBytes(shown.hostBytes) << '\n';
+    if (calibrated)
+        out << "Calibration: " << result.calibration->summary
+            << "; what-ifs below are projected from the measurement.\n";
+
+    if (result.card) {
+        const GpuCard& card = *result.card;
+        out << "\nOn " << card.name << " (" << card.models << ", " << formatBytes(card.capacityBytes)
+            << "): " << fitWords(shown.totalPerGpu, card.capacityBytes) << ".\n";
+        if (result.maxMicroBatch >= 0)
+            out << "Largest micro-batch that fits: " << result.maxMicroBatch << "; longest sequence at micro-batch "
+                << result.setup.microBatch << ": " << result.maxSequence << ".\n";
+        if (!result.ladder.empty()) {
+            out << "\nThe ladder, cheapest first (each rung on top of the ones before; alone in brackets):\n";
+            for (const LadderRung& rung : result.ladder) {
+                out << "  " << padRight(rung.id, 15) << padRight(rung.change, 48)
+                    << padLeft(formatBytes(rung.climbedTotal), 11) << "  "
+                    << fitWords(rung.climbedTotal, card.capacityBytes) << "  [alone " << formatBytes(rung.aloneTotal)
+                    << "]" << (rung.changesExperiment ? "  changes the experiment" : "") << '\n';
+            }
+            const LadderRung& last = result.ladder.back();
+            if (last.climbedTotal <= card.capacityBytes)
+                out << "It fits from rung '" << last.id << "' on.\n";
+            else
+                out << "Even the whole ladder does not fit one card: more GPUs (--gpus) or a larger card.\n";
+        }
+    }
+
+    out << "\nCommon cards:\n";
+    for (const CardFit& fit : result.cards) {
+        out << "  " << padRight(fit.card.name, 7) << padRight(fit.card.models, 28)
+            << padLeft(formatBytes(fit.card.capacityBytes), 11) << "  "
+            << padRight(fit.fits ? "fits" : "does not fit", 14);
+        if (fit.maxMicroBatch > 0)
+            out << "micro-batch up to " << fit.maxMicroBatch;
+        out << '\n';
+    }
+    for (const std::string& note : shown.notes)
+        out << "\nNote: " << note;
+    if (!shown.notes.empty())
+        out << '\n';
+    return out.str();
+}
+
+} // namespace oomlens::planner

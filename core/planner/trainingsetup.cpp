@@ -1,0 +1,137 @@
+#include "core/planner/trainingsetup.h"
+
+#include <array>
+#include <utility>
+
+namespace oomlens::planner {
+
+namespace {
+
+template <typename Enum, size_t N>
+std::optional<Enum> fromName(const std::array<std::pair<Enum, std::string_view>, N>& names, std::string_view name)
+{
+    for (const auto& [value, text] : names) {
+        if (text == name)
+            return value;
+    }
+    return std::nullopt;
+}
+
+template <typename Enum, size_t N>
+std::string_view toName(const std::array<std::pair<Enum, std::string_view>, N>& names, Enum wanted)
+{
+    for (const auto& [value, text] : names) {
+        if (value == wanted)
+            return text;
+    }
+    return {};
+}
+
+constexpr std::array<std::pair<Precision, std::string_view>, 4> precisionNames { {
+    { Precision::Fp32, "fp32" },
+    { Precision::MixedFp16, "mixed-fp16" },
+    { Precision::MixedBf16, "mixed-bf16" },
+    { Precision::Bf16, "bf16" },
+} };
+constexpr std::array<std::pair<OptimizerKind, std::string_view>, 4> optimizerNames { {
+    { OptimizerKind::AdamW, "adamw" },
+    { OptimizerKind::AdamW8bit, "adamw-8bit" },
+    { OptimizerKind::Sgd, "sgd" },
+    { OptimizerKind::Adafactor, "adafactor" },
+} };
+constexpr std::array<std::pair<Checkpointing, std::string_view>, 2> checkpointingNames { {
+    { Checkpointing::None, "none" },
+    { Checkpointing::Full, "full" },
+} };
+constexpr std::array<std::pair<Attention, std::string_view>, 2> attentionNames { {
+    { Attention::Eager, "eager" },
+    { Attention::Sdpa, "sdpa" },
+} };
+constexpr std::array<std::pair<Offload, std::string_view>, 3> offloadNames { {
+    { Offload::None, "none" },
+    { Offload::Optimizer, "optimizer" },
+    { Offload::All, "all" },
+} };
+
+} // namespace
+
+std::string_view precisionName(Precision precision)
+{
+    return toName(precisionNames, precision);
+}
+std::string_view optimizerName(OptimizerKind optimizer)
+{
+    return toName(optimizerNames, optimizer);
+}
+std::string_view checkpointingName(Checkpointing checkpointing)
+{
+    return toName(checkpointingNames, checkpointing);
+}
+std::string_view attentionName(Attention attention)
+{
+    return toName(attentionNames, attention);
+}
+std::string_view offloadName(Offload offload)
+{
+    return toName(offloadNames, offload);
+}
+std::optional<Precision> precisionFromName(std::string_view name)
+{
+    return fromName(precisionNames, name);
+}
+std::optional<OptimizerKind> optimizerFromName(std::string_view name)
+{
+    return fromName(optimizerNames, name);
+}
+std::optional<Checkpointing> checkpointingFromName(std::string_view name)
+{
+    return fromName(checkpointingNames, name);
+}
+std::optional<Attention> attentionFromName(std::string_view name)
+{
+    return fromName(attentionNames, name);
+}
+std::optional<Offload> offloadFromName(std::string_view name)
+{
+    return fromName(offloadNames, name);
+}
+
+std::string setupProblem(const TrainingSetup& setup)
+{
+    if (setup.microBatch < 1 || setup.sequence < 1 || setup.gradientAccumulation < 1)
+        return "micro-batch, sequence length and gradient accumulation must be at least 1";
+    if (setup.gpusPerNode < 1 || setup.nodes < 1)
+        return "GPUs per node and nodes must be at least 1";
+    if (setup.zeroStage < 0 || setup.zeroStage > 3)
+        return "ZeRO stage must be 0, 1, 2 or 3";
+    if (setup.offload != Offload::None && setup.zeroStage == 0)
+        return "offload is a ZeRO feature: give --zero 1, 2 or 3";
+    if (setup.offload == Offload::All && setup.zeroStage != 3)
+        return "parameter offload needs ZeRO-3";
+    if (setup.loraRank < 0)
+        return "LoRA rank must be positive";
+    if (setup.quantizedBase && setup.loraRank == 0)
+        return "a 4-bit base (QLoRA) needs a LoRA rank";
+    return {};
+}
+
+std::string describeSetup(const TrainingSetup& setup)
+{
+    std::string text = "micro-batch " + std::to_string(setup.microBatch) + " x seq " + std::to_string(setup.sequence)
+        + ", " + std::string(precisionName(setup.precision)) + ", " + std::string(optimizerName(setup.optimizer));
+    if (setup.gradientAccumulation > 1)
+        text += ", accumulate " + std::to_string(setup.gradientAccumulation);
+    text += ", checkpointing " + std::string(checkpointingName(setup.checkpointing)) + ", "
+        + std::string(attentionName(setup.attention)) + " attention";
+    const int gpus = setup.totalGpus();
+    if (setup.zeroStage > 0)
+        text += ", ZeRO-" + std::to_string(setup.zeroStage);
+    text += gpus > 1 ? " over " + std::to_string(gpus) + " GPUs" : std::string(setup.zeroStage > 0 ? " on 1 GPU" : "");
+    if (setup.offload != Offload::None)
+        text += ", offload " + std::string(offloadName(setup.offload));
+    if (setup.loraRank > 0)
+        text += std::string(setup.quantizedBase ? ", QLoRA" : ", LoRA") + " rank " + std::to_string(setup.loraRank);
+    return text;
+}
+
+} // namespace oomlens::planner

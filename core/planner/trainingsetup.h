@@ -1,0 +1,60 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace oomlens::planner {
+
+// fp32; fp16/bf16 autocast over fp32 weights (the weights are the fp32 master copy); pure bf16
+// weights, gradients and optimizer state.
+enum class Precision { Fp32, MixedFp16, MixedBf16, Bf16 };
+enum class OptimizerKind { AdamW, AdamW8bit, Sgd, Adafactor };
+enum class Checkpointing { None, Full };
+// Eager attention materializes the seq x seq scores; SDPA / FlashAttention never does.
+enum class Attention { Eager, Sdpa };
+// DeepSpeed ZeRO-Offload: optimizer state (and fp32 gradients) to host; `All` adds parameters (ZeRO-3 only).
+enum class Offload { None, Optimizer, All };
+
+// How one training run is set up, as far as memory is concerned.
+struct TrainingSetup
+{
+    int microBatch = 1;
+    int sequence = 1024;
+    Precision precision = Precision::MixedBf16;
+    OptimizerKind optimizer = OptimizerKind::AdamW;
+    int gradientAccumulation = 1;
+    Checkpointing checkpointing = Checkpointing::None;
+    Attention attention = Attention::Sdpa;
+    int gpusPerNode = 1;
+    int nodes = 1;
+    int zeroStage = 0; // 0: plain PyTorch (DDP); 1-3: DeepSpeed ZeRO / FSDP
+    Offload offload = Offload::None;
+    int loraRank = 0; // 0: full fine-tuning
+    bool quantizedBase = false; // QLoRA: the frozen base in 4-bit NF4
+
+    int totalGpus() const { return gpusPerNode * nodes; }
+    bool mixed() const { return precision == Precision::MixedFp16 || precision == Precision::MixedBf16; }
+    // Bytes of one activation element: 4 in fp32, 2 under autocast or in bf16.
+    int activationBytes() const { return precision == Precision::Fp32 ? 4 : 2; }
+};
+
+// The flag spellings of product.md §5 ("mixed-bf16", "adamw-8bit", "sdpa", ...), both ways.
+std::string_view precisionName(Precision precision);
+std::string_view optimizerName(OptimizerKind optimizer);
+std::string_view checkpointingName(Checkpointing checkpointing);
+std::string_view attentionName(Attention attention);
+std::string_view offloadName(Offload offload);
+std::optional<Precision> precisionFromName(std::string_view name);
+std::optional<OptimizerKind> optimizerFromName(std::string_view name);
+std::optional<Checkpointing> checkpointingFromName(std::string_view name);
+std::optional<Attention> attentionFromName(std::string_view name);
+std::optional<Offload> offloadFromName(std::string_view name);
+
+// Why the set-up cannot run as described ("parameter offload needs ZeRO-3"); empty when it can.
+std::string setupProblem(const TrainingSetup& setup);
+
+// One line: "micro-batch 8 x seq 1024, mixed-bf16, AdamW, ZeRO-2 over 8 GPUs, ...".
+std::string describeSetup(const TrainingSetup& setup);
+
+} // namespace oomlens::planner
