@@ -383,6 +383,19 @@ bool callsEvaluation(std::string_view code)
     return false;
 }
 
+// The user's loop calling the model: "out = model(batch)", "logits = self.model(input_ids).logits".
+bool callsModel(std::string_view code)
+{
+    for (std::string_view call : { "model(", "net(", "module(" }) {
+        for (size_t at = code.find(call); at != std::string_view::npos; at = code.find(call, at + 1)) {
+            const char before = at == 0 ? ' ' : code[at - 1];
+            if (!(std::isalnum(static_cast<unsigned char>(before)) || before == '_'))
+                return true;
+        }
+    }
+    return false;
+}
+
 // The signature a frame carries, strongest first within the frame.
 std::optional<Phase> framePhase(const TracebackFrame& frame)
 {
@@ -418,6 +431,7 @@ std::optional<Phase> framePhase(const TracebackFrame& frame)
         return Phase::Eval;
     if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" })
         || contains(code, "forward_call(")
+        || callsModel(code)
         // JAX running a compiled program: a jitted apply, not yet known to be a training step
         || (contains(file, "jax/")
             && (function == "_execute_compiled" || function == "execute_sharded_on_local_devices")))

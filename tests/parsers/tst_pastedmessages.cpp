@@ -179,6 +179,27 @@ private Q_SLOTS:
         QCOMPARE(phaseName(m.phase), phaseName(Phase::Eval));
     }
 
+    void forwardFromTheUsersModelCall()
+    {
+        // Only the user's frame survived the paste: calling the model is the forward pass.
+        const TextFindings findings = parseText(
+            "Traceback (most recent call last):\n"
+            "  File \"loop.py\", line 77, in <module>\n"
+            "    out = model(batch)\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 96.00 MiB. GPU 0 has a total "
+            "capacity of 15.77 GiB of which 53.12 MiB is free.\n");
+        QVERIFY(!findings.oomMessages.empty());
+        QCOMPARE(phaseName(findings.oomMessages.front().phase), phaseName(Phase::Forward));
+        const TextFindings building = parseText(
+            "Traceback (most recent call last):\n"
+            "  File \"loop.py\", line 12, in <module>\n"
+            "    net = build_model(cfg)\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 96.00 MiB. GPU 0 has a total "
+            "capacity of 15.77 GiB of which 53.12 MiB is free.\n");
+        QVERIFY(!building.oomMessages.empty());
+        QVERIFY(building.oomMessages.front().phase != Phase::Forward);
+    }
+
     void libraryValidatorsAreNotEvaluation()
     {
         // torch.distributions' _validate_sample runs inside every forward: a library name, not the user's.
