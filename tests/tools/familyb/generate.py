@@ -45,7 +45,7 @@ def traceback_frames(result):
 def write(result, out):
     name = result.name
     base = os.path.join(out, name)
-    data = render.snapshot(result.dev, result.era if result.era >= "2.1" else "2.1", result.max_entries)
+    data = render.snapshot(result.dev, result.era if result.era >= "2.1" else "2.1", result.max_entries, result.conf)
     render.write_pickle(base + ".pickle", data, result.protocol)
     if result.oom is not None:
         opts = dict(result.text)
