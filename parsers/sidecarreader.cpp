@@ -18,6 +18,10 @@ constexpr size_t maxSidecarBytes = size_t(16) << 20;
 
 constexpr std::array<std::string_view, 9> knownKeys = { "device_name", "total_memory_bytes", "nvidia_smi",
     "torch_version", "cuda_version", "alloc_conf", "rank", "world_size", "exception" };
+// Keys no other JSON a user opens is likely to have; "rank" or "exception" alone could be any
+// structured log line, which must stay text.
+constexpr std::array<std::string_view, 4> distinctiveKeys
+    = { "device_name", "total_memory_bytes", "nvidia_smi", "alloc_conf" };
 
 std::string_view typeName(const json& value)
 {
@@ -94,9 +98,9 @@ bool readSmallInt(const json& object, std::string_view key, std::optional<int>& 
     return true;
 }
 
-bool hasKnownKey(const json& object)
+template <size_t N> bool hasKeyOf(const json& object, const std::array<std::string_view, N>& keys)
 {
-    return std::any_of(knownKeys.begin(), knownKeys.end(), [&](std::string_view key) { return object.contains(key); });
+    return std::any_of(keys.begin(), keys.end(), [&](std::string_view key) { return object.contains(key); });
 }
 
 std::string_view trimmedStart(std::string_view text)
@@ -141,7 +145,7 @@ SidecarParseResult parseCaptureSidecar(std::string_view text, const std::string&
         result.error = "holds a JSON " + std::string(typeName(object)) + ", expected an object";
         return result;
     }
-    if (!hasKnownKey(object)) {
+    if (!hasKeyOf(object, knownKeys)) {
         result.error = "holds none of the sidecar's keys (device_name, total_memory_bytes, nvidia_smi, …)";
         return result;
     }
@@ -172,12 +176,12 @@ bool looksLikeCaptureSidecar(std::string_view bytes)
     if (start.empty() || start.front() != '{' || bytes.size() > maxSidecarBytes)
         return false;
     // A cheap look before parsing: a snapshot's JSON conversion has none of these keys.
-    const bool named = std::any_of(knownKeys.begin(), knownKeys.end(),
+    const bool named = std::any_of(distinctiveKeys.begin(), distinctiveKeys.end(),
         [&](std::string_view key) { return bytes.find("\"" + std::string(key) + "\"") != std::string_view::npos; });
     if (!named)
         return false;
     const json object = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-    return object.is_object() && hasKnownKey(object) && !object.contains("segments")
+    return object.is_object() && hasKeyOf(object, distinctiveKeys) && !object.contains("segments")
         && !object.contains("device_traces");
 }
 

@@ -20,8 +20,9 @@ struct SidecarParseResult
 // a known key of the wrong type rejects the whole object, so nothing half-read is trusted.
 SidecarParseResult parseCaptureSidecar(std::string_view json, const std::string& sourcePath);
 
-// True when the bytes are a JSON object naming at least one sidecar key: a sidecar opened on its
-// own is recognised by content like every other input.
+// True when the bytes are a JSON object with a key only a sidecar has (device_name,
+// total_memory_bytes, nvidia_smi, alloc_conf): a sidecar opened on its own is recognised by content
+// like every other input, while a structured log line with an "exception" stays text.
 bool looksLikeCaptureSidecar(std::string_view bytes);
 
 // Where a sidecar for the snapshot at `snapshotPath` would be: NAME.oomlens.json for

@@ -234,6 +234,22 @@ private Q_SLOTS:
         QCOMPARE(snapshotFirst.text.nvidiaSmi.size(), size_t(1));
     }
 
+    // A structured log line that happens to carry an "exception" is text, not a sidecar.
+    void genericJsonStaysText()
+    {
+        const std::string line = "{\"level\": \"error\", \"rank\": 0, \"exception\": \"torch.OutOfMemoryError: CUDA "
+                                 "out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.69 GiB "
+                                 "of which 1.20 GiB is free.\"}";
+        QVERIFY(!looksLikeCaptureSidecar(line));
+        Case c;
+        addInput(c, "(pasted)", line);
+        QCOMPARE(c.inputs.size(), size_t(1));
+        QVERIFY(c.inputs[0].kind != InputKind::Sidecar);
+        QVERIFY(c.sidecars.empty());
+        QCOMPARE(c.text.oomMessages.size(), size_t(1));
+        QVERIFY(looksLikeCaptureSidecar("{\"exception\": null, \"total_memory_bytes\": 1}"));
+    }
+
     void compressedAndOtherNames()
     {
         QCOMPARE(sidecarPathsFor("/d/run.pickle"), std::vector<std::string> { "/d/run.oomlens.json" });
