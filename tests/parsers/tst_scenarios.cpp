@@ -6,8 +6,11 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include <unordered_set>
 
 using namespace oomlens;
 
@@ -128,6 +131,32 @@ void TestScenarios::snapshotMatchesLabel()
     const QString oomText = QString::fromUtf8(test::readFile(oomPath));
     QVERIFY(oomText.startsWith(QStringLiteral("Traceback (most recent call last):\n")));
     QVERIFY(oomText.contains(QStringLiteral("\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate ")));
+
+    // The message lists the processes NVML sees: inside a container the run itself under its host PID
+    // and no "this process has" clause; beside another job, that job first.
+    if (truth.contains(QStringLiteral("message_pid"))) {
+        QVERIFY(!oomText.contains(QStringLiteral("this process has")));
+        QVERIFY(oomText.contains(
+            QStringLiteral("Process %1 has ").arg(truth.value(QStringLiteral("message_pid")).toInteger())));
+    } else {
+        QVERIFY(oomText.contains(QStringLiteral("Including non-PyTorch memory, this process has ")));
+    }
+    QCOMPARE(oomText.contains(QRegularExpression(QStringLiteral("\\. Process \\d+ has [0-9.]+ [KMG]iB memory in use\\. "
+                                                                "Including non-PyTorch memory"))),
+        truth.contains(QStringLiteral("other_process_bytes")));
+    QCOMPARE(oomText.contains(QStringLiteral(" allowed; Of the allocated memory")),
+        truth.contains(QStringLiteral("allowed_bytes")));
+
+    // A ring buffer that wrapped starts mid-run: it frees blocks whose allocation it no longer holds.
+    std::unordered_set<uint64_t> allocated;
+    bool orphanFree = false;
+    for (const TraceEvent& event : events) {
+        if (event.action == TraceAction::Alloc)
+            allocated.insert(event.addr);
+        else if (event.action == TraceAction::FreeRequested && !allocated.count(event.addr))
+            orphanFree = true;
+    }
+    QCOMPARE(orphanFree, truth.contains(QStringLiteral("trace_dropped_events")));
 }
 
 QTEST_GUILESS_MAIN(TestScenarios)

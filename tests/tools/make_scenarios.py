@@ -435,7 +435,7 @@ def issue10_table():
                         "alone fit"),
         "capacity_bf16": dict(
             diagnosis="capacity",
-            program=Program(trainsim.Config(vocab=32768, d=1024, layers=8, heads=16, batch=1, dtype_bytes=2),
+            program=Program(trainsim.Config(vocab=32768, d=2048, layers=8, heads=16, batch=1, dtype_bytes=2),
                             steps=(64,) * 2, sites={"load": (trainsim.MODULE_MAIN, trainsim.MAIN_TO_BF16)}),
             cpp=True, expect=("backward", 1),
             physics=lambda run, cfg: {"weights_bytes": params_bytes(cfg), "gradients_bytes": params_bytes(cfg),

@@ -1,0 +1,113 @@
+#include "common/testutil.h"
+#include "core/caseanalysis.h"
+#include "core/diagnosis/diagnosistext.h"
+#include "parsers/inputloader.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTest>
+
+#include <string_view>
+#include <vector>
+
+using namespace oomlens;
+
+// Every labelled scenario of family A (tests/data/scenarios), opened as a user would open it, must get
+// its label's `diagnosis` as the top card: once from the snapshot alone, once with the OOM message and
+// the memory_summary() beside it. The rows are read from the labels, so a new scenario is checked as
+// soon as it is generated.
+
+namespace {
+
+// Rows that today's rules get wrong, by issue-10 class. The suite passes with them marked; when a
+// rule is fixed its row passes, QEXPECT_FAIL reports XPASS and the suite fails: delete the line.
+struct KnownGap
+{
+    const char* row;
+    const char* reason;
+};
+
+// Measured on the working tree of 03:20 UTC (with the snapshot-rule rewrite in progress): every row
+// passes, so no row is marked. Add { "<scenario>/<snapshot|text>", "issue 10: <class>" } for a row
+// that a scenario adds before its rule is fixed.
+const std::vector<KnownGap> knownGaps = {};
+
+const char* knownGap(std::string_view row)
+{
+    for (const KnownGap& gap : knownGaps) {
+        if (row == gap.row)
+            return gap.reason;
+    }
+    return nullptr;
+}
+
+QString scenarioDir()
+{
+    return test::testDataDir() + QStringLiteral("/scenarios");
+}
+
+Case scenarioCase(const QString& name, bool withText)
+{
+    Case result;
+    const QString base = scenarioDir() + QLatin1Char('/') + name;
+    QStringList files { base + QStringLiteral(".pickle") };
+    if (withText)
+        files << base + QStringLiteral(".oom.txt") << base + QStringLiteral(".summary.txt");
+    for (const QString& file : files) {
+        if (QFile::exists(file))
+            addFile(result, file.toStdString());
+    }
+    return result;
+}
+
+} // namespace
+
+class TestDiagScenarios : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void topDiagnosis_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("expected");
+        QTest::addColumn<bool>("withText");
+        const auto labels = QDir(scenarioDir()).entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
+        int labelled = 0;
+        for (const QString& file : labels) {
+            const QJsonObject truth
+                = QJsonDocument::fromJson(test::readFile(scenarioDir() + QLatin1Char('/') + file)).object();
+            const QString expected = truth.value(QStringLiteral("diagnosis")).toString();
+            if (expected.isEmpty())
+                continue; // a healthy run: no diagnosis to rank
+            const QString name = QFileInfo(file).completeBaseName();
+            QTest::newRow(qPrintable(name + QStringLiteral("/snapshot"))) << name << expected << false;
+            QTest::newRow(qPrintable(name + QStringLiteral("/text"))) << name << expected << true;
+            ++labelled;
+        }
+        QVERIFY(labelled >= 19);
+    }
+
+    void topDiagnosis()
+    {
+        QFETCH(QString, name);
+        QFETCH(QString, expected);
+        QFETCH(bool, withText);
+        const Case input = scenarioCase(name, withText);
+        for (const auto& in : input.inputs)
+            QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
+        const CaseAnalysis analysis = analyzeCase(input);
+        const QString top = analysis.diagnoses.empty() ? QStringLiteral("(none)")
+                                                       : QString::fromStdString(analysis.diagnoses.front().id);
+        if (qEnvironmentVariableIsSet("OOMLENS_DEBUG_DIAG"))
+            qDebug().noquote() << QString::fromStdString(diagnosesToText(analysis.diagnoses, false));
+        if (const char* reason = knownGap(QTest::currentDataTag()))
+            QEXPECT_FAIL("", reason, Continue);
+        QCOMPARE(top, expected);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDiagScenarios)
+#include "tst_diagscenarios.moc"
