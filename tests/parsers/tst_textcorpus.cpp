@@ -99,7 +99,10 @@ std::optional<uint64_t> sizeFromText(const std::string& number, const std::strin
         uint64_t scale = 1;
         for (size_t i = 0; i < digits.size(); ++i)
             scale *= 10;
-        const auto fraction = static_cast<unsigned __int128>(std::stoull(digits)) * it->second;
+        // Printed sizes have two decimals (six at most): digits x 2^40 stays within 64 bits.
+        const uint64_t fraction = std::stoull(digits.substr(0, 6)) * it->second;
+        if (digits.size() > 6)
+            return std::nullopt;
         bytes += static_cast<uint64_t>((fraction + scale / 2) / scale);
     }
     return bytes;
