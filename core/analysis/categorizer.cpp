@@ -80,6 +80,14 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, Phase f
             return { Category::Temporaries, "scratch of the optimizer step, freed within it" };
         if (features & FeatureOptimizerInit)
             return { Category::OptimizerState, "optimizer state created by _init_group and kept across steps" };
+        // The multi-tensor and fused paths compute the update for a whole parameter group at
+        // once; their results are freed before step() returns, so one still live was caught by
+        // the failure (or the dump) in the middle of the step.
+        if (features & FeatureOptimizerStepMath)
+            return { Category::Temporaries,
+                alive ? "intermediate of the multi-tensor/fused update (_foreach_*), live only because the step did "
+                        "not finish"
+                      : "intermediate of the multi-tensor/fused update (_foreach_*), freed after its step" };
         return { Category::OptimizerState, "allocated in the optimizer step and kept beyond it" };
     case Phase::Backward:
         if (sameRun)

@@ -74,6 +74,10 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
         f |= FeatureOptimizerInit;
     if (name == "zero_grad")
         f |= FeatureZeroGrad;
+    // Names only: PyTorch 1.9-1.12 kept whole optimizers, state creation included, in
+    // torch/optim/_multi_tensor/, so the filename says nothing about what a frame allocates.
+    if (contains(name, "_multi_tensor_") || contains(name, "_fused_") || contains(name, "_foreach_"))
+        f |= FeatureOptimizerStepMath;
 
     if ((name == "_call_impl" || name == "_wrapped_call_impl") && inTorch(file, "torch/nn/modules/module.py"))
         f |= FeatureForward;

@@ -26,6 +26,10 @@ enum StackFeature : uint32_t {
     // torch.utils._contextlib's decorate_context: @no_grad, but equally @enable_grad or
     // @inference_mode, so it only means "no grad" outside an optimizer step.
     FeatureGradModeDecorator = 1u << 11,
+    // The update's own arithmetic: _multi_tensor_*/_fused_* implementations and _foreach_* ops.
+    // Their results are the step's intermediates, never state kept across steps (state is made
+    // by _init_group/_init_state, or inline in step() before PyTorch 2.0).
+    FeatureOptimizerStepMath = 1u << 12,
 };
 
 class StackFeatures
