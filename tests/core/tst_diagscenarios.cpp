@@ -87,7 +87,7 @@ private Q_SLOTS:
             QTest::newRow(qPrintable(name + QStringLiteral("/text"))) << name << expected << true;
             ++labelled;
         }
-        QVERIFY(labelled >= 19);
+        QVERIFY(labelled >= 21);
     }
 
     void topDiagnosis()

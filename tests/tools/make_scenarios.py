@@ -320,9 +320,10 @@ class TrainerProgram(Program):
     prediction_step on each eval batch and, without eval_accumulation_steps, concatenates every batch's logits on
     the GPU (nested_concat: each torch.cat allocates the old predictions plus the new batch)."""
 
-    def __init__(self, cfg, steps, eval_every, eval_batches, eval_seq):
+    def __init__(self, cfg, steps, eval_every, eval_batches, eval_seq, argmax=False):
         super().__init__(cfg, steps=steps, eval_batches=eval_batches, eval_seq=eval_seq)
         self.eval_every = eval_every
+        self.argmax = argmax        # preprocess_logits_for_metrics=argmax: only token ids are gathered
 
     def run(self, tr):
         top = (trainsim.HF_MAIN, trainsim.HF_TRAIN)
@@ -358,6 +359,11 @@ class TrainerProgram(Program):
             lsm = tr.alloc(logits_bytes, loss_sites, "log_softmax")
             loss = tr.alloc(4, loss_sites, "nll_loss")
             tr.free(lsm, loss_sites)
+            if self.argmax:
+                ids_bytes = c.batch * seq * 8
+                kept = tr.alloc(ids_bytes, predict + (trainsim.HF_PREPROCESS, trainsim.USER_ARGMAX), "argmax")
+                tr.free(fwd.logits, predict)
+                fwd.logits, logits_bytes = kept, ids_bytes
             if preds is None:
                 preds, size = fwd.logits, logits_bytes
             else:
@@ -498,6 +504,20 @@ def issue10_table():
             description="a Trainer-style loop evaluates every 3 steps without eval_accumulation_steps: "
                         "evaluation_loop concatenates every batch's logits on the GPU (nested_concat), each "
                         "torch.cat allocating the old predictions plus the new batch, until the card is full"),
+        "trainer_longest_batch": dict(
+            diagnosis="longest_batch",
+            program=TrainerProgram(small, steps=(256, 192, 256, 224, 1024, 256), eval_every=2, eval_batches=4,
+                                   eval_seq=256, argmax=True),
+            cpp=True, expect=("forward", 5),
+            description="a Trainer-style loop that evaluates every 2 steps (gathering only argmax token ids): the "
+                        "evaluations fit; step 5's 1024-token batch, right after one, needs 16x larger attention "
+                        "score buffers"),
+        "closure_first_backward": dict(
+            diagnosis="first_backward",
+            program=ClosureProgram(trainsim.Config(vocab=24576, d=640, layers=5, heads=10, batch=12),
+                                   steps=(256,) * 2), cpp=False, expect=("backward", 1),
+            description="optimizer.step(closure): the forward inside the closure fits, its loss.backward() does not; "
+                        "no optimizer state exists yet"),
         "longest_batch_after_oom": dict(
             diagnosis="longest_batch",
             program=SkipOnOomProgram(small, steps=(256, 224, 320, 192, 1024, 256)), cpp=True, expect=("forward", 5),

@@ -154,6 +154,9 @@ HF_PREDICT = Site(TRANSFORMERS + "trainer.py", 4245, "evaluation_loop",
                   "ignore_keys=ignore_keys)")
 HF_PREDICT_PREPARE = Site(TRANSFORMERS + "trainer.py", 4464, "prediction_step", "inputs = self._prepare_inputs(inputs)")
 HF_PREDICT_MODEL = Site(TRANSFORMERS + "trainer.py", 4490, "prediction_step", "outputs = model(**inputs)")
+HF_PREPROCESS = Site(TRANSFORMERS + "trainer.py", 4267, "evaluation_loop",
+                     "logits = self.preprocess_logits_for_metrics(logits, labels)")
+USER_ARGMAX = _user("finetune.py", 40, "preprocess_logits_for_metrics", "return logits.argmax(dim=-1)")
 HF_ADD_PREDS = Site(TRANSFORMERS + "trainer.py", 4273, "evaluation_loop", "all_preds.add(logits)")
 HF_PT_ADD = Site(TRANSFORMERS + "trainer_pt_utils.py", 322, "add",
                  "self.tensors = nested_concat(self.tensors, tensors, padding_index=self.padding_index)")
