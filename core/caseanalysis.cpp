@@ -3,6 +3,7 @@
 #include "core/diagnosis/caselinks.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/oomfacts.h"
+#include "core/diagnosis/ranking.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
 
@@ -19,6 +20,16 @@ std::optional<uint64_t> nvidiaSmiTotal(const TextFindings& text, int32_t device)
             if (gpu.index == device && gpu.totalBytes)
                 return gpu.totalBytes;
         }
+    }
+    return std::nullopt;
+}
+
+// torch.cuda.get_device_properties().total_memory as the capture helper recorded it.
+std::optional<uint64_t> sidecarTotal(const Case& input, int snapshotIndex)
+{
+    for (const CaptureSidecar& sidecar : input.sidecars) {
+        if (sidecar.snapshotIndex == snapshotIndex && sidecar.totalMemoryBytes)
+            return sidecar.totalMemoryBytes;
     }
     return std::nullopt;
 }
@@ -56,6 +67,17 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
             context.message = oomFacts(text.oomMessages[*link.messageIndex]);
             addNvidiaSmi(*context.message, text.nvidiaSmi);
         }
+        // The snapshot records no card size: take it from what came with it.
+        if (context.message && context.message->total) {
+            context.cardTotalBytes = context.message->total;
+            context.cardTotalSource = "the OOM message";
+        } else if (const auto sidecar = sidecarTotal(input, index)) {
+            context.cardTotalBytes = sidecar;
+            context.cardTotalSource = "the capture sidecar";
+        } else if (const auto smi = nvidiaSmiTotal(text, device->device)) {
+            context.cardTotalBytes = smi;
+            context.cardTotalSource = "nvidia-smi";
+        }
         for (const auto& summary : text.summaries) {
             const auto notes = compareSummary(summary, *device, index);
             result.links.insert(result.links.end(), notes.begin(), notes.end());
@@ -69,8 +91,7 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
         headroom.peakEvent = device->peakEvent;
         headroom.peakTimeUs = device->peakTimeUs;
         headroom.failed = !device->ooms.empty();
-        headroom.capacityBytes
-            = context.message && context.message->total ? context.message->total : nvidiaSmiTotal(text, device->device);
+        headroom.capacityBytes = context.cardTotalBytes;
         if (headroom.capacityBytes)
             headroom.headroomBytes
                 = static_cast<int64_t>(*headroom.capacityBytes) - static_cast<int64_t>(device->peakReservedBytes);
@@ -97,7 +118,7 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
             textOnly.push_back(std::move(diagnosis)); // another run's message: keep it, weakened
     }
     mergeDiagnoses(result.diagnoses, std::move(textOnly), 0.6);
-    sortDiagnoses(result.diagnoses);
+    rankDiagnoses(result.diagnoses);
     return result;
 }
 

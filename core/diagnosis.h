@@ -33,6 +33,24 @@ struct Fix
     bool changesExperiment = false;
 };
 
+// What the ranking step (core/diagnosis/ranking.h) weighs besides confidence: how fast the
+// diagnosis' cause consumes memory and whether its first fix makes the whole run fit to the end
+// of the phase that failed, not only the one request that failed.
+struct RunOutlook
+{
+    uint64_t growthPerUnitBytes = 0; // what the cause adds per `unit`; 0 for a one-off
+    std::string unit; // "step", "evaluation batch"
+    // The first fix removes the growth itself (stops the leak, moves outputs off the GPU).
+    bool leadingFixStopsGrowth = false;
+    // The first fix frees only memory that comes back every step (activations, temporaries, cache);
+    // it cannot shrink the state training keeps (weights, gradients, optimizer state).
+    bool leadingFixFreesOnlyDynamic = false;
+    // It raises what the process may hold (another process gone, a limit lifted) by unknown bytes.
+    bool leadingFixRaisesCeiling = false;
+    std::optional<bool> leadingFixFitsRun; // set by the ranking step; nullopt when it cannot tell
+    std::string rankReason; // the numbers that decided leadingFixFitsRun
+};
+
 struct Diagnosis
 {
     std::string id; // one of the catalogue ids in product.md §3
@@ -41,6 +59,7 @@ struct Diagnosis
     std::string summary; // one or two sentences in plain words
     std::vector<Evidence> evidence;
     std::vector<Fix> fixes; // ladder order
+    std::optional<RunOutlook> outlook; // measured diagnoses only
 };
 
 } // namespace oomlens

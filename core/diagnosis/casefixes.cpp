@@ -103,8 +103,8 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         projectCaseSaving(fix, "It stops the growth of", context);
         return fix;
     }
-    case FixKind::OptimizerForeach:
-        return Fix { "optimizer_foreach", "Budget for the first optimizer step",
+    case FixKind::OptimizerForeach: {
+        Fix fix { "optimizer_foreach", "Budget for the first optimizer step",
             "Adam creates its two moment buffers at the first optimizer.step(), not at construction, so the "
             "peak after step 1 is higher than step 1 itself. The multi-tensor (foreach) path also allocates "
             "temporaries for a whole parameter group at once; foreach=False trades speed for a lower spike.",
@@ -113,6 +113,10 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
             "# measure after two full steps, not one:\n"
             "print(torch.cuda.max_memory_allocated() / 2**30, \"GiB\")",
             std::nullopt, std::nullopt, false };
+        // One parameter at a time, the update's intermediates are one tensor's worth, not the group's.
+        projectCaseSaving(fix, "With foreach=False the step no longer holds the group's intermediates,", context);
+        return fix;
+    }
     case FixKind::LengthBucketing: {
         Fix fix { "length_bucketing", "Size for the longest batch: cap and bucket lengths",
             "Peak activation memory follows the longest sample in a batch, not the average. Put long samples "

@@ -3,7 +3,10 @@
 #include "core/diagnosis/blockcount.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/fixladder.h"
+#include "core/diagnosis/leakdetection.h"
+#include "core/diagnosis/ranking.h"
 #include "core/diagnosis/stepprofile.h"
+#include "core/diagnosis/trainingstate.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -25,6 +28,10 @@ uint64_t band(const CategoryBytes& bands, Category category)
 {
     return bands[static_cast<size_t>(category)];
 }
+
+// A process that could hold less than this is not the whole of a training GPU: the smallest cards
+// PyTorch still supports have 2 GiB, and a CUDA context takes a few hundred MiB of that.
+constexpr uint64_t smallestPlausibleProcessBytes = GiB;
 
 uint64_t median(std::vector<uint64_t> values)
 {
@@ -72,6 +79,14 @@ public:
         budget.estimatedBlocks = blocks.blocks;
         budget.blocksEvidence = blocks.evidence;
         countGpus(context);
+        m_cardTotal = context.cardTotalBytes;
+        m_cardSource = context.cardTotalSource.empty() ? "given with the case" : context.cardTotalSource;
+        if (!m_cardTotal && context.message && context.message->total) {
+            m_cardTotal = context.message->total;
+            m_cardSource = "the OOM message";
+        }
+        m_implausiblySmall = !m_cardTotal && *budget.usableBytes < smallestPlausibleProcessBytes;
+        projectState();
     }
 
     std::vector<Diagnosis> run()
@@ -87,10 +102,56 @@ public:
         otherProcess();
         if (m_out.empty())
             workingSet();
+        RunFacts facts;
+        facts.usableBytes = m_fixes.budget.usableBytes;
+        facts.fixedStateBytes = m_state.total();
+        facts.fixedStateText = m_state.text();
+        facts.phase = m_oom.phase == Phase::Eval ? "evaluation" : "training";
+        assessRunFit(m_out, facts);
         return std::move(m_out);
     }
 
 private:
+    bool isTrainingRun() const
+    {
+        if (m_oom.phase == Phase::Forward || m_oom.phase == Phase::Backward || m_oom.phase == Phase::Optimizer)
+            return true;
+        return std::any_of(m_profile.steps.begin(), m_profile.steps.end(),
+            [](const StepProfile& step) { return step.hasBackward || step.hasOptimizer; });
+    }
+
+    // What training keeps whatever the batch (trainingstate.h). A run seen only loading or
+    // evaluating is not projected: nothing shows that it will train.
+    void projectState()
+    {
+        TrainingStateInputs inputs;
+        inputs.live = m_oom.liveByCategory;
+        inputs.peakSeen = m_profile.peakBands;
+        // Failing while loading, the request is more of the weights.
+        if (m_oom.phase == Phase::Load)
+            inputs.live[static_cast<size_t>(Category::Parameters)] += m_oom.requestedBytes;
+        const bool training = isTrainingRun();
+        for (const auto& step : m_profile.steps) {
+            const bool earlier = step.step < m_oom.step && step.complete;
+            inputs.backwardCompleted |= earlier && step.hasBackward;
+            // A finished optimizer.step() has made whatever state its optimizer keeps (none for plain SGD).
+            inputs.optimizerStateBuilt |= earlier && step.hasOptimizer;
+        }
+        inputs.backwardCompleted |= m_oom.phase == Phase::Optimizer;
+        if (!training) {
+            inputs.backwardCompleted = true;
+            inputs.optimizerStateBuilt = true;
+        }
+        m_state = projectTrainingState(inputs, weightPrecision(*m_analysis.snapshot, m_device));
+    }
+
+    static RunOutlook dynamicOutlook()
+    {
+        RunOutlook outlook;
+        outlook.leadingFixFreesOnlyDynamic = true;
+        return outlook;
+    }
+
     // Ranks for ZeRO's projection: the log's rank prefixes or nvidia-smi when the text shows them,
     // else the devices this snapshot holds memory on (DataParallel, or a process driving several GPUs).
     void countGpus(const SnapshotDiagnosisContext& context)
@@ -234,6 +295,7 @@ private:
             { FixKind::ExpandableSegments, FixKind::MaxSplitSize, FixKind::MicroBatch, FixKind::Bf16,
                 FixKind::Checkpointing },
             m_fixes);
+        d.outlook = dynamicOutlook();
         m_out.push_back(std::move(d));
     }
 
@@ -262,6 +324,7 @@ private:
         if (attention)
             appendFixes(d.fixes, { FixKind::Sdpa }, m_fixes);
         appendFixes(d.fixes, { FixKind::MicroBatch, FixKind::Bf16, FixKind::Sdpa, FixKind::ShorterSequences }, m_fixes);
+        d.outlook = dynamicOutlook();
         m_out.push_back(std::move(d));
     }
 
@@ -289,43 +352,95 @@ private:
                 "activations saved by the forward pass stay live while backward allocates gradients: "
                     + formatBytes(band(m_oom.liveByCategory, Category::Activations)) + " of activations and "
                     + formatBytes(band(m_oom.liveByCategory, Category::Gradients)) + " of gradients");
+        if (m_state.total() <= *m_fixes.budget.usableBytes && m_state.ifHalfBytes > *m_fixes.budget.usableBytes)
+            evidence(d,
+                "if the weights are 16-bit (the frames do not tell), training with fp32 master weights and Adam would "
+                "keep "
+                    + formatBytes(m_state.ifHalfBytes) + ", more than the " + formatBytes(*m_fixes.budget.usableBytes)
+                    + " this process could hold: then no activation fix is enough");
         d.summary = "The forward pass fit; backward then needs the saved activations and the new gradients at once, "
                     "and that did not fit.";
         appendFixes(d.fixes,
             { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments }, m_fixes);
+        d.outlook = dynamicOutlook();
         m_out.push_back(std::move(d));
     }
 
+    // Temporaries made inside the optimizer step and still live: the multi-tensor update's
+    // intermediates, which exist only while step() runs.
+    uint64_t stepTemporariesAtOom() const
+    {
+        uint64_t bytes = 0;
+        for (const auto& allocation : m_device.allocations) {
+            if (allocation.category == Category::Temporaries && allocation.phase == Phase::Optimizer
+                && allocation.liveAfter(m_oom.eventIndex))
+                bytes += allocation.requestedSize;
+        }
+        return bytes;
+    }
+
+    // capacity is claimed only when the state training keeps (measured, or projected from the
+    // weights where the failure came before it existed) exceeds what this process could hold.
+    // Confidence: 0.9 when every band was measured; 0.85 projected with the precision read from
+    // the frames; 0.8 projected under the stated fp32 assumption (the smaller projection, so the
+    // claim holds whatever the precision; only the larger one exceeding is no claim). With the
+    // card's size unknown and the process holding implausibly little: 0.4 before training started
+    // (other_process is then the better reading, see processHeldImplausiblyLittle), at most 0.7
+    // once it trained on that share.
     void optimizerStep2AndCapacity()
     {
-        const uint64_t params = band(m_oom.liveByCategory, Category::Parameters);
-        const uint64_t grads = band(m_oom.liveByCategory, Category::Gradients);
         const uint64_t state = band(m_oom.liveByCategory, Category::OptimizerState);
         const uint64_t usable = *m_fixes.budget.usableBytes;
         const bool inFirstOptimizer
             = m_oom.phase == Phase::Optimizer && (m_oom.step < 0 || m_oom.step <= firstTrainingStep());
-        // Adam ends up with two moments per parameter; judge the state it is building, not the part built so far.
-        const uint64_t projectedState = inFirstOptimizer ? std::max(state, 2 * params) : state;
-        const uint64_t fixedState = params + std::max(grads, inFirstOptimizer ? params : 0) + projectedState;
-
-        if (params > 0 && static_cast<double>(fixedState) >= 0.9 * static_cast<double>(usable)) {
-            Diagnosis d = makeDiagnosis(
-                "capacity", static_cast<double>(fixedState) >= static_cast<double>(usable) ? 0.85 : 0.7, {});
+        const uint64_t fixedState = m_state.total();
+        if (m_state.parameters > 0 && fixedState > usable) {
+            double confidence = !m_state.projected()                      ? 0.9
+                : m_state.precision.precision != WeightPrecision::Unknown ? 0.85
+                                                                          : 0.8;
+            if (m_implausiblySmall)
+                confidence = std::min(confidence, isTrainingRun() ? 0.7 : 0.4);
+            // With the card's size known, a state that fits on the card (less a CUDA context) once
+            // the memory held outside this process is back is that holder's doing, not the card's.
+            const uint64_t context = m_context.message && m_context.message->selfNonPyTorchBytes
+                ? *m_context.message->selfNonPyTorchBytes
+                : GiB / 2;
+            const bool fitsCard = m_cardTotal && fixedState + context <= *m_cardTotal;
+            if (fitsCard)
+                confidence = std::min(confidence, 0.45);
+            Diagnosis d = makeDiagnosis("capacity", confidence, {});
             evidence(d,
-                "parameters " + formatBytes(params) + " + gradients "
-                    + formatBytes(std::max(grads, inFirstOptimizer ? params : 0)) + " + optimizer state "
-                    + formatBytes(projectedState) + (projectedState > state ? " (Adam: two moments per parameter)" : "")
-                    + " = " + formatBytes(fixedState) + ", against " + formatBytes(usable) + " this process could hold",
+                m_state.text() + ", against " + formatBytes(usable) + " this process could hold ("
+                    + formatBytes(m_oom.reservedBytes) + " reserved + " + formatBytes(m_oom.deviceFreeBytes)
+                    + " free at the OOM in " + where() + ")",
                 m_oom.eventIndex);
+            if (const std::string assumption = m_state.assumption(); !assumption.empty())
+                evidence(d, assumption);
+            if (m_state.gradientsProjected || m_state.optimizerProjected)
+                evidence(d,
+                    "the failure came before training had built that state: it is projected from the "
+                        + formatBytes(m_state.parameters) + " of weights, assuming every parameter trains");
             evidence(d,
-                "activations at the failure are only " + formatBytes(band(m_oom.liveByCategory, Category::Activations))
-                    + ": smaller batches or checkpointing cannot make room");
+                "activations at the failure are " + formatBytes(band(m_oom.liveByCategory, Category::Activations))
+                    + ": smaller batches or checkpointing shrink only those");
+            if (fitsCard)
+                evidence(d,
+                    "it would fit on the " + formatBytes(*m_cardTotal) + " card (" + m_cardSource
+                        + "): the rest of the card was held outside this process (see other_process)");
+            if (m_implausiblySmall)
+                evidence(d,
+                    "the snapshot records no card size, and " + formatBytes(usable)
+                        + " is less than any training GPU leaves a process: the card may be larger and partly held "
+                          "by something else (see other_process)");
+            const std::string holder = m_cardTotal ? "the card" : "this process";
             d.summary = "Weights, gradients and optimizer state alone need " + formatBytes(fixedState)
-                + "; the card cannot hold them, whatever the batch.";
+                + (m_state.projected() ? " once training has built them" : "") + "; " + holder + " could hold "
+                + formatBytes(usable) + ", whatever the batch.";
             MemoryBudget projected = m_fixes.budget;
             CategoryBytes bands = *projected.bands;
-            bands[static_cast<size_t>(Category::OptimizerState)] = projectedState;
-            bands[static_cast<size_t>(Category::Gradients)] = std::max(grads, inFirstOptimizer ? params : 0);
+            bands[static_cast<size_t>(Category::OptimizerState)] = m_state.optimizerState;
+            bands[static_cast<size_t>(Category::Gradients)] = m_state.gradients;
+            bands[static_cast<size_t>(Category::Parameters)] = m_state.parameters + m_state.masterWeights;
             projected.bands = bands;
             projected.liveBytes = 0;
             for (const uint64_t bytes : bands)
@@ -334,6 +449,7 @@ private:
             FixContext fixes = m_fixes;
             fixes.budget = projected;
             appendFixes(d.fixes, { FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora }, fixes);
+            d.outlook = RunOutlook {};
             m_out.push_back(std::move(d));
             return;
         }
@@ -343,7 +459,11 @@ private:
             && m_profile.firstOptimizerStateStep <= firstTrainingStep();
         if (!inFirstOptimizer && !stateAppearedEarlier)
             return;
-        Diagnosis d = makeDiagnosis("optimizer_step2", stateAppearedEarlier ? 0.8 : 0.75, {});
+        const uint64_t temporaries = inFirstOptimizer ? stepTemporariesAtOom() : 0;
+        // In the first step: 0.8 when the step's own intermediates are measured beside a state that
+        // fits, 0.75 from the phase alone. On the step after: 0.8, the state's arrival is measured.
+        const double confidence = stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75;
+        Diagnosis d = makeDiagnosis("optimizer_step2", confidence, {});
         if (stateAppearedEarlier) {
             evidence(d,
                 "optimizer state (" + formatBytes(state) + " at the failure) first appeared in step "
@@ -357,16 +477,34 @@ private:
                     previous->peakEvent);
         } else {
             evidence(d,
-                "the OOM is in the first optimizer.step(), while Adam allocates its state (" + formatBytes(state)
+                "the OOM is in the first optimizer.step(), while Adam creates its state (" + formatBytes(state)
                     + " so far)",
                 m_oom.eventIndex);
         }
+        if (fixedState <= usable)
+            evidence(d,
+                "the state training keeps fits: " + m_state.text() + ", " + formatBytes(usable - fixedState)
+                    + " less than the " + formatBytes(usable) + " this process could hold");
+        if (temporaries > 0)
+            evidence(d,
+                formatBytes(temporaries)
+                    + " of the step's own intermediates (multi-tensor _foreach_ results, freed when step() "
+                      "returns) were live at the failure, plus the "
+                    + formatBytes(m_oom.requestedBytes) + " request");
         evidence(d, "live at the failure: " + bandsText());
-        d.summary = "Step 1 fit; Adam's state, created at the first optimizer.step(), is the extra "
-            + formatBytes(std::max(state, projectedState)) + " that the next steps cannot hold.";
+        d.summary = temporaries > 0
+            ? "The first optimizer.step() creates Adam's state and, on the multi-tensor path, intermediates for a "
+              "whole parameter group at once: "
+                + formatBytes(temporaries) + " of them did not fit beside the state, which itself fits."
+            : "Step 1 fit; Adam's state, created at the first optimizer.step(), is the extra "
+                + formatBytes(std::max(state, m_state.optimizerState)) + " that the next steps cannot hold.";
+        FixContext fixes = m_fixes;
+        if (temporaries > 0)
+            fixes.caseSavingBytes = temporaries;
         appendFixes(d.fixes,
             { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::MicroBatch, FixKind::Bf16, FixKind::Zero },
-            m_fixes);
+            fixes);
+        d.outlook = dynamicOutlook();
         m_out.push_back(std::move(d));
     }
 
@@ -426,9 +564,13 @@ private:
             { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments, FixKind::Sdpa,
                 FixKind::ShorterSequences },
             m_fixes);
+        d.outlook = dynamicOutlook();
         m_out.push_back(std::move(d));
     }
 
+    // Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
+    // until the evaluation ends or the card is full. The batches are counted as the repeats of the
+    // most repeated allocation site among what evaluation left live.
     void evalAccumulation()
     {
         if (m_oom.phase != Phase::Eval && m_profile.evalRetainedCount == 0)
@@ -437,16 +579,37 @@ private:
         const bool retains = m_profile.evalRetainedCount >= 3 && safeRatio(m_profile.evalRetainedBytes, live) >= 0.15;
         if (m_oom.phase != Phase::Eval && !retains)
             return;
+        // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
+        // is live; 0.5: in evaluation with nothing retained (an oversized evaluation batch is as
+        // likely); 0.45: retained outputs measured but the failure is elsewhere.
         double confidence = m_oom.phase == Phase::Eval ? (retains ? 0.85 : 0.5) : 0.45;
         Diagnosis d = makeDiagnosis("eval_accumulation", confidence, {});
         evidence(d, "the OOM is in evaluation (" + where() + ")", m_oom.eventIndex);
-        if (m_profile.evalRetainedCount > 0)
+        int batches = 0;
+        if (m_profile.evalRetainedCount > 0) {
+            std::unordered_map<uint32_t, int> perSite;
+            for (const auto& allocation : m_device.allocations) {
+                if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
+                    && allocation.allocEvent >= 0 && allocation.liveAfter(m_oom.eventIndex))
+                    batches = std::max(batches, ++perSite[allocation.stack.value]);
+            }
             evidence(d,
                 std::to_string(m_profile.evalRetainedCount)
                     + " allocations made during evaluation are still live at the failure: "
                     + formatBytes(m_profile.evalRetainedBytes) + ", " + percentText(m_profile.evalRetainedBytes, live)
                     + " of live memory",
                 m_profile.firstEvalRetainedEvent);
+        }
+        d.outlook = RunOutlook {};
+        d.outlook->leadingFixStopsGrowth = true;
+        if (retains && batches >= 2) {
+            d.outlook->growthPerUnitBytes = m_profile.evalRetainedBytes / static_cast<uint64_t>(batches);
+            d.outlook->unit = "evaluation batch";
+            evidence(d,
+                "one allocation site kept " + std::to_string(batches) + " tensors, one per batch: about "
+                    + formatBytes(d.outlook->growthPerUnitBytes)
+                    + " more per evaluation batch, until the evaluation set ends");
+        }
         d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
                 + formatBytes(m_profile.evalRetainedBytes) + " piled up before the failure."
                             : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
@@ -458,43 +621,51 @@ private:
         m_out.push_back(std::move(d));
     }
 
+    // Live memory at matching points of successive steps (leakdetection.h). Confidence: 0.85 when
+    // every one of at least three comparisons rises, 0.7 when most do; a growth under 1% of what
+    // the process could hold is noise next to the failure and not reported.
     void leak()
     {
-        std::vector<const StepProfile*> training;
-        for (const auto& step : m_profile.steps) {
-            if (step.step >= firstTrainingStep() && !step.hasEval)
-                training.push_back(&step);
-        }
-        // Compare steps after the first: step 1 still creates gradients and optimizer state.
-        if (training.size() < 4)
+        const auto finding = findLeak(*m_analysis.snapshot, m_device, m_profile, m_oom.eventIndex, firstTrainingStep());
+        if (!finding || finding->growth < MiB || safeRatio(finding->growth, *m_fixes.budget.usableBytes) < 0.01)
             return;
-        std::vector<uint64_t> starts;
-        for (size_t i = 1; i < training.size(); ++i)
-            starts.push_back(training[i]->startDynamic());
-        uint64_t minStep = UINT64_MAX;
-        for (size_t i = 1; i < starts.size(); ++i) {
-            if (starts[i] <= starts[i - 1])
-                return;
-            minStep = std::min(minStep, starts[i] - starts[i - 1]);
-        }
-        const uint64_t growth = starts.back() - starts.front();
-        if (growth < MiB || safeRatio(minStep, growth) < 0.05)
-            return;
-        Diagnosis d = makeDiagnosis("leak", starts.size() >= 4 ? 0.85 : 0.7, {});
+        const bool steady = finding->rising == finding->comparisons && finding->comparisons >= 3;
+        Diagnosis d = makeDiagnosis("leak", steady ? 0.85 : 0.7, {});
         evidence(d,
-            "memory live at the start of each step grows: " + formatBytes(starts.front()) + " at step "
-                + std::to_string(training[1]->step) + " to " + formatBytes(starts.back()) + " at step "
-                + std::to_string(training.back()->step) + " (" + formatSignedBytes(static_cast<int64_t>(growth))
-                + " over " + std::to_string(starts.size() - 1)
-                + " steps), counting activations, temporaries and unknown",
-            training.back()->firstEvent);
-        evidence(d, "every step starts higher than the one before (at least " + formatBytes(minStep) + " more)",
-            training[2]->firstEvent);
-        d.summary = "Something keeps about " + formatBytes(growth / (starts.size() - 1))
+            "memory live at " + finding->point + " grows: " + formatBytes(finding->live.front()) + " to "
+                + formatBytes(finding->live.back()) + " over " + std::to_string(finding->comparisons) + " steps ("
+                + formatSignedBytes(static_cast<int64_t>(finding->growth)) + "), about "
+                + formatBytes(finding->slopePerStep) + " per step (the median change)",
+            finding->events.back());
+        evidence(d,
+            std::to_string(finding->rising) + " of " + std::to_string(finding->comparisons)
+                + " step-over-step comparisons rise; a loop that keeps nothing starts every step at the same level",
+            finding->events[1]);
+        std::string sites;
+        for (size_t i = 0; i < finding->growingSites.size() && i < 3; ++i) {
+            const auto& site = finding->growingSites[i];
+            sites += (sites.empty() ? "" : "; ") + site.where + " (" + std::to_string(site.count) + " allocations, "
+                + formatBytes(site.bytes) + ")";
+        }
+        if (!sites.empty())
+            evidence(d, "made since the first of those points and still live: " + sites);
+        if (const uint64_t spare = *m_fixes.budget.usableBytes > m_oom.allocatedBytes
+                ? *m_fixes.budget.usableBytes - m_oom.allocatedBytes
+                : 0;
+            spare > 0)
+            evidence(d,
+                "at " + formatBytes(finding->slopePerStep) + " per step, the " + formatBytes(spare)
+                    + " this process had left lasts about " + std::to_string(spare / finding->slopePerStep)
+                    + " more steps, whatever else is fixed");
+        d.summary = "Something keeps about " + formatBytes(finding->slopePerStep)
             + " per step alive; the run fails once that adds up.";
         FixContext fixes = m_fixes;
-        fixes.caseSavingBytes = growth;
+        fixes.caseSavingBytes = finding->growth;
         appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
+        d.outlook = RunOutlook {};
+        d.outlook->growthPerUnitBytes = finding->slopePerStep;
+        d.outlook->unit = "step";
+        d.outlook->leadingFixStopsGrowth = true;
         m_out.push_back(std::move(d));
     }
 
@@ -508,52 +679,102 @@ private:
             : (request <= 10 * MiB ? 20 * MiB : (request + 2 * MiB - 1) / (2 * MiB) * (2 * MiB));
         if (m_oom.deviceFreeBytes < segment + 2 * MiB || m_fixes.expandableSegmentsOn)
             return;
-        Diagnosis d = makeDiagnosis("memory_fraction_cap", 0.6, {});
+        // The caching allocator asks the driver for that segment before it gives up; with the driver
+        // reporting several segments' worth free, only a limit refuses it. 0.6 when free barely
+        // covers the segment (a race with another process reads the same), rising to 0.9 at four
+        // segments' worth and more.
+        const double headroom = safeRatio(m_oom.deviceFreeBytes, segment);
+        Diagnosis d = makeDiagnosis("memory_fraction_cap", 0.6 + 0.3 * clamp01((headroom - 1.0) / 3.0), {});
         evidence(d,
             "the driver reported " + formatBytes(m_oom.deviceFreeBytes) + " free at the OOM, more than the "
                 + formatBytes(m_oom.requestedBytes) + " requested: only a per-process limit refuses that",
             m_oom.eventIndex);
         d.summary = "The card had room for the request; a per-process memory fraction refused it.";
         appendFixes(d.fixes, { FixKind::MemoryFraction }, m_fixes);
+        d.outlook = RunOutlook {};
+        d.outlook->leadingFixRaisesCeiling = true;
         m_out.push_back(std::move(d));
     }
 
     void otherProcess()
     {
-        if (!m_context.message || !m_context.message->total)
+        if (!m_cardTotal) {
+            processHeldImplausiblyLittle();
             return;
-        const uint64_t total = *m_context.message->total;
+        }
+        const uint64_t total = *m_cardTotal;
         const uint64_t mine = m_oom.reservedBytes + m_oom.deviceFreeBytes;
         if (mine >= total)
             return;
         const uint64_t outside = total - mine;
-        const uint64_t explained = m_context.message->selfNonPyTorchBytes.value_or(0) + GiB;
+        const uint64_t explained = (m_context.message ? m_context.message->selfNonPyTorchBytes.value_or(0) : 0) + GiB;
         if (outside <= explained || safeRatio(outside - explained, total) < 0.15)
             return;
         Diagnosis d
             = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
         evidence(d,
-            formatBytes(outside) + " of the " + formatBytes(total) + " card was neither PyTorch's cache ("
-                + formatBytes(m_oom.reservedBytes) + ") nor free (" + formatBytes(m_oom.deviceFreeBytes)
-                + ") at the OOM",
+            formatBytes(outside) + " of the " + formatBytes(total) + " card (" + m_cardSource
+                + ") was neither PyTorch's cache (" + formatBytes(m_oom.reservedBytes) + ") nor free ("
+                + formatBytes(m_oom.deviceFreeBytes) + ") at the OOM",
             m_oom.eventIndex);
         d.summary = formatBytes(outside) + " of the card was held outside this run's cache.";
         appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, m_fixes);
+        d.outlook = RunOutlook {};
+        d.outlook->leadingFixRaisesCeiling = true;
         m_out.push_back(std::move(d));
     }
 
-    // No specific cause measured: the working set simply outgrew the card; rank the ladder by bands.
+    // A snapshot records no card size. When what this process could hold is smaller than any
+    // training GPU would leave it, a card shared with something else is a likely reading. 0.6 when
+    // the run failed before training started (a busy card shows itself as the first weights not
+    // fitting), 0.45 once it has trained on that share (a card that small is then as likely);
+    // never more, since a tiny card or a deliberate limit read the same from the snapshot alone.
+    void processHeldImplausiblyLittle()
+    {
+        if (!m_implausiblySmall)
+            return;
+        const uint64_t usable = *m_fixes.budget.usableBytes;
+        Diagnosis d = makeDiagnosis("other_process", isTrainingRun() ? 0.45 : 0.6, {});
+        evidence(d,
+            "this process could hold only " + formatBytes(usable) + " (" + formatBytes(m_oom.reservedBytes)
+                + " reserved + " + formatBytes(m_oom.deviceFreeBytes) + " free on the card at the OOM in " + where()
+                + ")",
+            m_oom.eventIndex);
+        evidence(d,
+            "the snapshot records no card size; the smallest GPUs PyTorch trains on have 2 GiB, and a CUDA context "
+            "leaves more than "
+                + formatBytes(smallestPlausibleProcessBytes)
+                + " of that: most likely another process (or a zombie) holds the rest");
+        evidence(d,
+            "to confirm, add nvidia-smi output from the failure, or the OOM message, whose \"total capacity\" "
+            "gives the card's size");
+        d.summary = "This process could hold only " + formatBytes(usable)
+            + "; the card is most likely shared. The card's size is unknown from a snapshot alone.";
+        appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, m_fixes);
+        d.outlook = RunOutlook {};
+        d.outlook->leadingFixRaisesCeiling = true;
+        m_out.push_back(std::move(d));
+    }
+
+    // No specific cause measured: the working set simply outgrew what the process could hold.
+    // Not `capacity`: that names the state training keeps, which was not shown to be too big.
+    // 0.4: a description of the failure, not a cause.
     void workingSet()
     {
-        Diagnosis d = makeDiagnosis("capacity", 0.5, {});
-        d.title = "Live tensors fill the card";
+        Diagnosis d = makeDiagnosis("working_set", 0.4, {});
+        d.title = "Live tensors filled what this process could hold";
         evidence(d, "at the OOM in " + where() + ": " + bandsText(), m_oom.eventIndex);
         evidence(d,
             "the " + formatBytes(m_oom.requestedBytes) + " request found " + formatBytes(m_oom.deviceFreeBytes)
                 + " free on the card and " + formatBytes(m_fixes.budget.fragmentedBytes) + " unused in the cache");
-        d.summary = "No single cause stands out: the live tensors outgrew the card. The projected savings below are "
-                    "measured from the bands.";
+        if (m_state.total() <= *m_fixes.budget.usableBytes)
+            evidence(d,
+                "the state training keeps fits (" + m_state.text() + " of " + formatBytes(*m_fixes.budget.usableBytes)
+                    + "): what did not fit comes and goes with the batch");
+        d.summary = "No single cause stands out: the live tensors outgrew what this process could hold. The "
+                    "projected savings below are measured from the bands.";
         appendLadder(d.fixes, m_fixes);
+        d.outlook = dynamicOutlook();
         m_out.push_back(std::move(d));
     }
 
@@ -564,6 +785,10 @@ private:
     DeviceProfile m_profile;
     FixContext m_fixes;
     std::optional<uint64_t> m_capacity;
+    std::optional<uint64_t> m_cardTotal; // from the message, nvidia-smi or a capture sidecar
+    std::string m_cardSource;
+    bool m_implausiblySmall = false; // card unknown, and the process could hold less than any training GPU leaves
+    TrainingState m_state;
     std::vector<Diagnosis> m_out;
 };
 
@@ -588,7 +813,7 @@ std::vector<Diagnosis> diagnoseSnapshot(const SnapshotAnalysis& analysis, const 
         return {};
     // The last OOM is the one that ended the run; earlier ones were caught and retried.
     std::vector<Diagnosis> result = DeviceDiagnoser(analysis, *device, device->ooms.back(), context).run();
-    sortDiagnoses(result);
+    rankDiagnoses(result);
     return result;
 }
 

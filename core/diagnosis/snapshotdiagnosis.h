@@ -19,6 +19,10 @@ struct SnapshotDiagnosisContext
     bool asyncAllocator = false;
     int gpuCount = 0; // ranks the text shows ([rankN]: prefixes, nvidia-smi); 0 unknown
     std::string gpuCountEvidence;
+    // The card's total memory when something other than the snapshot tells it: the linked
+    // message's "total capacity", nvidia-smi, a capture sidecar. A snapshot records none.
+    std::optional<uint64_t> cardTotalBytes;
+    std::string cardTotalSource; // "the OOM message", "nvidia-smi", "the capture sidecar"
 };
 
 // Diagnoses from measured evidence: which phase and step failed, which band grew, step-over-step

@@ -63,6 +63,7 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
         if (allocation.allocEvent < 0)
             live[static_cast<size_t>(allocation.category)] += allocation.requestedSize;
     }
+    result.peakBands = live;
 
     std::map<int32_t, StepProfile> steps;
     for (int64_t e = 0; e <= last; ++e) {
@@ -92,6 +93,8 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
             auto& band = live[static_cast<size_t>(allocation.category)];
             if (allocation.allocEvent == e) {
                 band += allocation.requestedSize;
+                auto& peak = result.peakBands[static_cast<size_t>(allocation.category)];
+                peak = std::max(peak, band);
                 if (allocation.category == Category::OptimizerState && result.firstOptimizerStateEvent < 0) {
                     result.firstOptimizerStateEvent = e;
                     result.firstOptimizerStateStep = step;

@@ -40,6 +40,7 @@ struct DeviceProfile
     int evalRetainedCount = 0;
     int64_t firstEvalRetainedEvent = -1;
     CategoryBytes bandsAtEnd {};
+    CategoryBytes peakBands {}; // each band's own maximum over the range (not at one moment)
 
     const StepProfile* step(int32_t number) const;
 };

@@ -5,8 +5,11 @@
 #include "core/units.h"
 #include "parsers/inputloader.h"
 
+#include <QDir>
 #include <QFile>
 #include <QTest>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -38,22 +41,31 @@ private Q_SLOTS:
     void scenarioWithItsText_data()
     {
         QTest::addColumn<QString>("name");
-        for (const char* name : { "first_backward", "optimizer_step2", "longest_batch", "eval_accumulation", "leak",
-                 "fragmentation", "capacity", "large_allocation" })
-            QTest::newRow(name) << QString::fromLatin1(name);
+        QTest::addColumn<QString>("truth");
+        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
+        for (const QString& file : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
+            const QByteArray bytes = test::readFile(dir.filePath(file));
+            const auto label = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
+            if (!label.value("oom", false))
+                continue;
+            const QString name = file.chopped(5);
+            QTest::newRow(qPrintable(name))
+                << name << QString::fromStdString(label.value("diagnosis", label.value("case", "")));
+        }
     }
 
-    // Text and snapshot together: the measured case still leads, and the message is linked.
+    // Text and snapshot together: the cause still leads, and the message is linked.
     void scenarioWithItsText()
     {
         QFETCH(QString, name);
+        QFETCH(QString, truth);
         const Case input = scenarioCase(name, true);
         for (const auto& in : input.inputs)
             QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
         QVERIFY(!input.text.oomMessages.empty());
         const CaseAnalysis analysis = analyzeCase(input);
         QVERIFY(!analysis.diagnoses.empty());
-        QCOMPARE(QString::fromStdString(analysis.diagnoses.front().id), name);
+        QCOMPARE(QString::fromStdString(analysis.diagnoses.front().id), truth);
         const bool linked = std::any_of(analysis.links.begin(), analysis.links.end(),
             [](const std::string& note) { return note.find("oom event") != std::string::npos; });
         QVERIFY2(linked, analysis.links.empty() ? "no link notes" : analysis.links.front().c_str());

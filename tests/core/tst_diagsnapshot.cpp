@@ -7,6 +7,7 @@
 #include "core/units.h"
 #include "parsers/snapshotreader.h"
 
+#include <QDir>
 #include <QTest>
 
 #include <nlohmann/json.hpp>
@@ -20,21 +21,31 @@ private Q_SLOTS:
     void scenarios_data()
     {
         QTest::addColumn<QString>("name");
-        for (const char* name : { "first_backward", "optimizer_step2", "longest_batch", "eval_accumulation", "leak",
-                 "fragmentation", "capacity", "large_allocation" })
-            QTest::newRow(name) << QString::fromLatin1(name);
+        QTest::addColumn<QString>("truth");
+        // Every failing scenario of family A; its label names the diagnosis that should rank first.
+        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
+        for (const QString& file : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
+            const QByteArray bytes = test::readFile(dir.filePath(file));
+            const auto label = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
+            if (!label.value("oom", false))
+                continue;
+            const QString name = file.chopped(5);
+            QTest::newRow(qPrintable(name))
+                << name << QString::fromStdString(label.value("diagnosis", label.value("case", "")));
+        }
     }
 
-    // Each generated scenario, diagnosed from its snapshot alone, names its own case first.
+    // Each generated scenario, diagnosed from its snapshot alone, names its cause first.
     void scenarios()
     {
         QFETCH(QString, name);
+        QFETCH(QString, truth);
         const SnapshotAnalysis analysis = test::analyzeScenario(name);
         const auto diagnoses = diagnoseSnapshot(analysis, {});
         if (qEnvironmentVariableIsSet("OOMLENS_DEBUG_DIAG"))
             qDebug().noquote() << QString::fromStdString(diagnosesToText(diagnoses, false));
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), name);
+        QCOMPARE(QString::fromStdString(diagnoses.front().id), truth);
         QVERIFY2(diagnoses.front().confidence >= 0.6, "measured evidence deserves a confident call");
         bool linked = false;
         for (const auto& evidence : diagnoses.front().evidence)

@@ -1,0 +1,118 @@
+#include "core/diagnosis/leakdetection.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+namespace oomlens {
+
+namespace {
+
+uint64_t liveBefore(const DeviceAnalysis& device, int64_t event)
+{
+    if (event <= 0 || device.allocatedAfter.empty())
+        return device.initialAllocatedBytes;
+    const auto index = static_cast<size_t>(std::min<int64_t>(event - 1, int64_t(device.allocatedAfter.size()) - 1));
+    return device.allocatedAfter[index];
+}
+
+std::string siteOf(const Snapshot& snapshot, StackId stack)
+{
+    if (!snapshot.frames || !snapshot.strings || !stack.isValid() || stack.value >= snapshot.frames->stackCount())
+        return "(no stack recorded)";
+    std::string first;
+    for (const FrameId id : snapshot.frames->stack(stack)) {
+        const Frame& frame = snapshot.frames->frame(id);
+        const std::string_view file = snapshot.strings->get(frame.filename);
+        const std::string text = std::string(file) + ":" + std::string(snapshot.strings->get(frame.name)) + ":"
+            + std::to_string(frame.line);
+        if (first.empty())
+            first = text;
+        const bool library = file.find("torch/") != std::string_view::npos
+            || file.find("torch\\") != std::string_view::npos || file.empty() || file == "??";
+        if (!library)
+            return text;
+    }
+    return first;
+}
+
+} // namespace
+
+std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const DeviceProfile& profile, int64_t untilEvent, int32_t firstTrainingStep)
+{
+    LeakFinding finding;
+    finding.point = "the start of each step";
+    for (const StepProfile& step : profile.steps) {
+        if (step.step > firstTrainingStep && !step.hasEval && step.firstEvent >= 0 && step.firstEvent <= untilEvent)
+            finding.events.push_back(step.firstEvent);
+    }
+    if (finding.events.size() < 3) {
+        finding.events.clear();
+        finding.point = "the start of each forward pass";
+        bool skippedFirst = false;
+        for (size_t s = 0; s < device.phaseSpans.size(); ++s) {
+            const PhaseSpan& span = device.phaseSpans[s];
+            if (span.firstEvent > untilEvent)
+                break;
+            const bool starts = span.phase == Phase::Forward
+                && (s == 0 || device.phaseSpans[s - 1].phase != Phase::Forward
+                    || device.phaseSpans[s - 1].step != span.step);
+            if (!starts)
+                continue;
+            if (!skippedFirst) { // the first pass runs before gradients and optimizer state exist
+                skippedFirst = true;
+                continue;
+            }
+            finding.events.push_back(span.firstEvent);
+        }
+    }
+    if (finding.events.size() < 3)
+        return std::nullopt;
+
+    std::vector<int64_t> changes;
+    for (const int64_t event : finding.events)
+        finding.live.push_back(liveBefore(device, event));
+    for (size_t i = 1; i < finding.live.size(); ++i) {
+        changes.push_back(static_cast<int64_t>(finding.live[i]) - static_cast<int64_t>(finding.live[i - 1]));
+        finding.rising += changes.back() > 0 ? 1 : 0;
+    }
+    finding.comparisons = static_cast<int>(changes.size());
+    std::sort(changes.begin(), changes.end());
+    const int64_t median = changes[changes.size() / 2];
+    if (finding.live.back() <= finding.live.front() || median <= 0 || 3 * finding.rising < 2 * finding.comparisons)
+        return std::nullopt;
+    finding.slopePerStep = static_cast<uint64_t>(median);
+    finding.growth = finding.live.back() - finding.live.front();
+
+    // What the steps left behind: made after the first point, still live at the last one. The
+    // weights, gradients and optimizer state are legitimately persistent.
+    const int64_t first = finding.events.front();
+    const int64_t last = finding.events.back();
+    std::unordered_map<uint32_t, LeakFinding::Site> sites;
+    for (const Allocation& allocation : device.allocations) {
+        if (allocation.allocEvent < first || allocation.allocEvent >= last || !allocation.liveAfter(last))
+            continue;
+        if (allocation.category == Category::Parameters || allocation.category == Category::OptimizerState
+            || allocation.category == Category::Gradients)
+            continue;
+        LeakFinding::Site& site = sites[allocation.stack.value];
+        site.bytes += allocation.requestedSize;
+        ++site.count;
+    }
+    std::unordered_map<std::string, LeakFinding::Site> byWhere;
+    for (auto& [stack, site] : sites) {
+        LeakFinding::Site& merged = byWhere[siteOf(snapshot, StackId(stack))];
+        merged.bytes += site.bytes;
+        merged.count += site.count;
+    }
+    for (auto& [where, site] : byWhere) {
+        site.where = where;
+        finding.growingSites.push_back(site);
+    }
+    std::sort(finding.growingSites.begin(), finding.growingSites.end(),
+        [](const auto& a, const auto& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.where < b.where; });
+    return finding;
+}
+
+} // namespace oomlens

@@ -1,0 +1,76 @@
+#include "core/diagnosis/ranking.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace oomlens {
+
+namespace {
+
+std::string firstFixTitle(const Diagnosis& diagnosis)
+{
+    if (diagnosis.fixes.empty())
+        return "its first fix";
+    std::string title = diagnosis.fixes.front().title;
+    if (!title.empty())
+        title[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(title[0])));
+    return "its first fix (" + title + ")";
+}
+
+} // namespace
+
+void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
+{
+    // The cause that consumes memory fastest sets the pace of the failing phase.
+    const Diagnosis* grower = nullptr;
+    for (const Diagnosis& d : candidates) {
+        if (d.outlook && d.outlook->growthPerUnitBytes > 0
+            && (!grower || d.outlook->growthPerUnitBytes > grower->outlook->growthPerUnitBytes))
+            grower = &d;
+    }
+    const bool stateTooBig = facts.usableBytes && facts.fixedStateBytes > *facts.usableBytes;
+    for (Diagnosis& d : candidates) {
+        if (!d.outlook)
+            continue;
+        RunOutlook& o = *d.outlook;
+        if (stateTooBig && o.leadingFixFreesOnlyDynamic) {
+            o.leadingFixFitsRun = false;
+            o.rankReason = "ranked below a cause its fixes can remove: the state training keeps, "
+                + facts.fixedStateText + ", exceeds the " + formatBytes(*facts.usableBytes)
+                + " this process could hold, and " + firstFixTitle(d) + " frees only activations, temporaries or cache";
+        } else if (grower && grower != &d && !o.leadingFixStopsGrowth && !o.leadingFixRaisesCeiling) {
+            const RunOutlook& g = *grower->outlook;
+            o.leadingFixFitsRun = false;
+            // What the first fix frees once (its projected saving) against what the cause adds per unit.
+            const auto saving = d.fixes.empty() ? std::nullopt : d.fixes.front().projectedSavingBytes;
+            const uint64_t once = saving && *saving > 0 ? static_cast<uint64_t>(*saving) : 0;
+            const uint64_t more = once / g.growthPerUnitBytes;
+            o.rankReason = "ranked below " + grower->id + ": that cause adds " + formatBytes(g.growthPerUnitBytes)
+                + " per " + g.unit + ", and " + firstFixTitle(d)
+                + (once > 0 ? " frees " + formatBytes(once) + " once, about " + std::to_string(more) + " more " + g.unit
+                            + (more == 1 ? "" : "s") + " before the "
+                            + (facts.phase.empty() ? std::string("phase") : facts.phase) + " fails again"
+                            : " does not stop it");
+        } else if (o.leadingFixStopsGrowth && !d.fixes.empty()) {
+            o.leadingFixFitsRun = d.fixes.front().fitsAfter;
+        }
+        if (o.leadingFixFitsRun == false && !o.rankReason.empty())
+            d.evidence.push_back({ o.rankReason, std::nullopt });
+    }
+}
+
+void rankDiagnoses(std::vector<Diagnosis>& diagnoses)
+{
+    sortDiagnoses(diagnoses);
+    std::stable_partition(diagnoses.begin(), diagnoses.end(),
+        [](const Diagnosis& d) { return !(d.outlook && d.outlook->leadingFixFitsRun == false); });
+    // Within a diagnosis, a fix projected not to make it fit never leads one that would.
+    for (Diagnosis& d : diagnoses)
+        std::stable_partition(
+            d.fixes.begin(), d.fixes.end(), [](const Fix& fix) { return fix.fitsAfter != std::optional<bool>(false); });
+}
+
+} // namespace oomlens

@@ -1,0 +1,36 @@
+#pragma once
+
+#include "core/diagnosis.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// The facts of one failure every candidate is judged against.
+struct RunFacts
+{
+    std::optional<uint64_t> usableBytes; // what the process could hold: its reserve + free on the card
+    uint64_t fixedStateBytes = 0; // weights + gradients + optimizer state training keeps (projected)
+    std::string fixedStateText; // how fixedStateBytes was made up, for the reason line
+    std::string phase; // the failing phase, "evaluation", "training"
+};
+
+// The explicit ranking step. A diagnosis names the cause when its first fix makes the run fit to
+// the end of the failing phase, not merely the one request that failed. Two measured facts
+// decide that a fix cannot:
+//   - the state training keeps exceeds what the process could hold, and the fix frees only
+//     memory that comes back every step (activations, temporaries, cache);
+//   - another candidate's cause adds bytes every step or batch, and the fix frees a fixed amount
+//     once instead of stopping that growth: it buys a few more batches, the phase goes on.
+// Each candidate's outlook gets leadingFixFitsRun and the reason in numbers; a candidate whose
+// first fix cannot make the run fit gets that reason as evidence.
+void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts);
+
+// Most likely cause first: candidates whose first fix cannot make the run fit go after those
+// that can or where that is unknown; then by confidence, then catalogue order (sortDiagnoses).
+void rankDiagnoses(std::vector<Diagnosis>& diagnoses);
+
+} // namespace oomlens

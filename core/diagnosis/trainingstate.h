@@ -1,0 +1,60 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+
+#include <cstdint>
+#include <string>
+
+namespace oomlens {
+
+// How wide the model's weights are, as far as the snapshot's frames tell.
+enum class WeightPrecision { Unknown, Full, Half };
+
+struct PrecisionEvidence
+{
+    WeightPrecision precision = WeightPrecision::Unknown;
+    std::string evidence; // "the weights were made by Module.half()", empty when unknown
+};
+
+// Reads the precision of the weights from the frames that made them (Module.half()/.bfloat16(),
+// a bf16/fp16 conversion) and from autocast in the forward pass, which casts fp32 weights.
+PrecisionEvidence weightPrecision(const Snapshot& snapshot, const DeviceAnalysis& device);
+
+// The state training keeps whatever the batch (seed 000): the weights, their gradients, Adam's two
+// moments and, when the weights are 16-bit, the fp32 master copy the optimizer updates. Measured
+// where a full step has already built it, projected from the weights where the failure came first
+// (the first backward, the first optimizer.step()). Bytes per parameter:
+//     fp32 weights:                      4 weights + 4 gradients + 8 moments           = 16 (4x the weights)
+//     16-bit weights, fp32 master/Adam:  2 weights + 2 gradients + 4 master + 8 moments = 16 (8x the weights)
+// When the frames do not tell the precision the smaller projection (fp32) is used, so that a
+// claim that the state cannot fit never rests on an assumption; the other figure is reported.
+struct TrainingState
+{
+    uint64_t parameters = 0;
+    uint64_t gradients = 0;
+    uint64_t optimizerState = 0;
+    uint64_t masterWeights = 0;
+    bool gradientsProjected = false;
+    bool optimizerProjected = false;
+    PrecisionEvidence precision;
+    uint64_t ifHalfBytes = 0; // the total with 16-bit weights and fp32 master weights, when precision is unknown
+
+    uint64_t total() const { return parameters + gradients + optimizerState + masterWeights; }
+    bool projected() const { return gradientsProjected || optimizerProjected; }
+    // "parameters 2.00 GiB + gradients 2.00 GiB (projected) + Adam moments 4.00 GiB (projected) = 8.00 GiB"
+    std::string text() const;
+    // Why the projection looks the way it does: precision evidence or the assumption made.
+    std::string assumption() const;
+};
+
+struct TrainingStateInputs
+{
+    CategoryBytes live {}; // at the failure
+    CategoryBytes peakSeen {}; // per-band maxima before the failure
+    bool backwardCompleted = false; // a full backward ran before the failure: gradients were measured
+    bool optimizerStateBuilt = false; // an optimizer.step() finished: its state was measured
+};
+
+TrainingState projectTrainingState(const TrainingStateInputs& inputs, const PrecisionEvidence& precision);
+
+} // namespace oomlens
