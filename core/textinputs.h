@@ -53,6 +53,16 @@ struct XlaBufferStats
     std::optional<uint64_t> totalBytes;
 };
 
+// One line of a training loop's progress log: its step, and the memory or sequence length it printed.
+struct MemoryLogPoint
+{
+    int64_t step = 0;
+    std::optional<uint64_t> bytes; // "allocated 10.80 GB", "mem 14.2 GiB"
+    std::optional<uint64_t> sequenceLength; // "seq_len 4096"
+    std::string batch; // "16x512", as printed; empty when not printed
+    size_t sourceLine = 0;
+};
+
 struct OomMessage
 {
     std::string backend; // cuda|hip|xpu|mps|xla|tf|cublas|cuda_runtime (+ npu, musa, cudnn, cpu)
@@ -75,6 +85,9 @@ struct OomMessage
     // The trainable parameter count the log printed before the failure (PEFT's "trainable params: N",
     // the HF Trainer's "Number of trainable parameters = N"): what training state will need.
     std::optional<uint64_t> trainableParameters;
+    // The training loop's own memory log before the failure ("iter 300 allocated 10.80 GB batch 16x512",
+    // "step 4430 | seq_len 4096"): growth at a constant batch, or one batch much longer than the rest.
+    std::vector<MemoryLogPoint> memoryLog;
     std::vector<ProcessUsage> processes;
     std::string torchVersionHint; // "2.2-2.7", "<=1.3", ...
     Phase phase = Phase::Unknown;

@@ -578,6 +578,65 @@ void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidat
     out.add(std::move(d));
 }
 
+// The loop's own progress log. Memory that grows at every logged step while the batch stays the
+// same is references kept across steps (0.7: the log is the user's, its figures may be peaks).
+// A failing step whose sequence is at least twice any logged before it is the longest batch (0.7):
+// attention buffers grow with its square.
+void diagnoseMemoryLog(const OomFacts& f, const FixContext& fixes, Candidates& out)
+{
+    std::vector<const MemoryLogPoint*> sized;
+    for (const auto& point : f.memoryLog) {
+        if (point.bytes)
+            sized.push_back(&point);
+    }
+    if (sized.size() >= 3) {
+        bool growing = true;
+        bool sameBatch = true;
+        for (size_t i = 1; i < sized.size(); ++i) {
+            growing = growing && sized[i]->step > sized[i - 1]->step && *sized[i]->bytes > *sized[i - 1]->bytes;
+            sameBatch = sameBatch && sized[i]->batch == sized[0]->batch;
+        }
+        const uint64_t first = *sized.front()->bytes;
+        const uint64_t last = *sized.back()->bytes;
+        if (growing && sameBatch && last >= first + first / 5) {
+            const int64_t steps = sized.back()->step - sized.front()->step;
+            Diagnosis d = makeDiagnosis("leak", 0.7, {});
+            addEvidence(d,
+                "the log's own memory figure grew at every one of " + std::to_string(sized.size())
+                    + " logged steps: " + formatBytes(first) + " at step " + std::to_string(sized.front()->step) + ", "
+                    + formatBytes(last) + " at step " + std::to_string(sized.back()->step) + " (+"
+                    + formatBytes((last - first) / static_cast<uint64_t>(std::max<int64_t>(steps, 1)) * 100)
+                    + " per 100 steps)"
+                    + (sized.front()->batch.empty() ? std::string() : " with the same batch " + sized.front()->batch));
+            d.summary = "Memory grows step after step at a constant batch: something keeps references across "
+                        "iterations (a loss kept with its graph, outputs appended to a list).";
+            appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
+            out.add(std::move(d));
+        }
+    }
+    const MemoryLogPoint* failing = nullptr;
+    uint64_t longestBefore = 0;
+    for (const auto& point : f.memoryLog) {
+        if (!point.sequenceLength)
+            continue;
+        if (failing)
+            longestBefore = std::max(longestBefore, *failing->sequenceLength);
+        failing = &point;
+    }
+    if (failing && longestBefore > 0 && *failing->sequenceLength >= 2 * longestBefore) {
+        Diagnosis d = makeDiagnosis("longest_batch", 0.7, {});
+        addEvidence(d,
+            "the failing step " + std::to_string(failing->step) + " has sequence length "
+                + std::to_string(*failing->sequenceLength) + ", "
+                + std::to_string(*failing->sequenceLength / longestBefore) + "x the longest logged before it ("
+                + std::to_string(longestBefore) + "): attention buffers grow with its square");
+        d.summary = "One batch is much longer than the rest; the run fits its usual batches, not this one.";
+        appendFixes(d.fixes,
+            { FixKind::LengthBucketing, FixKind::Sdpa, FixKind::MicroBatch, FixKind::ShorterSequences }, fixes);
+        out.add(std::move(d));
+    }
+}
+
 void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
 {
     const bool cardFull = f.request && f.free && *f.free + f.reservedUnallocated.value_or(0) < *f.request;
@@ -639,12 +698,19 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
 // after batch go on growing, so the phase cause ranks above fragmentation.
 void rankCauseOverSymptom(const OomFacts& f, std::vector<Diagnosis>& list)
 {
-    const auto phaseCase = std::find_if(list.begin(), list.end(), [](const Diagnosis& d) {
-        return d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation";
-    });
+    const auto isCause = [](const Diagnosis& d) {
+        return d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation" || d.id == "leak"
+            || d.id == "longest_batch";
+    };
+    auto phaseCase = list.end();
+    for (auto it = list.begin(); it != list.end(); ++it) {
+        if (isCause(*it) && (phaseCase == list.end() || it->confidence > phaseCase->confidence))
+            phaseCase = it;
+    }
     if (phaseCase != list.end()) {
-        // From a message, capacity only says that live tensors fill the card; the phase says what
-        // filled it. Below the phase case unless the state itself was projected not to fit.
+        // From a message, capacity only says that live tensors fill the card; the phase (or the
+        // log's growth, or its longest batch) says what filled it. Below that cause unless the state
+        // itself was projected not to fit.
         for (auto& d : list) {
             const bool symptom = d.id == "capacity" && d.title == "Live tensors fill the card";
             if (symptom && d.confidence >= phaseCase->confidence)
@@ -768,6 +834,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
     diagnoseLargeAllocation(facts, fixes, out);
     diagnoseOtherProcess(facts, fixes, out);
     diagnosePhase(facts, fixes, out);
+    diagnoseMemoryLog(facts, fixes, out);
     diagnoseCapacity(facts, fixes, out);
     rankCauseOverSymptom(facts, out.list);
 

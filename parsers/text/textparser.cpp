@@ -3,6 +3,7 @@
 #include "parsers/text/allocconfparser.h"
 #include "parsers/text/hostmemoryparser.h"
 #include "parsers/text/launcherranks.h"
+#include "parsers/text/memorylog.h"
 #include "parsers/text/nvidiasmiparser.h"
 #include "parsers/text/oommessage.h"
 #include "parsers/text/summaryparser.h"
@@ -177,7 +178,13 @@ TextFindings parseText(std::string_view input)
         if (const auto count = trainableParametersAt(lines, i))
             parameterCounts.push_back(*count);
     }
+    const std::vector<MemoryLogPoint> memoryLog
+        = ooms.empty() ? std::vector<MemoryLogPoint> {} : text::findMemoryLog(lines);
     for (text::FoundOom& found : ooms) {
+        for (const MemoryLogPoint& point : memoryLog) {
+            if (point.sourceLine <= found.message.sourceLine)
+                found.message.memoryLog.push_back(point);
+        }
         for (const auto& [count, line] : parameterCounts) {
             if (line < found.firstLine)
                 found.message.trainableParameters = count; // the last one printed before the failure

@@ -217,6 +217,21 @@ private Q_SLOTS:
         QVERIFY(!fragmentation || fragmentation->confidence < 0.5);
     }
 
+    void growthAtAConstantBatchIsALeak()
+    {
+        const auto diagnoses = diagnoseFixture("diag/leak_log.txt");
+        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("leak"));
+        QVERIFY(mentions(diagnoses.front(), "4.10 GiB at step 50"));
+        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("release_references"));
+    }
+
+    void oneMuchLongerSequenceIsTheLongestBatch()
+    {
+        const auto diagnoses = diagnoseFixture("diag/long_sequence_log.txt");
+        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("longest_batch"));
+        QVERIFY(mentions(diagnoses.front(), "sequence length 3100"));
+    }
+
     // Calibration over every case of this suite: a top diagnosis at 0.8 or more is the expected one.
     void highConfidenceIsRight()
     {
@@ -234,6 +249,8 @@ private Q_SLOTS:
             { "pasted/eval_compute_metrics.txt", "eval_accumulation" },
             { "diag/small_slack_full_card.txt", "capacity" },
             { "host/cuda_oom_then_killed.txt", "first_backward" },
+            { "diag/leak_log.txt", "leak" },
+            { "diag/long_sequence_log.txt", "longest_batch" },
         };
         int confident = 0;
         int right = 0;
