@@ -579,13 +579,13 @@ def generate(name, outdir):
         pickle.dump(run.snapshot(), f, protocol=PROTOCOL)
     with open(base + ".summary.txt", "w") as f:
         f.write(allocsim.memory_summary(run.allocator.stats))
-    label = {"case": name, "oom": run.oom is not None, "phase": got[0] if got else None,
+    # `case` is the truth, the catalogue id that should rank first (as in family B); `scenario` the file name
+    label = {"case": spec.get("diagnosis", name), "scenario": name, "oom": run.oom is not None, "phase": got[0] if got else None,
              "step": got[1] if got else run.trainer.step, "capacity_bytes": capacity,
              "description": spec["description"], "stacks": "all" if spec["cpp"] else "python",
              "allocator": "expandable_segments" if run.expandable else "native", "overhead_bytes": OVERHEAD,
              "peak_reserved_bytes": run.allocator.stats.values["reserved_bytes"][0][1],
              "peak_allocated_bytes": run.allocator.stats.values["allocated_bytes"][0][1]}
-    label["diagnosis"] = spec.get("diagnosis", name) if spec["expect"] is not None else None
     if run.oom is not None:
         o = run.oom
         label.update(requested_bytes=o["requested_bytes"], alloc_size_bytes=o["alloc_size"],
