@@ -20,6 +20,15 @@ std::string firstFixTitle(const Diagnosis& diagnosis)
     return "its first fix (" + title + ")";
 }
 
+// "evaluation batch" -> "evaluation batches", "step" -> "steps".
+std::string plural(const std::string& unit, uint64_t count)
+{
+    if (count == 1)
+        return unit;
+    const bool sibilant = !unit.empty() && (unit.back() == 'h' || unit.back() == 's');
+    return unit + (sibilant ? "es" : "s");
+}
+
 } // namespace
 
 void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
@@ -50,8 +59,8 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
             const uint64_t more = once / g.growthPerUnitBytes;
             o.rankReason = "ranked below " + grower->id + ": that cause adds " + formatBytes(g.growthPerUnitBytes)
                 + " per " + g.unit + ", and " + firstFixTitle(d)
-                + (once > 0 ? " frees " + formatBytes(once) + " once, about " + std::to_string(more) + " more " + g.unit
-                            + (more == 1 ? "" : "s") + " before the "
+                + (once > 0 ? " frees " + formatBytes(once) + " once, about " + std::to_string(more) + " more "
+                            + plural(g.unit, more) + " before the "
                             + (facts.phase.empty() ? std::string("phase") : facts.phase) + " fails again"
                             : " does not stop it");
         } else if (o.leadingFixStopsGrowth && !d.fixes.empty()) {
