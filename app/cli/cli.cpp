@@ -2,6 +2,7 @@
 
 #include "app/cli/commandline.h"
 #include "app/cli/diagnose.h"
+#include "app/cli/plancommand.h"
 #include "app/cli/report.h"
 
 #include <array>
@@ -17,6 +18,8 @@ const std::array commandTable {
     Command { "diagnose", "diagnose [--json] [--device N] [--rules FILE] INPUT...",
         "analyze and print; INPUT '-' reads stdin", runDiagnose },
     Command { "report", "report INPUT... -o report.html", "write the self-contained HTML report", runReport },
+    Command { "plan", "plan (--model FILE|PRESET | --params N) [--card NAME] [--json] ...",
+        "plan a run's GPU memory: bands per GPU, fit, ladder, ds_config.json", runPlan },
 };
 
 const Command* findCommand(const QString& name)

@@ -14,6 +14,15 @@ PlanTotal PlanResult::total() const
 PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
     const DeviceAnalysis* measured)
 {
+    std::optional<PlanCalibration> calibration;
+    if (measured && setupProblem(setup).empty())
+        calibration = calibratePlan(planMemory(model, setup), *measured);
+    return makeProjectedPlan(model, setup, card, calibration);
+}
+
+PlanResult makeProjectedPlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
+    const std::optional<PlanCalibration>& calibration)
+{
     PlanResult result;
     result.model = model;
     result.setup = setup;
@@ -23,10 +32,9 @@ PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const st
         return result;
     result.formula = planMemory(model, setup);
     result.shown = result.formula;
-    if (measured) {
-        result.calibration = calibratePlan(result.formula, *measured);
-        result.shown = projectFromMeasurement(*result.calibration, result.formula);
-    }
+    result.calibration = calibration;
+    if (calibration)
+        result.shown = projectFromMeasurement(*calibration, result.formula);
     const PlanTotal total = result.total();
     for (const GpuCard& common : commonCards()) {
         CardFit fit { common, result.shown.totalPerGpu <= common.capacityBytes, -1 };

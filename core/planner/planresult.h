@@ -41,5 +41,9 @@ struct PlanResult
 // `measured`: the device of a snapshot taken from a run of exactly this set-up.
 PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
     const DeviceAnalysis* measured = nullptr);
+// A what-if of a measured run: `calibration` was made against the run's own set-up, and
+// everything here (bands, fit, largest micro-batch, ladder) is projected from it.
+PlanResult makeProjectedPlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
+    const std::optional<PlanCalibration>& calibration);
 
 } // namespace oomlens::planner

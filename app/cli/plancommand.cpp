@@ -1,0 +1,246 @@
+#include "app/cli/plancommand.h"
+
+#include "app/cli/commandline.h"
+#include "app/cli/inputs.h"
+#include "core/planner/hfconfig.h"
+#include "core/planner/planjson.h"
+#include "core/planner/plantext.h"
+
+#include <QFile>
+
+#include <cstdio>
+#include <iostream>
+
+namespace oomlens::cli {
+
+namespace {
+
+using namespace oomlens::planner;
+
+struct PlanOptions
+{
+    QCommandLineOption model { QStringLiteral("model"),
+        QStringLiteral("A Hugging Face config.json, or a preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, "
+                       "llama-2-13b, llama-2-70b, llama-65b, mistral-7b."),
+        QStringLiteral("FILE") };
+    QCommandLineOption params { QStringLiteral("params"), QStringLiteral("Parameter count (1.3e9 works)."),
+        QStringLiteral("N") };
+    QCommandLineOption layers { QStringLiteral("layers"), QStringLiteral("Transformer blocks."), QStringLiteral("N") };
+    QCommandLineOption hidden { QStringLiteral("hidden"), QStringLiteral("Hidden size."), QStringLiteral("N") };
+    QCommandLineOption heads { QStringLiteral("heads"), QStringLiteral("Attention heads."), QStringLiteral("N") };
+    QCommandLineOption kvHeads { QStringLiteral("kv-heads"),
+        QStringLiteral("Key/value heads (grouped-query attention)."), QStringLiteral("N") };
+    QCommandLineOption vocab { QStringLiteral("vocab"), QStringLiteral("Vocabulary size."), QStringLiteral("N") };
+    QCommandLineOption ffn { QStringLiteral("ffn"), QStringLiteral("MLP inner size (default 4 x hidden)."),
+        QStringLiteral("N") };
+    QCommandLineOption batch { QStringLiteral("batch"), QStringLiteral("Micro-batch per GPU (default 1)."),
+        QStringLiteral("N") };
+    QCommandLineOption seq { QStringLiteral("seq"), QStringLiteral("Sequence length (default 1024)."),
+        QStringLiteral("N") };
+    QCommandLineOption precision { QStringLiteral("precision"),
+        QStringLiteral("fp32, mixed-fp16, mixed-bf16 (default) or bf16."), QStringLiteral("P") };
+    QCommandLineOption optimizer { QStringLiteral("optimizer"),
+        QStringLiteral("adamw (default), adamw-8bit, sgd or adafactor."), QStringLiteral("O") };
+    QCommandLineOption accumulation { QStringLiteral("accumulation"),
+        QStringLiteral("Gradient accumulation steps (default 1)."), QStringLiteral("N") };
+    QCommandLineOption checkpointing { QStringLiteral("checkpointing"), QStringLiteral("none (default) or full."),
+        QStringLiteral("C") };
+    QCommandLineOption attention { QStringLiteral("attention"), QStringLiteral("eager or sdpa (default)."),
+        QStringLiteral("A") };
+    QCommandLineOption gpus { QStringLiteral("gpus"), QStringLiteral("GPUs per node (default 1)."),
+        QStringLiteral("N") };
+    QCommandLineOption nodes { QStringLiteral("nodes"), QStringLiteral("Nodes (default 1)."), QStringLiteral("N") };
+    QCommandLineOption zero { QStringLiteral("zero"), QStringLiteral("ZeRO stage 0, 1, 2 or 3 (default 0: DDP)."),
+        QStringLiteral("K") };
+    QCommandLineOption offload { QStringLiteral("offload"), QStringLiteral("none (default), optimizer or all."),
+        QStringLiteral("O") };
+    QCommandLineOption loraRank { QStringLiteral("lora-rank"), QStringLiteral("Train LoRA adapters of rank R."),
+        QStringLiteral("R") };
+    QCommandLineOption qlora { QStringLiteral("qlora"), QStringLiteral("With --lora-rank: the base in 4-bit NF4.") };
+    QCommandLineOption card { QStringLiteral("card"),
+        QStringLiteral("The GPU: 16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes/GiB."),
+        QStringLiteral("NAME|BYTES") };
+    QCommandLineOption snapshot { QStringLiteral("snapshot"),
+        QStringLiteral("A snapshot of a run of this set-up: calibrate the formula by measurement."),
+        QStringLiteral("FILE") };
+    QCommandLineOption device { QStringLiteral("device"), QStringLiteral("The snapshot's device (default: primary)."),
+        QStringLiteral("N") };
+    QCommandLineOption json { QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text.") };
+};
+
+// A positive count; "1.3e9" and "7000000000" both read.
+bool readCount(const CommandLine& commandLine, const QCommandLineOption& option, uint64_t& into, uint64_t minimum = 1)
+{
+    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    if (!parser.isSet(option))
+        return true;
+    const QString text = parser.value(option);
+    bool ok = false;
+    const double value = text.toDouble(&ok);
+    if (!ok || value < static_cast<double>(minimum) || value > 1e15) {
+        commandLine.usageError(QStringLiteral("--%1 needs a number, got '%2'").arg(option.names().front(), text));
+        return false;
+    }
+    into = static_cast<uint64_t>(value);
+    return true;
+}
+
+bool readInt(const CommandLine& commandLine, const QCommandLineOption& option, int& into, int minimum = 1)
+{
+    uint64_t value = static_cast<uint64_t>(into);
+    if (!readCount(commandLine, option, value, static_cast<uint64_t>(minimum)))
+        return false;
+    if (value > (1u << 30)) {
+        commandLine.usageError(QStringLiteral("--%1 is too large").arg(option.names().front()));
+        return false;
+    }
+    into = static_cast<int>(value);
+    return true;
+}
+
+template <typename Enum, typename FromName>
+bool readChoice(const CommandLine& commandLine, const QCommandLineOption& option, Enum& into, FromName fromName)
+{
+    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    if (!parser.isSet(option))
+        return true;
+    const QString text = parser.value(option);
+    const auto value = fromName(text.toStdString());
+    if (!value) {
+        commandLine.usageError(
+            QStringLiteral("--%1 does not know '%2' (see --help)").arg(option.names().front(), text));
+        return false;
+    }
+    into = *value;
+    return true;
+}
+
+// The model from --model (a file or a preset) or --params, with any dimension flags on top.
+// Returns the exit status on failure.
+std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& o, ModelSpec& model)
+{
+    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    if (parser.isSet(o.model)) {
+        const QString source = parser.value(o.model);
+        if (const auto named = modelPreset(source.toStdString())) {
+            model = *named;
+        } else {
+            QFile file(source);
+            if (!file.open(QIODevice::ReadOnly)) {
+                std::fprintf(stderr, "oomlens: %s: %s (nor a preset name)\n", qPrintable(source),
+                    qPrintable(file.errorString()));
+                return 1;
+            }
+            const HfConfigResult parsed = modelFromHfConfig(file.readAll().toStdString());
+            if (!parsed.model) {
+                std::fprintf(
+                    stderr, "oomlens: %s: not a model config.json: %s\n", qPrintable(source), parsed.error.c_str());
+                return 1;
+            }
+            model = *parsed.model;
+        }
+    } else if (!parser.isSet(o.params) && !parser.isSet(o.layers)) {
+        return commandLine.usageError(QStringLiteral("give a model: --model FILE|PRESET or --params N"));
+    } else {
+        model.name = "custom";
+    }
+    uint64_t parameters = model.parameters;
+    if (!readCount(commandLine, o.params, parameters))
+        return 2;
+    model.parameters = parameters;
+    for (const auto& [option, field] : { std::pair { &o.layers, &model.layers }, std::pair { &o.hidden, &model.hidden },
+             std::pair { &o.heads, &model.heads }, std::pair { &o.kvHeads, &model.kvHeads },
+             std::pair { &o.vocab, &model.vocab }, std::pair { &o.ffn, &model.ffn } }) {
+        if (!readInt(commandLine, *option, *field))
+            return 2;
+    }
+    if (model.totalParameters() == 0)
+        return commandLine.usageError(QStringLiteral("--params is needed unless --layers, --hidden, --heads and "
+                                                     "--vocab give the whole model"));
+    return std::nullopt;
+}
+
+std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& o, TrainingSetup& setup)
+{
+    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    if (!readInt(commandLine, o.batch, setup.microBatch) || !readInt(commandLine, o.seq, setup.sequence)
+        || !readInt(commandLine, o.accumulation, setup.gradientAccumulation)
+        || !readInt(commandLine, o.gpus, setup.gpusPerNode) || !readInt(commandLine, o.nodes, setup.nodes)
+        || !readInt(commandLine, o.zero, setup.zeroStage, 0) || !readInt(commandLine, o.loraRank, setup.loraRank, 0))
+        return 2;
+    if (!readChoice(commandLine, o.precision, setup.precision, precisionFromName)
+        || !readChoice(commandLine, o.optimizer, setup.optimizer, optimizerFromName)
+        || !readChoice(commandLine, o.checkpointing, setup.checkpointing, checkpointingFromName)
+        || !readChoice(commandLine, o.attention, setup.attention, attentionFromName)
+        || !readChoice(commandLine, o.offload, setup.offload, offloadFromName))
+        return 2;
+    setup.quantizedBase = parser.isSet(o.qlora);
+    const std::string problem = setupProblem(setup);
+    if (!problem.empty())
+        return commandLine.usageError(QString::fromStdString(problem));
+    return std::nullopt;
+}
+
+} // namespace
+
+int runPlan(const QStringList& arguments)
+{
+    CommandLine commandLine("plan (--model FILE|PRESET | --params N) [set-up options] [--card NAME] [--json]",
+        QStringLiteral("Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
+                       "whether it fits the card, the largest micro-batch, the fix ladder and a ds_config.json."));
+    const PlanOptions o;
+    QCommandLineParser& parser = commandLine.parser();
+    parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.batch, o.seq,
+        o.precision, o.optimizer, o.accumulation, o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload,
+        o.loraRank, o.qlora, o.card, o.snapshot, o.device, o.json });
+    if (const std::optional<int> stop = commandLine.parse(arguments))
+        return *stop;
+    if (!parser.positionalArguments().isEmpty())
+        return commandLine.usageError(
+            QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().front()));
+
+    ModelSpec model;
+    if (const auto stop = readModel(commandLine, o, model))
+        return *stop;
+    TrainingSetup setup;
+    if (const auto stop = readSetup(commandLine, o, setup))
+        return *stop;
+    std::optional<GpuCard> card;
+    if (parser.isSet(o.card)) {
+        card = cardFromText(parser.value(o.card).toStdString());
+        if (!card)
+            return commandLine.usageError(QStringLiteral("--card does not know '%1' (16GB, 24GB, 40GB, 48GB, 80GB, "
+                                                         "94GB, 141GB, a card name or a size)")
+                                              .arg(parser.value(o.card)));
+    }
+
+    AnalysisOptions analysisOptions;
+    if (!commandLine.readDevice(o.device, analysisOptions.device))
+        return 2;
+    std::optional<SnapshotAnalysis> analysis;
+    if (parser.isSet(o.snapshot)) {
+        Case input;
+        if (loadInputs({ parser.value(o.snapshot) }, input) > 0)
+            return 1;
+        if (input.snapshots.empty()) {
+            std::fprintf(stderr, "oomlens: %s: not a memory snapshot\n", qPrintable(parser.value(o.snapshot)));
+            return 1;
+        }
+        analysis = analyzeSnapshot(input.snapshots.front(), analysisOptions);
+        if (!analysis->primary()) {
+            std::fprintf(
+                stderr, "oomlens: %s: the snapshot has no such device\n", qPrintable(parser.value(o.snapshot)));
+            return 1;
+        }
+    }
+
+    const PlanResult result = makePlan(model, setup, card, analysis ? analysis->primary() : nullptr);
+    if (parser.isSet(o.json))
+        std::cout << planToJson(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    else
+        std::cout << planToText(result);
+    std::cout.flush();
+    return 0;
+}
+
+} // namespace oomlens::cli

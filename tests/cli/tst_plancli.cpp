@@ -1,0 +1,188 @@
+#include "common/testutil.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTest>
+
+// Runs the real `oomlens plan` as a user or a script would: the flags and JSON of product.md
+// §5 (Wave-2 commands), the readable table, the exit statuses, and the seeds' questions.
+class TestPlanCli : public QObject
+{
+    Q_OBJECT
+
+    struct Run
+    {
+        int exitCode = -1;
+        QByteArray out;
+        QByteArray err;
+    };
+
+    static Run oomlens(const QStringList& arguments)
+    {
+        QProcess process;
+        process.start(qEnvironmentVariable("OOMLENS_BINARY"), QStringList { QStringLiteral("plan") } + arguments);
+        process.closeWriteChannel();
+        if (!process.waitForFinished(120000))
+            qFatal("oomlens did not finish");
+        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
+    }
+
+    static QJsonObject planJson(const QStringList& arguments)
+    {
+        const Run run = oomlens(arguments + QStringList { QStringLiteral("--json") });
+        if (run.exitCode != 0)
+            qFatal("plan failed (%d): %s", run.exitCode, run.err.constData());
+        QJsonParseError error;
+        const QJsonDocument document = QJsonDocument::fromJson(run.out, &error);
+        if (error.error != QJsonParseError::NoError)
+            qFatal("not JSON: %s\n%s", qPrintable(error.errorString()), run.out.left(2000).constData());
+        if (document.object().value(QStringLiteral("tool")).toString() != QLatin1String("oomlens"))
+            qFatal("no tool key");
+        return document.object().value(QStringLiteral("plan")).toObject();
+    }
+
+    static QString fixture(const char* name)
+    {
+        return test::testDataDir() + QStringLiteral("/planner/") + QString::fromLatin1(name);
+    }
+
+private Q_SLOTS:
+    void initTestCase()
+    {
+        if (qEnvironmentVariable("OOMLENS_BINARY").isEmpty())
+            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");
+    }
+
+    void jsonContract()
+    {
+        const QJsonObject plan = planJson({ QStringLiteral("--params"), QStringLiteral("7e9") });
+        for (const char* key : { "per_gpu_bytes", "total_per_gpu_bytes", "host_bytes", "peak_phase", "fits",
+                 "max_micro_batch", "calibration", "ds_config" })
+            QVERIFY2(plan.contains(QLatin1String(key)), key);
+        const QJsonObject bands = plan.value(QStringLiteral("per_gpu_bytes")).toObject();
+        double sum = 0;
+        for (const char* key :
+            { "parameters", "gradients", "optimizer_state", "activations", "temporaries", "overhead" }) {
+            QVERIFY2(bands.contains(QLatin1String(key)), key);
+            sum += bands.value(QLatin1String(key)).toDouble();
+        }
+        QCOMPARE(sum, plan.value(QStringLiteral("total_per_gpu_bytes")).toDouble());
+        // No card: fits and max_micro_batch are null; no snapshot: no calibration.
+        QVERIFY(plan.value(QStringLiteral("fits")).isNull());
+        QVERIFY(plan.value(QStringLiteral("max_micro_batch")).isNull());
+        QVERIFY(plan.value(QStringLiteral("calibration")).isNull());
+        // 7B mixed AdamW without ZeRO: 18 bytes per parameter of model state; no dimensions, no activations.
+        QCOMPARE(bands.value(QStringLiteral("parameters")).toDouble()
+                + bands.value(QStringLiteral("gradients")).toDouble()
+                + bands.value(QStringLiteral("optimizer_state")).toDouble(),
+            18 * 7e9);
+        QCOMPARE(bands.value(QStringLiteral("activations")).toDouble(), 0.0);
+        QCOMPARE(plan.value(QStringLiteral("peak_phase")).toString(), QStringLiteral("optimizer_step"));
+    }
+
+    // Seed 000: what fills the 40 GB A100 for GPT-2 Large at batch 8 x 1024, and which rung fits.
+    void seedGpt2LargeQuestion()
+    {
+        const QStringList arguments { QStringLiteral("--model"), fixture("gpt2-large.config.json"),
+            QStringLiteral("--batch"), QStringLiteral("8"), QStringLiteral("--seq"), QStringLiteral("1024"),
+            QStringLiteral("--precision"), QStringLiteral("mixed-fp16"), QStringLiteral("--attention"),
+            QStringLiteral("eager"), QStringLiteral("--card"), QStringLiteral("a100-40gb") };
+        const QJsonObject plan = planJson(arguments);
+        QCOMPARE(plan.value(QStringLiteral("fits")).toBool(true), false);
+        QCOMPARE(plan.value(QStringLiteral("max_micro_batch")).toInt(), 4);
+        QCOMPARE(plan.value(QStringLiteral("peak_phase")).toString(), QStringLiteral("backward"));
+        const QJsonObject bands = plan.value(QStringLiteral("per_gpu_bytes")).toObject();
+        QVERIFY(bands.value(QStringLiteral("activations")).toDouble() > 40e9);
+        const QJsonArray ladder = plan.value(QStringLiteral("ladder")).toArray();
+        QVERIFY(!ladder.isEmpty());
+        const QJsonObject last = ladder.last().toObject();
+        QCOMPARE(last.value(QStringLiteral("id")).toString(), QStringLiteral("micro_batch"));
+        QVERIFY(last.value(QStringLiteral("climbed_fits")).toBool());
+
+        const Run text = oomlens(arguments);
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains("activations"), text.out.constData());
+        QVERIFY(text.out.contains("short by"));
+        QVERIFY(text.out.contains("It fits from rung 'micro_batch' on."));
+        QVERIFY(text.out.contains("Largest micro-batch that fits: 4"));
+    }
+
+    // Seed 001: 70B on 8 x 80 GB with ZeRO-3: without offload the model state alone is too big,
+    // with the optimizer on the CPU it fits, and the ds_config.json says so.
+    void seedZeroQuestion()
+    {
+        const QStringList common { QStringLiteral("--model"), fixture("llama-2-70b.config.json"),
+            QStringLiteral("--batch"), QStringLiteral("1"), QStringLiteral("--seq"), QStringLiteral("4096"),
+            QStringLiteral("--checkpointing"), QStringLiteral("full"), QStringLiteral("--gpus"), QStringLiteral("8"),
+            QStringLiteral("--zero"), QStringLiteral("3"), QStringLiteral("--card"), QStringLiteral("80GB") };
+        const QJsonObject sharded = planJson(common);
+        QCOMPARE(sharded.value(QStringLiteral("fits")).toBool(true), false);
+        const QJsonObject offloaded
+            = planJson(common + QStringList { QStringLiteral("--offload"), QStringLiteral("optimizer") });
+        QCOMPARE(offloaded.value(QStringLiteral("fits")).toBool(false), true);
+        QVERIFY(offloaded.value(QStringLiteral("host_bytes")).toDouble() > 1e12);
+        const QJsonObject config = offloaded.value(QStringLiteral("ds_config")).toObject();
+        const QJsonObject zero = config.value(QStringLiteral("zero_optimization")).toObject();
+        QCOMPARE(zero.value(QStringLiteral("stage")).toInt(), 3);
+        QCOMPARE(zero.value(QStringLiteral("offload_optimizer")).toObject().value(QStringLiteral("device")).toString(),
+            QStringLiteral("cpu"));
+        QCOMPARE(config.value(QStringLiteral("train_micro_batch_size_per_gpu")).toInt(), 1);
+        QCOMPARE(config.value(QStringLiteral("train_batch_size")).toInt(), 8);
+
+        // 7B on four GPUs with ZeRO-2 (the product.md example: 2·P + 18·P/N of model state... per GPU).
+        const QJsonObject seven = planJson(
+            { QStringLiteral("--model"), QStringLiteral("llama-2-7b"), QStringLiteral("--gpus"), QStringLiteral("4"),
+                QStringLiteral("--zero"), QStringLiteral("2"), QStringLiteral("--card"), QStringLiteral("80GB") });
+        QVERIFY(seven.value(QStringLiteral("fits")).toBool());
+        QVERIFY(seven.value(QStringLiteral("max_micro_batch")).toInt() >= 1);
+    }
+
+    void usageErrors()
+    {
+        QCOMPARE(oomlens({}).exitCode, 2); // no model
+        QCOMPARE(oomlens({ QStringLiteral("--params"), QStringLiteral("1e9"), QStringLiteral("--precision"),
+                             QStringLiteral("fp8") })
+                     .exitCode,
+            2);
+        const Run offload = oomlens({ QStringLiteral("--params"), QStringLiteral("1e9"), QStringLiteral("--offload"),
+            QStringLiteral("all"), QStringLiteral("--zero"), QStringLiteral("2") });
+        QCOMPARE(offload.exitCode, 2);
+        QVERIFY(offload.err.contains("parameter offload needs ZeRO-3"));
+        QCOMPARE(oomlens({ QStringLiteral("--params"), QStringLiteral("1e9"), QStringLiteral("--card"),
+                             QStringLiteral("no-such-card") })
+                     .exitCode,
+            2);
+        const Run missing = oomlens({ QStringLiteral("--model"), QStringLiteral("/no/such/config.json") });
+        QCOMPARE(missing.exitCode, 1);
+        const Run help = oomlens({ QStringLiteral("--help") });
+        QCOMPARE(help.exitCode, 0);
+        QVERIFY(help.out.contains("--lora-rank"));
+    }
+
+    // A measured run: the calibration block compares each band with the formula.
+    void calibratesWithASnapshot()
+    {
+        const QString snapshot = test::testDataDir() + QStringLiteral("/scenarios/first_backward.pickle");
+        const QJsonObject plan = planJson({ QStringLiteral("--params"), QStringLiteral("1e8"),
+            QStringLiteral("--layers"), QStringLiteral("4"), QStringLiteral("--hidden"), QStringLiteral("512"),
+            QStringLiteral("--heads"), QStringLiteral("8"), QStringLiteral("--vocab"), QStringLiteral("32000"),
+            QStringLiteral("--snapshot"), snapshot, QStringLiteral("--card"), QStringLiteral("2GiB") });
+        const QJsonObject calibration = plan.value(QStringLiteral("calibration")).toObject();
+        QVERIFY(!calibration.isEmpty());
+        QVERIFY(calibration.value(QStringLiteral("measured_peak_allocated_bytes")).toDouble() > 0);
+        QVERIFY(calibration.value(QStringLiteral("summary")).toString().contains(QStringLiteral("this run measured")));
+        const QJsonObject activations
+            = calibration.value(QStringLiteral("bands")).toObject().value(QStringLiteral("activations")).toObject();
+        QVERIFY(activations.value(QStringLiteral("measured_bytes")).toDouble() > 0);
+        QVERIFY(activations.value(QStringLiteral("ratio")).toDouble() > 0);
+        QCOMPARE(oomlens({ QStringLiteral("--params"), QStringLiteral("1e8"), QStringLiteral("--snapshot"),
+                             QStringLiteral("/no/such.pickle") })
+                     .exitCode,
+            1);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestPlanCli)
+#include "tst_plancli.moc"
