@@ -60,8 +60,8 @@ private Q_SLOTS:
     }
 
     // DataParallel on three GPUs with expandable segments already on: 78 GiB of forward
-    // activations on device 1. No expandable-segments advice, no optimizer-state fixes for a band
-    // that is empty, and a block count read from the repeating forward.
+    // activations on device 1, not the state training keeps (so not capacity). No expandable-segments advice, no
+    // optimizer-state fixes for a band that is empty, and a block count read from the repeating forward.
     void constructorSun()
     {
         OOMLENS_REQUIRE_SHARED();
@@ -69,7 +69,8 @@ private Q_SLOTS:
             = analyzeCorpusFile(QStringLiteral("Constructor-Sun__code_location__memory_snapshot.pickle"));
         QVERIFY(!analysis.diagnoses.empty());
         const std::string text = diagnosesToText(analysis.diagnoses, false);
-        QCOMPARE(analysis.diagnoses.front().id, std::string("capacity"));
+        QVERIFY2(analysis.diagnoses.front().id != "capacity", text.c_str()); // the weights and state are small
+        QCOMPARE(analysis.diagnoses.front().id, std::string("working_set"));
         QVERIFY2(!anyFix(analysis.diagnoses, "expandable_segments"), text.c_str());
         QVERIFY2(!anyFix(analysis.diagnoses, "optimizer_8bit"), text.c_str());
         QVERIFY2(text.find("repeated blocks:") != std::string::npos, text.c_str());
