@@ -6,6 +6,7 @@
 #include "views/overviewpage.h"
 #include "views/timelinedata.h"
 #include "views/timelinewidget.h"
+#include "views/whatifview.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -60,6 +61,9 @@ CaseWidget::CaseWidget(QWidget* parent)
     m_events = new EventsView(this);
     m_tabs->addTab(m_events, QStringLiteral("Events"));
 
+    m_whatIf = new WhatIfView(this);
+    m_tabs->addTab(m_whatIf, QStringLiteral("What if"));
+
     connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
     connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
     connect(m_live, &LiveAllocationsView::cursorRequested, this, &CaseWidget::setCursorEvent);
@@ -85,6 +89,10 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
     if (hasSnapshot) {
         const QPoint choice = m_deviceBox->itemData(0).toPoint();
         selectDevice(choice.x(), choice.y());
+        // The planner starts from what this run measured at its peak.
+        m_whatIf->setMeasured(m_analysis, choice.y());
+    } else {
+        m_whatIf->setMeasured(nullptr, 0);
     }
 }
 

@@ -19,6 +19,7 @@ class LiveAllocationsView;
 class OverviewPage;
 class TimelineData;
 class TimelineWidget;
+class WhatIfView;
 
 // One open case: the overview, and for snapshots the timeline with the views linked to its
 // time cursor (live allocations, allocator state, event list).
@@ -26,7 +27,7 @@ class CaseWidget : public QWidget
 {
     Q_OBJECT
 public:
-    enum Page { OverviewTab, TimelineTab, EventsTab };
+    enum Page { OverviewTab, TimelineTab, EventsTab, WhatIfTab };
 
     explicit CaseWidget(QWidget* parent = nullptr);
     void setCase(LoadedCasePtr loaded);
@@ -47,6 +48,7 @@ public:
     LiveAllocationsView* liveAllocations() const { return m_live; }
     AllocatorStateWidget* allocatorState() const { return m_allocator; }
     EventsView* events() const { return m_events; }
+    WhatIfView* whatIf() const { return m_whatIf; }
     QTabWidget* tabs() const { return m_tabs; }
     // Below the timeline: live allocations and allocator state.
     QTabWidget* detailTabs() const { return m_details; }
@@ -74,6 +76,7 @@ private:
     LiveAllocationsView* m_live = nullptr;
     AllocatorStateWidget* m_allocator = nullptr;
     EventsView* m_events = nullptr;
+    WhatIfView* m_whatIf = nullptr;
     int64_t m_cursorEvent = -1;
     bool m_settingCursor = false;
 };

@@ -1,0 +1,129 @@
+#include "core/planner/memoryplan.h"
+#include "views/whatifview.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLabel>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTest>
+
+using namespace oomlens;
+using namespace oomlens::planner;
+
+// Drives the What-if controls offscreen as a user would and checks that the plan, the bars'
+// numbers and the verdict follow on the spot.
+class TestWhatIfView : public QObject
+{
+    Q_OBJECT
+
+    template <typename T> static T* control(WhatIfView& view, const char* name)
+    {
+        T* widget = view.findChild<T*>(QString::fromLatin1(name));
+        if (!widget)
+            qFatal("no control %s", name);
+        return widget;
+    }
+
+    // Seed 000's GPT-2 Large at batch 8 x 1024 in mixed fp16 with eager attention, on a 40 GB card.
+    static void seedSetup(WhatIfView& view)
+    {
+        view.setModel(QStringLiteral("gpt2-large"));
+        TrainingSetup setup;
+        setup.microBatch = 8;
+        setup.sequence = 1024;
+        setup.precision = Precision::MixedFp16;
+        setup.attention = Attention::Eager;
+        view.setSetup(setup);
+        view.setCard(QStringLiteral("40GB"));
+    }
+
+private Q_SLOTS:
+    void controlsChangeThePlan()
+    {
+        WhatIfView view;
+        view.show();
+        seedSetup(view);
+        QVERIFY(!view.result().fits.value());
+        QVERIFY2(view.verdict().contains(QStringLiteral("Short by")), qPrintable(view.verdict()));
+        const uint64_t before = view.result().shown.totalPerGpu;
+
+        // Checkpointing through its combo box: the activations collapse and it fits.
+        QSignalSpy changed(&view, &WhatIfView::planChanged);
+        control<QComboBox>(view, "checkpointing")->setCurrentIndex(1);
+        QCOMPARE(changed.count(), 1);
+        QVERIFY(view.result().shown.totalPerGpu < before);
+        QVERIFY(view.result().fits.value());
+        QVERIFY2(view.verdict().contains(QStringLiteral("Fits with")), qPrintable(view.verdict()));
+
+        // Back to no checkpointing; halving the micro-batch with the spin box fits too (the seed's answer).
+        control<QComboBox>(view, "checkpointing")->setCurrentIndex(0);
+        QVERIFY(!view.result().fits.value());
+        control<QSpinBox>(view, "batch")->setValue(4);
+        QVERIFY(view.result().fits.value());
+        QCOMPARE(view.setup().microBatch, 4);
+
+        // A bigger card, more GPUs with ZeRO: bands per GPU shrink.
+        control<QComboBox>(view, "model")->setCurrentText(QStringLiteral("llama-2-70b"));
+        QVERIFY(!view.result().fits.value());
+        control<QSpinBox>(view, "gpus")->setValue(8);
+        control<QComboBox>(view, "zero")->setCurrentIndex(3);
+        control<QComboBox>(view, "card")->setCurrentIndex(4); // 80 GB
+        control<QSpinBox>(view, "batch")->setValue(1);
+        control<QComboBox>(view, "checkpointing")->setCurrentIndex(1);
+        QVERIFY(!view.result().fits.value());
+        control<QComboBox>(view, "offload")->setCurrentIndex(1);
+        QVERIFY2(view.result().fits.value(), qPrintable(view.verdict()));
+        QCOMPARE(view.result().setup.zeroStage, 3);
+    }
+
+    void impossibleSetupSaysWhy()
+    {
+        WhatIfView view;
+        control<QComboBox>(view, "offload")->setCurrentIndex(2); // all, at ZeRO-0
+        QVERIFY(!view.result().setupProblem.empty());
+        QVERIFY(view.verdict().contains(QStringLiteral("ZeRO")));
+        control<QComboBox>(view, "zero")->setCurrentIndex(3);
+        QVERIFY(view.result().setupProblem.empty());
+    }
+
+    // With a measured run the bars start from the measured bands and changes are projected from them.
+    void startsFromTheMeasuredBands()
+    {
+        WhatIfView view;
+        seedSetup(view);
+        control<QSpinBox>(view, "batch")->setValue(4);
+        const MemoryPlan formula = view.result().formula;
+        auto analysis = std::make_shared<SnapshotAnalysis>();
+        DeviceAnalysis device;
+        device.device = 0;
+        const auto formulaBand = [&](Band band) { return formula.perGpu[static_cast<size_t>(band)]; };
+        device.categoriesAtPeak[static_cast<size_t>(Category::Parameters)] = formulaBand(Band::Parameters);
+        device.categoriesAtPeak[static_cast<size_t>(Category::Gradients)] = formulaBand(Band::Gradients);
+        device.categoriesAtPeak[static_cast<size_t>(Category::OptimizerState)] = formulaBand(Band::OptimizerState);
+        const uint64_t activations = formulaBand(Band::Activations) * 3 / 2; // the run saved 1.5x the formula
+        device.categoriesAtPeak[static_cast<size_t>(Category::Activations)] = activations;
+        device.peakAllocatedBytes = formulaBand(Band::Parameters) + formulaBand(Band::Gradients)
+            + formulaBand(Band::OptimizerState) + activations;
+        device.peakReservedBytes = device.peakAllocatedBytes;
+        analysis->devices.push_back(device);
+        view.setMeasured(analysis, 0);
+
+        QVERIFY(view.calibration().has_value());
+        QCOMPARE(view.result().shown.perGpu[static_cast<size_t>(Band::Activations)], activations);
+        QVERIFY(control<QLabel>(view, "calibration")->text().contains(QStringLiteral("this run measured")));
+        QVERIFY(control<QLabel>(view, "calibration")->text().contains(QStringLiteral("1.50x")));
+
+        // Half the batch: half the measured activations, not half the formula's.
+        control<QSpinBox>(view, "batch")->setValue(2);
+        const double projected
+            = static_cast<double>(view.result().shown.perGpu[static_cast<size_t>(Band::Activations)]);
+        QVERIFY(std::abs(projected - static_cast<double>(activations) / 2) / projected < 0.02);
+
+        view.setMeasured(nullptr, 0);
+        QVERIFY(!view.calibration().has_value());
+    }
+};
+
+QTEST_MAIN(TestWhatIfView)
+#include "tst_whatifview.moc"

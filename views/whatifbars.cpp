@@ -1,0 +1,111 @@
+#include "views/whatifbars.h"
+
+#include "core/units.h"
+#include "views/categorycolors.h"
+
+#include <QPaintEvent>
+#include <QPainter>
+
+#include <algorithm>
+
+namespace oomlens {
+
+namespace {
+
+constexpr int maxBars = 8;
+
+// The planner's bands are the timeline's categories in the same order; overhead has no tensor
+// behind it and is drawn in the palette's neutral colour.
+QColor bandColor(int band, const QPalette& palette)
+{
+    if (band < static_cast<int>(planner::Band::Overhead))
+        return colors::category(static_cast<Category>(band));
+    return palette.color(QPalette::Mid);
+}
+
+} // namespace
+
+WhatIfBars::WhatIfBars(QWidget* parent)
+    : QWidget(parent)
+{
+    setMinimumSize(260, 220);
+}
+
+void WhatIfBars::setPlan(const planner::BandBytes& bands, uint64_t capacityBytes, int gpus)
+{
+    m_bands = bands;
+    m_capacity = capacityBytes;
+    m_gpus = std::max(gpus, 1);
+    update();
+}
+
+void WhatIfBars::paintEvent(QPaintEvent*)
+{
+    QPainter painter(this);
+    painter.setRenderHint(QPainter::Antialiasing, false);
+    const QFontMetrics metrics(font());
+    const uint64_t total = planner::bandTotal(m_bands);
+    const uint64_t top = std::max<uint64_t>({ total, m_capacity, 1 }) * 11 / 10;
+    const QRect area = rect().adjusted(metrics.horizontalAdvance(QStringLiteral("000.00 GiB")) + 12, metrics.height(),
+        -8 - metrics.horizontalAdvance(QStringLiteral("optimizer state")) - 24, -metrics.height() - 8);
+    if (area.width() < 20 || area.height() < 20)
+        return;
+    const auto yOf = [&](uint64_t bytes) {
+        return area.bottom() - static_cast<int>(static_cast<double>(bytes) / static_cast<double>(top) * area.height());
+    };
+
+    // Axis labels: zero and the top.
+    painter.setPen(palette().color(QPalette::WindowText));
+    painter.drawLine(area.bottomLeft(), area.bottomRight());
+    painter.drawText(QRect(0, area.bottom() - metrics.height() / 2, area.left() - 6, metrics.height()),
+        Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("0"));
+
+    const int bars = std::min(m_gpus, maxBars);
+    const int slot = area.width() / bars;
+    const int barWidth = std::max(8, slot * 6 / 10);
+    for (int g = 0; g < bars; ++g) {
+        const int x = area.left() + g * slot + (slot - barWidth) / 2;
+        uint64_t below = 0;
+        for (int b = 0; b < planner::bandCount; ++b) {
+            const uint64_t bytes = m_bands[static_cast<size_t>(b)];
+            if (bytes == 0)
+                continue;
+            const int y0 = yOf(below);
+            const int y1 = yOf(below + bytes);
+            painter.fillRect(QRect(x, y1, barWidth, std::max(1, y0 - y1)), bandColor(b, palette()));
+            below += bytes;
+        }
+        const QString label = m_gpus > maxBars && g == 0 ? QStringLiteral("each of %1 GPUs").arg(m_gpus)
+                                                         : QStringLiteral("GPU %1").arg(g);
+        if (m_gpus <= maxBars || g == 0)
+            painter.drawText(
+                QRect(x - slot / 4, area.bottom() + 4, barWidth + slot / 2, metrics.height()), Qt::AlignHCenter, label);
+    }
+
+    // The total beside the bars, and the card across them.
+    painter.drawText(QRect(0, yOf(total) - metrics.height() / 2, area.left() - 6, metrics.height()),
+        Qt::AlignRight | Qt::AlignVCenter, QString::fromStdString(formatBytes(total)));
+    if (m_capacity > 0) {
+        const int y = yOf(m_capacity);
+        QPen pen(total > m_capacity ? colors::oomMarker() : colors::reservedLine(), 2, Qt::DashLine);
+        painter.setPen(pen);
+        painter.drawLine(area.left(), y, area.right(), y);
+        painter.drawText(QRect(area.left() + 4, y - metrics.height() - 2, area.width(), metrics.height()),
+            Qt::AlignLeft, QStringLiteral("card: %1").arg(QString::fromStdString(formatBytes(m_capacity))));
+    }
+
+    // Legend, top band first like the stack.
+    int legendY = area.top();
+    const int legendX = area.right() + 16;
+    painter.setPen(palette().color(QPalette::WindowText));
+    for (int b = planner::bandCount - 1; b >= 0; --b) {
+        painter.fillRect(QRect(legendX, legendY + 2, 10, metrics.height() - 4), bandColor(b, palette()));
+        QString name = QString::fromLatin1(planner::bandName(static_cast<planner::Band>(b)).data(),
+            static_cast<qsizetype>(planner::bandName(static_cast<planner::Band>(b)).size()));
+        name.replace(QLatin1Char('_'), QLatin1Char(' '));
+        painter.drawText(QPoint(legendX + 14, legendY + metrics.ascent()), name);
+        legendY += metrics.height() + 2;
+    }
+}
+
+} // namespace oomlens

@@ -1,0 +1,284 @@
+#include "views/whatifview.h"
+
+#include "core/planner/plantext.h"
+#include "core/units.h"
+#include "views/whatifbars.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+namespace oomlens {
+
+using namespace planner;
+
+namespace {
+
+QString text(std::string_view view)
+{
+    return QString::fromUtf8(view.data(), static_cast<qsizetype>(view.size()));
+}
+
+QComboBox* choices(QWidget* parent, const char* objectName, const QStringList& items)
+{
+    auto* box = new QComboBox(parent);
+    box->setObjectName(QString::fromLatin1(objectName));
+    box->addItems(items);
+    return box;
+}
+
+QSpinBox* number(QWidget* parent, const char* objectName, int minimum, int maximum, int value)
+{
+    auto* box = new QSpinBox(parent);
+    box->setObjectName(QString::fromLatin1(objectName));
+    box->setRange(minimum, maximum);
+    box->setValue(value);
+    box->setKeyboardTracking(false);
+    return box;
+}
+
+} // namespace
+
+WhatIfView::WhatIfView(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QHBoxLayout(this);
+    auto* form = new QFormLayout;
+    QStringList presets;
+    for (const std::string& name : modelPresetNames())
+        presets << QString::fromStdString(name);
+    m_model = choices(this, "model", presets);
+    m_model->setCurrentText(QStringLiteral("llama-2-7b"));
+    m_batch = number(this, "batch", 1, 4096, 1);
+    m_sequence = number(this, "seq", 1, 1 << 20, 2048);
+    m_sequence->setSingleStep(128);
+    m_precision = choices(this, "precision",
+        { text(precisionName(Precision::Fp32)), text(precisionName(Precision::MixedFp16)),
+            text(precisionName(Precision::MixedBf16)), text(precisionName(Precision::Bf16)) });
+    m_precision->setCurrentIndex(2);
+    m_optimizer = choices(this, "optimizer",
+        { text(optimizerName(OptimizerKind::AdamW)), text(optimizerName(OptimizerKind::AdamW8bit)),
+            text(optimizerName(OptimizerKind::Sgd)), text(optimizerName(OptimizerKind::Adafactor)) });
+    m_accumulation = number(this, "accumulation", 1, 4096, 1);
+    m_checkpointing = choices(this, "checkpointing", { QStringLiteral("none"), QStringLiteral("full") });
+    m_attention = choices(this, "attention", { QStringLiteral("eager"), QStringLiteral("sdpa") });
+    m_attention->setCurrentIndex(1);
+    m_gpus = number(this, "gpus", 1, 64, 1);
+    m_nodes = number(this, "nodes", 1, 1024, 1);
+    m_zero = choices(this, "zero",
+        { QStringLiteral("0 (DDP)"), QStringLiteral("1"), QStringLiteral("2"), QStringLiteral("3 (FSDP full shard)") });
+    m_offload
+        = choices(this, "offload", { QStringLiteral("none"), QStringLiteral("optimizer"), QStringLiteral("all") });
+    m_loraRank = number(this, "loraRank", 0, 1024, 0);
+    m_loraRank->setSpecialValueText(QStringLiteral("off (full fine-tuning)"));
+    m_qlora = new QCheckBox(QStringLiteral("4-bit base (QLoRA)"), this);
+    m_qlora->setObjectName(QStringLiteral("qlora"));
+    m_card = new QComboBox(this);
+    m_card->setObjectName(QStringLiteral("card"));
+    for (const GpuCard& card : commonCards())
+        m_card->addItem(
+            QStringLiteral("%1 (%2)").arg(QString::fromStdString(card.name), QString::fromStdString(card.models)),
+            QString::fromStdString(card.name));
+    m_card->setCurrentIndex(4); // 80 GB
+
+    form->addRow(QStringLiteral("Model"), m_model);
+    form->addRow(QStringLiteral("Micro-batch"), m_batch);
+    form->addRow(QStringLiteral("Sequence"), m_sequence);
+    form->addRow(QStringLiteral("Precision"), m_precision);
+    form->addRow(QStringLiteral("Optimizer"), m_optimizer);
+    form->addRow(QStringLiteral("Accumulation"), m_accumulation);
+    form->addRow(QStringLiteral("Checkpointing"), m_checkpointing);
+    form->addRow(QStringLiteral("Attention"), m_attention);
+    form->addRow(QStringLiteral("GPUs per node"), m_gpus);
+    form->addRow(QStringLiteral("Nodes"), m_nodes);
+    form->addRow(QStringLiteral("ZeRO stage"), m_zero);
+    form->addRow(QStringLiteral("Offload"), m_offload);
+    form->addRow(QStringLiteral("LoRA rank"), m_loraRank);
+    form->addRow(QString(), m_qlora);
+    form->addRow(QStringLiteral("Card"), m_card);
+    auto* measuredRun = new QPushButton(QStringLiteral("These settings are the measured run"), this);
+    measuredRun->setObjectName(QStringLiteral("measuredRun"));
+    measuredRun->setToolTip(QStringLiteral("Calibrate against the snapshot with the settings above as its run"));
+    form->addRow(QString(), measuredRun);
+    layout->addLayout(form);
+
+    auto* right = new QVBoxLayout;
+    m_verdict = new QLabel(this);
+    m_verdict->setObjectName(QStringLiteral("verdict"));
+    QFont big = m_verdict->font();
+    big.setPointSizeF(big.pointSizeF() * 1.3);
+    big.setBold(true);
+    m_verdict->setFont(big);
+    m_verdict->setWordWrap(true);
+    m_bars = new WhatIfBars(this);
+    m_details = new QLabel(this);
+    m_details->setObjectName(QStringLiteral("details"));
+    m_details->setWordWrap(true);
+    m_details->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_calibrationLabel = new QLabel(this);
+    m_calibrationLabel->setObjectName(QStringLiteral("calibration"));
+    m_calibrationLabel->setWordWrap(true);
+    right->addWidget(m_verdict);
+    right->addWidget(m_bars, 1);
+    right->addWidget(m_calibrationLabel);
+    right->addWidget(m_details);
+    layout->addLayout(right, 1);
+
+    const auto changed = [this] { recompute(); };
+    for (QComboBox* box :
+        { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card })
+        connect(box, &QComboBox::currentIndexChanged, this, changed);
+    for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_gpus, m_nodes, m_loraRank })
+        connect(box, &QSpinBox::valueChanged, this, changed);
+    connect(m_qlora, &QCheckBox::toggled, this, changed);
+    connect(measuredRun, &QPushButton::clicked, this, &WhatIfView::useControlsAsMeasuredRun);
+    recompute();
+}
+
+ModelSpec WhatIfView::model() const
+{
+    return modelPreset(m_model->currentText().toStdString()).value_or(ModelSpec {});
+}
+
+std::optional<GpuCard> WhatIfView::card() const
+{
+    return cardFromText(m_card->currentData().toString().toStdString());
+}
+
+TrainingSetup WhatIfView::setup() const
+{
+    TrainingSetup setup;
+    setup.microBatch = m_batch->value();
+    setup.sequence = m_sequence->value();
+    setup.precision = static_cast<Precision>(m_precision->currentIndex());
+    setup.optimizer = static_cast<OptimizerKind>(m_optimizer->currentIndex());
+    setup.gradientAccumulation = m_accumulation->value();
+    setup.checkpointing = static_cast<Checkpointing>(m_checkpointing->currentIndex());
+    setup.attention = static_cast<Attention>(m_attention->currentIndex());
+    setup.gpusPerNode = m_gpus->value();
+    setup.nodes = m_nodes->value();
+    setup.zeroStage = m_zero->currentIndex();
+    setup.offload = static_cast<Offload>(m_offload->currentIndex());
+    setup.loraRank = m_loraRank->value();
+    setup.quantizedBase = m_qlora->isChecked();
+    return setup;
+}
+
+void WhatIfView::setSetup(const TrainingSetup& setup)
+{
+    m_updating = true;
+    m_batch->setValue(setup.microBatch);
+    m_sequence->setValue(setup.sequence);
+    m_precision->setCurrentIndex(static_cast<int>(setup.precision));
+    m_optimizer->setCurrentIndex(static_cast<int>(setup.optimizer));
+    m_accumulation->setValue(setup.gradientAccumulation);
+    m_checkpointing->setCurrentIndex(static_cast<int>(setup.checkpointing));
+    m_attention->setCurrentIndex(static_cast<int>(setup.attention));
+    m_gpus->setValue(setup.gpusPerNode);
+    m_nodes->setValue(setup.nodes);
+    m_zero->setCurrentIndex(setup.zeroStage);
+    m_offload->setCurrentIndex(static_cast<int>(setup.offload));
+    m_loraRank->setValue(setup.loraRank);
+    m_qlora->setChecked(setup.quantizedBase);
+    m_updating = false;
+    recompute();
+}
+
+void WhatIfView::setModel(const QString& preset)
+{
+    m_model->setCurrentText(preset);
+}
+
+void WhatIfView::setCard(const QString& name)
+{
+    const int index = m_card->findData(name);
+    if (index >= 0)
+        m_card->setCurrentIndex(index);
+}
+
+void WhatIfView::setMeasured(std::shared_ptr<const SnapshotAnalysis> analysis, int32_t device)
+{
+    m_analysis = std::move(analysis);
+    m_device = m_analysis ? m_analysis->device(device) : nullptr;
+    if (m_device) {
+        // The smallest common card that held the run's reserve.
+        for (int i = 0; i < m_card->count(); ++i) {
+            const auto candidate = cardFromText(m_card->itemData(i).toString().toStdString());
+            if (candidate && candidate->capacityBytes >= m_device->peakReservedBytes) {
+                m_updating = true;
+                m_card->setCurrentIndex(i);
+                m_updating = false;
+                break;
+            }
+        }
+    }
+    useControlsAsMeasuredRun();
+}
+
+void WhatIfView::useControlsAsMeasuredRun()
+{
+    m_calibration.reset();
+    if (m_device) {
+        const TrainingSetup run = setup();
+        if (setupProblem(run).empty())
+            m_calibration = calibratePlan(planMemory(model(), run), *m_device);
+    }
+    recompute();
+}
+
+QString WhatIfView::verdict() const
+{
+    return m_verdict->text();
+}
+
+void WhatIfView::recompute()
+{
+    if (m_updating)
+        return;
+    const TrainingSetup current = setup();
+    const std::string problem = setupProblem(current);
+    if (!problem.empty()) {
+        m_verdict->setText(QString::fromStdString(problem));
+        m_details->clear();
+        m_result = PlanResult {};
+        m_result.setupProblem = problem;
+        emit planChanged();
+        return;
+    }
+    const ModelSpec spec = model();
+    const std::optional<GpuCard> chosen = card();
+    // Calibrated against the measured run's set-up, projected to this one.
+    m_result = makeProjectedPlan(spec, current, chosen, m_calibration);
+    const uint64_t capacity = chosen ? chosen->capacityBytes : 0;
+    m_bars->setPlan(m_result.shown.perGpu, capacity, current.totalGpus());
+    const uint64_t total = m_result.shown.totalPerGpu;
+    QString words = QString::fromStdString(fitWords(total, capacity));
+    words[0] = words[0].toUpper();
+    m_verdict->setText(QStringLiteral("%1 per GPU: %2.").arg(QString::fromStdString(formatBytes(total)), words));
+    QString details = QStringLiteral("Peak in %1; host memory per node %2.")
+                          .arg(text(peakPhaseName(m_result.shown.peakPhase)),
+                              QString::fromStdString(formatBytes(m_result.shown.hostBytes)));
+    if (m_result.maxMicroBatch > 0)
+        details += QStringLiteral(" Largest micro-batch on this card: %1.").arg(m_result.maxMicroBatch);
+    else if (m_result.maxMicroBatch == 0)
+        details += QStringLiteral(" Not even a micro-batch of 1 fits this card.");
+    if (!m_result.ladder.empty() && m_result.ladder.back().climbedTotal <= capacity)
+        details += QStringLiteral(" The ladder fits from '%1' on (%2).")
+                       .arg(QString::fromStdString(m_result.ladder.back().id),
+                           QString::fromStdString(m_result.ladder.back().change));
+    for (const std::string& note : m_result.shown.notes)
+        details += QLatin1Char(' ') + QString::fromStdString(note);
+    m_details->setText(details);
+    m_calibrationLabel->setVisible(m_calibration.has_value());
+    if (m_calibration)
+        m_calibrationLabel->setText(QStringLiteral("Measured run: %1. Changes are projected from the measurement.")
+                                        .arg(QString::fromStdString(m_calibration->summary)));
+    emit planChanged();
+}
+
+} // namespace oomlens

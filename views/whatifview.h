@@ -1,0 +1,80 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+#include "core/planner/plancalibration.h"
+#include "core/planner/planresult.h"
+
+#include <QWidget>
+
+#include <optional>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSpinBox;
+
+namespace oomlens {
+
+class WhatIfBars;
+
+// "What if": a training set-up as controls and its memory per GPU as stacked bars in the
+// timeline's band colours, with the card's capacity across them and the verdict in words.
+// Every change recomputes the plan on the spot (microseconds: no thread). With a measured run
+// (a snapshot's device), the bars start from the measured bands and every change is projected
+// from them (measured x formula(what-if) / formula(run)).
+class WhatIfView : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit WhatIfView(QWidget* parent = nullptr);
+
+    // The snapshot's device whose peak the current controls describe; nullptr forgets it.
+    void setMeasured(std::shared_ptr<const SnapshotAnalysis> analysis, int32_t device);
+    // Takes the current controls as the measured run's set-up (recalibrates).
+    void useControlsAsMeasuredRun();
+
+    void setModel(const QString& preset);
+    void setSetup(const planner::TrainingSetup& setup);
+    void setCard(const QString& name);
+
+    planner::TrainingSetup setup() const;
+    const planner::PlanResult& result() const { return m_result; }
+    const std::optional<planner::PlanCalibration>& calibration() const { return m_calibration; }
+    QString verdict() const;
+
+signals:
+    void planChanged();
+
+private:
+    void recompute();
+    planner::ModelSpec model() const;
+    std::optional<planner::GpuCard> card() const;
+
+    QComboBox* m_model = nullptr;
+    QSpinBox* m_batch = nullptr;
+    QSpinBox* m_sequence = nullptr;
+    QComboBox* m_precision = nullptr;
+    QComboBox* m_optimizer = nullptr;
+    QSpinBox* m_accumulation = nullptr;
+    QComboBox* m_checkpointing = nullptr;
+    QComboBox* m_attention = nullptr;
+    QSpinBox* m_gpus = nullptr;
+    QSpinBox* m_nodes = nullptr;
+    QComboBox* m_zero = nullptr;
+    QComboBox* m_offload = nullptr;
+    QSpinBox* m_loraRank = nullptr;
+    QCheckBox* m_qlora = nullptr;
+    QComboBox* m_card = nullptr;
+    QLabel* m_verdict = nullptr;
+    QLabel* m_details = nullptr;
+    QLabel* m_calibrationLabel = nullptr;
+    WhatIfBars* m_bars = nullptr;
+
+    std::shared_ptr<const SnapshotAnalysis> m_analysis;
+    const DeviceAnalysis* m_device = nullptr;
+    std::optional<planner::PlanCalibration> m_calibration;
+    planner::PlanResult m_result;
+    bool m_updating = false;
+};
+
+} // namespace oomlens
