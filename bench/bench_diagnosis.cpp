@@ -90,7 +90,7 @@ std::vector<Outcome> runFamily(const QString& dir, bool withText)
         if (!QFile::exists(base + QStringLiteral(".pickle")))
             continue;
         Case input;
-        addFile(input, (base + QStringLiteral(".pickle")).toStdString());
+        addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
         std::vector<std::string> alsoRight = stringList(*label, "also_acceptable");
         if (withText) {
             for (const char* suffix : { ".oom.txt", ".summary.txt" }) {
@@ -112,7 +112,7 @@ std::string shortId(const std::string& id)
     static const std::map<std::string, std::string> names { { "fragmentation", "frag" }, { "first_backward", "bwd1" },
         { "optimizer_step2", "opt2" }, { "longest_batch", "long" }, { "eval_accumulation", "eval" }, { "leak", "leak" },
         { "capacity", "cap" }, { "other_process", "other" }, { "memory_fraction_cap", "frac" },
-        { "large_allocation", "large" }, { "host_memory", "host" }, { "(none)", "none" } };
+        { "large_allocation", "large" }, { "host_memory", "host" }, { "working_set", "work" }, { "(none)", "none" } };
     const auto found = names.find(id);
     return found != names.end() ? found->second : id.substr(0, 6);
 }
@@ -228,7 +228,7 @@ void runMessages(const QString& dir, bool listMisses)
     std::vector<std::string> fieldMisses;
     for (const auto& [file, label] : labels->items()) {
         Case input;
-        addFile(input, (dir + QLatin1Char('/') + QString::fromStdString(file)).toStdString());
+        addFile(input, QString(dir + QLatin1Char('/') + QString::fromStdString(file)).toStdString());
         outcomes.push_back(
             judge(input, file, label.value("case", std::string()), stringList(label, "also_acceptable")));
 
@@ -282,9 +282,10 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    std::printf("Top diagnosis against the labels (columns: frag fragmentation, bwd1 first_backward, opt2 "
-                "optimizer_step2,\nlong longest_batch, eval eval_accumulation, cap capacity, other other_process, "
-                "frac memory_fraction_cap,\nlarge large_allocation, host host_memory, none no diagnosis)\n");
+    std::printf(
+        "Top diagnosis against the labels (columns: frag fragmentation, bwd1 first_backward, opt2 "
+        "optimizer_step2,\nlong longest_batch, eval eval_accumulation, cap capacity, other other_process, "
+        "frac memory_fraction_cap,\nlarge large_allocation, host host_memory, work working_set, none no diagnosis)\n");
     const QString familyA = data + QStringLiteral("/scenarios");
     const QString familyB = data + QStringLiteral("/scenarios_b");
     printReport("family A (tests/data/scenarios), snapshot alone", runFamily(familyA, false), listMisses);

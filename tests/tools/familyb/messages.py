@@ -269,7 +269,7 @@ RuntimeError: DataLoader worker (pid 18234) is killed by signal: Killed.
 
 message("t0_cached_backward.txt", "first_backward", '''=> epoch 0, iter 0
 ''' + BACKWARD_TB.replace(SITE, "/usr/lib/python3.6/site-packages") + '''RuntimeError: CUDA out of memory. Tried to allocate 144.00 MiB (GPU 0; 10.92 GiB total capacity; 9.86 GiB already allocated; 122.56 MiB free; 201.73 MiB cached)
-''', phase="backward", requested="144.00 MiB", total="10.92 GiB", allocated="9.86 GiB", free="122.56 MiB", reserved="201.73 MiB")
+''', phase="backward", requested="144.00 MiB", total="10.92 GiB", allocated="9.86 GiB", free="122.56 MiB")
 
 message("t2_capacty_other_process.txt", "other_process", '''torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU 0 has a total capacty of 23.69 GiB of which 18.75 MiB is free. Process 3391 has 17.80 GiB memory in use. Including non-PyTorch memory, this process has 5.61 GiB memory in use. Of the allocated memory 4.87 GiB is allocated by PyTorch, and 318.47 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF
 ''', requested="1.02 GiB", total="23.69 GiB", free="18.75 MiB", allocated="4.87 GiB")
@@ -364,7 +364,8 @@ re-wrapped lines and the logs around them.
 ```
 
 `reserved_bytes` is given only where a message prints the reserved total (`reserved in total by
-PyTorch`, `cached`); the 2.1+ templates print "reserved but unallocated" instead.
+PyTorch`); the 2.1+ templates print "reserved but unallocated" instead, and the <=1.3 `cached`
+figure is the cached-but-unallocated part, so neither is given as a reserved total.
 
 | file | case | phase |
 |---|---|---|
