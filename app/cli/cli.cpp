@@ -35,7 +35,8 @@ QString usageText()
 {
     // Synopses line up in one column; one too long for it puts its summary on the next line.
     constexpr qsizetype summaryColumn = 52;
-    const auto line = [](const QString& synopsis, const QString& summary) {
+    // `-> QString`: with QStringBuilder an `auto` return would refer to the lambda's locals.
+    const auto line = [](const QString& synopsis, const QString& summary) -> QString {
         QString text = QStringLiteral("  ") + synopsis;
         text += text.size() < summaryColumn ? QString(summaryColumn - text.size(), QLatin1Char(' '))
                                             : QLatin1Char('\n') + QString(summaryColumn, QLatin1Char(' '));
@@ -53,7 +54,7 @@ QString usageText()
 
 bool isHelpOrVersion(const QString& argument)
 {
-    for (const char* option : { "-h", "--help", "-v", "--version" }) {
+    for (const char* option : { "-h", "--help", "--help-all", "-v", "--version" }) {
         if (argument == QLatin1String(option))
             return true;
     }
@@ -63,7 +64,7 @@ bool isHelpOrVersion(const QString& argument)
 // Help and version are answered the same way with or without a GUI, before any window exists.
 std::optional<int> answerHelpOrVersion(const QCommandLineParser& parser)
 {
-    if (parser.isSet(QStringLiteral("help"))) {
+    if (parser.isSet(QStringLiteral("help")) || parser.isSet(QStringLiteral("help-all"))) {
         std::fputs(qPrintable(usageText()), stdout);
         return 0;
     }

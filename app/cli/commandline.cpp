@@ -26,7 +26,8 @@ std::optional<int> CommandLine::parse(const QStringList& arguments)
     // QCommandLineParser skips the first word as the program's name.
     if (!m_parser.parse(QStringList { QStringLiteral("oomlens ") + m_command } + arguments))
         return usageError(parseError(m_parser));
-    if (m_parser.isSet(QStringLiteral("help"))) {
+    // Qt's addHelpOption() also adds --help-all (Qt's own options, which a command has none of).
+    if (m_parser.isSet(QStringLiteral("help")) || m_parser.isSet(QStringLiteral("help-all"))) {
         std::fputs(qPrintable(helpText()), stdout);
         return 0;
     }

@@ -88,7 +88,7 @@ private Q_SLOTS:
             const Run run = oomlens({ command, help });
             QCOMPARE(run.exitCode, 0);
             QVERIFY2(run.err.isEmpty(), run.err.constData());
-            QVERIFY2(run.out.startsWith("Usage: oomlens " + command.toUtf8() + ' '), run.out.constData());
+            QVERIFY2(run.out.startsWith(QByteArray("Usage: oomlens " + command.toUtf8() + ' ')), run.out.constData());
             for (const QString& option : options)
                 QVERIFY2(run.out.contains(option.toUtf8()), qPrintable(option));
         }

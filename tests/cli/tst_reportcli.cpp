@@ -134,7 +134,8 @@ private Q_SLOTS:
         verifyLockedDocument(html);
         QVERIFY(html.contains("<article class=\"card\""));
         QVERIFY(html.contains("The OOM message, explained"));
-        QVERIFY(html.contains("<td>Tried to allocate</td><td class=\"num\">1.50 GiB</td>"));
+        // The label the app shows too (core/presentation).
+        QVERIFY(html.contains("<td>Requested</td><td class=\"num\">1.50 GiB</td>"));
         // No snapshot among the inputs: the report says how to record one.
         QVERIFY(html.contains("torch.cuda.memory._record_memory_history(max_entries=100000)"));
     }
