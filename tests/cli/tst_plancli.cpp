@@ -45,7 +45,7 @@ class TestPlanCli : public QObject
 
     static QString fixture(const char* name)
     {
-        return test::testDataDir() + QStringLiteral("/planner/") + QString::fromLatin1(name);
+        return oomlens::test::testDataDir() + QStringLiteral("/planner/") + QString::fromLatin1(name);
     }
 
 private Q_SLOTS:
@@ -164,7 +164,7 @@ private Q_SLOTS:
     // A measured run: the calibration block compares each band with the formula.
     void calibratesWithASnapshot()
     {
-        const QString snapshot = test::testDataDir() + QStringLiteral("/scenarios/first_backward.pickle");
+        const QString snapshot = oomlens::test::testDataDir() + QStringLiteral("/scenarios/first_backward.pickle");
         const QJsonObject plan = planJson({ QStringLiteral("--params"), QStringLiteral("1e8"),
             QStringLiteral("--layers"), QStringLiteral("4"), QStringLiteral("--hidden"), QStringLiteral("512"),
             QStringLiteral("--heads"), QStringLiteral("8"), QStringLiteral("--vocab"), QStringLiteral("32000"),
