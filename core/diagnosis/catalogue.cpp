@@ -25,6 +25,8 @@ constexpr Entry entries[] = {
     { "memory_fraction_cap", "A per-process memory limit, not the card, ran out" },
     { "large_allocation", "One request is a large share of the card" },
     { "host_memory", "The host's RAM ran out, not the GPU's" },
+    // Not a cause but the honest fallback when no rule above is supported by the evidence.
+    { "working_set", "Live tensors filled what this process could hold" },
 };
 
 constexpr double maxConfidence = 0.97;

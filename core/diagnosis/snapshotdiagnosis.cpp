@@ -762,7 +762,6 @@ private:
     void workingSet()
     {
         Diagnosis d = makeDiagnosis("working_set", 0.4, {});
-        d.title = "Live tensors filled what this process could hold";
         evidence(d, "at the OOM in " + where() + ": " + bandsText(), m_oom.eventIndex);
         evidence(d,
             "the " + formatBytes(m_oom.requestedBytes) + " request found " + formatBytes(m_oom.deviceFreeBytes)
