@@ -108,7 +108,15 @@ std::vector<int64_t> profilerStepStarts(const Snapshot& snapshot, int32_t device
 }
 
 // Raw evidence per event: a phase, or Unknown with a note whether the event had frames at all.
-enum class Evidence : uint8_t { None, Loose, Known };
+// Frameless is an allocation (or the OOM) that recorded no frames in a trace whose other
+// allocations do: made on a thread without Python frames, which in training is the autograd
+// engine's. A free without frames is None: with context='alloc' it only lacks its block's stack.
+enum class Evidence : uint8_t { None, Frameless, Loose, Known };
+
+bool isAllocation(TraceAction action)
+{
+    return action == TraceAction::Alloc || action == TraceAction::SegmentAlloc || action == TraceAction::Oom;
+}
 
 bool isTraining(Phase p)
 {
@@ -217,6 +225,10 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
 
     out.eventPhase.assign(n, Phase::Unknown);
     std::vector<Evidence> evidence(n, Evidence::None);
+    // Frameless allocations only say "another thread" when the trace records Python frames at all
+    // (stacks='python' or 'all'); with stacks recording off every event is frameless.
+    const bool framesRecorded = std::any_of(events.begin(), events.end(),
+        [](const TraceEvent& e) { return isAllocation(e.action) && e.stack != FrameTable::emptyStack(); });
     for (size_t i = 0; i < n; ++i) {
         const TraceEvent& e = events[i];
         StackId stack = e.stack;
@@ -231,8 +243,12 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         }
         const Phase p = stack == FrameTable::emptyStack() ? Phase::Unknown : features.phase(stack);
         out.eventPhase[i] = p;
-        evidence[i] = p != Phase::Unknown ? Evidence::Known
-                                          : (stack == FrameTable::emptyStack() ? Evidence::None : Evidence::Loose);
+        if (p != Phase::Unknown)
+            evidence[i] = Evidence::Known;
+        else if (stack != FrameTable::emptyStack())
+            evidence[i] = Evidence::Loose;
+        else if (framesRecorded && isAllocation(e.action))
+            evidence[i] = Evidence::Frameless;
     }
 
     // An Optimizer.step window only says "optimizer" for frameless events when no forward or
@@ -274,6 +290,12 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
                 current = Phase::Data;
             out.eventPhase[i] = current;
         } else {
+            // Memory made with no frames right after a forward pass is the autograd engine's:
+            // loss.backward() runs the graph on the engine's own thread, whose allocations
+            // (gradients, backward scratch) carry no Python frames. The Python side of it
+            // (Tensor.backward) may show on a few of them, or on the OOM only, or nowhere.
+            if (evidence[i] == Evidence::Frameless && current == Phase::Forward)
+                current = Phase::Backward;
             out.eventPhase[i] = current;
         }
     }

@@ -11,9 +11,11 @@ namespace oomlens {
 //
 // Evidence, strongest first: the event's own frames (StackFeatures), optimizer annotations
 // (external_annotations "Optimizer.step#...", unless forward or backward frames show inside
-// the window: a closure-based step), then continuity: an event without frames (the
-// autograd thread records none under stacks='python') continues the phase before it, and
-// loose training-loop code continues a forward (the loss) or else is data preparation.
+// the window: a closure-based step), then continuity: an event without frames continues
+// the phase before it, except that an allocation (or the OOM) without frames right after a
+// forward starts the backward (the autograd thread records none under stacks='python', and
+// Tensor.backward may show nowhere), and loose training-loop code continues a forward (the
+// loss) or else is data preparation.
 // Steps: ProfilerStep#N annotations when present, else a new step starts when forward or
 // data follows the optimizer (or backward, when the trace has no optimizer), else — for
 // forward-only traces — when the model's top-level forward starts over.

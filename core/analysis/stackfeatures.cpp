@@ -67,6 +67,12 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     if (name == "_engine_run_backward" || name == "_make_grads" || name == "run_backward"
         || (name == "backward" && (inTorch(file, "torch/_tensor.py") || inTorch(file, "torch/autograd/"))))
         f |= FeatureBackward;
+    // Activation checkpointing re-runs the forward from inside backward (CheckpointFunction.backward,
+    // or the saved-tensor unpack hook of the non-reentrant variant); under stacks='python' these
+    // frames are the only sign that the recomputation is backward's, not a new forward.
+    if (inTorch(file, "torch/utils/checkpoint.py")
+        && (name == "backward" || name == "unpack_hook" || name == "unpack" || name == "recompute_fn"))
+        f |= FeatureBackward;
 
     if (inTorch(file, "torch/optim/") || inTorch(file, "torch\\optim\\") || inTorch(file, "torch/nn/utils/clip_grad"))
         f |= FeatureOptimizer;

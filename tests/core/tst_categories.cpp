@@ -246,6 +246,36 @@ alloc act2 900MiB lfwd
         QCOMPARE(d->categoriesAtPeak[size_t(Category::OptimizerState)], 400 * MiB);
     }
 
+    void framelessBackwardGradients()
+    {
+        // stacks='python': the engine thread records no frames. After a forward, what it makes
+        // and keeps across steps is gradients; what it frees within the backward is scratch, and
+        // the forward's memory freed there was saved activations.
+        const char* text = R"(
+alloc w 400MiB load
+alloc x 10MiB data
+alloc act 800MiB fwd
+alloc l 4KiB loss
+alloc gw 400MiB none
+alloc bt 30MiB none
+free bt none
+free act none
+alloc m 400MiB optinit
+alloc s 10MiB opt
+free s opt
+free x none
+alloc x2 10MiB data
+alloc act2 900MiB fwd
+)";
+        const auto result = test::analyzeTrace(text);
+        QCOMPARE(byName(result, text, "gw")->phase, Phase::Backward);
+        QCOMPARE(byName(result, text, "gw")->category, Category::Gradients);
+        QCOMPARE(byName(result, text, "bt")->category, Category::Temporaries);
+        QCOMPARE(byName(result, text, "act")->category, Category::Activations);
+        QCOMPARE(byName(result, text, "m")->category, Category::OptimizerState);
+        QCOMPARE(result.primary()->stepCount, 2);
+    }
+
     void optimizerInBackwardHookIsOptimizerState()
     {
         // optimizer.step() from a post-accumulate-grad hook: AccumulateGrad is outside the step,

@@ -193,6 +193,25 @@ private Q_SLOTS:
         const auto small = diagnose(trace, context);
         QCOMPARE(small.front().id, std::string("capacity"));
     }
+
+    // stacks='python': the autograd engine's thread records no frames, so the backward's
+    // gradients and the failing request carry none, and nothing names Tensor.backward. Right
+    // after the first forward that is the first backward: weights 1 + activations 6 + gradient
+    // 0.5 = 7.5 GiB live, usable 7.6 GiB; training would keep 4 x 1 = 4 GiB of state, which fits.
+    void framelessOomAfterForwardIsTheFirstBackward()
+    {
+        const std::string trace = "before p 1GiB load\n"
+                                  "alloc a1 3GiB fwd\n"
+                                  "alloc a2 3GiB fwd\n"
+                                  "alloc l 4KiB loss\n"
+                                  "alloc g1 512MiB none\n"
+                                  "oom 2GiB free=100MiB none\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(trace);
+        QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Backward);
+        const auto diagnoses = diagnose(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == "first_backward", ids(diagnoses).c_str());
+    }
 };
 
 QTEST_GUILESS_MAIN(TestDiagCauses)

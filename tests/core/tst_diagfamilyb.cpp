@@ -28,10 +28,6 @@ namespace {
 const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
-        { QStringLiteral("alone:gpt2l_container_first_backward"), "issue 10: first backward, activations" },
-        { QStringLiteral("text:gpt2l_container_first_backward"), "issue 10: first backward, activations" },
-        { QStringLiteral("alone:gpt2l_eager_attention_first_backward"), "issue 10: first backward, activations" },
-        { QStringLiteral("text:gpt2l_eager_attention_first_backward"), "issue 10: first backward, activations" },
         { QStringLiteral("alone:gpt2l_sgd_longest_batch"), "issue 10: longest batch" },
         { QStringLiteral("text:gpt2l_sgd_longest_batch"), "issue 10: longest batch" },
         { QStringLiteral("alone:gpt2large_custom_evaluate_keeps_logits"), "issue 10: class 4, cause over symptom" },

@@ -71,6 +71,14 @@ private Q_SLOTS:
             << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;"
                "torch/utils/checkpoint.py:unpack:1100;??:torch::autograd::Engine::thread_main:0"
             << int(Phase::Backward);
+        QTest::newRow("python-only checkpoint recompute")
+            << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;"
+               "torch/utils/checkpoint.py:recompute_fn:1480;torch/utils/checkpoint.py:unpack_hook:1110"
+            << int(Phase::Backward);
+        QTest::newRow("checkpoint call in forward")
+            << "model.py:forward:3;torch/utils/checkpoint.py:checkpoint:488;model.py:forward:20;"
+               "torch/nn/modules/module.py:_call_impl:1750;train.py:main:9"
+            << int(Phase::Forward);
         QTest::newRow("optimizer")
             << "torch/optim/adamw.py:_single_tensor_adamw:300;torch/optim/optimizer.py:wrapper:493"
             << int(Phase::Optimizer);
@@ -170,6 +178,56 @@ private Q_SLOTS:
         QCOMPARE(phaseOf(text, "e1"), Phase::Backward);
         QCOMPARE(phaseOf(text, "o"), Phase::Optimizer);
         QCOMPARE(phaseOf(text, "x"), Phase::Data); // loop code after the step: the next batch
+    }
+
+    void framelessAfterForwardIsBackward()
+    {
+        // stacks='python' without any Tensor.backward frame: the engine thread's allocations
+        // carry no frames, and the forward's own frameless frees do not end the forward.
+        const std::string text = "alloc f 4MiB fwd\nalloc t 1MiB fwd\nfree t none\nalloc f2 4MiB fwd\n"
+                                 "alloc l 4KiB loss\nalloc g 4MiB none\nfree f none\nalloc s 1MiB none\n"
+                                 "free s none\nalloc o 1MiB opt\nalloc e 1MiB none\n";
+        QCOMPARE(phaseOf(text, "f2"), Phase::Forward);
+        QCOMPARE(phaseOf(text, "l"), Phase::Forward);
+        QCOMPARE(phaseOf(text, "g"), Phase::Backward);
+        QCOMPARE(phaseOf(text, "s"), Phase::Backward);
+        QCOMPARE(phaseOf(text, "o"), Phase::Optimizer);
+        QCOMPARE(phaseOf(text, "e"), Phase::Optimizer); // frameless after the step is not backward
+    }
+
+    void framelessOomAfterForwardIsBackward()
+    {
+        // The OOM is the only frameless event: the first gradient the engine asks for.
+        const auto result = test::analyzeTrace("alloc w 64MiB load\nalloc f 8MiB fwd\nalloc l 4KiB loss\n"
+                                               "oom 8MiB free=1MiB none\n");
+        const auto* d = result.primary();
+        QCOMPARE(d->ooms.size(), size_t(1));
+        QCOMPARE(d->ooms[0].phase, Phase::Backward);
+    }
+
+    void framelessStepsWithoutBackwardFrames()
+    {
+        // forward -> frameless backward -> optimizer, three times: three steps.
+        std::string text = "alloc w 64MiB load\n";
+        for (int i = 0; i < 3; ++i) {
+            const auto n = std::to_string(i);
+            text += "alloc in" + n + " 1MiB data\nalloc f" + n + " 8MiB fwd\nalloc g" + n + " 4MiB none\nfree f" + n
+                + " none\nalloc u" + n + " 1MiB opt\nfree u" + n + " opt\nfree g" + n + " zero\nfree in" + n
+                + " none\n";
+        }
+        const auto result = test::analyzeTrace(text);
+        QCOMPARE(result.primary()->stepCount, 3);
+        QCOMPARE(phaseOf(text, "g1"), Phase::Backward);
+        QCOMPARE(stepOf(text, "g1"), 2);
+        QCOMPARE(stepOf(text, "f2"), 3);
+    }
+
+    void noFramesRecordedStaysUnknown()
+    {
+        // stacks recording off: frameless says nothing, there is no forward to follow.
+        const auto result = test::analyzeTrace("alloc a 1MiB none\nalloc b 1MiB none\nfree a none\n");
+        QCOMPARE(result.primary()->eventPhase.back(), Phase::Unknown);
+        QCOMPARE(result.primary()->stepCount, 0);
     }
 
     void allocContextFreesAreNotEvidence()
