@@ -47,6 +47,9 @@ struct RunOutlook
     bool leadingFixFreesOnlyDynamic = false;
     // It raises what the process may hold (another process gone, a limit lifted) by unknown bytes.
     bool leadingFixRaisesCeiling = false;
+    // The first fix makes a fixed amount usable once (split cache blocks recovered); it fits the
+    // run only when that covers what the failing phase still has to allocate (RunFacts).
+    std::optional<uint64_t> leadingFixFreesOnceBytes;
     std::optional<bool> leadingFixFitsRun; // set by the ranking step; nullopt when it cannot tell
     std::string rankReason; // the numbers that decided leadingFixFitsRun
 };

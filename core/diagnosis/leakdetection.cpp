@@ -36,6 +36,21 @@ std::string siteOf(const Snapshot& snapshot, StackId stack)
     return first;
 }
 
+// Weights, gradients and optimizer state live right before `event`: what training keeps once it
+// has created it.
+uint64_t stateLiveBefore(const DeviceAnalysis& device, int64_t event)
+{
+    uint64_t bytes = 0;
+    for (const Allocation& allocation : device.allocations) {
+        if (allocation.allocEvent >= event || (allocation.freeEvent >= 0 && allocation.freeEvent < event))
+            continue;
+        if (allocation.category == Category::Parameters || allocation.category == Category::OptimizerState
+            || allocation.category == Category::Gradients)
+            bytes += allocation.requestedSize;
+    }
+    return bytes;
+}
+
 } // namespace
 
 std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalysis& device,
@@ -70,9 +85,16 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     if (finding.events.size() < 3)
         return std::nullopt;
 
+    // Gradients and optimizer state appear in the first steps (lazily, at the first backward and
+    // optimizer.step(), or over several micro-batches of gradient accumulation); that is state
+    // creation, not a leak. What a leak keeps is compared without them: the live bytes of every
+    // other kind at each matching point.
     std::vector<int64_t> changes;
-    for (const int64_t event : finding.events)
-        finding.live.push_back(liveBefore(device, event));
+    for (const int64_t event : finding.events) {
+        const uint64_t live = liveBefore(device, event);
+        const uint64_t state = stateLiveBefore(device, event);
+        finding.live.push_back(live > state ? live - state : 0);
+    }
     for (size_t i = 1; i < finding.live.size(); ++i) {
         changes.push_back(static_cast<int64_t>(finding.live[i]) - static_cast<int64_t>(finding.live[i - 1]));
         finding.rising += changes.back() > 0 ? 1 : 0;
@@ -81,6 +103,15 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     std::sort(changes.begin(), changes.end());
     const int64_t median = changes[changes.size() / 2];
     if (finding.live.back() <= finding.live.front() || median <= 0 || 3 * finding.rising < 2 * finding.comparisons)
+        return std::nullopt;
+    // A leak keeps the same bytes every step: growth confined to the first points (a cache warming
+    // up, a buffer sized once) stops, and the later half of the points then shows little of it.
+    const size_t middle = finding.live.size() / 2;
+    const uint64_t lateGrowth
+        = finding.live.back() > finding.live[middle] ? finding.live.back() - finding.live[middle] : 0;
+    const uint64_t total = finding.live.back() - finding.live.front();
+    const double laterShare = double(finding.live.size() - 1 - middle) / double(finding.live.size() - 1);
+    if (double(lateGrowth) < 0.5 * laterShare * double(total))
         return std::nullopt;
     finding.slopePerStep = static_cast<uint64_t>(median);
     finding.growth = finding.live.back() - finding.live.front();

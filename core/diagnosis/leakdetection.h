@@ -17,7 +17,8 @@ namespace oomlens {
 struct LeakFinding
 {
     std::string point; // "the start of each step", "the start of each forward pass"
-    std::vector<uint64_t> live; // live bytes at each matching point, oldest first
+    // live bytes at each matching point besides weights, gradients and optimizer state, oldest first
+    std::vector<uint64_t> live;
     std::vector<int64_t> events; // the matching points' events
     int rising = 0; // comparisons where the next point is higher
     int comparisons = 0;
@@ -36,6 +37,8 @@ struct LeakFinding
 // optimizer state); when fewer than three such steps are known (steps not detected, a ring buffer
 // that kept little), the starts of forward passes. Robust to a truncated trace and to one step out
 // of line: the slope is the median change, and a leak needs most comparisons to rise, not all.
+// Not a leak: state being created (gradients, optimizer state: left out of the comparison), and
+// growth confined to the first points (the later half of the points must keep the slope).
 std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalysis& device,
     const DeviceProfile& profile, int64_t untilEvent, int32_t firstTrainingStep);
 

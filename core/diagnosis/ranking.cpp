@@ -55,7 +55,9 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
             o.leadingFixFitsRun = false;
             // What the first fix frees once (its projected saving) against what the cause adds per unit.
             const auto saving = d.fixes.empty() ? std::nullopt : d.fixes.front().projectedSavingBytes;
-            const uint64_t once = saving && *saving > 0 ? static_cast<uint64_t>(*saving) : 0;
+            const uint64_t once = o.leadingFixFreesOnceBytes ? *o.leadingFixFreesOnceBytes
+                : saving && *saving > 0                      ? static_cast<uint64_t>(*saving)
+                                                             : 0;
             const uint64_t more = once / g.growthPerUnitBytes;
             o.rankReason = "ranked below " + grower->id + ": that cause adds " + formatBytes(g.growthPerUnitBytes)
                 + " per " + g.unit + ", and " + firstFixTitle(d)
@@ -63,6 +65,22 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
                             + plural(g.unit, more) + " before the "
                             + (facts.phase.empty() ? std::string("phase") : facts.phase) + " fails again"
                             : " does not stop it");
+        } else if (o.leadingFixFreesOnceBytes) {
+            const uint64_t once = *o.leadingFixFreesOnceBytes;
+            if (facts.phaseStillNeedsBytes && *facts.phaseStillNeedsBytes > once) {
+                o.leadingFixFitsRun = false;
+                o.rankReason = "not the cause: " + firstFixTitle(d) + " makes " + formatBytes(once)
+                    + " usable once, and the failing " + (facts.phase.empty() ? std::string("phase") : facts.phase)
+                    + " still has to allocate " + formatBytes(*facts.phaseStillNeedsBytes) + " (" + facts.phaseNeedText
+                    + ")";
+            } else if (!facts.phaseGrowthCause.empty() && facts.phaseGrowthCause != d.id) {
+                o.leadingFixFitsRun = false;
+                o.rankReason = "ranked below " + facts.phaseGrowthCause
+                    + ": that cause makes the failing phase need more than the steps before it did, so the "
+                    + formatBytes(once) + " " + firstFixTitle(d) + " makes usable once does not bound it";
+            } else if (facts.phaseStillNeedsBytes) {
+                o.leadingFixFitsRun = true;
+            }
         } else if (o.leadingFixStopsGrowth && !d.fixes.empty()) {
             o.leadingFixFitsRun = d.fixes.front().fitsAfter;
         }

@@ -107,7 +107,15 @@ public:
         facts.fixedStateBytes = m_state.total();
         facts.fixedStateText = m_state.text();
         facts.phase = m_oom.phase == Phase::Eval ? "evaluation" : "training";
+        projectPhaseNeed(facts);
+        for (const Diagnosis& d : m_out) {
+            const bool growsInPhase = d.id == "longest_batch" || d.id == "optimizer_step2" || d.id == "first_backward"
+                || d.id == "leak" || d.id == "eval_accumulation" || d.id == "capacity";
+            if (growsInPhase && d.confidence >= 0.5 && facts.phaseGrowthCause.empty())
+                facts.phaseGrowthCause = d.id;
+        }
         assessRunFit(m_out, facts);
+        demoteSymptomWithoutCause(facts);
         return std::move(m_out);
     }
 
@@ -143,6 +151,87 @@ private:
             inputs.optimizerStateBuilt = true;
         }
         m_state = projectTrainingState(inputs, weightPrecision(*m_analysis.snapshot, m_device));
+    }
+
+    // What the failing phase still has to allocate before it ends, projected from the step profile:
+    // the rest of a typical step's dynamic peak (what other steps grew from their start, less what
+    // this one already has), the gradients and optimizer state training has yet to create, and at
+    // least the request that failed. Only a lower bound where no earlier step shows the rest.
+    void projectPhaseNeed(RunFacts& facts)
+    {
+        const uint64_t request = m_oom.requestedBytes;
+        uint64_t remaining = request;
+        std::string text = formatBytes(request) + " request";
+        m_phaseNeedIsBound = true;
+        const bool training
+            = m_oom.phase == Phase::Forward || m_oom.phase == Phase::Backward || m_oom.phase == Phase::Optimizer;
+        if (training && m_oom.step >= 0) {
+            std::vector<uint64_t> growth;
+            for (const auto& step : m_profile.steps) {
+                if (step.step != m_oom.step && step.complete && step.step >= firstTrainingStep() && !step.hasEval)
+                    growth.push_back(step.dynamicGrowth());
+            }
+            const StepProfile* failing = m_profile.step(m_oom.step);
+            if (!growth.empty() && failing) {
+                uint64_t dynamicNow = 0;
+                for (int i = 0; i < categoryCount; ++i) {
+                    if (isDynamic(static_cast<Category>(i)))
+                        dynamicNow += m_oom.liveByCategory[static_cast<size_t>(i)];
+                }
+                const uint64_t already
+                    = dynamicNow > failing->startDynamic() ? dynamicNow - failing->startDynamic() : 0;
+                const uint64_t typical = median(growth);
+                if (typical > already + request) {
+                    remaining = typical - already;
+                    text = "the rest of a typical step's " + formatBytes(typical) + " of activations and temporaries";
+                }
+                m_phaseNeedIsBound = false;
+            }
+        }
+        if (training) {
+            const uint64_t gradients = band(m_oom.liveByCategory, Category::Gradients);
+            const uint64_t state = band(m_oom.liveByCategory, Category::OptimizerState);
+            const uint64_t toCome = (m_state.gradients > gradients ? m_state.gradients - gradients : 0)
+                + (m_state.optimizerState > state ? m_state.optimizerState - state : 0);
+            if (toCome > 0) {
+                remaining += toCome;
+                text += ", plus " + formatBytes(toCome) + " of gradients and optimizer state still to be created";
+            }
+        }
+        facts.phaseStillNeedsBytes = remaining;
+        facts.phaseNeedText = text;
+    }
+
+    // Split cache blocks are at almost every OOM; recovering them is the fix only when that makes
+    // the phase fit. When the ranking shows it would not, or the phase's need is only a lower bound
+    // and the recovered bytes are not well above it, fragmentation describes the failure but is no
+    // cause: its confidence says so, and with no other cause the working set is named.
+    void demoteSymptomWithoutCause(const RunFacts& facts)
+    {
+        auto fragmentation
+            = std::find_if(m_out.begin(), m_out.end(), [](const Diagnosis& d) { return d.id == "fragmentation"; });
+        if (fragmentation == m_out.end() || !fragmentation->outlook)
+            return;
+        const RunOutlook& o = *fragmentation->outlook;
+        const bool othersCanFit = std::any_of(m_out.begin(), m_out.end(), [](const Diagnosis& d) {
+            return d.id != "fragmentation" && !(d.outlook && d.outlook->leadingFixFitsRun == false);
+        });
+        if (o.leadingFixFitsRun == false) {
+            if (!othersCanFit) {
+                fragmentation->confidence = std::min(fragmentation->confidence, 0.35);
+                workingSet();
+            }
+            return;
+        }
+        const uint64_t once = o.leadingFixFreesOnceBytes.value_or(0);
+        const uint64_t need = facts.phaseStillNeedsBytes.value_or(m_oom.requestedBytes);
+        if (m_phaseNeedIsBound && isTrainingRun() && once < 2 * need) {
+            fragmentation->confidence = std::min(fragmentation->confidence, 0.6);
+            evidence(*fragmentation,
+                "no earlier step shows what the rest of this one needs: " + formatBytes(need) + " ("
+                    + facts.phaseNeedText + ") is only a lower bound next to the " + formatBytes(once)
+                    + " recovery would make usable");
+        }
     }
 
     static RunOutlook dynamicOutlook()
@@ -296,6 +385,7 @@ private:
                 FixKind::Checkpointing },
             m_fixes);
         d.outlook = dynamicOutlook();
+        d.outlook->leadingFixFreesOnceBytes = unused + m_oom.deviceFreeBytes;
         m_out.push_back(std::move(d));
     }
 
@@ -632,9 +722,10 @@ private:
         const bool steady = finding->rising == finding->comparisons && finding->comparisons >= 3;
         Diagnosis d = makeDiagnosis("leak", steady ? 0.85 : 0.7, {});
         evidence(d,
-            "memory live at " + finding->point + " grows: " + formatBytes(finding->live.front()) + " to "
-                + formatBytes(finding->live.back()) + " over " + std::to_string(finding->comparisons) + " steps ("
-                + formatSignedBytes(static_cast<int64_t>(finding->growth)) + "), about "
+            "memory live at " + finding->point
+                + ", besides weights, gradients and optimizer state, grows: " + formatBytes(finding->live.front())
+                + " to " + formatBytes(finding->live.back()) + " over " + std::to_string(finding->comparisons)
+                + " steps (" + formatSignedBytes(static_cast<int64_t>(finding->growth)) + "), about "
                 + formatBytes(finding->slopePerStep) + " per step (the median change)",
             finding->events.back());
         evidence(d,
@@ -786,6 +877,7 @@ private:
     std::optional<uint64_t> m_capacity;
     std::optional<uint64_t> m_cardTotal; // from the message, nvidia-smi or a capture sidecar
     std::string m_cardSource;
+    bool m_phaseNeedIsBound = true; // the phase's need is only a lower bound: no earlier step shows the rest
     bool m_implausiblySmall = false; // card unknown, and the process could hold less than any training GPU leaves
     TrainingState m_state;
     std::vector<Diagnosis> m_out;
