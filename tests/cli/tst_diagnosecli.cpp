@@ -23,7 +23,13 @@ class TestDiagnoseCli : public QObject
 
     static Run oomlens(const QStringList& arguments, const QByteArray& stdinBytes = {})
     {
+        // Arguments that are not a command take the GUI path, whose platform plugin warns on
+        // stderr when there is no login session (root in CI); a desktop session has a runtime dir.
+        static QTemporaryDir runtimeDir;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtimeDir.path());
         QProcess process;
+        process.setProcessEnvironment(environment);
         process.start(qEnvironmentVariable("OOMLENS_BINARY"), arguments);
         if (!stdinBytes.isEmpty())
             process.write(stdinBytes);
