@@ -186,8 +186,7 @@ private Q_SLOTS:
         QVERIFY(html.contains(QLatin1String("torch.cuda.memory._record_memory_history(max_entries=100000)")));
         QVERIFY(html.contains(QLatin1String("torch.cuda.memory._dump_snapshot(")));
         // Top allocations at the peak carry their stacks in collapsible sections.
-        QVERIFY(html.contains(
-            QStringLiteral("<details><summary>1. 1024.00 MiB · Parameters · allocated in load")));
+        QVERIFY(html.contains(QStringLiteral("<details><summary>1. 1024.00 MiB · Parameters · allocated in load")));
         QVERIFY(html.contains(QLatin1String("_call_impl  torch/nn/modules/module.py:1750")));
         // Categories by their names, as the app shows them, never by their JSON keys.
         QVERIFY(html.contains(QLatin1String("</span>Optimizer state</td>")));
