@@ -2,7 +2,10 @@
 
 #include "common/testutil.h"
 #include "common/tracebuilder.h"
+#include "parsers/inputloader.h"
 #include "parsers/snapshotreader.h"
+
+#include <QFile>
 
 #include <string_view>
 
@@ -15,6 +18,19 @@ SnapshotAnalysis analyzeScenario(const QString& name)
     if (!result.snapshot)
         qFatal("cannot read scenario %s: %s", qPrintable(name), result.error.c_str());
     return analyzeSnapshot(result.snapshot);
+}
+
+Case scenarioCase(const QString& base, bool withText)
+{
+    Case input;
+    addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
+    if (withText) {
+        for (const char* suffix : { ".oom.txt", ".summary.txt" }) {
+            if (QFile::exists(base + QLatin1String(suffix)))
+                addFile(input, QString(base + QLatin1String(suffix)).toStdString());
+        }
+    }
+    return input;
 }
 
 std::shared_ptr<const Snapshot> traceSnapshot(std::string_view text)

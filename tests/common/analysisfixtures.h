@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/snapshotanalysis.h"
+#include "core/case.h"
 #include "core/diagnosis.h"
 
 #include <QString>
@@ -15,6 +16,10 @@ namespace oomlens::test {
 // Reads and analyses tests/data/scenarios/<name>.pickle; a scenario that does not read aborts
 // the run (the generator's output is broken, not the code under test).
 SnapshotAnalysis analyzeScenario(const QString& name);
+
+// A scenario as a user would open it: `<base>.pickle`, and with its text the `<base>.oom.txt` and
+// `<base>.summary.txt` beside it where they exist. `base` is the path without an extension.
+Case scenarioCase(const QString& base, bool withText);
 
 // buildSnapshot() for fixtures written in the test itself: a bad line aborts the run with the
 // builder's message, since the test, not the code under test, is wrong.

@@ -17,19 +17,10 @@ using namespace oomlens;
 
 namespace {
 
-// A scenario as a user would open it: the snapshot, the OOM traceback and the summary together.
-Case scenarioCase(const QString& name, bool withText)
+// A bundled family-A scenario by name, as scenarioCase() wants it (the path without extension).
+QString scenarioBase(const QString& name)
 {
-    Case result;
-    const QString base = test::testDataDir() + QStringLiteral("/scenarios/") + name;
-    QStringList files { base + QStringLiteral(".pickle") };
-    if (withText)
-        files << base + QStringLiteral(".oom.txt") << base + QStringLiteral(".summary.txt");
-    for (const QString& file : files) {
-        if (QFile::exists(file))
-            addFile(result, file.toStdString());
-    }
-    return result;
+    return test::testDataDir() + QStringLiteral("/scenarios/") + name;
 }
 
 } // namespace
@@ -59,7 +50,7 @@ private Q_SLOTS:
     {
         QFETCH(QString, name);
         QFETCH(QString, truth);
-        const Case input = scenarioCase(name, true);
+        const Case input = test::scenarioCase(scenarioBase(name), true);
         for (const auto& in : input.inputs)
             QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
         QVERIFY(!input.text.oomMessages.empty());
@@ -88,7 +79,7 @@ private Q_SLOTS:
                 + QStringLiteral(".oom.txt");
             addFile(input, path.toStdString());
             const CaseAnalysis fromText = analyzeCase(input);
-            const CaseAnalysis measured = analyzeCase(scenarioCase(QLatin1String(name), false));
+            const CaseAnalysis measured = analyzeCase(test::scenarioCase(scenarioBase(QLatin1String(name)), false));
             QVERIFY(!fromText.diagnoses.empty());
             for (const auto& d : fromText.diagnoses) {
                 if (d.id == "first_backward" || d.id == "eval_accumulation" || d.id == "optimizer_step2")
@@ -103,7 +94,7 @@ private Q_SLOTS:
 
     void healthySnapshotReportsPeakAndHeadroom()
     {
-        Case input = scenarioCase(QStringLiteral("healthy"), true);
+        Case input = test::scenarioCase(scenarioBase(QStringLiteral("healthy")), true);
         NvidiaSmiTable table;
         table.gpus.push_back({ 0, "test card", std::nullopt, 1792 * MiB });
         input.text.nvidiaSmi.push_back(table);
@@ -121,7 +112,7 @@ private Q_SLOTS:
 
     void messageFromAnotherDeviceIsNotLinked()
     {
-        Case input = scenarioCase(QStringLiteral("fragmentation"), true);
+        Case input = test::scenarioCase(scenarioBase(QStringLiteral("fragmentation")), true);
         QVERIFY(!input.text.oomMessages.empty());
         for (auto& message : input.text.oomMessages)
             message.device = 3;

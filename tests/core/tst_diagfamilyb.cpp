@@ -5,6 +5,7 @@
 //
 // Rows that fail today are listed in expectedFailures() below (issue 10). QtTest reports a listed
 // row that starts passing as XPASS, which fails the suite: whoever fixes a rule removes its rows.
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "parsers/inputloader.h"
@@ -109,20 +110,6 @@ Top topDiagnosis(const Case& input)
     return top;
 }
 
-Case scenarioCase(const QString& name, bool withText)
-{
-    Case input;
-    const QString base = familyDir() + QLatin1Char('/') + name;
-    addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
-    if (withText) {
-        for (const char* suffix : { ".oom.txt", ".summary.txt" }) {
-            if (QFile::exists(base + QLatin1String(suffix)))
-                addFile(input, QString(base + QLatin1String(suffix)).toStdString());
-        }
-    }
-    return input;
-}
-
 // The numbers a message label may carry and the parsed field each is compared with.
 const std::pair<const char*, std::optional<uint64_t> OomMessage::*> numberFields[] = {
     { "requested_bytes", &OomMessage::requestedBytes },
@@ -184,7 +171,7 @@ private Q_SLOTS:
     void scenariosRead()
     {
         QFETCH(QString, name);
-        const Case input = scenarioCase(name, true);
+        const Case input = test::scenarioCase(familyDir() + QLatin1Char('/') + name, true);
         for (const auto& in : input.inputs)
             QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
         QCOMPARE(input.snapshots.size(), size_t(1));
@@ -212,7 +199,7 @@ private Q_SLOTS:
         QStringList allowed = strings(label.value(QStringLiteral("also_acceptable")));
         if (!withText)
             allowed << strings(label.value(QStringLiteral("also_acceptable_without_text")));
-        const Top top = topDiagnosis(scenarioCase(name, withText));
+        const Top top = topDiagnosis(test::scenarioCase(familyDir() + QLatin1Char('/') + name, withText));
         const bool right = top.id == truth || allowed.contains(top.id);
         expectFailureIfListed();
         QVERIFY2(right, qPrintable(QStringLiteral("truth %1, top %2 at %3").arg(truth, top.id).arg(top.confidence)));

@@ -1,3 +1,4 @@
+#include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "core/diagnosis/diagnosistext.h"
@@ -49,20 +50,6 @@ QString scenarioDir()
     return test::testDataDir() + QStringLiteral("/scenarios");
 }
 
-Case scenarioCase(const QString& name, bool withText)
-{
-    Case result;
-    const QString base = scenarioDir() + QLatin1Char('/') + name;
-    QStringList files { base + QStringLiteral(".pickle") };
-    if (withText)
-        files << base + QStringLiteral(".oom.txt") << base + QStringLiteral(".summary.txt");
-    for (const QString& file : files) {
-        if (QFile::exists(file))
-            addFile(result, file.toStdString());
-    }
-    return result;
-}
-
 } // namespace
 
 class TestDiagScenarios : public QObject
@@ -95,7 +82,7 @@ private Q_SLOTS:
         QFETCH(QString, name);
         QFETCH(QString, expected);
         QFETCH(bool, withText);
-        const Case input = scenarioCase(name, withText);
+        const Case input = test::scenarioCase(scenarioDir() + QLatin1Char('/') + name, withText);
         for (const auto& in : input.inputs)
             QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
         const CaseAnalysis analysis = analyzeCase(input);
