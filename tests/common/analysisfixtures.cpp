@@ -5,7 +5,10 @@
 #include "parsers/inputloader.h"
 #include "parsers/snapshotreader.h"
 
+#include <QDir>
 #include <QFile>
+
+#include <nlohmann/json.hpp>
 
 #include <string_view>
 
@@ -31,6 +34,20 @@ Case scenarioCase(const QString& base, bool withText)
         }
     }
     return input;
+}
+
+std::vector<ScenarioLabel> failingScenarioLabels()
+{
+    std::vector<ScenarioLabel> result;
+    const QDir dir(testDataDir() + QStringLiteral("/scenarios"));
+    for (const QString& file : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
+        const QByteArray bytes = readFile(dir.filePath(file));
+        const auto label = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
+        if (!label.value("oom", false))
+            continue;
+        result.push_back({ file.chopped(5), QString::fromStdString(label.value("case", std::string())) });
+    }
+    return result;
 }
 
 std::shared_ptr<const Snapshot> traceSnapshot(std::string_view text)

@@ -21,6 +21,15 @@ SnapshotAnalysis analyzeScenario(const QString& name);
 // `<base>.summary.txt` beside it where they exist. `base` is the path without an extension.
 Case scenarioCase(const QString& base, bool withText);
 
+// Every bundled family-A scenario that ends in an OOM, by name, with the diagnosis its label says
+// should rank first (`case`); the healthy run has nothing to rank and is left out.
+struct ScenarioLabel
+{
+    QString name;
+    QString expected;
+};
+std::vector<ScenarioLabel> failingScenarioLabels();
+
 // buildSnapshot() for fixtures written in the test itself: a bad line aborts the run with the
 // builder's message, since the test, not the code under test, is wrong.
 std::shared_ptr<const Snapshot> traceSnapshot(std::string_view text);

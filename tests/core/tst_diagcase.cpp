@@ -5,11 +5,8 @@
 #include "core/units.h"
 #include "parsers/inputloader.h"
 
-#include <QDir>
 #include <QFile>
 #include <QTest>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -33,16 +30,8 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("truth");
-        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
-        for (const QString& file : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
-            const QByteArray bytes = test::readFile(dir.filePath(file));
-            const auto label = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
-            if (!label.value("oom", false))
-                continue;
-            const QString name = file.chopped(5);
-            QTest::newRow(qPrintable(name))
-                << name << QString::fromStdString(label.value("diagnosis", label.value("case", "")));
-        }
+        for (const auto& [name, expected] : test::failingScenarioLabels())
+            QTest::newRow(qPrintable(name)) << name << expected;
     }
 
     // Text and snapshot together: the cause still leads, and the message is linked.

@@ -7,10 +7,7 @@
 #include "core/units.h"
 #include "parsers/snapshotreader.h"
 
-#include <QDir>
 #include <QTest>
-
-#include <nlohmann/json.hpp>
 
 using namespace oomlens;
 
@@ -23,16 +20,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("truth");
         // Every failing scenario of family A; its label names the diagnosis that should rank first.
-        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
-        for (const QString& file : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
-            const QByteArray bytes = test::readFile(dir.filePath(file));
-            const auto label = nlohmann::json::parse(bytes.constData(), bytes.constData() + bytes.size());
-            if (!label.value("oom", false))
-                continue;
-            const QString name = file.chopped(5);
-            QTest::newRow(qPrintable(name))
-                << name << QString::fromStdString(label.value("diagnosis", label.value("case", "")));
-        }
+        for (const auto& [name, expected] : test::failingScenarioLabels())
+            QTest::newRow(qPrintable(name)) << name << expected;
     }
 
     // Each generated scenario, diagnosed from its snapshot alone, names its cause first.
