@@ -6,6 +6,11 @@
 #include <cstddef>
 #include <string>
 
+namespace oomlens {
+struct Comparison; // core/compare/comparison.h
+struct JobSummary; // core/job/jobsummary.h
+} // namespace oomlens
+
 namespace oomlens::report {
 
 struct ReportOptions
@@ -16,6 +21,11 @@ struct ReportOptions
     size_t topAllocations = 20;
     size_t maxStackFrames = 48;
     size_t maxSegments = 64;
+    // Optional sections, each owned by the command that computed it: `oomlens compare` passes
+    // its comparison, a job of rank files passes its summary (written first, before the failing
+    // rank's diagnosis). Null leaves the section out.
+    const Comparison* comparison = nullptr;
+    const JobSummary* job = nullptr;
 };
 
 // The whole report as one self-contained HTML document: inline CSS, inline SVG charts, no

@@ -28,7 +28,9 @@ std::string ReportBuilder::build()
     raw("<body>\n<main>\n");
     writeHeader();
     writeNavigation();
+    writeJob();
     writeDiagnoses();
+    writeComparison();
     writeSnapshots();
     writeOomMessages();
     writeSummaries();
@@ -148,7 +150,11 @@ void ReportBuilder::writeNavigation()
         text(label);
         raw("</a></li>");
     };
+    if (m_options.job)
+        link("job", "Job: every rank");
     link("diagnosis", "Diagnosis");
+    if (m_options.comparison)
+        link("comparison", "Comparison");
     if (!m_analysis.snapshots.empty())
         link("snapshots", "Timeline and memory at the peak");
     if (!m_case.text.oomMessages.empty())

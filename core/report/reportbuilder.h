@@ -24,6 +24,8 @@ private:
     void writeNavigation();
     void writeInputs();
     void writeDiagnoses();
+    void writeJob(); // reportjob.cpp
+    void writeComparison(); // reportcompare.cpp
     void writeOomMessages();
     void writeSummaries();
     void writeSnapshots();
