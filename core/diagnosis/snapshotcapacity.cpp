@@ -1,0 +1,156 @@
+#include "core/diagnosis/snapshotrules.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/units.h"
+
+#include <algorithm>
+
+namespace oomlens::snapshotrules {
+
+namespace {
+
+// Temporaries made inside the optimizer step and still live: the multi-tensor update's
+// intermediates, which exist only while step() runs.
+uint64_t stepTemporariesAtOom(const SnapshotEvidence& e)
+{
+    uint64_t bytes = 0;
+    for (const auto& allocation : e.device.allocations) {
+        if (allocation.category == Category::Temporaries && allocation.phase == Phase::Optimizer
+            && allocation.liveAfter(e.oom.eventIndex))
+            bytes += allocation.requestedSize;
+    }
+    return bytes;
+}
+
+} // namespace
+
+// capacity is claimed only when the state training keeps (measured, or projected from the
+// weights where the failure came before it existed) exceeds what this process could hold.
+// Confidence: 0.9 when every band was measured; 0.85 projected with the precision read from
+// the frames; 0.8 projected under the stated fp32 assumption (the smaller projection, so the
+// claim holds whatever the precision; only the larger one exceeding is no claim). With the
+// card's size unknown and the process holding implausibly little: 0.4 before training started
+// (other_process is then the better reading, see processHeldImplausiblyLittle), at most 0.7
+// once it trained on that share.
+void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
+    const uint64_t usable = *e.fixes.budget.usableBytes;
+    const bool inFirstOptimizer
+        = e.oom.phase == Phase::Optimizer && (e.oom.step < 0 || e.oom.step <= e.firstTrainingStep());
+    const uint64_t fixedState = e.state.total();
+    if (e.state.parameters > 0 && fixedState > usable) {
+        double confidence = !e.state.projected()                      ? 0.9
+            : e.state.precision.precision != WeightPrecision::Unknown ? 0.85
+                                                                      : 0.8;
+        if (e.implausiblySmall)
+            confidence = std::min(confidence, e.isTrainingRun() ? 0.7 : 0.4);
+        // With the card's size known, a state that fits on the card (less a CUDA context) once
+        // the memory held outside this process is back is that holder's doing, not the card's.
+        const uint64_t context = e.context.message && e.context.message->selfNonPyTorchBytes
+            ? *e.context.message->selfNonPyTorchBytes
+            : GiB / 2;
+        const bool fitsCard = e.cardTotal && fixedState + context <= *e.cardTotal;
+        if (fitsCard)
+            confidence = std::min(confidence, 0.45);
+        Diagnosis d = makeDiagnosis("capacity", confidence, {});
+        e.evidence(d,
+            e.state.text() + ", against " + formatBytes(usable) + " this process could hold ("
+                + formatBytes(e.oom.reservedBytes) + " reserved + " + formatBytes(e.oom.deviceFreeBytes)
+                + " free at the OOM in " + e.where() + ")",
+            e.oom.eventIndex);
+        if (const std::string assumption = e.state.assumption(); !assumption.empty())
+            e.evidence(d, assumption);
+        if (e.state.gradientsProjected || e.state.optimizerProjected)
+            e.evidence(d,
+                "the failure came before training had built that state: it is projected from the "
+                    + formatBytes(e.state.parameters) + " of weights, assuming every parameter trains");
+        e.evidence(d,
+            "activations at the failure are " + formatBytes(band(e.oom.liveByCategory, Category::Activations))
+                + ": smaller batches or checkpointing shrink only those");
+        if (fitsCard)
+            e.evidence(d,
+                "it would fit on the " + formatBytes(*e.cardTotal) + " card (" + e.cardSource
+                    + "): the rest of the card was held outside this process (see other_process)");
+        if (e.implausiblySmall)
+            e.evidence(d,
+                "the snapshot records no card size, and " + formatBytes(usable)
+                    + " is less than any training GPU leaves a process: the card may be larger and partly held "
+                      "by something else (see other_process)");
+        const std::string holder = e.cardTotal ? "the card" : "this process";
+        d.summary = "Weights, gradients and optimizer state alone need " + formatBytes(fixedState)
+            + (e.state.projected() ? " once training has built them" : "") + "; " + holder + " could hold "
+            + formatBytes(usable) + ", whatever the batch.";
+        MemoryBudget projected = e.fixes.budget;
+        CategoryBytes bands = *projected.bands;
+        bands[static_cast<size_t>(Category::OptimizerState)] = e.state.optimizerState;
+        bands[static_cast<size_t>(Category::Gradients)] = e.state.gradients;
+        bands[static_cast<size_t>(Category::Parameters)] = e.state.parameters + e.state.masterWeights;
+        projected.bands = bands;
+        projected.liveBytes = 0;
+        for (const uint64_t bytes : bands)
+            projected.liveBytes += bytes;
+        projected.request = 0;
+        FixContext fixes = e.fixes;
+        fixes.budget = projected;
+        appendFixes(d.fixes, { FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload, FixKind::Lora }, fixes);
+        d.outlook = RunOutlook {};
+        out.push_back(std::move(d));
+        return;
+    }
+
+    const bool stateAppearedEarlier = e.profile.firstOptimizerStateEvent >= 0 && e.oom.step >= 0
+        && e.profile.firstOptimizerStateStep >= 0 && e.profile.firstOptimizerStateStep == e.oom.step - 1
+        && e.profile.firstOptimizerStateStep <= e.firstTrainingStep();
+    if (!inFirstOptimizer && !stateAppearedEarlier)
+        return;
+    const uint64_t temporaries = inFirstOptimizer ? stepTemporariesAtOom(e) : 0;
+    // In the first step: 0.8 when the step's own intermediates are measured beside a state that
+    // fits, 0.75 from the phase alone. On the step after: 0.8, the state's arrival is measured.
+    const double confidence = stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75;
+    Diagnosis d = makeDiagnosis("optimizer_step2", confidence, {});
+    if (stateAppearedEarlier) {
+        e.evidence(d,
+            "optimizer state (" + formatBytes(state) + " at the failure) first appeared in step "
+                + std::to_string(e.profile.firstOptimizerStateStep) + "'s optimizer.step()",
+            e.profile.firstOptimizerStateEvent);
+        if (const StepProfile* previous = e.profile.step(e.oom.step - 1))
+            e.evidence(d,
+                "step " + std::to_string(previous->step) + " peaked at " + formatBytes(previous->peakLive)
+                    + " without it; step " + std::to_string(e.oom.step) + " starts with " + formatBytes(state)
+                    + " more and fails in " + std::string(phaseName(e.oom.phase)),
+                previous->peakEvent);
+    } else {
+        e.evidence(d,
+            "the OOM is in the first optimizer.step(), while Adam creates its state (" + formatBytes(state)
+                + " so far)",
+            e.oom.eventIndex);
+    }
+    if (fixedState <= usable)
+        e.evidence(d,
+            "the state training keeps fits: " + e.state.text() + ", " + formatBytes(usable - fixedState)
+                + " less than the " + formatBytes(usable) + " this process could hold");
+    if (temporaries > 0)
+        e.evidence(d,
+            formatBytes(temporaries)
+                + " of the step's own intermediates (multi-tensor _foreach_ results, freed when step() "
+                  "returns) were live at the failure, plus the "
+                + formatBytes(e.oom.requestedBytes) + " request");
+    e.evidence(d, "live at the failure: " + e.bandsText());
+    d.summary = temporaries > 0
+        ? "The first optimizer.step() creates Adam's state and, on the multi-tensor path, intermediates for a "
+          "whole parameter group at once: "
+            + formatBytes(temporaries) + " of them did not fit beside the state, which itself fits."
+        : "Step 1 fit; Adam's state, created at the first optimizer.step(), is the extra "
+            + formatBytes(std::max(state, e.state.optimizerState)) + " that the next steps cannot hold.";
+    FixContext fixes = e.fixes;
+    if (temporaries > 0)
+        fixes.caseSavingBytes = temporaries;
+    appendFixes(d.fixes,
+        { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::MicroBatch, FixKind::Bf16, FixKind::Zero },
+        fixes);
+    d.outlook = dynamicOutlook();
+    out.push_back(std::move(d));
+}
+
+} // namespace oomlens::snapshotrules

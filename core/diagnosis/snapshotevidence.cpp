@@ -1,0 +1,214 @@
+#include "core/diagnosis/snapshotevidence.h"
+
+#include "core/diagnosis/blockcount.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+namespace oomlens {
+
+SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const DeviceAnalysis& device,
+    const OomAnalysis& oom, const SnapshotDiagnosisContext& context)
+    : analysis(analysis)
+    , device(device)
+    , oom(oom)
+    , context(context)
+    , profile(profileDevice(device, oom.eventIndex))
+{
+    const Snapshot& snapshot = *analysis.snapshot;
+    fixes.backend = context.message ? context.message->backend : "cuda";
+    fixes.expandableSegmentsOn = context.expandableSegmentsOn
+        || (snapshot.allocatorSettings && snapshot.allocatorSettings->expandableSegments);
+    for (const auto& segment : snapshot.segments)
+        fixes.expandableSegmentsOn |= segment.device == device.device && segment.isExpandable;
+    fixes.maxSplitSizeSet = snapshot.allocatorSettings && snapshot.allocatorSettings->maxSplitSize > 0;
+    fixes.asyncAllocator = context.asyncAllocator;
+    if (context.message) {
+        fixes.otherProcessBytes = context.message->otherProcessBytes;
+        fixes.allowedBytes = context.message->allowed;
+    }
+    MemoryBudget& budget = fixes.budget;
+    budget.bands = oom.liveByCategory;
+    budget.liveBytes = 0;
+    for (const uint64_t bytes : oom.liveByCategory)
+        budget.liveBytes += bytes;
+    budget.request = oom.requestedBytes;
+    budget.fragmentedBytes = oom.reservedBytes > oom.allocatedBytes ? oom.reservedBytes - oom.allocatedBytes : 0;
+    capacity = snapshotCapacity(device, context);
+    budget.usableBytes = oom.reservedBytes + oom.deviceFreeBytes;
+    budget.quadraticBytes = quadraticBytesAtOom();
+    const BlockEstimate blocks = estimateRepeatedBlocks(device, oom.eventIndex);
+    budget.estimatedBlocks = blocks.blocks;
+    budget.blocksEvidence = blocks.evidence;
+    countGpus();
+    cardTotal = context.cardTotalBytes;
+    cardSource = context.cardTotalSource.empty() ? "given with the case" : context.cardTotalSource;
+    if (!cardTotal && context.message && context.message->total) {
+        cardTotal = context.message->total;
+        cardSource = "the OOM message";
+    }
+    implausiblySmall = !cardTotal && *budget.usableBytes < smallestPlausibleProcessBytes;
+    projectState();
+}
+
+bool SnapshotEvidence::isTrainingRun() const
+{
+    if (oom.phase == Phase::Forward || oom.phase == Phase::Backward || oom.phase == Phase::Optimizer)
+        return true;
+    return std::any_of(profile.steps.begin(), profile.steps.end(),
+        [](const StepProfile& step) { return step.hasBackward || step.hasOptimizer; });
+}
+
+int32_t SnapshotEvidence::firstTrainingStep() const
+{
+    for (const auto& step : profile.steps) {
+        if (step.step >= 1 || step.hasBackward)
+            return step.step;
+    }
+    return 1;
+}
+
+// What training keeps whatever the batch (trainingstate.h). A run seen only loading or
+// evaluating is not projected: nothing shows that it will train.
+void SnapshotEvidence::projectState()
+{
+    TrainingStateInputs inputs;
+    inputs.live = oom.liveByCategory;
+    inputs.peakSeen = profile.peakBands;
+    // Failing while loading, the request is more of the weights.
+    if (oom.phase == Phase::Load)
+        inputs.live[static_cast<size_t>(Category::Parameters)] += oom.requestedBytes;
+    const bool training = isTrainingRun();
+    for (const auto& step : profile.steps) {
+        const bool earlier = step.step < oom.step && step.complete;
+        inputs.backwardCompleted |= earlier && step.hasBackward;
+        // A finished optimizer.step() has made whatever state its optimizer keeps (none for plain SGD).
+        inputs.optimizerStateBuilt |= earlier && step.hasOptimizer;
+    }
+    inputs.backwardCompleted |= oom.phase == Phase::Optimizer;
+    if (!training) {
+        inputs.backwardCompleted = true;
+        inputs.optimizerStateBuilt = true;
+    }
+    state = projectTrainingState(inputs, weightPrecision(*analysis.snapshot, device));
+}
+
+// Ranks for ZeRO's projection: the log's rank prefixes or nvidia-smi when the text shows them,
+// else the devices this snapshot holds memory on (DataParallel, or a process driving several GPUs).
+void SnapshotEvidence::countGpus()
+{
+    MemoryBudget& budget = fixes.budget;
+    int devices = 0;
+    for (const auto& device : analysis.devices) {
+        if (!device.allocations.empty() || !device.eventAllocation.empty())
+            ++devices;
+    }
+    if (context.gpuCount >= 2) {
+        budget.gpuCount = context.gpuCount;
+        budget.gpuCountEvidence = context.gpuCountEvidence;
+    } else if (devices >= 2) {
+        budget.gpuCount = devices;
+        budget.gpuCountEvidence = "the snapshot holds memory on " + std::to_string(devices) + " devices";
+    }
+}
+
+EvidenceLink SnapshotEvidence::link(int64_t event) const
+{
+    EvidenceLink result { context.snapshotIndex, device.device, event, 0 };
+    const DeviceTrace* trace = analysis.snapshot->trace(device.device);
+    if (trace && event >= 0 && event < static_cast<int64_t>(trace->events.size()))
+        result.timeUs = trace->events[static_cast<size_t>(event)].timeUs;
+    return result;
+}
+
+void SnapshotEvidence::evidence(Diagnosis& d, std::string text, int64_t event) const
+{
+    d.evidence.push_back({ std::move(text), event >= 0 ? std::optional<EvidenceLink>(link(event)) : std::nullopt });
+}
+
+std::string SnapshotEvidence::where() const
+{
+    std::string text = std::string(phaseName(oom.phase));
+    if (oom.step >= 0)
+        text += " of step " + std::to_string(oom.step);
+    return text;
+}
+
+std::string SnapshotEvidence::bandsText() const
+{
+    std::vector<std::pair<uint64_t, Category>> order;
+    for (int i = 0; i < categoryCount; ++i)
+        order.emplace_back(oom.liveByCategory[static_cast<size_t>(i)], static_cast<Category>(i));
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string text;
+    for (const auto& [bytes, category] : order) {
+        if (bytes == 0)
+            continue;
+        text += (text.empty() ? "" : ", ") + std::string(categoryName(category)) + " " + formatBytes(bytes);
+    }
+    return text;
+}
+
+// Attention scores and softmax outputs grow with seq²: find them by the frames that made them.
+uint64_t SnapshotEvidence::quadraticBytesAtOom() const
+{
+    const Snapshot& snapshot = *analysis.snapshot;
+    if (!snapshot.frames || !snapshot.strings)
+        return 0;
+    std::unordered_map<uint32_t, bool> quadraticStack;
+    uint64_t bytes = 0;
+    for (const auto& allocation : device.allocations) {
+        if (allocation.category != Category::Activations && allocation.category != Category::Temporaries)
+            continue;
+        if (!allocation.liveAfter(oom.eventIndex))
+            continue;
+        auto [it, inserted] = quadraticStack.try_emplace(allocation.stack.value, false);
+        if (inserted)
+            it->second = isQuadraticStack(allocation.stack);
+        if (it->second)
+            bytes += allocation.requestedSize;
+    }
+    return bytes;
+}
+
+bool SnapshotEvidence::isQuadraticStack(StackId stack) const
+{
+    const Snapshot& snapshot = *analysis.snapshot;
+    if (!stack.isValid() || stack.value >= snapshot.frames->stackCount())
+        return false;
+    for (const FrameId id : snapshot.frames->stack(stack)) {
+        const Frame& frame = snapshot.frames->frame(id);
+        const std::string_view name = snapshot.strings->get(frame.name);
+        for (const char* needle : { "softmax", "baddbmm", "attn", "attention", "scores" }) {
+            if (name.find(needle) != std::string_view::npos)
+                return true;
+        }
+    }
+    return false;
+}
+
+uint64_t median(std::vector<uint64_t> values)
+{
+    if (values.empty())
+        return 0;
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+std::string times(double factor)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.1fx", factor);
+    return buffer;
+}
+
+RunOutlook dynamicOutlook()
+{
+    RunOutlook outlook;
+    outlook.leadingFixFreesOnlyDynamic = true;
+    return outlook;
+}
+
+} // namespace oomlens

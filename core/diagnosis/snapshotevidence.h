@@ -1,0 +1,69 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+#include "core/diagnosis.h"
+#include "core/diagnosis/fixladder.h"
+#include "core/diagnosis/snapshotdiagnosis.h"
+#include "core/diagnosis/stepprofile.h"
+#include "core/diagnosis/trainingstate.h"
+#include "core/units.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// What every snapshot rule reads about one device's failure, measured once: the allocator's state
+// at the oom event, the step profile, the card's size where something tells it, the state
+// training keeps, and the fix context the rules' ladders are built from.
+struct SnapshotEvidence
+{
+    SnapshotEvidence(const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom,
+        const SnapshotDiagnosisContext& context);
+
+    const SnapshotAnalysis& analysis;
+    const DeviceAnalysis& device;
+    OomAnalysis oom;
+    const SnapshotDiagnosisContext& context;
+    DeviceProfile profile;
+    FixContext fixes;
+    std::optional<uint64_t> capacity;
+    std::optional<uint64_t> cardTotal; // from the message, nvidia-smi or a capture sidecar
+    std::string cardSource;
+    bool implausiblySmall = false; // card unknown, and the process could hold less than any training GPU leaves
+    TrainingState state;
+
+    bool isTrainingRun() const;
+    // The first step that trains (step 0 is often a warm-up or a dataloader probe).
+    int32_t firstTrainingStep() const;
+
+    // An evidence line on d, linked to a trace event when one is given.
+    void evidence(Diagnosis& d, std::string text, int64_t event = -1) const;
+    EvidenceLink link(int64_t event) const;
+    std::string where() const; // "backward of step 3"
+    std::string bandsText() const; // the live bands at the failure, largest first
+
+    bool isQuadraticStack(StackId stack) const;
+    uint64_t quadraticBytesAtOom() const;
+
+private:
+    void projectState();
+    void countGpus();
+};
+
+// A process that could hold less than this is not the whole of a training GPU: the smallest cards
+// PyTorch still supports have 2 GiB, and a CUDA context takes a few hundred MiB of that.
+inline constexpr uint64_t smallestPlausibleProcessBytes = GiB;
+
+inline uint64_t band(const CategoryBytes& bands, Category category)
+{
+    return bands[static_cast<size_t>(category)];
+}
+
+uint64_t median(std::vector<uint64_t> values);
+std::string times(double factor); // "2.5x"
+// The outlook of a cause whose fixes shrink only what comes and goes with the batch.
+RunOutlook dynamicOutlook();
+
+} // namespace oomlens

@@ -1,0 +1,64 @@
+#include "core/diagnosis/snapshotrules.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/units.h"
+
+#include <algorithm>
+
+namespace oomlens::snapshotrules {
+
+void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const uint64_t request = e.oom.requestedBytes;
+    const uint64_t unused = e.fixes.budget.fragmentedBytes;
+    if (e.fixes.asyncAllocator || request == 0)
+        return;
+    double confidence = 0.0;
+    Diagnosis d = makeDiagnosis("fragmentation", 0.0, {});
+    const bool pooled = e.oom.freeInPoolBytes >= request && e.oom.largestFreeBlock < request;
+    if (pooled) {
+        confidence = 0.9;
+        e.evidence(d,
+            formatBytes(e.oom.freeInPoolBytes) + " sat free in cached blocks of that pool, more than the "
+                + formatBytes(request) + " request, but the largest free block was "
+                + formatBytes(e.oom.largestFreeBlock),
+            e.oom.eventIndex);
+    } else if (unused >= request) {
+        confidence = 0.5 + 0.25 * clamp01(safeRatio(unused, e.oom.reservedBytes) / 0.2);
+        e.evidence(d,
+            "reserved − allocated was " + formatBytes(unused) + " at the OOM (" + formatBytes(e.oom.reservedBytes)
+                + " reserved, " + formatBytes(e.oom.allocatedBytes) + " allocated), more than the "
+                + formatBytes(request) + " request",
+            e.oom.eventIndex);
+    }
+    if (confidence <= 0)
+        return;
+    // Reserved − allocated also counts block rounding and the other pool: a few percent of the
+    // cache is normal slack, and freeing it would not make room for the next step anyway.
+    // Only waste that is a real share of the cache (or big in absolute terms) is a diagnosis.
+    const double significance = clamp01(safeRatio(unused, e.oom.reservedBytes) / 0.05);
+    if (significance < 0.5 && unused < 512 * MiB)
+        return;
+    confidence *= 0.6 + 0.4 * std::max(significance, unused >= GiB ? 1.0 : 0.0);
+    if (!pooled && e.oom.largestFreeBlock < request && e.oom.largestFreeBlock > 0)
+        e.evidence(d,
+            "no free block could take " + formatBytes(request) + ": the largest was "
+                + formatBytes(e.oom.largestFreeBlock));
+    e.evidence(d, "the card had only " + formatBytes(e.oom.deviceFreeBytes) + " left to reserve a new segment");
+    if (e.fixes.expandableSegmentsOn) {
+        confidence *= 0.6;
+        e.evidence(d, "expandable segments were already on in this run");
+    }
+    d.confidence = confidence;
+    d.summary = formatBytes(unused) + " sat unused in PyTorch's cache, but split into blocks smaller than the "
+        + formatBytes(request) + " that failed.";
+    appendFixes(d.fixes,
+        { FixKind::ExpandableSegments, FixKind::MaxSplitSize, FixKind::MicroBatch, FixKind::Bf16,
+            FixKind::Checkpointing },
+        e.fixes);
+    d.outlook = dynamicOutlook();
+    d.outlook->leadingFixFreesOnceBytes = unused + e.oom.deviceFreeBytes;
+    out.push_back(std::move(d));
+}
+
+} // namespace oomlens::snapshotrules

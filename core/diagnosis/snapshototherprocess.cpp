@@ -1,0 +1,71 @@
+#include "core/diagnosis/snapshotrules.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/units.h"
+
+namespace oomlens::snapshotrules {
+
+namespace {
+
+// A snapshot records no card size. When what this process could hold is smaller than any
+// training GPU would leave it, a card shared with something else is a likely reading. 0.6 when
+// the run failed before training started (a busy card shows itself as the first weights not
+// fitting), 0.45 once it has trained on that share (a card that small is then as likely);
+// never more, since a tiny card or a deliberate limit read the same from the snapshot alone.
+void processHeldImplausiblyLittle(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    if (!e.implausiblySmall)
+        return;
+    const uint64_t usable = *e.fixes.budget.usableBytes;
+    Diagnosis d = makeDiagnosis("other_process", e.isTrainingRun() ? 0.45 : 0.6, {});
+    e.evidence(d,
+        "this process could hold only " + formatBytes(usable) + " (" + formatBytes(e.oom.reservedBytes) + " reserved + "
+            + formatBytes(e.oom.deviceFreeBytes) + " free on the card at the OOM in " + e.where() + ")",
+        e.oom.eventIndex);
+    e.evidence(d,
+        "the snapshot records no card size; the smallest GPUs PyTorch trains on have 2 GiB, and a CUDA context "
+        "leaves more than "
+            + formatBytes(smallestPlausibleProcessBytes)
+            + " of that: most likely another process (or a zombie) holds the rest");
+    e.evidence(d,
+        "to confirm, add nvidia-smi output from the failure, or the OOM message, whose \"total capacity\" "
+        "gives the card's size");
+    d.summary = "This process could hold only " + formatBytes(usable)
+        + "; the card is most likely shared. The card's size is unknown from a snapshot alone.";
+    appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, e.fixes);
+    d.outlook = RunOutlook {};
+    d.outlook->leadingFixRaisesCeiling = true;
+    out.push_back(std::move(d));
+}
+
+} // namespace
+
+void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    if (!e.cardTotal) {
+        processHeldImplausiblyLittle(e, out);
+        return;
+    }
+    const uint64_t total = *e.cardTotal;
+    const uint64_t mine = e.oom.reservedBytes + e.oom.deviceFreeBytes;
+    if (mine >= total)
+        return;
+    const uint64_t outside = total - mine;
+    const uint64_t explained = (e.context.message ? e.context.message->selfNonPyTorchBytes.value_or(0) : 0) + GiB;
+    if (outside <= explained || safeRatio(outside - explained, total) < 0.15)
+        return;
+    Diagnosis d
+        = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
+    e.evidence(d,
+        formatBytes(outside) + " of the " + formatBytes(total) + " card (" + e.cardSource
+            + ") was neither PyTorch's cache (" + formatBytes(e.oom.reservedBytes) + ") nor free ("
+            + formatBytes(e.oom.deviceFreeBytes) + ") at the OOM",
+        e.oom.eventIndex);
+    d.summary = formatBytes(outside) + " of the card was held outside this run's cache.";
+    appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, e.fixes);
+    d.outlook = RunOutlook {};
+    d.outlook->leadingFixRaisesCeiling = true;
+    out.push_back(std::move(d));
+}
+
+} // namespace oomlens::snapshotrules

@@ -1,0 +1,27 @@
+#pragma once
+
+#include "core/diagnosis/snapshotevidence.h"
+
+#include <vector>
+
+// The snapshot's rules, one per cause (snapshot<cause>.cpp). Each reads the measured evidence and
+// adds its diagnosis to out when the evidence supports it, with the numbers that decided it; which
+// rules run, in which order, and how the candidates are then ranked is snapshotdiagnosis.cpp's.
+namespace oomlens::snapshotrules {
+
+void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+// Also records an attention request as memory growing with seq² in e.fixes: the ladders of the
+// rules after it project SDPA's saving from that.
+void largeAllocation(SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+// The state training keeps either exceeds what the process could hold (capacity) or fits and the
+// optimizer's first step tipped it (optimizer_step2): one measurement decides between the two.
+void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void memoryFraction(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void workingSet(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+
+} // namespace oomlens::snapshotrules

@@ -1,0 +1,104 @@
+#include "core/diagnosis/textrules.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/units.h"
+
+#include <algorithm>
+
+namespace oomlens::textrules {
+
+void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates& out)
+{
+    if (!f.total || f.inconsistent)
+        return;
+    const uint64_t total = *f.total;
+    const uint64_t request = f.request.value_or(0);
+    Diagnosis d = makeDiagnosis("other_process", 0.0, {});
+    double confidence = 0.0;
+    if (f.otherProcessBytes > 0 && (f.otherProcessBytes >= GiB || safeRatio(f.otherProcessBytes, total) >= 0.02)) {
+        // How likely the memory other processes hold is what this run was missing: 0.3 for a few
+        // percent of the card, 0.75 from 30% up; +0.15 when the request would have fit in it plus the
+        // free memory, -0.1 when it would not have fit even without them.
+        confidence = 0.3 + 0.45 * clamp01(safeRatio(f.otherProcessBytes, total) / 0.3);
+        std::string who = f.otherPids.size() == 1 ? "process " + std::to_string(f.otherPids.front())
+                                                  : std::to_string(f.otherPids.size()) + " other processes";
+        if (f.otherPids.empty())
+            who = "other processes";
+        addEvidence(d,
+            who + (f.otherPids.size() == 1 ? " holds " : " hold ") + formatBytes(f.otherProcessBytes) + " of the "
+                + formatBytes(total) + " card (" + percentText(f.otherProcessBytes, total) + ")");
+        if (f.free && request > 0) {
+            // A new segment needs the request in one piece of free memory; split cache does not add to it.
+            const uint64_t room = *f.free;
+            if (room < request && room + f.otherProcessBytes >= request) {
+                confidence += 0.15;
+                addEvidence(d,
+                    std::string(f.otherPids.size() == 1 ? "without it" : "without them") + " the "
+                        + formatBytes(request) + " request would have fit: " + formatBytes(*f.free) + " free + "
+                        + formatBytes(f.otherProcessBytes));
+                out.strongestFullExplanation = std::max(out.strongestFullExplanation, confidence);
+            } else if (room + f.otherProcessBytes < request) {
+                confidence -= 0.1;
+            }
+        }
+        d.summary
+            = "Another process holds " + formatBytes(f.otherProcessBytes) + " on this GPU, memory this run counted on.";
+    }
+    if (const auto unattributed = f.unattributedOutsideBytes(); unattributed && *unattributed > cudaContextAllowance) {
+        const uint64_t beyondContext = *unattributed - cudaContextAllowance;
+        const double share = safeRatio(beyondContext, total);
+        if (beyondContext >= GiB / 2 && share >= 0.15) {
+            // Inferred from arithmetic, no process named: 0.35 at 15% of the card unaccounted, 0.7 at 60%.
+            const double implicit = 0.35 + 0.35 * clamp01((share - 0.15) / 0.45);
+            confidence = std::max(confidence, implicit);
+            addEvidence(d,
+                formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card ("
+                    + percentText(*f.outsideBytes, total) + ") is in use outside PyTorch's "
+                    + formatBytes(f.reserved.value_or(0))
+                    + " cache: total − free − reserved, far more than a CUDA context (0.3-1 GiB)");
+            if (f.free && *f.free < request && *f.free + beyondContext >= request)
+                out.strongestFullExplanation = std::max(out.strongestFullExplanation, implicit);
+            if (d.summary.empty())
+                d.summary = formatBytes(*f.outsideBytes)
+                    + " of the card is used by something other than this run's PyTorch cache: "
+                    + "most likely another process, or the job landed on a busy GPU.";
+        }
+    }
+    if (f.selfNonPyTorchBytes && *f.selfNonPyTorchBytes >= 3 * GiB / 2
+        && safeRatio(*f.selfNonPyTorchBytes, total) >= 0.1) {
+        // This run's own memory outside the allocator: worth knowing, rarely the whole story (0.3).
+        confidence = std::max(confidence, 0.3);
+        addEvidence(d,
+            "this process itself holds " + formatBytes(*f.selfNonPyTorchBytes)
+                + " outside PyTorch's cache (process usage "
+                + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved "
+                + formatBytes(f.reserved.value_or(0))
+                + "): CUDA context, cuDNN/cuBLAS workspaces, NCCL buffers or another library");
+        if (d.summary.empty())
+            d.summary = "This process holds " + formatBytes(*f.selfNonPyTorchBytes)
+                + " on the GPU outside PyTorch's allocator.";
+    }
+    if (confidence <= 0)
+        return;
+    if (f.garbageProcessNumbers)
+        addEvidence(d, "the message also lists an impossible process figure (NVML's \"not available\" value), ignored");
+    d.confidence = confidence;
+    appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, fixes);
+    out.add(std::move(d));
+}
+
+// Class of its own: the "other" process in the message is this run seen from outside its container.
+void explainContainerSelf(const OomFacts& f, Diagnosis& top)
+{
+    const uint64_t self = f.selfProcessBytes.value_or(0);
+    const uint64_t reserved = f.reserved.value_or(0);
+    std::string text = "process " + std::to_string(*f.inferredSelfPid) + " (" + formatBytes(self)
+        + ") is most likely this run itself: it holds PyTorch's " + formatBytes(reserved) + " reserved";
+    if (self > reserved)
+        text += " plus " + formatBytes(self - reserved) + ", the size of a CUDA context and library workspaces";
+    text += ", and no line says \"this process\": inside a container NVML reports host PIDs, which PyTorch cannot "
+            "match to its own. Compare nvidia-smi inside the container with nvidia-smi on the host to confirm";
+    top.evidence.insert(top.evidence.begin(), { text, std::nullopt });
+}
+
+} // namespace oomlens::textrules
