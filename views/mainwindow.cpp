@@ -5,6 +5,7 @@
 #include "views/casewidget.h"
 #include "views/emptystatewidget.h"
 #include "views/timelinewidget.h"
+#include "views/whatifview.h"
 
 #include <QApplication>
 #include <QClipboard>
@@ -432,7 +433,10 @@ bool MainWindow::exportReport(const QString& path)
         return false;
     }
     const LoadedCase& loaded = *current->loadedCase();
-    const std::string html = report::buildHtmlReport(loaded.input, loaded.analysis);
+    report::ReportOptions options;
+    if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited())
+        options.plan = &whatIf->result();
+    const std::string html = report::buildHtmlReport(loaded.input, loaded.analysis, options);
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || file.write(html.data(), qint64(html.size())) != qint64(html.size())
         || !file.commit()) {

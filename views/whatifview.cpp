@@ -129,7 +129,11 @@ WhatIfView::WhatIfView(QWidget* parent)
     right->addWidget(m_details);
     layout->addLayout(right, 1);
 
-    const auto changed = [this] { recompute(); };
+    const auto changed = [this] {
+        if (!m_updating)
+            m_edited = true;
+        recompute();
+    };
     for (QComboBox* box :
         { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card })
         connect(box, &QComboBox::currentIndexChanged, this, changed);

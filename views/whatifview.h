@@ -41,6 +41,9 @@ public:
     const planner::PlanResult& result() const { return m_result; }
     const std::optional<planner::PlanCalibration>& calibration() const { return m_calibration; }
     QString verdict() const;
+    // The user changed a control since the view was made: the exported report then carries this
+    // plan (the set-up chosen from a measured run, not calibrating defaults, is what is worth sending).
+    bool edited() const { return m_edited; }
 
 signals:
     void planChanged();
@@ -75,6 +78,7 @@ private:
     std::optional<planner::PlanCalibration> m_calibration;
     planner::PlanResult m_result;
     bool m_updating = false;
+    bool m_edited = false;
 };
 
 } // namespace oomlens

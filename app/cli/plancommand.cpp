@@ -2,10 +2,14 @@
 
 #include "app/cli/commandline.h"
 #include "app/cli/inputs.h"
+#include "app/cli/reportfile.h"
+#include "core/caseanalysis.h"
 #include "core/planner/hfconfig.h"
 #include "core/planner/planjson.h"
 #include "core/planner/plantext.h"
+#include "core/report/htmlreport.h"
 
+#include <QDateTime>
 #include <QFile>
 
 #include <cstdio>
@@ -66,6 +70,9 @@ struct PlanOptions
     QCommandLineOption device { QStringLiteral("device"), QStringLiteral("The snapshot's device (default: primary)."),
         QStringLiteral("N") };
     QCommandLineOption json { QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text.") };
+    QCommandLineOption report { { QStringLiteral("o"), QStringLiteral("report") },
+        QStringLiteral("Also write the plan as a self-contained HTML report to FILE ('-' for standard output)."),
+        QStringLiteral("FILE") };
 };
 
 // A positive count; "1.3e9" and "7000000000" both read.
@@ -192,7 +199,7 @@ int runPlan(const QStringList& arguments)
     QCommandLineParser& parser = commandLine.parser();
     parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.batch, o.seq,
         o.precision, o.optimizer, o.accumulation, o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload,
-        o.loraRank, o.qlora, o.card, o.snapshot, o.device, o.json });
+        o.loraRank, o.qlora, o.card, o.snapshot, o.device, o.json, o.report });
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
     if (!parser.positionalArguments().isEmpty())
@@ -218,8 +225,8 @@ int runPlan(const QStringList& arguments)
     if (!commandLine.readDevice(o.device, analysisOptions.device))
         return 2;
     std::optional<SnapshotAnalysis> analysis;
+    Case input; // the --snapshot, which a --report shows beside the plan
     if (parser.isSet(o.snapshot)) {
-        Case input;
         if (loadInputs({ parser.value(o.snapshot) }, input) > 0)
             return 1;
         if (input.snapshots.empty()) {
@@ -235,6 +242,16 @@ int runPlan(const QStringList& arguments)
     }
 
     const PlanResult result = makePlan(model, setup, card, analysis ? analysis->primary() : nullptr);
+    if (parser.isSet(o.report)) {
+        const CaseAnalysis caseAnalysis = analyzeCase(input, analysisOptions);
+        report::ReportOptions reportOptions;
+        reportOptions.plan = &result;
+        reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+        if (!writeReportFile(parser.value(o.report), report::buildHtmlReport(input, caseAnalysis, reportOptions)))
+            return 1;
+        if (parser.value(o.report) == QLatin1String("-"))
+            return 0; // the report is the output
+    }
     if (parser.isSet(o.json))
         std::cout << planToJson(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
     else

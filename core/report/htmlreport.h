@@ -9,6 +9,9 @@
 namespace oomlens {
 struct Comparison; // core/compare/comparison.h
 struct JobSummary; // core/job/jobsummary.h
+namespace planner {
+struct PlanResult; // core/planner/planresult.h
+}
 } // namespace oomlens
 
 namespace oomlens::report {
@@ -26,6 +29,9 @@ struct ReportOptions
     // rank's diagnosis). Null leaves the section out.
     const Comparison* comparison = nullptr;
     const JobSummary* job = nullptr;
+    // A memory plan or a what-if of the measured run (`oomlens plan --report`, the app's What-if
+    // tab once the user changed the set-up).
+    const planner::PlanResult* plan = nullptr;
 };
 
 // The whole report as one self-contained HTML document: inline CSS, inline SVG charts, no

@@ -31,6 +31,7 @@ std::string ReportBuilder::build()
     writeJob();
     writeDiagnoses();
     writeComparison();
+    writePlan();
     writeSnapshots();
     writeOomMessages();
     writeSummaries();
@@ -100,6 +101,8 @@ std::string ReportBuilder::title() const
         return m_options.title;
     if (!m_analysis.diagnoses.empty())
         return "Out of memory: " + m_analysis.diagnoses.front().title;
+    if (planOnly())
+        return planTitle();
     if (!m_case.text.oomMessages.empty())
         return "Out of memory report";
     return "GPU memory report";
@@ -126,6 +129,11 @@ void ReportBuilder::writeHeader()
     raw("<header>\n");
     element("h1", title());
     raw("\n");
+    if (planOnly()) {
+        element("p", planSubtitle(), "subtitle");
+        raw("\n</header>\n");
+        return;
+    }
     std::string subtitle = std::to_string(m_case.inputs.size()) + (m_case.inputs.size() == 1 ? " input" : " inputs");
     if (!m_case.text.oomMessages.empty()) {
         const OomMessage& message = m_case.text.oomMessages.front();
@@ -152,9 +160,12 @@ void ReportBuilder::writeNavigation()
     };
     if (m_options.job)
         link("job", "Job: every rank");
-    link("diagnosis", "Diagnosis");
+    if (!planOnly())
+        link("diagnosis", "Diagnosis");
     if (m_options.comparison)
         link("comparison", "Comparison");
+    if (m_options.plan)
+        link("plan", "Memory plan");
     if (!m_analysis.snapshots.empty())
         link("snapshots", "Timeline and memory at the peak");
     if (!m_case.text.oomMessages.empty())
@@ -163,12 +174,15 @@ void ReportBuilder::writeNavigation()
         link("summaries", "memory_summary()");
     if (!captureAdviceReason().empty())
         link("capture", "Capturing a better snapshot");
-    link("inputs", "Inputs and versions");
+    if (!planOnly())
+        link("inputs", "Inputs and versions");
     raw("</ul></nav>\n");
 }
 
 void ReportBuilder::writeDiagnoses()
 {
+    if (planOnly())
+        return; // a plan made before any run: there is nothing to diagnose, and saying so is noise
     beginSection("diagnosis", "Diagnosis");
     if (m_analysis.diagnoses.empty()) {
         element("p",
@@ -237,6 +251,8 @@ void ReportBuilder::writeDiagnoses()
 
 void ReportBuilder::writeInputs()
 {
+    if (planOnly())
+        return;
     beginSection("inputs", "Inputs and versions");
     raw("<table>\n<tr><th>input</th><th>kind</th><th>status</th></tr>\n");
     for (const CaseInput& input : m_case.inputs) {

@@ -26,6 +26,7 @@ private:
     void writeDiagnoses();
     void writeJob(); // reportjob.cpp
     void writeComparison(); // reportcompare.cpp
+    void writePlan(); // reportplan.cpp
     void writeOomMessages();
     void writeSummaries();
     void writeSnapshots();
@@ -38,6 +39,10 @@ private:
     void writeFooter();
 
     std::string title() const;
+    // A report of a plan alone (`oomlens plan --report`): no inputs, so no diagnosis or inputs.
+    bool planOnly() const { return m_options.plan && m_case.inputs.empty(); }
+    std::string planTitle() const; // reportplan.cpp
+    std::string planSubtitle() const; // reportplan.cpp
     std::string captureAdviceReason() const;
     std::optional<uint64_t> capacityBytes() const;
 

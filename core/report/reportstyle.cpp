@@ -76,6 +76,8 @@ pre code { background: none; padding: 0; }
 .evidence li { margin: 2px 0; }
 .fixes > li { margin: 10px 0; }
 .saving { color: var(--good); font-weight: 600; white-space: nowrap; }
+.verdict.fits { color: var(--good); font-weight: 600; }
+.verdict.short { color: var(--bad); font-weight: 600; }
 .badge { display: inline-block; font-size: 0.78em; padding: 1px 7px; border-radius: 10px; margin-left: 6px;
   border: 1px solid currentColor; white-space: nowrap; }
 .badge.experiment { color: var(--warn); }
@@ -91,6 +93,7 @@ svg .axis { stroke: var(--axis); stroke-width: 1; }
 svg .band { stroke: none; }
 svg .reserved-line { fill: none; stroke: var(--reserved); stroke-width: 1.5; stroke-dasharray: 5 3; }
 svg .capacity-line { stroke: var(--bad); stroke-width: 1; stroke-dasharray: 2 3; }
+svg .plan-overhead { fill: var(--reserved); opacity: 0.35; }
 svg .marker { stroke-width: 1.5; }
 svg .peak-marker { stroke: var(--fg); }
 svg .oom-marker { stroke: var(--bad); stroke-width: 2; }
@@ -111,6 +114,15 @@ svg .block-unknown { fill: var(--block-unknown); }
 .swatch.block-allocated { background: var(--block-allocated); }
 .swatch.block-pending { background: var(--block-pending); }
 .swatch.segment { background: var(--segment); }
+.swatch.plan-overhead { background: var(--reserved); opacity: 0.35; }
+svg .compare-a-band { fill: var(--axis); opacity: 0.25; stroke: none; }
+svg .compare-b-band { fill: var(--accent); opacity: 0.25; stroke: none; }
+svg .compare-a-line { fill: none; stroke: var(--axis); stroke-width: 1.5; }
+svg .compare-b-line { fill: none; stroke: var(--accent); stroke-width: 1.5; }
+.swatch.compare-a { background: var(--axis); }
+.swatch.compare-b { background: var(--accent); }
+td.grew { color: var(--bad); }
+td.shrank { color: var(--good); }
 details { margin: 4px 0; }
 summary { cursor: pointer; }
 details pre { margin-left: 16px; }

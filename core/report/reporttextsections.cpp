@@ -134,6 +134,8 @@ void ReportBuilder::writeSummaries()
 
 std::string ReportBuilder::captureAdviceReason() const
 {
+    if (planOnly())
+        return {}; // before the run there is nothing to capture yet
     if (m_case.snapshots.empty())
         return "No memory snapshot was among the inputs, so there is no timeline, no categories and no stacks of "
                "what was live at the peak. A snapshot recorded as below shows all of that.";

@@ -1,9 +1,11 @@
 #include "common/testutil.h"
 
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 // Runs the real `oomlens plan` as a user or a script would: the flags and JSON of product.md
@@ -181,6 +183,51 @@ private Q_SLOTS:
                              QStringLiteral("/no/such.pickle") })
                      .exitCode,
             1);
+    }
+
+    // `--report` writes the plan as a report of its own: the section, the bars with the card's
+    // line, the ladder and the cards, and no "nothing to diagnose" noise from an empty case.
+    void writesAPlanReport()
+    {
+        QTemporaryDir directory;
+        const QString path = directory.filePath(QStringLiteral("plan.html"));
+        const Run run = oomlens({ QStringLiteral("--model"), QStringLiteral("gpt2-large"), QStringLiteral("--batch"),
+            QStringLiteral("8"), QStringLiteral("--seq"), QStringLiteral("1024"), QStringLiteral("--precision"),
+            QStringLiteral("mixed-fp16"), QStringLiteral("--attention"), QStringLiteral("eager"),
+            QStringLiteral("--card"), QStringLiteral("40GB"), QStringLiteral("--report"), path });
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.out.contains("short by"), run.out.constData()); // the table is still printed
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray html = file.readAll();
+        QVERIFY(html.contains("<title>Memory plan: "));
+        QVERIFY(html.contains("<section id=\"plan\">"));
+        QVERIFY(html.contains("class=\"chart plan\""));
+        QVERIFY(html.contains("capacity-line"));
+        QVERIFY(html.contains("verdict short"));
+        QVERIFY(html.contains("The ladder, cheapest first"));
+        QVERIFY(html.contains("micro_batch"));
+        QVERIFY(html.contains("Common cards"));
+        QVERIFY(!html.contains("id=\"diagnosis\""));
+        QVERIFY(!html.contains("Nothing to diagnose"));
+        QVERIFY(!html.contains("<script"));
+    }
+
+    // With --snapshot the report holds the measured run beside the calibrated plan.
+    void calibratedPlanReportHoldsTheRun()
+    {
+        const QString snapshot = oomlens::test::testDataDir() + QStringLiteral("/scenarios/first_backward.pickle");
+        const Run run = oomlens(
+            { QStringLiteral("--params"), QStringLiteral("1e8"), QStringLiteral("--layers"), QStringLiteral("4"),
+                QStringLiteral("--hidden"), QStringLiteral("512"), QStringLiteral("--heads"), QStringLiteral("8"),
+                QStringLiteral("--vocab"), QStringLiteral("32000"), QStringLiteral("--snapshot"), snapshot,
+                QStringLiteral("--card"), QStringLiteral("2GiB"), QStringLiteral("--report"), QStringLiteral("-") });
+        QCOMPARE(run.exitCode, 0);
+        QVERIFY(run.out.startsWith("<!DOCTYPE html>")); // '-' makes the report the output
+        QVERIFY(run.out.contains("Memory plan, projected from this run"));
+        QVERIFY(run.out.contains("measured ÷ formula"));
+        QVERIFY(run.out.contains("id=\"diagnosis\"")); // the run failed: its diagnosis is there too
+        QVERIFY(run.out.contains("id=\"snapshots\""));
     }
 };
 

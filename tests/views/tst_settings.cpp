@@ -7,11 +7,13 @@
 #include "views/settingsdialog.h"
 #include "views/timelinedata.h"
 #include "views/timelinewidget.h"
+#include "views/whatifview.h"
 
 #include <QApplication>
 #include <QDialogButtonBox>
 #include <QPushButton>
 #include <QSettings>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -147,6 +149,18 @@ private slots:
         QVERIFY(html.contains("<svg"));
         const auto& diagnosis = window.currentCase()->loadedCase()->analysis.diagnoses.front();
         QVERIFY(html.contains(QByteArray::fromStdString(diagnosis.id)));
+        // The What-if plan joins the report only once the user changed the set-up there.
+        QVERIFY(!html.contains("id=\"plan\""));
+        QSpinBox* batch = window.currentCase()->whatIf()->findChildren<QSpinBox*>().value(0);
+        QVERIFY(batch);
+        batch->setValue(batch->value() + 1);
+        QVERIFY(window.currentCase()->whatIf()->edited());
+        const QString withPlan = directory.filePath(QStringLiteral("with-plan.html"));
+        QVERIFY(window.exportReport(withPlan));
+        const QByteArray planned = test::readFile(withPlan);
+        QVERIFY(planned.contains("<section id=\"plan\">"));
+        QVERIFY(planned.contains("Memory plan, projected from this run")); // the case has a snapshot
+        QVERIFY(planned.contains(QByteArray::fromStdString(diagnosis.id)));
         QVERIFY(!window.exportReport(directory.filePath(QStringLiteral("no/such/dir/report.html"))));
         QVERIFY(window.bannerText().contains(QStringLiteral("Could not write the report")));
     }

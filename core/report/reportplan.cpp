@@ -1,0 +1,250 @@
+#include "core/planner/dsconfig.h"
+#include "core/planner/planresult.h"
+#include "core/planner/plantext.h"
+#include "core/presentation/labels.h"
+#include "core/report/charts.h"
+#include "core/report/reportbuilder.h"
+#include "core/report/svgwriter.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace oomlens::report {
+
+namespace {
+
+using planner::Band;
+using planner::BandBytes;
+
+// The planner's bands are the timeline's categories plus what no tensor accounts for, so a band
+// takes its category's colour and the overhead its own: the report reads like the What-if tab.
+std::string bandClass(Band band)
+{
+    switch (band) {
+    case Band::Parameters:
+        return categoryClass(Category::Parameters);
+    case Band::Gradients:
+        return categoryClass(Category::Gradients);
+    case Band::OptimizerState:
+        return categoryClass(Category::OptimizerState);
+    case Band::Activations:
+        return categoryClass(Category::Activations);
+    case Band::Temporaries:
+        return categoryClass(Category::Temporaries);
+    case Band::Overhead:
+        break;
+    }
+    return "plan-overhead";
+}
+
+std::string bandLabel(Band band)
+{
+    switch (band) {
+    case Band::Parameters:
+        return std::string(categoryLabel(Category::Parameters));
+    case Band::Gradients:
+        return std::string(categoryLabel(Category::Gradients));
+    case Band::OptimizerState:
+        return std::string(categoryLabel(Category::OptimizerState));
+    case Band::Activations:
+        return std::string(categoryLabel(Category::Activations));
+    case Band::Temporaries:
+        return std::string(categoryLabel(Category::Temporaries));
+    case Band::Overhead:
+        break;
+    }
+    return "CUDA context and allocator slack";
+}
+
+std::string ratioText(double ratio)
+{
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.2f×", ratio);
+    return buffer;
+}
+
+struct PhaseBar
+{
+    std::string label;
+    BandBytes bands {};
+};
+
+// One stacked bar per phase of a step (the What-if tab's picture), scaled so the card's capacity
+// line is always inside the chart: "short by 6 GiB" is seen, not only read.
+std::string planBarsSvg(const std::vector<PhaseBar>& bars, std::optional<uint64_t> capacityBytes)
+{
+    constexpr double width = 960;
+    constexpr double rowHeight = 34;
+    constexpr double barLeft = 130;
+    constexpr double barRight = 900;
+    const double height = rowHeight * static_cast<double>(bars.size()) + 30;
+    SvgWriter svg(width, height, "chart plan", "Planned memory per GPU by phase and band");
+    uint64_t widest = capacityBytes.value_or(1);
+    for (const PhaseBar& bar : bars)
+        widest = std::max(widest, planner::bandTotal(bar.bands));
+    const double scale = (barRight - barLeft) / static_cast<double>(std::max<uint64_t>(widest, 1));
+    for (size_t r = 0; r < bars.size(); ++r) {
+        const PhaseBar& bar = bars[r];
+        const double y = 8 + rowHeight * static_cast<double>(r);
+        svg.text(barLeft - 8, y + 17, bar.label, "tick", SvgWriter::Anchor::End);
+        double x = barLeft;
+        for (int b = 0; b < planner::bandCount; ++b) {
+            const uint64_t bytes = bar.bands[static_cast<size_t>(b)];
+            if (bytes == 0)
+                continue;
+            const auto band = static_cast<Band>(b);
+            const double w = scale * static_cast<double>(bytes);
+            svg.rect(x, y, w, rowHeight - 10, "band " + bandClass(band),
+                bandLabel(band) + " in " + bar.label + ": " + formatBytes(bytes));
+            x += w;
+        }
+        svg.text(x + 6, y + 17, formatBytes(planner::bandTotal(bar.bands)), "tick small");
+    }
+    if (capacityBytes) {
+        const double x = barLeft + scale * static_cast<double>(*capacityBytes);
+        svg.line(x, 2, x, height - 18, "capacity-line");
+        svg.text(x, height - 4, "card " + formatBytes(*capacityBytes), "tick small", SvgWriter::Anchor::Middle);
+    }
+    return svg.finish();
+}
+
+} // namespace
+
+std::string ReportBuilder::planTitle() const
+{
+    return "Memory plan: " + m_options.plan->model.name;
+}
+
+std::string ReportBuilder::planSubtitle() const
+{
+    const planner::PlanResult& plan = *m_options.plan;
+    std::string subtitle = planner::describeSetup(plan.setup);
+    if (plan.card)
+        subtitle += " · " + plan.card->models + " (" + formatBytes(plan.card->capacityBytes) + ")";
+    return subtitle;
+}
+
+void ReportBuilder::writePlan()
+{
+    if (!m_options.plan)
+        return;
+    const planner::PlanResult& plan = *m_options.plan;
+    beginSection("plan", plan.calibration ? "Memory plan, projected from this run" : "Memory plan");
+    if (!plan.setupProblem.empty()) {
+        element("p", "The set-up cannot be planned: " + plan.setupProblem, "note");
+        endSection();
+        return;
+    }
+    const planner::MemoryPlan& shown = plan.shown;
+    element("p",
+        "Model " + plan.model.name + ", " + groupedNumber(static_cast<int64_t>(shown.parameterCount))
+            + " parameters. Set-up: " + planner::describeSetup(plan.setup) + ".");
+    if (plan.card) {
+        const std::string verdict = planner::fitWords(shown.totalPerGpu, plan.card->capacityBytes);
+        element("p",
+            "On " + plan.card->models + " (" + formatBytes(plan.card->capacityBytes) + " per GPU) the peak of "
+                + formatBytes(shown.totalPerGpu) + " in the " + std::string(planner::peakPhaseName(shown.peakPhase))
+                + " phase: " + verdict + ".",
+            plan.fits.value_or(false) ? "verdict fits" : "verdict short");
+    }
+    if (plan.calibration)
+        element("p", "Calibrated by measurement: " + plan.calibration->summary + ".");
+
+    const std::vector<PhaseBar> bars { { "forward", shown.byPhase[0] }, { "backward", shown.byPhase[1] },
+        { "optimizer step", shown.byPhase[2] } };
+    raw("<div class=\"figure\">\n");
+    raw(planBarsSvg(bars, plan.card ? std::optional(plan.card->capacityBytes) : std::nullopt));
+    raw("\n<div class=\"legend\">");
+    for (int b = 0; b < planner::bandCount; ++b) {
+        const auto band = static_cast<Band>(b);
+        raw("<span><span class=\"swatch ");
+        raw(bandClass(band));
+        raw("\"></span>");
+        text(bandLabel(band));
+        raw("</span> ");
+    }
+    raw("</div>\n</div>\n");
+
+    raw("<table class=\"plan-bands\">\n<tr><th>per GPU at the peak</th><th>");
+    text(plan.calibration ? "projected" : "bytes");
+    raw("</th>");
+    if (plan.calibration)
+        raw("<th>formula</th><th>measured</th><th>measured ÷ formula</th>");
+    raw("</tr>\n");
+    for (int b = 0; b < planner::bandCount; ++b) {
+        const auto band = static_cast<Band>(b);
+        raw("<tr>");
+        element("td", bandLabel(band));
+        element("td", formatBytes(shown.perGpu[static_cast<size_t>(b)]), "num");
+        if (plan.calibration) {
+            const planner::BandCalibration& calibration = plan.calibration->band(band);
+            element("td", formatBytes(calibration.formula), "num");
+            element("td", formatBytes(calibration.measured), "num");
+            element("td", calibration.formula > 0 ? ratioText(calibration.ratio) : "–", "num");
+        }
+        raw("</tr>\n");
+    }
+    raw("<tr>");
+    element("th", "total");
+    element("td", formatBytes(shown.totalPerGpu), "num");
+    raw("</tr>\n</table>\n");
+    element("p", "Host memory per node: " + formatBytes(shown.hostBytes) + ".");
+    if (plan.maxMicroBatch >= 0)
+        element("p",
+            "Largest micro-batch that fits: " + std::to_string(plan.maxMicroBatch)
+                + "; longest sequence at micro-batch " + std::to_string(plan.setup.microBatch) + ": "
+                + std::to_string(plan.maxSequence) + ".");
+
+    if (plan.card && !plan.ladder.empty()) {
+        raw("<h3>The ladder, cheapest first</h3>\n<table class=\"plan-ladder\">\n<tr><th>rung</th><th>change</th>"
+            "<th>with the rungs before</th><th>verdict</th><th>alone</th></tr>\n");
+        for (const planner::LadderRung& rung : plan.ladder) {
+            raw("<tr>");
+            element("td", rung.id);
+            raw("<td>");
+            text(rung.change);
+            if (rung.changesExperiment) {
+                raw(" ");
+                element("span", "changes the experiment", "badge experiment");
+            }
+            raw("</td>");
+            element("td", formatBytes(rung.climbedTotal), "num");
+            element("td", planner::fitWords(rung.climbedTotal, plan.card->capacityBytes));
+            element("td", formatBytes(rung.aloneTotal), "num");
+            raw("</tr>\n");
+        }
+        raw("</table>\n");
+    }
+
+    raw("<h3>Common cards</h3>\n<table class=\"plan-cards\">\n<tr><th>card</th><th>models</th><th>per GPU</th>"
+        "<th>verdict</th><th>largest micro-batch</th></tr>\n");
+    for (const planner::CardFit& fit : plan.cards) {
+        raw("<tr>");
+        element("td", fit.card.name);
+        element("td", fit.card.models);
+        element("td", formatBytes(fit.card.capacityBytes), "num");
+        element("td", fit.fits ? "fits" : "does not fit");
+        // 0: not even one sample fits; -1: activations were not modelled (no layer dimensions).
+        element("td",
+            fit.maxMicroBatch > 0        ? std::to_string(fit.maxMicroBatch)
+                : fit.maxMicroBatch == 0 ? "none"
+                                         : "–",
+            "num");
+        raw("</tr>\n");
+    }
+    raw("</table>\n");
+
+    if (plan.setup.zeroStage > 0 || plan.setup.totalGpus() > 1) {
+        raw("<h3>ds_config.json for this set-up</h3>\n<pre><code>");
+        text(planner::deepSpeedConfig(plan.setup).dump(2));
+        raw("</code></pre>\n");
+    }
+    if (!shown.notes.empty()) {
+        raw("<h3>Assumptions</h3>\n");
+        writeList(shown.notes);
+    }
+    endSection();
+}
+
+} // namespace oomlens::report
