@@ -1,6 +1,7 @@
 #include "app/cli/cli.h"
 
 #include "app/cli/commandline.h"
+#include "app/cli/comparecommand.h"
 #include "app/cli/diagnose.h"
 #include "app/cli/plancommand.h"
 #include "app/cli/report.h"
@@ -20,6 +21,8 @@ const std::array commandTable {
     Command { "report", "report INPUT... -o report.html", "write the self-contained HTML report", runReport },
     Command { "plan", "plan (--model FILE|PRESET | --params N) [--card NAME] [--json] ...",
         "plan a run's GPU memory: bands per GPU, fit, ladder, ds_config.json", runPlan },
+    Command { "compare", "compare A B [--json] | compare A --window STEP:STEP --window STEP:STEP",
+        "compare two snapshots, or two step windows of one", runCompare },
 };
 
 const Command* findCommand(const QString& name)

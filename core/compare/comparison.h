@@ -47,7 +47,8 @@ struct ComparedMoment
 
 struct ComparisonSide
 {
-    std::string label; // "A: before.pickle", "step 3": how the text and the report name this side
+    std::string label; // "A", "B", "step 3": how the sentence, the text and the report name this side
+    std::string source; // the snapshot's path as given (CompareOptions::sourceA/B); may be empty
     std::shared_ptr<const Snapshot> snapshot; // for showing a site's full stack (ComparedSite::stackA/B)
     int32_t device = 0;
     std::optional<StepWindow> window; // set when comparing windows of one run
@@ -73,6 +74,10 @@ struct SiteKey
     friend bool operator==(const SiteKey&, const SiteKey&) = default;
     friend auto operator<=>(const SiteKey&, const SiteKey&) = default;
 };
+
+// A site in a few words for tables: its innermost frame without the directory ("model.py:44:
+// attention"), "(no stack recorded)" for allocations without frames.
+std::string siteLabel(const SiteKey& key);
 
 struct SiteFigures
 {
@@ -152,7 +157,7 @@ struct Comparison
 
     std::vector<ComparedSite> sites; // largest |b − a at the peak| first, then |b − a allocated|
     ComparisonTimeline timeline;
-    std::vector<SurvivingSite> surviving; // windows only, largest first
+    std::vector<SurvivingSite> surviving; // windows only: repeating sites first, then largest
     uint64_t survivingBytes = 0;
 
     // One sentence in words: "B cut activations at the peak by 6.20 GiB; the peak moved from the
@@ -167,6 +172,8 @@ struct CompareOptions
 {
     std::string labelA = "A";
     std::string labelB = "B";
+    std::string sourceA; // file paths, shown beside the labels
+    std::string sourceB;
     size_t timelineColumns = 400;
 };
 

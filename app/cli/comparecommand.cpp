@@ -1,0 +1,160 @@
+#include "app/cli/comparecommand.h"
+
+#include "app/cli/commandline.h"
+#include "app/cli/inputs.h"
+#include "core/caseanalysis.h"
+#include "core/compare/comparison.h"
+#include "core/compare/comparisonjson.h"
+#include "core/compare/comparisontext.h"
+#include "core/report/htmlreport.h"
+
+#include <QDateTime>
+#include <QSaveFile>
+
+#include <cstdio>
+#include <iostream>
+
+namespace oomlens::cli {
+
+namespace {
+
+struct CompareOptionsOnCommandLine
+{
+    QCommandLineOption json { QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text.") };
+    QCommandLineOption window { QStringLiteral("window"),
+        QStringLiteral("Compare two step windows of one snapshot: give it twice (STEP or FIRST:LAST, inclusive)."),
+        QStringLiteral("STEP:STEP") };
+    QCommandLineOption device { QStringLiteral("device"),
+        QStringLiteral("Compare snapshot device N (default: the device of the OOM event)."), QStringLiteral("N") };
+    QCommandLineOption report { { QStringLiteral("o"), QStringLiteral("report") },
+        QStringLiteral("Also write the HTML report of B (of the run, for windows) with the comparison section."),
+        QStringLiteral("FILE.html") };
+    QCommandLineOption top { QStringLiteral("top"), QStringLiteral("Sites listed in the text (default 15)."),
+        QStringLiteral("N") };
+};
+
+// One input that must be a snapshot. Returns the exit status on failure.
+std::optional<int> loadSnapshot(const QString& path, Case& into)
+{
+    if (loadInputs({ path }, into) > 0)
+        return 1;
+    if (into.snapshots.empty()) {
+        std::fprintf(stderr, "oomlens: %s: not a memory snapshot\n", qPrintable(path));
+        return 1;
+    }
+    return std::nullopt;
+}
+
+std::optional<int> requireDevice(const QString& path, const SnapshotAnalysis& analysis)
+{
+    if (analysis.primary())
+        return std::nullopt;
+    std::fprintf(stderr, "oomlens: %s: the snapshot has no such device\n", qPrintable(path));
+    return 1;
+}
+
+int writeReport(const QString& path, const Case& input, const AnalysisOptions& options, const Comparison& comparison)
+{
+    const CaseAnalysis analysis = analyzeCase(input, options);
+    report::ReportOptions reportOptions;
+    reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+    reportOptions.comparison = &comparison;
+    const std::string html = report::buildHtmlReport(input, analysis, reportOptions);
+    // QSaveFile: a failed write never leaves half a report where the old one was.
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)
+        || file.write(html.data(), static_cast<qint64>(html.size())) != static_cast<qint64>(html.size())
+        || !file.commit()) {
+        std::fprintf(stderr, "oomlens: cannot write %s: %s\n", qPrintable(path), qPrintable(file.errorString()));
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace
+
+int runCompare(const QStringList& arguments)
+{
+    CommandLine commandLine("compare A B [--json] [-o FILE.html] | compare A --window STEP:STEP --window STEP:STEP",
+        QStringLiteral("Compares two snapshots (before and after a fix, two configurations) or two step windows of "
+                       "one: the peaks, the categories at the peak and at the OOM, the allocation sites that grew or "
+                       "shrank (matched by stack, category and phase, never by address), new and vanished sites, "
+                       "and for windows what the first left alive."));
+    const CompareOptionsOnCommandLine o;
+    QCommandLineParser& parser = commandLine.parser();
+    parser.addOptions({ o.json, o.window, o.device, o.report, o.top });
+    parser.addPositionalArgument(QStringLiteral("A"), QStringLiteral("The first snapshot ('-' reads standard input)."));
+    parser.addPositionalArgument(QStringLiteral("B"), QStringLiteral("The second snapshot (none with --window)."));
+    if (const std::optional<int> stop = commandLine.parse(arguments))
+        return *stop;
+
+    AnalysisOptions analysisOptions;
+    if (!commandLine.readDevice(o.device, analysisOptions.device))
+        return 2;
+    size_t topSites = 15;
+    if (parser.isSet(o.top)) {
+        bool ok = false;
+        const uint count = parser.value(o.top).toUInt(&ok);
+        if (!ok)
+            return commandLine.usageError(QStringLiteral("--top needs a count, got '%1'").arg(parser.value(o.top)));
+        topSites = count;
+    }
+    const QStringList paths = parser.positionalArguments();
+    const QStringList windowTexts = parser.values(o.window);
+    std::vector<StepWindow> windows;
+    for (const QString& text : windowTexts) {
+        const std::optional<StepWindow> window = parseStepWindow(text.toStdString());
+        if (!window)
+            return commandLine.usageError(
+                QStringLiteral("--window needs STEP or FIRST:LAST (FIRST <= LAST), got '%1'").arg(text));
+        windows.push_back(*window);
+    }
+    if (!windows.empty() && windows.size() != 2)
+        return commandLine.usageError(QStringLiteral("--window is given twice: the first window, then the second"));
+    if (windows.empty() && paths.size() != 2)
+        return commandLine.usageError(paths.size() < 2
+                ? QStringLiteral("give two snapshots, or one with --window twice")
+                : QStringLiteral("give two snapshots, not %1").arg(paths.size()));
+    if (!windows.empty() && paths.size() != 1)
+        return commandLine.usageError(QStringLiteral("--window compares two windows of one snapshot; give one"));
+
+    CompareOptions compareOptions;
+    compareOptions.sourceA = paths.front().toStdString();
+    Case caseA;
+    if (const auto stop = loadSnapshot(paths.front(), caseA))
+        return *stop;
+    const SnapshotAnalysis analysisA = analyzeSnapshot(caseA.snapshots.front(), analysisOptions);
+    if (const auto stop = requireDevice(paths.front(), analysisA))
+        return *stop;
+
+    Comparison comparison;
+    Case caseB;
+    if (!windows.empty()) {
+        for (const StepWindow& window : windows) {
+            const std::string problem = windowProblem(*analysisA.primary(), window);
+            if (!problem.empty())
+                return commandLine.usageError(QString::fromStdString(problem));
+        }
+        comparison = compareWindows(analysisA, windows[0], windows[1], compareOptions);
+    } else {
+        compareOptions.sourceB = paths.back().toStdString();
+        if (const auto stop = loadSnapshot(paths.back(), caseB))
+            return *stop;
+        const SnapshotAnalysis analysisB = analyzeSnapshot(caseB.snapshots.front(), analysisOptions);
+        if (const auto stop = requireDevice(paths.back(), analysisB))
+            return *stop;
+        comparison = compareSnapshots(analysisA, analysisB, compareOptions);
+    }
+
+    if (parser.isSet(o.json))
+        std::cout << comparisonToJson(comparison).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                  << '\n';
+    else
+        std::cout << comparisonToText(comparison, topSites);
+    std::cout.flush();
+    if (parser.isSet(o.report))
+        return writeReport(parser.value(o.report), windows.empty() ? caseB : caseA, analysisOptions, comparison);
+    return 0;
+}
+
+} // namespace oomlens::cli

@@ -1,0 +1,372 @@
+#include "common/testutil.h"
+#include "common/tracebuilder.h"
+#include "core/compare/comparison.h"
+#include "core/compare/comparisonjson.h"
+#include "core/compare/comparisontext.h"
+#include "core/units.h"
+#include "parsers/snapshotreader.h"
+
+#include <QTest>
+
+#include <algorithm>
+
+using namespace oomlens;
+
+namespace {
+
+const char* const attentionStack
+    = "stack=model.py:attention:44;torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+const char* const rotaryStack
+    = "stack=model.py:rotary:30;torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+const char* const dropoutStack
+    = "stack=model.py:dropout:33;torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+const char* const keptLossStack = "stack=train.py:train_step:41;train.py:main:90";
+
+// A small training run in TraceBuilder's words: weights, then per step the batch, two forward
+// sites saved for backward, backward scratch and gradients, Adam state made in step 1, an
+// optimizer temporary, zero_grad.
+struct RunShape
+{
+    int steps = 3;
+    int activationMiB = 8;
+    int backwardScratchMiB = 2;
+    int optimizerTemporaryMiB = 1;
+    int leakMiB = 0; // kept alive every step (the losses appended to a list)
+    int paddingMiB = 0; // shifts every address: same program, different placement
+    bool rotary = false; // a site only this run has
+    bool dropout = false;
+    bool oomAtEnd = false;
+};
+
+std::string trainingRun(const RunShape& shape)
+{
+    std::string text = "before w 16MiB load\n";
+    if (shape.paddingMiB > 0)
+        text += "alloc pad " + std::to_string(shape.paddingMiB) + "MiB load\n";
+    for (int i = 1; i <= shape.steps; ++i) {
+        const std::string n = std::to_string(i);
+        text += "alloc x" + n + " 1MiB data\n";
+        text += "alloc act" + n + " " + std::to_string(shape.activationMiB) + "MiB fwd\n";
+        text += "alloc att" + n + " 2MiB " + attentionStack + "\n";
+        if (shape.rotary)
+            text += "alloc rot" + n + " 3MiB " + rotaryStack + "\n";
+        if (shape.dropout)
+            text += "alloc drop" + n + " 3MiB " + dropoutStack + "\n";
+        if (shape.leakMiB > 0)
+            text += "alloc keep" + n + " " + std::to_string(shape.leakMiB) + "MiB " + keptLossStack + "\n";
+        text += "alloc scratch" + n + " " + std::to_string(shape.backwardScratchMiB) + "MiB bwd\n";
+        text += "alloc g" + n + " 4MiB grad\n";
+        text += "free act" + n + " bwd\nfree att" + n + " bwd\nfree scratch" + n + " bwd\n";
+        if (shape.rotary)
+            text += "free rot" + n + " bwd\n";
+        if (shape.dropout)
+            text += "free drop" + n + " bwd\n";
+        if (i == 1)
+            text += "alloc state 4MiB optinit\n";
+        text
+            += "alloc tmp" + n + " " + std::to_string(shape.optimizerTemporaryMiB) + "MiB opt\nfree tmp" + n + " opt\n";
+        text += "free g" + n + " zero\nfree x" + n + " none\n";
+    }
+    if (shape.oomAtEnd)
+        text += "alloc x9 1MiB data\nalloc act9 " + std::to_string(shape.activationMiB)
+            + "MiB fwd\noom 64MiB free=1MiB fwd\n";
+    return text;
+}
+
+SnapshotAnalysis analyze(const RunShape& shape)
+{
+    std::string error;
+    auto snapshot = test::buildSnapshot(trainingRun(shape), &error);
+    if (!snapshot)
+        qFatal("bad trace: %s", error.c_str());
+    return analyzeSnapshot(snapshot);
+}
+
+const ComparedSite* findSite(const Comparison& comparison, std::string_view innermost)
+{
+    for (const ComparedSite& site : comparison.sites) {
+        if (!site.key.frames.empty() && site.key.frames.front() == innermost)
+            return &site;
+    }
+    return nullptr;
+}
+
+int64_t delta(const CategoryDelta& bytes, Category category)
+{
+    return bytes[static_cast<size_t>(category)];
+}
+
+} // namespace
+
+class TestCompare : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    // The same program placed at other addresses: every site matches, nothing moves.
+    void sitesMatchByStackNotAddress()
+    {
+        const SnapshotAnalysis a = analyze({});
+        const SnapshotAnalysis b = analyze({ .paddingMiB = 6 });
+        const Comparison comparison = compareSnapshots(a, b);
+        QVERIFY(!comparison.sites.empty());
+        for (const ComparedSite& site : comparison.sites) {
+            if (site.key.frames.empty() || site.key.phase == Phase::Load)
+                continue; // the padding itself, and the weights older than the trace
+            QVERIFY2(!site.isNew() && !site.vanished(), siteLabel(site.key).c_str());
+            QCOMPARE(site.a.allocatedBytes, site.b.allocatedBytes);
+        }
+        const ComparedSite* attention = findSite(comparison, "model.py:44:attention");
+        QVERIFY(attention);
+        QCOMPARE(attention->a.allocatedCount, 3u);
+        QCOMPARE(attention->b.allocatedCount, 3u);
+        QCOMPARE(attention->key.phase, Phase::Forward);
+        // The user's frames only, innermost first: PyTorch's module.py is not part of the key.
+        QCOMPARE(attention->key.frames,
+            (std::vector<std::string> { "model.py:44:attention", "train.py:40:train_step", "train.py:90:main" }));
+    }
+
+    // Halving the activations: the forward site shrinks at the peak, the category delta and the
+    // sentence say so, and the site that changed comes first.
+    void activationsCut()
+    {
+        const Comparison comparison = compareSnapshots(analyze({}), analyze({ .activationMiB = 4 }));
+        QCOMPARE(comparison.a.peak.allocatedBytes - comparison.b.peak.allocatedBytes, 4 * MiB);
+        QCOMPARE(delta(comparison.categoriesDeltaAtPeak, Category::Activations), -int64_t(4 * MiB));
+        QCOMPARE(delta(comparison.categoriesDeltaAtPeak, Category::Parameters), 0);
+        QVERIFY(!comparison.categoriesDeltaAtOom);
+        const ComparedSite& first = comparison.sites.front();
+        QCOMPARE(first.key.frames.front(), std::string("model.py:12:forward"));
+        QCOMPARE(first.key.category, Category::Activations);
+        QCOMPARE(first.a.peakBytes, 8 * MiB);
+        QCOMPARE(first.b.peakBytes, 4 * MiB);
+        QCOMPARE(first.peakDelta(), -int64_t(4 * MiB));
+        QCOMPARE(first.allocatedDelta(), -int64_t(12 * MiB)); // three steps
+        for (size_t i = 1; i < comparison.sites.size(); ++i)
+            QVERIFY(std::llabs(comparison.sites[i - 1].peakDelta()) >= std::llabs(comparison.sites[i].peakDelta()));
+        // Step 2's backward: the Adam state made in step 1 is there too.
+        QCOMPARE(comparison.a.peak.phase, Phase::Backward);
+        QCOMPARE(comparison.a.peak.step, 2);
+        QCOMPARE(QString::fromStdString(comparison.summary),
+            QStringLiteral("B cut activations at the peak by 4.00 MiB; the peak stays in the backward of step 2; "
+                           "peak 37.00 MiB \u2192 33.00 MiB (-11%)"));
+    }
+
+    // A large optimizer temporary moves the peak from the backward to the optimizer step.
+    void peakMoved()
+    {
+        const Comparison comparison = compareSnapshots(analyze({}), analyze({ .optimizerTemporaryMiB = 40 }));
+        QCOMPARE(comparison.a.peak.phase, Phase::Backward);
+        QCOMPARE(comparison.b.peak.phase, Phase::Optimizer);
+        QCOMPARE(comparison.b.peak.step, 1);
+        QVERIFY2(comparison.summary.find("the peak moved from the backward of step 2 to the optimizer step of step 1")
+                != std::string::npos,
+            comparison.summary.c_str());
+        QVERIFY2(
+            comparison.summary.starts_with("B added 38.00 MiB of temporaries at the peak"), comparison.summary.c_str());
+    }
+
+    void newAndVanishedSites()
+    {
+        const Comparison comparison = compareSnapshots(analyze({ .dropout = true }), analyze({ .rotary = true }));
+        const std::vector<const ComparedSite*> added = comparison.newSites();
+        const std::vector<const ComparedSite*> vanished = comparison.vanishedSites();
+        QCOMPARE(added.size(), size_t(1));
+        QCOMPARE(vanished.size(), size_t(1));
+        QCOMPARE(added.front()->key.frames.front(), std::string("model.py:30:rotary"));
+        QCOMPARE(added.front()->b.peakBytes, 3 * MiB);
+        QCOMPARE(added.front()->b.allocatedBytes, 9 * MiB);
+        QCOMPARE(added.front()->a.allocatedCount, 0u);
+        QCOMPARE(vanished.front()->key.frames.front(), std::string("model.py:33:dropout"));
+        QCOMPARE(vanished.front()->a.peakBytes, 3 * MiB);
+        QVERIFY(comparison.b.snapshot);
+        QVERIFY(added.front()->stackB != FrameTable::emptyStack());
+        QCOMPARE(added.front()->stackA, FrameTable::emptyStack());
+    }
+
+    // One run fails: the categories are compared at its OOM against the other's peak.
+    void oomOnOneSide()
+    {
+        const Comparison comparison = compareSnapshots(analyze({}), analyze({ .oomAtEnd = true }));
+        QVERIFY(!comparison.a.oom);
+        QVERIFY(comparison.b.oom);
+        QCOMPARE(comparison.b.oom->phase, Phase::Forward);
+        QVERIFY(comparison.categoriesDeltaAtOom.has_value());
+        QVERIFY2(comparison.summary.find("B ran out of memory in the forward of step") != std::string::npos,
+            comparison.summary.c_str());
+        QVERIFY(comparison.summary.ends_with("A did not"));
+    }
+
+    // Step 2 vs step 3 of a leaking run: the kept losses outlive both windows and repeat; the
+    // next step's peak is higher by exactly the leak.
+    void windowsOfALeakingRun()
+    {
+        const SnapshotAnalysis run = analyze({ .steps = 4, .leakMiB = 2 });
+        QVERIFY(windowProblem(*run.primary(), { 2, 2 }).empty());
+        const Comparison comparison = compareWindows(run, { 2, 2 }, { 3, 3 });
+        QVERIFY(comparison.windows);
+        QCOMPARE(comparison.a.label, std::string("step 2"));
+        QCOMPARE(comparison.b.label, std::string("step 3"));
+        QCOMPARE(comparison.a.peak.step, 2);
+        QCOMPARE(comparison.b.peak.step, 3);
+        QCOMPARE(comparison.b.peak.allocatedBytes - comparison.a.peak.allocatedBytes, 2 * MiB);
+        QVERIFY(comparison.a.lastEvent < comparison.b.firstEvent);
+        // Matched across the windows though every address differs.
+        const ComparedSite* attention = findSite(comparison, "model.py:44:attention");
+        QVERIFY(attention);
+        QCOMPARE(attention->a.allocatedBytes, 2 * MiB);
+        QCOMPARE(attention->b.allocatedBytes, 2 * MiB);
+        QVERIFY(comparison.newSites().empty());
+
+        QCOMPARE(comparison.surviving.size(), size_t(1));
+        const SurvivingSite& kept = comparison.surviving.front();
+        QCOMPARE(kept.key.frames.front(), std::string("train.py:41:train_step"));
+        QCOMPARE(kept.bytes, 2 * MiB);
+        QCOMPARE(kept.count, 1u);
+        QVERIFY(kept.repeats);
+        QCOMPARE(comparison.survivingBytes, 2 * MiB);
+        QVERIFY2(comparison.summary.find("2.00 MiB allocated in step 2 is still alive after step 3, 2.00 MiB of it "
+                                         "from sites that keep doing so (a leak)")
+                != std::string::npos,
+            comparison.summary.c_str());
+        QVERIFY2(comparison.summary.find("both peak in the backward") != std::string::npos, comparison.summary.c_str());
+    }
+
+    // Step 1 made the optimizer state once: it survives, but does not repeat, so it is listed
+    // after the leak.
+    void oneOffStateDoesNotRepeat()
+    {
+        const SnapshotAnalysis run = analyze({ .steps = 3, .leakMiB = 2 });
+        const Comparison comparison = compareWindows(run, { 1, 1 }, { 2, 2 });
+        QCOMPARE(comparison.surviving.size(), size_t(2));
+        QVERIFY(comparison.surviving[0].repeats);
+        QCOMPARE(comparison.surviving[0].key.frames.front(), std::string("train.py:41:train_step"));
+        QVERIFY(!comparison.surviving[1].repeats);
+        QCOMPARE(comparison.surviving[1].key.category, Category::OptimizerState);
+        QCOMPARE(comparison.surviving[1].bytes, 4 * MiB);
+        QCOMPARE(comparison.survivingBytes, 6 * MiB);
+    }
+
+    void windowsCoverSeveralSteps()
+    {
+        const SnapshotAnalysis run = analyze({ .steps = 4 });
+        const Comparison comparison = compareWindows(run, { 1, 2 }, { 3, 4 });
+        QCOMPARE(comparison.a.label, std::string("steps 1\u20132"));
+        QCOMPARE(comparison.a.stepCount, 2); // steps 1 and 2 both start inside the window
+        QVERIFY(comparison.timeline.stepAligned);
+        QCOMPARE(comparison.timeline.axisEnd, 2.0);
+        const ComparedSite* forward = findSite(comparison, "model.py:12:forward");
+        QVERIFY(forward);
+        QCOMPARE(forward->a.allocatedCount, 2u);
+        QCOMPARE(forward->b.allocatedCount, 2u);
+    }
+
+    void stepWindowsParseAndValidate()
+    {
+        QCOMPARE(parseStepWindow("3:4"), std::optional<StepWindow>(StepWindow { 3, 4 }));
+        QCOMPARE(parseStepWindow("5"), std::optional<StepWindow>(StepWindow { 5, 5 }));
+        QVERIFY(!parseStepWindow("4:3"));
+        QVERIFY(!parseStepWindow("a:b"));
+        QVERIFY(!parseStepWindow(""));
+        QVERIFY(!parseStepWindow("-1:2"));
+        QVERIFY(!parseStepWindow("1:2:3"));
+        const SnapshotAnalysis run = analyze({ .steps = 3 });
+        QVERIFY(windowProblem(*run.primary(), { 3, 3 }).empty());
+        const std::string problem = windowProblem(*run.primary(), { 7, 8 });
+        QVERIFY2(problem.find("steps 7\u20138 is not in the trace, which has steps 0\u20133") != std::string::npos,
+            problem.c_str());
+    }
+
+    // Both runs have steps: step starts line up; the overlay keeps each side's peak height.
+    void overlaidTimeline()
+    {
+        const Comparison comparison
+            = compareSnapshots(analyze({ .steps = 3 }), analyze({ .steps = 2, .activationMiB = 4 }));
+        const ComparisonTimeline& timeline = comparison.timeline;
+        QVERIFY(timeline.stepAligned);
+        QCOMPARE(timeline.axisEnd, 4.0); // step 0 (loading) and three steps
+        QVERIFY(!timeline.columns.empty());
+        uint64_t highestA = 0;
+        uint64_t highestB = 0;
+        bool bEndsEarlier = false;
+        for (const OverlayColumn& column : timeline.columns) {
+            highestA = std::max(highestA, column.a.present ? column.a.high : 0);
+            highestB = std::max(highestB, column.b.present ? column.b.high : 0);
+            QVERIFY(column.a.present);
+            bEndsEarlier |= !column.b.present;
+            QVERIFY(column.a.low <= column.a.high);
+        }
+        QCOMPARE(highestA, comparison.a.peak.allocatedBytes);
+        QCOMPARE(highestB, comparison.b.peak.allocatedBytes);
+        QCOMPARE(timeline.maxBytes, comparison.a.peak.allocatedBytes);
+        QVERIFY(bEndsEarlier); // B has one step fewer
+        QVERIFY(timeline.columns.front().start < timeline.columns.back().end);
+    }
+
+    void jsonContract()
+    {
+        const Comparison comparison = compareSnapshots(analyze({}), analyze({ .activationMiB = 4 }));
+        const nlohmann::ordered_json json = comparisonToJson(comparison);
+        QCOMPARE(json["tool"].get<std::string>(), std::string("oomlens"));
+        const auto& compare = json["compare"];
+        for (const char* key : { "a", "b", "categories_delta", "sites", "summary" })
+            QVERIFY2(compare.contains(key), key);
+        QCOMPARE(compare["a"]["peak_allocated_bytes"].get<uint64_t>(), 37 * MiB);
+        QCOMPARE(compare["b"]["categories_at_peak"]["activations"].get<uint64_t>(),
+            comparison.b.peak.categories[static_cast<size_t>(Category::Activations)]);
+        QCOMPARE(compare["categories_delta"]["activations"].get<int64_t>(), -int64_t(4 * MiB));
+        QCOMPARE(compare["categories_delta"].size(), size_t(categoryCount));
+        const auto& site = compare["sites"][0];
+        for (const char* key : { "stack", "category", "a_bytes", "b_bytes", "delta_bytes", "phase" })
+            QVERIFY2(site.contains(key), key);
+        QCOMPARE(site["stack"][0].get<std::string>(), std::string("model.py:12:forward"));
+        QCOMPARE(site["category"].get<std::string>(), std::string("activations"));
+        QCOMPARE(site["delta_bytes"].get<int64_t>(), -int64_t(4 * MiB));
+        QVERIFY(compare["surviving"].is_null());
+        QCOMPARE(compare["summary"].get<std::string>(), comparison.summary);
+    }
+
+    void textNamesTheChange()
+    {
+        const Comparison comparison
+            = compareSnapshots(analyze({ .dropout = true }), analyze({ .activationMiB = 4, .rotary = true }));
+        const std::string text = comparisonToText(comparison);
+        QVERIFY2(text.find("Peak allocated") != std::string::npos, text.c_str());
+        QVERIFY(text.find("model.py:12:forward") != std::string::npos);
+        QVERIFY(text.find("New in B (1)") != std::string::npos);
+        QVERIFY(text.find("Vanished from B (1)") != std::string::npos);
+        QVERIFY(text.find("model.py:30:rotary") != std::string::npos);
+        QVERIFY(text.find("Summary: " + comparison.summary) != std::string::npos);
+    }
+
+    // Two real runs of one script (cs336 systems assignment, context 128 vs 512): the sites
+    // match and the longer context needs more at its peak.
+    void corpusPair()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        const QString directory = test::corpusDir() + QStringLiteral("/snapshots/");
+        const auto open = [&](const char* name) {
+            const QByteArray bytes = test::readFile(directory + QLatin1String(name));
+            if (bytes.isEmpty())
+                return std::optional<SnapshotAnalysis>();
+            SnapshotReadResult read = readSnapshot(std::string_view(bytes.constData(), size_t(bytes.size())));
+            if (!read.snapshot)
+                return std::optional<SnapshotAnalysis>();
+            return std::optional<SnapshotAnalysis>(analyzeSnapshot(read.snapshot));
+        };
+        const auto a = open("kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep_.pickle");
+        const auto b = open("kkaitlyn111__cs336-a2-systems__memory_ctx512_fullstep_.pickle");
+        if (!a || !b)
+            QSKIP("the cs336 ctx128/ctx512 pair is not in ../shared/corpus");
+        const Comparison comparison = compareSnapshots(*a, *b);
+        qInfo("%s", comparison.summary.c_str());
+        QVERIFY(comparison.b.peak.allocatedBytes > comparison.a.peak.allocatedBytes);
+        size_t matched = 0;
+        for (const ComparedSite& site : comparison.sites)
+            matched += !site.isNew() && !site.vanished();
+        QVERIFY2(matched * 2 > comparison.sites.size(), "most sites of one script match across two runs");
+        QVERIFY(!comparison.summary.empty());
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCompare)
+#include "tst_compare.moc"
