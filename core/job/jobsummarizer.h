@@ -1,0 +1,39 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+#include "core/case.h"
+#include "core/job/jobsummary.h"
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// Reads one rank file into a case of its own (the snapshot and its capture sidecar). core/ reads
+// no files: the CLI and the app pass parsers/inputloader.h's addFile (app/cli/inputs.h has one
+// ready, loadRankFile), tests pass a builder. Called from several threads at once.
+using RankLoader = std::function<Case(const std::string& file)>;
+
+struct JobOptions
+{
+    AnalysisOptions analysis; // applied to every rank (--device, --rules)
+    size_t maxWorkers = 0; // 0: one per core
+    // Called from the worker threads after each rank, with ranks done so far and the total.
+    std::function<void(size_t done, size_t total)> progress;
+    const std::atomic_bool* cancel = nullptr; // ranks not started when it is set are left unread
+};
+
+// The decoding threads a job of `files` files gets: min(cores, files), at least one.
+size_t jobWorkerCount(size_t files, size_t maxWorkers = 0);
+
+// Summarizes every rank file of one job. A pool of jobWorkerCount() threads takes the files one
+// at a time: load → analyze → reduce to a RankSummary → drop the case, so at most `workers`
+// decoded snapshots are alive at once however many files there are. A file that cannot be read
+// becomes a rank with its error; the others are still summarized. The failing rank is then the
+// caller's to open again in full (with any text inputs) for its diagnosis.
+JobSummary summarizeJob(const std::vector<std::string>& files, const RankLoader& load, const JobOptions& options = {});
+
+} // namespace oomlens
