@@ -2,6 +2,7 @@
 
 #include "app/cli/commandline.h"
 #include "app/cli/inputs.h"
+#include "app/cli/reportfile.h"
 #include "core/caseanalysis.h"
 #include "core/compare/comparison.h"
 #include "core/compare/comparisonjson.h"
@@ -9,7 +10,6 @@
 #include "core/report/htmlreport.h"
 
 #include <QDateTime>
-#include <QSaveFile>
 
 #include <cstdio>
 #include <iostream>
@@ -27,7 +27,8 @@ struct CompareOptionsOnCommandLine
     QCommandLineOption device { QStringLiteral("device"),
         QStringLiteral("Compare snapshot device N (default: the device of the OOM event)."), QStringLiteral("N") };
     QCommandLineOption report { { QStringLiteral("o"), QStringLiteral("report") },
-        QStringLiteral("Also write the HTML report of B (of the run, for windows) with the comparison section."),
+        QStringLiteral("Also write the HTML report of B (of the run, for windows) with the comparison section ('-': "
+                       "only the report, to standard output)."),
         QStringLiteral("FILE.html") };
     QCommandLineOption top { QStringLiteral("top"), QStringLiteral("Sites listed in the text (default 15)."),
         QStringLiteral("N") };
@@ -59,16 +60,7 @@ int writeReport(const QString& path, const Case& input, const AnalysisOptions& o
     report::ReportOptions reportOptions;
     reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
     reportOptions.comparison = &comparison;
-    const std::string html = report::buildHtmlReport(input, analysis, reportOptions);
-    // QSaveFile: a failed write never leaves half a report where the old one was.
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)
-        || file.write(html.data(), static_cast<qint64>(html.size())) != static_cast<qint64>(html.size())
-        || !file.commit()) {
-        std::fprintf(stderr, "oomlens: cannot write %s: %s\n", qPrintable(path), qPrintable(file.errorString()));
-        return 1;
-    }
-    return 0;
+    return writeReportFile(path, report::buildHtmlReport(input, analysis, reportOptions)) ? 0 : 1;
 }
 
 } // namespace
@@ -146,14 +138,17 @@ int runCompare(const QStringList& arguments)
         comparison = compareSnapshots(analysisA, analysisB, compareOptions);
     }
 
+    const QString reportPath = parser.value(o.report);
+    if (reportPath == QLatin1String("-")) // the report is what goes to standard output
+        return writeReport(reportPath, windows.empty() ? caseB : caseA, analysisOptions, comparison);
     if (parser.isSet(o.json))
         std::cout << comparisonToJson(comparison).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                   << '\n';
     else
         std::cout << comparisonToText(comparison, topSites);
     std::cout.flush();
-    if (parser.isSet(o.report))
-        return writeReport(parser.value(o.report), windows.empty() ? caseB : caseA, analysisOptions, comparison);
+    if (!reportPath.isEmpty())
+        return writeReport(reportPath, windows.empty() ? caseB : caseA, analysisOptions, comparison);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace oomlens::compare {
@@ -33,15 +34,15 @@ std::string describeMoment(const ComparedMoment& moment, bool withStep)
 }
 
 // The category that changed most at the peak, when the change is worth a sentence: at least
-// 1 MiB and 1% of the larger peak (smaller moves are noise between two runs of one script).
+// 1 MiB (allocator rounding and a few stray buffers move less between two runs of one script).
+// Small next to the peak is still said: the peak's percentage follows and gives the scale.
 std::string categorySentence(const Comparison& comparison)
 {
     const auto& delta = comparison.categoriesDeltaAtPeak;
     const auto largest = std::max_element(
         delta.begin(), delta.end(), [](int64_t x, int64_t y) { return std::llabs(x) < std::llabs(y); });
     const uint64_t change = static_cast<uint64_t>(std::llabs(*largest));
-    const uint64_t larger = std::max(comparison.a.peak.allocatedBytes, comparison.b.peak.allocatedBytes);
-    if (change < MiB || change * 100 < larger)
+    if (change < MiB)
         return comparison.b.label + " holds about the same at the peak in every category";
     const auto category = static_cast<Category>(largest - delta.begin());
     const std::string name = lowercase(categoryLabel(category));
@@ -67,8 +68,10 @@ std::string sizeSentence(const Comparison& comparison)
     std::string text = "peak " + formatBytes(a) + " \u2192 " + formatBytes(b);
     if (a > 0) {
         const double percent = 100.0 * (static_cast<double>(b) - static_cast<double>(a)) / static_cast<double>(a);
-        const long rounded = std::lround(percent);
-        text += " (" + std::string(rounded > 0 ? "+" : "") + std::to_string(rounded) + "%)";
+        // Whole percents, one decimal below 10% so a small change does not read "0%".
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, std::abs(percent) < 9.95 ? "%+.1f%%" : "%+.0f%%", percent);
+        text += " (" + std::string(buffer) + ")";
     }
     return text;
 }

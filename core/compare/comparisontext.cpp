@@ -42,13 +42,13 @@ std::string signedBytes(int64_t bytes)
     return bytes == 0 ? std::string("0") : formatSignedBytes(bytes);
 }
 
+// "/runs/before.pickle (device 0)", "step 3 of /runs/train.pickle (device 0)"
 std::string sideTitle(const ComparisonSide& side)
 {
-    std::string title = side.label;
-    if (!side.source.empty())
-        title += " = " + side.source;
-    if (side.window && side.label != stepWindowLabel(*side.window))
-        title += " (" + stepWindowLabel(*side.window) + ")";
+    std::string title;
+    if (side.window)
+        title = side.label + (side.source.empty() ? std::string() : " of ");
+    title += side.source;
     return title + " (device " + std::to_string(side.device) + ")";
 }
 
@@ -68,7 +68,7 @@ void categoryTable(std::string& out, const std::string& heading, const CategoryB
 std::string siteLine(const ComparedSite& site)
 {
     return "  " + pad(signedBytes(site.peakDelta()), 13) + pad(formatBytes(site.a.peakBytes), 13)
-        + pad(formatBytes(site.b.peakBytes), 13)
+        + pad(formatBytes(site.b.peakBytes), 13) + pad(signedBytes(site.allocatedDelta()), 14)
         + pad(std::string(categoryLabel(site.key.category)) + ", " + std::string(phaseLabel(site.key.phase)), 28)
         + siteLabel(site.key) + '\n';
 }
@@ -124,8 +124,10 @@ std::string comparisonToText(const Comparison& comparison, size_t topSites)
 
     const size_t shown = std::min(topSites, comparison.sites.size());
     out += "\nSites that changed most at the peak (" + std::to_string(shown) + " of "
-        + std::to_string(comparison.sites.size()) + ", matched by stack, category and phase)\n";
-    out += "  " + pad("B - A", 13) + pad("A", 13) + pad("B", 13) + pad("category, phase", 28) + "site\n";
+        + std::to_string(comparison.sites.size())
+        + "; matched by stack, category and phase; 'allocated': B - A of the bytes allocated in all)\n";
+    out += "  " + pad("B - A", 13) + pad("A", 13) + pad("B", 13) + pad("allocated", 14) + pad("category, phase", 28)
+        + "site\n";
     for (size_t i = 0; i < shown; ++i)
         out += siteLine(comparison.sites[i]);
 
@@ -137,7 +139,8 @@ std::string comparisonToText(const Comparison& comparison, size_t topSites)
             + " allocated: " + formatBytes(comparison.survivingBytes) + '\n';
         for (size_t i = 0; i < std::min<size_t>(10, comparison.surviving.size()); ++i) {
             const SurvivingSite& site = comparison.surviving[i];
-            out += "  " + pad(formatBytes(site.bytes), 13) + pad(std::to_string(site.count) + " blocks", 12)
+            out += "  " + pad(formatBytes(site.bytes), 13)
+                + pad(std::to_string(site.count) + (site.count == 1 ? " block" : " blocks"), 12)
                 + pad(site.repeats ? "repeats" : "once", 9)
                 + pad(
                     std::string(categoryLabel(site.key.category)) + ", " + std::string(phaseLabel(site.key.phase)), 28)

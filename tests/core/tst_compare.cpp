@@ -6,7 +6,10 @@
 #include "core/units.h"
 #include "parsers/snapshotreader.h"
 
+#include <QFile>
 #include <QTest>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 
@@ -80,6 +83,26 @@ SnapshotAnalysis analyze(const RunShape& shape)
     if (!snapshot)
         qFatal("bad trace: %s", error.c_str());
     return analyzeSnapshot(snapshot);
+}
+
+SnapshotAnalysis analyzeFile(const QString& path)
+{
+    const QByteArray bytes = test::readFile(path);
+    const SnapshotReadResult read = readSnapshot(std::string_view(bytes.constData(), size_t(bytes.size())));
+    if (!read.snapshot)
+        qFatal("%s: %s", qPrintable(path), read.error.c_str());
+    return analyzeSnapshot(read.snapshot);
+}
+
+QString pairFile(const nlohmann::json& name)
+{
+    return test::testDataDir() + QStringLiteral("/compare/") + QString::fromStdString(name.get<std::string>());
+}
+
+nlohmann::json pairTruth()
+{
+    return nlohmann::json::parse(
+        test::readFile(test::testDataDir() + QStringLiteral("/compare/truth.json")).toStdString());
 }
 
 const ComparedSite* findSite(const Comparison& comparison, std::string_view innermost)
@@ -336,6 +359,84 @@ private Q_SLOTS:
         QVERIFY(text.find("Vanished from B (1)") != std::string::npos);
         QVERIFY(text.find("model.py:30:rotary") != std::string::npos);
         QVERIFY(text.find("Summary: " + comparison.summary) != std::string::npos);
+    }
+
+    // The generated pairs (tests/data/compare, tests/tools/make_pairs.py): the peaks the generator
+    // counted, the category that moved, the sites that appeared and vanished.
+    void generatedPairs_data()
+    {
+        QTest::addColumn<QString>("pair");
+        for (const char* pair : { "checkpointing", "batch", "fused" })
+            QTest::newRow(pair) << QString::fromLatin1(pair);
+    }
+    void generatedPairs()
+    {
+        QFETCH(QString, pair);
+        const nlohmann::json truth = pairTruth()[pair.toStdString()];
+        const Comparison comparison
+            = compareSnapshots(analyzeFile(pairFile(truth["a"])), analyzeFile(pairFile(truth["b"])));
+        QCOMPARE(comparison.a.peak.allocatedBytes, truth["a_peak_allocated_bytes"].get<uint64_t>());
+        QCOMPARE(comparison.b.peak.allocatedBytes, truth["b_peak_allocated_bytes"].get<uint64_t>());
+        if (truth.contains("largest_category_delta")) {
+            const auto& delta = comparison.categoriesDeltaAtPeak;
+            const auto largest = std::max_element(
+                delta.begin(), delta.end(), [](int64_t x, int64_t y) { return std::llabs(x) < std::llabs(y); });
+            QCOMPARE(std::string(categoryName(static_cast<Category>(largest - delta.begin()))),
+                truth["largest_category_delta"].get<std::string>());
+            QVERIFY(*largest * truth["activations_delta_sign"].get<int>() > 0);
+            QVERIFY2(comparison.summary.starts_with("B cut activations at the peak by"), comparison.summary.c_str());
+        }
+        if (truth.contains("new_sites"))
+            QCOMPARE(comparison.newSites().size(), truth["new_sites"].get<size_t>());
+        if (truth.contains("vanished_sites"))
+            QCOMPARE(comparison.vanishedSites().size(), truth["vanished_sites"].get<size_t>());
+        const auto hasSite = [](const std::vector<const ComparedSite*>& sites, const nlohmann::json& frames,
+                                 const nlohmann::json& category, const nlohmann::json& phase) {
+            return std::any_of(sites.begin(), sites.end(), [&](const ComparedSite* site) {
+                return site->key.frames.front() == frames[0].get<std::string>()
+                    && categoryName(site->key.category) == category.get<std::string>()
+                    && phaseName(site->key.phase) == phase.get<std::string>();
+            });
+        };
+        if (truth.contains("new_site_frames"))
+            QVERIFY(hasSite(
+                comparison.newSites(), truth["new_site_frames"], truth["new_site_category"], truth["new_site_phase"]));
+        if (truth.contains("vanished_site_frames")) {
+            const std::vector<const ComparedSite*> vanished = comparison.vanishedSites();
+            QVERIFY(hasSite(vanished, truth["vanished_site_frames"], truth["vanished_site_category"],
+                truth["vanished_site_phase"]));
+            QCOMPARE(vanished.front()->a.allocatedBytes,
+                truth["foreach_sqrt_bytes_per_step"].get<uint64_t>() * truth["steps"].get<uint64_t>());
+        }
+        if (pair == QLatin1String("checkpointing")) {
+            // Every block's saved tensors but its input leave the peak; what is recomputed in their place is
+            // backward scratch (temporaries), so the activations fall by exactly what the blocks saved.
+            const uint64_t saved = truth["saved_per_block_bytes"].get<uint64_t>() * truth["blocks"].get<uint64_t>();
+            QCOMPARE(delta(comparison.categoriesDeltaAtPeak, Category::Activations), -int64_t(saved));
+        }
+    }
+
+    void generatedLeakWindows()
+    {
+        const nlohmann::json truth = pairTruth()["leak"];
+        const SnapshotAnalysis run = analyzeFile(pairFile(truth["snapshot"]));
+        QCOMPARE(run.primary()->peakAllocatedBytes, truth["peak_allocated_bytes"].get<uint64_t>());
+        const auto first = parseStepWindow(truth["windows"][0].get<std::string>());
+        const auto second = parseStepWindow(truth["windows"][1].get<std::string>());
+        QVERIFY(first && second);
+        const Comparison comparison = compareWindows(run, *first, *second);
+        const uint64_t leak = truth["leak_bytes_per_step"].get<uint64_t>();
+        QCOMPARE(comparison.b.peak.allocatedBytes - comparison.a.peak.allocatedBytes, leak);
+        QCOMPARE(comparison.survivingBytes, leak);
+        QCOMPARE(comparison.surviving.size(), size_t(1));
+        const SurvivingSite& site = comparison.surviving.front();
+        QVERIFY(site.repeats);
+        QCOMPARE(site.secondWindowBytes, leak);
+        QCOMPARE(std::string(categoryName(site.key.category)), truth["leak_category"].get<std::string>());
+        std::vector<std::string> frames;
+        for (const auto& frame : truth["leak_site_frames"])
+            frames.push_back(frame.get<std::string>());
+        QCOMPARE(site.key.frames, frames);
     }
 
     // Two real runs of one script (cs336 systems assignment, context 128 vs 512): the sites
