@@ -3,12 +3,15 @@
 #include "app/cli/commandline.h"
 #include "app/cli/inputs.h"
 #include "core/caseanalysis.h"
+#include "core/job/jobjson.h"
+#include "core/job/jobtext.h"
 #include "core/jsonexport.h"
 #include "core/textreport.h"
 #include "parsers/categoryrulesparser.h"
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 namespace oomlens::cli {
 
@@ -39,15 +42,30 @@ int runDiagnose(const QStringList& arguments)
         return commandLine.usageError(QStringLiteral("no INPUT given (use '-' to read standard input)"));
     const bool asJson = parser.isSet(json);
 
+    // Several snapshot files are the ranks of one job: each is summarized by the worker pool and
+    // only the failing rank is diagnosed in full, with the text inputs given beside the ranks.
+    const QStringList rankFiles = jobRankFiles(paths);
+    std::optional<LoadedJob> job;
     Case input;
-    const int failures = loadInputs(paths, input);
+    int failures = 0;
+    if (!rankFiles.isEmpty()) {
+        job = loadJob(paths, rankFiles, options);
+        input = std::move(job->failingCase);
+        failures = job->failures;
+    } else {
+        failures = loadInputs(paths, input);
+    }
     const CaseAnalysis analysis = analyzeCase(input, options);
     if (asJson) {
+        nlohmann::ordered_json document = caseToJson(input, analysis);
+        if (job)
+            addJobToJson(document, job->summary);
         // A string that is not UTF-8 (a hostile snapshot's frame name) must not abort the whole
         // document: dump() throws on it unless told to write U+FFFD instead.
-        std::cout << caseToJson(input, analysis).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-                  << '\n';
+        std::cout << document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
     } else {
+        if (job)
+            std::cout << jobToText(job->summary) << '\n' << failingRankHeading(job->summary) << "\n\n";
         std::cout << caseToText(input, analysis);
     }
     std::cout.flush();

@@ -1,6 +1,10 @@
 #include "app/cli/inputs.h"
 
+#include "core/job/jobsummarizer.h"
 #include "parsers/inputloader.h"
+
+#include <QFile>
+#include <QFileInfo>
 
 #include <cstdio>
 #include <iostream>
@@ -15,6 +19,26 @@ std::string readStdin()
 {
     std::freopen(nullptr, "rb", stdin);
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+// Sniffs the container only (pickle opcodes, gzip, ZIP directory, JSON keys): the pages it
+// touches are the first few and, for a ZIP, the last; the rest of the file is never read here.
+bool isSnapshotFile(const QString& path)
+{
+    if (path == QLatin1String("-") || QFileInfo(path).isDir())
+        return false;
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly) || file.size() == 0)
+        return false;
+    const qint64 size = file.size();
+    if (uchar* mapped = file.map(0, size)) {
+        const bool snapshot
+            = looksLikeSnapshot(std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)));
+        file.unmap(mapped);
+        return snapshot;
+    }
+    const QByteArray head = file.read(1 << 20);
+    return looksLikeSnapshot(std::string_view(head.constData(), static_cast<size_t>(head.size())));
 }
 
 } // namespace
@@ -38,6 +62,50 @@ int loadInputs(const QStringList& paths, Case& into)
         }
     }
     return failures;
+}
+
+QStringList jobRankFiles(const QStringList& paths)
+{
+    QStringList snapshots;
+    for (const QString& path : paths) {
+        if (isSnapshotFile(path))
+            snapshots.append(path);
+    }
+    return snapshots.size() >= 2 ? snapshots : QStringList();
+}
+
+Case loadRankFile(const std::string& path)
+{
+    Case rankCase;
+    addFile(rankCase, path);
+    return rankCase;
+}
+
+LoadedJob loadJob(const QStringList& paths, const QStringList& rankFiles, const AnalysisOptions& options)
+{
+    LoadedJob job;
+    std::vector<std::string> files;
+    for (const QString& path : rankFiles)
+        files.push_back(path.toStdString());
+    JobOptions jobOptions;
+    jobOptions.analysis = options;
+    job.summary = summarizeJob(files, loadRankFile, jobOptions);
+    for (const RankSummary& rank : job.summary.ranks) {
+        if (!rank.readable()) {
+            ++job.failures;
+            std::fprintf(stderr, "oomlens: %s: %s\n", rank.file.c_str(), rank.error.c_str());
+        }
+    }
+
+    QStringList failingInputs;
+    if (const RankSummary* failing = job.summary.failing())
+        failingInputs.append(QString::fromStdString(failing->file));
+    for (const QString& path : paths) {
+        if (!rankFiles.contains(path))
+            failingInputs.append(path);
+    }
+    job.failures += loadInputs(failingInputs, job.failingCase);
+    return job;
 }
 
 } // namespace oomlens::cli

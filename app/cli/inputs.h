@@ -1,8 +1,12 @@
 #pragma once
 
+#include "core/analysis/snapshotanalysis.h"
 #include "core/case.h"
+#include "core/job/jobsummary.h"
 
 #include <QStringList>
+
+#include <string>
 
 namespace oomlens::cli {
 
@@ -10,5 +14,24 @@ namespace oomlens::cli {
 // on stderr ("oomlens: PATH: reason"); the others are still analyzed. Returns the number of
 // inputs that failed.
 int loadInputs(const QStringList& paths, Case& into);
+
+// The inputs that are snapshot files, judged by content (a map of the file, not a decode), when
+// there are at least two: the rank files of one job. Empty otherwise, and the inputs are one case.
+QStringList jobRankFiles(const QStringList& paths);
+
+// One rank file read into a case of its own, with its capture sidecar: core/job's RankLoader.
+// Safe to call from several threads at once.
+Case loadRankFile(const std::string& path);
+
+// A job as `diagnose` and `report` take it: every rank summarized by the worker pool, then the
+// failing rank's file opened again in full, together with the inputs that are not rank files
+// (an OOM message or log given beside the ranks belongs to the rank that failed).
+struct LoadedJob
+{
+    JobSummary summary;
+    Case failingCase;
+    int failures = 0; // inputs that could not be read, rank files included
+};
+LoadedJob loadJob(const QStringList& paths, const QStringList& rankFiles, const AnalysisOptions& options);
 
 } // namespace oomlens::cli

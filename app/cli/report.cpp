@@ -9,6 +9,7 @@
 #include <QSaveFile>
 
 #include <cstdio>
+#include <optional>
 
 namespace oomlens::cli {
 
@@ -39,8 +40,19 @@ int runReport(const QStringList& arguments)
     if (inputs.isEmpty())
         return commandLine.usageError(QStringLiteral("no input files"));
 
+    // Several snapshot files are the ranks of one job: the report opens with the job section, then
+    // describes the failing rank (with the text inputs given beside the ranks).
+    const QStringList rankFiles = jobRankFiles(inputs);
+    std::optional<LoadedJob> job;
     Case loaded;
-    const int failures = loadInputs(inputs, loaded);
+    int failures = 0;
+    if (!rankFiles.isEmpty()) {
+        job = loadJob(inputs, rankFiles, options);
+        loaded = std::move(job->failingCase);
+        failures = job->failures;
+    } else {
+        failures = loadInputs(inputs, loaded);
+    }
     if (failures == inputs.size()) {
         std::fprintf(stderr, "oomlens: no input could be read; no report written\n");
         return 1;
@@ -48,6 +60,8 @@ int runReport(const QStringList& arguments)
     const CaseAnalysis analysis = analyzeCase(loaded, options);
     report::ReportOptions reportOptions;
     reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+    if (job)
+        reportOptions.job = &job->summary;
     const std::string html = report::buildHtmlReport(loaded, analysis, reportOptions);
 
     if (outputPath == QLatin1String("-")) {
