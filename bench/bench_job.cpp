@@ -1,0 +1,317 @@
+// A job of many rank files summarized as `oomlens diagnose rank*.pickle` does it: the worker pool of
+// core/job (min(cores, files) threads, each decoded snapshot dropped before the next file) against
+// opening the files one by one on one thread, and, with --all-at-once, against reading every file
+// into one case before analyzing (what a case of many snapshots costs without the pool).
+//
+//   bench_job [--ranks N] [--events E] [--dir /tmp/oomlens_bench_job] [--keep] [--all-at-once]
+//   (bench_job --child MODE DIR is the one-mode run it starts itself, so that each mode's peak RSS
+//   is its own)
+//
+// The rank files are generated first: bench/synthetictrace.h's training trace (E events; odd ranks
+// the Varying shape, so the job has two kinds of rank), written as a protocol-2 pickle the way
+// PyTorch's _dump_snapshot lays it out (frame lists memoized), one rank given an oom event.
+#include "bench/synthetictrace.h"
+#include "core/caseanalysis.h"
+#include "core/job/jobsummarizer.h"
+#include "parsers/inputloader.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QProcess>
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+using namespace oomlens;
+
+namespace {
+
+double peakRssMiB()
+{
+    rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// The pickle opcodes a snapshot needs (protocol 2), with the memo PyTorch's pickler would make:
+// each key string, frame dict and frame list written once and fetched by BINGET afterwards.
+class PickleWriter
+{
+public:
+    explicit PickleWriter(std::ofstream& out)
+        : m_out(out)
+    { }
+
+    void begin() { m_out.write("\x80\x02", 2); }
+    void end() { put('.'); }
+    void emptyDict() { put('}'); }
+    void emptyList() { put(']'); }
+    void mark() { put('('); }
+    void setItems() { put('u'); }
+    void appends() { put('e'); }
+
+    void integer(int64_t value)
+    {
+        if (value >= 0 && value < 256) {
+            put('K');
+            put(static_cast<char>(value));
+        } else if (value >= INT32_MIN && value <= INT32_MAX) {
+            put('J');
+            le(static_cast<uint64_t>(value), 4);
+        } else {
+            put('\x8a'); // LONG1, 8 bytes two's complement
+            put(8);
+            le(static_cast<uint64_t>(value), 8);
+        }
+    }
+
+    // A string fetched from the memo when it was written before.
+    void string(const std::string& text)
+    {
+        if (const auto found = m_strings.find(text); found != m_strings.end())
+            return get(found->second);
+        put('X');
+        le(text.size(), 4);
+        m_out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        m_strings.emplace(text, memoize());
+    }
+
+    // The frame list of a stack: written once, then fetched (PyTorch shares these between entries).
+    void stack(const Snapshot& snapshot, StackId id)
+    {
+        if (const auto found = m_stacks.find(id.value); found != m_stacks.end())
+            return get(found->second);
+        emptyList();
+        m_stacks.emplace(id.value, memoize());
+        const auto frames = snapshot.frames->stack(id);
+        if (frames.empty())
+            return;
+        mark();
+        for (FrameId frameId : frames) {
+            const Frame& frame = snapshot.frames->frame(frameId);
+            emptyDict();
+            mark();
+            string("filename");
+            string(std::string(snapshot.strings->get(frame.filename)));
+            string("name");
+            string(std::string(snapshot.strings->get(frame.name)));
+            string("line");
+            integer(frame.line);
+            setItems();
+        }
+        appends();
+    }
+
+private:
+    void put(char c) { m_out.put(c); }
+    void le(uint64_t value, int bytes)
+    {
+        for (int i = 0; i < bytes; ++i)
+            put(static_cast<char>((value >> (8 * i)) & 0xff));
+    }
+    uint32_t memoize()
+    {
+        put('r'); // LONG_BINPUT
+        le(m_next, 4);
+        return m_next++;
+    }
+    void get(uint32_t index)
+    {
+        put('j'); // LONG_BINGET
+        le(index, 4);
+    }
+
+    std::ofstream& m_out;
+    uint32_t m_next = 0;
+    std::unordered_map<std::string, uint32_t> m_strings;
+    std::unordered_map<uint32_t, uint32_t> m_stacks;
+};
+
+std::string_view actionName(TraceAction action)
+{
+    return traceActionName(action);
+}
+
+void writeRankFile(const std::string& path, const Snapshot& snapshot, bool withOom)
+{
+    std::ofstream out(path, std::ios::binary);
+    PickleWriter pickle(out);
+    pickle.begin();
+    pickle.emptyDict();
+    pickle.mark();
+    pickle.string("segments");
+    pickle.emptyList();
+    pickle.string("device_traces");
+    pickle.emptyList();
+    pickle.mark();
+    pickle.emptyList();
+    const std::vector<TraceEvent>& events = snapshot.traces.front().events;
+    const auto entry = [&](TraceAction action, uint64_t address, uint64_t size, int64_t time, StackId stack) {
+        pickle.emptyDict();
+        pickle.mark();
+        pickle.string("action");
+        pickle.string(std::string(actionName(action)));
+        pickle.string(action == TraceAction::Oom ? "device_free" : "addr");
+        pickle.integer(static_cast<int64_t>(address));
+        pickle.string("size");
+        pickle.integer(static_cast<int64_t>(size));
+        pickle.string("stream");
+        pickle.integer(0);
+        pickle.string("time_us");
+        pickle.integer(time);
+        pickle.string("frames");
+        pickle.stack(snapshot, stack);
+        pickle.setItems();
+    };
+    constexpr size_t batch = 1000; // the pickler's APPENDS batch
+    for (size_t i = 0; i < events.size(); ++i) {
+        if (i % batch == 0) {
+            if (i > 0)
+                pickle.appends();
+            pickle.mark();
+        }
+        const TraceEvent& event = events[i];
+        entry(event.action, event.addr, event.size, event.timeUs, event.stack);
+    }
+    if (withOom) {
+        const TraceEvent& last = events.back();
+        entry(TraceAction::Oom, 0, 1ULL << 30, last.timeUs + 10, last.stack);
+    }
+    if (!events.empty() || withOom)
+        pickle.appends();
+    pickle.appends(); // the one device's trace into device_traces
+    pickle.setItems();
+    pickle.end();
+}
+
+std::vector<std::string> rankFiles(const QString& dir)
+{
+    std::vector<std::string> files;
+    const QDir folder(dir);
+    for (const QString& name : folder.entryList({ QStringLiteral("rank*.pickle") }, QDir::Files, QDir::Name))
+        files.push_back(folder.filePath(name).toStdString());
+    return files;
+}
+
+Case loadRank(const std::string& path)
+{
+    Case rankCase;
+    addFile(rankCase, path);
+    return rankCase;
+}
+
+// One mode, in this process: prints "MODE seconds peak_rss_mib failing_rank".
+int runChild(const std::string& mode, const QString& dir)
+{
+    const std::vector<std::string> files = rankFiles(dir);
+    const auto start = std::chrono::steady_clock::now();
+    std::string failing = "-";
+    size_t workers = 1;
+    if (mode == "all-at-once") {
+        Case all;
+        for (const std::string& file : files)
+            addFile(all, file);
+        const CaseAnalysis analysis = analyzeCase(all);
+        failing = std::to_string(analysis.snapshots.size()) + "_snapshots";
+    } else {
+        JobOptions options;
+        options.maxWorkers = mode == "pool" ? 0 : 1;
+        const JobSummary job = summarizeJob(files, loadRank, options);
+        workers = job.workers;
+        if (const RankSummary* rank = job.failing())
+            failing = std::to_string(rank->rank);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%s %.3f %.1f %s %zu\n", mode.c_str(), seconds, peakRssMiB(), failing.c_str(), workers);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    QCoreApplication app(argc, argv);
+    if (argc == 4 && std::strcmp(argv[1], "--child") == 0)
+        return runChild(argv[2], QString::fromLocal8Bit(argv[3]));
+
+    size_t ranks = 64;
+    size_t events = 400'000;
+    QString dir = QStringLiteral("/tmp/oomlens_bench_job");
+    bool keep = false;
+    bool allAtOnce = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--ranks" && i + 1 < argc)
+            ranks = std::stoul(argv[++i]);
+        else if (arg == "--events" && i + 1 < argc)
+            events = std::stoul(argv[++i]);
+        else if (arg == "--dir" && i + 1 < argc)
+            dir = QString::fromLocal8Bit(argv[++i]);
+        else if (arg == "--keep")
+            keep = true;
+        else if (arg == "--all-at-once")
+            allAtOnce = true;
+        else {
+            std::fprintf(stderr, "usage: bench_job [--ranks N] [--events E] [--dir DIR] [--keep] [--all-at-once]\n");
+            return 2;
+        }
+    }
+
+    QDir().mkpath(dir);
+    const auto generateStart = std::chrono::steady_clock::now();
+    {
+        // Two traces, written under every rank's name: the decoding work per file is what counts, and
+        // building a trace takes longer than writing it.
+        const auto uniform = bench::syntheticTrainingTrace(events, bench::StepShape::Uniform);
+        const auto varying = bench::syntheticTrainingTrace(events, bench::StepShape::Varying);
+        for (size_t r = 0; r < ranks; ++r) {
+            const QString path = QDir(dir).filePath(QStringLiteral("rank%1.pickle").arg(r));
+            if (QFileInfo::exists(path) && keep)
+                continue;
+            writeRankFile(path.toStdString(), r % 2 == 0 ? *uniform : *varying, r == ranks / 2 + 1);
+        }
+    }
+    const double generateSeconds
+        = std::chrono::duration<double>(std::chrono::steady_clock::now() - generateStart).count();
+    const std::vector<std::string> files = rankFiles(dir);
+    uint64_t bytes = 0;
+    for (const std::string& file : files)
+        bytes += static_cast<uint64_t>(QFileInfo(QString::fromStdString(file)).size());
+    std::printf("%zu rank files of %zu+ events, %.1f MB each (%.1f MB in all) in %s, written in %.1f s; %u cores\n",
+        files.size(), events, static_cast<double>(bytes) / 1e6 / static_cast<double>(files.size()),
+        static_cast<double>(bytes) / 1e6, qPrintable(dir), generateSeconds, std::thread::hardware_concurrency());
+
+    std::vector<QString> modes { QStringLiteral("one-by-one"), QStringLiteral("pool") };
+    if (allAtOnce)
+        modes.push_back(QStringLiteral("all-at-once"));
+    std::printf("%-12s %8s %8s %14s %13s\n", "mode", "workers", "wall s", "peak RSS MiB", "failing rank");
+    for (const QString& mode : modes) {
+        QProcess child;
+        child.start(QCoreApplication::applicationFilePath(), { QStringLiteral("--child"), mode, dir });
+        if (!child.waitForFinished(-1) || child.exitStatus() != QProcess::NormalExit || child.exitCode() != 0) {
+            std::fprintf(stderr, "bench_job: the %s run failed: %s\n", qPrintable(mode),
+                child.readAllStandardError().constData());
+            return 1;
+        }
+        const QStringList fields = QString::fromUtf8(child.readAllStandardOutput()).trimmed().split(QLatin1Char(' '));
+        if (fields.size() != 5)
+            return 1;
+        std::printf("%-12s %8s %8s %14s %13s\n", qPrintable(fields[0]), qPrintable(fields[4]), qPrintable(fields[1]),
+            qPrintable(fields[2]), qPrintable(fields[3]));
+        std::fflush(stdout);
+    }
+    if (!keep) {
+        for (const std::string& file : files)
+            QFile::remove(QString::fromStdString(file));
+    }
+    return 0;
+}
