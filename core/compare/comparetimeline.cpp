@@ -37,6 +37,7 @@ public:
     }
 
     size_t segments() const { return m_ranges.size(); }
+    int32_t firstStep() const { return m_ranges.empty() ? -1 : stepOf(m_ranges.front().first); }
 
     // The lowest and highest allocated bytes over fraction [from, to) of segment `index`.
     OverlayLevels levels(size_t index, double from, double to) const
@@ -113,6 +114,10 @@ ComparisonTimeline overlayTimelines(const ComparisonSide& a, const SideSource& s
     const size_t segments = std::max<size_t>(1, std::max(axisA.segments(), axisB.segments()));
     const size_t perSegment = std::max<size_t>(1, std::max<size_t>(columns, 1) / segments);
     timeline.axisEnd = timeline.stepAligned ? static_cast<double>(segments) : 1.0;
+    if (timeline.stepAligned) {
+        timeline.firstStepA = axisA.firstStep();
+        timeline.firstStepB = axisB.firstStep();
+    }
     timeline.columns.reserve(segments * perSegment);
     for (size_t segment = 0; segment < segments; ++segment) {
         for (size_t c = 0; c < perSegment; ++c) {

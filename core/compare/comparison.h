@@ -127,6 +127,8 @@ struct ComparisonTimeline
     // fraction f of the side's s-th compared step (0 = the first), so step starts line up.
     bool stepAligned = false;
     double axisEnd = 1.0; // 1 when time-normalised; the larger step count when step-aligned
+    int32_t firstStepA = -1; // step-aligned: the step at position 0 of each side
+    int32_t firstStepB = -1;
     std::vector<OverlayColumn> columns;
     uint64_t maxBytes = 0; // the highest level of either side
 };

@@ -68,13 +68,19 @@ std::string overlaySvg(const Comparison& comparison)
         svg.text(plotLeft - 6, y(tick) + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
     }
     if (timeline.stepAligned) {
+        // Real step numbers when both sides start at the same step, else offsets from each side's first.
+        const bool sameSteps = timeline.firstStepA == timeline.firstStepB;
         const auto steps = static_cast<int64_t>(std::llround(timeline.axisEnd));
         const int64_t every = std::max<int64_t>(1, steps / 12);
         for (int64_t s = 0; s < steps; s += every) {
             svg.line(x(static_cast<double>(s)), plotTop, x(static_cast<double>(s)), plotBottom, "grid");
-            svg.text(x(static_cast<double>(s)) + 3, plotBottom + 14, "step +" + std::to_string(s), "tick");
+            svg.text(x(static_cast<double>(s)) + 3, plotBottom + 14,
+                sameSteps ? "step " + std::to_string(timeline.firstStepA + s) : "step +" + std::to_string(s), "tick");
         }
-        svg.text((plotLeft + plotRight) / 2, plotBottom + 32, "steps aligned (the first compared step of each = +0)",
+        svg.text((plotLeft + plotRight) / 2, plotBottom + 32,
+            sameSteps ? std::string("steps aligned")
+                      : "steps aligned: " + comparison.a.label + " from step " + std::to_string(timeline.firstStepA)
+                    + ", " + comparison.b.label + " from step " + std::to_string(timeline.firstStepB),
             "axis-title", SvgWriter::Anchor::Middle);
     } else {
         for (int percent = 0; percent <= 100; percent += 20) {
@@ -130,11 +136,12 @@ void ReportBuilder::writeComparison()
     const ComparisonSide& b = comparison.b;
     beginSection("comparison", "Comparison: " + a.label + " and " + b.label);
     element("p", comparison.summary, "summary");
+    // "/runs/before.pickle (device 0)", "step 3 of /runs/train.pickle (device 0)"
     const auto sideName = [](const ComparisonSide& side) {
-        std::string name = side.label;
-        if (!side.source.empty())
-            name += " = " + side.source;
-        return name + " (device " + std::to_string(side.device) + ")";
+        std::string name;
+        if (side.window)
+            name = side.label + (side.source.empty() ? std::string() : " of ");
+        return name + side.source + " (device " + std::to_string(side.device) + ")";
     };
     raw("<ul>");
     element("li", "A: " + sideName(a));
@@ -221,7 +228,7 @@ void ReportBuilder::writeComparison()
             + std::to_string(shown) + " of " + std::to_string(comparison.sites.size()) + ".",
         "note");
     raw("<table>\n<tr>");
-    for (const char* heading : { "B − A", "A", "B" })
+    for (const char* heading : { "B − A", "A", "B", "allocated in all, B − A" })
         element("th", heading, "num");
     for (const char* heading : { "category", "phase", "site" })
         element("th", heading);
@@ -246,6 +253,7 @@ void ReportBuilder::writeComparison()
         element("td", signedBytes(site.peakDelta()), deltaClass(site.peakDelta()));
         element("td", formatBytes(site.a.peakBytes), "num");
         element("td", formatBytes(site.b.peakBytes), "num");
+        element("td", signedBytes(site.allocatedDelta()), "num");
         element("td", categoryLabel(site.key.category));
         element("td", phaseLabel(site.key.phase));
         siteCell(site.key);

@@ -277,6 +277,8 @@ private Q_SLOTS:
         QCOMPARE(comparison.a.stepCount, 2); // steps 1 and 2 both start inside the window
         QVERIFY(comparison.timeline.stepAligned);
         QCOMPARE(comparison.timeline.axisEnd, 2.0);
+        QCOMPARE(comparison.timeline.firstStepA, 1);
+        QCOMPARE(comparison.timeline.firstStepB, 3);
         const ComparedSite* forward = findSite(comparison, "model.py:12:forward");
         QVERIFY(forward);
         QCOMPARE(forward->a.allocatedCount, 2u);
@@ -307,6 +309,8 @@ private Q_SLOTS:
         const ComparisonTimeline& timeline = comparison.timeline;
         QVERIFY(timeline.stepAligned);
         QCOMPARE(timeline.axisEnd, 4.0); // step 0 (loading) and three steps
+        QCOMPARE(timeline.firstStepA, 0);
+        QCOMPARE(timeline.firstStepB, 0);
         QVERIFY(!timeline.columns.empty());
         uint64_t highestA = 0;
         uint64_t highestB = 0;
