@@ -1,5 +1,6 @@
 // How often the first diagnosis is right: runs the whole pipeline (load inputs -> analyzeCase)
-// over both scenario families and the pasted messages of tests/data/text_b, and prints per family
+// over the scenario families (A, B and the blind family C) and the pasted messages of
+// tests/data/text_b and text_c, and prints per family
 // and mode the accuracy of the top diagnosis, the confusion matrix (truth x top diagnosis), the
 // calibration table (confidence bucket -> share right) and, for messages, how many numeric
 // fields parse exactly and how often the failing phase is found.
@@ -213,11 +214,11 @@ Phase parsedPhase(const Case& input)
     return Phase::Unknown;
 }
 
-void runMessages(const QString& dir, bool listMisses)
+void runMessages(const QString& dir, const char* title, bool listMisses)
 {
     const auto labels = readJson(dir + QStringLiteral("/labels.json"));
     if (!labels || !labels->is_object()) {
-        std::printf("\n== text_b: no labels.json in %s\n", qPrintable(dir));
+        std::printf("\n== %s: no labels.json in %s\n", title, qPrintable(dir));
         return;
     }
     std::vector<Outcome> outcomes;
@@ -255,7 +256,7 @@ void runMessages(const QString& dir, bool listMisses)
             phaseFound += phaseName(parsedPhase(input)) == phase ? 1 : 0;
         }
     }
-    printReport("text_b messages (tests/data/text_b), message alone", outcomes, listMisses);
+    printReport(title, outcomes, listMisses);
     std::printf("numeric fields parsed exactly: %d/%d messages (%.0f%%)\n", numericExact, numeric,
         numeric ? 100.0 * numericExact / numeric : 0.0);
     std::printf("failing phase found:           %d/%d messages (%.0f%%)\n", phaseFound, withPhase,
@@ -292,6 +293,10 @@ int main(int argc, char** argv)
     printReport("family A, snapshot + OOM text + summary", runFamily(familyA, true), listMisses);
     printReport("family B (tests/data/scenarios_b), snapshot alone", runFamily(familyB, false), listMisses);
     printReport("family B, snapshot + OOM text + summary", runFamily(familyB, true), listMisses);
-    runMessages(data + QStringLiteral("/text_b"), listMisses);
+    runMessages(data + QStringLiteral("/text_b"), "text_b messages (tests/data/text_b), message alone", listMisses);
+    const QString familyC = data + QStringLiteral("/scenarios_c");
+    printReport("family C (tests/data/scenarios_c), snapshot alone", runFamily(familyC, false), listMisses);
+    printReport("family C, snapshot + OOM text + summary", runFamily(familyC, true), listMisses);
+    runMessages(data + QStringLiteral("/text_c"), "text_c messages (tests/data/text_c), message alone", listMisses);
     return 0;
 }
