@@ -62,7 +62,6 @@ const std::map<QString, const char*>& expectedFailures()
             "first blind run: the printed trainable-parameter count not projected to state" },
         { QStringLiteral("phase:t1_attention_scores_8k_image_tokens.txt"),
             "first blind run: diffusers attention frame not read as a forward" },
-        { QStringLiteral("phase:t4_cdist_all_pairs_huge.txt"), "first blind run: torch.cdist at module level" },
     };
     return rows;
 }

@@ -312,7 +312,7 @@ message("t4_cdist_all_pairs_huge.txt", "large_allocation", tb(
      (f"{SP}/torch/functional.py", 1478, "cdist", "return _VF.cdist(x1, x2, p, None)  # type: ignore[attr-defined]")],
     "torch.OutOfMemoryError",
     new_template("T4", int(48.83 * GiB), int(79.19 * GiB), int(76.11 * GiB), int(1.92 * GiB), int(26.00 * MiB),
-                 procs=[(None, int(2.55 * GiB))])), phase="forward")
+                 procs=[(None, int(2.55 * GiB))])))  # a module-level torch.cdist: the text shows no training phase
 
 message("t1_attention_scores_8k_image_tokens.txt", "large_allocation", tb(
     [("sample.py", 201, "<module>", "img = pipe(prompt, height=2048, width=2048).images[0]"),
