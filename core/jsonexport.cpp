@@ -1,5 +1,7 @@
 #include "core/jsonexport.h"
 
+#include "core/presentation/cardreconciliationjson.h"
+
 #include <algorithm>
 
 namespace oomlens {
@@ -182,9 +184,11 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     for (const auto& diagnosis : analysis.diagnoses)
         diagnoses.push_back(diagnosisToJson(diagnosis));
 
-    return json { { "tool", "oomlens" }, { "version", OOMLENS_VERSION }, { "inputs", std::move(inputs) },
-        { "oom_messages", std::move(messages) }, { "memory_summaries", std::move(summaries) },
-        { "snapshots", std::move(snapshots) }, { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } };
+    return withPresentationKeys(
+        json { { "tool", "oomlens" }, { "version", OOMLENS_VERSION }, { "inputs", std::move(inputs) },
+            { "oom_messages", std::move(messages) }, { "memory_summaries", std::move(summaries) },
+            { "snapshots", std::move(snapshots) }, { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } },
+        input, analysis);
 }
 
 } // namespace oomlens

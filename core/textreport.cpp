@@ -2,8 +2,11 @@
 
 #include "core/diagnosis/diagnosistext.h"
 #include "core/explain.h"
+#include "core/presentation/cardreconciliation.h"
+#include "core/presentation/tracehistory.h"
 #include "core/units.h"
 
+#include <iomanip>
 #include <sstream>
 
 namespace oomlens {
@@ -69,10 +72,16 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
             out << "  no allocations recorded on this device\n";
             continue;
         }
-        out << "  peak allocated " << formatBytes(device->peakAllocatedBytes);
-        if (device->peakTimeUs > 0)
-            out << " at event " << device->peakEvent;
-        out << '\n';
+        const TraceHistory history = traceHistory(*snapshot.snapshot, *device);
+        if (history.segmentsOnly()) {
+            // No trace: the figures are the dump's, and a "peak" would only be the dump again.
+            out << "  allocated at the dump " << formatBytes(device->peakAllocatedBytes) << '\n';
+        } else {
+            out << "  peak allocated " << formatBytes(device->peakAllocatedBytes);
+            if (device->peakTimeUs > 0)
+                out << " at event " << device->peakEvent;
+            out << '\n';
+        }
         for (int c = 0; c < categoryCount; ++c) {
             if (device->categoriesAtPeak[c] == 0)
                 continue;
@@ -96,8 +105,12 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
         }
         if (!device->ooms.empty())
             out << "  " << device->ooms.size() << " out-of-memory event(s) recorded\n";
-        if (device->traceTruncated)
-            out << "  the trace starts mid-run (ring buffer): memory older than it was recovered from the dump\n";
+        if (history.segmentsOnly() || history.truncated()) {
+            out << "  history: " << coverageName(history.coverage) << '\n';
+            for (const std::string& line : historyStatement(*snapshot.snapshot, history))
+                out << "    " << line << '\n';
+            out << "    " << historyAdvice(history) << '\n';
+        }
         if (!snapshot.rulesError.empty())
             out << "  category rules not applied: " << snapshot.rulesError << '\n';
     }
@@ -105,6 +118,32 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
         out << "\nHow the inputs fit together\n";
         for (const auto& link : analysis.links)
             out << "  " << link << '\n';
+    }
+}
+
+// The allocator's, the process's and the card's figures side by side, and what the rest of the
+// card (outside PyTorch's allocator) usually is.
+void writeCard(std::ostringstream& out, const Case& input, const CaseAnalysis& analysis)
+{
+    const CardReconciliation card = reconcileCard(input, analysis);
+    if (!card.available())
+        return;
+    out << "\nThe card's memory: allocator, process, card (device " << card.device << ")\n";
+    std::optional<CardFigure::View> view;
+    for (const CardFigure& figure : card.figures) {
+        if (figure.view != view) {
+            view = figure.view;
+            out << "  " << cardViewLabel(figure.view) << '\n';
+        }
+        out << "    " << std::left << std::setw(44) << figure.label << std::right << std::setw(12)
+            << (figure.bytes ? formatBytes(*figure.bytes) : std::string("not given")) << "  " << figure.source << '\n';
+    }
+    for (const std::string& note : card.notes)
+        out << "  " << note << '\n';
+    if (!card.parts.empty()) {
+        out << "  The rest of the card is usually:\n";
+        for (const RestOfCardPart& part : card.parts)
+            out << "    " << part.name << ": " << part.typicalSize << ". Check: " << part.whatToCheck << ".\n";
     }
 }
 
@@ -124,6 +163,7 @@ std::string caseToText(const Case& input, const CaseAnalysis& analysis)
     std::ostringstream out;
     writeInputs(out, input);
     writeMessages(out, input);
+    writeCard(out, input, analysis);
     writeSnapshots(out, input, analysis);
     writeDiagnoses(out, analysis);
     return std::move(out).str();

@@ -1,7 +1,9 @@
 #include "views/overviewpage.h"
 
 #include "core/explain.h"
+#include "core/presentation/cardreconciliation.h"
 #include "core/presentation/messagenumbers.h"
+#include "core/presentation/tracehistory.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/inputsmodel.h"
@@ -15,6 +17,10 @@
 #include <QLabel>
 #include <QTableView>
 #include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
 
 namespace oomlens {
 
@@ -71,6 +77,43 @@ QString noDiagnosisText(const LoadedCase& loaded)
                           "memory snapshot or memory_summary() output of the failing run (drop or paste it here).");
 }
 
+// The card bar's colours: PyTorch's own memory in blues and greys, the rest in warning colours.
+QColor bandColor(const std::string& key)
+{
+    if (key == "allocated")
+        return QColor(0x2f, 0x6f, 0xb3);
+    if (key == "cached_free")
+        return QColor(0x8a, 0x96, 0xa3);
+    if (key == "process_outside_allocator")
+        return QColor(0xd0, 0x8a, 0x1e);
+    if (key == "other_processes")
+        return QColor(0xc6, 0x28, 0x28);
+    if (key == "unattributed")
+        return QColor(0x9a, 0x9a, 0xa2);
+    return QColor(0xd5, 0xdb, 0xe3);
+}
+
+// The card's capacity by holder as one rich-text bar, with its legend underneath.
+QString cardBarHtml(const CardReconciliation& card)
+{
+    uint64_t total = 0;
+    for (const CardBand& band : card.bands)
+        total += band.bytes;
+    if (total == 0)
+        return {};
+    QString cells, legend;
+    for (const CardBand& band : card.bands) {
+        const int percent = std::max(1, int(std::lround(100.0 * double(band.bytes) / double(total))));
+        cells += QStringLiteral("<td width='%1%' bgcolor='%2' height='18'></td>")
+                     .arg(percent)
+                     .arg(bandColor(band.key).name());
+        legend += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;<b>%3</b>&nbsp;&nbsp; ")
+                      .arg(bandColor(band.key).name(), toQString(band.label).toHtmlEscaped(), bytesText(band.bytes));
+    }
+    return QStringLiteral("<table width='100%' cellspacing='0' cellpadding='0'><tr>%1</tr></table>%2")
+        .arg(cells, legend);
+}
+
 } // namespace
 
 OverviewPage::OverviewPage(QWidget* parent)
@@ -99,6 +142,7 @@ void OverviewPage::setCase(LoadedCasePtr loaded)
         addOomMessages(*m_case);
         addSummaries(*m_case);
         addProcesses(*m_case);
+        addCard(*m_case);
         addAllocatorSettings(*m_case);
         addSnapshots(*m_case);
         addInputs(*m_case);
@@ -326,6 +370,78 @@ void OverviewPage::addProcesses(const LoadedCase& loaded)
     }
 }
 
+void OverviewPage::addCard(const LoadedCase& loaded)
+{
+    const CardReconciliation card = reconcileCard(loaded.input, loaded.analysis);
+    if (!card.available())
+        return;
+    addHeading(QStringLiteral("The card's memory: allocator, process, card (device %1)").arg(card.device));
+    auto* section = new QWidget(m_content);
+    section->setObjectName(QStringLiteral("cardReconciliation"));
+    auto* layout = new QVBoxLayout(section);
+    layout->setContentsMargins(0, 0, 0, 0);
+    const QString bar = cardBarHtml(card);
+    if (!bar.isEmpty()) {
+        auto* label = new QLabel(bar, section);
+        label->setObjectName(QStringLiteral("cardBar"));
+        label->setTextFormat(Qt::RichText);
+        label->setWordWrap(true);
+        layout->addWidget(label);
+    }
+    // One row per figure: the view it belongs to (on its first row), the figure, where it comes from.
+    auto* grid = new QGridLayout;
+    grid->setHorizontalSpacing(16);
+    grid->setVerticalSpacing(3);
+    int row = 0;
+    std::optional<CardFigure::View> view;
+    for (const CardFigure& figure : card.figures) {
+        if (figure.view != view) {
+            view = figure.view;
+            auto* title = new QLabel(QStringLiteral("<b>%1</b>").arg(toQString(cardViewLabel(figure.view))), section);
+            grid->addWidget(title, row++, 0, 1, 4);
+        }
+        auto* value = new QLabel(
+            QStringLiteral("<b>%1</b>").arg(figure.bytes ? bytesText(*figure.bytes) : QStringLiteral("not given")),
+            section);
+        value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        value->setProperty("figure", toQString(figure.key));
+        grid->addWidget(new QLabel(toQString(figure.label), section), row, 0);
+        grid->addWidget(value, row, 1);
+        grid->addWidget(
+            new QLabel(
+                QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(figure.source).toHtmlEscaped()),
+                section),
+            row, 2);
+        auto* meaning = new QLabel(
+            QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(figure.meaning).toHtmlEscaped()),
+            section);
+        meaning->setWordWrap(true);
+        grid->addWidget(meaning, row, 3);
+        ++row;
+    }
+    grid->setColumnStretch(3, 1);
+    layout->addLayout(grid);
+    QStringList lines;
+    for (const std::string& note : card.notes)
+        lines << QStringLiteral("• ") + toQString(note).toHtmlEscaped();
+    if (!card.parts.empty()) {
+        lines << QStringLiteral("<b>The rest of the card is usually:</b>");
+        for (const RestOfCardPart& part : card.parts)
+            lines << QStringLiteral("• <b>%1</b>: %2. <span style='color:gray'>Check: %3.</span>")
+                         .arg(toQString(part.name).toHtmlEscaped(), toQString(part.typicalSize).toHtmlEscaped(),
+                             toQString(part.whatToCheck).toHtmlEscaped());
+    }
+    if (!lines.isEmpty()) {
+        auto* notes = new QLabel(lines.join(QStringLiteral("<br>")), section);
+        notes->setObjectName(QStringLiteral("cardNotes"));
+        notes->setTextFormat(Qt::RichText);
+        notes->setWordWrap(true);
+        notes->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        layout->addWidget(notes);
+    }
+    m_layout->addWidget(section);
+}
+
 void OverviewPage::addAllocatorSettings(const LoadedCase& loaded)
 {
     QStringList lines;
@@ -371,7 +487,9 @@ void OverviewPage::addSnapshots(const LoadedCase& loaded)
                            .arg(devices.size() == 1 ? QStringLiteral("device") : QStringLiteral("devices"),
                                devices.join(QStringLiteral(", ")));
         if (const DeviceAnalysis* device = analysis.primary()) {
-            text += QStringLiteral("<br>Device %1: peak %2 allocated, %3 reserved")
+            const bool atDump = traceHistory(snapshot, *device).segmentsOnly();
+            text += (atDump ? QStringLiteral("<br>Device %1 at the dump: %2 allocated, %3 reserved")
+                            : QStringLiteral("<br>Device %1: peak %2 allocated, %3 reserved"))
                         .arg(device->device)
                         .arg(bytesText(device->peakAllocatedBytes), bytesText(device->peakReservedBytes));
             // What filled the card at its fullest: the first question about a snapshot, OOM or not.
@@ -385,16 +503,33 @@ void OverviewPage::addSnapshots(const LoadedCase& loaded)
                              .arg(100.0 * double(bytes) / double(device->peakAllocatedBytes), 0, 'f', 0);
             }
             if (!parts.isEmpty())
-                text += QStringLiteral("<br>At the peak: ") + parts.join(QStringLiteral(" · "));
+                text += (atDump ? QStringLiteral("<br>At the dump: ") : QStringLiteral("<br>At the peak: "))
+                    + parts.join(QStringLiteral(" · "));
             if (!device->ooms.empty())
                 text += QStringLiteral(", <b>%1 OOM event(s)</b>").arg(device->ooms.size());
-            if (device->traceTruncated)
-                text += QStringLiteral("; the trace starts mid-run (older allocations recovered from segments)");
         }
         for (const std::string& warning : snapshot.warnings)
             text += QStringLiteral("<br><i>%1</i>").arg(toQString(warning).toHtmlEscaped());
         addLabel(text, true);
+        if (const DeviceAnalysis* device = analysis.primary())
+            addHistory(snapshot, *device);
     }
+}
+
+void OverviewPage::addHistory(const Snapshot& snapshot, const DeviceAnalysis& device)
+{
+    const TraceHistory history = traceHistory(snapshot, device);
+    if (!history.truncated() && !history.segmentsOnly())
+        return;
+    QStringList lines;
+    lines << (history.segmentsOnly() ? QStringLiteral("<b>No allocation history</b>")
+                                     : QStringLiteral("<b>Truncated history</b>"));
+    for (const std::string& line : historyStatement(snapshot, history))
+        lines << toQString(line).toHtmlEscaped();
+    lines << QStringLiteral("<i>%1</i>").arg(toQString(historyAdvice(history)).toHtmlEscaped());
+    auto* label = static_cast<QLabel*>(addLabel(lines.join(QStringLiteral("<br>")), true));
+    label->setObjectName(QStringLiteral("traceHistory"));
+    label->setStyleSheet(QStringLiteral("QLabel { padding: 6px; border-left: 3px solid palette(mid); }"));
 }
 
 void OverviewPage::addInputs(const LoadedCase& loaded)

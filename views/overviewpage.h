@@ -30,8 +30,10 @@ private:
     void addOomMessages(const LoadedCase& loaded);
     void addSummaries(const LoadedCase& loaded);
     void addProcesses(const LoadedCase& loaded);
+    void addCard(const LoadedCase& loaded);
     void addAllocatorSettings(const LoadedCase& loaded);
     void addSnapshots(const LoadedCase& loaded);
+    void addHistory(const Snapshot& snapshot, const DeviceAnalysis& device);
     void addInputs(const LoadedCase& loaded);
     void addHeading(const QString& text);
     QWidget* addLabel(const QString& text, bool rich = false);

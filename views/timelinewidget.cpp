@@ -1,5 +1,6 @@
 #include "views/timelinewidget.h"
 
+#include "core/presentation/tracehistory.h"
 #include "views/axistickers.h"
 #include "views/categorycolors.h"
 #include "views/phaseshading.h"
@@ -16,12 +17,21 @@
 #include <array>
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 namespace oomlens {
 
 namespace {
 
 constexpr int maxStepLabels = 24;
+
+// How much of the run the shown trace saw; nothing for an empty view.
+std::optional<TraceHistory> historyOf(const TimelineData* data)
+{
+    if (!data || !data->device())
+        return std::nullopt;
+    return traceHistory(data->snapshot(), *data->device());
+}
 
 } // namespace
 
@@ -161,10 +171,15 @@ void TimelineWidget::zoomToEvents(int64_t first, int64_t last)
 
 void TimelineWidget::resetZoom()
 {
-    if (!m_data || m_data->eventCount() == 0) {
+    // A snapshot without allocation history has no curve to draw: say so instead of an empty chart.
+    const std::optional<TraceHistory> history = historyOf(m_data.get());
+    const bool noHistory = !m_data || m_data->eventCount() == 0 || (history && history->segmentsOnly());
+    m_plot->setVisible(!noHistory);
+    if (noHistory) {
         m_bands->clearData();
         m_reserved->data()->clear();
-        m_info->setText(QStringLiteral("No trace events on this device: the snapshot holds only its dump-time state."));
+        m_info->setText(QStringLiteral("<b>No timeline:</b> this snapshot holds no allocation history, only the "
+                                       "allocator's state at the dump (see the allocator state below)."));
         m_plot->replot();
         return;
     }
@@ -178,7 +193,7 @@ void TimelineWidget::resetZoom()
 
 void TimelineWidget::rebuildVisible()
 {
-    if (m_rebuilding || !m_data || m_data->eventCount() == 0)
+    if (m_rebuilding || !m_data || m_data->eventCount() == 0 || !m_plot->isVisibleTo(this))
         return;
     m_rebuilding = true;
     const int64_t count = m_data->eventCount();
@@ -378,8 +393,24 @@ void TimelineWidget::applyColors()
                   .arg(colors::reservedLine().name());
     m_reserved->setPen(QPen(colors::reservedLine(), 1.6, Qt::DashLine));
     m_reserved->setBrush(Qt::NoBrush);
-    if (m_legend)
+    const std::optional<TraceHistory> history = historyOf(m_data.get());
+    if (history && history->segmentsOnly()) {
+        // The legend's row carries what is missing and how to record it, in place of the chart.
+        QStringList lines;
+        for (const std::string& line : historyStatement(m_data->snapshot(), *history))
+            lines << toQString(line).toHtmlEscaped();
+        lines << QStringLiteral("<i>%1</i>").arg(toQString(historyAdvice(*history)).toHtmlEscaped());
+        legend = QStringList { lines.join(QStringLiteral("<br>")) };
+    } else if (history && history->truncated()) {
+        legend << QStringLiteral("<span style='color:gray'>the curves start at <b>%1</b>: memory older than the trace "
+                                 "(%2 allocations), live before its first entry</span>")
+                      .arg(bytesText(history->olderBytes()))
+                      .arg(history->olderBlocks());
+    }
+    if (m_legend) {
+        m_legend->setWordWrap(history && history->segmentsOnly());
         m_legend->setText(legend.join(QStringLiteral("&nbsp;&nbsp; ")));
+    }
 
     for (int i = 0; i < m_plot->itemCount(); ++i) {
         QCPAbstractItem* item = m_plot->item(i);

@@ -49,6 +49,9 @@ QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
     if (allocationIndex >= 0 && device) {
         const Allocation& allocation = device->allocations[size_t(allocationIndex)];
         html += QStringLiteral(" — %1").arg(categoryText(allocation.category));
+        if (allocation.olderThanTrace())
+            html += QStringLiteral("<br><span style='color:gray'>allocated before the trace began (a \"ghost\" free: "
+                                   "its allocation fell out of the ring buffer)</span>");
         if (allocation.reason < device->reasons.size())
             html += QStringLiteral("<br><i>%1</i>").arg(toQString(device->reasons[allocation.reason]).toHtmlEscaped());
     }

@@ -1,5 +1,6 @@
 #include "core/report/reportbuilder.h"
 
+#include "core/presentation/cardreconciliation.h"
 #include "core/report/htmlescape.h"
 #include "core/report/reportstyle.h"
 #include "core/units.h"
@@ -166,6 +167,8 @@ void ReportBuilder::writeNavigation()
         link("comparison", "Comparison");
     if (m_options.plan)
         link("plan", "Memory plan");
+    if (reconcileCard(m_case, m_analysis).available())
+        link("card", "The card's memory");
     if (!m_analysis.snapshots.empty())
         link("snapshots", "Timeline and memory at the peak");
     if (!m_case.text.oomMessages.empty())

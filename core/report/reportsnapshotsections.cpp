@@ -1,9 +1,12 @@
 #include "core/report/reportbuilder.h"
 
 #include "core/analysis/allocatorstate.h"
+#include "core/presentation/cardreconciliation.h"
 #include "core/presentation/labels.h"
+#include "core/presentation/tracehistory.h"
 #include "core/presentation/userframe.h"
 #include "core/report/charts.h"
+#include "core/report/htmlescape.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -77,6 +80,105 @@ std::string headlineFrame(const Snapshot& snapshot, StackId id)
         + ":" + std::to_string(frame.line) + ")";
 }
 
+// Without a trace the only moment is the dump: "at the peak" would promise a curve that is not there.
+bool dumpStateOnly(const DeviceAnalysis& device)
+{
+    return std::all_of(device.allocations.begin(), device.allocations.end(),
+        [](const Allocation& allocation) { return allocation.olderThanTrace(); });
+}
+
+std::string bandColor(std::string_view key)
+{
+    if (key == "allocated")
+        return "var(--block-allocated)";
+    if (key == "cached_free")
+        return "var(--axis)";
+    if (key == "process_outside_allocator")
+        return "var(--warn)";
+    if (key == "other_processes")
+        return "var(--bad)";
+    if (key == "unattributed")
+        return "var(--block-unknown)";
+    return "var(--segment)";
+}
+
+std::string percentWidth(uint64_t part, uint64_t whole)
+{
+    char buffer[16];
+    std::snprintf(buffer, sizeof buffer, "%.2f", whole ? 100.0 * double(part) / double(whole) : 0.0);
+    return buffer;
+}
+
+// The card's capacity as one bar by holder, the three views' figures in one table, and what the
+// rest of the card usually is. Every text is escaped; the markup is this function's own.
+std::string cardMarkup(const CardReconciliation& card)
+{
+    std::string out;
+    if (!card.bands.empty()) {
+        uint64_t total = 0;
+        for (const CardBand& band : card.bands)
+            total += band.bytes;
+        out += "<div class=\"figure\">\n<div class=\"cardbar\" style=\"display: flex; height: 22px; border: 1px "
+               "solid var(--border); border-radius: 3px; overflow: hidden\">";
+        for (const CardBand& band : card.bands) {
+            out += "<span data-band=\"" + band.key + "\" title=\"";
+            appendEscaped(out, band.label + ": " + formatBytes(band.bytes));
+            out += "\" style=\"width: " + percentWidth(band.bytes, total) + "%; background: " + bandColor(band.key)
+                + "\"></span>";
+        }
+        out += "</div>\n<div class=\"legend\">";
+        for (const CardBand& band : card.bands) {
+            out += "<span><span class=\"swatch\" style=\"background: " + bandColor(band.key) + "\"></span>";
+            appendEscaped(out, band.label + " " + formatBytes(band.bytes));
+            out += "</span> ";
+        }
+        out += "</div>\n</div>\n";
+    }
+    out += "<table class=\"card-reconciliation\">\n<tr><th>view</th><th>figure</th><th class=\"num\">bytes</th>"
+           "<th>from</th><th>what it means</th></tr>\n";
+    std::optional<CardFigure::View> view;
+    for (const CardFigure& figure : card.figures) {
+        out += "<tr><td>";
+        if (figure.view != view)
+            appendEscaped(out, cardViewLabel(figure.view));
+        view = figure.view;
+        out += "</td><td>";
+        appendEscaped(out, figure.label);
+        out += "</td><td class=\"num\">";
+        appendEscaped(out, figure.bytes ? formatBytes(*figure.bytes) : std::string("not given"));
+        out += "</td><td>";
+        appendEscaped(out, figure.source);
+        out += "</td><td>";
+        appendEscaped(out, figure.meaning);
+        out += "</td></tr>\n";
+    }
+    out += "</table>\n";
+    if (!card.notes.empty()) {
+        out += "<ul class=\"reading\">\n";
+        for (const std::string& note : card.notes) {
+            out += "<li>";
+            appendEscaped(out, note);
+            out += "</li>\n";
+        }
+        out += "</ul>\n";
+    }
+    if (!card.parts.empty()) {
+        out += "<h3>The rest of the card: what it usually is</h3>\n<table>\n<tr><th>what</th><th>typical size</th>"
+               "<th>what to check</th></tr>\n";
+        for (const RestOfCardPart& part : card.parts) {
+            out += "<tr><td>";
+            appendEscaped(out, part.name);
+            out += "</td><td>";
+            appendEscaped(out, part.typicalSize);
+            out += "</td><td>";
+            appendEscaped(out, part.whatToCheck);
+            out += "</td></tr>\n";
+        }
+        out += "</table>\n";
+    }
+    return out;
+}
+
 } // namespace
 
 void ReportBuilder::stack(const Snapshot& snapshot, StackId id, std::string_view summary)
@@ -108,6 +210,13 @@ void ReportBuilder::stack(const Snapshot& snapshot, StackId id, std::string_view
 
 void ReportBuilder::writeSnapshots()
 {
+    // The card's section leads the snapshots' because a text-only case has it too.
+    const CardReconciliation card = reconcileCard(m_case, m_analysis);
+    if (card.available()) {
+        beginSection("card", "The card's memory: allocator, process, card");
+        raw(cardMarkup(card));
+        endSection();
+    }
     if (m_analysis.snapshots.empty())
         return;
     beginSection("snapshots", "Timeline and memory at the peak");
@@ -158,7 +267,25 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         facts += " The trace is truncated: allocations older than it were recovered from the segments at the dump.";
     element("p", facts);
     raw("\n");
-    writeTimeline(analysis, *device);
+    const TraceHistory history = traceHistory(*analysis.snapshot, *device);
+    if (history.segmentsOnly() || history.truncated()) {
+        raw(history.segmentsOnly() ? "<div class=\"history segments-only\">\n" : "<div class=\"history truncated\">\n");
+        for (const std::string& line : historyStatement(*analysis.snapshot, history))
+            element("p", line);
+        if (captureAdviceReason().empty()) {
+            element("p", historyAdvice(history), "note");
+            raw("\n<pre><code>");
+            text(historyRecordingSnippet());
+            raw("</code></pre>\n");
+        } else {
+            // The capture section below has the recipe; one copy of it is enough.
+            raw("<p class=\"note\">How to record more: see <a href=\"#capture\">Capturing a better snapshot</a> "
+                "below.</p>\n");
+        }
+        raw("</div>\n");
+    }
+    if (!history.segmentsOnly())
+        writeTimeline(analysis, *device);
     writeBreakdown(*device);
     writeAllocatorMap(analysis, *device);
     writeTopAllocations(analysis, *device);
@@ -198,17 +325,20 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         raw("</span> ");
     }
     raw("</div>\n");
-    element("p",
-        "Live requested bytes by category after each trace event, reduced to " + std::to_string(series.points.size())
-            + " samples keeping each bucket's lowest and highest moment, so the peak is drawn at its true height.",
-        "note");
+    std::string note = "Live requested bytes by category after each trace event, reduced to "
+        + std::to_string(series.points.size())
+        + " samples keeping each bucket's lowest and highest moment, so the peak is drawn at its true height.";
+    if (device.initialAllocatedBytes > 0)
+        note += " The curve starts at " + formatBytes(device.initialAllocatedBytes)
+            + ": memory older than the trace, already live at its first entry (its moment is unknown).";
+    element("p", note, "note");
     raw("</div>\n");
 }
 
 void ReportBuilder::writeBreakdown(const DeviceAnalysis& device)
 {
     std::vector<BreakdownRow> rows;
-    rows.push_back({ "at the peak", device.categoriesAtPeak });
+    rows.push_back({ dumpStateOnly(device) ? "at the dump" : "at the peak", device.categoriesAtPeak });
     for (size_t k = 0; k < device.ooms.size(); ++k)
         rows.push_back({ device.ooms.size() > 1 ? "at OOM " + std::to_string(k + 1) : "at the OOM",
             device.ooms[k].liveByCategory });
@@ -248,7 +378,9 @@ void ReportBuilder::writeAllocatorMap(const SnapshotAnalysis& analysis, const De
 {
     const bool atOom = !device.ooms.empty();
     const int64_t event = atOom ? device.ooms.back().eventIndex : device.peakEvent;
-    raw(atOom ? "<h3>Allocator state at the OOM</h3>\n" : "<h3>Allocator state at the peak</h3>\n");
+    raw(atOom ? "<h3>Allocator state at the OOM</h3>\n"
+              : (dumpStateOnly(device) ? "<h3>Allocator state at the dump</h3>\n"
+                                       : "<h3>Allocator state at the peak</h3>\n"));
     for (const OomAnalysis& oom : device.ooms) {
         std::string line = "At the OOM (" + eventLabel(oom.eventIndex) + "): the request of "
             + formatBytes(oom.requestedBytes) + " met " + formatBytes(oom.reservedBytes) + " reserved, "
@@ -293,7 +425,8 @@ void ReportBuilder::writeTopAllocations(const SnapshotAnalysis& analysis, const 
 {
     const Snapshot& snapshot = *analysis.snapshot;
     const std::vector<const Allocation*> top = largestLiveAt(device, device.peakEvent, m_options.topAllocations);
-    raw("<h3>Largest allocations live at the peak</h3>\n");
+    raw(dumpStateOnly(device) ? "<h3>Largest allocations live at the dump</h3>\n"
+                              : "<h3>Largest allocations live at the peak</h3>\n");
     if (top.empty()) {
         element("p", "Nothing was live at the peak.", "note");
         return;

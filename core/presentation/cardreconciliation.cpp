@@ -1,0 +1,351 @@
+#include "core/presentation/cardreconciliation.h"
+
+#include "core/diagnosis/oomfacts.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace oomlens {
+
+namespace {
+
+constexpr const char* derived = "derived";
+
+// A CUDA context with lazy module loading plus the kernels cuBLAS and cuDNN load on first use:
+// more than this outside the allocator in one process points at NCCL or another library.
+constexpr uint64_t usualProcessOverhead = 2 * GiB;
+
+struct Sources
+{
+    std::string total, free, allocator, process;
+};
+
+const OomMessage* chosenMessage(const Case& input)
+{
+    // The message that prints the card's figures; a near-OOM error without them says nothing here.
+    for (const OomMessage& message : input.text.oomMessages) {
+        if (message.totalBytes && message.freeBytes)
+            return &message;
+    }
+    return input.text.oomMessages.empty() ? nullptr : &input.text.oomMessages.front();
+}
+
+const SnapshotAnalysis* chosenSnapshot(const CaseAnalysis& analysis, std::optional<int> device)
+{
+    const SnapshotAnalysis* first = nullptr;
+    for (const SnapshotAnalysis& snapshot : analysis.snapshots) {
+        if (!snapshot.snapshot || !snapshot.primary())
+            continue;
+        if (!first)
+            first = &snapshot;
+        if (device && snapshot.primaryDevice == *device)
+            return &snapshot;
+    }
+    return first;
+}
+
+const NvidiaSmiGpu* smiGpu(const Case& input, int device)
+{
+    for (const NvidiaSmiTable& table : input.text.nvidiaSmi) {
+        for (const NvidiaSmiGpu& gpu : table.gpus) {
+            if (gpu.index == device)
+                return &gpu;
+        }
+    }
+    return nullptr;
+}
+
+const CaptureSidecar* chosenSidecar(const Case& input)
+{
+    for (const CaptureSidecar& sidecar : input.sidecars) {
+        if (sidecar.totalMemoryBytes)
+            return &sidecar;
+    }
+    return nullptr;
+}
+
+// The message as the other inputs complete it: the card from nvidia-smi or the sidecar, the
+// free bytes from the snapshot's oom event, the allocator from the snapshot, the processes from
+// nvidia-smi. What the message printed itself always wins.
+OomMessage completedMessage(const Case& input, const CaseAnalysis& analysis, Sources& sources)
+{
+    const OomMessage* printed = chosenMessage(input);
+    OomMessage message = printed ? *printed : OomMessage {};
+    const SnapshotAnalysis* snapshot = chosenSnapshot(analysis, printed ? printed->device : std::nullopt);
+    if (!message.device)
+        message.device = snapshot ? snapshot->primaryDevice : 0;
+    if (message.backend.empty())
+        message.backend = "cuda";
+    const int device = *message.device;
+    const NvidiaSmiGpu* gpu = smiGpu(input, device);
+    const CaptureSidecar* sidecar = chosenSidecar(input);
+    const DeviceAnalysis* deviceAnalysis = snapshot ? snapshot->primary() : nullptr;
+    const OomAnalysis* oom = deviceAnalysis && !deviceAnalysis->ooms.empty() ? &deviceAnalysis->ooms.back() : nullptr;
+
+    if (message.totalBytes) {
+        sources.total = "OOM message";
+    } else if (gpu && gpu->totalBytes) {
+        message.totalBytes = gpu->totalBytes;
+        sources.total = "nvidia-smi";
+    } else if (sidecar) {
+        message.totalBytes = sidecar->totalMemoryBytes;
+        sources.total = "capture sidecar";
+    }
+
+    if (message.freeBytes) {
+        sources.free = "OOM message";
+    } else if (oom && oom->deviceFreeBytes > 0) {
+        message.freeBytes = oom->deviceFreeBytes;
+        sources.free = "snapshot's oom event";
+    } else if (gpu && gpu->usedBytes && message.totalBytes && *gpu->usedBytes <= *message.totalBytes) {
+        message.freeBytes = *message.totalBytes - *gpu->usedBytes;
+        sources.free = "nvidia-smi";
+    }
+
+    if (message.reservedBytes || message.allocatedBytes) {
+        sources.allocator = "OOM message";
+    } else if (oom) {
+        message.reservedBytes = oom->reservedBytes;
+        message.allocatedBytes = oom->allocatedBytes;
+        sources.allocator = "snapshot at the OOM";
+    } else if (snapshot) {
+        uint64_t reserved = 0, allocated = 0;
+        for (const Segment& segment : snapshot->snapshot->segments) {
+            if (segment.device != device)
+                continue;
+            reserved += segment.totalSize;
+            allocated += segment.allocatedSize;
+        }
+        message.reservedBytes = reserved;
+        message.allocatedBytes = allocated;
+        sources.allocator = "snapshot at the dump";
+    }
+
+    if (!message.processes.empty()) {
+        sources.process = "OOM message";
+        return message;
+    }
+    // nvidia-smi's processes on this GPU: the only one is this run; among several, OomFacts picks
+    // the one holding PyTorch's cache (container PIDs differ from the host's).
+    std::vector<ProcessUsage> listed;
+    for (const NvidiaSmiTable& table : input.text.nvidiaSmi) {
+        for (const GpuProcess& process : table.processes) {
+            if (process.gpu == device && process.bytes)
+                listed.push_back({ process.pid, process.bytes, false });
+        }
+    }
+    if (listed.size() == 1)
+        listed.front().self = true;
+    if (!listed.empty()) {
+        message.processes = std::move(listed);
+        sources.process = "nvidia-smi";
+    }
+    return message;
+}
+
+std::string percentOfCard(uint64_t bytes, uint64_t total)
+{
+    if (total == 0)
+        return {};
+    return " (" + std::to_string(static_cast<int>(std::lround(100.0 * double(bytes) / double(total)))) + "%)";
+}
+
+std::vector<RestOfCardPart> restOfCardParts()
+{
+    return {
+        { "cuda_context", "CUDA context",
+            "about 0.3–0.6 GiB per process and GPU with lazy module loading (the default since CUDA 11.7); 1–2 GiB "
+            "or more with CUDA_MODULE_LOADING=EAGER",
+            "every process that touches this GPU gets one: set the device before any CUDA call "
+            "(torch.cuda.set_device(local_rank)) so ranks do not all open a context on GPU 0; keep "
+            "CUDA_MODULE_LOADING=LAZY" },
+        { "cublas_cudnn", "cuBLAS / cuDNN",
+            "tens to a few hundred MiB of kernels loaded on first use; their workspaces (cuBLAS 4–32 MiB per handle "
+            "and stream) come from PyTorch's allocator in recent releases and count as reserved",
+            "torch.backends.cudnn.benchmark=True tries algorithms with large workspaces; CUBLAS_WORKSPACE_CONFIG "
+            "sets cuBLAS's" },
+        { "nccl", "NCCL buffers",
+            "NCCL_BUFFSIZE (4 MiB) per channel and peer for every communicator: a few hundred MiB to over 1 GiB "
+            "with many ranks or process groups, allocated with cudaMalloc outside PyTorch's cache",
+            "NCCL_BUFFSIZE, NCCL_NCHANNELS_PER_NET_PEER / NCCL_MAX_NCHANNELS, fewer process groups (each "
+            "new_group() is a communicator)" },
+        { "other_libraries", "Other libraries' own allocations",
+            "anything that calls cudaMalloc itself: CuPy's pool, TensorRT engines, JAX/XLA (preallocates 75% of the "
+            "card by default), custom CUDA extensions",
+            "XLA_PYTHON_CLIENT_PREALLOCATE=false for JAX beside PyTorch; the library's own memory pool settings" },
+        { "other_processes", "Other processes",
+            "each holds its own context (0.3 GiB or more) plus whatever it allocates",
+            "nvidia-smi: a previous run or a notebook kernel still holding the card, DataLoader workers that touched "
+            "CUDA, another job sharing the GPU" },
+    };
+}
+
+void addFigure(CardReconciliation& result, CardFigure::View view, std::string key, std::string label,
+    std::optional<uint64_t> bytes, std::string source, std::string meaning)
+{
+    result.figures.push_back({ view, std::move(key), std::move(label), bytes, std::move(source), std::move(meaning) });
+}
+
+void addBands(CardReconciliation& result, const OomFacts& facts)
+{
+    if (!facts.total || !facts.free || !facts.reserved || !facts.allocated || !facts.outsideBytes
+        || *facts.allocated > *facts.reserved)
+        return;
+    const uint64_t outside = *facts.outsideBytes;
+    const uint64_t processOutside = std::min(facts.selfNonPyTorchBytes.value_or(0), outside);
+    const uint64_t others = std::min(facts.otherProcessBytes, outside - processOutside);
+    const uint64_t rest = outside - processOutside - others;
+    const auto add = [&](std::string key, std::string label, uint64_t bytes) {
+        if (bytes > 0)
+            result.bands.push_back({ std::move(key), std::move(label), bytes });
+    };
+    add("allocated", "Allocated (tensors)", *facts.allocated);
+    add("cached_free", "Cached, unallocated", *facts.reserved - *facts.allocated);
+    add("process_outside_allocator", "This process outside PyTorch", processOutside);
+    add("other_processes", "Other processes", others);
+    add("unattributed",
+        facts.selfProcessBytes ? "Not attributed to a listed process" : "Outside PyTorch (context, libraries, others)",
+        rest);
+    add("free", "Free", *facts.free);
+}
+
+void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& input)
+{
+    if (facts.inconsistent)
+        result.notes.push_back("These figures cannot all be true at once (unified memory, WSL or a MIG slice report "
+                               "differently): read the table as the inputs' words, not as one moment of one card.");
+    if (facts.outsideBytes && facts.total)
+        result.notes.push_back(formatBytes(*facts.outsideBytes) + " of the card"
+            + percentOfCard(*facts.outsideBytes, *facts.total)
+            + " is used outside PyTorch's allocator: the rest of the card, made of what the list below names.");
+    if (facts.selfNonPyTorchBytes) {
+        if (*facts.selfNonPyTorchBytes > usualProcessOverhead)
+            result.notes.push_back("This process holds " + formatBytes(*facts.selfNonPyTorchBytes)
+                + " outside PyTorch's cache, more than a CUDA context and library kernels usually take (up to about "
+                + formatBytes(usualProcessOverhead)
+                + "): NCCL buffers or another library's own cudaMalloc are the likely rest.");
+        else
+            result.notes.push_back("This process holds " + formatBytes(*facts.selfNonPyTorchBytes)
+                + " outside PyTorch's cache: about what a CUDA context and library kernels take.");
+    }
+    if (facts.otherProcessBytes > 0)
+        result.notes.push_back("Other processes hold " + formatBytes(facts.otherProcessBytes)
+            + " of this card: memory this run could not have had.");
+    if (const auto unattributed = facts.unattributedOutsideBytes();
+        unattributed && facts.selfProcessBytes && *unattributed > 256 * MiB)
+        result.notes.push_back(formatBytes(*unattributed)
+            + " used on the card is in no listed process: a process NVML cannot see (another container, MIG) or "
+              "figures taken at different moments.");
+    if (!facts.selfProcessBytes)
+        result.notes.push_back("No input says how much this process uses as a whole, so its CUDA context and "
+                               "libraries cannot be told from other processes: PyTorch 2.2+ messages print \"this "
+                               "process has X memory in use\", and nvidia-smi's process table lists it.");
+    const NvidiaSmiGpu* gpu = smiGpu(input, facts.device);
+    if (gpu && gpu->usedBytes && facts.total && facts.free && *facts.free <= *facts.total) {
+        const uint64_t used = *facts.total - *facts.free;
+        const uint64_t difference = used > *gpu->usedBytes ? used - *gpu->usedBytes : *gpu->usedBytes - used;
+        if (difference > std::max<uint64_t>(256 * MiB, used / 20))
+            result.notes.push_back("nvidia-smi shows " + formatBytes(*gpu->usedBytes) + " used, the other figures "
+                + formatBytes(used) + ": it was taken at another moment (before the run grew, or after it freed).");
+    }
+}
+
+} // namespace
+
+const CardFigure* CardReconciliation::figure(std::string_view key) const
+{
+    for (const CardFigure& figure : figures) {
+        if (figure.key == key)
+            return &figure;
+    }
+    return nullptr;
+}
+
+std::string_view cardViewLabel(CardFigure::View view)
+{
+    switch (view) {
+    case CardFigure::View::Allocator:
+        return "PyTorch's allocator";
+    case CardFigure::View::Process:
+        return "This process";
+    case CardFigure::View::Card:
+        return "The card";
+    }
+    return "The card";
+}
+
+std::string_view cardViewName(CardFigure::View view)
+{
+    switch (view) {
+    case CardFigure::View::Allocator:
+        return "allocator";
+    case CardFigure::View::Process:
+        return "process";
+    case CardFigure::View::Card:
+        return "card";
+    }
+    return "card";
+}
+
+CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis)
+{
+    CardReconciliation result;
+    Sources sources;
+    const OomMessage message = completedMessage(input, analysis, sources);
+    const OomFacts facts = oomFacts(message);
+    if (!facts.total || !facts.free || message.backend == "mps" || message.backend == "xla" || message.backend == "tf")
+        return result; // no card to reconcile (or one whose figures mean something else)
+    result.device = facts.device;
+    const std::string allocatorSource = sources.allocator.empty() ? "not given" : sources.allocator;
+    using View = CardFigure::View;
+
+    if (facts.allocated)
+        addFigure(result, View::Allocator, "allocated", "Allocated (live tensors)", facts.allocated, allocatorSource,
+            "what the model's tensors hold right now");
+    if (facts.reserved)
+        addFigure(result, View::Allocator, "reserved", "Reserved by PyTorch's allocator", facts.reserved,
+            allocatorSource, "the cache PyTorch took from the driver: allocated plus cached free blocks");
+    if (facts.reservedUnallocated)
+        addFigure(result, View::Allocator, "cached_free", "Reserved but unallocated", facts.reservedUnallocated,
+            message.reservedUnallocatedBytes ? allocatorSource : derived,
+            "cached free blocks: reusable by PyTorch, not by anyone else; large means fragmentation");
+
+    std::string processSource = sources.process.empty() ? "not given" : sources.process;
+    if (facts.inferredSelfPid)
+        processSource += " (PID " + std::to_string(*facts.inferredSelfPid) + ", the process holding PyTorch's cache)";
+    addFigure(result, View::Process, "process_used", "This process on the card", facts.selfProcessBytes,
+        facts.selfProcessBytes ? processSource : "not given",
+        "what the driver charges this process: PyTorch's reserved memory plus everything else it holds");
+    if (facts.selfNonPyTorchBytes)
+        addFigure(result, View::Process, "process_outside_allocator", "This process outside PyTorch's allocator",
+            facts.selfNonPyTorchBytes, derived,
+            "process − reserved: CUDA context, cuBLAS/cuDNN kernels, NCCL buffers, other libraries' cudaMalloc");
+
+    addFigure(result, View::Card, "card_total", "Total capacity", facts.total, sources.total,
+        "what the driver reports for the whole card");
+    addFigure(result, View::Card, "card_used", "Used", *facts.total >= *facts.free ? *facts.total - *facts.free : 0,
+        derived, "total − free: every process's memory and every context");
+    addFigure(result, View::Card, "card_free", "Free", facts.free, sources.free,
+        "what the driver could still hand out when the figures were taken");
+    if (facts.outsideBytes)
+        addFigure(result, View::Card, "outside_allocator", "Used outside PyTorch's allocator", facts.outsideBytes,
+            derived, "used − reserved: this process's non-PyTorch memory and other processes — the rest of the card");
+    if (facts.otherProcessBytes > 0 || !facts.otherPids.empty())
+        addFigure(result, View::Card, "other_processes", "Other processes", facts.otherProcessBytes,
+            sources.process.empty() ? "OOM message" : sources.process,
+            std::to_string(facts.otherPids.size()) + (facts.otherPids.size() == 1 ? " process" : " processes")
+                + " besides this one");
+    if (const auto unattributed = facts.unattributedOutsideBytes(); unattributed && facts.selfProcessBytes)
+        addFigure(result, View::Card, "unattributed", "Used by no listed process", unattributed, derived,
+            "used − this process − other processes: unseen processes, or figures from different moments");
+
+    result.restOfCardBytes = facts.outsideBytes;
+    if (facts.outsideBytes && *facts.outsideBytes > 0)
+        result.parts = restOfCardParts();
+    addBands(result, facts);
+    addNotes(result, facts, input);
+    return result;
+}
+
+} // namespace oomlens

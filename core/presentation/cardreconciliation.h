@@ -1,0 +1,73 @@
+#pragma once
+
+#include "core/case.h"
+#include "core/caseanalysis.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomlens {
+
+// One figure of the three views of the card's memory, with where it comes from.
+struct CardFigure
+{
+    enum class View : uint8_t {
+        Allocator, // PyTorch's caching allocator: allocated, reserved
+        Process, // this process as the driver sees it (nvidia-smi, "this process has X in use")
+        Card, // the whole card: total, used, free, other processes
+    };
+    View view = View::Card;
+    std::string key; // the JSON key: "allocated", "process_used", "card_free", ...
+    std::string label; // "Reserved by PyTorch's allocator"
+    std::optional<uint64_t> bytes; // empty: no input says it
+    std::string source; // "OOM message", "nvidia-smi", "snapshot at the OOM", "capture sidecar", "derived"
+    std::string meaning; // one line: what it holds, what to check
+};
+
+// One slice of the card's capacity, left to right; the slices add up to the card's total.
+struct CardBand
+{
+    std::string
+        key; // "allocated", "cached_free", "process_outside_allocator", "other_processes", "unattributed", "free"
+    std::string label;
+    uint64_t bytes = 0;
+};
+
+// What usually fills the rest of the card (what PyTorch's allocator does not own).
+struct RestOfCardPart
+{
+    std::string key; // "cuda_context", "cublas_cudnn", "nccl", "other_libraries", "other_processes"
+    std::string name;
+    std::string typicalSize;
+    std::string whatToCheck;
+};
+
+// The allocator's, the process's and the card's view of one device's memory, reconciled once from
+// the OOM message, nvidia-smi, a capture sidecar and the snapshot, so that the overview, the HTML
+// report and `diagnose` show the same table. The derivations are OomFacts' (diagnosis/oomfacts.h):
+// when the message lacks a figure, the other inputs fill a copy of it and OomFacts derives the rest.
+struct CardReconciliation
+{
+    int device = 0;
+    std::vector<CardFigure> figures; // allocator, then process, then card
+    std::vector<CardBand> bands; // the card's capacity by holder; empty when the figures do not add up
+    std::optional<uint64_t> restOfCardBytes; // used − reserved: everything outside PyTorch's allocator
+    std::vector<RestOfCardPart> parts; // what the rest usually is; empty when there is no rest
+    std::vector<std::string> notes; // the reading, and where the inputs disagree
+
+    // Known only when some input gives the card's total and what is used or free on it.
+    bool available() const { return !figures.empty(); }
+    const CardFigure* figure(std::string_view key) const;
+};
+
+CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis);
+
+// "PyTorch's allocator", "This process", "The card".
+std::string_view cardViewLabel(CardFigure::View view);
+// The JSON value of a view: "allocator", "process", "card".
+std::string_view cardViewName(CardFigure::View view);
+
+} // namespace oomlens

@@ -1,0 +1,64 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// How much of the run one device's trace saw, counted once for the overview, the timeline, the
+// report and `diagnose`. PyTorch's history is a ring buffer of `max_entries` entries that starts
+// where `_record_memory_history` was called (or `clear_history` emptied it): memory allocated
+// before that moment is only known from the dump-time blocks, and a free whose allocation was
+// overwritten is a "ghost" free with no stack of its own allocation.
+struct TraceHistory
+{
+    enum class Coverage : uint8_t {
+        Complete, // every allocation the trace mentions was made inside it
+        LateStart, // blocks live at the dump were allocated before the trace began, no ghost frees
+        Wrapped, // ghost frees: the ring buffer overwrote the beginning (or clear_history cut it)
+        SegmentsOnly, // no allocation in the trace at all: the dump-time state alone
+    };
+    Coverage coverage = Coverage::Complete;
+    size_t traceEvents = 0;
+    size_t allocEvents = 0;
+    size_t ghostFrees = 0; // frees in the trace whose alloc is not in it
+    uint64_t ghostFreeBytes = 0;
+    size_t olderLiveBlocks = 0; // live at the dump, allocated before the trace, never touched by it
+    uint64_t olderLiveBytes = 0;
+    // Segments only: the dump-time state that is all there is.
+    size_t segments = 0;
+    uint64_t reservedBytes = 0;
+    size_t liveBlocks = 0;
+    uint64_t liveBlockBytes = 0;
+    bool blocksHaveStacks = false; // categories can be told from the blocks' stacks
+
+    // Older than the trace in all: ghost frees and the older blocks still live at the dump; their
+    // requested bytes add up to DeviceAnalysis::initialAllocatedBytes.
+    size_t olderBlocks() const { return ghostFrees + olderLiveBlocks; }
+    uint64_t olderBytes() const { return ghostFreeBytes + olderLiveBytes; }
+    bool truncated() const { return coverage == Coverage::LateStart || coverage == Coverage::Wrapped; }
+    bool segmentsOnly() const { return coverage == Coverage::SegmentsOnly; }
+};
+
+TraceHistory traceHistory(const Snapshot& snapshot, const DeviceAnalysis& device);
+
+// The JSON value of `coverage`: "complete", "late_start", "wrapped", "segments_only".
+std::string_view coverageName(TraceHistory::Coverage coverage);
+
+// What the history means for the reader, in plain sentences: the counts and what they cost (no
+// stacks for the ghosts' allocations, the timeline's floor is memory of unknown age), or for a
+// segments-only snapshot what is there and what is missing. Empty for a complete trace.
+std::vector<std::string> historyStatement(const Snapshot& snapshot, const TraceHistory& history);
+
+// How to record more: a longer ring buffer, recording from the start, no clear_history in between;
+// or, for a segments-only snapshot, how to record a history at all. Empty for a complete trace.
+std::string historyAdvice(const TraceHistory& history);
+
+// The lines to run, for a code block under the advice.
+std::string historyRecordingSnippet();
+
+} // namespace oomlens
