@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -34,6 +35,15 @@
 using namespace oomlens;
 
 namespace {
+
+double cpuSeconds()
+{
+    rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto seconds
+        = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 double peakRssMiB()
 {
@@ -209,7 +219,7 @@ Case loadRank(const std::string& path)
     return rankCase;
 }
 
-// One mode, in this process: prints "MODE seconds peak_rss_mib failing_rank".
+// One mode, in this process: prints "MODE wall_seconds peak_rss_mib failing_rank workers cpu_seconds".
 int runChild(const std::string& mode, const QString& dir)
 {
     const std::vector<std::string> files = rankFiles(dir);
@@ -231,7 +241,8 @@ int runChild(const std::string& mode, const QString& dir)
             failing = std::to_string(rank->rank);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("%s %.3f %.1f %s %zu\n", mode.c_str(), seconds, peakRssMiB(), failing.c_str(), workers);
+    std::printf(
+        "%s %.3f %.1f %s %zu %.3f\n", mode.c_str(), seconds, peakRssMiB(), failing.c_str(), workers, cpuSeconds());
     return 0;
 }
 
@@ -293,7 +304,12 @@ int main(int argc, char** argv)
     std::vector<QString> modes { QStringLiteral("one-by-one"), QStringLiteral("pool") };
     if (allAtOnce)
         modes.push_back(QStringLiteral("all-at-once"));
-    std::printf("%-12s %8s %8s %14s %13s\n", "mode", "workers", "wall s", "peak RSS MiB", "failing rank");
+    // CPU s beside wall s: on a machine busy with other work the pool cannot get both cores, and the
+    // CPU time shows the work itself did not grow.
+    double load[1] = { 0 };
+    if (getloadavg(load, 1) == 1)
+        std::printf("load average before the runs: %.2f\n", load[0]);
+    std::printf("%-12s %8s %8s %8s %14s %13s\n", "mode", "workers", "wall s", "CPU s", "peak RSS MiB", "failing rank");
     for (const QString& mode : modes) {
         QProcess child;
         child.start(QCoreApplication::applicationFilePath(), { QStringLiteral("--child"), mode, dir });
@@ -303,10 +319,10 @@ int main(int argc, char** argv)
             return 1;
         }
         const QStringList fields = QString::fromUtf8(child.readAllStandardOutput()).trimmed().split(QLatin1Char(' '));
-        if (fields.size() != 5)
+        if (fields.size() != 6)
             return 1;
-        std::printf("%-12s %8s %8s %14s %13s\n", qPrintable(fields[0]), qPrintable(fields[4]), qPrintable(fields[1]),
-            qPrintable(fields[2]), qPrintable(fields[3]));
+        std::printf("%-12s %8s %8s %8s %14s %13s\n", qPrintable(fields[0]), qPrintable(fields[4]),
+            qPrintable(fields[1]), qPrintable(fields[5]), qPrintable(fields[2]), qPrintable(fields[3]));
         std::fflush(stdout);
     }
     if (!keep) {

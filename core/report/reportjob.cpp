@@ -9,6 +9,7 @@
 #include "core/units.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -175,7 +176,7 @@ void ReportBuilder::writeJob()
             element("td", formatBytes(rank.peakReservedBytes));
             element("td", rank.capacityBytes ? formatBytes(*rank.capacityBytes) : "—");
             if (rank.oom)
-                element("td", "OOM", "badge error");
+                raw("<td><span class=\"badge error\">OOM</span></td>");
             else
                 element("td", "—");
             element("td", std::to_string(rank.group + 1));
@@ -197,8 +198,11 @@ void ReportBuilder::writeJob()
             const std::string peaks = group.minPeakBytes == group.maxPeakBytes
                 ? formatBytes(group.maxPeakBytes)
                 : formatBytes(group.minPeakBytes) + "–" + formatBytes(group.maxPeakBytes);
-            groups.push_back(std::to_string(g + 1) + ". " + group.label + ": peak " + peaks + ", mostly "
-                + std::string(categoryLabel(group.dominantCategory)));
+            std::string mostly(categoryLabel(group.dominantCategory));
+            std::transform(mostly.begin(), mostly.end(), mostly.begin(),
+                [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            groups.push_back(
+                "Group " + std::to_string(g + 1) + " — " + group.label + ": peak " + peaks + ", mostly " + mostly);
         }
         writeList(groups);
     }
