@@ -153,6 +153,11 @@ void labelSteps(
         Phase previous = Phase::Unknown; // last training phase; Unknown = program start or after load
         FrameId lastTop;
         for (size_t i = 0; i < n; ++i) {
+            // Only a request says where the program is now. A free carries the frames of its
+            // allocation (the forward's saved tensors freed during backward read as "forward"), and
+            // segment events the frames of whatever first mapped them.
+            if (events[i].action != TraceAction::Alloc && events[i].action != TraceAction::Oom)
+                continue;
             const Phase p = out.eventPhase[i];
             if (p == Phase::Load) {
                 previous = Phase::Unknown;

@@ -1,18 +1,75 @@
 #include "core/diagnosis/snapshotrules.h"
 
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/keptperstep.h"
 #include "core/diagnosis/leakdetection.h"
 #include "core/units.h"
 
 namespace oomlens::snapshotrules {
 
+namespace {
+
+// A trace too short to compare step starts: the leak is read from what it kept (keptperstep.h).
+// 0.8: many same-sized tensors from one line of code that outlived their steps, the trace showing
+// that line still adding one set per step and freeing none, is what a kept reference looks like;
+// a cache (which evicts) and a step's own activations (made inside it) are ruled out. Kept tensors
+// under 5% of what the process could hold are not what filled it.
+bool keptTensorsLeak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const auto kept = findKeptPerStep(*e.analysis.snapshot, e.device, e.profile, e.oom.eventIndex);
+    const uint64_t usable = *e.fixes.budget.usableBytes;
+    if (!kept || kept->perStepBytes() < MiB || safeRatio(kept->liveBytes(), usable) < 0.05)
+        return false;
+    Diagnosis d = makeDiagnosis("leak", 0.8, {});
+    const std::string where = kept->where.empty() ? "one call stack" : kept->where;
+    e.evidence(d,
+        std::to_string(kept->live) + " tensors of " + formatBytes(kept->tensorBytes) + " from " + where
+            + " are live at the failure, " + formatBytes(kept->liveBytes()) + " ("
+            + percentText(kept->liveBytes(), usable)
+            + " of what this process could hold), besides weights, gradients and optimizer state",
+        e.oom.eventIndex);
+    e.evidence(d,
+        std::to_string(kept->olderThanStep) + " of them were made before step " + std::to_string(e.oom.step)
+            + " began and outlived their step; a loop that keeps nothing frees every step's tensors by its end");
+    e.evidence(d,
+        "the trace shows that code adding " + std::to_string(kept->perStep) + " per step ("
+            + formatBytes(kept->perStepBytes()) + ") and freeing none of them: the "
+            + std::to_string(kept->olderThanStep) + " older ones are about "
+            + std::to_string(kept->olderThanStep / std::max(1, kept->perStep)) + " steps' worth",
+        kept->latestEvent);
+    if (const uint64_t spare = usable > e.oom.allocatedBytes ? usable - e.oom.allocatedBytes : 0;
+        spare >= kept->perStepBytes())
+        e.evidence(d,
+            "at " + formatBytes(kept->perStepBytes()) + " per step, the " + formatBytes(spare)
+                + " this process had left lasts about " + std::to_string(spare / kept->perStepBytes())
+                + " more steps, whatever else is fixed");
+    d.summary = "Every step keeps " + formatBytes(kept->perStepBytes()) + " more alive from " + where + " ("
+        + formatBytes(kept->liveBytes()) + " by now); the run fails once that adds up.";
+    FixContext fixes = e.fixes;
+    fixes.caseSavingBytes = kept->liveBytes();
+    appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
+    d.outlook = RunOutlook {};
+    d.outlook->growthPerUnitBytes = kept->perStepBytes();
+    d.outlook->unit = "step";
+    d.outlook->leadingFixStopsGrowth = true;
+    out.push_back(std::move(d));
+    return true;
+}
+
+} // namespace
+
 // Live memory at matching points of successive steps (leakdetection.h). Confidence: 0.85 when
 // every one of at least three comparisons rises, 0.7 when most do; a growth under 1% of what
-// the process could hold is noise next to the failure and not reported.
+// the process could hold is noise next to the failure and not reported. Fewer than three
+// comparisons: the tensors the leak kept say more, when they show (keptTensorsLeak).
 void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
     const auto finding = findLeak(*e.analysis.snapshot, e.device, e.profile, e.oom.eventIndex, e.firstTrainingStep());
-    if (!finding || finding->growth < MiB || safeRatio(finding->growth, *e.fixes.budget.usableBytes) < 0.01)
+    const bool grows
+        = finding && finding->growth >= MiB && safeRatio(finding->growth, *e.fixes.budget.usableBytes) >= 0.01;
+    if ((!grows || finding->comparisons < 3) && keptTensorsLeak(e, out))
+        return;
+    if (!grows)
         return;
     const bool steady = finding->rising == finding->comparisons && finding->comparisons >= 3;
     Diagnosis d = makeDiagnosis("leak", steady ? 0.85 : 0.7, {});

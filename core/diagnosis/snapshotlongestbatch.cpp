@@ -1,5 +1,6 @@
 #include "core/diagnosis/snapshotrules.h"
 
+#include "core/diagnosis/batchscaling.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/units.h"
 
@@ -7,9 +8,34 @@
 
 namespace oomlens::snapshotrules {
 
+namespace {
+
+uint64_t dynamicBytes(const CategoryBytes& bands)
+{
+    uint64_t bytes = 0;
+    for (int i = 0; i < categoryCount; ++i) {
+        if (isDynamic(static_cast<Category>(i)))
+            bytes += bands[static_cast<size_t>(i)];
+    }
+    return bytes;
+}
+
+} // namespace
+
+// A longer batch shows two ways. Its step grows far more than earlier steps did (needs two
+// complete earlier steps to know what "typical" is); and the same lines of model code allocate
+// more than they did before, since activations scale with the tokens and attention scores with
+// their square (batchscaling.h; needs only some earlier step's tensors, by allocation or free).
+// The failing step must also need more than the trace shows any earlier step holding: those fit.
+// Confidence: 0.55-0.85 with the step growth factor (1.5x to 3.5x); 0.6-0.85 with the median site
+// ratio (1.5x to 3x), the same code growing being direct evidence of the batch; the higher when
+// both measure. Growth with the sites' sizes unchanged is something else: 0.45 at most.
 void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
     if (e.oom.step < 0 || e.oom.phase == Phase::Eval)
+        return;
+    const StepProfile* failing = e.profile.step(e.oom.step);
+    if (!failing)
         return;
     std::vector<uint64_t> growth;
     std::vector<uint64_t> largest;
@@ -19,45 +45,89 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             largest.push_back(step.largestDynamicAlloc);
         }
     }
-    if (growth.size() < 2)
-        return;
-    const StepProfile* failing = e.profile.step(e.oom.step);
-    if (!failing)
-        return;
-    const uint64_t typical = median(growth);
-    uint64_t dynamicNow = 0;
-    for (int i = 0; i < categoryCount; ++i) {
-        if (isDynamic(static_cast<Category>(i)))
-            dynamicNow += e.oom.liveByCategory[static_cast<size_t>(i)];
-    }
+    const uint64_t dynamicNow = dynamicBytes(e.oom.liveByCategory);
     const uint64_t start = failing->startDynamic();
     const uint64_t needed = (dynamicNow > start ? dynamicNow - start : 0) + e.oom.requestedBytes;
+    const uint64_t typical = growth.size() >= 2 ? median(growth) : 0;
     const double factor = safeRatio(needed, typical);
-    if (typical == 0 || factor < 1.5)
+    const bool grew = typical > 0 && factor >= 1.5;
+
+    const auto scaling = measureBatchScaling(*e.analysis.snapshot, e.device, e.profile, *failing, e.oom.eventIndex);
+    const uint64_t heldNow = dynamicNow + e.oom.requestedBytes;
+    const bool measuredSites = scaling && scaling->matchedSites >= 3;
+    const bool scaled = measuredSites && scaling->ratio >= 1.5 && heldNow > scaling->earlierPeakDynamic;
+    const bool sitesUnchanged = measuredSites && scaling->matchedSites >= 5 && scaling->ratio < 1.2;
+    if (!grew && !scaled)
         return;
-    const uint64_t typicalLargest = median(largest);
-    const uint64_t failingLargest = std::max(failing->largestDynamicAlloc, e.oom.requestedBytes);
-    const double largestFactor = safeRatio(failingLargest, typicalLargest);
-    Diagnosis d = makeDiagnosis("longest_batch", 0.55 + 0.3 * clamp01((factor - 1.5) / 2.0), {});
-    e.evidence(d,
-        "step " + std::to_string(e.oom.step) + " needed at least " + formatBytes(needed)
-            + " of activations and temporaries, " + times(factor) + " the " + formatBytes(typical)
-            + " a typical step (median of " + std::to_string(growth.size()) + ") peaked at",
-        e.oom.eventIndex);
-    if (typicalLargest > 0 && largestFactor >= 2.0) {
+
+    double confidence = 0.0;
+    if (grew)
+        confidence = 0.55 + 0.3 * clamp01((factor - 1.5) / 2.0);
+    if (scaled)
+        confidence = std::max(confidence, 0.6 + 0.25 * clamp01((scaling->ratio - 1.5) / 1.5));
+    if (sitesUnchanged)
+        confidence = std::min(confidence, 0.45);
+    Diagnosis d = makeDiagnosis("longest_batch", confidence, {});
+
+    bool attention = false;
+    if (grew) {
         e.evidence(d,
-            "its largest buffer is " + formatBytes(failingLargest) + " against " + formatBytes(typicalLargest)
-                + " in other steps (" + times(largestFactor) + ")"
-                + (largestFactor >= 1.5 * factor ? ": faster than the batch grew, like seq² attention scores" : ""),
-            failing->largestDynamicEvent >= 0 ? failing->largestDynamicEvent : e.oom.eventIndex);
+            "step " + std::to_string(e.oom.step) + " needed at least " + formatBytes(needed)
+                + " of activations and temporaries, " + times(factor) + " the " + formatBytes(typical)
+                + " a typical step (median of " + std::to_string(growth.size()) + ") peaked at",
+            e.oom.eventIndex);
+        const uint64_t typicalLargest = median(largest);
+        const uint64_t failingLargest = std::max(failing->largestDynamicAlloc, e.oom.requestedBytes);
+        const double largestFactor = safeRatio(failingLargest, typicalLargest);
+        attention = largestFactor >= 1.5 * factor;
+        if (typicalLargest > 0 && largestFactor >= 2.0)
+            e.evidence(d,
+                "its largest buffer is " + formatBytes(failingLargest) + " against " + formatBytes(typicalLargest)
+                    + " in other steps (" + times(largestFactor) + ")"
+                    + (attention ? ": faster than the batch grew, like seq² attention scores" : ""),
+                failing->largestDynamicEvent >= 0 ? failing->largestDynamicEvent : e.oom.eventIndex);
     }
-    const uint64_t excess = needed > typical ? needed - typical : 0;
-    d.summary = "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about " + times(factor)
-        + " as demanding, as the longest sequences in a variable-length dataset are.";
+    if (scaled) {
+        e.evidence(d,
+            "the same code allocated more in step " + std::to_string(e.oom.step) + " than before it: over "
+                + std::to_string(scaling->matchedSites) + " call sites seen in both, the failing step's tensors are "
+                + times(scaling->ratio) + " the earlier ones (median by bytes), " + std::to_string(scaling->grownSites)
+                + " sites 1.5x or more; activations grow with the batch's tokens, weights, gradients and optimizer "
+                  "state do not",
+            scaling->largestNowEvent);
+        if (!scaling->largestWhere.empty())
+            e.evidence(d,
+                "largest: " + scaling->largestWhere + " allocated " + formatBytes(scaling->largestNowBytes)
+                    + " against " + formatBytes(scaling->largestBeforeBytes) + " earlier ("
+                    + times(safeRatio(scaling->largestNowBytes, scaling->largestBeforeBytes)) + ")",
+                scaling->largestNowEvent);
+        const bool startsMidStep = !e.profile.steps.empty() && e.profile.steps.front().startDynamic() > 0;
+        e.evidence(d,
+            "at the failure step " + std::to_string(e.oom.step) + " held " + formatBytes(heldNow)
+                + " of activations and temporaries with the request, against at most "
+                + formatBytes(scaling->earlierPeakDynamic) + " the trace shows any earlier step holding"
+                + (startsMidStep ? " (the trace starts mid-step: a lower bound of their peak)" : "")
+                + "; those steps fit");
+        attention = attention
+            || (scaling->largestStack != FrameTable::emptyStack() && e.isQuadraticStack(scaling->largestStack));
+    }
+    if (sitesUnchanged)
+        e.evidence(d,
+            "but the same code allocated the same sizes as before (" + times(scaling->ratio) + " over "
+                + std::to_string(scaling->matchedSites) + " call sites): the batch did not grow, something else did");
+
+    const uint64_t excess = grew ? (needed > typical ? needed - typical : 0)
+                                 : (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0);
+    d.summary = grew ? "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about "
+            + times(factor) + " as demanding, as the longest sequences in a variable-length dataset are."
+                     : "Step " + std::to_string(e.oom.step)
+            + "'s batch is longer than those before it: the same code allocated about " + times(scaling->ratio)
+            + " as much, and its activations no longer fit beside the state that earlier steps held with room to "
+              "spare.";
     FixContext fixes = e.fixes;
     fixes.caseSavingBytes = excess;
     appendFixes(d.fixes, { FixKind::LengthBucketing }, fixes);
-    if (largestFactor >= 1.5 * factor)
+    if (attention)
         appendFixes(d.fixes, { FixKind::Sdpa }, e.fixes);
     appendFixes(d.fixes,
         { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing, FixKind::ExpandableSegments, FixKind::Sdpa,

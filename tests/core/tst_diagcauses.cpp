@@ -42,6 +42,28 @@ std::string ids(const std::vector<Diagnosis>& diagnoses)
     return text;
 }
 
+// A line of model code under the module call, as stacks="python" records a forward allocation.
+std::string modelSite(int line)
+{
+    return "stack=model.py:forward:" + std::to_string(line)
+        + ";torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+}
+
+// One training step: three activations of `activation` from model.py lines 10, 20, 30, a 1 MiB
+// loss, then `afterForward`, backward freeing the activations (with their allocation's frames:
+// `context alloc`), a 1 MiB update.
+std::string trainingStep(const std::string& n, const std::string& activation, const std::string& afterForward = {})
+{
+    std::string step;
+    for (int layer = 1; layer <= 3; ++layer)
+        step += "alloc a" + n + "_" + std::to_string(layer) + " " + activation + " " + modelSite(10 * layer) + "\n";
+    step += "alloc l" + n + " 1MiB loss\n" + afterForward + "alloc t" + n + " 32MiB bwd\nfree t" + n + " bwd\n";
+    for (int layer = 3; layer >= 1; --layer)
+        step += "free a" + n + "_" + std::to_string(layer) + " bwd\n";
+    step += "free l" + n + " bwd\nalloc o" + n + " 1MiB opt\nfree o" + n + " opt\n";
+    return step;
+}
+
 } // namespace
 
 class TestDiagCauses : public QObject
@@ -250,6 +272,98 @@ private Q_SLOTS:
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == "first_backward", ids(diagnoses).c_str());
+    }
+    // A ring buffer kept the end of step 2, step 3 and the failing step 4: step 2's forward
+    // allocations are gone, their frees in backward remain (free events carry the allocation's
+    // frames, so they read as "forward"). Those frees start no step. Earlier steps allocated 3 x 100 MiB from model.py
+    // lines 10, 20, 30; the failing step allocates 400 MiB at each of them: the same code, 4x the
+    // bytes, is a longer batch. Live at the failure 1 GiB weights + 2 GiB state + 3 x 400 MiB,
+    // usable 4.25 GiB: the state fits, and no earlier step held more than 333 MiB besides it
+    // (3 x 100 MiB, the loss and a 32 MiB backward buffer).
+    void longestBatchSeenThroughARingBuffer()
+    {
+        std::string trace = "context alloc\nbefore p 1GiB load\nbefore m 2GiB optinit\n";
+        for (int step = 1; step <= 3; ++step)
+            trace += trainingStep(std::to_string(step), "100MiB");
+        for (int layer = 1; layer <= 3; ++layer)
+            trace += "alloc b" + std::to_string(layer) + " 400MiB " + modelSite(10 * layer) + "\n";
+        trace += "oom 400MiB free=20MiB " + modelSite(10) + "\nringbuffer 30\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(trace);
+        const DeviceAnalysis* device = analysis.primary();
+        QVERIFY(device && !device->ooms.empty());
+        const Snapshot& snapshot = *analysis.snapshot;
+        QCOMPARE(snapshot.trace(0)->events.front().action, TraceAction::FreeRequested); // starts mid-backward
+        // Steps 3 and 4 start in view; the frees of step 2's forward tensors, read as "forward", start none.
+        QCOMPARE(device->stepCount, 2);
+
+        const auto diagnoses = diagnose(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == "longest_batch", ids(diagnoses).c_str());
+        const Diagnosis& d = diagnoses.front();
+        QVERIFY(d.confidence >= 0.8);
+        QVERIFY2(anyEvidence(d, "over 3 call sites seen in both, the failing step's tensors are 4.0x"),
+            d.evidence.front().text.c_str());
+        QVERIFY(anyEvidence(d, "against at most 333.00 MiB the trace shows any earlier step holding"));
+        QCOMPARE(d.fixes.front().id, std::string("length_bucketing"));
+    }
+
+    // The same ring-buffered run with a steady batch: the failing step allocates what the others
+    // did, so its sites are unchanged and nothing reads as a longer batch.
+    void steadyBatchIsNotTheLongestBatch()
+    {
+        std::string trace = "context alloc\nbefore p 1GiB load\nbefore m 2GiB optinit\n";
+        for (int step = 1; step <= 3; ++step)
+            trace += trainingStep(std::to_string(step), "100MiB");
+        for (int layer = 1; layer <= 3; ++layer)
+            trace += "alloc b" + std::to_string(layer) + " 100MiB " + modelSite(10 * layer) + "\n";
+        trace += "oom 100MiB free=20MiB " + modelSite(10) + "\nringbuffer 30\n";
+        const auto diagnoses = diagnose(trace);
+        QVERIFY2(!test::findDiagnosis(diagnoses, "longest_batch"), ids(diagnoses).c_str());
+    }
+
+    // A loop keeps 200 MiB of logits per step (train.py:train_step:42) for a metric at the end of
+    // the epoch. The ring buffer holds the end of step 2 and the failing step 3: one step start,
+    // nothing to compare. But 10 of those logits are older than the failing step (8 from before the
+    // trace, those of steps 1 and 2 whose allocations the ring buffer dropped): they outlived their
+    // steps. Step 3 makes one more in view, and none is ever freed: 11 x 200 MiB kept, 200 MiB more
+    // per step.
+    void leakReadFromTheTensorsItKeeps()
+    {
+        std::string trace = "context alloc\nbefore p 1GiB load\nbefore m 2GiB optinit\n";
+        for (int kept = 0; kept < 8; ++kept)
+            trace += "before k" + std::to_string(kept) + " 200MiB loss\n";
+        trace += trainingStep("1", "300MiB", "alloc keep1 200MiB loss\n");
+        trace += trainingStep("2", "300MiB", "alloc keep2 200MiB loss\n");
+        for (int layer = 1; layer <= 3; ++layer)
+            trace += "alloc b" + std::to_string(layer) + " 300MiB " + modelSite(10 * layer) + "\n";
+        trace += "alloc keep3 200MiB loss\noom 300MiB free=20MiB bwd\nringbuffer 20\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(trace);
+        QCOMPARE(analysis.primary()->stepCount, 1);
+        const auto diagnoses = diagnose(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == "leak", ids(diagnoses).c_str());
+        const Diagnosis& leak = diagnoses.front();
+        QVERIFY(leak.confidence >= 0.8);
+        QVERIFY2(anyEvidence(leak, "11 tensors of 200.00 MiB from train_step (train.py:42)"),
+            leak.evidence.front().text.c_str());
+        QVERIFY(anyEvidence(leak, "adding 1 per step (200.00 MiB) and freeing none"));
+        QCOMPARE(leak.outlook->growthPerUnitBytes, 200 * MiB);
+    }
+
+    // The same blocks as a bounded cache: every step stores one 200 MiB entry and evicts the
+    // oldest. Persisting memory, not growing: no leak.
+    void cacheThatEvictsIsNotALeak()
+    {
+        std::string trace = "context alloc\nbefore p 1GiB load\nbefore m 2GiB optinit\n";
+        for (int kept = 0; kept < 8; ++kept)
+            trace += "before k" + std::to_string(kept) + " 200MiB loss\n";
+        trace += trainingStep("1", "300MiB", "alloc keep1 200MiB loss\nfree k0 loss\n");
+        trace += trainingStep("2", "300MiB", "alloc keep2 200MiB loss\nfree k1 loss\n");
+        for (int layer = 1; layer <= 3; ++layer)
+            trace += "alloc b" + std::to_string(layer) + " 300MiB " + modelSite(10 * layer) + "\n";
+        trace += "alloc keep3 200MiB loss\nfree k2 loss\noom 300MiB free=20MiB bwd\nringbuffer 24\n";
+        const auto diagnoses = diagnose(trace);
+        QVERIFY2(!test::findDiagnosis(diagnoses, "leak"), ids(diagnoses).c_str());
     }
 };
 

@@ -29,28 +29,11 @@ namespace {
 const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
-        { QStringLiteral("alone:gpt2l_sgd_longest_batch"), "issue 10: longest batch" },
-        { QStringLiteral("text:gpt2l_sgd_longest_batch"), "issue 10: longest batch" },
-        { QStringLiteral("alone:gpt2m_leak_logits_kept_in_list"), "issue 10: class 3, growth across steps" },
-        { QStringLiteral("text:gpt2m_leak_logits_kept_in_list"), "issue 10: class 3, growth across steps" },
         { QStringLiteral("alone:gpt2m_load_card_taken"), "issue 10: class 5, card size unknown" },
         { QStringLiteral("text:gpt2m_load_card_taken"), "issue 10: class 5, card size unknown" },
         { QStringLiteral("alone:gpt2m_load_card_taken_smi"), "issue 10: class 5, card size unknown" },
-        { QStringLiteral("alone:gpt2m_longest_batch_eager"), "issue 10: longest batch" },
-        { QStringLiteral("text:gpt2m_longest_batch_eager"), "issue 10: longest batch" },
-        { QStringLiteral("alone:gpt2xl_fused_adamw_state_exceeds_card"), "issue 10: class 2, projected fixed state" },
-        { QStringLiteral("text:gpt2xl_fused_adamw_state_exceeds_card"), "issue 10: class 2, projected fixed state" },
-        { QStringLiteral("alone:llama1b_expandable_segments_longest_batch"), "issue 10: longest batch" },
-        { QStringLiteral("text:llama1b_expandable_segments_longest_batch"), "issue 10: longest batch" },
-        { QStringLiteral("alone:llama1b_lightning_leak_step_outputs"), "issue 10: class 3, growth across steps" },
-        { QStringLiteral("text:llama1b_lightning_leak_step_outputs"), "issue 10: class 3, growth across steps" },
         { QStringLiteral("alone:llama1b_trainer_eval_concat_predictions"), "issue 10: class 4, cause over symptom" },
         { QStringLiteral("text:llama1b_trainer_eval_concat_predictions"), "issue 10: class 4, cause over symptom" },
-        { QStringLiteral("alone:qwen05b_trainer_longest_batch_truncated"), "issue 10: longest batch" },
-        { QStringLiteral("text:qwen05b_trainer_longest_batch_truncated"), "issue 10: longest batch" },
-        { QStringLiteral("alone:tinyllama_leak_feature_bank_ring_truncated"),
-            "issue 10: class 3, growth across steps" },
-        { QStringLiteral("text:tinyllama_leak_feature_bank_ring_truncated"), "issue 10: class 3, growth across steps" },
     };
     return rows;
 }

@@ -1,0 +1,109 @@
+#include "core/diagnosis/keptperstep.h"
+
+#include "core/presentation/userframe.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace oomlens {
+
+namespace {
+
+bool isTrainingState(Category category)
+{
+    return category == Category::Parameters || category == Category::Gradients || category == Category::OptimizerState;
+}
+
+std::string siteName(const Snapshot& snapshot, StackId stack)
+{
+    if (!snapshot.frames || !snapshot.strings)
+        return {};
+    const auto frame = userFrame(*snapshot.frames, *snapshot.strings, stack);
+    if (!frame)
+        return {};
+    const Frame& f = snapshot.frames->frame(*frame);
+    return std::string(snapshot.strings->get(f.name)) + " (" + std::string(snapshot.strings->get(f.filename)) + ":"
+        + std::to_string(f.line) + ")";
+}
+
+struct Group
+{
+    int live = 0;
+    int olderThanStep = 0;
+    int evicted = 0;
+    std::map<int32_t, int> madePerStep; // in-trace, by step
+    int64_t latestEvent = -1;
+};
+
+} // namespace
+
+std::optional<KeptPerStep> findKeptPerStep(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const DeviceProfile& profile, int64_t untilEvent)
+{
+    if (untilEvent < 0 || untilEvent >= static_cast<int64_t>(device.eventStep.size()) || !snapshot.frames)
+        return std::nullopt;
+    const int32_t failingStep = device.eventStep[static_cast<size_t>(untilEvent)];
+    const StepProfile* failing = profile.step(failingStep);
+    // Older-than-trace tensors were made before the failing step only when the trace holds its start.
+    const bool traceHoldsStepStart = failing && failing->firstEvent > 0;
+    std::map<std::pair<uint32_t, uint64_t>, Group> groups;
+    for (const Allocation& allocation : device.allocations) {
+        if (isTrainingState(allocation.category) || allocation.phase == Phase::Eval || allocation.phase == Phase::Load)
+            continue;
+        const StackId stack = allocation.stack;
+        if (!stack.isValid() || stack == FrameTable::emptyStack() || stack.value >= snapshot.frames->stackCount()
+            || snapshot.frames->stack(stack).empty())
+            continue;
+        const bool madeBeforeStep = allocation.olderThanTrace()
+            ? traceHoldsStepStart
+            : allocation.step >= 0 && failing && allocation.allocEvent < failing->firstEvent;
+        const bool live = allocation.liveAfter(untilEvent);
+        const bool freed = allocation.freeEvent >= 0 && allocation.freeEvent <= untilEvent;
+        // A survivor freed later: outlived its step, then released (a cache evicting, a buffer reused).
+        const bool outlivedStep = allocation.olderThanTrace()
+            || (allocation.freeEvent >= 0 && allocation.step >= 0
+                && device.eventStep[static_cast<size_t>(allocation.freeEvent)] > allocation.step);
+        if (!live && !(freed && outlivedStep))
+            continue;
+        Group& group = groups[{ stack.value, allocation.requestedSize }];
+        if (!live) {
+            ++group.evicted;
+            continue;
+        }
+        ++group.live;
+        group.olderThanStep += madeBeforeStep ? 1 : 0;
+        if (!allocation.olderThanTrace() && allocation.step >= 0) {
+            ++group.madePerStep[allocation.step];
+            group.latestEvent = std::max(group.latestEvent, allocation.allocEvent);
+        }
+    }
+    std::optional<KeptPerStep> best;
+    for (const auto& [key, group] : groups) {
+        if (group.live < 3 || group.olderThanStep == 0 || group.madePerStep.empty() || group.evicted > 0)
+            continue;
+        // One set per step: the survivors outnumber what one step makes, or the trace shows a
+        // second step adding to them.
+        std::vector<int> counts;
+        for (const auto& [step, count] : group.madePerStep)
+            counts.push_back(count);
+        std::sort(counts.begin(), counts.end());
+        const int perStep = counts[counts.size() / 2];
+        if (group.olderThanStep < 2 * perStep && group.madePerStep.size() < 2)
+            continue;
+        KeptPerStep found;
+        found.stack = StackId(key.first);
+        found.tensorBytes = key.second;
+        found.live = group.live;
+        found.olderThanStep = group.olderThanStep;
+        found.perStep = perStep;
+        found.latestEvent = group.latestEvent;
+        if (!best || found.liveBytes() > best->liveBytes())
+            best = found;
+    }
+    if (best)
+        best->where = siteName(snapshot, best->stack);
+    return best;
+}
+
+} // namespace oomlens
