@@ -408,7 +408,9 @@ void TimelineWidget::applyColors()
                       .arg(history->olderBlocks());
     }
     if (m_legend) {
+        // Without the chart below it, the statement sits at the top instead of mid-page.
         m_legend->setWordWrap(history && history->segmentsOnly());
+        m_legend->setAlignment(Qt::AlignLeft | Qt::AlignTop);
         m_legend->setText(legend.join(QStringLiteral("&nbsp;&nbsp; ")));
     }
 

@@ -105,7 +105,7 @@ std::vector<std::string> historyStatement(const Snapshot& snapshot, const TraceH
             + ".");
         lines.push_back(
             "Missing without a trace: the timeline, the peak over time, phases and steps, the OOM event and "
-            "the allocator state at the failure; the map of segments and blocks below is the moment of the "
+            "the allocator state at the failure; the map of segments and blocks shows the moment of the "
             "dump.");
         lines.push_back(history.blocksHaveStacks
                 ? "The blocks' stacks still tell the categories of what was live at the dump."
