@@ -3,6 +3,7 @@
 #include "core/compare/comparison.h"
 #include "core/compare/comparisonjson.h"
 #include "core/compare/comparisontext.h"
+#include "core/report/htmlreport.h"
 #include "core/units.h"
 #include "parsers/snapshotreader.h"
 
@@ -441,6 +442,29 @@ private Q_SLOTS:
         for (const auto& frame : truth["leak_site_frames"])
             frames.push_back(frame.get<std::string>());
         QCOMPARE(site.key.frames, frames);
+    }
+
+    // The report's comparison section: present only with a comparison, every input string escaped.
+    void reportSectionEscapes()
+    {
+        const char* hostile = "stack=\"<script>alert(1)</script>.py:f&x:7\";train.py:train_step:40";
+        const std::string text = trainingRun({}) + "alloc evil 5MiB " + hostile + "\n";
+        const auto snapshot = test::buildSnapshot(text);
+        QVERIFY(snapshot);
+        const Comparison comparison = compareSnapshots(analyze({}), analyzeSnapshot(snapshot));
+        QVERIFY(!comparison.newSites().empty());
+        Case input;
+        input.snapshots.push_back(snapshot);
+        input.inputs.push_back({ "b.pickle", InputKind::Snapshot, std::nullopt, 0 });
+        const CaseAnalysis analysis = analyzeCase(input);
+        QVERIFY(report::buildHtmlReport(input, analysis).find("id=\"comparison\"") == std::string::npos);
+        report::ReportOptions options;
+        options.comparison = &comparison;
+        const std::string html = report::buildHtmlReport(input, analysis, options);
+        QVERIFY(html.find("<section id=\"comparison\">") != std::string::npos);
+        QVERIFY(html.find("<script>") == std::string::npos);
+        QVERIFY(html.find("&lt;script&gt;alert(1)&lt;/script&gt;.py:7:f&amp;x") != std::string::npos);
+        QVERIFY(html.find("New in B (1)") != std::string::npos);
     }
 
     // Two real runs of one script (cs336 systems assignment, context 128 vs 512): the sites
