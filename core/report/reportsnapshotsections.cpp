@@ -253,10 +253,19 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         facts += "; this section shows device " + std::to_string(device->device) + ". ";
     }
     const DeviceTrace* trace = analysis.snapshot->trace(device->device);
-    facts += groupedNumber(trace ? static_cast<int64_t>(trace->events.size()) : 0) + " trace events, peak allocated "
-        + formatBytes(device->peakAllocatedBytes) + " (" + eventLabel(device->peakEvent) + ")";
-    if (device->peakReservedBytes > 0)
-        facts += ", peak reserved " + formatBytes(device->peakReservedBytes);
+    const TraceHistory history = traceHistory(*analysis.snapshot, *device);
+    if (history.segmentsOnly()) {
+        // Without allocations in the trace the only moment is the dump: no peak to speak of.
+        facts += groupedNumber(static_cast<int64_t>(history.traceEvents)) + " trace events (no allocation), "
+            + formatBytes(device->peakAllocatedBytes) + " allocated and " + formatBytes(device->peakReservedBytes)
+            + " reserved at the dump";
+    } else {
+        facts += groupedNumber(trace ? static_cast<int64_t>(trace->events.size()) : 0)
+            + " trace events, peak allocated " + formatBytes(device->peakAllocatedBytes) + " ("
+            + eventLabel(device->peakEvent) + ")";
+        if (device->peakReservedBytes > 0)
+            facts += ", peak reserved " + formatBytes(device->peakReservedBytes);
+    }
     if (device->stepCount > 0)
         facts += ", " + std::to_string(device->stepCount)
             + (device->stepCount == 1 ? " training step" : " training steps") + " seen";
@@ -267,7 +276,6 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         facts += " The trace is truncated: allocations older than it were recovered from the segments at the dump.";
     element("p", facts);
     raw("\n");
-    const TraceHistory history = traceHistory(*analysis.snapshot, *device);
     if (history.segmentsOnly() || history.truncated()) {
         raw(history.segmentsOnly() ? "<div class=\"history segments-only\">\n" : "<div class=\"history truncated\">\n");
         for (const std::string& line : historyStatement(*analysis.snapshot, history))

@@ -190,6 +190,8 @@ private slots:
         const Case stateOnly = openFile(QStringLiteral("history/state_only.pickle"));
         const std::string html = report::buildHtmlReport(stateOnly, analyzeCase(stateOnly));
         QVERIFY(contains(html, "class=\"history segments-only\""));
+        QVERIFY(
+            contains(html, "0 trace events (no allocation), 1.06 GiB allocated and 1.50 GiB reserved at the dump."));
         QVERIFY(contains(html, "Missing without a trace: the timeline"));
         QVERIFY(contains(html, "Allocator state at the dump"));
         QVERIFY(contains(html, "Largest allocations live at the dump"));
