@@ -125,6 +125,21 @@ private:
             return;
         }
         const uint64_t once = o.leadingFixFreesOnceBytes.value_or(0);
+        // A cache splits what it has when it cannot reserve more. With memory held outside the
+        // process, no new segment could be reserved: when the phase's need is unknown, returning
+        // that memory gives the run more room than recovering the split blocks once, and it is
+        // why the split mattered at all.
+        const auto other
+            = std::find_if(m_out.begin(), m_out.end(), [](const Diagnosis& d) { return d.id == "other_process"; });
+        const auto outside = m_evidence.heldOutsideBytes();
+        if (m_phaseNeedIsBound && other != m_out.end() && outside && *outside > once) {
+            fragmentation->confidence = std::min(fragmentation->confidence, std::max(0.05, other->confidence - 0.05));
+            m_evidence.evidence(*fragmentation,
+                "ranked below other_process: the " + formatBytes(once)
+                    + " recovery would make usable once is less than the " + formatBytes(*outside)
+                    + " held outside this process, which is also why no new segment could be reserved");
+            return;
+        }
         const uint64_t need = facts.phaseStillNeedsBytes.value_or(m_evidence.oom.requestedBytes);
         if (m_phaseNeedIsBound && m_evidence.isTrainingRun() && once < 2 * need) {
             fragmentation->confidence = std::min(fragmentation->confidence, 0.6);

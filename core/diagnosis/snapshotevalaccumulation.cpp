@@ -4,9 +4,60 @@
 #include "core/units.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 namespace oomlens::snapshotrules {
+
+namespace {
+
+// Outputs gathered into one tensor (Trainer's nested_concat, `all = torch.cat([all, logits])`):
+// each batch allocates a buffer one batch larger than the last and copies the old one in, so the
+// old buffer is still live when the new one is made. A chain of such buffers from the failing
+// request's call stack, each larger than and allocated while its predecessor lived, ending at the
+// request, is the pile growing in one piece. Forward activations of batches sorted by length grow
+// too, but each batch's are freed before the next batch allocates: no chain.
+struct GrowingBuffer
+{
+    int buffers = 0; // earlier buffers in the chain, the request not counted
+    uint64_t heldBytes = 0; // the newest buffer, live at the failure
+    uint64_t perBatchBytes = 0; // the median step between successive sizes, the request included
+    int64_t firstEvent = -1;
+};
+
+std::optional<GrowingBuffer> growingBuffer(const SnapshotEvidence& e)
+{
+    const StackId stack = e.oom.stack;
+    if (!stack.isValid() || stack == FrameTable::emptyStack())
+        return std::nullopt;
+    std::vector<const Allocation*> chain; // newest first
+    int64_t next = e.oom.eventIndex;
+    uint64_t nextBytes = e.oom.requestedBytes;
+    for (auto it = e.device.allocations.rbegin(); it != e.device.allocations.rend(); ++it) {
+        const Allocation& allocation = *it;
+        if (allocation.stack != stack || allocation.phase != Phase::Eval || allocation.allocEvent < 0
+            || allocation.allocEvent >= next)
+            continue;
+        if (!allocation.liveAfter(next) || allocation.requestedSize >= nextBytes)
+            break;
+        chain.push_back(&allocation);
+        next = allocation.allocEvent;
+        nextBytes = allocation.requestedSize;
+    }
+    if (chain.size() < 2)
+        return std::nullopt;
+    std::vector<uint64_t> steps { e.oom.requestedBytes - chain.front()->requestedSize };
+    for (size_t i = 0; i + 1 < chain.size(); ++i)
+        steps.push_back(chain[i]->requestedSize - chain[i + 1]->requestedSize);
+    GrowingBuffer found;
+    found.buffers = static_cast<int>(chain.size());
+    found.heldBytes = chain.front()->requestedSize;
+    found.perBatchBytes = median(steps);
+    found.firstEvent = chain.back()->allocEvent;
+    return found;
+}
+
+} // namespace
 
 // Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
 // until the evaluation ends or the card is full. The batches are counted as the repeats of the
@@ -20,9 +71,10 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (e.oom.phase != Phase::Eval && !retains)
         return;
     // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
-    // is live; 0.5: in evaluation with nothing retained (an oversized evaluation batch is as
-    // likely); 0.45: retained outputs measured but the failure is elsewhere.
-    double confidence = e.oom.phase == Phase::Eval ? (retains ? 0.85 : 0.5) : 0.45;
+    // is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation with nothing retained
+    // (an oversized evaluation batch is as likely); 0.45: retained outputs measured but the failure is elsewhere.
+    const auto buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : std::nullopt;
+    double confidence = e.oom.phase == Phase::Eval ? (retains || buffer ? 0.85 : 0.5) : 0.45;
     Diagnosis d = makeDiagnosis("eval_accumulation", confidence, {});
     e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
     int batches = 0;
@@ -50,13 +102,32 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + formatBytes(d.outlook->growthPerUnitBytes)
                 + " more per evaluation batch, until the evaluation set ends");
     }
-    d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
-            + formatBytes(e.profile.evalRetainedBytes) + " piled up before the failure."
-                        : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
-                          "are the usual causes.";
+    if (buffer && !(retains && batches >= 2)) {
+        d.outlook->growthPerUnitBytes = buffer->perBatchBytes;
+        d.outlook->unit = "evaluation batch";
+        e.evidence(d,
+            "the failing " + formatBytes(e.oom.requestedBytes) + " request is the newest of "
+                + std::to_string(buffer->buffers + 1) + " ever larger buffers from the same code, each made while the "
+                + "one before it was live: outputs gathered into one tensor (torch.cat of the old pile and the new "
+                  "batch), about "
+                + formatBytes(buffer->perBatchBytes) + " more per evaluation batch",
+            buffer->firstEvent);
+        e.evidence(d,
+            formatBytes(buffer->heldBytes) + " of gathered outputs were live at the failure, and the copy needs "
+                + "the old pile and the new one at once");
+        d.summary = "Evaluation gathers every batch's outputs into one GPU tensor; it held "
+            + formatBytes(buffer->heldBytes) + " and grows by " + formatBytes(buffer->perBatchBytes)
+            + " per batch until the evaluation set ends.";
+    } else
+        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
+                + formatBytes(e.profile.evalRetainedBytes) + " piled up before the failure."
+                            : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
+                              "are the usual causes.";
     FixContext fixes = e.fixes;
     if (retains)
         fixes.caseSavingBytes = e.profile.evalRetainedBytes;
+    else if (buffer)
+        fixes.caseSavingBytes = buffer->heldBytes;
     appendFixes(d.fixes, { FixKind::EvalAccumulation, FixKind::EvalBatchSize }, fixes);
     out.push_back(std::move(d));
 }

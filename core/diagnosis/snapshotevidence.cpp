@@ -173,6 +173,19 @@ uint64_t SnapshotEvidence::quadraticBytesAtOom() const
     return bytes;
 }
 
+std::optional<uint64_t> SnapshotEvidence::heldOutsideBytes() const
+{
+    const uint64_t mine = oom.reservedBytes + oom.deviceFreeBytes;
+    if (!cardTotal)
+        return implausiblySmall && mine < smallestPlausibleProcessBytes
+            ? std::optional<uint64_t>(smallestPlausibleProcessBytes - mine)
+            : std::nullopt;
+    const uint64_t context = (this->context.message ? this->context.message->selfNonPyTorchBytes.value_or(0) : 0) + GiB;
+    if (mine + context >= *cardTotal)
+        return std::nullopt;
+    return *cardTotal - mine - context;
+}
+
 bool SnapshotEvidence::isQuadraticStack(StackId stack) const
 {
     const Snapshot& snapshot = *analysis.snapshot;

@@ -44,6 +44,12 @@ struct SnapshotEvidence
     std::string where() const; // "backward of step 3"
     std::string bandsText() const; // the live bands at the failure, largest first
 
+    // What this process would gain if the memory held outside it came back: with the card's size
+    // known, what neither its cache nor the free memory account for, less a CUDA context; with the
+    // card unknown and the process holding implausibly little, at least what the smallest training
+    // GPU would leave it. nullopt when nothing shows memory held outside.
+    std::optional<uint64_t> heldOutsideBytes() const;
+
     bool isQuadraticStack(StackId stack) const;
     uint64_t quadraticBytesAtOom() const;
 

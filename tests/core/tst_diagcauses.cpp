@@ -365,6 +365,68 @@ private Q_SLOTS:
         const auto diagnoses = diagnose(trace);
         QVERIFY2(!test::findDiagnosis(diagnoses, "leak"), ids(diagnoses).c_str());
     }
+    // Loading weights with 300 MiB of them in place: the process could hold 350 MiB (340 reserved
+    // + 10 free), less than any training GPU leaves it. 24 MiB sit free in split blocks (12 + 8 +
+    // 4, the largest 12 MiB) and a 14 MiB tensor does not fit: the split is real, but recovering
+    // it makes 34 MiB usable once, while memory held outside the process is at least 1 GiB - 350
+    // MiB = 674 MiB, and it is why the cache could not reserve a new segment.
+    void splitCacheUnderAnotherProcessIsNotTheCause()
+    {
+        const std::string trace = "alloc w 300MiB load\n"
+                                  "alloc t1 8MiB load\nalloc t2 8MiB load\nalloc t3 8MiB load\n"
+                                  "free t1 load\n"
+                                  "oom 14MiB free=10MiB load\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(trace);
+        const OomAnalysis& oom = analysis.primary()->ooms.back();
+        QCOMPARE(oom.largestFreeBlock, 12 * MiB);
+        QCOMPARE(oom.freeInPoolBytes, 24 * MiB);
+        const auto diagnoses = diagnose(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == "other_process", ids(diagnoses).c_str());
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
+        QVERIFY(fragmentation);
+        QVERIFY(fragmentation->confidence < diagnoses.front().confidence);
+        QVERIFY2(anyEvidence(*fragmentation, "is less than the 674.00 MiB held outside this process"),
+            ids(diagnoses).c_str());
+
+        // With the card's size given (24 GiB), the memory held outside is measured.
+        SnapshotDiagnosisContext context;
+        context.cardTotalBytes = 24 * GiB;
+        context.cardTotalSource = "nvidia-smi";
+        const auto known = diagnose(trace, context);
+        QVERIFY2(known.front().id == "other_process", ids(known).c_str());
+        QVERIFY(anyEvidence(*test::findDiagnosis(known, "fragmentation"), "ranked below other_process"));
+    }
+
+    // Evaluation gathers every batch's 1 GiB of logits into one tensor: torch.cat makes a buffer
+    // one batch larger while the old one is still live, then frees the old one (1, 2, 3, 4 GiB).
+    // The 5 GiB buffer fails: one request of 5 GiB, 31% of the 16 GiB this process could hold,
+    // that is the pile growing 1 GiB per batch, not one oversized tensor.
+    void evaluationGatheringIntoOneTensorIsAccumulation()
+    {
+        const std::string concat = "stack=trainer_pt_utils.py:nested_concat:120;trainer.py:evaluation_loop:4200;"
+                                   "trainer.py:evaluate:4000;train.py:main:95";
+        std::string trace = "before p 1GiB load\nbefore m 2GiB optinit\n";
+        for (int batch = 1; batch <= 4; ++batch) {
+            const std::string n = std::to_string(batch);
+            trace += "alloc logits" + n + " 1GiB eval\nalloc all" + n + " " + n + "GiB " + concat + "\nfree logits" + n
+                + " eval\n";
+            if (batch > 1)
+                trace += "free all" + std::to_string(batch - 1) + " eval\n";
+        }
+        trace += "alloc logits5 1GiB eval\noom 5GiB free=2GiB " + concat + "\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(trace);
+        QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Eval);
+        const auto diagnoses = diagnose(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == "eval_accumulation", ids(diagnoses).c_str());
+        const Diagnosis& d = diagnoses.front();
+        QVERIFY(d.confidence >= 0.8);
+        QVERIFY2(anyEvidence(d, "newest of 5 ever larger buffers from the same code"), d.evidence.back().text.c_str());
+        QCOMPARE(d.outlook->growthPerUnitBytes, GiB);
+        if (const Diagnosis* large = test::findDiagnosis(diagnoses, "large_allocation"))
+            QVERIFY(anyEvidence(*large, "ranked below eval_accumulation"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestDiagCauses)
