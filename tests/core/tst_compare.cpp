@@ -330,6 +330,31 @@ private Q_SLOTS:
         QVERIFY(timeline.columns.front().start < timeline.columns.back().end);
     }
 
+    // Without steps (an inference script, a load that failed) each run's time is stretched onto 0..1.
+    void timeNormalisedWithoutSteps()
+    {
+        const auto loadOnly = [](int count) {
+            std::string text;
+            for (int i = 0; i < count; ++i)
+                text += "alloc p" + std::to_string(i) + " 4MiB load\n";
+            return analyzeSnapshot(test::buildSnapshot(text));
+        };
+        CompareOptions options;
+        options.timelineColumns = 50;
+        const Comparison comparison = compareSnapshots(loadOnly(10), loadOnly(20), options);
+        const ComparisonTimeline& timeline = comparison.timeline;
+        QVERIFY(!timeline.stepAligned);
+        QCOMPARE(timeline.axisEnd, 1.0);
+        QCOMPARE(timeline.columns.size(), size_t(50));
+        QCOMPARE(timeline.columns.back().end, 1.0);
+        // Both runs end at their own peak, at the right edge, however long each took.
+        QCOMPARE(timeline.columns.back().a.high, 40 * MiB);
+        QCOMPARE(timeline.columns.back().b.high, 80 * MiB);
+        for (const OverlayColumn& column : timeline.columns)
+            QVERIFY(column.a.present && column.b.present);
+        QVERIFY(comparison.summary.starts_with("B added 40.00 MiB of parameters at the peak"));
+    }
+
     void jsonContract()
     {
         const Comparison comparison = compareSnapshots(analyze({}), analyze({ .activationMiB = 4 }));
