@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/capturesidecar.h"
+#include "core/planner/modelspec.h"
 #include "core/snapshot.h"
 #include "core/textinputs.h"
 
@@ -14,7 +15,18 @@ namespace oomlens {
 
 // The kinds of input, as named in the JSON contract (product.md §5).
 // Sidecar: a capture helper's NAME.oomlens.json read beside a snapshot (never given on its own).
-enum class InputKind : uint8_t { Snapshot, OomMessage, MemorySummary, Traceback, NvidiaSmi, Log, Unknown, Sidecar };
+// ModelConfig: a Hugging Face config.json, which the planner (the What-if tab) plans for.
+enum class InputKind : uint8_t {
+    Snapshot,
+    OomMessage,
+    MemorySummary,
+    Traceback,
+    NvidiaSmi,
+    Log,
+    Unknown,
+    Sidecar,
+    ModelConfig
+};
 std::string_view inputKindName(InputKind kind);
 
 struct CaseInput
@@ -33,6 +45,8 @@ struct Case
     std::vector<std::shared_ptr<const Snapshot>> snapshots;
     // Capture sidecars read beside or inside the snapshots; their texts are already in `text`.
     std::vector<CaptureSidecar> sidecars;
+    // Models described by a Hugging Face config.json among the inputs, in input order.
+    std::vector<planner::ModelSpec> models;
 };
 
 } // namespace oomlens

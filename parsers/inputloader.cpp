@@ -1,5 +1,6 @@
 #include "parsers/inputloader.h"
 
+#include "core/planner/hfconfig.h"
 #include "parsers/sidecarinput.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/text/textparser.h"
@@ -25,6 +26,12 @@ bool looksBinary(std::string_view bytes)
             ++suspicious;
     }
     return suspicious * 100 > probe; // more than 1% control bytes
+}
+
+bool looksLikeJsonObject(std::string_view bytes)
+{
+    const size_t start = bytes.find_first_not_of(" \t\r\n");
+    return start != std::string_view::npos && bytes[start] == '{';
 }
 
 } // namespace
@@ -55,6 +62,23 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
     if (looksLikeCaptureSidecar(bytes)) {
         addSidecar(target, path, bytes, -1);
         return;
+    }
+    // Configs are a few KB; a large JSON document is a log or a trace, not worth parsing whole.
+    if (bytes.size() < (size_t(1) << 20) && looksLikeJsonObject(bytes)) {
+        planner::HfConfigResult config = planner::modelFromHfConfig(bytes);
+        // A config that names its architecture but lacks the dimensions is still a model config,
+        // and the user wants to hear what is missing rather than "no OOM message found".
+        const bool namesAModel = bytes.find("\"model_type\"") != std::string_view::npos
+            || bytes.find("\"architectures\"") != std::string_view::npos;
+        if (config.model || namesAModel) {
+            input.kind = InputKind::ModelConfig;
+            if (config.model)
+                target.models.push_back(std::move(*config.model));
+            else
+                input.error = "a model config.json, but " + config.error;
+            target.inputs.push_back(std::move(input));
+            return;
+        }
     }
     if (looksBinary(bytes)) {
         input.error

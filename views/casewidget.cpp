@@ -94,6 +94,17 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
     } else {
         m_whatIf->setMeasured(nullptr, 0);
     }
+    // A config.json plans that model; opened alone it is a question for the planner, so the
+    // What-if tab is where the answer is.
+    std::vector<std::pair<planner::ModelSpec, QString>> configs;
+    for (const CaseInput& input : m_case->input.inputs) {
+        if (input.kind == InputKind::ModelConfig && !input.error && configs.size() < m_case->input.models.size())
+            configs.emplace_back(
+                m_case->input.models[configs.size()], QString::fromStdString(input.path).section(QLatin1Char('/'), -1));
+    }
+    m_whatIf->setConfigModels(configs);
+    if (!configs.empty() && !hasSnapshot && m_case->input.text.empty())
+        m_tabs->setCurrentIndex(WhatIfTab);
 }
 
 void CaseWidget::fillDeviceChoices()

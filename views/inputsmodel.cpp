@@ -45,6 +45,8 @@ QString InputsModel::kindText(InputKind kind)
         return QStringLiteral("Log");
     case InputKind::Sidecar:
         return QStringLiteral("Capture sidecar");
+    case InputKind::ModelConfig:
+        return QStringLiteral("Model config.json");
     case InputKind::Unknown:
         break;
     }

@@ -146,7 +146,31 @@ WhatIfView::WhatIfView(QWidget* parent)
 
 ModelSpec WhatIfView::model() const
 {
+    // Models from opened config.json files carry their index into m_configModels; presets none.
+    const QVariant configIndex = m_model->currentData();
+    if (configIndex.isValid() && configIndex.toInt() >= 0 && configIndex.toInt() < int(m_configModels.size()))
+        return m_configModels[static_cast<size_t>(configIndex.toInt())];
     return modelPreset(m_model->currentText().toStdString()).value_or(ModelSpec {});
+}
+
+void WhatIfView::setConfigModels(const std::vector<std::pair<ModelSpec, QString>>& models)
+{
+    m_updating = true;
+    for (int i = m_model->count() - 1; i >= 0; --i) {
+        if (m_model->itemData(i).isValid())
+            m_model->removeItem(i);
+    }
+    m_configModels.clear();
+    for (const auto& [model, source] : models) {
+        m_model->insertItem(int(m_configModels.size()),
+            QString::fromStdString(model.name) + QStringLiteral(" (") + source + QLatin1Char(')'),
+            int(m_configModels.size()));
+        m_configModels.push_back(model);
+    }
+    if (!m_configModels.empty())
+        m_model->setCurrentIndex(0);
+    m_updating = false;
+    useControlsAsMeasuredRun();
 }
 
 std::optional<GpuCard> WhatIfView::card() const

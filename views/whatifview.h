@@ -34,6 +34,9 @@ public:
     void useControlsAsMeasuredRun();
 
     void setModel(const QString& preset);
+    // Models read from config.json files (each with its file's name), listed above the presets in
+    // place of the previous ones; the first is chosen and the measured run, if any, recalibrated.
+    void setConfigModels(const std::vector<std::pair<planner::ModelSpec, QString>>& models);
     void setSetup(const planner::TrainingSetup& setup);
     void setCard(const QString& name);
 
@@ -76,6 +79,7 @@ private:
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     const DeviceAnalysis* m_device = nullptr;
     std::optional<planner::PlanCalibration> m_calibration;
+    std::vector<planner::ModelSpec> m_configModels;
     planner::PlanResult m_result;
     bool m_updating = false;
     bool m_edited = false;

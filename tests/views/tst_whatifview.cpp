@@ -1,4 +1,8 @@
+#include "common/testutil.h"
 #include "core/planner/memoryplan.h"
+#include "parsers/inputloader.h"
+#include "views/casewidget.h"
+#include "views/mainwindow.h"
 #include "views/whatifview.h"
 
 #include <QCheckBox>
@@ -6,6 +10,7 @@
 #include <QLabel>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTest>
 
 using namespace oomlens;
@@ -122,6 +127,49 @@ private Q_SLOTS:
 
         view.setMeasured(nullptr, 0);
         QVERIFY(!view.calibration().has_value());
+    }
+
+    // A Hugging Face config.json is an input like any other, told apart by its content: the
+    // case lists it as a model config and the planner plans that model.
+    void configJsonIsRecognisedByContent()
+    {
+        const QByteArray config
+            = test::readFile(test::testDataDir() + QStringLiteral("/planner/gpt2-large.config.json"));
+        Case input;
+        addInput(input, "renamed.txt", std::string_view(config.constData(), size_t(config.size())));
+        QCOMPARE(input.inputs.size(), size_t(1));
+        QCOMPARE(input.inputs.front().kind, InputKind::ModelConfig);
+        QVERIFY(!input.inputs.front().error);
+        QCOMPARE(input.models.size(), size_t(1));
+        QCOMPARE(input.models.front().layers, 36);
+
+        // Naming an architecture without its dimensions: one clear error, not "no OOM message".
+        Case broken;
+        addInput(broken, "config.json", R"({"model_type": "llama", "vocab_size": 32000})");
+        QCOMPARE(broken.inputs.front().kind, InputKind::ModelConfig);
+        QVERIFY(broken.inputs.front().error);
+        QVERIFY(broken.inputs.front().error->find("hidden") != std::string::npos);
+        QVERIFY(broken.models.empty());
+    }
+
+    // Opened alone in the app, a config.json lands on the What-if tab with its model chosen.
+    void openedConfigPlansItsModel()
+    {
+        MainWindow window;
+        window.resize(1200, 800);
+        window.show();
+        window.openFiles({ test::testDataDir() + QStringLiteral("/planner/gpt2-large.config.json") });
+        QVERIFY(QTest::qWaitFor([&] { return !window.isLoading(); }, 60000));
+        CaseWidget* view = window.currentCase();
+        QVERIFY(view);
+        QCOMPARE(view->tabs()->currentIndex(), int(CaseWidget::WhatIfTab));
+        QVERIFY(control<QComboBox>(*view->whatIf(), "model")
+                    ->currentText()
+                    .contains(QStringLiteral("gpt2-large.config.json")));
+        // 774M parameters: the plan is GPT-2 Large's, not the default preset's (LLaMA-2 7B).
+        const uint64_t parameters = view->whatIf()->result().shown.parameterCount;
+        QVERIFY2(parameters > 700'000'000 && parameters < 800'000'000, std::to_string(parameters).c_str());
+        QVERIFY(!view->whatIf()->edited()); // opening is not the user's edit
     }
 };
 
