@@ -122,8 +122,8 @@ std::vector<std::string> historyStatement(const Snapshot& snapshot, const TraceH
     if (history.olderLiveBlocks > 0)
         lines.push_back(count(history.olderLiveBlocks, "block", "blocks") + " (" + formatBytes(history.olderLiveBytes)
             + (history.olderLiveBlocks == 1 ? ") live at the dump was" : ") live at the dump were")
-            + " allocated before the trace began and never touched by it; their stacks come "
-              "from the dump, their moment is unknown.");
+            + " allocated before the trace began and never touched by it; the stacks come from the dump, the moment "
+              "of allocation is unknown.");
     lines.push_back("Memory older than the trace: " + count(history.olderBlocks(), "allocation", "allocations") + ", "
         + formatBytes(history.olderBytes())
         + " — the timeline starts with it already live, as a floor of unknown age, over "
