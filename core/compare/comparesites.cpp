@@ -67,7 +67,7 @@ private:
 bool allocatedIn(const Allocation& allocation, const ComparisonSide& side)
 {
     // A whole trace counts the allocations older than it too: they were made by the same run.
-    if (!side.window)
+    if (side.wholeTrace)
         return true;
     return allocation.allocEvent >= side.firstEvent && allocation.allocEvent <= side.lastEvent;
 }
@@ -89,7 +89,7 @@ void addSide(std::map<SiteKey, ComparedSite>& sites, const ComparisonSide& side,
         figures.allocatedBytes += allocation.requestedSize;
         ++figures.allocatedCount;
     }
-    if (side.lastEvent < side.firstEvent && side.window)
+    if (side.lastEvent < side.firstEvent && !side.wholeTrace)
         return;
     for (uint32_t index : liveAllocations(*source.device, side.peak.event)) {
         const Allocation& allocation = source.device->allocations[index];

@@ -106,9 +106,11 @@ ComparisonTimeline overlayTimelines(const ComparisonSide& a, const SideSource& s
     ComparisonTimeline timeline;
     // Steps line up when both sides have them: step 3's backward over step 3's backward, not over
     // whatever happened at the same fraction of a longer run.
-    const bool windows = a.window.has_value() && b.window.has_value();
-    timeline.stepAligned = knownSteps(a, *sourceA.device) && knownSteps(b, *sourceB.device)
-        && (windows || (a.stepCount > 0 && b.stepCount > 0));
+    // Event ranges picked by hand start mid-step: they stay time-normalised.
+    const bool stepWindows = a.window.has_value() && b.window.has_value();
+    const bool wholeRuns = a.wholeTrace && b.wholeTrace && a.stepCount > 0 && b.stepCount > 0;
+    timeline.stepAligned
+        = knownSteps(a, *sourceA.device) && knownSteps(b, *sourceB.device) && (stepWindows || wholeRuns);
     const SideAxis axisA(a, sourceA, timeline.stepAligned);
     const SideAxis axisB(b, sourceB, timeline.stepAligned);
     const size_t segments = std::max<size_t>(1, std::max(axisA.segments(), axisB.segments()));

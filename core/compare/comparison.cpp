@@ -94,21 +94,23 @@ std::pair<int64_t, int64_t> windowEvents(const DeviceAnalysis& device, const Ste
     return { first - steps.begin(), static_cast<int64_t>(steps.rend() - last) - 1 };
 }
 
+// Events [first, last] of the run, the whole trace's rules restricted to them: the peak is the
+// first highest moment inside, totals count what was allocated inside.
 ComparisonSide windowSide(
-    const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const StepWindow& window, std::string label)
+    const SnapshotAnalysis& analysis, const DeviceAnalysis& device, int64_t first, int64_t last, std::string label)
 {
     const SideSource source { &analysis, &device };
     ComparisonSide side;
-    side.label = label.empty() ? stepWindowLabel(window) : std::move(label);
+    side.label = std::move(label);
     side.snapshot = analysis.snapshot;
     side.device = device.device;
-    side.window = window;
-    std::tie(side.firstEvent, side.lastEvent) = windowEvents(device, window);
+    side.wholeTrace = false;
+    side.firstEvent = std::max<int64_t>(first, 0);
+    side.lastEvent = std::min(last, eventCount(device) - 1);
     if (side.firstEvent > side.lastEvent)
         return side; // windowProblem() says why; nothing to compare
     side.durationUs = eventTime(source, side.lastEvent) - eventTime(source, side.firstEvent);
     side.stepCount = stepsStarting(device, side.firstEvent - 1, side.lastEvent);
-    // The first highest moment inside the window, as the analysis picks the whole trace's.
     int64_t peakEvent = side.firstEvent;
     for (int64_t e = side.firstEvent; e <= side.lastEvent; ++e) {
         const size_t i = static_cast<size_t>(e);
@@ -123,6 +125,15 @@ ComparisonSide windowSide(
         if (allocation.allocEvent >= side.firstEvent && allocation.allocEvent <= side.lastEvent)
             side.totalAllocatedBytes += allocation.requestedSize;
     }
+    return side;
+}
+
+ComparisonSide stepWindowSide(
+    const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const StepWindow& window, std::string label)
+{
+    const auto [first, last] = windowEvents(device, window);
+    ComparisonSide side = windowSide(analysis, device, first, last, label.empty() ? stepWindowLabel(window) : label);
+    side.window = window;
     return side;
 }
 
@@ -143,6 +154,35 @@ void compareCategories(Comparison& comparison)
         const ComparedMoment& b = comparison.b.oom ? *comparison.b.oom : comparison.b.peak;
         comparison.categoriesDeltaAtOom = categoryDelta(a.categories, b.categories);
     }
+}
+
+// The default labels "A"/"B" say less than a window's own name ("step 3").
+std::string givenLabel(const std::string& given, const std::string& fallback)
+{
+    return given == fallback ? std::string() : given;
+}
+
+// Two windows of one run, each side already cut out.
+Comparison compareSides(const SnapshotAnalysis& run, ComparisonSide a, ComparisonSide b, const CompareOptions& options)
+{
+    static const DeviceAnalysis empty;
+    const DeviceAnalysis* device = run.primary();
+    const SideSource source { &run, device ? device : &empty };
+    Comparison comparison;
+    comparison.windows = true;
+    comparison.a = std::move(a);
+    comparison.b = std::move(b);
+    comparison.a.source = options.sourceA;
+    comparison.b.source = options.sourceA.empty() ? options.sourceB : options.sourceA;
+    compareCategories(comparison);
+    comparison.sites = compare::matchSites(comparison.a, source, comparison.b, source);
+    comparison.timeline
+        = compare::overlayTimelines(comparison.a, source, comparison.b, source, options.timelineColumns);
+    comparison.surviving = compare::survivingSites(comparison.a, comparison.b, source);
+    for (const SurvivingSite& site : comparison.surviving)
+        comparison.survivingBytes += site.bytes;
+    comparison.summary = compare::summarize(comparison);
+    return comparison;
 }
 
 const DeviceAnalysis& primaryOf(const SnapshotAnalysis& analysis)
@@ -262,26 +302,22 @@ Comparison compareWindows(
     const SnapshotAnalysis& run, const StepWindow& first, const StepWindow& second, const CompareOptions& options)
 {
     const DeviceAnalysis& device = primaryOf(run);
-    const SideSource source { &run, &device };
-    Comparison comparison;
-    comparison.windows = true;
-    // The default labels "A"/"B" say less than the windows' own names.
-    const auto label = [](const std::string& given, const std::string& fallback) {
-        return given == fallback ? std::string() : given;
+    return compareSides(run, stepWindowSide(run, device, first, givenLabel(options.labelA, CompareOptions().labelA)),
+        stepWindowSide(run, device, second, givenLabel(options.labelB, CompareOptions().labelB)), options);
+}
+
+Comparison compareEventWindows(
+    const SnapshotAnalysis& run, const EventWindow& first, const EventWindow& second, const CompareOptions& options)
+{
+    const DeviceAnalysis& device = primaryOf(run);
+    const auto label = [](const EventWindow& window) {
+        return "events " + std::to_string(window.firstEvent) + "\u2013" + std::to_string(window.lastEvent);
     };
-    comparison.a = windowSide(run, device, first, label(options.labelA, CompareOptions().labelA));
-    comparison.b = windowSide(run, device, second, label(options.labelB, CompareOptions().labelB));
-    comparison.a.source = options.sourceA;
-    comparison.b.source = options.sourceA.empty() ? options.sourceB : options.sourceA;
-    compareCategories(comparison);
-    comparison.sites = compare::matchSites(comparison.a, source, comparison.b, source);
-    comparison.timeline
-        = compare::overlayTimelines(comparison.a, source, comparison.b, source, options.timelineColumns);
-    comparison.surviving = compare::survivingSites(comparison.a, comparison.b, source);
-    for (const SurvivingSite& site : comparison.surviving)
-        comparison.survivingBytes += site.bytes;
-    comparison.summary = compare::summarize(comparison);
-    return comparison;
+    const std::string labelA = givenLabel(options.labelA, CompareOptions().labelA);
+    const std::string labelB = givenLabel(options.labelB, CompareOptions().labelB);
+    return compareSides(run,
+        windowSide(run, device, first.firstEvent, first.lastEvent, labelA.empty() ? label(first) : labelA),
+        windowSide(run, device, second.firstEvent, second.lastEvent, labelB.empty() ? label(second) : labelB), options);
 }
 
 } // namespace oomlens

@@ -29,6 +29,15 @@ struct StepWindow
     friend bool operator==(const StepWindow&, const StepWindow&) = default;
 };
 
+// Events firstEvent..lastEvent of one device trace, both inclusive: a range the user picked on
+// the timeline.
+struct EventWindow
+{
+    int64_t firstEvent = 0;
+    int64_t lastEvent = -1;
+    friend bool operator==(const EventWindow&, const EventWindow&) = default;
+};
+
 // "3:4" or "3" (the one step); nullopt when the text is neither or the range is reversed.
 std::optional<StepWindow> parseStepWindow(std::string_view text);
 // "step 3", "steps 3–4"
@@ -51,7 +60,8 @@ struct ComparisonSide
     std::string source; // the snapshot's path as given (CompareOptions::sourceA/B); may be empty
     std::shared_ptr<const Snapshot> snapshot; // for showing a site's full stack (ComparedSite::stackA/B)
     int32_t device = 0;
-    std::optional<StepWindow> window; // set when comparing windows of one run
+    bool wholeTrace = true; // false: a window of the run (steps or events)
+    std::optional<StepWindow> window; // set when the window is steps
     int64_t firstEvent = 0; // the events compared, [firstEvent, lastEvent]: the whole trace or the window
     int64_t lastEvent = -1;
     int64_t durationUs = 0; // time from firstEvent to lastEvent; 0 where the trace has no times
@@ -151,7 +161,7 @@ struct Comparison
 {
     ComparisonSide a;
     ComparisonSide b;
-    bool windows = false; // a and b are two windows of one snapshot
+    bool windows = false; // a and b are two windows (steps or events) of one snapshot
 
     CategoryDelta categoriesDeltaAtPeak {}; // b − a
     // b − a at the OOM when either side has one (a side without an OOM counts at its peak).
@@ -186,6 +196,12 @@ Comparison compareSnapshots(const SnapshotAnalysis& a, const SnapshotAnalysis& b
 // Call windowProblem() first: a window must name steps the trace has.
 Comparison compareWindows(
     const SnapshotAnalysis& run, const StepWindow& first, const StepWindow& second, const CompareOptions& options = {});
+
+// Two event ranges of one snapshot's primary device (the app's two selections on one timeline),
+// clamped to the trace; labels default to "events 1200–5400". Steps do not align them: the
+// overlay is time-normalised.
+Comparison compareEventWindows(const SnapshotAnalysis& run, const EventWindow& first, const EventWindow& second,
+    const CompareOptions& options = {});
 
 // Why `window` cannot be compared on `device` ("the trace has steps 0-5"); empty when it can.
 std::string windowProblem(const DeviceAnalysis& device, const StepWindow& window);

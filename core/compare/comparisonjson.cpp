@@ -31,8 +31,8 @@ Json sideJson(const ComparisonSide& side)
     Json window = nullptr;
     if (side.window)
         window = Json { { "first_step", side.window->firstStep }, { "last_step", side.window->lastStep } };
-    return Json { { "label", side.label }, { "device", side.device }, { "window", std::move(window) },
-        { "peak_allocated_bytes", side.peak.allocatedBytes },
+    return Json { { "label", side.label }, { "device", side.device }, { "whole_trace", side.wholeTrace },
+        { "window", std::move(window) }, { "peak_allocated_bytes", side.peak.allocatedBytes },
         { "categories_at_peak", categoriesJson(side.peak.categories) }, { "peak_event", side.peak.event },
         { "peak_time_us", side.peak.timeUs }, { "peak_phase", std::string(phaseName(side.peak.phase)) },
         { "peak_step", stepJson(side.peak.step) }, { "peak_reserved_bytes", side.peakReservedBytes },

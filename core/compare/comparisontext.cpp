@@ -46,7 +46,7 @@ std::string signedBytes(int64_t bytes)
 std::string sideTitle(const ComparisonSide& side)
 {
     std::string title;
-    if (side.window)
+    if (!side.wholeTrace)
         title = side.label + (side.source.empty() ? std::string() : " of ");
     title += side.source;
     return title + " (device " + std::to_string(side.device) + ")";

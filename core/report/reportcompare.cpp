@@ -139,7 +139,7 @@ void ReportBuilder::writeComparison()
     // "/runs/before.pickle (device 0)", "step 3 of /runs/train.pickle (device 0)"
     const auto sideName = [](const ComparisonSide& side) {
         std::string name;
-        if (side.window)
+        if (!side.wholeTrace)
             name = side.label + (side.source.empty() ? std::string() : " of ");
         return name + side.source + " (device " + std::to_string(side.device) + ")";
     };

@@ -270,6 +270,32 @@ private Q_SLOTS:
         QCOMPARE(comparison.survivingBytes, 6 * MiB);
     }
 
+    // The app's two selections on one timeline: event ranges. The same events as two step windows
+    // give the same comparison, on a time-normalised axis.
+    void eventWindows()
+    {
+        const SnapshotAnalysis run = analyze({ .steps = 4, .leakMiB = 2 });
+        const Comparison bySteps = compareWindows(run, { 2, 2 }, { 3, 3 });
+        const EventWindow first { bySteps.a.firstEvent, bySteps.a.lastEvent };
+        const EventWindow second { bySteps.b.firstEvent, bySteps.b.lastEvent };
+        const Comparison byEvents = compareEventWindows(run, first, second);
+        QVERIFY(byEvents.windows);
+        QVERIFY(!byEvents.a.wholeTrace && !byEvents.a.window);
+        QCOMPARE(byEvents.a.label,
+            "events " + std::to_string(first.firstEvent) + "\u2013" + std::to_string(first.lastEvent));
+        QCOMPARE(byEvents.a.peak.allocatedBytes, bySteps.a.peak.allocatedBytes);
+        QCOMPARE(byEvents.b.peak.event, bySteps.b.peak.event);
+        QCOMPARE(byEvents.categoriesDeltaAtPeak, bySteps.categoriesDeltaAtPeak);
+        QCOMPARE(byEvents.sites.size(), bySteps.sites.size());
+        QCOMPARE(byEvents.survivingBytes, 2 * MiB);
+        QVERIFY(!byEvents.timeline.stepAligned);
+        // Ranges past the trace are clamped to it.
+        const Comparison clamped = compareEventWindows(run, { -5, 3 }, { 10, 1 << 30 });
+        QCOMPARE(clamped.a.firstEvent, 0);
+        QCOMPARE(clamped.b.lastEvent, int64_t(run.primary()->allocatedAfter.size()) - 1);
+        QCOMPARE(clamped.b.peak.allocatedBytes, run.primary()->peakAllocatedBytes);
+    }
+
     void windowsCoverSeveralSteps()
     {
         const SnapshotAnalysis run = analyze({ .steps = 4 });
