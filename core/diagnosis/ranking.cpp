@@ -29,6 +29,35 @@ std::string plural(const std::string& unit, uint64_t count)
     return unit + (sibilant ? "es" : "s");
 }
 
+// Making split cache usable recovers a fixed amount once. Where the ranking found that recovery
+// cannot carry the failing phase to its end, the same fix in any card's ladder (a working-set
+// ladder too) lets this request through but not the run: it is not "fits".
+void qualifyOneOffFixes(std::vector<Diagnosis>& candidates, const RunFacts& facts, const Diagnosis* grower)
+{
+    const bool recoveryFallsShort = std::any_of(candidates.begin(), candidates.end(), [](const Diagnosis& d) {
+        return d.outlook && d.outlook->leadingFixFreesOnceBytes && d.outlook->leadingFixFitsRun == false;
+    });
+    if (!recoveryFallsShort)
+        return;
+    std::string why;
+    if (grower)
+        why = grower->id + " adds " + formatBytes(grower->outlook->growthPerUnitBytes) + " per "
+            + grower->outlook->unit;
+    else if (facts.phaseStillNeedsBytes)
+        why = "the failing " + (facts.phase.empty() ? std::string("phase") : facts.phase) + " still has to allocate "
+            + formatBytes(*facts.phaseStillNeedsBytes);
+    else if (!facts.phaseGrowthCause.empty())
+        why = facts.phaseGrowthCause + " makes the failing phase need more than the steps before it";
+    for (Diagnosis& d : candidates) {
+        for (Fix& fix : d.fixes) {
+            if ((fix.id != "expandable_segments" && fix.id != "max_split_size") || fix.fitsAfter != true)
+                continue;
+            fix.fitsAfter = false;
+            fix.detail += " That lets this request through, not the run" + (why.empty() ? "" : ": " + why) + ".";
+        }
+    }
+}
+
 } // namespace
 
 void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
@@ -87,6 +116,7 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
         if (o.leadingFixFitsRun == false && !o.rankReason.empty())
             d.evidence.push_back({ o.rankReason, std::nullopt });
     }
+    qualifyOneOffFixes(candidates, facts, grower);
 }
 
 void rankDiagnoses(std::vector<Diagnosis>& diagnoses)

@@ -184,6 +184,18 @@ private Q_SLOTS:
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence >= 0.8); // the symptom is real, it is not the cause
         QVERIFY2(anyEvidence(*fragmentation, "about 1 more evaluation batch"), ids(diagnoses).c_str());
+        // Its ladder does not promise what the ranking ruled out: expandable segments let this
+        // request through, not the evaluation, and go after the fixes that can.
+        for (const Diagnosis& d : diagnoses) {
+            for (const Fix& fix : d.fixes) {
+                if (fix.id == "expandable_segments") {
+                    QCOMPARE(fix.fitsAfter, std::optional<bool>(false));
+                    QVERIFY(fix.detail.find("not the run: eval_accumulation adds 1024.00 MiB per evaluation batch")
+                        != std::string::npos);
+                }
+            }
+        }
+        QVERIFY(fragmentation->fixes.front().id != "expandable_segments");
     }
 
     // The first forward pass holds 4 GiB of activations and asks for 1.75 GiB; 3 GiB sit free in
