@@ -27,8 +27,10 @@ int runDiagnose(const QStringList& arguments)
         QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
     parser.addOptions({ json, device, rules });
     parser.addPositionalArgument(QStringLiteral("INPUT"),
-        QStringLiteral("Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
-                       "'-' reads standard input."),
+        QStringLiteral(
+            "Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
+            "'-' reads standard input. Several snapshot files (or a folder of them) are the ranks of one job: "
+            "the job summary comes first, then the failing rank's diagnosis."),
         QStringLiteral("INPUT..."));
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
@@ -37,7 +39,7 @@ int runDiagnose(const QStringList& arguments)
     if (!commandLine.readDevice(device, options.device))
         return 2;
     setCategoryRules(options, parser.value(rules).toStdString());
-    const QStringList paths = parser.positionalArguments();
+    const QStringList paths = expandFolders(parser.positionalArguments());
     if (paths.isEmpty())
         return commandLine.usageError(QStringLiteral("no INPUT given (use '-' to read standard input)"));
     const bool asJson = parser.isSet(json);

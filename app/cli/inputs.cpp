@@ -3,6 +3,7 @@
 #include "core/job/jobsummarizer.h"
 #include "parsers/inputloader.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 
@@ -62,6 +63,30 @@ int loadInputs(const QStringList& paths, Case& into)
         }
     }
     return failures;
+}
+
+QStringList expandFolders(const QStringList& paths)
+{
+    QStringList expanded;
+    for (const QString& path : paths) {
+        const QFileInfo info(path);
+        if (path == QLatin1String("-") || !info.isDir()) {
+            expanded.append(path);
+            continue;
+        }
+        const QDir folder(path);
+        QStringList snapshots;
+        for (const QString& name : folder.entryList(QDir::Files, QDir::Name)) {
+            const QString file = folder.filePath(name);
+            if (isSnapshotFile(file))
+                snapshots.append(file);
+        }
+        if (snapshots.isEmpty())
+            expanded.append(path);
+        else
+            expanded.append(snapshots);
+    }
+    return expanded;
 }
 
 QStringList jobRankFiles(const QStringList& paths)

@@ -15,6 +15,10 @@ namespace oomlens::cli {
 // inputs that failed.
 int loadInputs(const QStringList& paths, Case& into);
 
+// A folder given as an input stands for the snapshot files in it (a job's output directory), by
+// name; a folder without any stays as it is, to be reported as unreadable.
+QStringList expandFolders(const QStringList& paths);
+
 // The inputs that are snapshot files, judged by content (a map of the file, not a decode), when
 // there are at least two: the rank files of one job. Empty otherwise, and the inputs are one case.
 QStringList jobRankFiles(const QStringList& paths);

@@ -158,6 +158,21 @@ private Q_SLOTS:
             QVERIFY2(paths.contains(file), qPrintable(file));
     }
 
+    // A job's output folder stands for the snapshot files in it.
+    void aFolderIsItsRankFiles()
+    {
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), jobDir() });
+        QCOMPARE(run.exitCode, 0);
+        const QJsonObject job = parseJson(run.out)[QStringLiteral("job")].toObject();
+        QCOMPARE(job[QStringLiteral("ranks")].toArray().size(), 8);
+        QCOMPARE(job[QStringLiteral("failing_rank")].toInt(-1), 6);
+        // A folder holding no snapshot is still one unreadable input.
+        QDir().mkpath(m_dir.filePath(QStringLiteral("nothing")));
+        const Run nothing = oomlens({ QStringLiteral("diagnose"), m_dir.filePath(QStringLiteral("nothing")) });
+        QCOMPARE(nothing.exitCode, 1);
+        QVERIFY(nothing.err.contains("is a folder"));
+    }
+
     // One snapshot is a case as before: no job.
     void oneSnapshotIsNoJob()
     {
