@@ -1,8 +1,8 @@
 #pragma once
 
-// Two runs side by side: two snapshots (before and after a fix, two configurations) or two
-// step windows of one snapshot (step k vs step k+l). Allocations are matched by where they come
-// from (the user's frames of the stack), what they are (category) and when (phase), never by
+// Two runs side by side: two snapshots (before and after a fix, two configurations), or two
+// windows of one snapshot: steps (step k vs step k+l) or event ranges picked on the timeline. Allocations are matched
+// by where they come from (the user's frames of the stack), what they are (category) and when (phase), never by
 // address, which differs between runs. `oomlens compare`, the report's comparison section and
 // the app's Compare view all read this one value.
 
