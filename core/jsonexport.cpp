@@ -52,6 +52,23 @@ json sidecarToJson(const CaptureSidecar& sidecar)
 
 } // namespace
 
+// XLA's BufferAssignment stats: the compiled program's own accounting of the failed allocation.
+json xlaBuffersToJson(const XlaBufferStats& stats)
+{
+    return { { "parameter_bytes", optionalToJson(stats.parameterBytes) },
+        { "constant_bytes", optionalToJson(stats.constantBytes) },
+        { "live_out_bytes", optionalToJson(stats.liveOutBytes) }, { "temp_bytes", optionalToJson(stats.tempBytes) },
+        { "total_bytes", optionalToJson(stats.totalBytes) } };
+}
+
+// A kill of the host process for lack of RAM (the kernel's or a cgroup's OOM killer, exit 137).
+json hostKillToJson(const HostMemoryKill& kill)
+{
+    return { { "kind", kill.kind }, { "line", kill.line }, { "pid", optionalToJson(kill.pid) },
+        { "process", kill.process }, { "resident_bytes", optionalToJson(kill.residentBytes) },
+        { "limit_bytes", optionalToJson(kill.limitBytes) }, { "source_line", kill.sourceLine } };
+}
+
 json oomMessageToJson(const OomMessage& message)
 {
     json processes = json::array();
@@ -73,6 +90,16 @@ json oomMessageToJson(const OomMessage& message)
         { "notes", message.notes } };
     if (message.otherAllocationsBytes)
         result["other_allocations_bytes"] = *message.otherAllocationsBytes;
+    // Added after the first contract (keys are only ever added): what newer templates and logs carry.
+    result["platform_limit_bytes"] = optionalToJson(message.platformLimitBytes);
+    result["xla_buffers"] = message.xlaBuffers ? xlaBuffersToJson(*message.xlaBuffers) : json(nullptr);
+    result["trainable_parameters"] = optionalToJson(message.trainableParameters);
+    json memoryLog = json::array();
+    for (const auto& point : message.memoryLog)
+        memoryLog.push_back({ { "step", point.step }, { "bytes", optionalToJson(point.bytes) },
+            { "sequence_length", optionalToJson(point.sequenceLength) }, { "batch", point.batch },
+            { "source_line", point.sourceLine } });
+    result["memory_log"] = std::move(memoryLog);
     if (message.traceback)
         result["traceback"] = tracebackToJson(*message.traceback);
     return result;
@@ -171,6 +198,9 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     json summaries = json::array();
     for (const auto& summary : input.text.summaries)
         summaries.push_back(memorySummaryToJson(summary));
+    json hostKills = json::array();
+    for (const auto& kill : input.text.hostKills)
+        hostKills.push_back(hostKillToJson(kill));
     json snapshots = json::array();
     for (size_t i = 0; i < analysis.snapshots.size(); ++i) {
         const SnapshotHeadroom* headroom = nullptr;
@@ -187,7 +217,8 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     return withPresentationKeys(
         json { { "tool", "oomlens" }, { "version", OOMLENS_VERSION }, { "inputs", std::move(inputs) },
             { "oom_messages", std::move(messages) }, { "memory_summaries", std::move(summaries) },
-            { "snapshots", std::move(snapshots) }, { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } },
+            { "host_kills", std::move(hostKills) }, { "snapshots", std::move(snapshots) },
+            { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } },
         input, analysis);
 }
 

@@ -238,6 +238,57 @@ private Q_SLOTS:
             QVERIFY2(fix.contains(QLatin1String(key)), key);
     }
 
+    // Keys added after the first contract (never renamed): the IPEX platform limit, XLA's
+    // BufferAssignment stats, the loop's own memory log, and host-memory kills.
+    void jsonCarriesNewerMessageFieldsAndHostKills()
+    {
+        const QString textB = QStringLiteral(OOMLENS_SOURCE_DIR "/tests/data/text_b/");
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"),
+            textB + QStringLiteral("xpu_platform_4gb_limit.txt"),
+            textB + QStringLiteral("jax_resource_exhausted_buffer_stats.txt"),
+            textB + QStringLiteral("longest_batch_in_log.txt"), textB + QStringLiteral("host_dmesg_oom_killer.txt") });
+        QCOMPARE(run.exitCode, 0);
+        const QJsonObject root = parseJson(run.out);
+        const QJsonArray messages = root[QStringLiteral("oom_messages")].toArray();
+        QCOMPARE(messages.size(), 3);
+        for (const auto& value : messages) {
+            const QJsonObject message = value.toObject();
+            for (const char* key : { "platform_limit_bytes", "xla_buffers", "trainable_parameters", "memory_log" })
+                QVERIFY2(message.contains(QLatin1String(key)), key);
+        }
+        const auto withBackend = [&](const QString& backend) {
+            for (const auto& value : messages) {
+                if (value.toObject()[QStringLiteral("backend")].toString() == backend)
+                    return value.toObject();
+            }
+            return QJsonObject();
+        };
+        // "can NOT allocate memory block with size larger than 4GB"
+        const QJsonObject xpu = withBackend(QStringLiteral("xpu"));
+        QCOMPARE(xpu[QStringLiteral("platform_limit_bytes")].toInteger(), qint64(4) * 1024 * 1024 * 1024);
+        QVERIFY(xpu[QStringLiteral("xla_buffers")].isNull());
+        // "preallocated temp allocation: 20.00GiB", "total allocation: 35.00GiB"
+        const QJsonObject xla = withBackend(QStringLiteral("xla"))[QStringLiteral("xla_buffers")].toObject();
+        QCOMPARE(xla[QStringLiteral("temp_bytes")].toInteger(), qint64(20) * 1024 * 1024 * 1024);
+        QCOMPARE(xla[QStringLiteral("total_bytes")].toInteger(), qint64(35) * 1024 * 1024 * 1024);
+        QCOMPARE(xla[QStringLiteral("parameter_bytes")].toInteger(), qint64(15) * 512 * 1024 * 1024);
+        // "step  4430 | seq_len 4096 |" after three logged steps
+        const QJsonArray log = withBackend(QStringLiteral("cuda"))[QStringLiteral("memory_log")].toArray();
+        QVERIFY(log.size() >= 3);
+        const QJsonObject last = log.last().toObject();
+        QCOMPARE(last[QStringLiteral("step")].toInteger(), qint64(4430));
+        QCOMPARE(last[QStringLiteral("sequence_length")].toInteger(), qint64(4096));
+
+        const QJsonArray kills = root[QStringLiteral("host_kills")].toArray();
+        QVERIFY(!kills.isEmpty());
+        const QJsonObject kill = kills.first().toObject();
+        QCOMPARE(kill[QStringLiteral("kind")].toString(), QStringLiteral("kernel_oom_killer"));
+        QCOMPARE(kill[QStringLiteral("pid")].toInteger(), qint64(28311));
+        QCOMPARE(kill[QStringLiteral("resident_bytes")].toInteger(), qint64(61723420) * 1024);
+        for (const char* key : { "line", "process", "limit_bytes", "source_line" })
+            QVERIFY2(kill.contains(QLatin1String(key)), key);
+    }
+
     void stdinIsAnInput()
     {
         const QByteArray message
