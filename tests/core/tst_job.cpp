@@ -322,14 +322,18 @@ private Q_SLOTS:
             files.push_back("rank" + std::to_string(r) + ".pickle");
         JobOptions options;
         options.maxWorkers = static_cast<size_t>(workers);
+        // Called from the worker threads: counted here, checked on the test's thread.
         std::atomic_size_t progressCalls { 0 };
-        options.progress = [&progressCalls](size_t, size_t total) {
-            QCOMPARE(total, size_t(16));
+        std::atomic_bool totalsRight { true };
+        options.progress = [&progressCalls, &totalsRight](size_t done, size_t total) {
+            if (total != 16 || done < 1 || done > 16)
+                totalsRight = false;
             ++progressCalls;
         };
         const JobSummary job = summarizeJob(files, load, options);
         QCOMPARE(loads.load(), 16);
         QCOMPARE(progressCalls.load(), size_t(16));
+        QVERIFY(totalsRight.load());
         QCOMPARE(job.workers, static_cast<size_t>(workers));
         QVERIFY2(mostLive.load() <= workers, qPrintable(QStringLiteral("%1 alive at once").arg(mostLive.load())));
         QVERIFY(mostLive.load() >= 1);
