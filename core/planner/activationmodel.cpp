@@ -23,7 +23,14 @@ ActivationEstimate estimateActivations(const ModelSpec& model, const TrainingSet
     // each), the output projection's input (h), the MLP's input (h), then the MLP's inner
     // tensors: fc output and activation output (2f), or for a gated MLP gate, up, activation
     // and product (4f). Dropout adds a mask after attention and after the MLP.
-    const uint64_t attentionPerToken = e * (2 * h + h + h + 2 * kv + h) + mask * h;
+    // Eager attention over grouped K/V (Hugging Face's repeat_kv) first copies K and V out to
+    // every query head, and the two matmuls save those copies: h wide, not kv. SDPA and
+    // FlashAttention take the grouped K and V as they are.
+    const uint64_t savedKv = setup.attention == Attention::Eager ? h : kv;
+    // Each norm also saves fp32 statistics per token for backward: LayerNorm its mean and
+    // reciprocal standard deviation, RMSNorm only the latter.
+    const uint64_t normStatistics = 2 * (model.layerNormBiases ? 8 : 4);
+    const uint64_t attentionPerToken = e * (2 * h + h + h + 2 * savedKv + h) + mask * h + normStatistics;
     const uint64_t mlpPerToken = e * (h + (model.gatedMlp ? 4 : 2) * f) + mask * h;
     uint64_t perLayer = tokens * (attentionPerToken + mlpPerToken);
     if (setup.attention == Attention::Eager) {

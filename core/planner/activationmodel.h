@@ -10,14 +10,17 @@ namespace oomlens::planner {
 // What the forward pass saves for backward, per GPU, following Korthikanti et al. 2022
 // ("Reducing Activation Recomputation in Large Transformer Models"): one GPT block saves
 // s·b·h·(34 + 5·a·s/h) bytes in 16-bit with dropout. Generalized here to grouped-query
-// attention (K and V are kv_heads wide), gated MLPs (SwiGLU saves gate, up, activation and
-// product), fp32 (4-byte elements), models without dropout (no masks) and SDPA /
-// FlashAttention (no a·s² scores: only the fp32 log-sum-exp per query).
+// attention (K and V are kv_heads wide; eager attention saves them repeated to every head),
+// gated MLPs (SwiGLU saves gate, up, activation and product), fp32 (4-byte elements), models
+// without dropout (no masks), the norms' fp32 statistics, and SDPA / FlashAttention (no a·s²
+// scores: only the fp32 log-sum-exp per query). Validated per block against the scenario
+// snapshots in tests/core/tst_activationvalidation.cpp.
 //
-// Not modelled: tensor/sequence/pipeline parallelism, mixture-of-experts routing, the small
-// tensors outside the blocks (embedding dropout, the final norm's input), LoRA adapters'
-// own activations (r per token per projection), CPU activation offload, selective
-// checkpointing, and allocator rounding (see the overhead band).
+// Not modelled: tensor/sequence/pipeline parallelism, unfused norms (Hugging Face's eager
+// LlamaRMSNorm also saves an fp32 copy of its input), the causal mask a block builds for itself, mixture-of-experts
+// routing, the small tensors outside the blocks (embedding dropout, the final norm's input), LoRA adapters' own
+// activations (r per token per projection), CPU activation offload, selective checkpointing, and allocator rounding
+// (see the overhead band).
 struct ActivationEstimate
 {
     uint64_t perLayerBytes = 0; // one block's saved tensors
