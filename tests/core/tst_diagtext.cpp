@@ -241,6 +241,40 @@ private Q_SLOTS:
         }
     }
 
+    // The loop logs batch shapes, not sequence lengths: 8 x 384-512 tokens, then 8 x 4096 fails
+    // (32768 tokens, 8x the most before). Activations grow with the tokens: the longest batch.
+    void batchShapeInTheLogIsTheLongestBatch()
+    {
+        OomMessage message;
+        message.backend = "cuda";
+        message.templateId = "T3";
+        message.requestedBytes = 6 * GiB;
+        message.totalBytes = 24 * GiB;
+        message.freeBytes = 3 * GiB;
+        message.allocatedBytes = 19 * GiB;
+        message.reservedUnallocatedBytes = 200 * MiB;
+        message.phase = Phase::Forward;
+        int64_t step = 4400;
+        for (const char* batch : { "8x384", "8x512", "8x448" })
+            message.memoryLog.push_back({ step += 10, 14 * GiB, std::nullopt, batch, 0 });
+        message.memoryLog.push_back({ step += 10, 15 * GiB, std::nullopt, "8x4096", 0 });
+        TextFindings findings;
+        findings.oomMessages.push_back(message);
+        const auto diagnoses = diagnoseText(findings);
+        QVERIFY(!diagnoses.empty());
+        const Diagnosis* longest = test::findDiagnosis(diagnoses, "longest_batch");
+        QVERIFY(longest);
+        QCOMPARE(diagnoses.front().id, std::string("longest_batch"));
+        QVERIFY2(longest->evidence.front().text.find("a batch of 8x4096 (32768 tokens), 8x the most logged before it "
+                                                     "(4096)")
+                != std::string::npos,
+            longest->evidence.front().text.c_str());
+
+        // The same shapes throughout: nothing reads as a longer batch.
+        findings.oomMessages.front().memoryLog.back().batch = "8x512";
+        QVERIFY(!test::findDiagnosis(diagnoseText(findings), "longest_batch"));
+    }
+
     void noMessageNoDiagnosis() { QVERIFY(diagnoseText(TextFindings {}).empty()); }
 };
 
