@@ -4,7 +4,6 @@
 #include "core/units.h"
 
 #include <algorithm>
-#include <optional>
 #include <unordered_map>
 
 namespace oomlens::snapshotrules {
@@ -19,17 +18,17 @@ namespace {
 // too, but each batch's are freed before the next batch allocates: no chain.
 struct GrowingBuffer
 {
-    int buffers = 0; // earlier buffers in the chain, the request not counted
+    int buffers = 0; // earlier buffers in the chain, the request not counted; 0: no chain
     uint64_t heldBytes = 0; // the newest buffer, live at the failure
     uint64_t perBatchBytes = 0; // the median step between successive sizes, the request included
     int64_t firstEvent = -1;
 };
 
-std::optional<GrowingBuffer> growingBuffer(const SnapshotEvidence& e)
+GrowingBuffer growingBuffer(const SnapshotEvidence& e)
 {
     const StackId stack = e.oom.stack;
     if (!stack.isValid() || stack == FrameTable::emptyStack())
-        return std::nullopt;
+        return {};
     std::vector<const Allocation*> chain; // newest first
     int64_t next = e.oom.eventIndex;
     uint64_t nextBytes = e.oom.requestedBytes;
@@ -45,7 +44,7 @@ std::optional<GrowingBuffer> growingBuffer(const SnapshotEvidence& e)
         nextBytes = allocation.requestedSize;
     }
     if (chain.size() < 2)
-        return std::nullopt;
+        return {};
     std::vector<uint64_t> steps { e.oom.requestedBytes - chain.front()->requestedSize };
     for (size_t i = 0; i + 1 < chain.size(); ++i)
         steps.push_back(chain[i]->requestedSize - chain[i + 1]->requestedSize);
@@ -71,10 +70,12 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (e.oom.phase != Phase::Eval && !retains)
         return;
     // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
-    // is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation with nothing retained
-    // (an oversized evaluation batch is as likely); 0.45: retained outputs measured but the failure is elsewhere.
-    const auto buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : std::nullopt;
-    double confidence = e.oom.phase == Phase::Eval ? (retains || buffer ? 0.85 : 0.5) : 0.45;
+    // is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation
+    // with nothing retained (an oversized evaluation batch is as likely); 0.45: retained outputs
+    // measured but the failure is elsewhere.
+    const GrowingBuffer buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : GrowingBuffer {};
+    const bool gathered = buffer.buffers > 0;
+    double confidence = e.oom.phase == Phase::Eval ? (retains || gathered ? 0.85 : 0.5) : 0.45;
     Diagnosis d = makeDiagnosis("eval_accumulation", confidence, {});
     e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
     int batches = 0;
@@ -102,21 +103,21 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + formatBytes(d.outlook->growthPerUnitBytes)
                 + " more per evaluation batch, until the evaluation set ends");
     }
-    if (buffer && !(retains && batches >= 2)) {
-        d.outlook->growthPerUnitBytes = buffer->perBatchBytes;
+    if (gathered && !(retains && batches >= 2)) {
+        d.outlook->growthPerUnitBytes = buffer.perBatchBytes;
         d.outlook->unit = "evaluation batch";
         e.evidence(d,
             "the failing " + formatBytes(e.oom.requestedBytes) + " request is the newest of "
-                + std::to_string(buffer->buffers + 1) + " ever larger buffers from the same code, each made while the "
+                + std::to_string(buffer.buffers + 1) + " ever larger buffers from the same code, each made while the "
                 + "one before it was live: outputs gathered into one tensor (torch.cat of the old pile and the new "
                   "batch), about "
-                + formatBytes(buffer->perBatchBytes) + " more per evaluation batch",
-            buffer->firstEvent);
+                + formatBytes(buffer.perBatchBytes) + " more per evaluation batch",
+            buffer.firstEvent);
         e.evidence(d,
-            formatBytes(buffer->heldBytes) + " of gathered outputs were live at the failure, and the copy needs "
+            formatBytes(buffer.heldBytes) + " of gathered outputs were live at the failure, and the copy needs "
                 + "the old pile and the new one at once");
         d.summary = "Evaluation gathers every batch's outputs into one GPU tensor; it held "
-            + formatBytes(buffer->heldBytes) + " and grows by " + formatBytes(buffer->perBatchBytes)
+            + formatBytes(buffer.heldBytes) + " and grows by " + formatBytes(buffer.perBatchBytes)
             + " per batch until the evaluation set ends.";
     } else
         d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
@@ -126,8 +127,8 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     FixContext fixes = e.fixes;
     if (retains)
         fixes.caseSavingBytes = e.profile.evalRetainedBytes;
-    else if (buffer)
-        fixes.caseSavingBytes = buffer->heldBytes;
+    else if (gathered)
+        fixes.caseSavingBytes = buffer.heldBytes;
     appendFixes(d.fixes, { FixKind::EvalAccumulation, FixKind::EvalBatchSize }, fixes);
     out.push_back(std::move(d));
 }
