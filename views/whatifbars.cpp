@@ -3,8 +3,12 @@
 #include "core/units.h"
 #include "views/categorycolors.h"
 
+#include <QHelpEvent>
 #include <QPaintEvent>
 #include <QPainter>
+#include <QToolTip>
+
+#include <cstdio>
 
 #include <algorithm>
 
@@ -39,15 +43,91 @@ void WhatIfBars::setPlan(const planner::BandBytes& bands, uint64_t capacityBytes
     update();
 }
 
+void WhatIfBars::setCalibration(const std::optional<planner::PlanCalibration>& calibration)
+{
+    m_calibration = calibration;
+}
+
+QRect WhatIfBars::plotArea() const
+{
+    const QFontMetrics metrics(font());
+    return rect().adjusted(metrics.horizontalAdvance(QStringLiteral("000.00 GiB")) + 12, metrics.height(),
+        -8 - metrics.horizontalAdvance(QStringLiteral("optimizer state")) - 24, -metrics.height() - 8);
+}
+
+uint64_t WhatIfBars::axisTop() const
+{
+    return std::max<uint64_t>({ planner::bandTotal(m_bands), m_capacity, 1 }) * 11 / 10;
+}
+
+QString WhatIfBars::bandToolTip(planner::Band band) const
+{
+    const std::string_view key = planner::bandName(band);
+    QString name = QString::fromLatin1(key.data(), static_cast<qsizetype>(key.size()));
+    name.replace(QLatin1Char('_'), QLatin1Char(' '));
+    QString tip = QStringLiteral("%1: %2 per GPU")
+                      .arg(name, QString::fromStdString(formatBytes(m_bands[static_cast<size_t>(band)])));
+    if (!m_calibration)
+        return tip;
+    const planner::BandCalibration& measured = m_calibration->band(band);
+    tip += QStringLiteral("\nMeasured run: the formula said %1, the snapshot held %2")
+               .arg(QString::fromStdString(formatBytes(measured.formula)),
+                   QString::fromStdString(formatBytes(measured.measured)));
+    if (measured.formula > 0 && measured.measured > 0) {
+        char ratio[32];
+        std::snprintf(ratio, sizeof ratio, "%.2fx", measured.ratio);
+        tip += QStringLiteral(" (%1); this what-if is projected with that ratio").arg(QString::fromLatin1(ratio));
+    } else {
+        tip += QStringLiteral("; no ratio, so this what-if takes the formula's figure");
+    }
+    return tip;
+}
+
+std::optional<planner::Band> WhatIfBars::bandAt(QPoint point) const
+{
+    const QRect area = plotArea();
+    const QFontMetrics metrics(font());
+    if (point.x() > area.right() + 12) {
+        // The legend, top band first.
+        const int row = (point.y() - area.top()) / (metrics.height() + 2);
+        if (point.y() < area.top() || row >= planner::bandCount)
+            return std::nullopt;
+        return static_cast<planner::Band>(planner::bandCount - 1 - row);
+    }
+    if (!area.contains(point))
+        return std::nullopt;
+    const uint64_t top = axisTop();
+    const double bytes = static_cast<double>(area.bottom() - point.y()) / area.height() * static_cast<double>(top);
+    uint64_t below = 0;
+    for (int b = 0; b < planner::bandCount; ++b) {
+        below += m_bands[static_cast<size_t>(b)];
+        if (bytes < static_cast<double>(below))
+            return static_cast<planner::Band>(b);
+    }
+    return std::nullopt;
+}
+
+bool WhatIfBars::event(QEvent* event)
+{
+    if (event->type() == QEvent::ToolTip) {
+        const auto* help = static_cast<QHelpEvent*>(event);
+        if (const auto band = bandAt(help->pos()))
+            QToolTip::showText(help->globalPos(), bandToolTip(*band), this);
+        else
+            QToolTip::hideText();
+        return true;
+    }
+    return QWidget::event(event);
+}
+
 void WhatIfBars::paintEvent(QPaintEvent*)
 {
     QPainter painter(this);
     painter.setRenderHint(QPainter::Antialiasing, false);
     const QFontMetrics metrics(font());
     const uint64_t total = planner::bandTotal(m_bands);
-    const uint64_t top = std::max<uint64_t>({ total, m_capacity, 1 }) * 11 / 10;
-    const QRect area = rect().adjusted(metrics.horizontalAdvance(QStringLiteral("000.00 GiB")) + 12, metrics.height(),
-        -8 - metrics.horizontalAdvance(QStringLiteral("optimizer state")) - 24, -metrics.height() - 8);
+    const uint64_t top = axisTop();
+    const QRect area = plotArea();
     if (area.width() < 20 || area.height() < 20)
         return;
     const auto yOf = [&](uint64_t bytes) {

@@ -1,8 +1,11 @@
 #pragma once
 
 #include "core/planner/memoryplan.h"
+#include "core/planner/plancalibration.h"
 
 #include <QWidget>
+
+#include <optional>
 
 namespace oomlens {
 
@@ -15,13 +18,26 @@ public:
     explicit WhatIfBars(QWidget* parent = nullptr);
 
     void setPlan(const planner::BandBytes& bands, uint64_t capacityBytes, int gpus);
+    // The measured starting point: each band's tooltip then says what the formula said for the
+    // measured run, what the run held and their ratio (the factor every what-if carries).
+    void setCalibration(const std::optional<planner::PlanCalibration>& calibration);
+
+    // What hovering a band (its slice of a bar, or its legend row) shows.
+    QString bandToolTip(planner::Band band) const;
+    // The band under a point of the widget, if any.
+    std::optional<planner::Band> bandAt(QPoint point) const;
 
     QSize sizeHint() const override { return { 420, 320 }; }
 
 protected:
     void paintEvent(QPaintEvent* event) override;
+    bool event(QEvent* event) override;
 
 private:
+    QRect plotArea() const;
+    uint64_t axisTop() const;
+
+    std::optional<planner::PlanCalibration> m_calibration;
     planner::BandBytes m_bands {};
     uint64_t m_capacity = 0;
     int m_gpus = 1;

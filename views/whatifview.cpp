@@ -1,14 +1,20 @@
 #include "views/whatifview.h"
 
+#include "core/planner/dsconfig.h"
+#include "core/planner/fsdpconfig.h"
 #include "core/planner/plantext.h"
 #include "core/units.h"
 #include "views/whatifbars.h"
 
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
+#include <QFontDatabase>
 #include <QFormLayout>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -63,9 +69,15 @@ WhatIfView::WhatIfView(QWidget* parent)
     m_precision->setCurrentIndex(2);
     m_optimizer = choices(this, "optimizer",
         { text(optimizerName(OptimizerKind::AdamW)), text(optimizerName(OptimizerKind::AdamW8bit)),
-            text(optimizerName(OptimizerKind::Sgd)), text(optimizerName(OptimizerKind::Adafactor)) });
+            text(optimizerName(OptimizerKind::Sgd)), text(optimizerName(OptimizerKind::Adafactor)),
+            text(optimizerName(OptimizerKind::AdamWFused)), text(optimizerName(OptimizerKind::AdamW8bitPaged)) });
     m_accumulation = number(this, "accumulation", 1, 4096, 1);
-    m_checkpointing = choices(this, "checkpointing", { QStringLiteral("none"), QStringLiteral("full") });
+    // In Checkpointing's order: none, full, every K-th block (K beside it).
+    m_checkpointing = choices(
+        this, "checkpointing", { QStringLiteral("none"), QStringLiteral("full"), QStringLiteral("every K-th block") });
+    m_checkpointEvery = number(this, "checkpointEvery", 2, 1024, 2);
+    m_checkpointEvery->setPrefix(QStringLiteral("K = "));
+    m_checkpointEvery->setEnabled(false);
     m_attention = choices(this, "attention", { QStringLiteral("eager"), QStringLiteral("sdpa") });
     m_attention->setCurrentIndex(1);
     m_gpus = number(this, "gpus", 1, 64, 1);
@@ -92,7 +104,10 @@ WhatIfView::WhatIfView(QWidget* parent)
     form->addRow(QStringLiteral("Precision"), m_precision);
     form->addRow(QStringLiteral("Optimizer"), m_optimizer);
     form->addRow(QStringLiteral("Accumulation"), m_accumulation);
-    form->addRow(QStringLiteral("Checkpointing"), m_checkpointing);
+    auto* checkpointingRow = new QHBoxLayout;
+    checkpointingRow->addWidget(m_checkpointing, 1);
+    checkpointingRow->addWidget(m_checkpointEvery);
+    form->addRow(QStringLiteral("Checkpointing"), checkpointingRow);
     form->addRow(QStringLiteral("Attention"), m_attention);
     form->addRow(QStringLiteral("GPUs per node"), m_gpus);
     form->addRow(QStringLiteral("Nodes"), m_nodes);
@@ -127,7 +142,27 @@ WhatIfView::WhatIfView(QWidget* parent)
     right->addWidget(m_bars, 1);
     right->addWidget(m_calibrationLabel);
     right->addWidget(m_details);
+
+    // The chosen set-up as configuration to paste: DeepSpeed, PyTorch FSDP or accelerate.
+    auto* configRow = new QHBoxLayout;
+    m_configKind = choices(this, "configKind",
+        { QStringLiteral("ds_config.json"), QStringLiteral("FSDP snippet"), QStringLiteral("accelerate config") });
+    auto* copyConfig = new QPushButton(QStringLiteral("Copy config"), this);
+    copyConfig->setObjectName(QStringLiteral("copyConfig"));
+    configRow->addWidget(m_configKind);
+    configRow->addWidget(copyConfig);
+    configRow->addStretch(1);
+    right->addLayout(configRow);
+    m_config = new QPlainTextEdit(this);
+    m_config->setObjectName(QStringLiteral("config"));
+    m_config->setReadOnly(true);
+    m_config->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_config->setMaximumHeight(220);
+    right->addWidget(m_config);
     layout->addLayout(right, 1);
+    connect(m_configKind, &QComboBox::currentIndexChanged, this, &WhatIfView::showConfig);
+    connect(copyConfig, &QPushButton::clicked, this,
+        [this] { QGuiApplication::clipboard()->setText(m_config->toPlainText()); });
 
     const auto changed = [this] {
         if (!m_updating)
@@ -137,7 +172,7 @@ WhatIfView::WhatIfView(QWidget* parent)
     for (QComboBox* box :
         { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card })
         connect(box, &QComboBox::currentIndexChanged, this, changed);
-    for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_gpus, m_nodes, m_loraRank })
+    for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_checkpointEvery, m_gpus, m_nodes, m_loraRank })
         connect(box, &QSpinBox::valueChanged, this, changed);
     connect(m_qlora, &QCheckBox::toggled, this, changed);
     connect(measuredRun, &QPushButton::clicked, this, &WhatIfView::useControlsAsMeasuredRun);
@@ -187,6 +222,8 @@ TrainingSetup WhatIfView::setup() const
     setup.optimizer = static_cast<OptimizerKind>(m_optimizer->currentIndex());
     setup.gradientAccumulation = m_accumulation->value();
     setup.checkpointing = static_cast<Checkpointing>(m_checkpointing->currentIndex());
+    if (setup.checkpointing == Checkpointing::EveryK)
+        setup.checkpointEvery = m_checkpointEvery->value();
     setup.attention = static_cast<Attention>(m_attention->currentIndex());
     setup.gpusPerNode = m_gpus->value();
     setup.nodes = m_nodes->value();
@@ -206,6 +243,8 @@ void WhatIfView::setSetup(const TrainingSetup& setup)
     m_optimizer->setCurrentIndex(static_cast<int>(setup.optimizer));
     m_accumulation->setValue(setup.gradientAccumulation);
     m_checkpointing->setCurrentIndex(static_cast<int>(setup.checkpointing));
+    if (setup.checkpointing == Checkpointing::EveryK)
+        m_checkpointEvery->setValue(setup.checkpointEvery);
     m_attention->setCurrentIndex(static_cast<int>(setup.attention));
     m_gpus->setValue(setup.gpusPerNode);
     m_nodes->setValue(setup.nodes);
@@ -264,10 +303,37 @@ QString WhatIfView::verdict() const
     return m_verdict->text();
 }
 
+QString WhatIfView::configText() const
+{
+    return m_config->toPlainText();
+}
+
+void WhatIfView::showConfig()
+{
+    if (!m_result.setupProblem.empty()) {
+        m_config->clear();
+        return;
+    }
+    const ModelSpec spec = model();
+    const TrainingSetup current = setup();
+    switch (m_configKind->currentIndex()) {
+    case 1:
+        m_config->setPlainText(QString::fromStdString(fsdpSnippet(spec, current)));
+        break;
+    case 2:
+        m_config->setPlainText(QString::fromStdString(accelerateConfig(spec, current)));
+        break;
+    default:
+        m_config->setPlainText(QString::fromStdString(deepSpeedConfig(current).dump(2)));
+        break;
+    }
+}
+
 void WhatIfView::recompute()
 {
     if (m_updating)
         return;
+    m_checkpointEvery->setEnabled(m_checkpointing->currentIndex() == static_cast<int>(Checkpointing::EveryK));
     const TrainingSetup current = setup();
     const std::string problem = setupProblem(current);
     if (!problem.empty()) {
@@ -275,6 +341,7 @@ void WhatIfView::recompute()
         m_details->clear();
         m_result = PlanResult {};
         m_result.setupProblem = problem;
+        showConfig();
         emit planChanged();
         return;
     }
@@ -299,6 +366,10 @@ void WhatIfView::recompute()
         details += QStringLiteral(" The ladder fits from '%1' on (%2).")
                        .arg(QString::fromStdString(m_result.ladder.back().id),
                            QString::fromStdString(m_result.ladder.back().change));
+    if (m_result.fitsWithPaging && !m_result.fits.value_or(true))
+        details += *m_result.fitsWithPaging
+            ? QStringLiteral(" With the paged optimizer state moved to host memory it runs, slower.")
+            : QStringLiteral(" Even with the paged optimizer state on the host it does not fit.");
     for (const std::string& note : m_result.shown.notes)
         details += QLatin1Char(' ') + QString::fromStdString(note);
     m_details->setText(details);
@@ -306,6 +377,8 @@ void WhatIfView::recompute()
     if (m_calibration)
         m_calibrationLabel->setText(QStringLiteral("Measured run: %1. Changes are projected from the measurement.")
                                         .arg(QString::fromStdString(m_calibration->summary)));
+    m_bars->setCalibration(m_calibration);
+    showConfig();
     emit planChanged();
 }
 

@@ -11,6 +11,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QPlainTextEdit;
 class QSpinBox;
 
 namespace oomlens {
@@ -44,6 +45,9 @@ public:
     const planner::PlanResult& result() const { return m_result; }
     const std::optional<planner::PlanCalibration>& calibration() const { return m_calibration; }
     QString verdict() const;
+    // The configuration shown in the config pane for the current set-up: ds_config.json, the FSDP
+    // snippet or the accelerate YAML, as the pane's chooser says. "Copy config" copies it.
+    QString configText() const;
     // The user changed a control since the view was made: the exported report then carries this
     // plan (the set-up chosen from a measured run, not calibrating defaults, is what is worth sending).
     bool edited() const { return m_edited; }
@@ -53,6 +57,7 @@ signals:
 
 private:
     void recompute();
+    void showConfig();
     planner::ModelSpec model() const;
     std::optional<planner::GpuCard> card() const;
 
@@ -63,6 +68,7 @@ private:
     QComboBox* m_optimizer = nullptr;
     QSpinBox* m_accumulation = nullptr;
     QComboBox* m_checkpointing = nullptr;
+    QSpinBox* m_checkpointEvery = nullptr; // K of "every K-th block"
     QComboBox* m_attention = nullptr;
     QSpinBox* m_gpus = nullptr;
     QSpinBox* m_nodes = nullptr;
@@ -74,6 +80,8 @@ private:
     QLabel* m_verdict = nullptr;
     QLabel* m_details = nullptr;
     QLabel* m_calibrationLabel = nullptr;
+    QComboBox* m_configKind = nullptr;
+    QPlainTextEdit* m_config = nullptr;
     WhatIfBars* m_bars = nullptr;
 
     std::shared_ptr<const SnapshotAnalysis> m_analysis;

@@ -44,11 +44,12 @@ struct PlanOptions
     QCommandLineOption precision { QStringLiteral("precision"),
         QStringLiteral("fp32, mixed-fp16, mixed-bf16 (default) or bf16."), QStringLiteral("P") };
     QCommandLineOption optimizer { QStringLiteral("optimizer"),
-        QStringLiteral("adamw (default), adamw-8bit, sgd or adafactor."), QStringLiteral("O") };
+        QStringLiteral("adamw (default, foreach), adamw-fused, adamw-8bit, adamw-paged-8bit, sgd or adafactor."),
+        QStringLiteral("O") };
     QCommandLineOption accumulation { QStringLiteral("accumulation"),
         QStringLiteral("Gradient accumulation steps (default 1)."), QStringLiteral("N") };
-    QCommandLineOption checkpointing { QStringLiteral("checkpointing"), QStringLiteral("none (default) or full."),
-        QStringLiteral("C") };
+    QCommandLineOption checkpointing { QStringLiteral("checkpointing"),
+        QStringLiteral("none (default), full, or every:K (every K-th block)."), QStringLiteral("C") };
     QCommandLineOption attention { QStringLiteral("attention"), QStringLiteral("eager or sdpa (default)."),
         QStringLiteral("A") };
     QCommandLineOption gpus { QStringLiteral("gpus"), QStringLiteral("GPUs per node (default 1)."),
@@ -177,10 +178,12 @@ std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& 
         return 2;
     if (!readChoice(commandLine, o.precision, setup.precision, precisionFromName)
         || !readChoice(commandLine, o.optimizer, setup.optimizer, optimizerFromName)
-        || !readChoice(commandLine, o.checkpointing, setup.checkpointing, checkpointingFromName)
         || !readChoice(commandLine, o.attention, setup.attention, attentionFromName)
         || !readChoice(commandLine, o.offload, setup.offload, offloadFromName))
         return 2;
+    if (parser.isSet(o.checkpointing) && !readCheckpointing(parser.value(o.checkpointing).toStdString(), setup))
+        return commandLine.usageError(QStringLiteral("--checkpointing does not know '%1' (none, full or every:K)")
+                                          .arg(parser.value(o.checkpointing)));
     setup.quantizedBase = parser.isSet(o.qlora);
     const std::string problem = setupProblem(setup);
     if (!problem.empty())
@@ -193,8 +196,10 @@ std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& 
 int runPlan(const QStringList& arguments)
 {
     CommandLine commandLine("plan (--model FILE|PRESET | --params N) [set-up options] [--card NAME] [--json]",
-        QStringLiteral("Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
-                       "whether it fits the card, the largest micro-batch, the fix ladder and a ds_config.json."));
+        QStringLiteral(
+            "Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
+            "whether it fits the card, the largest micro-batch, the fix ladder, a ds_config.json and its FSDP / "
+            "accelerate equivalents."));
     const PlanOptions o;
     QCommandLineParser& parser = commandLine.parser();
     parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.batch, o.seq,

@@ -45,11 +45,13 @@ ActivationEstimate estimateActivations(const ModelSpec& model, const TrainingSet
     estimate.perLayerBytes = perLayer;
 
     const uint64_t layers = static_cast<uint64_t>(model.layers);
-    uint64_t blocks = layers * perLayer;
-    if (setup.checkpointing == Checkpointing::Full) {
-        // Each block keeps its input; during backward one block at a time is recomputed whole.
-        blocks = layers * tokens * e * h + perLayer;
-    }
+    // A checkpointed block keeps only its input; during backward one of them at a time is
+    // recomputed whole. Full checkpointing does that for every block, every:K for blocks 0, K,
+    // 2K, ... while the others keep everything.
+    const uint64_t checkpointed = static_cast<uint64_t>(setup.checkpointedBlocks(model.layers));
+    uint64_t blocks = (layers - checkpointed) * perLayer;
+    if (checkpointed > 0)
+        blocks += checkpointed * tokens * e * h + perLayer;
 
     // The LM head's logits stay referenced by the model output (outputs.logits), and the loss
     // upcasts them to fp32 and saves its log-softmax: (e + 4) bytes per logit. Backward then

@@ -16,7 +16,9 @@ nlohmann::ordered_json deepSpeedConfig(const TrainingSetup& setup)
     } else if (setup.precision == Precision::MixedBf16 || setup.precision == Precision::Bf16) {
         config["bf16"] = { { "enabled", true } };
     }
-    if (setup.optimizer == OptimizerKind::AdamW) {
+    // DeepSpeed's own AdamW is fused either way; bitsandbytes' 8-bit (paged) AdamW and
+    // Adafactor are client optimizers passed to deepspeed.initialize instead.
+    if (setup.optimizer == OptimizerKind::AdamW || setup.optimizer == OptimizerKind::AdamWFused) {
         config["optimizer"] = { { "type", "AdamW" },
             { "params", { { "lr", 2e-5 }, { "betas", { 0.9, 0.999 } }, { "eps", 1e-8 }, { "weight_decay", 0.0 } } } };
     } else if (setup.optimizer == OptimizerKind::Sgd) {

@@ -37,8 +37,10 @@ double optimizerBytesPerParameter(const ModelSpec& model, const TrainingSetup& s
     const double element = setup.precision == Precision::Bf16 ? 2.0 : 4.0;
     switch (setup.optimizer) {
     case OptimizerKind::AdamW:
+    case OptimizerKind::AdamWFused:
         return 2 * element;
     case OptimizerKind::AdamW8bit:
+    case OptimizerKind::AdamW8bitPaged:
         return 2.0;
     case OptimizerKind::Sgd:
         return element; // momentum buffer
@@ -49,8 +51,8 @@ double optimizerBytesPerParameter(const ModelSpec& model, const TrainingSetup& s
 }
 
 // torch.optim.AdamW's default foreach implementation makes one parameter-sized intermediate
-// (the square root of the second moment) for the whole group during step(); DeepSpeed's fused
-// Adam and bitsandbytes update in place.
+// (the square root of the second moment) for the whole group during step(); fused=True,
+// DeepSpeed's fused Adam and bitsandbytes update in place.
 uint64_t foreachIntermediate(const TrainingSetup& setup, uint64_t parameterBytes)
 {
     return setup.optimizer == OptimizerKind::AdamW && setup.zeroStage == 0 ? parameterBytes : 0;
@@ -186,6 +188,17 @@ MemoryPlan planMemory(const ModelSpec& model, const TrainingSetup& setup)
         = setup.loraRank > 0 ? adapters(model, setup, plan.notes) : fullFineTuning(model, setup, plan.notes);
     plan.trainableParameters = setup.loraRank > 0 ? model.loraParameters(setup.loraRank) : plan.parameterCount;
     plan.hostBytes = states.hostBytes;
+    if (setup.optimizer == OptimizerKind::AdamW8bitPaged && setup.offload == Offload::None) {
+        // Only the 8-bit moments are paged (cudaMallocManaged, outside PyTorch's caching
+        // allocator, so a snapshot never shows them); fp32 master weights stay ordinary memory.
+        const uint64_t shards
+            = setup.zeroStage > 0 && setup.loraRank == 0 ? static_cast<uint64_t>(setup.totalGpus()) : 1;
+        plan.pageableBytes = std::min(states.optimizerState, scaled(plan.trainableParameters, 2.0) / shards);
+        plan.hostBytes += plan.pageableBytes * static_cast<uint64_t>(setup.gpusPerNode);
+        plan.notes.push_back("Paged 8-bit AdamW keeps its moments in CUDA unified memory: counted on the GPU, "
+                             "paged to host memory (counted there too) when the GPU runs short, at a cost in speed; "
+                             "a memory snapshot does not show them.");
+    }
     plan.activationsModelled = model.hasDimensions();
     if (plan.activationsModelled)
         plan.activations = estimateActivations(model, setup);

@@ -47,6 +47,10 @@ struct MemoryPlan
     uint64_t optimizerStepBytes = 0;
     std::array<BandBytes, 3> byPhase {}; // the bands at each phase's high point, overhead included
     uint64_t hostBytes = 0; // per node: offloaded state, pinned buffers, the model loaded at start
+    // Paged optimizers (bitsandbytes' PagedAdamW8bit): the part of optimizerState that lives in
+    // CUDA unified memory. It is counted on the GPU (where it sits until memory runs short); the
+    // driver can page all of it to host memory under pressure, so hostBytes can back it.
+    uint64_t pageableBytes = 0;
     bool activationsModelled = false; // false without layers/hidden/heads
     ActivationEstimate activations;
     std::vector<std::string> notes; // assumptions worth saying next to the numbers

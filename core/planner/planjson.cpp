@@ -1,6 +1,7 @@
 #include "core/planner/planjson.h"
 
 #include "core/planner/dsconfig.h"
+#include "core/planner/fsdpconfig.h"
 
 namespace oomlens::planner {
 
@@ -41,7 +42,9 @@ Json setupToJson(const TrainingSetup& setup)
     json["precision"] = precisionName(setup.precision);
     json["optimizer"] = optimizerName(setup.optimizer);
     json["gradient_accumulation"] = setup.gradientAccumulation;
-    json["checkpointing"] = checkpointingName(setup.checkpointing);
+    json["checkpointing"] = checkpointingText(setup);
+    json["checkpoint_every"]
+        = setup.checkpointing == Checkpointing::EveryK ? Json(setup.checkpointEvery) : Json(nullptr);
     json["attention"] = attentionName(setup.attention);
     json["gpus_per_node"] = setup.gpusPerNode;
     json["nodes"] = setup.nodes;
@@ -90,6 +93,10 @@ nlohmann::ordered_json planToJson(const PlanResult& result)
     plan["max_micro_batch"] = result.card ? intOrNull(result.maxMicroBatch) : Json(nullptr);
     plan["calibration"] = result.calibration ? calibrationToJson(*result.calibration) : Json(nullptr);
     plan["ds_config"] = deepSpeedConfig(result.setup);
+    plan["fsdp_snippet"] = fsdpSnippet(result.model, result.setup);
+    plan["accelerate_config"] = accelerateConfig(result.model, result.setup);
+    plan["pageable_bytes"] = shown.pageableBytes;
+    plan["fits_with_paging"] = result.fitsWithPaging ? Json(*result.fitsWithPaging) : Json(nullptr);
 
     plan["model"] = modelToJson(result.model, shown);
     plan["setup"] = setupToJson(result.setup);

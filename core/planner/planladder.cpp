@@ -47,11 +47,25 @@ std::vector<RungDefinition> rungs(const ModelSpec& model, uint64_t capacityBytes
             },
             false },
         { "checkpointing",
-            [](const TrainingSetup& s) -> std::optional<RungChange> {
+            [model, capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
                 if (s.checkpointing == Checkpointing::Full)
                     return std::nullopt;
+                // Checkpointing every K-th block recomputes 1/K of what full checkpointing does:
+                // the largest K that fits is the cheaper rung; full when none does.
                 TrainingSetup next = s;
+                const int widest = s.checkpointing == Checkpointing::EveryK ? s.checkpointEvery - 1 : model.layers;
+                next.checkpointing = Checkpointing::EveryK;
+                for (int k = widest; k >= 2; --k) {
+                    next.checkpointEvery = k;
+                    if (next.checkpointedBlocks(model.layers) == s.checkpointedBlocks(model.layers))
+                        continue; // the same blocks as before: nothing gained
+                    if (total(next) <= capacityBytes) {
+                        return RungChange { "activation checkpointing on one block in every " + std::to_string(k),
+                            next };
+                    }
+                }
                 next.checkpointing = Checkpointing::Full;
+                next.checkpointEvery = 0;
                 return RungChange { "activation checkpointing per block", next };
             },
             false },
@@ -66,7 +80,7 @@ std::vector<RungDefinition> rungs(const ModelSpec& model, uint64_t capacityBytes
             false },
         { "optimizer_8bit",
             [](const TrainingSetup& s) -> std::optional<RungChange> {
-                if (s.optimizer != OptimizerKind::AdamW)
+                if (s.optimizer != OptimizerKind::AdamW && s.optimizer != OptimizerKind::AdamWFused)
                     return std::nullopt;
                 TrainingSetup next = s;
                 next.optimizer = OptimizerKind::AdamW8bit;

@@ -43,6 +43,8 @@ PlanResult makeProjectedPlan(const ModelSpec& model, const TrainingSetup& setup,
     }
     if (card) {
         result.fits = result.shown.totalPerGpu <= card->capacityBytes;
+        if (result.shown.pageableBytes > 0)
+            result.fitsWithPaging = result.shown.totalPerGpu - result.shown.pageableBytes <= card->capacityBytes;
         result.maxMicroBatch = maxMicroBatch(model, setup, card->capacityBytes, total);
         result.maxSequence = maxSequence(model, setup, card->capacityBytes, total);
         result.ladder = climbLadder(model, setup, card->capacityBytes, total);

@@ -29,6 +29,9 @@ struct PlanResult
     MemoryPlan shown; // the projection from the measurement when calibrated, else the formula
     std::optional<GpuCard> card;
     std::optional<bool> fits; // against `card`
+    // A paged optimizer that does not fit resident: does the rest fit once its state is paged
+    // out to host memory? Unset without a card or without paged state.
+    std::optional<bool> fitsWithPaging;
     int maxMicroBatch = -1; // against `card`; -1 without a card or without activations
     int maxSequence = -1;
     std::vector<CardFit> cards; // the common cards, smallest first

@@ -1,5 +1,6 @@
 #include "core/planner/plantext.h"
 
+#include "core/planner/fsdpconfig.h"
 #include "core/units.h"
 
 #include <cstdio>
@@ -84,6 +85,10 @@ std::string planToText(const PlanResult& result)
         << ", backward " << formatBytes(bandTotal(shown.byPhase[1])) << ", optimizer step "
         << formatBytes(bandTotal(shown.byPhase[2])) << ", formula)\n";
     out << "Host memory per node: " << formatBytes(shown.hostBytes) << '\n';
+    if (shown.pageableBytes > 0)
+        out << "Paged optimizer state: " << formatBytes(shown.pageableBytes)
+            << " of the optimizer state can move to host memory under pressure (counted on the GPU above, and in "
+               "the host figure)\n";
     if (calibrated)
         out << "Calibration: " << result.calibration->summary
             << "; what-ifs below are projected from the measurement.\n";
@@ -92,6 +97,10 @@ std::string planToText(const PlanResult& result)
         const GpuCard& card = *result.card;
         out << "\nOn " << card.name << " (" << card.models << ", " << formatBytes(card.capacityBytes)
             << "): " << fitWords(shown.totalPerGpu, card.capacityBytes) << ".\n";
+        if (result.fitsWithPaging && !*result.fits)
+            out << (*result.fitsWithPaging ? "With the paged optimizer state moved to host memory it runs, slower: "
+                                           : "Even with the paged optimizer state on the host: ")
+                << fitWords(shown.totalPerGpu - shown.pageableBytes, card.capacityBytes) << ".\n";
         if (result.maxMicroBatch >= 0)
             out << "Largest micro-batch that fits: " << result.maxMicroBatch << "; longest sequence at micro-batch "
                 << result.setup.microBatch << ": " << result.maxSequence << ".\n";
@@ -120,6 +129,8 @@ std::string planToText(const PlanResult& result)
             out << "micro-batch up to " << fit.maxMicroBatch;
         out << '\n';
     }
+    out << "\nFSDP equivalent (beside the ds_config.json of --json):\n" << fsdpSnippet(result.model, result.setup);
+    out << "\naccelerate config:\n" << accelerateConfig(result.model, result.setup);
     for (const std::string& note : shown.notes)
         out << "\nNote: " << note;
     if (!shown.notes.empty())

@@ -33,15 +33,18 @@ constexpr std::array<std::pair<Precision, std::string_view>, 4> precisionNames {
     { Precision::MixedBf16, "mixed-bf16" },
     { Precision::Bf16, "bf16" },
 } };
-constexpr std::array<std::pair<OptimizerKind, std::string_view>, 4> optimizerNames { {
+constexpr std::array<std::pair<OptimizerKind, std::string_view>, 6> optimizerNames { {
     { OptimizerKind::AdamW, "adamw" },
     { OptimizerKind::AdamW8bit, "adamw-8bit" },
     { OptimizerKind::Sgd, "sgd" },
     { OptimizerKind::Adafactor, "adafactor" },
+    { OptimizerKind::AdamWFused, "adamw-fused" },
+    { OptimizerKind::AdamW8bitPaged, "adamw-paged-8bit" },
 } };
-constexpr std::array<std::pair<Checkpointing, std::string_view>, 2> checkpointingNames { {
+constexpr std::array<std::pair<Checkpointing, std::string_view>, 3> checkpointingNames { {
     { Checkpointing::None, "none" },
     { Checkpointing::Full, "full" },
+    { Checkpointing::EveryK, "every" },
 } };
 constexpr std::array<std::pair<Attention, std::string_view>, 2> attentionNames { {
     { Attention::Eager, "eager" },
@@ -96,6 +99,50 @@ std::optional<Offload> offloadFromName(std::string_view name)
     return fromName(offloadNames, name);
 }
 
+int TrainingSetup::checkpointedBlocks(int layers) const
+{
+    if (layers <= 0)
+        return 0;
+    switch (checkpointing) {
+    case Checkpointing::None:
+        return 0;
+    case Checkpointing::Full:
+        return layers;
+    case Checkpointing::EveryK:
+        return checkpointEvery > 0 ? (layers + checkpointEvery - 1) / checkpointEvery : layers;
+    }
+    return 0;
+}
+
+std::string checkpointingText(const TrainingSetup& setup)
+{
+    if (setup.checkpointing == Checkpointing::EveryK)
+        return "every:" + std::to_string(setup.checkpointEvery);
+    return std::string(checkpointingName(setup.checkpointing));
+}
+
+bool readCheckpointing(std::string_view text, TrainingSetup& setup)
+{
+    constexpr std::string_view every = "every:";
+    if (text.substr(0, every.size()) == every) {
+        const std::string_view digits = text.substr(every.size());
+        if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string_view::npos)
+            return false;
+        const int k = std::stoi(std::string(digits));
+        if (k < 1)
+            return false;
+        setup.checkpointing = k == 1 ? Checkpointing::Full : Checkpointing::EveryK;
+        setup.checkpointEvery = k == 1 ? 0 : k;
+        return true;
+    }
+    const auto named = checkpointingFromName(text);
+    if (!named || *named == Checkpointing::EveryK)
+        return false;
+    setup.checkpointing = *named;
+    setup.checkpointEvery = 0;
+    return true;
+}
+
 std::string setupProblem(const TrainingSetup& setup)
 {
     if (setup.microBatch < 1 || setup.sequence < 1 || setup.gradientAccumulation < 1)
@@ -110,6 +157,8 @@ std::string setupProblem(const TrainingSetup& setup)
         return "parameter offload needs ZeRO-3";
     if (setup.loraRank < 0)
         return "LoRA rank must be positive";
+    if (setup.checkpointing == Checkpointing::EveryK && setup.checkpointEvery < 2)
+        return "checkpointing every:K needs K of at least 2 (every:1 is full)";
     if (setup.quantizedBase && setup.loraRank == 0)
         return "a 4-bit base (QLoRA) needs a LoRA rank";
     return {};
@@ -121,8 +170,8 @@ std::string describeSetup(const TrainingSetup& setup)
         + ", " + std::string(precisionName(setup.precision)) + ", " + std::string(optimizerName(setup.optimizer));
     if (setup.gradientAccumulation > 1)
         text += ", accumulate " + std::to_string(setup.gradientAccumulation);
-    text += ", checkpointing " + std::string(checkpointingName(setup.checkpointing)) + ", "
-        + std::string(attentionName(setup.attention)) + " attention";
+    text += ", checkpointing " + checkpointingText(setup) + ", " + std::string(attentionName(setup.attention))
+        + " attention";
     const int gpus = setup.totalGpus();
     if (setup.zeroStage > 0)
         text += ", ZeRO-" + std::to_string(setup.zeroStage);

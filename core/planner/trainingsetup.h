@@ -9,8 +9,13 @@ namespace oomlens::planner {
 // fp32; fp16/bf16 autocast over fp32 weights (the weights are the fp32 master copy); pure bf16
 // weights, gradients and optimizer state.
 enum class Precision { Fp32, MixedFp16, MixedBf16, Bf16 };
-enum class OptimizerKind { AdamW, AdamW8bit, Sgd, Adafactor };
-enum class Checkpointing { None, Full };
+// AdamW is torch.optim.AdamW's default foreach step; AdamWFused its fused=True kernel (no step
+// intermediates); AdamW8bitPaged bitsandbytes' PagedAdamW8bit, whose 8-bit state lives in CUDA
+// unified memory that the driver pages out to host memory under pressure.
+enum class OptimizerKind { AdamW, AdamW8bit, Sgd, Adafactor, AdamWFused, AdamW8bitPaged };
+// EveryK checkpoints one block in every `checkpointEvery` (blocks 0, K, 2K, ...), the rest keep
+// their activations: 1/K of full checkpointing's recompute.
+enum class Checkpointing { None, Full, EveryK };
 // Eager attention materializes the seq x seq scores; SDPA / FlashAttention never does.
 enum class Attention { Eager, Sdpa };
 // DeepSpeed ZeRO-Offload: optimizer state (and fp32 gradients) to host; `All` adds parameters (ZeRO-3 only).
@@ -25,6 +30,7 @@ struct TrainingSetup
     OptimizerKind optimizer = OptimizerKind::AdamW;
     int gradientAccumulation = 1;
     Checkpointing checkpointing = Checkpointing::None;
+    int checkpointEvery = 0; // K of Checkpointing::EveryK, at least 2 (every:1 is full)
     Attention attention = Attention::Sdpa;
     int gpusPerNode = 1;
     int nodes = 1;
@@ -37,6 +43,13 @@ struct TrainingSetup
     bool mixed() const { return precision == Precision::MixedFp16 || precision == Precision::MixedBf16; }
     // Bytes of one activation element: 4 in fp32, 2 under autocast or in bf16.
     int activationBytes() const { return precision == Precision::Fp32 ? 4 : 2; }
+    // Blocks of `layers` that keep only their input and are recomputed in backward.
+    int checkpointedBlocks(int layers) const;
+    bool eightBitOptimizer() const
+    {
+        return optimizer == OptimizerKind::AdamW8bit || optimizer == OptimizerKind::AdamW8bitPaged;
+    }
+    bool adamFamily() const { return optimizer != OptimizerKind::Sgd && optimizer != OptimizerKind::Adafactor; }
 };
 
 // The flag spellings of product.md §5 ("mixed-bf16", "adamw-8bit", "sdpa", ...), both ways.
@@ -50,6 +63,11 @@ std::optional<OptimizerKind> optimizerFromName(std::string_view name);
 std::optional<Checkpointing> checkpointingFromName(std::string_view name);
 std::optional<Attention> attentionFromName(std::string_view name);
 std::optional<Offload> offloadFromName(std::string_view name);
+// The --checkpointing spelling of a set-up: "none", "full" or "every:K".
+std::string checkpointingText(const TrainingSetup& setup);
+// Reads "none", "full" or "every:K" into the set-up; false when it is none of them. "every:1"
+// is full checkpointing.
+bool readCheckpointing(std::string_view text, TrainingSetup& setup);
 
 // Why the set-up cannot run as described ("parameter offload needs ZeRO-3"); empty when it can.
 std::string setupProblem(const TrainingSetup& setup);

@@ -1,4 +1,5 @@
 #include "core/planner/dsconfig.h"
+#include "core/planner/fsdpconfig.h"
 #include "core/planner/planresult.h"
 #include "core/planner/plantext.h"
 #include "core/presentation/labels.h"
@@ -238,6 +239,12 @@ void ReportBuilder::writePlan()
     if (plan.setup.zeroStage > 0 || plan.setup.totalGpus() > 1) {
         raw("<h3>ds_config.json for this set-up</h3>\n<pre><code>");
         text(planner::deepSpeedConfig(plan.setup).dump(2));
+        raw("</code></pre>\n");
+        // The same set-up for PyTorch FSDP and for accelerate launch, for those not on DeepSpeed.
+        raw("<h3>FSDP equivalent</h3>\n<pre><code>");
+        text(planner::fsdpSnippet(plan.model, plan.setup));
+        raw("</code></pre>\n<h3>accelerate config</h3>\n<pre><code>");
+        text(planner::accelerateConfig(plan.model, plan.setup));
         raw("</code></pre>\n");
     }
     if (!shown.notes.empty()) {

@@ -141,6 +141,51 @@ private Q_SLOTS:
         QVERIFY(seven.value(QStringLiteral("max_micro_batch")).toInt() >= 1);
     }
 
+    // The last set-up knobs through the real flags: every:K checkpointing, paged 8-bit
+    // AdamW, and the FSDP / accelerate equivalents beside ds_config (JSON and text).
+    void everyKPagedAndFsdp()
+    {
+        const QStringList gpt2 { QStringLiteral("--model"), QStringLiteral("gpt2-large"), QStringLiteral("--batch"),
+            QStringLiteral("8"), QStringLiteral("--seq"), QStringLiteral("1024") };
+        const double none = planJson(gpt2).value(QStringLiteral("total_per_gpu_bytes")).toDouble();
+        const double full = planJson(gpt2 + QStringList { QStringLiteral("--checkpointing"), QStringLiteral("full") })
+                                .value(QStringLiteral("total_per_gpu_bytes"))
+                                .toDouble();
+        const QJsonObject every
+            = planJson(gpt2 + QStringList { QStringLiteral("--checkpointing"), QStringLiteral("every:4") });
+        const double everyTotal = every.value(QStringLiteral("total_per_gpu_bytes")).toDouble();
+        QVERIFY(full < everyTotal && everyTotal < none);
+        const QJsonObject setup = every.value(QStringLiteral("setup")).toObject();
+        QCOMPARE(setup.value(QStringLiteral("checkpointing")).toString(), QStringLiteral("every:4"));
+        QCOMPARE(setup.value(QStringLiteral("checkpoint_every")).toInt(), 4);
+        QCOMPARE(
+            oomlens(gpt2 + QStringList { QStringLiteral("--checkpointing"), QStringLiteral("every:x") }).exitCode, 2);
+
+        const QJsonObject paged
+            = planJson(gpt2 + QStringList { QStringLiteral("--optimizer"), QStringLiteral("adamw-paged-8bit") });
+        QVERIFY(paged.value(QStringLiteral("pageable_bytes")).toDouble() > 1e9); // 2 bytes x 774M
+        QVERIFY(paged.value(QStringLiteral("fits_with_paging")).isNull()); // no card
+        QCOMPARE(planJson(gpt2 + QStringList { QStringLiteral("--optimizer"), QStringLiteral("adamw-8bit") })
+                     .value(QStringLiteral("pageable_bytes"))
+                     .toDouble(),
+            0.0);
+
+        const QStringList sharded = gpt2
+            + QStringList { QStringLiteral("--gpus"), QStringLiteral("8"), QStringLiteral("--zero"),
+                  QStringLiteral("3"), QStringLiteral("--precision"), QStringLiteral("mixed-bf16") };
+        const QJsonObject fsdp = planJson(sharded);
+        QVERIFY(fsdp.value(QStringLiteral("fsdp_snippet")).toString().contains(QStringLiteral("FULL_SHARD")));
+        QVERIFY(fsdp.value(QStringLiteral("accelerate_config"))
+                    .toString()
+                    .contains(QStringLiteral("fsdp_sharding_strategy: FULL_SHARD")));
+        QVERIFY(fsdp.value(QStringLiteral("ds_config")).isObject()); // still there, unchanged
+        const Run text = oomlens(sharded);
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY(text.out.contains("FSDP equivalent"));
+        QVERIFY(text.out.contains("fully_shard(model, reshard_after_forward=True"));
+        QVERIFY(text.out.contains("accelerate config:"));
+    }
+
     void usageErrors()
     {
         QCOMPARE(oomlens({}).exitCode, 2); // no model

@@ -1,5 +1,6 @@
 #include "common/testutil.h"
 #include "core/planner/dsconfig.h"
+#include "core/planner/fsdpconfig.h"
 #include "core/planner/gpucards.h"
 #include "core/planner/hfconfig.h"
 #include "core/planner/memoryplan.h"
@@ -439,6 +440,189 @@ private Q_SLOTS:
         QCOMPARE(json["plan"]["total_per_gpu_bytes"].get<uint64_t>(), result.shown.totalPerGpu);
     }
 
+    // every:K checkpoints blocks 0, K, 2K, ...: those keep only their input, the others keep
+    // everything, and backward recomputes one checkpointed block at a time.
+    void everyKthBlockCheckpointing()
+    {
+        const ModelSpec model = preset("gpt2-large"); // 36 blocks
+        TrainingSetup setup;
+        setup.microBatch = 4;
+        setup.sequence = 1024;
+        setup.precision = Precision::MixedBf16;
+        const ActivationEstimate none = estimateActivations(model, setup);
+        QVERIFY(readCheckpointing("every:4", setup));
+        QCOMPARE(setup.checkpointing, Checkpointing::EveryK);
+        QCOMPARE(setup.checkpointEvery, 4);
+        QCOMPARE(checkpointingText(setup), std::string("every:4"));
+        QCOMPARE(setup.checkpointedBlocks(36), 9);
+        QCOMPARE(setup.checkpointedBlocks(37), 10); // block 36 is a multiple of 4 too
+        const ActivationEstimate everyFour = estimateActivations(model, setup);
+        const uint64_t input = 4ull * 1024 * 1280 * 2; // one block's input, bf16
+        QCOMPARE(everyFour.savedBytes - everyFour.logitsSavedBytes,
+            27 * none.perLayerBytes + 9 * input + none.perLayerBytes);
+        TrainingSetup full = setup;
+        QVERIFY(readCheckpointing("full", full));
+        const ActivationEstimate fullEstimate = estimateActivations(model, full);
+        QVERIFY(fullEstimate.savedBytes < everyFour.savedBytes);
+        QVERIFY(everyFour.savedBytes < none.savedBytes);
+
+        // "every:1" is full checkpointing; nonsense is refused and leaves the set-up alone.
+        TrainingSetup one = setup;
+        QVERIFY(readCheckpointing("every:1", one));
+        QCOMPARE(one.checkpointing, Checkpointing::Full);
+        QCOMPARE(estimateActivations(model, one).savedBytes, estimateActivations(model, full).savedBytes);
+        for (const char* bad : { "every:0", "every:", "every:x", "every", "every:-2", "partial" }) {
+            TrainingSetup untouched;
+            QVERIFY2(!readCheckpointing(bad, untouched), bad);
+            QCOMPARE(untouched.checkpointing, Checkpointing::None);
+        }
+        TrainingSetup invalid;
+        invalid.checkpointing = Checkpointing::EveryK;
+        invalid.checkpointEvery = 1;
+        QVERIFY(!setupProblem(invalid).empty());
+    }
+
+    // The ladder's checkpointing rung takes the largest K that fits (the least recompute) before
+    // reaching for full checkpointing, and full when no K does.
+    void ladderTriesEveryKBeforeFull()
+    {
+        const ModelSpec model = preset("gpt2-large");
+        TrainingSetup setup; // micro-batch 1 and mixed bf16: the first rung to apply is checkpointing
+        setup.microBatch = 1;
+        setup.sequence = 2048;
+        setup.attention = Attention::Eager;
+        const PlanTotal total = formulaTotal(model);
+        TrainingSetup everySix = setup;
+        everySix.checkpointing = Checkpointing::EveryK;
+        everySix.checkpointEvery = 6;
+        TrainingSetup everyEight = everySix;
+        everyEight.checkpointEvery = 8;
+        QVERIFY(total(everySix) < total(everyEight)); // 6 blocks checkpointed against 5
+        const uint64_t capacity = total(everySix); // six checkpointed blocks fit exactly, five do not
+        const std::vector<LadderRung> ladder = climbLadder(model, setup, capacity, total);
+        QVERIFY(!ladder.empty());
+        QCOMPARE(ladder.front().id, std::string("checkpointing"));
+        const TrainingSetup& climbed = ladder.front().climbed;
+        QCOMPARE(climbed.checkpointing, Checkpointing::EveryK);
+        // every:7 checkpoints blocks 0, 7, ..., 35: six blocks too, and the largest such K.
+        QCOMPARE(climbed.checkpointEvery, 7);
+        QCOMPARE(climbed.checkpointedBlocks(36), 6);
+        QVERIFY(ladder.front().change.find("one block in every 7") != std::string::npos);
+        QCOMPARE(ladder.size(), size_t(1));
+
+        TrainingSetup full = setup;
+        full.checkpointing = Checkpointing::Full;
+        const std::vector<LadderRung> tight = climbLadder(model, setup, total(full), total);
+        QCOMPARE(tight.front().climbed.checkpointing, Checkpointing::Full);
+    }
+
+    // bitsandbytes' PagedAdamW8bit: the same 2 bytes per parameter as 8-bit AdamW, in unified
+    // memory: on the GPU until it runs short, then paged to the host, so the host must back it.
+    // torch's fused AdamW has the foreach step's state but not its parameter-sized intermediate.
+    void pagedAndFusedOptimizers()
+    {
+        const ModelSpec model = preset("llama-2-7b");
+        const uint64_t p = model.totalParameters();
+        TrainingSetup eightBit;
+        eightBit.optimizer = OptimizerKind::AdamW8bit;
+        TrainingSetup paged = eightBit;
+        paged.optimizer = OptimizerKind::AdamW8bitPaged;
+        QCOMPARE(optimizerFromName("adamw-paged-8bit"), std::optional(OptimizerKind::AdamW8bitPaged));
+        QCOMPARE(optimizerFromName("adamw-fused"), std::optional(OptimizerKind::AdamWFused));
+        const MemoryPlan resident = planMemory(model, eightBit);
+        const MemoryPlan spilling = planMemory(model, paged);
+        QCOMPARE(band(spilling, Band::OptimizerState), band(resident, Band::OptimizerState));
+        QCOMPARE(spilling.totalPerGpu, resident.totalPerGpu);
+        QCOMPARE(resident.pageableBytes, uint64_t(0));
+        QCOMPARE(spilling.pageableBytes, 2 * p);
+        QCOMPARE(spilling.hostBytes, resident.hostBytes + 2 * p);
+
+        // On a card between "everything" and "everything but the paged state" it runs, paging.
+        GpuCard card { "tight", "test", spilling.totalPerGpu - spilling.pageableBytes / 2 };
+        const PlanResult result = makePlan(model, paged, card);
+        QCOMPARE(result.fits, std::optional(false));
+        QCOMPARE(result.fitsWithPaging, std::optional(true));
+        const nlohmann::ordered_json json = planToJson(result)["plan"];
+        QCOMPARE(json["pageable_bytes"].get<uint64_t>(), 2 * p);
+        QCOMPARE(json["fits_with_paging"].get<bool>(), true);
+        QVERIFY(makePlan(model, eightBit, card).fitsWithPaging == std::nullopt);
+
+        TrainingSetup foreach;
+        TrainingSetup fused;
+        fused.optimizer = OptimizerKind::AdamWFused;
+        const MemoryPlan foreachPlan = planMemory(model, foreach);
+        const MemoryPlan fusedPlan = planMemory(model, fused);
+        QCOMPARE(band(fusedPlan, Band::OptimizerState), band(foreachPlan, Band::OptimizerState));
+        const auto stepTemporaries = [](const MemoryPlan& plan) {
+            return plan.byPhase[static_cast<size_t>(PeakPhase::OptimizerStep)][static_cast<size_t>(Band::Temporaries)];
+        };
+        QCOMPARE(stepTemporaries(foreachPlan), 4 * p); // sqrt(exp_avg_sq) for every fp32 parameter
+        QCOMPARE(stepTemporaries(fusedPlan), uint64_t(0));
+    }
+
+    // The FSDP and accelerate equivalents of the ZeRO set-up: SHARD_GRAD_OP for stages 1-2,
+    // FULL_SHARD for 3, CPU offload, the mixed-precision policy and checkpointing.
+    void fsdpAndAccelerateFollowTheSetup()
+    {
+        const ModelSpec llama = preset("llama-2-70b");
+        TrainingSetup setup;
+        setup.gpusPerNode = 8;
+        setup.nodes = 2;
+        setup.zeroStage = 2;
+        std::string snippet = fsdpSnippet(llama, setup);
+        QVERIFY(snippet.find("reshard_after_forward=False") != std::string::npos);
+        QVERIFY(snippet.find("ShardingStrategy.SHARD_GRAD_OP") != std::string::npos);
+        QVERIFY(snippet.find("param_dtype=torch.bfloat16, reduce_dtype=torch.float32") != std::string::npos);
+        QVERIFY(snippet.find("CPUOffload(offload_params=False)") != std::string::npos);
+        QVERIFY(snippet.find("fully_shard(block") != std::string::npos);
+        QVERIFY(snippet.find("LlamaDecoderLayer") != std::string::npos);
+        QVERIFY(snippet.find("--nnodes 2 --nproc-per-node 8") != std::string::npos);
+        QVERIFY(snippet.find("torch.optim.AdamW(model.parameters()") != std::string::npos);
+        TrainingSetup paged = setup;
+        paged.optimizer = OptimizerKind::AdamW8bitPaged;
+        QVERIFY(fsdpSnippet(llama, paged).find("bnb.optim.PagedAdamW8bit") != std::string::npos);
+        std::string yaml = accelerateConfig(llama, setup);
+        QVERIFY(yaml.find("distributed_type: FSDP") != std::string::npos);
+        QVERIFY(yaml.find("fsdp_sharding_strategy: SHARD_GRAD_OP") != std::string::npos);
+        QVERIFY(yaml.find("num_processes: 16") != std::string::npos);
+        QVERIFY(yaml.find("num_machines: 2") != std::string::npos);
+        QVERIFY(yaml.find("mixed_precision: bf16") != std::string::npos);
+        QVERIFY(yaml.find("fsdp_offload_params: false") != std::string::npos);
+
+        setup.zeroStage = 3;
+        setup.offload = Offload::All;
+        setup.checkpointing = Checkpointing::Full;
+        snippet = fsdpSnippet(llama, setup);
+        QVERIFY(snippet.find("reshard_after_forward=True") != std::string::npos);
+        QVERIFY(snippet.find("ShardingStrategy.FULL_SHARD") != std::string::npos);
+        QVERIFY(snippet.find("offload_policy=CPUOffloadPolicy") != std::string::npos);
+        QVERIFY(snippet.find("CPUOffload(offload_params=True)") != std::string::npos);
+        QVERIFY(snippet.find("isinstance(module, LlamaDecoderLayer)") != std::string::npos);
+        yaml = accelerateConfig(llama, setup);
+        QVERIFY(yaml.find("fsdp_sharding_strategy: FULL_SHARD") != std::string::npos);
+        QVERIFY(yaml.find("fsdp_offload_params: true") != std::string::npos);
+        QVERIFY(yaml.find("fsdp_activation_checkpointing: true") != std::string::npos);
+
+        // every:K checkpoints a slice of the block list; fp16 brings its grad scaler.
+        setup.checkpointing = Checkpointing::EveryK;
+        setup.checkpointEvery = 4;
+        setup.precision = Precision::MixedFp16;
+        snippet = fsdpSnippet(preset("gpt2-xl"), setup);
+        QVERIFY(snippet.find("model.transformer.h[::4]") != std::string::npos);
+        QVERIFY(snippet.find("GPT2Block") != std::string::npos);
+        QVERIFY(snippet.find("torch.float16") != std::string::npos);
+        QVERIFY(snippet.find("GradScaler") != std::string::npos);
+        QVERIFY(accelerateConfig(llama, setup).find("mixed_precision: fp16") != std::string::npos);
+
+        // No ZeRO: DDP on many GPUs, nothing to shard on one.
+        TrainingSetup ddp;
+        ddp.gpusPerNode = 4;
+        QVERIFY(fsdpSnippet(llama, ddp).find("DistributedDataParallel") != std::string::npos);
+        QVERIFY(accelerateConfig(llama, ddp).find("distributed_type: MULTI_GPU") != std::string::npos);
+        QCOMPARE(fsdpShardingStrategy(ddp), std::string_view("NO_SHARD"));
+        QVERIFY(accelerateConfig(llama, TrainingSetup {}).find("distributed_type: 'NO'") != std::string::npos);
+    }
+
     void jsonHasTheContractKeys()
     {
         TrainingSetup setup;
@@ -453,6 +637,19 @@ private Q_SLOTS:
         QVERIFY(plan["fits"].is_null());
         QVERIFY(plan["max_micro_batch"].is_null());
         QVERIFY(plan["calibration"].is_null());
+        // Added keys (extend, never rename): the FSDP and accelerate equivalents of ds_config,
+        // the paged optimizer state, and every:K checkpointing in the set-up.
+        QVERIFY(plan["fsdp_snippet"].get<std::string>().find("import torch") != std::string::npos);
+        QVERIFY(plan["accelerate_config"].get<std::string>().find("compute_environment: LOCAL_MACHINE")
+            != std::string::npos);
+        QCOMPARE(plan["pageable_bytes"].get<uint64_t>(), uint64_t(0));
+        QVERIFY(plan["fits_with_paging"].is_null());
+        QVERIFY(plan["setup"]["checkpoint_every"].is_null());
+        setup.checkpointing = Checkpointing::EveryK;
+        setup.checkpointEvery = 3;
+        const nlohmann::ordered_json everyThird = planToJson(makePlan(preset("gpt2"), setup, std::nullopt))["plan"];
+        QCOMPARE(everyThird["setup"]["checkpointing"].get<std::string>(), std::string("every:3"));
+        QCOMPARE(everyThird["setup"]["checkpoint_every"].get<int>(), 3);
         uint64_t sum = 0;
         for (const auto& [key, value] : plan["per_gpu_bytes"].items())
             sum += value.get<uint64_t>();

@@ -3,11 +3,16 @@
 #include "parsers/inputloader.h"
 #include "views/casewidget.h"
 #include "views/mainwindow.h"
+#include "views/whatifbars.h"
 #include "views/whatifview.h"
 
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
+#include <QGuiApplication>
 #include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -125,8 +130,76 @@ private Q_SLOTS:
             = static_cast<double>(view.result().shown.perGpu[static_cast<size_t>(Band::Activations)]);
         QVERIFY(std::abs(projected - static_cast<double>(activations) / 2) / projected < 0.02);
 
+        // Each band's tooltip tells the measured starting point and its ratio.
+        auto* bars = view.findChild<WhatIfBars*>();
+        QVERIFY(bars);
+        const QString activationsTip = bars->bandToolTip(Band::Activations);
+        QVERIFY2(activationsTip.contains(QStringLiteral("1.50x")), qPrintable(activationsTip));
+        QVERIFY(activationsTip.contains(QStringLiteral("the snapshot held")));
+        QVERIFY2(bars->bandToolTip(Band::Parameters).contains(QStringLiteral("1.00x")),
+            qPrintable(bars->bandToolTip(Band::Parameters)));
+        QVERIFY(bars->bandToolTip(Band::Temporaries).contains(QStringLiteral("no ratio")));
+
         view.setMeasured(nullptr, 0);
         QVERIFY(!view.calibration().has_value());
+        QVERIFY(!bars->bandToolTip(Band::Activations).contains(QStringLiteral("snapshot")));
+    }
+
+    // every:K checkpointing: the K spin box is live only for "every K-th block", and the plan
+    // lands between none and full.
+    void everyKthBlockControl()
+    {
+        WhatIfView view;
+        seedSetup(view);
+        auto* checkpointing = control<QComboBox>(view, "checkpointing");
+        auto* every = control<QSpinBox>(view, "checkpointEvery");
+        QVERIFY(!every->isEnabled());
+        const uint64_t none = view.result().shown.totalPerGpu;
+        checkpointing->setCurrentIndex(1);
+        const uint64_t full = view.result().shown.totalPerGpu;
+        checkpointing->setCurrentIndex(2);
+        QVERIFY(every->isEnabled());
+        every->setValue(4);
+        QCOMPARE(view.setup().checkpointing, Checkpointing::EveryK);
+        QCOMPARE(view.setup().checkpointEvery, 4);
+        const uint64_t everyFour = view.result().shown.totalPerGpu;
+        QVERIFY(full < everyFour && everyFour < none);
+        every->setValue(2);
+        QVERIFY(view.result().shown.totalPerGpu < everyFour); // more blocks checkpointed
+        // setSetup round-trips it.
+        TrainingSetup setup = view.setup();
+        setup.checkpointEvery = 6;
+        view.setSetup(setup);
+        QCOMPARE(every->value(), 6);
+        QCOMPARE(view.result().setup.checkpointEvery, 6);
+    }
+
+    // The config pane shows ds_config.json, the FSDP snippet or the accelerate YAML for the set-up
+    // on screen, and "Copy config" puts it on the clipboard.
+    void configPaneFollowsTheSetup()
+    {
+        WhatIfView view;
+        seedSetup(view);
+        control<QSpinBox>(view, "gpus")->setValue(8);
+        control<QComboBox>(view, "zero")->setCurrentIndex(3);
+        QVERIFY(view.configText().contains(QStringLiteral("\"stage\": 3")));
+        control<QComboBox>(view, "configKind")->setCurrentIndex(1);
+        QVERIFY2(
+            view.configText().contains(QStringLiteral("ShardingStrategy.FULL_SHARD")), qPrintable(view.configText()));
+        QVERIFY(view.configText().contains(QStringLiteral("torch.float16")));
+        control<QComboBox>(view, "zero")->setCurrentIndex(2);
+        QVERIFY(view.configText().contains(QStringLiteral("SHARD_GRAD_OP")));
+        control<QComboBox>(view, "configKind")->setCurrentIndex(2);
+        QVERIFY(view.configText().contains(QStringLiteral("num_processes: 8")));
+        QVERIFY(view.configText().contains(QStringLiteral("mixed_precision: fp16")));
+        QCOMPARE(control<QPlainTextEdit>(view, "config")->toPlainText(), view.configText());
+        control<QPushButton>(view, "copyConfig")->click();
+        QCOMPARE(QGuiApplication::clipboard()->text(), view.configText());
+
+        // Paged 8-bit AdamW is a choice of the optimizer box.
+        control<QComboBox>(view, "optimizer")->setCurrentText(QStringLiteral("adamw-paged-8bit"));
+        QCOMPARE(view.setup().optimizer, OptimizerKind::AdamW8bitPaged);
+        QVERIFY(view.result().shown.pageableBytes > 0);
     }
 
     // A Hugging Face config.json is an input like any other, told apart by its content: the
