@@ -258,6 +258,26 @@ private Q_SLOTS:
         QVERIFY(!html.contains("<script"));
     }
 
+    // A sharded plan's report carries ds_config.json and after it the FSDP snippet and the
+    // accelerate config, escaped like every other text.
+    void shardedPlanReportHasTheFsdpBlock()
+    {
+        const Run run = oomlens({ QStringLiteral("--model"), QStringLiteral("llama-2-70b"), QStringLiteral("--gpus"),
+            QStringLiteral("8"), QStringLiteral("--zero"), QStringLiteral("3"), QStringLiteral("--offload"),
+            QStringLiteral("optimizer"), QStringLiteral("--checkpointing"), QStringLiteral("every:4"),
+            QStringLiteral("--card"), QStringLiteral("80GB"), QStringLiteral("--report"), QStringLiteral("-") });
+        QCOMPARE(run.exitCode, 0);
+        const QByteArray& html = run.out;
+        const qsizetype dsConfig = html.indexOf("<h3>ds_config.json for this set-up</h3>");
+        const qsizetype fsdp = html.indexOf("<h3>FSDP equivalent</h3>");
+        const qsizetype accelerate = html.indexOf("<h3>accelerate config</h3>");
+        QVERIFY(dsConfig > 0 && fsdp > dsConfig && accelerate > fsdp);
+        QVERIFY(html.contains("# ZeRO-3 -&gt; FULL_SHARD")); // escaped, not raw
+        QVERIFY(html.contains("model.model.layers[::4]"));
+        QVERIFY(html.contains("fsdp_offload_params: true"));
+        QVERIFY(!html.contains("<script"));
+    }
+
     // With --snapshot the report holds the measured run beside the calibrated plan.
     void calibratedPlanReportHoldsTheRun()
     {
