@@ -139,6 +139,14 @@ private Q_SLOTS:
         QVERIFY2(bars->bandToolTip(Band::Parameters).contains(QStringLiteral("1.00x")),
             qPrintable(bars->bandToolTip(Band::Parameters)));
         QVERIFY(bars->bandToolTip(Band::Temporaries).contains(QStringLiteral("no ratio")));
+        // Hovering finds the band: the bottom of a bar is the parameters, the first legend row
+        // (top band first) the overhead, the margin nothing.
+        bars->resize(420, 320);
+        const int fontHeight = bars->fontMetrics().height();
+        QCOMPARE(bars->bandAt(QPoint(bars->width() / 3, bars->height() - fontHeight - 8 - 2)),
+            std::optional(Band::Parameters));
+        QCOMPARE(bars->bandAt(QPoint(bars->width() - 20, fontHeight + 2)), std::optional(Band::Overhead));
+        QCOMPARE(bars->bandAt(QPoint(1, 1)), std::nullopt);
 
         view.setMeasured(nullptr, 0);
         QVERIFY(!view.calibration().has_value());
