@@ -3,7 +3,10 @@
 #include "core/report/htmlreport.h"
 #include "views/allocatorstatewidget.h"
 #include "views/casewidget.h"
+#include "views/compareview.h"
 #include "views/emptystatewidget.h"
+#include "views/jobview.h"
+#include "views/snapshotfiles.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
 
@@ -103,6 +106,7 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_empty, &EmptyStateWidget::exampleRequested, this, &MainWindow::openExample);
     connect(m_empty, &EmptyStateWidget::recentRequested, this, [this](const QString& path) { openFiles({ path }); });
     connect(m_cases, &QTabWidget::tabCloseRequested, this, &MainWindow::closeCase);
+    connect(m_cases, &QTabWidget::currentChanged, this, &MainWindow::updateState);
 
     createActions();
     m_empty->setRecentFiles(recentFiles());
@@ -119,10 +123,114 @@ void MainWindow::openFiles(const QStringList& paths)
 {
     if (paths.isEmpty())
         return;
-    QList<LoadRequest> requests;
+    QStringList absolute;
     for (const QString& path : paths)
-        requests << LoadRequest::file(QFileInfo(path).absoluteFilePath());
+        absolute << QFileInfo(path).absoluteFilePath();
+    if (const QStringList ranks = jobRankFiles(absolute); !ranks.isEmpty()) {
+        openJob(ranks);
+        return;
+    }
+    QList<LoadRequest> requests;
+    for (const QString& path : absolute)
+        requests << LoadRequest::file(path);
     load(nullptr, requests, titleFor(requests));
+}
+
+JobView* MainWindow::openJob(const QStringList& rankFiles)
+{
+    if (rankFiles.isEmpty())
+        return nullptr;
+    addRecent(rankFiles);
+    auto* job = new JobView(m_cases);
+    const QString title = QStringLiteral("Job: %1 ranks").arg(rankFiles.size());
+    const int index = m_cases->addTab(job, title);
+    m_cases->setTabToolTip(index, QFileInfo(rankFiles.front()).absolutePath());
+    m_cases->setCurrentIndex(index);
+    connect(job, &JobView::openRankRequested, this, [this](const QString& file) { openFiles({ file }); });
+    connect(job, &JobView::finished, this, [this, job] {
+        if (job->wasCancelled()) {
+            statusBar()->showMessage(QStringLiteral("Job summary cancelled"), 5000);
+            return;
+        }
+        QStringList unreadable;
+        for (const RankSummary& rank : job->summary().ranks) {
+            if (!rank.readable())
+                unreadable << QStringLiteral("%1: %2").arg(
+                    QFileInfo(QString::fromStdString(rank.file)).fileName(), QString::fromStdString(rank.error));
+        }
+        if (!unreadable.isEmpty())
+            showBanner(unreadable);
+        statusBar()->showMessage(job->headline(), 10000);
+    });
+    job->start(rankFiles, m_settings.analysisOptions());
+    updateState();
+    return job;
+}
+
+QList<CompareCandidate> MainWindow::compareCandidates() const
+{
+    QList<CompareCandidate> candidates;
+    for (int i = 0; i < m_cases->count(); ++i) {
+        const CaseWidget* widget = caseAt(i);
+        if (!widget || !widget->loadedCase())
+            continue;
+        const LoadedCasePtr loaded = widget->loadedCase();
+        const size_t snapshots = loaded->analysis.snapshots.size();
+        for (size_t s = 0; s < snapshots; ++s) {
+            const SnapshotAnalysis& analysis = loaded->analysis.snapshots[s];
+            if (!analysis.primary())
+                continue;
+            QString label = m_cases->tabText(i);
+            if (snapshots > 1)
+                label += QStringLiteral(" · snapshot %1").arg(s + 1);
+            candidates.append({ label, loaded, int(s) });
+        }
+    }
+    return candidates;
+}
+
+CompareView* MainWindow::compareView() const
+{
+    for (int i = 0; i < m_cases->count(); ++i) {
+        if (auto* view = qobject_cast<CompareView*>(m_cases->widget(i)))
+            return view;
+    }
+    return nullptr;
+}
+
+CompareView* MainWindow::openCompare()
+{
+    CompareView* view = compareView();
+    if (!view) {
+        view = new CompareView(m_cases);
+        m_cases->addTab(view, QStringLiteral("Compare"));
+        view->setCandidates(compareCandidates());
+    }
+    m_cases->setCurrentWidget(view);
+    if (view->candidates().isEmpty())
+        statusBar()->showMessage(
+            QStringLiteral("Open two snapshots (or one with steps) to compare: File ▸ Open, or drop them here"), 8000);
+    updateState();
+    return view;
+}
+
+void MainWindow::refreshCompareCandidates()
+{
+    if (CompareView* view = compareView())
+        view->setCandidates(compareCandidates());
+}
+
+void MainWindow::hintCompare()
+{
+    int snapshotCases = 0;
+    for (int i = 0; i < m_cases->count(); ++i) {
+        const CaseWidget* widget = caseAt(i);
+        snapshotCases += widget && widget->loadedCase() && !widget->loadedCase()->analysis.snapshots.empty() ? 1 : 0;
+    }
+    if (snapshotCases == 2 && !compareView())
+        statusBar()->showMessage(
+            QStringLiteral("Two snapshots are open: View ▸ Compare (Ctrl+Shift+C) shows what changed between them"),
+            15000);
 }
 
 void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, const QString& title)
@@ -232,6 +340,8 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
                                              .arg(inputs)
                                              .arg(outcome.loaded->analysis.diagnoses.size()),
                     8000);
+                refreshCompareCandidates();
+                hintCompare();
             }
         }
     }
@@ -274,8 +384,8 @@ void MainWindow::updateState()
     m_progressText->setVisible(loading);
     m_cancel->setVisible(loading);
     m_stack->setCurrentWidget(m_cases->count() > 0 ? static_cast<QWidget*>(m_cases) : m_empty);
-    if (CaseWidget* current = currentCase())
-        setWindowTitle(QStringLiteral("%1 — oomlens").arg(m_cases->tabText(m_cases->indexOf(current))));
+    if (m_cases->currentIndex() >= 0)
+        setWindowTitle(QStringLiteral("%1 — oomlens").arg(m_cases->tabText(m_cases->currentIndex())));
     else
         setWindowTitle(QStringLiteral("oomlens"));
 }
@@ -291,9 +401,19 @@ void MainWindow::cancelLoads()
 
 void MainWindow::closeCase(int index)
 {
-    auto* widget = qobject_cast<CaseWidget*>(m_cases->widget(index));
-    if (!widget)
+    QWidget* tab = m_cases->widget(index);
+    auto* widget = qobject_cast<CaseWidget*>(tab);
+    if (!widget) {
+        if (!tab)
+            return;
+        // A Compare or Job tab: its computation holds its own data and is dropped when it ends.
+        if (auto* job = qobject_cast<JobView*>(tab))
+            job->cancel();
+        m_cases->removeTab(index);
+        tab->deleteLater();
+        updateState();
         return;
+    }
     for (auto it = m_pending.begin(); it != m_pending.end(); ++it) {
         if (it->target == widget) {
             m_loader->cancel(it.key());
@@ -302,12 +422,32 @@ void MainWindow::closeCase(int index)
     }
     m_cases->removeTab(index);
     widget->deleteLater();
+    // The Compare view lets go of the closed case's snapshots once it no longer offers them.
+    QMetaObject::invokeMethod(this, &MainWindow::refreshCompareCandidates, Qt::QueuedConnection);
     updateState();
 }
 
 int MainWindow::caseCount() const
 {
+    int cases = 0;
+    for (int i = 0; i < m_cases->count(); ++i)
+        cases += caseAt(i) ? 1 : 0;
+    return cases;
+}
+
+int MainWindow::tabCount() const
+{
     return m_cases->count();
+}
+
+QWidget* MainWindow::currentTab() const
+{
+    return m_cases->currentWidget();
+}
+
+JobView* MainWindow::currentJob() const
+{
+    return qobject_cast<JobView*>(m_cases->currentWidget());
 }
 
 CaseWidget* MainWindow::currentCase() const
@@ -345,6 +485,21 @@ void MainWindow::dropEvent(QDropEvent* event)
     if (requests.isEmpty())
         return;
     event->acceptProposedAction();
+    // Several snapshots dropped together are the ranks of one job (hold Shift to add them to the
+    // current case as before).
+    if (!(event->modifiers() & Qt::ShiftModifier)) {
+        QStringList files;
+        for (const LoadRequest& request : std::as_const(requests))
+            files << request.path;
+        if (const QStringList ranks = jobRankFiles(files); !ranks.isEmpty()) {
+            openJob(ranks);
+            statusBar()->showMessage(QStringLiteral("%1 snapshot files dropped together: opened as one job (hold "
+                                                    "Shift while dropping to add them to the current case)")
+                                         .arg(ranks.size()),
+                10000);
+            return;
+        }
+    }
     // Dropping on an open case adds to it; hold Ctrl to open a separate case.
     CaseWidget* target = (event->modifiers() & Qt::ControlModifier) ? nullptr : currentCase();
     const QString title = requests.front().path.isEmpty() && !target ? nextPasteTitle() : titleFor(requests);
@@ -378,6 +533,16 @@ QStringList MainWindow::writeScreenshots(const QString& directory)
         if (this->grab().save(path))
             written << path;
     };
+    if (auto* job = currentJob()) {
+        waitWhileBusy(job);
+        grab(QStringLiteral("job.png"));
+        return written;
+    }
+    if (CompareView* compare = qobject_cast<CompareView*>(currentTab())) {
+        waitWhileBusy(compare);
+        grab(QStringLiteral("compare.png"));
+        return written;
+    }
     CaseWidget* current = currentCase();
     if (!current) {
         grab(QStringLiteral("empty.png"));
@@ -416,6 +581,8 @@ void MainWindow::applySettings(const AppSettings& settings)
     const auto axis = m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time;
     for (int i = 0; i < m_cases->count(); ++i) {
         CaseWidget* widget = caseAt(i);
+        if (!widget)
+            continue; // a Compare or Job tab
         widget->timeline()->setPreferredAxis(axis);
         widget->timeline()->setAxis(axis);
         widget->timeline()->refreshColors();
@@ -425,18 +592,54 @@ void MainWindow::applySettings(const AppSettings& settings)
     }
 }
 
+void MainWindow::waitWhileBusy(QWidget* tab)
+{
+    // Both views compute on the thread pool; picture them once their result is on screen.
+    const auto busy = [tab] {
+        if (auto* job = qobject_cast<JobView*>(tab))
+            return job->isBusy();
+        if (auto* compare = qobject_cast<CompareView*>(tab))
+            return compare->isBusy();
+        return false;
+    };
+    QDeadlineTimer deadline(120000);
+    while (busy() && !deadline.hasExpired()) {
+        QThread::msleep(5);
+        QApplication::processEvents();
+    }
+}
+
 bool MainWindow::exportReport(const QString& path)
 {
-    CaseWidget* current = currentCase();
-    if (!current || !current->loadedCase()) {
+    report::ReportOptions options;
+    LoadedCasePtr loaded;
+    std::shared_ptr<const Comparison> comparison; // kept alive while the report is written
+    if (const CompareView* compare = qobject_cast<CompareView*>(currentTab())) {
+        comparison = compare->comparison();
+        loaded = compare->reportCase();
+        options.comparison = comparison.get();
+        if (!comparison || !loaded) {
+            showBanner({ QStringLiteral("Nothing compared yet: pick two snapshots (or two step windows) first.") });
+            return false;
+        }
+    } else if (const JobView* job = currentJob()) {
+        loaded = job->failingCase();
+        options.job = &job->summary();
+        if (job->isBusy() || !loaded) {
+            showBanner(
+                { QStringLiteral("The job is not summarized yet (or no rank could be read): nothing to report.") });
+            return false;
+        }
+    } else if (CaseWidget* current = currentCase(); current && current->loadedCase()) {
+        loaded = current->loadedCase();
+        if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited())
+            options.plan = &whatIf->result();
+    }
+    if (!loaded) {
         showBanner({ QStringLiteral("Open a case first: there is nothing to report yet.") });
         return false;
     }
-    const LoadedCase& loaded = *current->loadedCase();
-    report::ReportOptions options;
-    if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited())
-        options.plan = &whatIf->result();
-    const std::string html = report::buildHtmlReport(loaded.input, loaded.analysis, options);
+    const std::string html = report::buildHtmlReport(loaded->input, loaded->analysis, options);
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly) || file.write(html.data(), qint64(html.size())) != qint64(html.size())
         || !file.commit()) {

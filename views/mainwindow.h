@@ -2,6 +2,7 @@
 
 #include "views/appsettings.h"
 #include "views/caseloader.h"
+#include "views/comparecomputation.h"
 
 #include <QHash>
 #include <QMainWindow>
@@ -18,11 +19,15 @@ class QToolButton;
 namespace oomlens {
 
 class CaseWidget;
+class CompareView;
 class EmptyStateWidget;
+class JobView;
 
 // The application window: an empty state that says what to do, then one tab per case.
 // Files, dropped text and pastes go to the current case (so an OOM message joins its
-// snapshot); File ▸ Open, Ctrl+Shift+V and Ctrl+drop start a new case.
+// snapshot); File ▸ Open, Ctrl+Shift+V and Ctrl+drop start a new case. Several snapshot files
+// opened or dropped together are the ranks of one job and get a Job tab; View ▸ Compare puts two
+// open snapshots (or two step windows of one) side by side in a Compare tab.
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
@@ -30,16 +35,28 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // Opens the files as one new case (command line, File ▸ Open).
+    // Opens the files as one new case (command line, File ▸ Open); two or more snapshot files and
+    // nothing else are the ranks of one job and open as a Job tab instead.
     void openFiles(const QStringList& paths);
+    // Summarizes the rank files in a new Job tab (off the GUI thread); returns the tab.
+    JobView* openJob(const QStringList& rankFiles);
+    // The Compare tab, made and filled with the open snapshots when there is none yet.
+    CompareView* openCompare();
+    // The open snapshots the Compare view can pick from, in tab order.
+    QList<CompareCandidate> compareCandidates() const;
     // Adds files or text to `target`, or to a new case when target is null. No requests with a
     // target analyzes that case again under the current settings.
     void load(CaseWidget* target, const QList<LoadRequest>& requests, const QString& title);
     // Reads the clipboard as text; into the current case unless `newCase`.
     void pasteFromClipboard(bool newCase = false);
 
+    // Case tabs only (not the Compare or Job tabs).
     int caseCount() const;
+    int tabCount() const;
+    QWidget* currentTab() const;
     CaseWidget* currentCase() const;
+    CompareView* compareView() const;
+    JobView* currentJob() const;
     CaseWidget* caseAt(int index) const;
     bool isLoading() const { return !m_pending.isEmpty(); }
     QString bannerText() const;
@@ -50,6 +67,8 @@ public:
     // or the category rules changed.
     void applySettings(const AppSettings& settings);
     // Writes the current case as one self-contained HTML file; false with the banner set on error.
+    // On a Compare tab the report is B's case (or the run's) with the comparison section; on a Job
+    // tab it is the failing rank's case with the job section first.
     bool exportReport(const QString& path);
 
     // Writes PNGs of every view of the current case once loading is done, then emits
@@ -87,12 +106,18 @@ private:
     QStringList recentFiles() const;
     void rebuildRecentMenu();
     void openDialog(bool newCase);
+    void openJobDialog();
+    void openJobFolderDialog();
+    void refreshCompareCandidates();
+    // A word in the status bar when exactly two snapshot cases are open: they can be compared.
+    void hintCompare();
     void openExample();
     void showSettings();
     void showShortcuts();
     void exportReportDialog();
     void cancelLoads();
     void closeCase(int index);
+    void waitWhileBusy(QWidget* tab);
     QString nextPasteTitle();
 
     CaseLoader* m_loader = nullptr;

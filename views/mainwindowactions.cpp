@@ -3,6 +3,7 @@
 #include "views/casewidget.h"
 #include "views/emptystatewidget.h"
 #include "views/settingsdialog.h"
+#include "views/snapshotfiles.h"
 #include "views/timelinewidget.h"
 
 #include <QAction>
@@ -41,6 +42,11 @@ void MainWindow::createActions()
     open->setToolTip(QStringLiteral("Open snapshots, OOM messages, summaries or logs as a new case"));
     QAction* add = file->addAction(QStringLiteral("&Add to Case…"), this, [this] { openDialog(false); });
     add->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    QAction* openJob = file->addAction(QStringLiteral("Open &Job…"), this, &MainWindow::openJobDialog);
+    openJob->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_J));
+    openJob->setToolTip(QStringLiteral("Open the snapshot files of every rank of one job at once"));
+    file->addAction(QStringLiteral("Open Job &Folder…"), this, &MainWindow::openJobFolderDialog)
+        ->setToolTip(QStringLiteral("Every snapshot file in a folder, as the ranks of one job"));
     m_recentMenu = file->addMenu(QStringLiteral("Open &Recent"));
     connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
     rebuildRecentMenu();
@@ -90,6 +96,11 @@ void MainWindow::createActions()
         });
         action->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_0 + number++)));
     }
+    view->addSeparator();
+    QAction* compare = view->addAction(QStringLiteral("&Compare…"), this, &MainWindow::openCompare);
+    compare->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    compare->setToolTip(QStringLiteral("Two open snapshots, or two step windows of one, side by side"));
+    view->addSeparator();
     QAction* cancel = view->addAction(QStringLiteral("Cancel Loading"), this, &MainWindow::cancelLoads);
     cancel->setShortcut(QKeySequence(Qt::Key_Escape));
 
@@ -136,6 +147,39 @@ void MainWindow::openDialog(bool newCase)
         requests << LoadRequest::file(path);
     CaseWidget* target = newCase ? nullptr : currentCase();
     load(target, requests, titleFor(requests));
+}
+
+void MainWindow::openJobDialog()
+{
+    const QString directory
+        = recentFiles().isEmpty() ? QDir::homePath() : QFileInfo(recentFiles().front()).absolutePath();
+    const QStringList paths = QFileDialog::getOpenFileNames(this, QStringLiteral("Open the rank files of one job"),
+        directory, QStringLiteral("Snapshots (*.pickle *.pkl *.pt *.gz *.json);;All files (*)"));
+    if (paths.isEmpty())
+        return;
+    if (paths.size() == 1) {
+        openFiles(paths); // one rank is an ordinary case
+        return;
+    }
+    openJob(paths);
+}
+
+void MainWindow::openJobFolderDialog()
+{
+    const QString directory
+        = recentFiles().isEmpty() ? QDir::homePath() : QFileInfo(recentFiles().front()).absolutePath();
+    const QString folder = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a job's folder"), directory);
+    if (folder.isEmpty())
+        return;
+    const QStringList files = snapshotFilesInFolder(folder);
+    if (files.isEmpty()) {
+        showBanner({ QStringLiteral("No snapshot files in %1").arg(folder) });
+        return;
+    }
+    if (files.size() == 1)
+        openFiles(files);
+    else
+        openJob(files);
 }
 
 void MainWindow::openExample()
@@ -193,10 +237,9 @@ void MainWindow::showSettings()
 
 void MainWindow::exportReportDialog()
 {
-    CaseWidget* current = currentCase();
-    if (!current)
+    if (!currentTab())
         return;
-    QString name = m_cases->tabText(m_cases->indexOf(current)).section(QLatin1Char('.'), 0, 0);
+    QString name = m_cases->tabText(m_cases->currentIndex()).section(QLatin1Char('.'), 0, 0);
     name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_-]+")), QStringLiteral("_"));
     const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export report"),
         QStringLiteral("%1-oom-report.html").arg(name.isEmpty() ? QStringLiteral("case") : name),
@@ -213,6 +256,8 @@ void MainWindow::showShortcuts()
             QStringLiteral("Paste a traceback, summary or log into the case / "
                            "as a new case") },
         { QStringLiteral("Ctrl+1, Ctrl+2, Ctrl+3"), QStringLiteral("Overview, Timeline, Events") },
+        { QStringLiteral("Ctrl+Shift+C"), QStringLiteral("Compare two open snapshots, or two step windows of one") },
+        { QStringLiteral("Ctrl+Shift+J"), QStringLiteral("Open the rank files of one job") },
         { QStringLiteral("Ctrl+P / Ctrl+M"), QStringLiteral("Move the cursor to the peak / to the OOM") },
         { QStringLiteral("Ctrl+F"), QStringLiteral("Search the stacks of the live allocations or events") },
         { QStringLiteral("Ctrl+E / Ctrl+Shift+E"), QStringLiteral("Export the chart (PNG, SVG) / the HTML report") },

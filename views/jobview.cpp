@@ -1,0 +1,327 @@
+#include "views/jobview.h"
+
+#include "core/job/jobassembly.h"
+#include "core/job/jobtext.h"
+#include "views/categorycolors.h"
+#include "views/jobbars.h"
+#include "views/viewutil.h"
+
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPromise>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+namespace oomlens {
+
+namespace {
+
+QTableWidgetItem* cell(const QString& text, const QVariant& sortValue = {})
+{
+    auto* item = new QTableWidgetItem(text);
+    item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
+    if (sortValue.isValid())
+        item->setData(Qt::UserRole, sortValue);
+    return item;
+}
+
+QString imbalanceText(const JobSummary& job)
+{
+    return QStringLiteral("Imbalance %1× (max %2 / median %3 of peak allocated)")
+        .arg(job.imbalance, 0, 'f', 2)
+        .arg(bytesText(job.maxPeakBytes), bytesText(job.medianPeakBytes));
+}
+
+} // namespace
+
+JobView::JobView(QWidget* parent)
+    : QWidget(parent)
+{
+    auto* layout = new QVBoxLayout(this);
+
+    m_busyRow = new QWidget(this);
+    auto* busyLayout = new QHBoxLayout(m_busyRow);
+    busyLayout->setContentsMargins(0, 0, 0, 0);
+    m_progressText = new QLabel(m_busyRow);
+    m_progress = new QProgressBar(m_busyRow);
+    m_progress->setObjectName(QStringLiteral("jobProgress"));
+    m_progress->setTextVisible(false);
+    m_progress->setMaximumWidth(260);
+    auto* cancelButton = new QPushButton(QStringLiteral("Cancel"), m_busyRow);
+    cancelButton->setObjectName(QStringLiteral("jobCancel"));
+    busyLayout->addWidget(m_progressText);
+    busyLayout->addWidget(m_progress);
+    busyLayout->addWidget(cancelButton);
+    busyLayout->addStretch(1);
+    layout->addWidget(m_busyRow);
+    connect(cancelButton, &QPushButton::clicked, this, &JobView::cancel);
+
+    m_headline = new QLabel(this);
+    m_headline->setObjectName(QStringLiteral("jobHeadline"));
+    m_headline->setWordWrap(true);
+    m_headline->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    QFont big = m_headline->font();
+    big.setBold(true);
+    big.setPointSizeF(big.pointSizeF() * 1.15);
+    m_headline->setFont(big);
+    layout->addWidget(m_headline);
+    m_figures = new QLabel(this);
+    m_figures->setObjectName(QStringLiteral("jobFigures"));
+    m_figures->setWordWrap(true);
+    m_figures->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_figures);
+
+    auto* split = new QSplitter(Qt::Vertical, this);
+    m_bars = new JobBars(split);
+    split->addWidget(m_bars);
+
+    auto* lower = new QSplitter(Qt::Horizontal, split);
+    auto* tablePane = new QWidget(lower);
+    auto* tableLayout = new QVBoxLayout(tablePane);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    m_table = new QTableWidget(0, ColumnCount, tablePane);
+    m_table->setObjectName(QStringLiteral("jobRanks"));
+    m_table->setHorizontalHeaderLabels({ QStringLiteral("Rank"), QStringLiteral("File"),
+        QStringLiteral("Peak allocated"), QStringLiteral("Peak reserved"), QStringLiteral("Of the card"),
+        QStringLiteral("OOM"), QStringLiteral("Group"), QStringLiteral("Most likely cause on its own") });
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setToolTip(QStringLiteral("Double-click a rank to open its snapshot as a case"));
+    tableLayout->addWidget(m_table, 1);
+    auto* buttons = new QHBoxLayout;
+    m_open = new QPushButton(QStringLiteral("Open Rank as a Case"), tablePane);
+    m_open->setObjectName(QStringLiteral("openRank"));
+    m_open->setToolTip(QStringLiteral("The selected rank's timeline, allocations and diagnosis in a tab of its own"));
+    m_open->setEnabled(false);
+    buttons->addWidget(m_open);
+    buttons->addStretch(1);
+    tableLayout->addLayout(buttons);
+    lower->addWidget(tablePane);
+
+    auto* side = new QWidget(lower);
+    auto* sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    sideLayout->addWidget(new QLabel(QStringLiteral("<b>Ranks that look alike</b>"), side));
+    m_groups = new QListWidget(side);
+    m_groups->setObjectName(QStringLiteral("jobGroups"));
+    m_groups->setWordWrap(true);
+    sideLayout->addWidget(m_groups, 1);
+    sideLayout->addWidget(new QLabel(QStringLiteral("<b>Notes</b>"), side));
+    m_notes = new QListWidget(side);
+    m_notes->setObjectName(QStringLiteral("jobNotes"));
+    m_notes->setWordWrap(true);
+    sideLayout->addWidget(m_notes, 1);
+    lower->addWidget(side);
+    lower->setStretchFactor(0, 3);
+    lower->setStretchFactor(1, 2);
+    split->addWidget(lower);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
+
+    connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
+        const int rank = selectedRank();
+        m_open->setEnabled(rank >= 0 && m_job.summary.ranks[size_t(rank)].readable());
+    });
+    connect(m_table, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { openRank(row); });
+    connect(m_open, &QPushButton::clicked, this, [this] { openRank(selectedRank()); });
+    connect(m_bars, &JobBars::rankClicked, this, &JobView::selectRank);
+    connect(m_bars, &JobBars::rankDoubleClicked, this, &JobView::openRank);
+    m_busyRow->hide();
+}
+
+JobView::~JobView()
+{
+    if (m_cancel)
+        *m_cancel = true;
+    if (m_watcher)
+        m_watcher->waitForFinished();
+}
+
+void JobView::start(const QStringList& files, const AnalysisOptions& options)
+{
+    cancel();
+    if (m_watcher) {
+        m_watcher->disconnect(this);
+        m_watcher->waitForFinished();
+        m_watcher->deleteLater();
+    }
+    m_files = files;
+    m_busy = true;
+    m_cancelled = false;
+    m_cancel = std::make_shared<std::atomic_bool>(false);
+    m_headline->setText(QStringLiteral("Summarizing %1 rank files…").arg(files.size()));
+    m_figures->clear();
+    m_progress->setRange(0, int(files.size()));
+    m_progress->setValue(0);
+    m_progressText->setText(QStringLiteral("0 of %1 ranks").arg(files.size()));
+    m_busyRow->show();
+
+    m_watcher = new QFutureWatcher<LoadedJob>(this);
+    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
+        m_busy = false;
+        m_busyRow->hide();
+        LoadedJob job = m_watcher->future().resultCount() > 0 ? m_watcher->result() : LoadedJob {};
+        m_cancelled = job.cancelled || (m_cancel && *m_cancel);
+        if (m_cancelled) {
+            m_headline->setText(QStringLiteral("Cancelled: the job was not summarized."));
+        } else {
+            showJob(job);
+        }
+        emit finished();
+    });
+    // The summarizer reports from its worker threads; the count reaches the view as a queued call,
+    // dropped if the view is gone by then.
+    auto report = [this](size_t done, size_t total) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, done, total] {
+                m_progress->setValue(int(done));
+                m_progressText->setText(QStringLiteral("%1 of %2 ranks").arg(done).arg(total));
+                emit progressChanged(int(done), int(total));
+            },
+            Qt::QueuedConnection);
+    };
+    m_watcher->setFuture(QtConcurrent::run(
+        [files, options, cancel = m_cancel, report] { return loadJob(files, options, *cancel, report); }));
+}
+
+void JobView::cancel()
+{
+    if (m_busy && m_cancel) {
+        *m_cancel = true;
+        m_progressText->setText(QStringLiteral("Cancelling…"));
+    }
+}
+
+QString JobView::headline() const
+{
+    return m_headline->text();
+}
+
+void JobView::showJob(const LoadedJob& job)
+{
+    m_job = job;
+    const JobSummary& summary = m_job.summary;
+    QString headline = toQString(failingRankSentence(summary));
+    // The sentence names the file as given; the table beside it has the full path.
+    if (const RankSummary* failing = summary.failing())
+        headline.replace(
+            QString::fromStdString(failing->file), QFileInfo(QString::fromStdString(failing->file)).fileName());
+    if (summary.failingIsClosestOnly())
+        headline = QStringLiteral("No rank ran out of memory. Closest: ") + headline;
+    m_headline->setText(headline);
+    m_bars->setJob(summary);
+    QStringList figures;
+    figures << QStringLiteral("%1 ranks").arg(summary.ranks.size());
+    figures << QStringLiteral("%1 ran out of memory").arg(summary.oomRanks);
+    figures << imbalanceText(summary);
+    if (const uint64_t capacity = m_bars->capacityShown(); capacity > 0)
+        figures << QStringLiteral("card %1").arg(bytesText(capacity));
+    figures << QStringLiteral("summarized by %1 worker threads").arg(summary.workers);
+    m_figures->setText(figures.join(QStringLiteral(" · ")));
+
+    m_groups->clear();
+    for (const RankGroup& group : summary.groups) {
+        const QString range = group.minPeakBytes == group.maxPeakBytes
+            ? bytesText(group.maxPeakBytes)
+            : QStringLiteral("%1–%2").arg(bytesText(group.minPeakBytes), bytesText(group.maxPeakBytes));
+        m_groups->addItem(QStringLiteral("%1: peak %2, mostly %3")
+                              .arg(toQString(group.label), range, categoryText(group.dominantCategory).toLower()));
+    }
+    m_notes->clear();
+    for (const std::string& note : summary.notes)
+        m_notes->addItem(toQString(note));
+    for (const RankSummary& rank : summary.ranks) {
+        for (const std::string& note : rank.notes)
+            m_notes->addItem(QStringLiteral("%1: %2").arg(toQString(rankName(rank)), toQString(note)));
+    }
+    if (m_notes->count() == 0)
+        m_notes->addItem(QStringLiteral("(none)"));
+    fillTable();
+    if (summary.failingRank)
+        selectRank(int(*summary.failingRank));
+}
+
+void JobView::fillTable()
+{
+    const JobSummary& summary = m_job.summary;
+    m_table->setRowCount(int(summary.ranks.size()));
+    QColor failingShade = colors::oomMarker();
+    failingShade.setAlpha(50);
+    for (size_t i = 0; i < summary.ranks.size(); ++i) {
+        const RankSummary& rank = summary.ranks[i];
+        const int row = int(i);
+        const bool failing = summary.failingRank == i;
+        m_table->setItem(row, RankColumn, cell(toQString(rankName(rank)), rank.rank));
+        m_table->setItem(row, FileColumn, cell(QFileInfo(QString::fromStdString(rank.file)).fileName()));
+        m_table->item(row, FileColumn)->setToolTip(QString::fromStdString(rank.file));
+        if (!rank.readable()) {
+            m_table->setItem(row, PeakColumn, cell(QStringLiteral("unreadable: %1").arg(toQString(rank.error))));
+            for (int column = ReservedColumn; column < ColumnCount; ++column)
+                m_table->setItem(row, column, cell(QString()));
+            continue;
+        }
+        m_table->setItem(
+            row, PeakColumn, cell(bytesText(rank.peakAllocatedBytes), qulonglong(rank.peakAllocatedBytes)));
+        m_table->setItem(
+            row, ReservedColumn, cell(bytesText(rank.peakReservedBytes), qulonglong(rank.peakReservedBytes)));
+        const auto use = rank.capacityUse();
+        m_table->setItem(row, CardColumn, cell(use ? QStringLiteral("%1%").arg(*use * 100, 0, 'f', 0) : QString()));
+        m_table->setItem(row, OomColumn,
+            cell(rank.oom ? (failing ? QStringLiteral("yes, first") : QStringLiteral("yes")) : QString()));
+        const QString group = rank.group >= 0 && size_t(rank.group) < summary.groups.size()
+            ? toQString(summary.groups[size_t(rank.group)].label)
+            : QString();
+        m_table->setItem(row, GroupColumn, cell(group));
+        m_table->setItem(row, DiagnosisColumn, cell(toQString(rank.topDiagnosisTitle)));
+        if (failing) {
+            for (int column = 0; column < ColumnCount; ++column) {
+                QTableWidgetItem* item = m_table->item(row, column);
+                QFont font = item->font();
+                font.setBold(true);
+                item->setFont(font);
+                item->setBackground(failingShade);
+                item->setToolTip(toQString(failingRankSentence(summary)));
+            }
+            if (summary.failingIsClosestOnly())
+                m_table->item(row, OomColumn)->setText(QStringLiteral("no (closest)"));
+        }
+    }
+    m_table->resizeColumnsToContents();
+}
+
+int JobView::selectedRank() const
+{
+    const QList<QTableWidgetItem*> selected = m_table->selectedItems();
+    return selected.isEmpty() ? -1 : selected.front()->row();
+}
+
+void JobView::selectRank(int rankIndex)
+{
+    if (rankIndex < 0 || rankIndex >= m_table->rowCount())
+        return;
+    m_table->selectRow(rankIndex);
+    m_table->scrollToItem(m_table->item(rankIndex, 0));
+}
+
+void JobView::openRank(int rankIndex)
+{
+    if (rankIndex < 0 || size_t(rankIndex) >= m_job.summary.ranks.size())
+        return;
+    const RankSummary& rank = m_job.summary.ranks[size_t(rankIndex)];
+    if (rank.readable())
+        emit openRankRequested(QString::fromStdString(rank.file));
+}
+
+} // namespace oomlens

@@ -1,0 +1,93 @@
+#pragma once
+
+#include "views/jobloading.h"
+
+#include <QFutureWatcher>
+#include <QStringList>
+#include <QWidget>
+
+#include <atomic>
+#include <memory>
+
+class QLabel;
+class QListWidget;
+class QProgressBar;
+class QPushButton;
+class QTableWidget;
+
+namespace oomlens {
+
+class JobBars;
+
+// A job of many rank files at once: per-rank peaks stacked by category against the card, the
+// failing rank (or the one that came closest, flagged as such), the imbalance, the groups of
+// ranks that look alike, the notes and a table of ranks. Summarized by core's worker pool off the
+// GUI thread, with progress and cancel; a double-click on a rank opens its file as a case.
+class JobView : public QWidget
+{
+    Q_OBJECT
+public:
+    enum Column {
+        RankColumn,
+        FileColumn,
+        PeakColumn,
+        ReservedColumn,
+        CardColumn,
+        OomColumn,
+        GroupColumn,
+        DiagnosisColumn,
+        ColumnCount
+    };
+
+    explicit JobView(QWidget* parent = nullptr);
+    ~JobView() override;
+
+    void start(const QStringList& files, const AnalysisOptions& options = {});
+    void cancel();
+    bool isBusy() const { return m_busy; }
+    bool wasCancelled() const { return m_cancelled; }
+
+    const QStringList& files() const { return m_files; }
+    const JobSummary& summary() const { return m_job.summary; }
+    // The failing rank read in full, for the report's diagnosis.
+    LoadedCasePtr failingCase() const { return m_job.failingCase; }
+    QString headline() const;
+    QTableWidget* ranksTable() const { return m_table; }
+    JobBars* bars() const { return m_bars; }
+    QListWidget* groups() const { return m_groups; }
+    QListWidget* notes() const { return m_notes; }
+    // The rank selected in the table or the chart; -1 for none.
+    int selectedRank() const;
+    void selectRank(int rankIndex);
+    // Asks for the rank's file to be opened as an ordinary case (openRankRequested).
+    void openRank(int rankIndex);
+
+signals:
+    void progressChanged(int done, int total);
+    void finished();
+    void openRankRequested(const QString& file);
+
+private:
+    void showJob(const LoadedJob& job);
+    void fillTable();
+
+    QStringList m_files;
+    LoadedJob m_job;
+    bool m_busy = false;
+    bool m_cancelled = false;
+    std::shared_ptr<std::atomic_bool> m_cancel;
+    QFutureWatcher<LoadedJob>* m_watcher = nullptr;
+
+    QWidget* m_busyRow = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QLabel* m_progressText = nullptr;
+    QLabel* m_headline = nullptr;
+    QLabel* m_figures = nullptr;
+    JobBars* m_bars = nullptr;
+    QTableWidget* m_table = nullptr;
+    QListWidget* m_groups = nullptr;
+    QListWidget* m_notes = nullptr;
+    QPushButton* m_open = nullptr;
+};
+
+} // namespace oomlens
