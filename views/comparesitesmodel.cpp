@@ -14,7 +14,7 @@ namespace {
 QString signedBytesText(int64_t delta)
 {
     if (delta == 0)
-        return QStringLiteral("0 B");
+        return bytesText(0);
     const QString magnitude = bytesText(static_cast<uint64_t>(std::llabs(delta)));
     return (delta > 0 ? QStringLiteral("+") : QStringLiteral("−")) + magnitude;
 }

@@ -36,7 +36,7 @@ namespace {
 QString signedBytes(int64_t delta)
 {
     if (delta == 0)
-        return QStringLiteral("0 B");
+        return bytesText(0);
     return (delta > 0 ? QStringLiteral("+") : QStringLiteral("−")) + bytesText(uint64_t(std::llabs(delta)));
 }
 
@@ -164,8 +164,10 @@ CompareView::CompareView(QWidget* parent)
     upper->addWidget(m_categories);
     m_overlay = new CompareOverlay(upper);
     upper->addWidget(m_overlay);
-    upper->setStretchFactor(0, 2);
-    upper->setStretchFactor(1, 3);
+    // The table needs its five columns; the chart takes the rest.
+    upper->setStretchFactor(0, 0);
+    upper->setStretchFactor(1, 1);
+    upper->setSizes({ 460, 940 });
     split->addWidget(upper);
 
     m_lists = new QTabWidget(split);

@@ -207,6 +207,7 @@ CompareView* MainWindow::openCompare()
         view->setCandidates(compareCandidates());
     }
     m_cases->setCurrentWidget(view);
+    statusBar()->clearMessage(); // the hint to compare has been taken
     if (view->candidates().isEmpty())
         statusBar()->showMessage(
             QStringLiteral("Open two snapshots (or one with steps) to compare: File ▸ Open, or drop them here"), 8000);
