@@ -393,6 +393,9 @@ void MainWindow::updateState()
 
 void MainWindow::cancelLoads()
 {
+    // Esc stops the job being summarized on screen too.
+    if (JobView* job = currentJob(); job && job->isBusy())
+        job->cancel();
     if (m_pending.isEmpty())
         return;
     for (auto it = m_pending.cbegin(); it != m_pending.cend(); ++it)

@@ -11,6 +11,8 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
+#include <QElapsedTimer>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QPlainTextEdit>
 #include <QSortFilterProxyModel>
@@ -21,6 +23,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 
 #include <nlohmann/json.hpp>
 
@@ -273,6 +276,41 @@ private slots:
         QVERIFY(waitForComparison(view));
         QVERIFY(!view->comparison());
         QVERIFY2(view->summaryText().contains(QStringLiteral("cannot be compared")), qPrintable(view->summaryText()));
+    }
+
+    // Two real snapshots of the corpus (the same training step at context 128 and 512): the
+    // comparison runs on the thread pool while the window keeps handling events.
+    void staysResponsiveOnARealPair()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        const QString dir = test::corpusDir() + QStringLiteral("/snapshots/");
+        const QStringList files { dir + QStringLiteral("kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep_.pickle"),
+            dir + QStringLiteral("kkaitlyn111__cs336-a2-systems__memory_ctx512_fullstep_.pickle") };
+        for (const QString& file : files) {
+            if (!QFileInfo::exists(file))
+                QSKIP("the corpus pair kkaitlyn111 ctx128/ctx512 is not in ../shared");
+        }
+        MainWindow window;
+        QVERIFY(openCases(window, files));
+        QElapsedTimer clock;
+        clock.start();
+        CompareView* view = window.openCompare();
+        // The GUI thread's longest gap between two 5 ms ticks while the comparison runs.
+        qint64 last = clock.elapsed();
+        qint64 longestGap = 0;
+        QTimer tick;
+        QObject::connect(&tick, &QTimer::timeout, [&] {
+            longestGap = std::max(longestGap, clock.elapsed() - last);
+            last = clock.elapsed();
+        });
+        tick.start(5);
+        QVERIFY(waitForComparison(view));
+        const qint64 took = clock.elapsed();
+        tick.stop();
+        QVERIFY(view->comparison());
+        QVERIFY(!view->comparison()->sites.empty());
+        qInfo("corpus pair compared in %lld ms; longest GUI-thread gap meanwhile %lld ms", took, longestGap);
+        QVERIFY2(longestGap < 500, qPrintable(QStringLiteral("the window froze for %1 ms").arg(longestGap)));
     }
 
     void exportWritesTheComparisonSection()
