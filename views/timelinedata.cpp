@@ -52,6 +52,8 @@ TimelineData::TimelineData(std::shared_ptr<const SnapshotAnalysis> analysis, int
     }
     m_hasTime = count > 1 && m_time.back() > 0;
     buildPhases();
+    if (m_device)
+        m_spans = oomlens::annotationSpans(*m_analysis->snapshot, *m_device);
 }
 
 void TimelineData::buildPhases()

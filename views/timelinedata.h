@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/annotationspans.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 
@@ -65,6 +66,8 @@ public:
         int32_t step;
     };
     const std::vector<StepStart>& stepStarts() const { return m_stepStarts; }
+    // record_function ranges and user metadata runs on this device (core/analysis/annotationspans.h).
+    const std::vector<AnnotationSpan>& annotationSpans() const { return m_spans; }
 
 private:
     void buildPhases();
@@ -77,6 +80,7 @@ private:
     bool m_hasTime = false;
     std::vector<PhaseRun> m_phaseRuns;
     std::vector<StepStart> m_stepStarts;
+    std::vector<AnnotationSpan> m_spans;
 };
 
 } // namespace oomlens

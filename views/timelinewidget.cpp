@@ -1,6 +1,7 @@
 #include "views/timelinewidget.h"
 
 #include "core/presentation/tracehistory.h"
+#include "views/annotationstrip.h"
 #include "views/axistickers.h"
 #include "views/categorycolors.h"
 #include "views/phaseshading.h"
@@ -301,6 +302,19 @@ void TimelineWidget::buildStatic()
     phases->setLayer(QStringLiteral("grid"));
     phases->setClipAxisRect(m_plot->axisRect());
     phases->setRuns(std::move(shading));
+
+    if (!m_data->annotationSpans().empty()) {
+        std::vector<AnnotationStrip::Bar> bars;
+        bars.reserve(m_data->annotationSpans().size());
+        for (const AnnotationSpan& span : m_data->annotationSpans()) {
+            if (!span.mark)
+                bars.push_back({ keyOf(span.firstEvent), keyOf(span.lastEvent + 1), span.depth,
+                    QString::fromUtf8(annotationLabel(span.name)), span.closed });
+        }
+        auto* strip = new AnnotationStrip(m_plot);
+        strip->setClipAxisRect(m_plot->axisRect());
+        strip->setBars(std::move(bars));
+    }
 
     const auto& steps = m_data->stepStarts();
     if (!steps.empty()) {

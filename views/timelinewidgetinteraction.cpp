@@ -26,6 +26,13 @@ QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
         html += QStringLiteral(" · ") + phaseText(device->eventPhase[size_t(event)]);
     if (device && size_t(event) < device->eventStep.size() && device->eventStep[size_t(event)] >= 0)
         html += QStringLiteral(" · step %1").arg(device->eventStep[size_t(event)]);
+    const std::vector<const AnnotationSpan*> spans = spansAt(m_data->annotationSpans(), event);
+    if (!spans.empty()) {
+        QStringList names;
+        for (const AnnotationSpan* span : spans)
+            names << QString::fromUtf8(annotationLabel(span->name)).toHtmlEscaped();
+        html += QStringLiteral("<br>in ") + names.join(QStringLiteral(" › "));
+    }
     html += QStringLiteral("<br>Allocated %1 · reserved %2")
                 .arg(bytesText(allocated), bytesText(m_data->reservedAt(event)));
 

@@ -1,5 +1,7 @@
 #include "core/analysis/phases.h"
 
+#include "core/analysis/annotationspans.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
@@ -13,20 +15,6 @@ struct TimeWindow
     int64_t start = 0;
     int64_t end = 0;
 };
-
-std::string_view annotationField(const Annotation& a, std::string_view key)
-{
-    for (const auto& [k, v] : a.fields) {
-        if (k == key)
-            return v;
-    }
-    return {};
-}
-
-bool annotationOnDevice(const Annotation& a, int32_t device)
-{
-    return a.device == device || a.device < 0;
-}
 
 // Optimizer.step annotations (record_function), merged and ordered so events find theirs by
 // binary search.

@@ -28,12 +28,23 @@ struct PhaseRun
 // What the timeline chart draws: core's TimelineSeries reduced to about `buckets` columns
 // (each column's lowest and highest moment, so the peak keeps its true height), and the phases
 // merged to column resolution so the SVG stays small.
+// A named span of the trace (record_function range, user metadata run), at column resolution.
+struct ChartSpan
+{
+    int64_t firstEvent = 0;
+    int64_t lastEvent = 0; // inclusive
+    int depth = 0;
+    std::string label;
+    bool closed = true;
+};
+
 struct TimelineChartData
 {
     int64_t eventCount = 0;
     std::vector<TimelineSeries::Point> points;
     std::vector<TimelineSeries::ReservedPoint> reserved;
     std::vector<PhaseRun> phases; // Unknown runs omitted
+    std::vector<ChartSpan> spans; // at most one per column and row, so thousands of steps stay small
     uint64_t maxAllocated = 0; // exact, over every event
     uint64_t maxReserved = 0;
     int64_t firstTimeUs = 0;

@@ -167,10 +167,10 @@ void ReportBuilder::writeNavigation()
         link("comparison", "Comparison");
     if (m_options.plan)
         link("plan", "Memory plan");
-    if (reconcileCard(m_case, m_analysis).available())
-        link("card", "The card's memory");
     if (!m_analysis.snapshots.empty())
         link("snapshots", "Timeline and memory at the peak");
+    if (reconcileCard(m_case, m_analysis).available())
+        link("card", "The card's memory");
     if (!m_case.text.oomMessages.empty())
         link("oom-messages", "OOM message explained");
     if (!m_case.text.summaries.empty())

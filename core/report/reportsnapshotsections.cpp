@@ -210,19 +210,19 @@ void ReportBuilder::stack(const Snapshot& snapshot, StackId id, std::string_view
 
 void ReportBuilder::writeSnapshots()
 {
-    // The card's section leads the snapshots' because a text-only case has it too.
+    if (!m_analysis.snapshots.empty()) {
+        beginSection("snapshots", "Timeline and memory at the peak");
+        for (size_t i = 0; i < m_analysis.snapshots.size(); ++i)
+            writeSnapshot(i, m_analysis.snapshots[i]);
+        endSection();
+    }
+    // After the timeline, which is what a reader looks for first; a text-only case has it too.
     const CardReconciliation card = reconcileCard(m_case, m_analysis);
     if (card.available()) {
         beginSection("card", "The card's memory: allocator, process, card");
         raw(cardMarkup(card));
         endSection();
     }
-    if (m_analysis.snapshots.empty())
-        return;
-    beginSection("snapshots", "Timeline and memory at the peak");
-    for (size_t i = 0; i < m_analysis.snapshots.size(); ++i)
-        writeSnapshot(i, m_analysis.snapshots[i]);
-    endSection();
 }
 
 void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis)

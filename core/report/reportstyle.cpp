@@ -93,6 +93,9 @@ svg .axis { stroke: var(--axis); stroke-width: 1; }
 svg .band { stroke: none; }
 svg .reserved-line { fill: none; stroke: var(--reserved); stroke-width: 1.5; stroke-dasharray: 5 3; }
 svg .capacity-line { stroke: var(--bad); stroke-width: 1; stroke-dasharray: 2 3; }
+svg .span-bar { fill: var(--accent); fill-opacity: 0.18; stroke: var(--accent); stroke-opacity: 0.6; stroke-width: 0.75; }
+svg .span-bar.open { stroke-dasharray: 3 2; }
+svg .span-label { fill: var(--fg); }
 svg .plan-overhead { fill: var(--reserved); opacity: 0.35; }
 svg .marker { stroke-width: 1.5; }
 svg .peak-marker { stroke: var(--fg); }

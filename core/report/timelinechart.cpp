@@ -1,5 +1,6 @@
 #include "core/report/charts.h"
 
+#include "core/analysis/annotationspans.h"
 #include "core/presentation/labels.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
@@ -18,6 +19,8 @@ constexpr double plotLeft = 72;
 constexpr double plotRight = 944;
 constexpr double plotTop = 24;
 constexpr double plotBottom = 296;
+constexpr int maxSpanRows = 3; // deeper record_function nesting is folded into the last row
+constexpr double spanRowHeight = 12;
 
 // Binary steps (256 MiB, 512 MiB, 1 GiB, ...) so ticks read like the sizes in OOM messages.
 uint64_t niceByteStep(uint64_t maximum)
@@ -64,6 +67,32 @@ std::vector<PhaseRun> phaseRuns(const DeviceAnalysis& device, size_t eventCount,
 
 } // namespace
 
+namespace {
+
+// Spans narrower than a column are kept only when their row's previous span ended in an earlier
+// column: the picture is the same and the SVG stays a few hundred elements.
+std::vector<ChartSpan> chartSpans(
+    const Snapshot& snapshot, const DeviceAnalysis& device, int64_t events, size_t columns)
+{
+    std::vector<ChartSpan> spans;
+    const double perColumn = static_cast<double>(events) / static_cast<double>(std::max<size_t>(columns, 1));
+    std::array<int64_t, maxSpanRows> lastColumn;
+    lastColumn.fill(-1);
+    for (const AnnotationSpan& span : annotationSpans(snapshot, device)) {
+        if (span.mark || span.lastEvent < span.firstEvent)
+            continue;
+        const int row = std::min(span.depth, maxSpanRows - 1);
+        const auto column = static_cast<int64_t>(static_cast<double>(span.lastEvent) / perColumn);
+        if (column <= lastColumn[static_cast<size_t>(row)])
+            continue;
+        lastColumn[static_cast<size_t>(row)] = column;
+        spans.push_back({ span.firstEvent, span.lastEvent, row, std::string(annotationLabel(span.name)), span.closed });
+    }
+    return spans;
+}
+
+} // namespace
+
 TimelineChartData timelineChartData(
     const Snapshot& snapshot, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets)
 {
@@ -82,6 +111,7 @@ TimelineChartData timelineChartData(
     chart.points = series.downsample(boundaries);
     chart.reserved = series.reservedPoints(boundaries);
     chart.phases = phaseRuns(device, static_cast<size_t>(chart.eventCount), boundaries.size() - 1);
+    chart.spans = chartSpans(snapshot, device, chart.eventCount, boundaries.size() - 1);
     if (const DeviceTrace* trace = snapshot.trace(device.device); trace && !trace->events.empty()) {
         chart.firstTimeUs = trace->events.front().timeUs;
         chart.lastTimeUs = trace->events.back().timeUs;
@@ -188,6 +218,18 @@ std::string timelineSvg(
         svg.polyline(reservedLine, "reserved-line");
         svg.endGroup();
     }
+    for (const ChartSpan& span : series.spans) {
+        const double left = xOfEvent(span.firstEvent);
+        const double right = std::max(left + 1, xOfEvent(std::min(span.lastEvent + 1, series.eventCount - 1)));
+        const double y = plotTop + 1 + spanRowHeight * span.depth;
+        svg.rect(left, y, right - left, spanRowHeight - 2, span.closed ? "span-bar" : "span-bar open",
+            span.label + ": events " + groupedNumber(span.firstEvent) + "–" + groupedNumber(span.lastEvent)
+                + (span.closed ? "" : " (no end recorded)"));
+        // 6 px per character is the chart font's width, near enough to keep labels inside bars.
+        if (right - left > 6.0 * static_cast<double>(span.label.size()) + 6)
+            svg.text(left + 3, y + spanRowHeight - 4, span.label, "span-label small");
+    }
+
     if (capacityBytes) {
         const double y = yOf(*capacityBytes);
         svg.line(plotLeft, y, plotRight, y, "capacity-line");
