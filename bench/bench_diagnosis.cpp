@@ -199,21 +199,6 @@ const NumericField numericFields[]
           { "free_bytes", &OomMessage::freeBytes }, { "allocated_bytes", &OomMessage::allocatedBytes },
           { "reserved_bytes", &OomMessage::reservedBytes }, { "allowed_bytes", &OomMessage::allowedBytes } };
 
-Phase parsedPhase(const Case& input)
-{
-    for (const auto& message : input.text.oomMessages) {
-        if (message.phase != Phase::Unknown)
-            return message.phase;
-        if (message.traceback && message.traceback->phase != Phase::Unknown)
-            return message.traceback->phase;
-    }
-    for (const auto& traceback : input.text.tracebacks) {
-        if (traceback.phase != Phase::Unknown)
-            return traceback.phase;
-    }
-    return Phase::Unknown;
-}
-
 void runMessages(const QString& dir, const char* title, bool listMisses)
 {
     const auto labels = readJson(dir + QStringLiteral("/labels.json"));
@@ -253,7 +238,7 @@ void runMessages(const QString& dir, const char* title, bool listMisses)
         const std::string phase = label.value("phase", std::string());
         if (!phase.empty() && phase != "unknown") {
             ++withPhase;
-            phaseFound += phaseName(parsedPhase(input)) == phase ? 1 : 0;
+            phaseFound += phaseName(input.text.failingPhase()) == phase ? 1 : 0;
         }
     }
     printReport(title, outcomes, listMisses);

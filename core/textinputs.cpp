@@ -28,4 +28,19 @@ std::string AllocConfSetting::backend() const
     return it == options.end() ? std::string("native") : it->second;
 }
 
+Phase TextFindings::failingPhase() const
+{
+    for (const OomMessage& message : oomMessages) {
+        if (message.phase != Phase::Unknown)
+            return message.phase;
+        if (message.traceback && message.traceback->phase != Phase::Unknown)
+            return message.traceback->phase;
+    }
+    for (const TracebackInfo& traceback : tracebacks) {
+        if (traceback.phase != Phase::Unknown)
+            return traceback.phase;
+    }
+    return Phase::Unknown;
+}
+
 } // namespace oomlens

@@ -193,6 +193,9 @@ struct TextFindings
         return oomMessages.empty() && summaries.empty() && nvidiaSmi.empty() && allocConfs.empty() && tracebacks.empty()
             && hostKills.empty();
     }
+    // The phase the texts say the failure happened in: the first OOM message's (or its
+    // traceback's), else the first bare traceback's; Unknown when none says.
+    Phase failingPhase() const;
 };
 
 } // namespace oomlens

@@ -115,6 +115,9 @@ WhatIfView::WhatIfView(QWidget* parent)
     form->addRow(QStringLiteral("Offload"), m_offload);
     form->addRow(QStringLiteral("LoRA rank"), m_loraRank);
     form->addRow(QString(), m_qlora);
+    m_loraTargets = choices(this, "loraTargets",
+        { QStringLiteral("all linear layers"), QStringLiteral("attention (q, k, v, o)"), QStringLiteral("q and v") });
+    form->addRow(QStringLiteral("LoRA targets"), m_loraTargets);
     form->addRow(QStringLiteral("Card"), m_card);
     auto* measuredRun = new QPushButton(QStringLiteral("These settings are the measured run"), this);
     measuredRun->setObjectName(QStringLiteral("measuredRun"));
@@ -170,7 +173,7 @@ WhatIfView::WhatIfView(QWidget* parent)
         recompute();
     };
     for (QComboBox* box :
-        { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card })
+        { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card, m_loraTargets })
         connect(box, &QComboBox::currentIndexChanged, this, changed);
     for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_checkpointEvery, m_gpus, m_nodes, m_loraRank })
         connect(box, &QSpinBox::valueChanged, this, changed);
@@ -231,6 +234,9 @@ TrainingSetup WhatIfView::setup() const
     setup.offload = static_cast<Offload>(m_offload->currentIndex());
     setup.loraRank = m_loraRank->value();
     setup.quantizedBase = m_qlora->isChecked();
+    // Targets mean nothing without adapters: full fine-tuning keeps the default.
+    setup.loraTargets
+        = setup.loraRank > 0 ? static_cast<LoraTargets>(m_loraTargets->currentIndex()) : LoraTargets::AllLinear;
     return setup;
 }
 
@@ -252,6 +258,7 @@ void WhatIfView::setSetup(const TrainingSetup& setup)
     m_offload->setCurrentIndex(static_cast<int>(setup.offload));
     m_loraRank->setValue(setup.loraRank);
     m_qlora->setChecked(setup.quantizedBase);
+    m_loraTargets->setCurrentIndex(static_cast<int>(setup.loraTargets));
     m_updating = false;
     recompute();
 }

@@ -76,6 +76,7 @@ private:
     QComboBox* m_offload = nullptr;
     QSpinBox* m_loraRank = nullptr;
     QCheckBox* m_qlora = nullptr;
+    QComboBox* m_loraTargets = nullptr;
     QComboBox* m_card = nullptr;
     QLabel* m_verdict = nullptr;
     QLabel* m_details = nullptr;

@@ -62,6 +62,9 @@ struct PlanOptions
     QCommandLineOption loraRank { QStringLiteral("lora-rank"), QStringLiteral("Train LoRA adapters of rank R."),
         QStringLiteral("R") };
     QCommandLineOption qlora { QStringLiteral("qlora"), QStringLiteral("With --lora-rank: the base in 4-bit NF4.") };
+    QCommandLineOption loraTargets { QStringLiteral("lora-targets"),
+        QStringLiteral("With --lora-rank: adapters on all linear layers (default), attention (q, k, v, o) or qv."),
+        QStringLiteral("T") };
     QCommandLineOption card { QStringLiteral("card"),
         QStringLiteral("The GPU: 16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes/GiB."),
         QStringLiteral("NAME|BYTES") };
@@ -179,7 +182,8 @@ std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& 
     if (!readChoice(commandLine, o.precision, setup.precision, precisionFromName)
         || !readChoice(commandLine, o.optimizer, setup.optimizer, optimizerFromName)
         || !readChoice(commandLine, o.attention, setup.attention, attentionFromName)
-        || !readChoice(commandLine, o.offload, setup.offload, offloadFromName))
+        || !readChoice(commandLine, o.offload, setup.offload, offloadFromName)
+        || !readChoice(commandLine, o.loraTargets, setup.loraTargets, loraTargetsFromName))
         return 2;
     if (parser.isSet(o.checkpointing) && !readCheckpointing(parser.value(o.checkpointing).toStdString(), setup))
         return commandLine.usageError(QStringLiteral("--checkpointing does not know '%1' (none, full or every:K)")
@@ -204,7 +208,7 @@ int runPlan(const QStringList& arguments)
     QCommandLineParser& parser = commandLine.parser();
     parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.batch, o.seq,
         o.precision, o.optimizer, o.accumulation, o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload,
-        o.loraRank, o.qlora, o.card, o.snapshot, o.device, o.json, o.report });
+        o.loraRank, o.qlora, o.loraTargets, o.card, o.snapshot, o.device, o.json, o.report });
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
     if (!parser.positionalArguments().isEmpty())

@@ -129,7 +129,7 @@ ModelStates fullFineTuning(const ModelSpec& model, const TrainingSetup& setup, s
 ModelStates adapters(const ModelSpec& model, const TrainingSetup& setup, std::vector<std::string>& notes)
 {
     const uint64_t p = model.totalParameters();
-    const uint64_t trainable = model.loraParameters(setup.loraRank);
+    const uint64_t trainable = model.loraParameters(setup.loraRank, setup.loraTargets);
     const uint64_t n = static_cast<uint64_t>(setup.totalGpus());
     ModelStates states;
     uint64_t base = setup.precision == Precision::Fp32 ? 4 * p : 2 * p;
@@ -186,7 +186,8 @@ MemoryPlan planMemory(const ModelSpec& model, const TrainingSetup& setup)
     plan.largestLayerParameters = model.largestLayerParameters();
     const ModelStates states
         = setup.loraRank > 0 ? adapters(model, setup, plan.notes) : fullFineTuning(model, setup, plan.notes);
-    plan.trainableParameters = setup.loraRank > 0 ? model.loraParameters(setup.loraRank) : plan.parameterCount;
+    plan.trainableParameters
+        = setup.loraRank > 0 ? model.loraParameters(setup.loraRank, setup.loraTargets) : plan.parameterCount;
     plan.hostBytes = states.hostBytes;
     if (setup.optimizer == OptimizerKind::AdamW8bitPaged && setup.offload == Offload::None) {
         // Only the 8-bit moments are paged (cudaMallocManaged, outside PyTorch's caching

@@ -50,7 +50,7 @@ uint64_t ModelSpec::largestLayerParameters() const
     return std::max(static_cast<uint64_t>(vocab) * h, widest);
 }
 
-uint64_t ModelSpec::loraParameters(int rank) const
+uint64_t ModelSpec::loraParameters(int rank, LoraTargets targets) const
 {
     if (!hasDimensions() || rank <= 0)
         return 0;
@@ -59,9 +59,16 @@ uint64_t ModelSpec::loraParameters(int rank) const
     const uint64_t kv = static_cast<uint64_t>(kvDim());
     const uint64_t f = static_cast<uint64_t>(ffnOrDefault());
     // An adapter on an in x out projection adds A (in x r) and B (r x out).
-    const uint64_t attention = r * ((h + h) + 2 * (h + kv) + (h + h));
+    const uint64_t query = r * (h + h);
+    const uint64_t value = r * (h + kv);
+    const uint64_t attention = query + 2 * value + r * (h + h); // q, k, v, o
     const uint64_t mlp = (gatedMlp ? 3 : 2) * r * (h + f);
-    return static_cast<uint64_t>(layers) * (attention + mlp);
+    uint64_t perBlock = attention + mlp;
+    if (targets == LoraTargets::Attention)
+        perBlock = attention;
+    else if (targets == LoraTargets::QueryValue)
+        perBlock = query + value;
+    return static_cast<uint64_t>(layers) * perBlock;
 }
 
 namespace {

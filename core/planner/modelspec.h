@@ -8,6 +8,11 @@
 
 namespace oomlens::planner {
 
+// Which projections of each block carry LoRA adapters: every linear layer (QLoRA's recipe, peft's
+// "all-linear"), the four attention projections q, k, v, o, or q and v alone (the LoRA paper's
+// choice and peft's default for LLaMA-style models).
+enum class LoraTargets { AllLinear, Attention, QueryValue };
+
 // A decoder-only transformer as the planner sees it: enough dimensions to count parameters
 // and the activations of one block. Zero means "not given"; a model described only by its
 // parameter count still gets model-state figures, but no activations.
@@ -43,8 +48,8 @@ struct ModelSpec
     uint64_t largestLayerParameters() const;
     // Weights of every linear projection inside the blocks (what LoRA adapts and QLoRA quantizes).
     uint64_t blockLinearParameters() const;
-    // Trainable parameters of rank-r adapters on every linear projection of every block.
-    uint64_t loraParameters(int rank) const;
+    // Trainable parameters of rank-r adapters on the `targets` projections of every block.
+    uint64_t loraParameters(int rank, LoraTargets targets = LoraTargets::AllLinear) const;
 };
 
 // gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, llama-2-13b, llama-2-70b, llama-65b,

@@ -52,6 +52,7 @@ Json setupToJson(const TrainingSetup& setup)
     json["offload"] = offloadName(setup.offload);
     json["lora_rank"] = setup.loraRank;
     json["quantized_base"] = setup.quantizedBase;
+    json["lora_targets"] = loraTargetsName(setup.loraTargets);
     return json;
 }
 

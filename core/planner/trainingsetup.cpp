@@ -56,6 +56,12 @@ constexpr std::array<std::pair<Offload, std::string_view>, 3> offloadNames { {
     { Offload::All, "all" },
 } };
 
+constexpr std::array<std::pair<LoraTargets, std::string_view>, 3> loraTargetNames { {
+    { LoraTargets::AllLinear, "all" },
+    { LoraTargets::Attention, "attention" },
+    { LoraTargets::QueryValue, "qv" },
+} };
+
 } // namespace
 
 std::string_view precisionName(Precision precision)
@@ -97,6 +103,14 @@ std::optional<Attention> attentionFromName(std::string_view name)
 std::optional<Offload> offloadFromName(std::string_view name)
 {
     return fromName(offloadNames, name);
+}
+std::string_view loraTargetsName(LoraTargets targets)
+{
+    return toName(loraTargetNames, targets);
+}
+std::optional<LoraTargets> loraTargetsFromName(std::string_view name)
+{
+    return fromName(loraTargetNames, name);
 }
 
 int TrainingSetup::checkpointedBlocks(int layers) const
@@ -161,6 +175,8 @@ std::string setupProblem(const TrainingSetup& setup)
         return "checkpointing every:K needs K of at least 2 (every:1 is full)";
     if (setup.quantizedBase && setup.loraRank == 0)
         return "a 4-bit base (QLoRA) needs a LoRA rank";
+    if (setup.loraTargets != LoraTargets::AllLinear && setup.loraRank == 0)
+        return "LoRA targets need a LoRA rank";
     return {};
 }
 
@@ -179,7 +195,9 @@ std::string describeSetup(const TrainingSetup& setup)
     if (setup.offload != Offload::None)
         text += ", offload " + std::string(offloadName(setup.offload));
     if (setup.loraRank > 0)
-        text += std::string(setup.quantizedBase ? ", QLoRA" : ", LoRA") + " rank " + std::to_string(setup.loraRank);
+        text += std::string(setup.quantizedBase ? ", QLoRA" : ", LoRA") + " rank " + std::to_string(setup.loraRank)
+            + (setup.loraTargets == LoraTargets::AllLinear ? std::string()
+                                                           : " on " + std::string(loraTargetsName(setup.loraTargets)));
     return text;
 }
 

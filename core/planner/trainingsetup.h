@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/planner/modelspec.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +40,7 @@ struct TrainingSetup
     Offload offload = Offload::None;
     int loraRank = 0; // 0: full fine-tuning
     bool quantizedBase = false; // QLoRA: the frozen base in 4-bit NF4
+    LoraTargets loraTargets = LoraTargets::AllLinear; // QLoRA quantizes every projection whatever the targets
 
     int totalGpus() const { return gpusPerNode * nodes; }
     bool mixed() const { return precision == Precision::MixedFp16 || precision == Precision::MixedBf16; }
@@ -58,11 +61,13 @@ std::string_view optimizerName(OptimizerKind optimizer);
 std::string_view checkpointingName(Checkpointing checkpointing);
 std::string_view attentionName(Attention attention);
 std::string_view offloadName(Offload offload);
+std::string_view loraTargetsName(LoraTargets targets); // "all", "attention", "qv"
 std::optional<Precision> precisionFromName(std::string_view name);
 std::optional<OptimizerKind> optimizerFromName(std::string_view name);
 std::optional<Checkpointing> checkpointingFromName(std::string_view name);
 std::optional<Attention> attentionFromName(std::string_view name);
 std::optional<Offload> offloadFromName(std::string_view name);
+std::optional<LoraTargets> loraTargetsFromName(std::string_view name);
 // The --checkpointing spelling of a set-up: "none", "full" or "every:K".
 std::string checkpointingText(const TrainingSetup& setup);
 // Reads "none", "full" or "every:K" into the set-up; false when it is none of them. "every:1"

@@ -186,6 +186,23 @@ private Q_SLOTS:
         QVERIFY(text.out.contains("accelerate config:"));
     }
 
+    void loraTargetsFlag()
+    {
+        const QJsonObject plan
+            = planJson({ QStringLiteral("--model"), QStringLiteral("llama-2-7b"), QStringLiteral("--lora-rank"),
+                QStringLiteral("8"), QStringLiteral("--lora-targets"), QStringLiteral("qv") });
+        QCOMPARE(plan.value(QStringLiteral("setup")).toObject().value(QStringLiteral("lora_targets")).toString(),
+            QStringLiteral("qv"));
+        QCOMPARE(oomlens({ QStringLiteral("--model"), QStringLiteral("llama-2-7b"), QStringLiteral("--lora-targets"),
+                             QStringLiteral("attention") })
+                     .exitCode,
+            2); // targets without a rank
+        QCOMPARE(oomlens({ QStringLiteral("--model"), QStringLiteral("llama-2-7b"), QStringLiteral("--lora-rank"),
+                             QStringLiteral("8"), QStringLiteral("--lora-targets"), QStringLiteral("mlp") })
+                     .exitCode,
+            2);
+    }
+
     void usageErrors()
     {
         QCOMPARE(oomlens({}).exitCode, 2); // no model

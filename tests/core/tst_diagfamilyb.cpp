@@ -6,6 +6,7 @@
 // Rows that fail today are listed in expectedFailures() below (issue 10). QtTest reports a listed
 // row that starts passing as XPASS, which fails the suite: whoever fixes a rule removes its rows.
 #include "common/analysisfixtures.h"
+#include "common/scenariofamily.h"
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "parsers/inputloader.h"
@@ -33,13 +34,6 @@ const std::map<QString, const char*>& expectedFailures()
     return rows;
 }
 
-void expectFailureIfListed()
-{
-    const auto found = expectedFailures().find(QString::fromLatin1(QTest::currentDataTag()));
-    if (found != expectedFailures().end())
-        QEXPECT_FAIL(QTest::currentDataTag(), found->second, Continue);
-}
-
 QString familyDir()
 {
     return test::testDataDir() + QStringLiteral("/scenarios_b");
@@ -48,69 +42,6 @@ QString familyDir()
 QString messagesDir()
 {
     return test::testDataDir() + QStringLiteral("/text_b");
-}
-
-QJsonObject readJsonObject(const QString& path)
-{
-    return QJsonDocument::fromJson(test::readFile(path)).object();
-}
-
-QStringList scenarioNames()
-{
-    QStringList names;
-    for (const QString& file : QDir(familyDir()).entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name))
-        names << QFileInfo(file).completeBaseName();
-    return names;
-}
-
-QStringList strings(const QJsonValue& value)
-{
-    QStringList out;
-    for (const auto& item : value.toArray())
-        out << item.toString();
-    return out;
-}
-
-struct Top
-{
-    QString id = QStringLiteral("(none)");
-    double confidence = 0.0;
-};
-
-Top topDiagnosis(const Case& input)
-{
-    const CaseAnalysis analysis = analyzeCase(input);
-    Top top;
-    if (!analysis.diagnoses.empty()) {
-        top.id = QString::fromStdString(analysis.diagnoses.front().id);
-        top.confidence = analysis.diagnoses.front().confidence;
-    }
-    return top;
-}
-
-// The numbers a message label may carry and the parsed field each is compared with.
-const std::pair<const char*, std::optional<uint64_t> OomMessage::*> numberFields[] = {
-    { "requested_bytes", &OomMessage::requestedBytes },
-    { "total_bytes", &OomMessage::totalBytes },
-    { "free_bytes", &OomMessage::freeBytes },
-    { "allocated_bytes", &OomMessage::allocatedBytes },
-    { "reserved_bytes", &OomMessage::reservedBytes },
-    { "allowed_bytes", &OomMessage::allowedBytes },
-};
-
-Phase parsedPhase(const Case& input)
-{
-    for (const auto& message : input.text.oomMessages) {
-        if (message.phase != Phase::Unknown)
-            return message.phase;
-        if (message.traceback && message.traceback->phase != Phase::Unknown)
-            return message.traceback->phase;
-    }
-    for (const auto& traceback : input.text.tracebacks) {
-        if (traceback.phase != Phase::Unknown)
-            return traceback.phase;
-    }
-    return Phase::Unknown;
 }
 
 } // namespace
@@ -123,8 +54,9 @@ private Q_SLOTS:
     {
         // The yardstick itself: every diagnosis of issue 10 has scenarios, each readable.
         std::map<QString, int> perCase;
-        for (const QString& name : scenarioNames()) {
-            const QJsonObject label = readJsonObject(familyDir() + QLatin1Char('/') + name + QStringLiteral(".json"));
+        for (const QString& name : test::scenarioNames(familyDir())) {
+            const QJsonObject label
+                = test::readJsonObject(familyDir() + QLatin1Char('/') + name + QStringLiteral(".json"));
             ++perCase[label.value(QStringLiteral("case")).toString()];
             QVERIFY2(
                 QFile::exists(familyDir() + QLatin1Char('/') + name + QStringLiteral(".pickle")), qPrintable(name));
@@ -134,14 +66,14 @@ private Q_SLOTS:
         for (const char* id : { "fragmentation", "first_backward", "optimizer_step2", "longest_batch",
                  "eval_accumulation", "leak", "capacity", "other_process", "memory_fraction_cap", "large_allocation" })
             QVERIFY2(perCase[QLatin1String(id)] >= 2, id);
-        const QJsonObject messages = readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
+        const QJsonObject messages = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
         QVERIFY(messages.size() >= 30);
     }
 
     void scenariosRead_data()
     {
         QTest::addColumn<QString>("name");
-        for (const QString& name : scenarioNames())
+        for (const QString& name : test::scenarioNames(familyDir()))
             QTest::newRow(qPrintable(name)) << name;
     }
 
@@ -160,7 +92,7 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("name");
         QTest::addColumn<bool>("withText");
-        for (const QString& name : scenarioNames()) {
+        for (const QString& name : test::scenarioNames(familyDir())) {
             QTest::newRow(qPrintable(QStringLiteral("alone:") + name)) << name << false;
             QTest::newRow(qPrintable(QStringLiteral("text:") + name)) << name << true;
         }
@@ -172,21 +104,22 @@ private Q_SLOTS:
     {
         QFETCH(QString, name);
         QFETCH(bool, withText);
-        const QJsonObject label = readJsonObject(familyDir() + QLatin1Char('/') + name + QStringLiteral(".json"));
+        const QJsonObject label = test::readJsonObject(familyDir() + QLatin1Char('/') + name + QStringLiteral(".json"));
         const QString truth = label.value(QStringLiteral("case")).toString();
-        QStringList allowed = strings(label.value(QStringLiteral("also_acceptable")));
+        QStringList allowed = test::jsonStrings(label.value(QStringLiteral("also_acceptable")));
         if (!withText)
-            allowed << strings(label.value(QStringLiteral("also_acceptable_without_text")));
-        const Top top = topDiagnosis(test::scenarioCase(familyDir() + QLatin1Char('/') + name, withText));
+            allowed << test::jsonStrings(label.value(QStringLiteral("also_acceptable_without_text")));
+        const test::TopDiagnosis top
+            = test::topDiagnosis(test::scenarioCase(familyDir() + QLatin1Char('/') + name, withText));
         const bool right = top.id == truth || allowed.contains(top.id);
-        expectFailureIfListed();
+        test::expectFailureIfListed(expectedFailures());
         QVERIFY2(right, qPrintable(QStringLiteral("truth %1, top %2 at %3").arg(truth, top.id).arg(top.confidence)));
     }
 
     void messageDiagnosis_data()
     {
         QTest::addColumn<QString>("file");
-        const QJsonObject labels = readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
+        const QJsonObject labels = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
         for (const QString& file : labels.keys())
             QTest::newRow(qPrintable(QStringLiteral("msg:") + file)) << file;
     }
@@ -194,13 +127,15 @@ private Q_SLOTS:
     void messageDiagnosis()
     {
         QFETCH(QString, file);
-        const QJsonObject label = readJsonObject(messagesDir() + QStringLiteral("/labels.json")).value(file).toObject();
+        const QJsonObject label
+            = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json")).value(file).toObject();
         Case input;
         addFile(input, QString(messagesDir() + QLatin1Char('/') + file).toStdString());
         const QString truth = label.value(QStringLiteral("case")).toString();
-        const Top top = topDiagnosis(input);
-        const bool right = top.id == truth || strings(label.value(QStringLiteral("also_acceptable"))).contains(top.id);
-        expectFailureIfListed();
+        const test::TopDiagnosis top = test::topDiagnosis(input);
+        const bool right
+            = top.id == truth || test::jsonStrings(label.value(QStringLiteral("also_acceptable"))).contains(top.id);
+        test::expectFailureIfListed(expectedFailures());
         QVERIFY2(right, qPrintable(QStringLiteral("truth %1, top %2 at %3").arg(truth, top.id).arg(top.confidence)));
     }
 
@@ -208,7 +143,7 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<QString>("phase");
-        const QJsonObject labels = readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
+        const QJsonObject labels = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
         for (const QString& file : labels.keys()) {
             const QString phase = labels.value(file).toObject().value(QStringLiteral("phase")).toString();
             if (!phase.isEmpty())
@@ -223,18 +158,18 @@ private Q_SLOTS:
         QFETCH(QString, phase);
         Case input;
         addFile(input, QString(messagesDir() + QLatin1Char('/') + file).toStdString());
-        const QString found = QString::fromLatin1(phaseName(parsedPhase(input)).data());
-        expectFailureIfListed();
+        const QString found = QString::fromLatin1(phaseName(input.text.failingPhase()).data());
+        test::expectFailureIfListed(expectedFailures());
         QCOMPARE(found, phase);
     }
 
     void messageNumbers_data()
     {
         QTest::addColumn<QString>("file");
-        const QJsonObject labels = readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
+        const QJsonObject labels = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
         for (const QString& file : labels.keys()) {
             const QJsonObject label = labels.value(file).toObject();
-            for (const auto& field : numberFields) {
+            for (const auto& field : test::messageByteFields) {
                 if (label.contains(QLatin1String(field.first))) {
                     QTest::newRow(qPrintable(QStringLiteral("numbers:") + file)) << file;
                     break;
@@ -247,12 +182,13 @@ private Q_SLOTS:
     void messageNumbers()
     {
         QFETCH(QString, file);
-        const QJsonObject label = readJsonObject(messagesDir() + QStringLiteral("/labels.json")).value(file).toObject();
+        const QJsonObject label
+            = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json")).value(file).toObject();
         Case input;
         addFile(input, QString(messagesDir() + QLatin1Char('/') + file).toStdString());
         QStringList wrong;
         const OomMessage* message = input.text.oomMessages.empty() ? nullptr : &input.text.oomMessages.front();
-        for (const auto& [key, member] : numberFields) {
+        for (const auto& [key, member] : test::messageByteFields) {
             const QJsonValue want = label.value(QLatin1String(key));
             if (want.isUndefined())
                 continue;
@@ -264,7 +200,7 @@ private Q_SLOTS:
                              .arg(expected)
                              .arg(got ? QString::number(*got) : QStringLiteral("nothing"));
         }
-        expectFailureIfListed();
+        test::expectFailureIfListed(expectedFailures());
         QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QStringLiteral("; "))));
     }
 };

@@ -337,6 +337,30 @@ private Q_SLOTS:
         QVERIFY(planMemory(model, lora16).totalPerGpu > capacityOf("141GB") / 2);
     }
 
+    // peft's own count for LLaMA-2-7B at rank 8: "trainable params: 4,194,304" with its default
+    // q_proj/v_proj targets, 19,988,480 on every linear layer ("all-linear").
+    void loraTargetsCountLikePeft()
+    {
+        const ModelSpec model = preset("llama-2-7b");
+        QCOMPARE(model.loraParameters(8, LoraTargets::QueryValue), uint64_t(4194304));
+        QCOMPARE(model.loraParameters(8, LoraTargets::AllLinear), uint64_t(19988480));
+        QCOMPARE(model.loraParameters(8, LoraTargets::Attention), uint64_t(8388608));
+        TrainingSetup setup;
+        setup.loraRank = 8;
+        setup.loraTargets = LoraTargets::QueryValue;
+        QCOMPARE(planMemory(model, setup).trainableParameters, uint64_t(4194304));
+        QVERIFY(planMemory(model, setup).totalPerGpu < [&] {
+            TrainingSetup all = setup;
+            all.loraTargets = LoraTargets::AllLinear;
+            return planMemory(model, all).totalPerGpu;
+        }());
+        QCOMPARE(loraTargetsFromName("qv"), std::optional(LoraTargets::QueryValue));
+        QCOMPARE(loraTargetsName(LoraTargets::Attention), std::string_view("attention"));
+        TrainingSetup noRank;
+        noRank.loraTargets = LoraTargets::Attention;
+        QVERIFY(!setupProblem(noRank).empty());
+    }
+
     // Seed 001's questions: 7B on four 80 GB GPUs with ZeRO-2, and 70B on eight with ZeRO-3 and
     // CPU offload, with a ds_config.json to run it.
     void seedZeroQuestions()

@@ -87,6 +87,20 @@ private Q_SLOTS:
         QCOMPARE(view.result().setup.zeroStage, 3);
     }
 
+    // The LoRA targets choice: fewer adapted projections, fewer trainable parameters.
+    void loraTargetsControlTheAdapters()
+    {
+        WhatIfView view;
+        view.setModel(QStringLiteral("llama-2-7b"));
+        control<QSpinBox>(view, "loraRank")->setValue(8);
+        QCOMPARE(view.result().shown.trainableParameters, uint64_t(19988480)); // all linear layers
+        control<QComboBox>(view, "loraTargets")->setCurrentIndex(2); // q and v
+        QCOMPARE(view.result().shown.trainableParameters, uint64_t(4194304));
+        QCOMPARE(view.setup().loraTargets, LoraTargets::QueryValue);
+        control<QSpinBox>(view, "loraRank")->setValue(0); // full fine-tuning: targets do not apply
+        QVERIFY(view.result().setupProblem.empty());
+    }
+
     void impossibleSetupSaysWhy()
     {
         WhatIfView view;
