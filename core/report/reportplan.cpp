@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace oomlens::report {
 
@@ -19,43 +20,36 @@ using planner::Band;
 using planner::BandBytes;
 
 // The planner's bands are the timeline's categories plus what no tensor accounts for, so a band
-// takes its category's colour and the overhead its own: the report reads like the What-if tab.
-std::string bandClass(Band band)
+// takes its category's colour and name and the overhead its own: the report reads like the What-if tab.
+std::optional<Category> bandCategory(Band band)
 {
     switch (band) {
     case Band::Parameters:
-        return categoryClass(Category::Parameters);
+        return Category::Parameters;
     case Band::Gradients:
-        return categoryClass(Category::Gradients);
+        return Category::Gradients;
     case Band::OptimizerState:
-        return categoryClass(Category::OptimizerState);
+        return Category::OptimizerState;
     case Band::Activations:
-        return categoryClass(Category::Activations);
+        return Category::Activations;
     case Band::Temporaries:
-        return categoryClass(Category::Temporaries);
+        return Category::Temporaries;
     case Band::Overhead:
         break;
     }
-    return "plan-overhead";
+    return std::nullopt;
+}
+
+std::string bandClass(Band band)
+{
+    const std::optional<Category> category = bandCategory(band);
+    return category ? categoryClass(*category) : "plan-overhead";
 }
 
 std::string bandLabel(Band band)
 {
-    switch (band) {
-    case Band::Parameters:
-        return std::string(categoryLabel(Category::Parameters));
-    case Band::Gradients:
-        return std::string(categoryLabel(Category::Gradients));
-    case Band::OptimizerState:
-        return std::string(categoryLabel(Category::OptimizerState));
-    case Band::Activations:
-        return std::string(categoryLabel(Category::Activations));
-    case Band::Temporaries:
-        return std::string(categoryLabel(Category::Temporaries));
-    case Band::Overhead:
-        break;
-    }
-    return "CUDA context and allocator slack";
+    const std::optional<Category> category = bandCategory(band);
+    return category ? std::string(categoryLabel(*category)) : "CUDA context and allocator slack";
 }
 
 std::string ratioText(double ratio)
