@@ -58,6 +58,29 @@ void qualifyOneOffFixes(std::vector<Diagnosis>& candidates, const RunFacts& fact
     }
 }
 
+// A per-process cap (set_per_process_memory_fraction) is a budget someone chose, usually to share
+// the card: within it the run still has a cause of its own, and that cause is what the user has to
+// fix. The cap leads only when nothing in the workload explains the overflow; otherwise it follows
+// the first workload cause, as the context of the failure and the cheapest fix if it was not meant.
+void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
+{
+    const auto cap = std::find_if(
+        diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.id == "memory_fraction_cap"; });
+    if (cap == diagnoses.end())
+        return;
+    const auto cause = std::find_if(cap + 1, diagnoses.end(), [](const Diagnosis& d) {
+        const bool outsideTheWorkload = d.id == "other_process" || d.id == "host_memory";
+        const bool cannotFit = d.outlook && d.outlook->leadingFixFitsRun == false;
+        return !outsideTheWorkload && !cannotFit && d.confidence >= 0.5;
+    });
+    if (cause == diagnoses.end())
+        return;
+    cap->evidence.push_back({ "ranked after " + cause->id + ": the cap is the budget this process was given, and "
+            + cause->id + " is what overflowed it; if the cap was not meant, raising it is the cheapest fix",
+        std::nullopt });
+    std::rotate(cap, cap + 1, cause + 1);
+}
+
 } // namespace
 
 void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
@@ -124,6 +147,7 @@ void rankDiagnoses(std::vector<Diagnosis>& diagnoses)
     sortDiagnoses(diagnoses);
     std::stable_partition(diagnoses.begin(), diagnoses.end(),
         [](const Diagnosis& d) { return !(d.outlook && d.outlook->leadingFixFitsRun == false); });
+    putCapAfterWorkloadCause(diagnoses);
     // Within a diagnosis, a fix projected not to make it fit never leads one that would.
     for (Diagnosis& d : diagnoses)
         std::stable_partition(
