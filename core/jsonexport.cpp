@@ -1,6 +1,8 @@
 #include "core/jsonexport.h"
 
 #include "core/presentation/cardreconciliationjson.h"
+#include "core/presentation/compiledregionsjson.h"
+#include "core/presentation/privatepoolsjson.h"
 
 #include <algorithm>
 
@@ -214,12 +216,15 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     for (const auto& diagnosis : analysis.diagnoses)
         diagnoses.push_back(diagnosisToJson(diagnosis));
 
-    return withPresentationKeys(
+    json document = withPresentationKeys(
         json { { "tool", "oomlens" }, { "version", OOMLENS_VERSION }, { "inputs", std::move(inputs) },
             { "oom_messages", std::move(messages) }, { "memory_summaries", std::move(summaries) },
             { "host_kills", std::move(hostKills) }, { "snapshots", std::move(snapshots) },
             { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } },
         input, analysis);
+    document["private_pools"] = privatePoolsToJson(input, analysis);
+    document["compiled_regions"] = compiledRegionsToJson(analysis);
+    return document;
 }
 
 } // namespace oomlens

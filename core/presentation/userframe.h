@@ -15,11 +15,15 @@ class StringTable;
 // "C:\...\torch\autograd\graph.py"). "mytorch/" or "pytorch_lightning/" are not PyTorch.
 bool isPyTorchFile(std::string_view filename);
 bool isPythonFile(std::string_view filename);
+// Code torch.compile generated (Inductor's output code): a compiled region's allocations come from
+// it, and with augment_with_fx_traces PyTorch 2.11 puts the model lines that produced each FX node
+// right after its frame, so the user frame is found past it.
+bool isCompilerGeneratedFile(std::string_view filename);
 
 // The frame of a stack a reader recognises as their code: the innermost Python frame outside
-// PyTorch's own package, else the innermost Python frame, else the innermost frame (C++ frames
-// come first in stacks='all' recordings and say little about the model). nullopt for an empty
-// or invalid stack. The app and the report both name allocations by this frame.
+// PyTorch's own package and torch.compile's generated code, else the innermost Python frame, else the innermost frame
+// (C++ frames come first in stacks='all' recordings and say little about the model). nullopt for an empty or invalid
+// stack. The app and the report both name allocations by this frame.
 std::optional<FrameId> userFrame(const FrameTable& frames, const StringTable& strings, StackId stack);
 
 } // namespace oomlens

@@ -322,6 +322,9 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
     e.timeUs = integer(f[KTimeUs], KTimeUs, record);
     e.stack = stackOf(f[KFrames], record);
     e.compileContext = optionalText(f[KCompileContext], KCompileContext, record);
+    // PyTorch records "N/A" outside compiled regions when compile_context=True.
+    if (e.compileContext.isValid() && m_strings->get(e.compileContext) == "N/A")
+        e.compileContext = {};
     e.userMetadata = optionalText(f[KUserMetadata], KUserMetadata, record);
     if (m_events.size() >= std::numeric_limits<uint32_t>::max())
         throw formatError("more than 4 billion trace entries");
@@ -341,7 +344,45 @@ Value SnapshotBuilder::makeFrame(const Value* const* f)
     frame.filename = StringId(filename.ref);
     frame.name = StringId(name.ref);
     frame.line = static_cast<int32_t>(integer(f[KLine], KLine, "stack frame"));
+    attributeFxFrame(frame, f);
     return Value::of(Kind::Frame, m_frames->intern(frame).value);
+}
+
+// augment_with_fx_traces: a frame of FX-generated code carries the node it ran (fx_node_name) and
+// the model source that produced that node (fx_original_trace, a Python traceback whose last
+// `File "...", line N, in F` is the model's own line). The frame becomes that line, named after
+// its function and the node, so every view attributes the allocation to the model's source.
+void SnapshotBuilder::attributeFxFrame(Frame& frame, const Value* const* f)
+{
+    const Value* trace = f[KFxOriginalTrace];
+    if (!trace || trace->kind != Kind::Str)
+        return;
+    // A copy: interning below may move the table's storage.
+    const std::string text(m_strings->get(StringId(trace->ref)));
+    const size_t at = text.rfind("File \"");
+    if (at == std::string::npos)
+        return;
+    const size_t fileStart = at + 6;
+    const size_t fileEnd = text.find('"', fileStart);
+    const size_t lineAt = text.find(", line ", fileEnd == std::string::npos ? text.size() : fileEnd);
+    if (fileEnd == std::string::npos || lineAt == std::string::npos)
+        return;
+    int32_t line = 0;
+    size_t cursor = lineAt + 7;
+    while (cursor < text.size() && text[cursor] >= '0' && text[cursor] <= '9' && line < 100'000'000)
+        line = line * 10 + (text[cursor++] - '0');
+    std::string name;
+    if (std::string_view(text).substr(cursor).starts_with(", in ")) {
+        const size_t nameStart = cursor + 5;
+        const size_t nameEnd = std::min(text.find('\n', nameStart), text.size());
+        name = text.substr(nameStart, nameEnd - nameStart);
+    }
+    if (const Value* node = f[KFxNodeName]; node && node->kind == Kind::Str)
+        name += std::string(name.empty() ? "" : " ") + "[fx " + std::string(m_strings->get(StringId(node->ref))) + "]";
+    frame.filename = m_strings->intern(std::string_view(text).substr(fileStart, fileEnd - fileStart));
+    frame.line = line;
+    if (!name.empty())
+        frame.name = m_strings->intern(name);
 }
 
 Value SnapshotBuilder::makeBlock(const Value* const* f)

@@ -138,6 +138,7 @@ private:
 
     Value makeEvent(const Value* const* fields, const std::vector<Value>& items);
     Value makeFrame(const Value* const* fields);
+    void attributeFxFrame(Frame& frame, const Value* const* fields);
     Value makeBlock(const Value* const* fields);
     Value makeSegment(const Value* const* fields);
     Value makeHistory(const Value* const* fields);

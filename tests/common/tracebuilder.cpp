@@ -22,6 +22,7 @@ struct TraceBuilder::State
         bool large = true;
         bool expandable = false;
         bool live = true;
+        PoolId pool; // segment_pool_id: (0, 0) default, else a CUDA graph's or a MemPool's
     };
     struct Alloc
     {
@@ -126,9 +127,10 @@ struct TraceBuilder::State
         return true;
     }
 
-    Seg& newSegment(const std::string& name, uint64_t size, bool large, int64_t stream)
+    Seg& newSegment(const std::string& name, uint64_t size, bool large, int64_t stream, PoolId pool = {})
     {
         Seg s;
+        s.pool = pool;
         s.name = name;
         s.device = device;
         s.address = nextSegmentAddress + (static_cast<uint64_t>(device) << 44);
@@ -233,6 +235,13 @@ bool TraceBuilder::add(std::string_view text)
         if (auto s = options.find("stack"); s != options.end())
             stack = st.parseStack(s->second);
         const int64_t stream = options.count("stream") ? std::stoll(options["stream"]) : 0;
+        PoolId pool;
+        if (auto p = options.find("pool"); p != options.end()) {
+            const auto comma = p->second.find(',');
+            if (comma == std::string::npos)
+                return fail("expected pool=FIRST,SECOND");
+            pool = { std::stoll(p->second.substr(0, comma)), std::stoll(p->second.substr(comma + 1)) };
+        }
         auto bytesArg = [&](size_t index, uint64_t* out) {
             bool ok = index < words.size();
             if (ok)
@@ -266,12 +275,13 @@ bool TraceBuilder::add(std::string_view text)
             s.stream = stream;
             s.large = large.value_or(size != (uint64_t(2) << 20));
             s.expandable = expandable;
+            s.pool = pool;
             st.segments.push_back(s);
         } else if (command == "segment_alloc") {
             uint64_t size = 0;
             if (words.empty() || !bytesArg(1, &size))
                 return fail("expected: segment_alloc NAME SIZE");
-            auto& s = st.newSegment(words[0], size, large.value_or(size != (uint64_t(2) << 20)), stream);
+            auto& s = st.newSegment(words[0], size, large.value_or(size != (uint64_t(2) << 20)), stream, pool);
             st.emit(TraceAction::SegmentAlloc, s.address, size, stream, stack.value_or(StackId(0)), st.tick(options));
         } else if (command == "segment_free") {
             State::Seg* s = words.empty() ? nullptr : st.segment(words[0]);
@@ -344,7 +354,7 @@ bool TraceBuilder::add(std::string_view text)
             } else {
                 const bool wantLarge = size > (uint64_t(1) << 20);
                 for (auto& s : st.segments) {
-                    if (s.live && s.device == st.device && s.stream == stream && s.large == wantLarge
+                    if (s.live && s.device == st.device && s.stream == stream && s.large == wantLarge && s.pool == pool
                         && st.place(a, s)) {
                         placed = true;
                         break;
@@ -356,7 +366,7 @@ bool TraceBuilder::add(std::string_view text)
                 const uint64_t segmentSize = !wantLarge ? (uint64_t(2) << 20)
                     : size <= (uint64_t(10) << 20)      ? (uint64_t(20) << 20)
                                                    : (a.block + (uint64_t(2) << 20) - 1) & ~((uint64_t(2) << 20) - 1);
-                auto& s = st.newSegment("auto", segmentSize, wantLarge, stream);
+                auto& s = st.newSegment("auto", segmentSize, wantLarge, stream, pool);
                 st.place(a, s);
                 if (command == "alloc")
                     st.emit(TraceAction::SegmentAlloc, s.address, s.size, stream, a.stack, st.tick(options));
@@ -365,8 +375,11 @@ bool TraceBuilder::add(std::string_view text)
                 a.event = static_cast<int64_t>(st.events[st.device].size());
             st.allocations.push_back(a);
             st.allocByName[a.name] = st.allocations.size() - 1;
-            if (command == "alloc")
+            if (command == "alloc") {
                 st.emit(TraceAction::Alloc, a.address, size, stream, a.stack, st.tick(options));
+                if (auto ctx = options.find("ctx"); ctx != options.end())
+                    st.events[st.device].back().compileContext = st.strings->intern(ctx->second);
+            }
         } else if (command == "free" || command == "free_requested" || command == "free_completed") {
             State::Alloc* a = words.empty() ? nullptr : st.allocation(words[0]);
             if (!a || !a->live)
@@ -439,6 +452,7 @@ std::shared_ptr<const Snapshot> TraceBuilder::build()
         segment.stream = s.stream;
         segment.isLargePool = s.large;
         segment.isExpandable = s.expandable;
+        segment.pool = s.pool;
         segment.firstBlock = static_cast<uint32_t>(snapshot->blocks.size());
         std::vector<const State::Alloc*> inside;
         for (const auto& a : st.allocations) {

@@ -24,6 +24,10 @@ namespace oomlens::test {
 //   free a bwd                                 free_requested + free_completed
 //   free_requested a / free_completed a        the two halves (pending-free windows)
 //   segment_alloc s1 20MiB / segment_free s1   explicit segment events (s1 gets a fresh address)
+//   pool=1,0 on segment, segment_alloc and alloc: the segment's segment_pool_id (a CUDA graph's
+//                                              (N,0) or a MemPool's (0,N)); an alloc only fits in
+//                                              segments of its pool
+//   ctx="Torch-Compiled Region: 0/0" on alloc: the event's compile_context
 //   map x 0x7f1000000000 60MiB [small] / unmap x 0x7f1000000000 20MiB   expandable segments
 //                                              (large pool unless `small`; pages are 20 MiB / 2 MiB)
 //   oom 1GiB free=100MiB [fwd]                 an oom event

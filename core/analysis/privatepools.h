@@ -1,0 +1,83 @@
+#pragma once
+
+#include "core/analysis/snapshotanalysis.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// Who made a pool, as its id tells: PyTorch numbers the pools of CUDA graphs (first, 0) and the
+// MemPools a user creates (0, second); (0, 0) is the default pool every other allocation uses.
+enum class PoolOwner : uint8_t { Default, CudaGraph, MemPool };
+
+PoolOwner poolOwner(PoolId id);
+// "default pool", "CUDA graph pool (1, 0)", "MemPool (0, 1)".
+std::string poolName(PoolId id);
+
+// One pool at the dump, from the segments' `segment_pool_id` and their blocks. A private pool's
+// free bytes stay with it: only requests inside that graph capture or `use_mem_pool` can use them,
+// so for every other request they are reserved and unusable (the pool's fragmentation).
+struct PoolAtDump
+{
+    PoolId id;
+    std::vector<uint32_t> segments; // indices into Snapshot::segments
+    uint64_t reservedBytes = 0;
+    uint64_t allocatedBytes = 0; // active_allocated blocks
+    uint64_t pendingFreeBytes = 0; // freed by the caller, still in use by a stream (or a graph)
+    uint64_t freeBytes = 0; // inactive blocks: cached by the pool
+    uint64_t largestFreeBlock = 0;
+    size_t liveBlocks = 0;
+    bool isPrivate() const { return !id.isDefault(); }
+};
+
+// The OOM message's "allocated in private pools (e.g., CUDA Graphs)" against the trace. Despite
+// its wording PyTorch prints the *free* blocks its private pools cache, so that is what is
+// compared: the free bytes of the private segments live at the oom event.
+struct PrivatePoolsAtOom
+{
+    int64_t oomEvent = -1;
+    uint64_t privateFreeBytes = 0; // in segments whose pool the dump records
+    // Free bytes of segments live at the oom event but freed before the dump: their pool is not
+    // recorded (PyTorch 2.11 writes no pool per trace entry), so they may be private too.
+    uint64_t unattributedFreeBytes = 0;
+    std::optional<uint64_t> messageBytes; // the OOM message's figure, when linked
+    bool agrees = false; // the message lies between privateFreeBytes and that plus unattributed
+    std::string statement; // one sentence: the figures and whether they agree
+};
+
+struct PrivatePools
+{
+    int32_t device = 0;
+    std::vector<PoolAtDump> pools; // default first (when present), then private pools by id
+    // Bytes reserved by the private pools the dump records, right after each trace event (sized
+    // like the device's trace; empty without a trace) and before the first event.
+    std::vector<uint64_t> privateReservedAfter;
+    uint64_t initialPrivateReserved = 0;
+    std::optional<PrivatePoolsAtOom> atOom;
+
+    bool hasPrivate() const;
+    uint64_t privateReservedBytes() const;
+    uint64_t privateFreeBytes() const;
+    // The pool of the block an allocation lived in, when the dump records it: the dump segment
+    // at its address, created (segment_alloc) no later than the allocation. nullopt for blocks
+    // of segments freed before the dump.
+    std::optional<PoolId> poolOf(const Allocation& allocation) const;
+
+    struct DumpSegment
+    {
+        uint64_t address = 0;
+        uint64_t size = 0;
+        PoolId pool;
+        int64_t createdAt = -1; // its segment_alloc in the trace; -1: older than the trace
+    };
+    std::vector<DumpSegment> dumpSegments; // this device's, by address
+};
+
+// Everything above for one device; messageBytes is the linked OOM message's private-pools figure.
+PrivatePools privatePools(
+    const Snapshot& snapshot, const DeviceAnalysis& device, std::optional<uint64_t> messageBytes = std::nullopt);
+
+} // namespace oomlens
