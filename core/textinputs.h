@@ -53,14 +53,35 @@ struct XlaBufferStats
     std::optional<uint64_t> totalBytes;
 };
 
-// One line of a training loop's progress log: its step, and the memory or sequence length it printed.
+// One line of a training loop's progress log: its step, and the memory, sequence length or batch it printed.
 struct MemoryLogPoint
 {
     int64_t step = 0;
-    std::optional<uint64_t> bytes; // "allocated 10.80 GB", "mem 14.2 GiB"
-    std::optional<uint64_t> sequenceLength; // "seq_len 4096"
-    std::string batch; // "16x512", as printed; empty when not printed
+    std::optional<uint64_t> bytes; // "allocated 10.80 GB", "mem 14.2 GiB", "torch.cuda.memory_allocated()=6.02GB"
+    std::optional<uint64_t> sequenceLength; // "seq_len 4096", "padded to 4096 tokens"
+    std::string batch; // "16x512" or "32", as printed ("torch.Size([16, 512])" reads "16x512"); empty when not printed
     size_t sourceLine = 0;
+    // What `bytes` measures, from the name it was printed under: "allocated" (live tensors), "reserved"
+    // (the allocator's cache), "peak_allocated" / "peak_reserved" (running maxima), "memory" (not said).
+    std::string bytesMetric;
+    std::optional<uint64_t> tokens; // the batch's tokens printed as one count ("ntokens 3412", "tokens=32768")
+};
+
+// How the run trains, as far as the log says: the width of the weights, mixed precision, the
+// optimizer. Empty fields were not said; `evidence` keeps each line that said something.
+struct TrainingRecipe
+{
+    std::string weightPrecision; // "fp32", "bf16", "fp16"
+    bool autocast = false; // 16-bit compute over the weights (autocast, AMP, Lightning's "16-mixed")
+    bool masterWeights = false; // an fp32 copy of 16-bit weights kept by the optimizer (DeepSpeed fp16/bf16, apex O2)
+    std::string optimizer; // "adamw", "adam", "adamw-8bit", "sgd", "adafactor", "lion"
+    std::string optimizerVariant; // "fused", "foreach", "paged", "offload" (state kept on the host)
+    std::string sharding; // "zero1", "zero2", "zero3", "fsdp": state split across GPUs; empty when not said
+    std::vector<std::string> evidence; // "line 2: Using fused AdamW, lr=1e-5, bf16 autocast, fp32 weights"
+    bool empty() const
+    {
+        return weightPrecision.empty() && !autocast && !masterWeights && optimizer.empty() && sharding.empty();
+    }
 };
 
 struct OomMessage
@@ -85,6 +106,10 @@ struct OomMessage
     // The trainable parameter count the log printed before the failure (PEFT's "trainable params: N",
     // the HF Trainer's "Number of trainable parameters = N"): what training state will need.
     std::optional<uint64_t> trainableParameters;
+    // All parameters, frozen ones included, when printed beside the trainable count ("all params: N",
+    // Lightning's "Total params"): frozen weights take memory too, without gradients or moments.
+    std::optional<uint64_t> totalParameters;
+    TrainingRecipe recipe; // what the log printed before the failure about precision and optimizer
     // The training loop's own memory log before the failure ("iter 300 allocated 10.80 GB batch 16x512",
     // "step 4430 | seq_len 4096"): growth at a constant batch, or one batch much longer than the rest.
     std::vector<MemoryLogPoint> memoryLog;

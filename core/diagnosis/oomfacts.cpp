@@ -125,6 +125,8 @@ OomFacts oomFacts(const OomMessage& message)
     facts.platformLimit = message.platformLimitBytes;
     facts.xlaBuffers = message.xlaBuffers;
     facts.trainableParameters = message.trainableParameters;
+    facts.totalParameters = message.totalParameters;
+    facts.recipe = message.recipe;
     facts.memoryLog = message.memoryLog;
     if (facts.selfProcessBytes && facts.reserved && *facts.selfProcessBytes >= *facts.reserved)
         facts.selfNonPyTorchBytes = *facts.selfProcessBytes - *facts.reserved;

@@ -34,6 +34,8 @@ struct OomFacts
     std::optional<uint64_t> platformLimit; // a per-allocation cap of the platform (IPEX: 4 GB)
     std::optional<XlaBufferStats> xlaBuffers; // the compiled program's parameters / temporaries / total
     std::optional<uint64_t> trainableParameters; // printed by the log before the failure
+    std::optional<uint64_t> totalParameters; // frozen ones included, when printed
+    TrainingRecipe recipe; // precision and optimizer, as far as the log says
     std::vector<MemoryLogPoint> memoryLog; // the loop's own progress lines before the failure
     std::optional<uint64_t> selfProcessBytes; // "this process has X memory in use"
     std::optional<uint64_t> selfNonPyTorchBytes; // self − reserved: CUDA context, cuDNN, NCCL, other libraries

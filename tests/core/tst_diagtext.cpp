@@ -256,8 +256,8 @@ private Q_SLOTS:
         message.phase = Phase::Forward;
         int64_t step = 4400;
         for (const char* batch : { "8x384", "8x512", "8x448" })
-            message.memoryLog.push_back({ step += 10, 14 * GiB, std::nullopt, batch, 0 });
-        message.memoryLog.push_back({ step += 10, 15 * GiB, std::nullopt, "8x4096", 0 });
+            message.memoryLog.push_back({ .step = step += 10, .bytes = 14 * GiB, .batch = batch });
+        message.memoryLog.push_back({ .step = step += 10, .bytes = 15 * GiB, .batch = "8x4096" });
         TextFindings findings;
         findings.oomMessages.push_back(message);
         const auto diagnoses = diagnoseText(findings);
