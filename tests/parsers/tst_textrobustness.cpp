@@ -7,6 +7,8 @@
 #include <QRandomGenerator>
 #include <QTest>
 
+#include <algorithm>
+
 #include <map>
 
 using namespace oomlens;
@@ -149,29 +151,48 @@ private Q_SLOTS:
 
     void largeLogIsLinear()
     {
-        // About 30 MB of ordinary training output with an OOM, a traceback and a summary every 2000 lines.
+        // Ordinary training output with an OOM, a traceback and a summary every 2000 lines, at 3 MB
+        // and at 30 MB. Ten times the text must cost about ten times the time: the ratio, not a
+        // wall-clock bound, so that a loaded machine or a sanitizer build cannot fail it, while a
+        // quadratic parser (100x) still does.
         const std::string block = test::textFixture("training_log.txt") + test::textFixture("summary_kib_full.txt");
-        std::string log;
-        log.reserve(32u << 20);
-        int ooms = 0;
-        for (int i = 0; log.size() < (30u << 20); ++i) {
-            log += "[rank0]: 2024-06-01 12:00:00 INFO | step " + std::to_string(i)
-                + " | loss 2.3107 | lr 3.0e-4 | grad_norm 1.02 | tokens/s 51234 | mem 71.2 GiB\n";
-            if (i % 2000 == 1999) {
-                log += block;
-                ooms += 2;
+        const auto makeLog = [&block](size_t bytes, int& ooms) {
+            std::string log;
+            log.reserve(bytes + (2u << 20));
+            ooms = 0;
+            for (int i = 0; log.size() < bytes; ++i) {
+                log += "[rank0]: 2024-06-01 12:00:00 INFO | step " + std::to_string(i)
+                    + " | loss 2.3107 | lr 3.0e-4 | grad_norm 1.02 | tokens/s 51234 | mem 71.2 GiB\n";
+                if (i % 2000 == 1999) {
+                    log += block;
+                    ooms += 2;
+                }
             }
-        }
-        QElapsedTimer timer;
-        timer.start();
-        const TextFindings findings = parseText(log);
-        const qint64 elapsed = timer.elapsed();
-        qInfo("parsed %.1f MB in %lld ms", double(log.size()) / (1 << 20), elapsed);
+            return log;
+        };
+        const auto timeParse = [](const std::string& log, TextFindings& findings) {
+            QElapsedTimer timer;
+            timer.start();
+            findings = parseText(log);
+            return std::max<qint64>(timer.elapsed(), 1);
+        };
+        int smallOoms = 0;
+        int ooms = 0;
+        const std::string small = makeLog(3u << 20, smallOoms);
+        const std::string log = makeLog(30u << 20, ooms);
+        TextFindings findings;
+        const qint64 smallElapsed = timeParse(small, findings);
+        QCOMPARE(findings.oomMessages.size(), size_t(smallOoms));
+        const qint64 elapsed = timeParse(log, findings);
+        qInfo("parsed %.1f MB in %lld ms, %.1f MB in %lld ms", double(small.size()) / (1 << 20), smallElapsed,
+            double(log.size()) / (1 << 20), elapsed);
         QCOMPARE(findings.oomMessages.size(), size_t(ooms));
         QCOMPARE(findings.summaries.size(), size_t(ooms / 2));
         QCOMPARE(classifyText(log, findings), InputKind::Log);
-        // Generous bound for debug and sanitizer builds; release does this in well under a second.
-        QVERIFY2(elapsed < 60000, "the text parser must stay linear");
+        QVERIFY2(elapsed < 30 * smallElapsed + 1000,
+            qPrintable(QStringLiteral("the text parser must stay linear: %1 ms for 10x the text that took %2 ms")
+                           .arg(elapsed)
+                           .arg(smallElapsed)));
     }
 };
 
