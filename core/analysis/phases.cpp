@@ -193,6 +193,119 @@ void labelSteps(
     }
 }
 
+// One call of the model: from the allocation where its top-level forward begins to the event
+// before whatever follows it (the next call, a backward, the end of the trace).
+struct ForwardPass
+{
+    size_t first = 0;
+    size_t last = 0;
+    Phase next = Phase::Unknown; // the phase that follows; Forward: another call; Unknown: the trace ends
+};
+
+// Forward passes among the events labelled Forward (the loose loop code after a call included:
+// the loss, the list append, the next batch). A new pass starts where the model's top-level
+// forward goes back to an earlier line of its file: the model was called again.
+std::vector<ForwardPass> forwardPasses(
+    const Snapshot& snapshot, StackFeatures& features, const std::vector<TraceEvent>& events, const DeviceAnalysis& out)
+{
+    std::vector<ForwardPass> passes;
+    bool open = false;
+    FrameId lastTop;
+    for (size_t i = 0; i < events.size(); ++i) {
+        if (events[i].action != TraceAction::Alloc && events[i].action != TraceAction::Oom)
+            continue; // frees and segment events carry other events' frames
+        const Phase p = out.eventPhase[i];
+        if (p != Phase::Forward) {
+            if (open && p != Phase::Unknown) {
+                passes.back().next = p;
+                open = false;
+            }
+            lastTop = FrameId {};
+            continue;
+        }
+        const FrameId top = features.topForwardFrame(events[i].stack);
+        if (!top.isValid()) {
+            if (open)
+                passes.back().last = i;
+            continue;
+        }
+        bool starts = !open;
+        if (open && lastTop.isValid()) {
+            const Frame& a = snapshot.frames->frame(lastTop);
+            const Frame& b = snapshot.frames->frame(top);
+            starts = a.filename == b.filename && b.line < a.line;
+            if (starts)
+                passes.back().next = Phase::Forward;
+        }
+        if (starts) {
+            passes.push_back({ i, i, Phase::Unknown });
+            open = true;
+        }
+        passes.back().last = i;
+        lastTop = top;
+    }
+    return passes;
+}
+
+// A forward pass that nothing differentiates is an evaluation pass, whatever the code is named
+// (`with torch.no_grad():` leaves no frame on the stack). Two physical signs, both required:
+//   - no backward follows it: the next thing the program does is call the model again, or
+//     something else (for the pass the run failed in, see below);
+//   - it did not keep its intermediates. With grad enabled every op whose backward needs its
+//     inputs or outputs (linear, matmul, layer norm, softmax, activations) saves them until the
+//     backward, so a training forward keeps most of the bytes it makes alive to its end; under
+//     no_grad nothing is saved, each layer's tensors are freed as the next layer runs, and what
+//     outlives the pass is its output (and whatever the loop keeps of it). Less than half of the
+//     pass's bytes alive at its end is the second kind.
+// A training forward followed by a second call before the backward (two inputs, a distillation
+// student) keeps its activations, so it stays a forward; a teacher under no_grad does not.
+void markEvaluationPasses(
+    const Snapshot& snapshot, StackFeatures& features, const std::vector<TraceEvent>& events, DeviceAnalysis& out)
+{
+    if (!snapshot.frames)
+        return;
+    const std::vector<ForwardPass> passes = forwardPasses(snapshot, features, events, out);
+    if (passes.empty())
+        return;
+    std::vector<uint64_t> made(passes.size(), 0);
+    std::vector<uint64_t> kept(passes.size(), 0);
+    for (const Allocation& allocation : out.allocations) {
+        if (allocation.allocEvent < 0)
+            continue;
+        const auto at = static_cast<size_t>(allocation.allocEvent);
+        auto it = std::upper_bound(
+            passes.begin(), passes.end(), at, [](size_t event, const ForwardPass& p) { return event < p.first; });
+        if (it == passes.begin())
+            continue;
+        const auto index = static_cast<size_t>(std::prev(it) - passes.begin());
+        const ForwardPass& pass = passes[index];
+        if (at > pass.last)
+            continue;
+        made[index] += allocation.requestedSize;
+        if (allocation.liveAfter(static_cast<int64_t>(pass.last)))
+            kept[index] += allocation.requestedSize;
+    }
+    bool previousEval = false;
+    for (size_t k = 0; k < passes.size(); ++k) {
+        const ForwardPass& pass = passes[k];
+        // A pass the trace ends in (the run failed inside it) has not shown what follows it, and
+        // half-way through a training forward much may already be freed (eager attention frees
+        // two of its three score-sized tensors per layer): it is evaluation only as the next call
+        // of a loop that was already evaluating, nothing differentiated in between.
+        const bool unfinished = pass.next == Phase::Unknown;
+        const bool continuesEval = k > 0 && previousEval && passes[k - 1].next == Phase::Forward;
+        const bool eval
+            = pass.next != Phase::Backward && made[k] > 0 && 2 * kept[k] < made[k] && (!unfinished || continuesEval);
+        previousEval = eval;
+        if (!eval)
+            continue;
+        for (size_t i = pass.first; i <= pass.last; ++i) {
+            if (out.eventPhase[i] == Phase::Forward)
+                out.eventPhase[i] = Phase::Eval;
+        }
+    }
+}
+
 void buildSpans(DeviceAnalysis& out)
 {
     out.phaseSpans.clear();
@@ -300,6 +413,7 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         }
     }
 
+    markEvaluationPasses(snapshot, features, events, out);
     labelSteps(snapshot, features, events, out);
     buildSpans(out);
 }

@@ -16,6 +16,9 @@ namespace oomlens {
 // forward starts the backward (the autograd thread records none under stacks='python', and
 // Tensor.backward may show nowhere), and loose training-loop code continues a forward (the
 // loss) or else is data preparation.
+// Then physics over names: a forward pass that no backward follows and that kept less than half of
+// what it made alive to its end saved nothing for a backward — an evaluation pass, even under a
+// `with torch.no_grad():` that leaves no frame.
 // Steps: ProfilerStep#N annotations when present, else a new step starts when forward or
 // data follows the optimizer (or backward, when the trace has no optimizer), else — for
 // forward-only traces — when the model's top-level forward starts over.

@@ -66,8 +66,11 @@ void analyzeOoms(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         const bool large = isLargePoolRequest(e.size);
         oom.largestFreeBlock = state.largestFreeBlock(e.stream, large);
         oom.freeInPoolBytes = state.freeBytes(e.stream, large);
+        // The stack's own answer, unless the labels refined it: a forward pass that kept nothing
+        // for a backward is an evaluation pass (phases.h), which no frame of a `with no_grad()` shows.
         const Phase own = features.phase(e.stack);
-        oom.phase = own != Phase::Unknown ? own : d.eventPhase[i];
+        const bool refined = own == Phase::Forward && d.eventPhase[i] == Phase::Eval;
+        oom.phase = own != Phase::Unknown && !refined ? own : d.eventPhase[i];
         oom.step = d.eventStep[i];
         d.ooms.push_back(oom);
     }

@@ -28,8 +28,6 @@ namespace {
 const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
-        { QStringLiteral("alone:capture/oomlens-20261124-091532-pid818-0001"),
-            "the capture helper's step annotations: first backward read as step 2" },
         { QStringLiteral("alone:extra/capacity_first_backward"),
             "weights + gradients + AdamW state beyond the cap not named capacity" },
         { QStringLiteral("text:extra/capacity_first_backward"),
@@ -38,23 +36,10 @@ const std::map<QString, const char*>& expectedFailures()
             "a frozen base with tiny adapters read as the lazily created optimizer state" },
         { QStringLiteral("text:extra/lora_first_backward"),
             "a frozen base with tiny adapters read as the lazily created optimizer state" },
-        { QStringLiteral("alone:extra/output_leak"), "outputs kept step after step in training not read as a leak" },
-        { QStringLiteral("text:extra/output_leak"), "outputs kept step after step in training not read as a leak" },
-        { QStringLiteral("alone:heldout/eval_probs_kept"),
-            "outputs kept batch after batch in eval read as one longer batch" },
-        { QStringLiteral("text:heldout/eval_probs_kept"),
-            "outputs kept batch after batch in eval read as one longer batch" },
-        { QStringLiteral("alone:make_cases/eval_accumulation"),
-            "outputs kept batch after batch in eval read as one longer batch" },
-        { QStringLiteral("text:make_cases/eval_accumulation"),
-            "outputs kept batch after batch in eval read as one longer batch" },
         { QStringLiteral("alone:make_cases/too_big"),
             "weights + gradients + AdamW state beyond the cap not named capacity" },
         { QStringLiteral("text:make_cases/too_big"),
             "weights + gradients + AdamW state beyond the cap not named capacity" },
-        { QStringLiteral("phase:heldout/eval_probs_kept"), "an eval forward under no_grad read as a training forward" },
-        { QStringLiteral("phase:make_cases/eval_accumulation"),
-            "an eval forward under no_grad read as a training forward" },
 
     };
     return rows;
