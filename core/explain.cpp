@@ -114,8 +114,8 @@ std::vector<std::string> explainOomMessage(const OomMessage& message)
         lines.push_back(deviceLabel(message) + ": out of memory; the message gives no request size.");
     explainNumbers(f, lines);
     if (message.privatePoolsBytes && *message.privatePoolsBytes > 0)
-        lines.push_back(
-            formatBytes(*message.privatePoolsBytes) + " of the live memory is in private pools (CUDA Graphs).");
+        lines.push_back(formatBytes(*message.privatePoolsBytes)
+            + " is cached free in private pools (CUDA graphs, MemPools): only their owner can use it.");
     if (f.asyncAllocator)
         lines.push_back(
             "The cudaMallocAsync backend is in use: the driver pools memory, so PyTorch's cache figures do not apply.");

@@ -1,5 +1,7 @@
 #include "views/allocationsmodel.h"
 
+#include "core/presentation/compileattribution.h"
+
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
@@ -22,8 +24,11 @@ void AllocationsModel::clear()
 void AllocationsModel::setMoment(std::shared_ptr<const TimelineData> data, int64_t event)
 {
     beginResetModel();
-    if (data != m_data)
+    if (data != m_data) {
         m_stackText.clear();
+        m_annotationText.clear();
+        m_pools = data && data->device() ? privatePools(data->snapshot(), *data->device()) : PrivatePools {};
+    }
     m_data = std::move(data);
     m_event = event;
     m_rows.clear();
@@ -83,6 +88,10 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             const QString location = topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
             return location.isEmpty() ? QStringLiteral("— no stack recorded") : location;
         }
+        case PoolColumn:
+            return poolText(allocation);
+        case CompiledColumn:
+            return compiledText(allocation);
         }
         break;
     case SortRole:
@@ -99,6 +108,10 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             return qlonglong(allocation.allocEvent);
         case LocationColumn:
             return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
+        case PoolColumn:
+            return poolText(allocation);
+        case CompiledColumn:
+            return compiledText(allocation);
         }
         break;
     case FilterRole: {
@@ -107,7 +120,8 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             it = m_stackText.insert(
                 allocation.stack.value, stackSearchText(*snapshot.frames, *snapshot.strings, allocation.stack));
         return QString(categoryText(allocation.category) + QLatin1Char(' ') + phaseText(allocation.phase)
-            + QLatin1Char(' ') + *it);
+            + QLatin1Char(' ') + poolText(allocation) + QLatin1Char(' ') + compiledText(allocation) + QLatin1Char(' ')
+            + annotationText(m_rows[size_t(index.row())]) + *it);
     }
     case BytesRole:
         return qulonglong(allocation.requestedSize);
@@ -120,6 +134,17 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
         QString text = bytesText(allocation.requestedSize) + QStringLiteral(" — ") + categoryText(allocation.category);
         if (!reason.isEmpty())
             text += QStringLiteral("\nWhy: ") + reason;
+        if (const QString pool = poolText(allocation); m_pools.hasPrivate() && !pool.isEmpty())
+            text += QStringLiteral("\nPool: ") + pool;
+        const CompileAttribution compiled = compileAttribution(snapshot, device, allocation);
+        if (compiled.compiled()) {
+            text += QStringLiteral("\nCompiled: ")
+                + (compiled.context.empty() ? QStringLiteral("torch.compile output code")
+                                            : toQString(compiled.context));
+            if (compiled.generatedFrame)
+                text += QStringLiteral(" (generated ") + toQString(frameSiteText(snapshot, *compiled.generatedFrame))
+                    + QStringLiteral(")");
+        }
         const QString stack = stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 12);
         return stack.isEmpty() ? text : QString(text + QStringLiteral("\n\n") + stack);
     }
@@ -152,8 +177,47 @@ QVariant AllocationsModel::headerData(int section, Qt::Orientation orientation, 
         return QStringLiteral("Allocated at");
     case LocationColumn:
         return QStringLiteral("Location");
+    case PoolColumn:
+        return QStringLiteral("Pool");
+    case CompiledColumn:
+        return QStringLiteral("Compiled region");
     }
     return {};
+}
+
+QString AllocationsModel::poolText(const Allocation& allocation) const
+{
+    const std::optional<PoolId> pool = m_pools.poolOf(allocation);
+    if (!pool)
+        return m_pools.hasPrivate() ? QStringLiteral("— segment released before the dump") : QStringLiteral("default");
+    return pool->isDefault() ? QStringLiteral("default") : toQString(poolName(*pool));
+}
+
+QString AllocationsModel::annotationText(int32_t allocationIndex) const
+{
+    // The record_function spans and user metadata ("step=3") the allocation was made in, so the
+    // filter finds "Optimizer.step" or "step=3".
+    auto it = m_annotationText.find(allocationIndex);
+    if (it != m_annotationText.end())
+        return *it;
+    const Allocation& allocation = m_data->device()->allocations[size_t(allocationIndex)];
+    QString text;
+    if (allocation.allocEvent >= 0) {
+        for (const AnnotationSpan* span : spansAt(m_data->annotationSpans(), allocation.allocEvent))
+            text += toQString(span->name) + QLatin1Char(' ');
+        const TraceEvent& event = m_data->trace()->events[size_t(allocation.allocEvent)];
+        if (event.userMetadata.isValid())
+            text += toQString(m_data->snapshot().strings->get(event.userMetadata)) + QLatin1Char(' ');
+    }
+    return *m_annotationText.insert(allocationIndex, text);
+}
+
+QString AllocationsModel::compiledText(const Allocation& allocation) const
+{
+    const CompileAttribution compiled = compileAttribution(m_data->snapshot(), *m_data->device(), allocation);
+    if (!compiled.compiled())
+        return {};
+    return compiled.context.empty() ? QStringLiteral("compiled code") : toQString(compiled.context);
 }
 
 } // namespace oomlens

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/privatepools.h"
 #include "views/timelinedata.h"
 
 #include <QAbstractTableModel>
@@ -23,6 +24,8 @@ public:
         StepColumn,
         AllocatedAtColumn,
         LocationColumn,
+        PoolColumn, // the allocator pool of its block: default, a CUDA graph's or a MemPool
+        CompiledColumn, // the torch.compile region it ran in
         ColumnCount
     };
     enum Roles { SortRole = Qt::UserRole, BytesRole, AllocationRole, FilterRole };
@@ -40,11 +43,17 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
+    QString poolText(const Allocation& allocation) const;
+    QString compiledText(const Allocation& allocation) const;
+    QString annotationText(int32_t allocationIndex) const;
+
     std::shared_ptr<const TimelineData> m_data;
+    PrivatePools m_pools; // derived once per timeline: which pool each block is in
     std::vector<int32_t> m_rows; // indices into DeviceAnalysis::allocations
     // Search text per stack: thousands of live allocations share a few hundred stacks, and the
     // filter proxy asks for every row on each keystroke.
     mutable QHash<uint32_t, QString> m_stackText;
+    mutable QHash<int32_t, QString> m_annotationText; // per allocation: spans and metadata it was made in
     int64_t m_event = -1;
     uint64_t m_totalBytes = 0;
 };

@@ -1,5 +1,7 @@
 #include "views/allocatorstatewidget.h"
 
+#include "core/analysis/privatepools.h"
+
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
@@ -13,6 +15,24 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 namespace oomlens {
+
+namespace {
+
+// "graph 1" / "mempool 2": the pool of a segment of a private pool, as short as the row allows.
+QString poolTag(PoolId pool)
+{
+    switch (poolOwner(pool)) {
+    case PoolOwner::Default:
+        return {};
+    case PoolOwner::CudaGraph:
+        return QStringLiteral("graph %1").arg(pool.first);
+    case PoolOwner::MemPool:
+        return QStringLiteral("mempool %1").arg(pool.second);
+    }
+    return {};
+}
+
+} // namespace
 
 SegmentCanvas::SegmentCanvas(QWidget* parent)
     : QWidget(parent)
@@ -51,11 +71,14 @@ void SegmentCanvas::paintEvent(QPaintEvent* event)
         const int y = row * rowHeight + 2;
         painter.setPen(palette().color(QPalette::Text));
         painter.drawText(QRect(4, y, labelWidth - 8, rowHeight - 2), Qt::AlignVCenter | Qt::AlignLeft,
-            QStringLiteral("%1 %2%3").arg(bytesText(segment.size),
-                segment.isLargePool ? QString() : QStringLiteral("small "),
-                segment.stream ? QStringLiteral("s%1").arg(segment.stream) : QString()));
+            QStringLiteral("%1 %2%3%4")
+                .arg(bytesText(segment.size), segment.isLargePool ? QString() : QStringLiteral("small "),
+                    segment.stream ? QStringLiteral("s%1 ").arg(segment.stream) : QString(), poolTag(segment.pool)));
         const QRect bar(labelWidth, y + 2, barWidth, rowHeight - 6);
         painter.fillRect(bar, colors::freeBlock());
+        // A private pool's free space is reserved for its graph or MemPool alone: hatched.
+        if (!segment.pool.isDefault())
+            painter.fillRect(bar, QBrush(palette().color(QPalette::Mid), Qt::BDiagPattern));
         for (const StateBlock& block : segment.blocks) {
             if (segment.size == 0)
                 break;
@@ -210,6 +233,20 @@ QString AllocatorStateWidget::summaryText() const
                        .arg(m_state.segments.size())
                        .arg(bytesText(m_state.reservedBytes), bytesText(m_state.activeBytes), bytesText(free),
                            bytesText(largest));
+    uint64_t privateReserved = 0, privateFree = 0;
+    size_t privateSegments = 0;
+    for (const StateSegment& segment : m_state.segments) {
+        if (segment.pool.isDefault())
+            continue;
+        ++privateSegments;
+        privateReserved += segment.size;
+        privateFree += segment.freeBytes;
+    }
+    if (privateSegments > 0)
+        text += QStringLiteral("<br>Private pools (CUDA graphs, MemPools; hatched): %1 segments, reserved %2, "
+                               "free but held %3 (only their own graph or pool can use it)")
+                    .arg(privateSegments)
+                    .arg(bytesText(privateReserved), bytesText(privateFree));
     if (m_state.event != m_requested)
         text += QStringLiteral(" <span style='color:gray'>· updating to #%1…</span>").arg(m_requested);
     return text;

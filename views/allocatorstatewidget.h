@@ -29,7 +29,7 @@ protected:
 
 private:
     static constexpr int rowHeight = 18;
-    static constexpr int labelWidth = 170;
+    static constexpr int labelWidth = 230; // size, pool kind, stream and private pool
     std::shared_ptr<const TimelineData> m_data;
     AllocatorState m_state;
 };

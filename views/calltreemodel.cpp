@@ -1,5 +1,7 @@
 #include "views/calltreemodel.h"
 
+#include "core/presentation/userframe.h"
+
 #include "views/viewutil.h"
 
 namespace oomlens {
@@ -94,7 +96,12 @@ QVariant CallTreeModel::data(const QModelIndex& index, int role) const
         return {};
     const CallTreeNode& node = *flat->node;
     const Frame& frame = m_snapshot->frames->frame(node.frame);
-    const auto function = [&]() -> QString { return toQString(m_snapshot->strings->get(frame.name)); };
+    // torch.compile's generated code: the model lines that produced the node are its callers here.
+    const bool generated = isCompilerGeneratedFile(m_snapshot->strings->get(frame.filename));
+    const auto function = [&]() -> QString {
+        const QString name = toQString(m_snapshot->strings->get(frame.name));
+        return generated ? name + QStringLiteral(" [torch.compile generated]") : name;
+    };
     const auto location = [&]() -> QString {
         return toQString(m_snapshot->strings->get(frame.filename)) + QLatin1Char(':') + QString::number(frame.line);
     };
@@ -130,10 +137,13 @@ QVariant CallTreeModel::data(const QModelIndex& index, int role) const
     case FilterRole:
         return QString(function() + QLatin1Char(' ') + location());
     case Qt::ToolTipRole:
-        return QStringLiteral("%1\n%2\n%3 live in %4 allocation(s) below this frame (%5% of all live bytes)")
+        return QStringLiteral("%1\n%2\n%3 live in %4 allocation(s) below this frame (%5% of all live bytes)%6")
             .arg(function(), location(), bytesText(node.bytes))
             .arg(node.count)
-            .arg(share, 0, 'f', 1);
+            .arg(share, 0, 'f', 1)
+            .arg(generated ? QStringLiteral("\nInductor's output code of a compiled region: the model source lines "
+                                            "that produced these FX nodes are the frames just above it")
+                           : QString());
     case Qt::TextAlignmentRole:
         if (index.column() >= BytesColumn)
             return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);

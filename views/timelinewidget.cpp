@@ -88,6 +88,9 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     m_reserved = m_plot->addGraph();
     m_reserved->setName(QStringLiteral("Reserved"));
     m_reserved->setLineStyle(QCPGraph::lsStepLeft);
+    m_privatePools = m_plot->addGraph();
+    m_privatePools->setName(QStringLiteral("Private pools"));
+    m_privatePools->setLineStyle(QCPGraph::lsStepLeft);
 
     connect(m_axisBox, &QComboBox::currentIndexChanged, this,
         [this](int index) { setAxis(index == 0 ? Axis::Time : Axis::Events); });
@@ -108,6 +111,7 @@ void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
 {
     m_data = std::move(data);
     m_cursorEvent = -1;
+    m_pools = m_data && m_data->device() ? privatePools(m_data->snapshot(), *m_data->device()) : PrivatePools {};
     const bool hasTime = m_data && m_data->hasTime();
     m_axisBox->setEnabled(hasTime);
     m_axis = hasTime ? m_preferredAxis : Axis::Events;
@@ -179,6 +183,7 @@ void TimelineWidget::resetZoom()
     if (noHistory) {
         m_bands->clearData();
         m_reserved->data()->clear();
+        m_privatePools->data()->clear();
         m_info->setText(QStringLiteral("<b>No timeline:</b> this snapshot holds no allocation history, only the "
                                        "allocator's state at the dump (see the allocator state below)."));
         m_plot->replot();
@@ -253,6 +258,16 @@ void TimelineWidget::rebuildVisible()
         visibleMax = std::max(visibleMax, point.bytes);
     }
     m_reserved->setData(reservedKeys, reservedValues, true);
+    // Private pools change only at segment events, which the reserved points keep.
+    QVector<double> privateValues;
+    if (m_pools.hasPrivate()) {
+        for (const auto& point : reserved) {
+            const bool inTrace = point.event >= 0 && size_t(point.event) < m_pools.privateReservedAfter.size();
+            privateValues.push_back(
+                double(inTrace ? m_pools.privateReservedAfter[size_t(point.event)] : m_pools.initialPrivateReserved));
+        }
+    }
+    m_privatePools->setData(privateValues.isEmpty() ? QVector<double>() : reservedKeys, privateValues, true);
     rescaleValueAxis(visibleMax);
 
     const auto [first, last] = visibleEvents();
@@ -407,6 +422,11 @@ void TimelineWidget::applyColors()
                   .arg(colors::reservedLine().name());
     m_reserved->setPen(QPen(colors::reservedLine(), 1.6, Qt::DashLine));
     m_reserved->setBrush(Qt::NoBrush);
+    m_privatePools->setPen(QPen(colors::reservedLine(), 1.0));
+    m_privatePools->setBrush(QBrush(colors::reservedLine(), Qt::BDiagPattern));
+    if (m_pools.hasPrivate())
+        legend << QStringLiteral("<span style='color:%1'>&#9636;</span>&nbsp;Private pools (CUDA graphs, MemPools)")
+                      .arg(colors::reservedLine().name());
     const std::optional<TraceHistory> history = historyOf(m_data.get());
     if (history && history->segmentsOnly()) {
         // The legend's row carries what is missing and how to record it, in place of the chart.

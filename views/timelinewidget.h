@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/privatepools.h"
 #include "core/phase.h"
 #include "views/timelinedata.h"
 
@@ -90,6 +91,8 @@ private:
     QLabel* m_legend = nullptr;
     StackedBands* m_bands = nullptr; // one band per category, in stackOrder from the bottom
     QCPGraph* m_reserved = nullptr;
+    QCPGraph* m_privatePools = nullptr; // reserved by CUDA graphs' and MemPools' private pools, hatched
+    PrivatePools m_pools; // derived once per timeline
     QCPItemStraightLine* m_cursorLine = nullptr;
     std::shared_ptr<const TimelineData> m_data;
     Axis m_axis = Axis::Time;

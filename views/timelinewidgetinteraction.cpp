@@ -35,6 +35,8 @@ QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
     }
     html += QStringLiteral("<br>Allocated %1 · reserved %2")
                 .arg(bytesText(allocated), bytesText(m_data->reservedAt(event)));
+    if (m_pools.hasPrivate() && size_t(event) < m_pools.privateReservedAfter.size())
+        html += QStringLiteral(" · in private pools %1").arg(bytesText(m_pools.privateReservedAfter[size_t(event)]));
 
     uint64_t cumulative = 0;
     for (Category category : stackOrder) {
@@ -63,6 +65,12 @@ QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
             html += QStringLiteral("<br><i>%1</i>").arg(toQString(device->reasons[allocation.reason]).toHtmlEscaped());
     }
     const Snapshot& snapshot = m_data->snapshot();
+    if (traceEvent.compileContext.isValid()) {
+        html += QStringLiteral("<br>torch.compile: <b>%1</b>")
+                    .arg(toQString(snapshot.strings->get(traceEvent.compileContext)).toHtmlEscaped());
+        if (const QString model = topFrameText(*snapshot.frames, *snapshot.strings, traceEvent.stack); !model.isEmpty())
+            html += QStringLiteral(", from %1").arg(model.toHtmlEscaped());
+    }
     const QString frames = stackText(*snapshot.frames, *snapshot.strings, traceEvent.stack, 8);
     if (!frames.isEmpty())
         html += QStringLiteral("<pre style='margin:4px 0 0 0'>%1</pre>").arg(frames.toHtmlEscaped());

@@ -30,8 +30,9 @@ std::vector<ExplainedNumber> explainMessageNumbers(const OomMessage& m)
     printed("Allowed", m.allowedBytes, "a per-process cap (set_per_process_memory_fraction)",
         "The per-process limit set by torch.cuda.set_per_process_memory_fraction(); the process failed at this cap, "
         "not at the card's capacity.");
-    printed("Private pools", m.privatePoolsBytes, "held by CUDA graphs' private memory pools",
-        "Memory kept in private pools (CUDA graphs); other allocations cannot use it.");
+    printed("Private pools", m.privatePoolsBytes, "free blocks cached by private pools (CUDA graphs, MemPools)",
+        "Despite the message's wording, PyTorch counts the free blocks its private pools cache: reserved for their "
+        "own graph capture or MemPool, so other allocations cannot use them.");
     printed("Other allocations", m.otherAllocationsBytes, "MPS memory outside PyTorch's allocator",
         "Memory the MPS backend counts outside PyTorch's tensors.");
 

@@ -35,6 +35,7 @@ private:
     void writeBreakdown(const DeviceAnalysis& device);
     void writeAllocatorMap(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
     void writeTopAllocations(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
+    void writePrivatePools(size_t index); // reportprivatepools.cpp
     void writeCaptureAdvice();
     void writeFooter();
 

@@ -296,6 +296,7 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         writeTimeline(analysis, *device);
     writeBreakdown(*device);
     writeAllocatorMap(analysis, *device);
+    writePrivatePools(index);
     writeTopAllocations(analysis, *device);
 }
 
