@@ -6,6 +6,7 @@
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
 #include "core/presentation/privatepoolsjson.h"
+#include "core/report/htmlreport.h"
 #include "parsers/inputloader.h"
 
 #include <QTest>
@@ -137,6 +138,15 @@ private Q_SLOTS:
         QVERIFY(!p.atOom);
     }
 
+    void eagerReportHasNoPoolSection()
+    {
+        Case input;
+        addFile(input, realExtra("features.pickle.gz").toStdString());
+        const CaseAnalysis analysis = analyzeCase(input);
+        QVERIFY(report::buildHtmlReport(input, analysis).find("Private pools (CUDA graphs") == std::string::npos);
+        QCOMPARE(caseToJson(input, analysis).at("private_pools").at(0).at("has_private").get<bool>(), false);
+    }
+
     // The real H100 run: forward+backward+step captured into a CUDA graph (pool (1, 0)), a MemPool
     // whose segments PyTorch released when it was destroyed, after the failed 1 GiB request.
     void realGraphPools()
@@ -168,6 +178,10 @@ private Q_SLOTS:
         QCOMPARE(entry.at("pools").size(), size_t(2));
         QCOMPARE(entry.at("pools").at(1).at("owner").get<std::string>(), std::string("cuda_graph"));
         QCOMPARE(entry.at("at_oom").at("agrees").get<bool>(), true);
+        const std::string html = report::buildHtmlReport(input, analysis);
+        QVERIFY(html.find("<h3>Private pools (CUDA graphs, MemPools)</h3>") != std::string::npos);
+        QVERIFY(html.find("<td>CUDA graph pool (1, 0)</td><td>27</td>") != std::string::npos);
+        QVERIFY(html.find("it agrees with the trace") != std::string::npos);
         qInfo("graph pool free at the oom %llu, unattributed %llu, message %llu",
             static_cast<unsigned long long>(oom.privateFreeBytes),
             static_cast<unsigned long long>(oom.unattributedFreeBytes),

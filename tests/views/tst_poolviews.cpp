@@ -87,6 +87,24 @@ private Q_SLOTS:
         }
     }
 
+    // record_function spans and _set_memory_metadata("step=N") are searchable in the live table.
+    void liveTableFindsAnnotations()
+    {
+        const auto data = realTimeline("features.pickle.gz");
+        AllocationsModel model;
+        model.setMoment(data, data->device()->peakEvent);
+        QVERIFY(model.rowCount() > 0);
+        int inStep = 0, inSpan = 0;
+        for (int row = 0; row < model.rowCount(); ++row) {
+            const QString text = model.index(row, 0).data(AllocationsModel::FilterRole).toString();
+            inStep += text.contains(QStringLiteral("step="));
+            inSpan += text.contains(QStringLiteral("forward ")) || text.contains(QStringLiteral("backward "))
+                || text.contains(QStringLiteral("optimizer "));
+        }
+        QVERIFY(inStep > 0);
+        QVERIFY(inSpan > 0);
+    }
+
     void allocatorStateTotalsPrivatePools()
     {
         const auto data = realTimeline("graph_pools.pickle.gz");
