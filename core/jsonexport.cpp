@@ -71,6 +71,26 @@ json hostKillToJson(const HostMemoryKill& kill)
         { "limit_bytes", optionalToJson(kill.limitBytes) }, { "source_line", kill.sourceLine } };
 }
 
+namespace {
+
+json stringOrNull(const std::string& text)
+{
+    return text.empty() ? json(nullptr) : json(text);
+}
+
+// What the log said of precision and optimizer before the failure; null where it said nothing.
+json trainingRecipeToJson(const TrainingRecipe& recipe)
+{
+    if (recipe.empty() && recipe.optimizerVariant.empty())
+        return nullptr;
+    return { { "weight_precision", stringOrNull(recipe.weightPrecision) }, { "autocast", recipe.autocast },
+        { "master_weights", recipe.masterWeights }, { "optimizer", stringOrNull(recipe.optimizer) },
+        { "optimizer_variant", stringOrNull(recipe.optimizerVariant) }, { "sharding", stringOrNull(recipe.sharding) },
+        { "evidence", recipe.evidence } };
+}
+
+} // namespace
+
 json oomMessageToJson(const OomMessage& message)
 {
     json processes = json::array();
@@ -96,11 +116,14 @@ json oomMessageToJson(const OomMessage& message)
     result["platform_limit_bytes"] = optionalToJson(message.platformLimitBytes);
     result["xla_buffers"] = message.xlaBuffers ? xlaBuffersToJson(*message.xlaBuffers) : json(nullptr);
     result["trainable_parameters"] = optionalToJson(message.trainableParameters);
+    result["total_parameters"] = optionalToJson(message.totalParameters);
+    result["training_recipe"] = trainingRecipeToJson(message.recipe);
     json memoryLog = json::array();
     for (const auto& point : message.memoryLog)
         memoryLog.push_back({ { "step", point.step }, { "bytes", optionalToJson(point.bytes) },
             { "sequence_length", optionalToJson(point.sequenceLength) }, { "batch", point.batch },
-            { "source_line", point.sourceLine } });
+            { "source_line", point.sourceLine }, { "bytes_metric", stringOrNull(point.bytesMetric) },
+            { "tokens", optionalToJson(point.tokens) } });
     result["memory_log"] = std::move(memoryLog);
     if (message.traceback)
         result["traceback"] = tracebackToJson(*message.traceback);

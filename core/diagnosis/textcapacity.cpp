@@ -47,41 +47,4 @@ void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& ou
     out.add(std::move(d));
 }
 
-// The log printed how many parameters train. Full training keeps every trainable weight and its
-// gradient, at least 2 bytes each in 16 bits (4 B/param); AdamW adds two fp32 moments (8 B/param).
-// When 4 B/param exceed what the process may hold, the run can never train here (0.9); when AdamW's
-// 12 B/param do, it cannot train with AdamW (0.75). Activation fixes cannot help either way.
-void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidates& out)
-{
-    if (!f.trainableParameters || !f.limit || *f.limit == 0)
-        return;
-    const uint64_t parameters = *f.trainableParameters;
-    if (parameters > (uint64_t(1) << 50) / 16)
-        return;
-    const uint64_t floor = 4 * parameters;
-    const uint64_t adam = 12 * parameters;
-    if (adam <= *f.limit)
-        return;
-    const bool never = floor > *f.limit;
-    Diagnosis d = makeDiagnosis("capacity", never ? 0.9 : 0.75, {});
-    addEvidence(d,
-        "the log reports " + std::to_string(parameters) + " trainable parameters: their 16-bit weights and gradients "
-            + "alone need " + formatBytes(floor) + " (4 bytes each), and with AdamW's two fp32 moments "
-            + formatBytes(adam) + " (12 bytes each), against the " + formatBytes(*f.limit)
-            + (f.allowed ? " this process may use" : " card"));
-    if (f.phase == Phase::Backward || f.phase == Phase::Forward)
-        addEvidence(d,
-            "it failed before the optimizer state exists, but the first optimizer step would need it: activation "
-            "fixes cannot make this run fit");
-    d.summary = never ? "Training " + formatBytes(floor) + " of weights and gradients cannot fit on a "
-            + formatBytes(*f.limit) + " card at all: shard them or train adapters."
-                      : "Weights, gradients and AdamW's state (" + formatBytes(adam) + ") exceed the "
-            + formatBytes(*f.limit) + " card: shrink the optimizer state or shard it.";
-    if (!never)
-        appendFixes(d.fixes, { FixKind::Optimizer8bit }, fixes);
-    appendFixes(d.fixes, { FixKind::Zero, FixKind::Offload, FixKind::Lora, FixKind::Optimizer8bit }, fixes);
-    out.strongestFullExplanation = std::max(out.strongestFullExplanation, d.confidence);
-    out.add(std::move(d));
-}
-
 } // namespace oomlens::textrules

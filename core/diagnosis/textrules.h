@@ -56,6 +56,7 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
 void explainContainerSelf(const OomFacts& f, Diagnosis& top);
 // textcapacity.cpp
 void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& out);
+// textprojectedstate.cpp
 void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidates& out);
 // textsteplog.cpp
 void diagnoseMemoryLog(const OomFacts& f, const FixContext& fixes, Candidates& out);

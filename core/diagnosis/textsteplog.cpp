@@ -4,6 +4,7 @@
 #include "core/units.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 namespace oomlens::textrules {
@@ -36,89 +37,159 @@ std::optional<uint64_t> batchTokens(const std::string& batch)
     return product;
 }
 
-} // namespace
+// How the log names the figure it printed, for the evidence.
+std::string metricWords(const std::string& metric)
+{
+    if (metric == "allocated")
+        return "allocated memory (live tensors)";
+    if (metric == "reserved")
+        return "reserved memory (the allocator's cache)";
+    if (metric == "peak_allocated")
+        return "peak allocated memory";
+    if (metric == "peak_reserved")
+        return "peak reserved memory";
+    if (metric == "peak_memory")
+        return "peak memory figure";
+    return "memory figure";
+}
 
-// The loop's own progress log. Memory that grows at every logged step while the batch stays the
-// same is references kept across steps (0.7: the log is the user's, its figures may be peaks).
-// A failing step whose sequence is at least twice any logged before it is the longest batch (0.7):
-// attention buffers grow with its square; where the log prints batch shapes instead ("batch 8x512"),
-// twice the tokens of any batch before it reads the same.
-void diagnoseMemoryLog(const OomFacts& f, const FixContext& fixes, Candidates& out)
+// The work one step does, as far as the line says: the same batch, sequence length and token count
+// at every logged step means memory at the same point of each step should stay flat.
+bool sameWorkload(const MemoryLogPoint& a, const MemoryLogPoint& b)
+{
+    return a.batch == b.batch && a.sequenceLength == b.sequenceLength && a.tokens == b.tokens;
+}
+
+// Memory that grows at every logged step while the work stays the same is references kept across
+// steps (0.7: the log is the user's, its figures may be peaks). Only figures of one kind are compared:
+// allocated and reserved grow differently, and a running peak rises with any new high.
+void diagnoseGrowth(const OomFacts& f, const FixContext& fixes, Candidates& out)
 {
     std::vector<const MemoryLogPoint*> sized;
     for (const auto& point : f.memoryLog) {
         if (point.bytes)
             sized.push_back(&point);
     }
-    if (sized.size() >= 3) {
-        bool growing = true;
-        bool sameBatch = true;
-        for (size_t i = 1; i < sized.size(); ++i) {
-            growing = growing && sized[i]->step > sized[i - 1]->step && *sized[i]->bytes > *sized[i - 1]->bytes;
-            sameBatch = sameBatch && sized[i]->batch == sized[0]->batch;
-        }
-        const uint64_t first = *sized.front()->bytes;
-        const uint64_t last = *sized.back()->bytes;
-        if (growing && sameBatch && last >= first + first / 5) {
-            const int64_t steps = sized.back()->step - sized.front()->step;
-            Diagnosis d = makeDiagnosis("leak", 0.7, {});
-            addEvidence(d,
-                "the log's own memory figure grew at every one of " + std::to_string(sized.size())
-                    + " logged steps: " + formatBytes(first) + " at step " + std::to_string(sized.front()->step) + ", "
-                    + formatBytes(last) + " at step " + std::to_string(sized.back()->step) + " (+"
-                    + formatBytes((last - first) / static_cast<uint64_t>(std::max<int64_t>(steps, 1)) * 100)
-                    + " per 100 steps)"
-                    + (sized.front()->batch.empty() ? std::string() : " with the same batch " + sized.front()->batch));
-            d.summary = "Memory grows step after step at a constant batch: something keeps references across "
-                        "iterations (a loss kept with its graph, outputs appended to a list).";
-            appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
-            out.add(std::move(d));
-        }
+    if (sized.empty())
+        return;
+    const std::string metric = sized.back()->bytesMetric;
+    sized.erase(std::remove_if(sized.begin(), sized.end(),
+                    [&metric](const MemoryLogPoint* point) { return point->bytesMetric != metric; }),
+        sized.end());
+    if (sized.size() < 3)
+        return;
+    bool growing = true;
+    bool constant = true;
+    for (size_t i = 1; i < sized.size(); ++i) {
+        growing = growing && sized[i]->step > sized[i - 1]->step && *sized[i]->bytes > *sized[i - 1]->bytes;
+        constant = constant && sameWorkload(*sized[i], *sized[0]);
     }
-    const MemoryLogPoint* failing = nullptr;
-    uint64_t longestBefore = 0;
-    for (const auto& point : f.memoryLog) {
-        if (!point.sequenceLength)
+    const uint64_t first = *sized.front()->bytes;
+    const uint64_t last = *sized.back()->bytes;
+    if (!growing || !constant || last < first + first / 5)
+        return;
+    const int64_t steps = sized.back()->step - sized.front()->step;
+    std::string workload;
+    if (!sized.front()->batch.empty())
+        workload += " with the same batch " + sized.front()->batch;
+    if (sized.front()->sequenceLength)
+        workload += (workload.empty() ? " with" : " and") + std::string(" the same sequence length ")
+            + std::to_string(*sized.front()->sequenceLength);
+    Diagnosis d = makeDiagnosis("leak", 0.7, {});
+    addEvidence(d,
+        "the log's own " + metricWords(metric) + " grew at every one of " + std::to_string(sized.size())
+            + " logged steps: " + formatBytes(first) + " at step " + std::to_string(sized.front()->step) + ", "
+            + formatBytes(last) + " at step " + std::to_string(sized.back()->step) + " (+"
+            + formatBytes((last - first) / static_cast<uint64_t>(std::max<int64_t>(steps, 1)) * 100) + " per 100 steps)"
+            + workload + " (lines " + std::to_string(sized.front()->sourceLine) + "-"
+            + std::to_string(sized.back()->sourceLine) + ")");
+    d.summary = "Memory grows step after step at a constant batch: something keeps references across "
+                "iterations (a loss kept with its graph, outputs appended to a list).";
+    appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
+    out.add(std::move(d));
+}
+
+struct LongestSeen
+{
+    const MemoryLogPoint* failing = nullptr; // the last logged point with the measure: the failing step
+    uint64_t value = 0;
+    uint64_t mostBefore = 0;
+};
+
+LongestSeen longestSeen(
+    const std::vector<MemoryLogPoint>& log, const std::function<std::optional<uint64_t>(const MemoryLogPoint&)>& size)
+{
+    LongestSeen seen;
+    for (const auto& point : log) {
+        const auto value = size(point);
+        if (!value)
             continue;
-        if (failing)
-            longestBefore = std::max(longestBefore, *failing->sequenceLength);
-        failing = &point;
+        if (seen.failing)
+            seen.mostBefore = std::max(seen.mostBefore, seen.value);
+        seen.failing = &point;
+        seen.value = *value;
     }
-    // Without a sequence length, a printed batch shape ("batch 8x4096") gives the tokens: what
-    // activations scale with.
-    const MemoryLogPoint* failingShape = nullptr;
-    uint64_t mostTokensBefore = 0;
-    for (const auto& point : f.memoryLog) {
-        const auto tokens = batchTokens(point.batch);
-        if (!tokens)
+    return seen;
+}
+
+// A failing step whose batch is at least twice any logged before it is the longest batch (0.7):
+// activations grow with its tokens, attention buffers with the square of its length. The length
+// decides where the log prints it ("seq_len 4096", "padded to 4096 tokens"); else a printed token
+// count ("ntokens 32768"); else the batch's shape ("batch 8x4096").
+void diagnoseLongestBatch(const OomFacts& f, const FixContext& fixes, Candidates& out)
+{
+    struct Measure
+    {
+        std::function<std::optional<uint64_t>(const MemoryLogPoint&)> size;
+        std::function<std::string(const LongestSeen&)> evidence;
+    };
+    const std::vector<Measure> measures {
+        { [](const MemoryLogPoint& p) { return p.sequenceLength; },
+            [](const LongestSeen& s) {
+                return "the failing step " + std::to_string(s.failing->step) + " has sequence length "
+                    + std::to_string(s.value) + ", " + std::to_string(s.value / s.mostBefore)
+                    + "x the longest logged before it (" + std::to_string(s.mostBefore)
+                    + "): attention buffers grow with its square (line " + std::to_string(s.failing->sourceLine) + ")";
+            } },
+        { [](const MemoryLogPoint& p) { return p.tokens; },
+            [](const LongestSeen& s) {
+                return "the failing step " + std::to_string(s.failing->step) + " has " + std::to_string(s.value)
+                    + " tokens, " + std::to_string(s.value / s.mostBefore) + "x the most logged before it ("
+                    + std::to_string(s.mostBefore) + "): activations grow with the tokens (line "
+                    + std::to_string(s.failing->sourceLine) + ")";
+            } },
+        { [](const MemoryLogPoint& p) { return batchTokens(p.batch); },
+            [](const LongestSeen& s) {
+                return "the failing step " + std::to_string(s.failing->step) + " has a batch of " + s.failing->batch
+                    + " (" + std::to_string(s.value) + " tokens), " + std::to_string(s.value / s.mostBefore)
+                    + "x the most logged before it (" + std::to_string(s.mostBefore)
+                    + "): activations grow with the tokens, attention buffers faster";
+            } },
+    };
+    for (const Measure& measure : measures) {
+        const LongestSeen seen = longestSeen(f.memoryLog, measure.size);
+        if (!seen.failing || seen.mostBefore == 0)
             continue;
-        if (failingShape)
-            mostTokensBefore = std::max(mostTokensBefore, *batchTokens(failingShape->batch));
-        failingShape = &point;
-    }
-    const bool longer = failing && longestBefore > 0 && *failing->sequenceLength >= 2 * longestBefore;
-    const bool moreTokens
-        = !longer && failingShape && mostTokensBefore > 0 && *batchTokens(failingShape->batch) >= 2 * mostTokensBefore;
-    if (longer || moreTokens) {
+        if (seen.value < 2 * seen.mostBefore)
+            return; // the log's best measure shows no outlier: a weaker one must not claim one
         Diagnosis d = makeDiagnosis("longest_batch", 0.7, {});
-        if (longer)
-            addEvidence(d,
-                "the failing step " + std::to_string(failing->step) + " has sequence length "
-                    + std::to_string(*failing->sequenceLength) + ", "
-                    + std::to_string(*failing->sequenceLength / longestBefore) + "x the longest logged before it ("
-                    + std::to_string(longestBefore) + "): attention buffers grow with its square");
-        else
-            addEvidence(d,
-                "the failing step " + std::to_string(failingShape->step) + " has a batch of " + failingShape->batch
-                    + " (" + std::to_string(*batchTokens(failingShape->batch)) + " tokens), "
-                    + std::to_string(*batchTokens(failingShape->batch) / mostTokensBefore)
-                    + "x the most logged before it (" + std::to_string(mostTokensBefore)
-                    + "): activations grow with the tokens, attention buffers faster");
+        addEvidence(d, measure.evidence(seen));
         d.summary = "One batch is much longer than the rest; the run fits its usual batches, not this one.";
         appendFixes(d.fixes,
             { FixKind::LengthBucketing, FixKind::Sdpa, FixKind::MicroBatch, FixKind::ShorterSequences }, fixes);
         out.add(std::move(d));
+        return;
     }
+}
+
+} // namespace
+
+// The loop's own progress log, read for the two causes a log shows better than a message: growth
+// at matching points of successive steps, and one batch far longer than the rest.
+void diagnoseMemoryLog(const OomFacts& f, const FixContext& fixes, Candidates& out)
+{
+    diagnoseGrowth(f, fixes, out);
+    diagnoseLongestBatch(f, fixes, out);
 }
 
 } // namespace oomlens::textrules

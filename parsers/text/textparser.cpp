@@ -6,9 +6,11 @@
 #include "parsers/text/memorylog.h"
 #include "parsers/text/nvidiasmiparser.h"
 #include "parsers/text/oommessage.h"
+#include "parsers/text/parametercount.h"
 #include "parsers/text/summaryparser.h"
 #include "parsers/text/textlines.h"
 #include "parsers/text/tracebackparser.h"
+#include "parsers/text/trainingrecipe.h"
 
 #include <algorithm>
 #include <map>
@@ -123,36 +125,6 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
     }
 }
 
-// "trainable params: 13,015,864,320 || all params: ..." (PEFT) or "Number of trainable parameters =
-// 6,738,415,616" (HF Trainer), with the line where it was printed.
-std::optional<std::pair<uint64_t, size_t>> trainableParametersAt(const text::TextLines& lines, size_t index)
-{
-    const std::string_view line = lines[index];
-    size_t at = std::string_view::npos;
-    for (std::string_view marker : { "trainable params: ", "Number of trainable parameters = " }) {
-        if (const size_t found = line.find(marker); found != std::string_view::npos) {
-            at = found + marker.size();
-            break;
-        }
-    }
-    if (at == std::string_view::npos)
-        return std::nullopt;
-    uint64_t value = 0;
-    size_t digits = 0;
-    for (; at < line.size() && digits < 16; ++at) {
-        const char c = line[at];
-        if (c >= '0' && c <= '9') {
-            value = value * 10 + static_cast<uint64_t>(c - '0');
-            ++digits;
-        } else if (c != ',' && c != '_') {
-            break;
-        }
-    }
-    if (digits == 0 || value == 0)
-        return std::nullopt;
-    return std::make_pair(value, index);
-}
-
 } // namespace
 
 TextFindings parseText(std::string_view input)
@@ -173,22 +145,28 @@ TextFindings parseText(std::string_view input)
     std::vector<char> used(scan.blocks.size(), 0);
     linkTracebacks(lines, ooms, scan, used);
 
-    std::vector<std::pair<uint64_t, size_t>> parameterCounts;
-    for (size_t i = 0; i < lines.size(); ++i) {
-        if (const auto count = trainableParametersAt(lines, i))
-            parameterCounts.push_back(*count);
-    }
-    const std::vector<MemoryLogPoint> memoryLog
-        = ooms.empty() ? std::vector<MemoryLogPoint> {} : text::findMemoryLog(lines);
+    // What the log printed before each failure: its progress lines, parameter counts and recipe.
+    const bool anyOom = !ooms.empty();
+    const std::vector<MemoryLogPoint> memoryLog = anyOom ? text::findMemoryLog(lines) : std::vector<MemoryLogPoint> {};
+    const std::vector<text::ParameterCount> parameterCounts
+        = anyOom ? text::findParameterCounts(lines) : std::vector<text::ParameterCount> {};
+    const std::vector<text::RecipeLine> recipeLines
+        = anyOom ? text::findRecipeLines(lines) : std::vector<text::RecipeLine> {};
     for (text::FoundOom& found : ooms) {
         for (const MemoryLogPoint& point : memoryLog) {
             if (point.sourceLine <= found.message.sourceLine)
                 found.message.memoryLog.push_back(point);
         }
-        for (const auto& [count, line] : parameterCounts) {
-            if (line < found.firstLine)
-                found.message.trainableParameters = count; // the last one printed before the failure
+        for (const text::ParameterCount& count : parameterCounts) {
+            if (count.lineIndex >= found.firstLine)
+                continue;
+            // The last ones printed before the failure.
+            if (count.trainable)
+                found.message.trainableParameters = count.trainable;
+            if (count.total)
+                found.message.totalParameters = count.total;
         }
+        found.message.recipe = text::recipeBefore(recipeLines, found.firstLine, found.message.traceback);
         // The frames decide; the message's own hint (XLA's peak-buffer ops) only where they cannot.
         if (found.message.traceback && found.message.traceback->phase != Phase::Unknown)
             found.message.phase = found.message.traceback->phase;

@@ -396,6 +396,20 @@ bool callsModel(std::string_view code)
     return false;
 }
 
+// Code that only runs inside a model's forward: the layers of model libraries (diffusers'
+// attention processors, transformers' modeling files), torch.nn.functional, attention kernels. Load,
+// backward, optimizer and evaluation frames outrank it, and a module's forward names the layer
+// better: it decides only when no other frame does.
+bool isModelLibraryCode(const std::string& file)
+{
+    for (std::string_view library : { "diffusers/models/", "transformers/models/", "timm/models/",
+             "torchvision/models/", "torch/nn/functional.py", "flash_attn/", "xformers/ops/" }) {
+        if (contains(file, library))
+            return true;
+    }
+    return false;
+}
+
 // The signature a frame carries, strongest first within the frame.
 std::optional<Phase> framePhase(const TracebackFrame& frame)
 {
@@ -465,24 +479,32 @@ void decidePhase(TracebackInfo& info)
 {
     info.phase = Phase::Unknown;
     info.phaseEvidence.clear();
+    const auto decide = [&info](Phase phase, const TracebackFrame& frame) {
+        info.phase = phase;
+        std::string where = frame.filename;
+        if (frame.line > 0)
+            where += ':' + std::to_string(frame.line);
+        info.phaseEvidence = std::string(frame.function) + " in " + where;
+        if (!frame.code.empty())
+            info.phaseEvidence += " (" + frame.code + ")";
+    };
     int best = 0;
+    const TracebackFrame* layer = nullptr;
     for (const TracebackFrame& frame : info.frames) {
         const std::string file = withForwardSlashes(frame.filename);
         if (contains(file, "torch/_dynamo/") || contains(file, "torch/_inductor/"))
             info.compiled = true;
+        if (isModelLibraryCode(file))
+            layer = &frame;
         const auto phase = framePhase(frame);
         // Ties go to the innermost frame: frames are stored outermost first.
         if (phase && priority(*phase) >= best) {
             best = priority(*phase);
-            info.phase = *phase;
-            std::string where = frame.filename;
-            if (frame.line > 0)
-                where += ':' + std::to_string(frame.line);
-            info.phaseEvidence = std::string(frame.function) + " in " + where;
-            if (!frame.code.empty())
-                info.phaseEvidence += " (" + frame.code + ")";
+            decide(*phase, frame);
         }
     }
+    if (info.phase == Phase::Unknown && layer)
+        decide(Phase::Forward, *layer);
 }
 
 } // namespace oomlens::text

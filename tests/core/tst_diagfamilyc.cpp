@@ -46,23 +46,6 @@ const std::map<QString, const char*>& expectedFailures()
             "first blind run: LoRA's frozen weights counted as state that needs gradients and moments" },
         { QStringLiteral("text:lora_llama3_8b_a100_first_backward"),
             "first blind run: LoRA's frozen weights counted as state that needs gradients and moments" },
-        { QStringLiteral("alone:mixtral8x7b_h100_load_capacity"),
-            "first blind run: weights alone exceeding the card while loading not named capacity" },
-        { QStringLiteral("text:mixtral8x7b_h100_load_capacity"),
-            "first blind run: weights alone exceeding the card while loading not named capacity" },
-        { QStringLiteral("alone:qlora_mistral7b_load_beside_vllm_server"),
-            "first blind run: a load that fails at 2 GiB read as working set from the snapshot alone" },
-        { QStringLiteral("alone:t5_11b_bf16_master_first_step_capacity"),
-            "first blind run: fixed state 1.8x the card ranked as the lazy-state surprise" },
-        { QStringLiteral("text:t5_11b_bf16_master_first_step_capacity"),
-            "first blind run: fixed state 1.8x the card ranked as the lazy-state surprise" },
-        { QStringLiteral("msg:hip_seq_len_log_longest_batch.txt"),
-            "first blind run: the log's sequence lengths not read" },
-        { QStringLiteral("msg:memory_allocated_grows_leak.txt"), "first blind run: the log's growing memory not read" },
-        { QStringLiteral("msg:trainable_params_fused_adamw_capacity.txt"),
-            "first blind run: the printed trainable-parameter count not projected to state" },
-        { QStringLiteral("phase:t1_attention_scores_8k_image_tokens.txt"),
-            "first blind run: diffusers attention frame not read as a forward" },
     };
     return rows;
 }

@@ -255,9 +255,16 @@ private Q_SLOTS:
         message.reservedUnallocatedBytes = 200 * MiB;
         message.phase = Phase::Forward;
         int64_t step = 4400;
+        const auto logged = [&](uint64_t bytes, const char* batch) {
+            MemoryLogPoint point;
+            point.step = step += 10;
+            point.bytes = bytes;
+            point.batch = batch;
+            message.memoryLog.push_back(point);
+        };
         for (const char* batch : { "8x384", "8x512", "8x448" })
-            message.memoryLog.push_back({ .step = step += 10, .bytes = 14 * GiB, .batch = batch });
-        message.memoryLog.push_back({ .step = step += 10, .bytes = 15 * GiB, .batch = "8x4096" });
+            logged(14 * GiB, batch);
+        logged(15 * GiB, "8x4096");
         TextFindings findings;
         findings.oomMessages.push_back(message);
         const auto diagnoses = diagnoseText(findings);
