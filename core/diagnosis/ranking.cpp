@@ -75,9 +75,13 @@ void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
     });
     if (cause == diagnoses.end())
         return;
-    cap->evidence.push_back({ "ranked after " + cause->id + ": the cap is the budget this process was given, and "
-            + cause->id + " is what overflowed it; if the cap was not meant, raising it is the cheapest fix",
-        std::nullopt });
+    // Ranking runs per snapshot and again over the whole case: say it once.
+    const bool said = std::any_of(cap->evidence.begin(), cap->evidence.end(),
+        [](const Evidence& line) { return line.text.rfind("ranked after ", 0) == 0; });
+    if (!said)
+        cap->evidence.push_back({ "ranked after " + cause->id + ": the cap is the budget this process was given, and "
+                + cause->id + " is what overflowed it; if the cap was not meant, raising it is the cheapest fix",
+            std::nullopt });
     std::rotate(cap, cap + 1, cause + 1);
 }
 

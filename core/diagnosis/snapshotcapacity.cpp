@@ -39,7 +39,16 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
     const bool inFirstOptimizer
         = e.oom.phase == Phase::Optimizer && (e.oom.step < 0 || e.oom.step <= e.firstTrainingStep());
     const uint64_t fixedState = e.state.total();
-    if (e.state.parameters > 0 && fixedState > usable) {
+    // Failing while loading, the weights so far and the request are only a lower bound of the
+    // model, and any use of it needs more than its weights. When everything else live could not
+    // make room for even the failing tensor, and the weights with the split cache fill what the
+    // process could hold, recovering the split cache lets one more tensor through, not the model.
+    const uint64_t otherLive = e.oom.allocatedBytes > band(e.oom.liveByCategory, Category::Parameters)
+        ? e.oom.allocatedBytes - band(e.oom.liveByCategory, Category::Parameters)
+        : 0;
+    const bool weightsFillProcess = e.oom.phase == Phase::Load && otherLive < e.oom.requestedBytes
+        && fixedState + e.fixes.budget.fragmentedBytes >= usable;
+    if (e.state.parameters > 0 && (fixedState > usable || weightsFillProcess)) {
         double confidence = !e.state.projected()                      ? 0.9
             : e.state.precision.precision != WeightPrecision::Unknown ? 0.85
                                                                       : 0.8;
@@ -50,17 +59,26 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
         const uint64_t context = e.context.message && e.context.message->selfNonPyTorchBytes
             ? *e.context.message->selfNonPyTorchBytes
             : GiB / 2;
-        const bool fitsCard = e.cardTotal && fixedState + context <= *e.cardTotal;
-        if (fitsCard)
+        // Only where something did hold the rest: a load's weights so far are a lower bound.
+        const bool fitsCard = e.cardTotal && fixedState + context <= *e.cardTotal && e.heldOutsideBytes();
+        // Under a per-process limit the limit is the card this run was given: the rest of the card
+        // was refused by the limit, not held by another process, so the claim stands.
+        const bool limited = e.processLimit && *e.processLimit == usable;
+        if (fitsCard && !limited)
             confidence = std::min(confidence, 0.45);
         Diagnosis d = makeDiagnosis("capacity", confidence, {});
         e.evidence(d,
-            e.state.text() + ", against " + formatBytes(usable) + " this process could hold ("
-                + formatBytes(e.oom.reservedBytes) + " reserved + " + formatBytes(e.oom.deviceFreeBytes)
-                + " free at the OOM in " + e.where() + ")",
+            e.state.text() + ", against " + formatBytes(usable) + " this process could hold (" + e.usableText + ")",
             e.oom.eventIndex);
         if (const std::string assumption = e.state.assumption(); !assumption.empty())
             e.evidence(d, assumption);
+        if (weightsFillProcess && fixedState <= usable)
+            e.evidence(d,
+                "loading was not finished: the " + formatBytes(fixedState)
+                    + " of weights so far (with the failing request) and the "
+                    + formatBytes(e.fixes.budget.fragmentedBytes)
+                    + " split in the cache fill what this process could hold; recovering the split cache lets one "
+                      "more tensor through, and any use of the model needs more than its weights");
         if (e.state.gradientsProjected || e.state.optimizerProjected)
             e.evidence(d,
                 "the failure came before training had built that state: it is projected from the "
@@ -68,7 +86,12 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
         e.evidence(d,
             "activations at the failure are " + formatBytes(band(e.oom.liveByCategory, Category::Activations))
                 + ": smaller batches or checkpointing shrink only those");
-        if (fitsCard)
+        if (fitsCard && limited)
+            e.evidence(d,
+                "it would fit on the " + formatBytes(*e.cardTotal) + " card (" + e.cardSource
+                    + ") without the per-process limit: the limit is the budget this run was given, and within it no "
+                      "batch size fits (see memory_fraction_cap if the limit was not meant)");
+        else if (fitsCard)
             e.evidence(d,
                 "it would fit on the " + formatBytes(*e.cardTotal) + " card (" + e.cardSource
                     + "): the rest of the card was held outside this process (see other_process)");
@@ -105,21 +128,40 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
     if (!inFirstOptimizer && !stateAppearedEarlier)
         return;
     const uint64_t temporaries = inFirstOptimizer ? stepTemporariesAtOom(e) : 0;
+    // The lazy-state story on the step after predicts that step: the previous one plus the state
+    // that arrived. What this step needed at the failure (live + the request) beyond the previous
+    // step's peak splits into the state and the rest; the state is what tipped it when it is the
+    // larger part. When the rest is larger (a backward that only just fit before, a longer batch),
+    // the step itself outgrew its predecessor and the state, however present, is not the cause.
+    const StepProfile* previous = stateAppearedEarlier ? e.profile.step(e.oom.step - 1) : nullptr;
+    const uint64_t demand = e.oom.allocatedBytes + e.oom.requestedBytes;
+    const uint64_t withoutState = demand > state ? demand - state : 0;
+    const uint64_t beyondPrevious = previous && demand > previous->peakLive ? demand - previous->peakLive : 0;
+    const uint64_t rest = beyondPrevious > state ? beyondPrevious - state : 0;
+    const bool stateExplainsStep = !previous || state >= rest;
     // In the first step: 0.8 when the step's own intermediates are measured beside a state that
-    // fits, 0.75 from the phase alone. On the step after: 0.8, the state's arrival is measured.
-    const double confidence = stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75;
+    // fits, 0.75 from the phase alone. On the step after: 0.8, the state's arrival is measured;
+    // 0.3 when the step would not have fit without it either (a description, not the cause).
+    const double confidence = !stateExplainsStep ? 0.3 : (stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75);
     Diagnosis d = makeDiagnosis("optimizer_step2", confidence, {});
     if (stateAppearedEarlier) {
         e.evidence(d,
             "optimizer state (" + formatBytes(state) + " at the failure) first appeared in step "
                 + std::to_string(e.profile.firstOptimizerStateStep) + "'s optimizer.step()",
             e.profile.firstOptimizerStateEvent);
-        if (const StepProfile* previous = e.profile.step(e.oom.step - 1))
+        if (previous)
             e.evidence(d,
                 "step " + std::to_string(previous->step) + " peaked at " + formatBytes(previous->peakLive)
                     + " without it; step " + std::to_string(e.oom.step) + " starts with " + formatBytes(state)
                     + " more and fails in " + std::string(phaseName(e.oom.phase)),
                 previous->peakEvent);
+        if (previous && !stateExplainsStep)
+            e.evidence(d,
+                "not what tipped it: without the " + formatBytes(state) + " of state, step "
+                    + std::to_string(e.oom.step) + " would still have needed " + formatBytes(withoutState)
+                    + " at the failure (live + the request), " + formatBytes(rest) + " more than the "
+                    + formatBytes(previous->peakLive) + " step " + std::to_string(previous->step)
+                    + " ever held: the step itself grew more than the state added");
     } else {
         e.evidence(d,
             "the OOM is in the first optimizer.step(), while Adam creates its state (" + formatBytes(state)

@@ -37,7 +37,26 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     budget.request = oom.requestedBytes;
     budget.fragmentedBytes = oom.reservedBytes > oom.allocatedBytes ? oom.reservedBytes - oom.allocatedBytes : 0;
     capacity = snapshotCapacity(device, context);
+    // What this process could hold: its reserve plus what the card had free, unless a per-process
+    // limit stood lower. Under a limit the limit plays the part of the card (what the run must fit
+    // in), so every fit, capacity and growth projection is made against it.
     budget.usableBytes = oom.reservedBytes + oom.deviceFreeBytes;
+    usableText = formatBytes(oom.reservedBytes) + " reserved + " + formatBytes(oom.deviceFreeBytes)
+        + " free on the card at the OOM in " + where();
+    if (context.message && context.message->allowed) {
+        processLimit = context.message->allowed;
+        processLimitExact = true;
+    } else if (limitRefusedSegment()) {
+        processLimit = oom.reservedBytes + requestSegmentBytes();
+    }
+    if (processLimit && *processLimit < *budget.usableBytes) {
+        budget.usableBytes = processLimit;
+        usableText = processLimitExact
+            ? "the " + formatBytes(*processLimit) + " per-process limit the OOM message states"
+            : "at most " + formatBytes(*processLimit) + " under a per-process limit: " + formatBytes(oom.reservedBytes)
+                + " reserved + the " + formatBytes(requestSegmentBytes()) + " segment it refused while the card had "
+                + formatBytes(oom.deviceFreeBytes) + " free";
+    }
     budget.quadraticBytes = quadraticBytesAtOom();
     const BlockEstimate blocks = estimateRepeatedBlocks(device, oom.eventIndex);
     budget.estimatedBlocks = blocks.blocks;
@@ -49,7 +68,9 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
         cardTotal = context.message->total;
         cardSource = "the OOM message";
     }
-    implausiblySmall = !cardTotal && *budget.usableBytes < smallestPlausibleProcessBytes;
+    // Judged on what the card left this process, not on a limit it was given: a small limit on a
+    // large card is a choice, not a sign that something else holds the card.
+    implausiblySmall = !cardTotal && oom.reservedBytes + oom.deviceFreeBytes < smallestPlausibleProcessBytes;
     projectState();
 }
 
@@ -59,6 +80,19 @@ bool SnapshotEvidence::isTrainingRun() const
         return true;
     return std::any_of(profile.steps.begin(), profile.steps.end(),
         [](const StepProfile& step) { return step.hasBackward || step.hasOptimizer; });
+}
+
+uint64_t SnapshotEvidence::requestSegmentBytes() const
+{
+    const uint64_t request = oom.requestedBytes;
+    return request <= MiB ? 2 * MiB
+                          : (request <= 10 * MiB ? 20 * MiB : (request + 2 * MiB - 1) / (2 * MiB) * (2 * MiB));
+}
+
+bool SnapshotEvidence::limitRefusedSegment() const
+{
+    // With expandable segments the allocator maps pages, not whole segments: the bound does not hold.
+    return !fixes.expandableSegmentsOn && oom.deviceFreeBytes >= requestSegmentBytes() + 2 * MiB;
 }
 
 int32_t SnapshotEvidence::firstTrainingStep() const
@@ -92,7 +126,10 @@ void SnapshotEvidence::projectState()
         inputs.backwardCompleted = true;
         inputs.optimizerStateBuilt = true;
     }
-    state = projectTrainingState(inputs, weightPrecision(*analysis.snapshot, device));
+    PrecisionEvidence precision = weightPrecision(*analysis.snapshot, device);
+    if (precision.precision == WeightPrecision::Unknown)
+        precision = precisionFromStateSizes(device, oom.eventIndex);
+    state = projectTrainingState(inputs, precision, optimizerKind(*analysis.snapshot, device));
 }
 
 // Ranks for ZeRO's projection: the log's rank prefixes or nvidia-smi when the text shows them,

@@ -32,9 +32,24 @@ struct SnapshotEvidence
     std::optional<uint64_t> cardTotal; // from the message, nvidia-smi or a capture sidecar
     std::string cardSource;
     bool implausiblySmall = false; // card unknown, and the process could hold less than any training GPU leaves
+    // A per-process limit (set_per_process_memory_fraction) bounds what this process could hold
+    // below its reserve plus the card's free memory: exact from the message's "allowed", else
+    // bounded from above by the snapshot alone (see limitRefusedSegment). nullopt: no limit shown.
+    std::optional<uint64_t> processLimit;
+    bool processLimitExact = false; // from the message; else an upper bound
+    // How fixes.budget.usableBytes was found, for evidence lines: "4.56 GiB reserved + 73.89 GiB free
+    // on the card", "the 5.01 GiB limit the OOM message states".
+    std::string usableText;
     TrainingState state;
 
     bool isTrainingRun() const;
+    // The segment the allocator had to reserve for the failing request: 2 MiB for small requests,
+    // 20 MiB for 1-10 MiB ones, the request rounded up to 2 MiB above that.
+    uint64_t requestSegmentBytes() const;
+    // The driver reported room for that segment (with a margin for a concurrent allocation), yet
+    // the allocator refused it: only a per-process limit does that. The limit is then below
+    // reserved + segment, since the allocator had already released its unused cache.
+    bool limitRefusedSegment() const;
     // The first step that trains (step 0 is often a warm-up or a dataloader probe).
     int32_t firstTrainingStep() const;
 

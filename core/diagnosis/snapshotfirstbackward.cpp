@@ -11,10 +11,41 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         return;
     const bool first = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
     const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
-    Diagnosis d = makeDiagnosis("first_backward", first && state == 0 ? 0.85 : (first ? 0.7 : 0.45), {});
+    // A later backward that fails where the step before peaked in its own backward, needing at the
+    // failure at least what that peak held, is the same overflow one step on: the earlier backward
+    // only just fit (often after the allocator emptied its cache), this one did not. Nothing grew
+    // in between that another rule would name first (leak, a longer batch, the lazy state: each
+    // judged on its own evidence).
+    const StepProfile* previous = first ? nullptr : e.profile.step(e.oom.step - 1);
+    const bool previousPeakedInBackward = previous && previous->complete && previous->peakEvent >= 0
+        && static_cast<size_t>(previous->peakEvent) < e.device.eventPhase.size()
+        && e.device.eventPhase[static_cast<size_t>(previous->peakEvent)] == Phase::Backward;
+    // And the working set itself reached the ceiling: the cache's free blocks together could not
+    // have served the request even unsplit (when they could, the layout failed, not the size).
+    // Nothing carried over from one step to the next either: the failing step began with no more
+    // activations, temporaries and inputs than its predecessor did (a leak would). Only two steps
+    // that both follow a step compare like for like: the first training step begins with nothing
+    // left over, later ones with the last batch's tensors still bound to Python names until
+    // reassigned, so after the first step the comparison says nothing.
+    const StepProfile* failing = e.profile.step(e.oom.step);
+    const bool previousIsFirst = previous && previous->step <= e.firstTrainingStep();
+    const bool sameOverflowAgain = previousPeakedInBackward && failing
+        && (previousIsFirst || failing->startDynamic() <= previous->startDynamic())
+        && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive
+        && e.oom.freeInPoolBytes < e.oom.requestedBytes;
+    // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
+    // backward overflow one step on, 0.45 for a later backward otherwise.
+    const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (sameOverflowAgain ? 0.6 : 0.45);
+    Diagnosis d = makeDiagnosis("first_backward", confidence, {});
     e.evidence(
         d, "the OOM is in " + e.where() + (state == 0 ? ", before any optimizer state exists" : ""), e.oom.eventIndex);
     e.evidence(d, "live at the failure: " + e.bandsText());
+    if (sameOverflowAgain)
+        e.evidence(d,
+            "step " + std::to_string(previous->step) + " peaked in its backward at " + formatBytes(previous->peakLive)
+                + "; this backward needed " + formatBytes(e.oom.allocatedBytes + e.oom.requestedBytes)
+                + " (live + the request) at the failure: the same backward working set, one step on",
+            previous->peakEvent);
     if (const StepProfile* step = e.profile.step(e.oom.step); step && step->peakEvent >= 0)
         e.evidence(d,
             "activations saved by the forward pass stay live while backward allocates gradients: "

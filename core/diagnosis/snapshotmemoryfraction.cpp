@@ -7,12 +7,8 @@ namespace oomlens::snapshotrules {
 
 void memoryFraction(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
-    // The allocator asks the driver for a whole segment: 2 MiB for small requests, 20 MiB for
-    // 1-10 MiB ones, the request rounded to 2 MiB above that.
-    const uint64_t request = e.oom.requestedBytes;
-    const uint64_t segment
-        = request <= MiB ? 2 * MiB : (request <= 10 * MiB ? 20 * MiB : (request + 2 * MiB - 1) / (2 * MiB) * (2 * MiB));
-    if (e.oom.deviceFreeBytes < segment + 2 * MiB || e.fixes.expandableSegmentsOn)
+    const uint64_t segment = e.requestSegmentBytes();
+    if (!e.limitRefusedSegment())
         return;
     // The caching allocator asks the driver for that segment before it gives up; with the driver
     // reporting several segments' worth free, only a limit refuses it. 0.6 when free barely

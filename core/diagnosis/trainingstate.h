@@ -20,6 +20,26 @@ struct PrecisionEvidence
 // a bf16/fp16 conversion) and from autocast in the forward pass, which casts fp32 weights.
 PrecisionEvidence weightPrecision(const Snapshot& snapshot, const DeviceAnalysis& device);
 
+// The optimizer a run steps with, as far as the snapshot tells: the Optimizer.step#Name.step
+// annotation PyTorch records, else the torch/optim/<name>.py frames of the optimizer phase. What
+// matters is how many tensors of its parameter's size it keeps per trainable parameter: Adam and
+// its kin two moments, SGD one momentum buffer (none without momentum), Adagrad and RMSprop one.
+struct OptimizerKind
+{
+    std::string name; // "AdamW", "SGD"; empty when unknown (projected as Adam, the common case)
+    int stateTensors = 2; // per trainable parameter, each the parameter's size
+    std::string evidence; // "the Optimizer.step#SGD.step annotation"
+    bool momentumOnlyIfSeen = false; // SGD: a momentum buffer exists only when momentum > 0
+};
+
+OptimizerKind optimizerKind(const Snapshot& snapshot, const DeviceAnalysis& device);
+
+// The weights' precision as the optimizer's state shows it, when it has begun to create it (up to
+// untilEvent): state tensors are made like their parameter (zeros_like), so a state tensor twice
+// the size of a weight tensor, and never the size of one, is fp32 state beside 16-bit weights:
+// the optimizer steps an fp32 master copy. Unknown when no state was created or the sizes do not tell.
+PrecisionEvidence precisionFromStateSizes(const DeviceAnalysis& device, int64_t untilEvent);
+
 // The state training keeps whatever the batch (seed 000): the weights, their gradients, Adam's two
 // moments and, when the weights are 16-bit, the fp32 master copy the optimizer updates. Measured
 // where a full step has already built it, projected from the weights where the failure came first
@@ -37,12 +57,16 @@ struct TrainingState
     bool gradientsProjected = false;
     bool optimizerProjected = false;
     PrecisionEvidence precision;
+    OptimizerKind optimizer;
+    int projectedStateTensors = 2; // per parameter, where the optimizer state was projected
     uint64_t ifHalfBytes = 0; // the total with 16-bit weights and fp32 master weights, when precision is unknown
 
     uint64_t total() const { return parameters + gradients + optimizerState + masterWeights; }
     bool projected() const { return gradientsProjected || optimizerProjected; }
     // "parameters 2.00 GiB + gradients 2.00 GiB (projected) + Adam moments 4.00 GiB (projected) = 8.00 GiB"
     std::string text() const;
+    // "Adam's two moments", "SGD's momentum buffer per parameter, from the ... annotation"
+    std::string optimizerStateName() const;
     // Why the projection looks the way it does: precision evidence or the assumption made.
     std::string assumption() const;
 };
@@ -55,6 +79,7 @@ struct TrainingStateInputs
     bool optimizerStateBuilt = false; // an optimizer.step() finished: its state was measured
 };
 
-TrainingState projectTrainingState(const TrainingStateInputs& inputs, const PrecisionEvidence& precision);
+TrainingState projectTrainingState(
+    const TrainingStateInputs& inputs, const PrecisionEvidence& precision, const OptimizerKind& optimizer = {});
 
 } // namespace oomlens
