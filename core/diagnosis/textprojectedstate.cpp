@@ -25,16 +25,20 @@ struct StatePerParameter
     double optimizer = 0;
     double master = 0;
     bool optimizerAssumed = false;
-    bool precisionAssumed = false;
+    bool precisionAssumed = false; // the width is the narrowest, not said
+    bool fp32FromAutocast = false; // mixed precision said, the weights' width not: they are fp32
     double total() const { return weights + gradients + optimizer + master; }
 };
 
 StatePerParameter statePerParameter(const TrainingRecipe& recipe)
 {
     StatePerParameter bytes;
-    bytes.precisionAssumed = recipe.weightPrecision.empty();
+    // Mixed precision (autocast, AMP, Lightning's "16-mixed", the HF Trainer's fp16/bf16 flags) computes
+    // in 16 bits over fp32 weights unless the weights were loaded narrower, which the log would say.
+    bytes.fp32FromAutocast = recipe.weightPrecision.empty() && recipe.autocast && !recipe.masterWeights;
+    bytes.precisionAssumed = recipe.weightPrecision.empty() && !bytes.fp32FromAutocast;
     const bool master = recipe.masterWeights && recipe.weightPrecision != "fp32";
-    const double width = recipe.weightPrecision == "fp32" ? 4.0 : 2.0;
+    const double width = recipe.weightPrecision == "fp32" || bytes.fp32FromAutocast ? 4.0 : 2.0;
     bytes.weights = width;
     bytes.gradients = width;
     bytes.master = master ? 4.0 : 0.0;
@@ -85,7 +89,8 @@ uint64_t times(uint64_t parameters, double bytes)
 // the optimizer's state for it, whatever the batch: when that exceeds what the process may hold the
 // run can never train here, and activation fixes cannot help. 0.9 when weights and gradients alone do
 // not fit; 0.85 when the whole state does not, with the optimizer named by the log or its frames; 0.75
-// when the optimizer is assumed. Sharded state (ZeRO, FSDP) is split across GPUs: a count is not per GPU.
+// when the optimizer is assumed or the weights' width read from mixed precision. Sharded state (ZeRO,
+// FSDP) is split across GPUs: a count is not per GPU.
 void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidates& out)
 {
     if (!f.trainableParameters || !f.limit || *f.limit == 0 || !f.recipe.sharding.empty())
@@ -99,10 +104,13 @@ void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidat
     if (state <= *f.limit)
         return;
     const bool never = floor > *f.limit;
-    const double confidence = never ? 0.9 : bytes.optimizerAssumed ? 0.75 : 0.85;
+    const double confidence = never && !bytes.fp32FromAutocast ? 0.9
+        : bytes.optimizerAssumed || bytes.fp32FromAutocast     ? 0.75
+                                                               : 0.85;
     Diagnosis d = makeDiagnosis("capacity", confidence, {});
-    const std::string width
-        = bytes.precisionAssumed ? "16-bit (the narrowest: the log does not say)" : f.recipe.weightPrecision;
+    const std::string width = bytes.precisionAssumed ? "16-bit (the narrowest: the log does not say)"
+        : bytes.fp32FromAutocast                     ? "fp32 (mixed precision keeps the weights in fp32)"
+                                                     : f.recipe.weightPrecision;
     std::string parts = formatBytes(times(parameters, bytes.weights)) + " of " + width + " weights + "
         + formatBytes(times(parameters, bytes.gradients)) + " of gradients";
     if (bytes.optimizer > 0)

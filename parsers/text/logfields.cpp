@@ -3,6 +3,8 @@
 #include "parsers/text/sizeparse.h"
 
 #include <cctype>
+#include <charconv>
+#include <system_error>
 
 namespace oomlens::text {
 
@@ -210,12 +212,12 @@ std::vector<LogField> logFields(std::string_view line)
             }
         }
         if (!field.bytes && name.unit != 0) {
-            // "mem_gb=6.02": the number with the name's unit.
-            std::string spelled(line.substr(begin, at - begin));
-            spelled += " B";
-            if (auto size = parseSizeAt(spelled, 0); size && size->bytes) {
-                const double scaled = static_cast<double>(*size->bytes) * static_cast<double>(name.unit);
-                if (scaled < 9.0e18)
+            // "mem_gb=6.02": the number with the name's unit (from_chars: never the user's locale).
+            double value = 0;
+            const char* first = line.data() + begin;
+            if (const auto [ptr, ec] = std::from_chars(first, line.data() + at, value); ec == std::errc()) {
+                const double scaled = value * static_cast<double>(name.unit);
+                if (scaled >= 0 && scaled < 9.0e18)
                     field.bytes = static_cast<uint64_t>(scaled + 0.5);
             }
         }

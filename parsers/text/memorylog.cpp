@@ -110,12 +110,12 @@ bool isWordStart(std::string_view line, size_t at)
     return at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
 }
 
-// The batch as printed after its name: "batch 16x512", "bs=32", "batch_size: 8",
+// The batch as printed after its name: "batch 16x512", "bs=32", "bsz 32", "batch_size: 8",
 // "input_ids.shape=torch.Size([8, 4096])", "batch shape (8, 4096)". Returned as "16x512" or "32";
 // empty when the name is followed by something else ("batch padded to ...", "batch 120/1000").
 std::string batchShape(std::string_view line)
 {
-    for (std::string_view name : { "batch", "bs", "shape", "Batch", "BS", "Shape" }) {
+    for (std::string_view name : { "batch", "bsz", "bs", "shape", "Batch", "BS", "Shape" }) {
         for (size_t at = line.find(name); at != std::string_view::npos; at = line.find(name, at + 1)) {
             if (!isWordStart(line, at))
                 continue;
@@ -163,6 +163,22 @@ std::string batchShape(std::string_view line)
     return {};
 }
 
+// A progress bar's counter when the line names none: tqdm as the HF Trainer and Lightning print it,
+// "Epoch 0:  41%|####      | 410/1000 [05:12<07:29, 1.31it/s, loss=2.31, seq_len=512]".
+std::optional<uint64_t> progressBarStep(std::string_view line)
+{
+    for (size_t bar = line.find("| "); bar != std::string_view::npos; bar = line.find("| ", bar + 1)) {
+        size_t end = 0;
+        const auto step = parseIntegerAt(line, bar + 2, &end);
+        if (!step || end >= line.size() || line[end] != '/')
+            continue;
+        size_t totalEnd = 0;
+        if (parseIntegerAt(line, end + 1, &totalEnd) && line.substr(totalEnd, 2) == " [")
+            return step;
+    }
+    return std::nullopt;
+}
+
 std::optional<MemoryLogPoint> parsePoint(std::string_view line)
 {
     if (line.size() > 1000 || contains(line, "File \"") || contains(line, "out of memory"))
@@ -175,6 +191,8 @@ std::optional<MemoryLogPoint> parsePoint(std::string_view line)
             break;
         }
     }
+    if (!step)
+        step = progressBarStep(line);
     if (!step || *step > largestStep)
         return std::nullopt;
     MemoryLogPoint point;
@@ -211,7 +229,7 @@ std::optional<MemoryLogPoint> parsePoint(std::string_view line)
 // A cheap test before the field-by-field reading: the line names a counter.
 bool mayNameStep(std::string_view line)
 {
-    for (std::string_view word : { "ter", "tep", "TER", "TEP", "idx", "pdate" }) {
+    for (std::string_view word : { "ter", "tep", "TER", "TEP", "idx", "pdate", "it/s" }) {
         if (contains(line, word))
             return true;
     }
