@@ -286,13 +286,16 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
 std::vector<RecipeLine> findRecipeLines(const TextLines& lines)
 {
     std::vector<RecipeLine> found;
+    std::string text; // one buffer for every line: a training log has millions
     for (size_t i = 0; i < lines.size(); ++i) {
         const std::string_view line = lines[i];
         if (line.size() > longestLine || contains(line, "File \"") || contains(line, "out of memory"))
             continue;
-        std::string text(line);
-        for (char& c : text)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        text.assign(line);
+        for (char& c : text) {
+            if (c >= 'A' && c <= 'Z')
+                c = static_cast<char>(c - 'A' + 'a'); // ASCII only: the words looked for are
+        }
         RecipeLine recipe;
         recipe.lineIndex = i;
         recipe.said.weightPrecision = weightPrecision(text);
