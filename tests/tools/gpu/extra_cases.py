@@ -273,6 +273,84 @@ CASES.update({
 })
 
 
+def case_grad_accum_first_backward(torch, mark, label):
+    # micro-batches of 8 accumulated 4 times: the first micro-batch's backward already does not fit
+    model, label["params"] = plain_model(torch, 32768, 768, 8, 12)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    micro = 0
+    for ids, labels in mc.batches(torch, 32768, 8, [1024] * 8, "cuda"):
+        mark("forward")
+        loss = torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), labels.flatten()) / 4
+        mark("backward")
+        loss.backward()
+        micro += 1
+        if micro % 4 == 0:
+            mark("optimizer")
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+
+def case_padded_longest_batch(torch, mark, label):
+    # batches padded to their longest document; one batch holds a 2048-token document
+    model, label["params"] = plain_model(torch, 8192, 512, 6, 8)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_loop(torch, model, opt, 8192, 8, [384, 256, 448, 320, 2048, 384, 256], mark)
+
+
+def case_step2_forward(torch, mark, label):
+    # AdamW state is created at the end of step 1; the forward of step 2 no longer fits
+    model, label["params"] = plain_model(torch, 32768, 1024, 10, 16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+    train_loop(torch, model, opt, 32768, 8, [256] * 3, mark)
+
+
+def case_load_capacity(torch, mark, label):
+    # the weights alone (fp32) exceed the cap while the model is moved to the GPU
+    mark("load")
+    model = mc.make_model(torch, 50304, 2560, 24, 20)
+    label["params"] = sum(p.numel() for p in model.parameters())
+    model.cuda()
+
+
+def case_hook_leak(torch, mark, label):
+    # a forward hook stores one block's output every step for "analysis" and nobody clears it
+    model, label["params"] = plain_model(torch, 8192, 512, 6, 8)
+    stash = []
+    model.blocks[3].register_forward_hook(lambda mod, inp, out: stash.append(out.detach()))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_loop(torch, model, opt, 8192, 16, [512] * 40, mark)
+
+
+def case_attention_large_allocation(torch, mark, label):
+    # eager attention at 8k tokens: one score matrix is most of the budget
+    model, label["params"] = plain_model(torch, 8192, 512, 2, 16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_loop(torch, model, opt, 8192, 1, [8192] * 2, mark)
+
+
+def case_eval_without_no_grad(torch, mark, label):
+    # validation without torch.no_grad(): each batch's loss is kept for averaging, with its graph
+    model, label["params"] = plain_model(torch, 32768, 512, 4, 8)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_loop(torch, model, opt, 32768, 8, [256] * 2, mark)
+    model.eval()
+    losses = []
+    for ids, labels in mc.batches(torch, 32768, 8, [256] * 400, "cuda"):
+        mark("eval")
+        losses.append(torch.nn.functional.cross_entropy(model(ids).flatten(0, 1), labels.flatten()))
+
+
+CASES.update({
+    "grad_accum_first_backward": dict(fn=case_grad_accum_first_backward, limit="first_backward", cause="first_backward"),
+    "padded_longest_batch": dict(fn=case_padded_longest_batch, limit="longest5", cause="longest_batch"),
+    "step2_forward": dict(fn=case_step2_forward, limit="step2fwd", cause="optimizer_step2"),
+    "load_capacity": dict(fn=case_load_capacity, limit="load", cause="capacity"),
+    "hook_leak": dict(fn=case_hook_leak, limit="leak", cause="leak"),
+    "attention_large_allocation": dict(fn=case_attention_large_allocation, limit="load", cause="large_allocation"),
+    "eval_without_no_grad": dict(fn=case_eval_without_no_grad, limit="eval", cause="eval_accumulation"),
+})
+
+
 def child(case, outdir, mode, limit):
     import torch
     torch.manual_seed(0)
@@ -357,6 +435,14 @@ def choose(kind, peaks):
                    peak(lambda s, p: (s == 1 and p == "optimizer") or s == 2))
     if kind == "eval":
         return mid(peak(lambda s, p: p != "eval"), peak(lambda s, p: p == "eval"))
+    if kind == "longest5":
+        return mid(peak(lambda s, p: s < 5), peak(lambda s, p: s == 5))
+    if kind == "longest2":
+        return mid(peak(lambda s, p: s < 2), peak(lambda s, p: s == 2))
+    if kind == "step2fwd":
+        return mid(peak(lambda s, p: s <= 1), peak(lambda s, p: s == 2 and p == "forward"))
+    if kind == "load":
+        return int(0.6 * peak(lambda s, p: True))
     if kind == "longest":
         return mid(peak(lambda s, p: s != 6), peak(lambda s, p: s == 6))
     raise KeyError(kind)
@@ -373,7 +459,8 @@ def main():
         spec = CASES[case]
         limit = 0
         holder = None
-        if spec["limit"] in ("first_backward", "leak", "optimizer", "eval", "longest"):
+        if spec["limit"] in ("first_backward", "leak", "optimizer", "eval", "longest", "longest5", "longest2",
+                         "step2fwd", "load"):
             subprocess.run([sys.executable, __file__, "--child", case, outdir, "probe", "0"])
             with open(os.path.join(outdir, case + ".probe.json")) as f:
                 limit = choose(spec["limit"], json.load(f))
