@@ -189,8 +189,8 @@ PrivatePoolsAtOom compareAtOom(const Snapshot& snapshot, const DeviceAnalysis& d
     if (result.agrees && result.unattributedFreeBytes > 0 && *messageBytes > result.privateFreeBytes + slack) {
         result.statement = printed + ": it agrees with the trace's " + traced + " plus "
             + formatBytes(*messageBytes - result.privateFreeBytes)
-            + " of segments released before the dump (their pool is not recorded; PyTorch destroys a "
-              "MemPool's segments with it).";
+            + " of segments released before the dump (their pool is not recorded; a destroyed MemPool "
+              "releases its segments like this).";
     } else if (result.agrees) {
         result.statement = printed + ": it agrees with the trace's " + traced + ".";
     } else {
