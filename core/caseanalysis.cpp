@@ -111,8 +111,7 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     for (auto& diagnosis : fromText) {
         // A snapshot records the GPU's allocator only: other processes, a per-process cap and the
         // host's RAM are seen in text alone.
-        const bool onlyTextSees
-            = diagnosis.id == "other_process" || diagnosis.id == "memory_fraction_cap" || diagnosis.id == "host_memory";
+        const bool onlyTextSees = isOutsideTheWorkload(diagnosis.id);
         const bool alsoMeasured = std::any_of(
             result.diagnoses.begin(), result.diagnoses.end(), [&](const Diagnosis& d) { return d.id == diagnosis.id; });
         if (!haveMeasured || onlyTextSees || alsoMeasured)

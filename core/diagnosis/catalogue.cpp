@@ -87,6 +87,11 @@ Diagnosis makeDiagnosis(std::string_view id, double confidence, std::string summ
     return diagnosis;
 }
 
+bool isOutsideTheWorkload(std::string_view id)
+{
+    return id == "other_process" || id == "memory_fraction_cap" || id == "host_memory";
+}
+
 void sortDiagnoses(std::vector<Diagnosis>& diagnoses)
 {
     std::stable_sort(diagnoses.begin(), diagnoses.end(), [](const Diagnosis& a, const Diagnosis& b) {

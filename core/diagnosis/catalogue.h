@@ -13,6 +13,10 @@ namespace oomlens {
 const std::vector<std::string_view>& catalogueIds();
 std::string_view catalogueTitle(std::string_view id);
 
+// Causes that lie outside the workload's own memory: another process on the card, a per-process
+// cap, the host's RAM. The snapshot's allocator cannot show them; the workload's fixes do not touch them.
+bool isOutsideTheWorkload(std::string_view id);
+
 // A diagnosis with the catalogue title and a confidence clamped to [0, 0.97].
 Diagnosis makeDiagnosis(std::string_view id, double confidence, std::string summary);
 

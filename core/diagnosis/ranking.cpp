@@ -69,7 +69,7 @@ void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
     if (cap == diagnoses.end())
         return;
     const auto cause = std::find_if(cap + 1, diagnoses.end(), [](const Diagnosis& d) {
-        const bool outsideTheWorkload = d.id == "other_process" || d.id == "host_memory";
+        const bool outsideTheWorkload = isOutsideTheWorkload(d.id);
         const bool cannotFit = d.outlook && d.outlook->leadingFixFitsRun == false;
         return !outsideTheWorkload && !cannotFit && d.confidence >= 0.5;
     });
