@@ -153,10 +153,10 @@ TextFindings parseText(std::string_view input)
     const std::vector<text::RecipeLine> recipeLines
         = anyOom ? text::findRecipeLines(lines) : std::vector<text::RecipeLine> {};
     for (text::FoundOom& found : ooms) {
-        for (const MemoryLogPoint& point : memoryLog) {
-            if (point.sourceLine <= found.message.sourceLine)
-                found.message.memoryLog.push_back(point);
-        }
+        // findMemoryLog returns the points in line order: the ones before this message are a prefix.
+        const auto end = std::partition_point(memoryLog.begin(), memoryLog.end(),
+            [&](const MemoryLogPoint& point) { return point.sourceLine <= found.message.sourceLine; });
+        found.message.memoryLog.assign(memoryLog.begin(), end);
         for (const text::ParameterCount& count : parameterCounts) {
             if (count.lineIndex >= found.firstLine)
                 continue;
