@@ -2,8 +2,10 @@
 
 #include "core/phase.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,36 @@ struct MemoryLogPoint
     std::optional<uint64_t> tokens; // the batch's tokens printed as one count ("ntokens 3412", "tokens=32768")
 };
 
+// The progress lines a text printed before one failure. Every message of a text sees a prefix of the
+// same parsed log, so the log is held once and shared: a 30 MB log with hundreds of failures would
+// otherwise copy up to 100,000 points per failure.
+class MemoryLog
+{
+public:
+    MemoryLog() = default;
+    explicit MemoryLog(std::vector<MemoryLogPoint> points)
+        : m_points(std::make_shared<const std::vector<MemoryLogPoint>>(std::move(points)))
+        , m_count(m_points->size())
+    { }
+    // The first `count` points of a log shared with other messages.
+    MemoryLog(std::shared_ptr<const std::vector<MemoryLogPoint>> points, size_t count)
+        : m_points(std::move(points))
+        , m_count(m_points ? std::min(count, m_points->size()) : 0)
+    { }
+
+    const MemoryLogPoint* begin() const { return m_count ? m_points->data() : nullptr; }
+    const MemoryLogPoint* end() const { return begin() + m_count; }
+    size_t size() const { return m_count; }
+    bool empty() const { return m_count == 0; }
+    const MemoryLogPoint& operator[](size_t index) const { return (*m_points)[index]; }
+    const MemoryLogPoint& front() const { return (*m_points)[0]; }
+    const MemoryLogPoint& back() const { return (*m_points)[m_count - 1]; }
+
+private:
+    std::shared_ptr<const std::vector<MemoryLogPoint>> m_points;
+    size_t m_count = 0;
+};
+
 // How the run trains, as far as the log says: the width of the weights, mixed precision, the
 // optimizer. Empty fields were not said; `evidence` keeps each line that said something.
 struct TrainingRecipe
@@ -112,7 +144,7 @@ struct OomMessage
     TrainingRecipe recipe; // what the log printed before the failure about precision and optimizer
     // The training loop's own memory log before the failure ("iter 300 allocated 10.80 GB batch 16x512",
     // "step 4430 | seq_len 4096"): growth at a constant batch, or one batch much longer than the rest.
-    std::vector<MemoryLogPoint> memoryLog;
+    MemoryLog memoryLog;
     std::vector<ProcessUsage> processes;
     std::string torchVersionHint; // "2.2-2.7", "<=1.3", ...
     Phase phase = Phase::Unknown;

@@ -36,7 +36,7 @@ struct OomFacts
     std::optional<uint64_t> trainableParameters; // printed by the log before the failure
     std::optional<uint64_t> totalParameters; // frozen ones included, when printed
     TrainingRecipe recipe; // precision and optimizer, as far as the log says
-    std::vector<MemoryLogPoint> memoryLog; // the loop's own progress lines before the failure
+    MemoryLog memoryLog; // the loop's own progress lines before the failure
     std::optional<uint64_t> selfProcessBytes; // "this process has X memory in use"
     std::optional<uint64_t> selfNonPyTorchBytes; // self − reserved: CUDA context, cuDNN, NCCL, other libraries
     std::optional<uint64_t> mpsOtherBytes; // MPS "other allocations"

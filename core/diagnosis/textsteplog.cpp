@@ -117,7 +117,7 @@ struct LongestSeen
 };
 
 LongestSeen longestSeen(
-    const std::vector<MemoryLogPoint>& log, const std::function<std::optional<uint64_t>(const MemoryLogPoint&)>& size)
+    const MemoryLog& log, const std::function<std::optional<uint64_t>(const MemoryLogPoint&)>& size)
 {
     LongestSeen seen;
     for (const auto& point : log) {

@@ -147,16 +147,17 @@ TextFindings parseText(std::string_view input)
 
     // What the log printed before each failure: its progress lines, parameter counts and recipe.
     const bool anyOom = !ooms.empty();
-    const std::vector<MemoryLogPoint> memoryLog = anyOom ? text::findMemoryLog(lines) : std::vector<MemoryLogPoint> {};
+    const auto memoryLog = std::make_shared<const std::vector<MemoryLogPoint>>(
+        anyOom ? text::findMemoryLog(lines) : std::vector<MemoryLogPoint> {});
     const std::vector<text::ParameterCount> parameterCounts
         = anyOom ? text::findParameterCounts(lines) : std::vector<text::ParameterCount> {};
     const std::vector<text::RecipeLine> recipeLines
         = anyOom ? text::findRecipeLines(lines) : std::vector<text::RecipeLine> {};
     for (text::FoundOom& found : ooms) {
         // findMemoryLog returns the points in line order: the ones before this message are a prefix.
-        const auto end = std::partition_point(memoryLog.begin(), memoryLog.end(),
+        const auto end = std::partition_point(memoryLog->begin(), memoryLog->end(),
             [&](const MemoryLogPoint& point) { return point.sourceLine <= found.message.sourceLine; });
-        found.message.memoryLog.assign(memoryLog.begin(), end);
+        found.message.memoryLog = MemoryLog(memoryLog, static_cast<size_t>(end - memoryLog->begin()));
         for (const text::ParameterCount& count : parameterCounts) {
             if (count.lineIndex >= found.firstLine)
                 continue;

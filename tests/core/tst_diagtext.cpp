@@ -255,16 +255,18 @@ private Q_SLOTS:
         message.reservedUnallocatedBytes = 200 * MiB;
         message.phase = Phase::Forward;
         int64_t step = 4400;
+        std::vector<MemoryLogPoint> log;
         const auto logged = [&](uint64_t bytes, const char* batch) {
             MemoryLogPoint point;
             point.step = step += 10;
             point.bytes = bytes;
             point.batch = batch;
-            message.memoryLog.push_back(point);
+            log.push_back(point);
         };
         for (const char* batch : { "8x384", "8x512", "8x448" })
             logged(14 * GiB, batch);
         logged(15 * GiB, "8x4096");
+        message.memoryLog = MemoryLog(log);
         TextFindings findings;
         findings.oomMessages.push_back(message);
         const auto diagnoses = diagnoseText(findings);
@@ -278,7 +280,8 @@ private Q_SLOTS:
             longest->evidence.front().text.c_str());
 
         // The same shapes throughout: nothing reads as a longer batch.
-        findings.oomMessages.front().memoryLog.back().batch = "8x512";
+        log.back().batch = "8x512";
+        findings.oomMessages.front().memoryLog = MemoryLog(log);
         QVERIFY(!test::findDiagnosis(diagnoseText(findings), "longest_batch"));
     }
 
