@@ -91,7 +91,7 @@ json trainingRecipeToJson(const TrainingRecipe& recipe)
 
 } // namespace
 
-json oomMessageToJson(const OomMessage& message)
+json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore)
 {
     json processes = json::array();
     for (const auto& process : message.processes) {
@@ -119,7 +119,7 @@ json oomMessageToJson(const OomMessage& message)
     result["total_parameters"] = optionalToJson(message.totalParameters);
     result["training_recipe"] = trainingRecipeToJson(message.recipe);
     json memoryLog = json::array();
-    for (const auto& point : message.memoryLog)
+    for (const auto& point : message.memoryLog.pointsAfter(listedBefore))
         memoryLog.push_back({ { "step", point.step }, { "bytes", optionalToJson(point.bytes) },
             { "sequence_length", optionalToJson(point.sequenceLength) }, { "batch", point.batch },
             { "source_line", point.sourceLine }, { "bytes_metric", stringOrNull(point.bytesMetric) },
@@ -217,9 +217,14 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
         }
         inputs.push_back(std::move(entry));
     }
+    // Each message lists the progress lines printed since the one before it, so a log with hundreds
+    // of failures prints every line once (the diagnosis still reads the whole log before each).
     json messages = json::array();
-    for (const auto& message : input.text.oomMessages)
-        messages.push_back(oomMessageToJson(message));
+    const MemoryLog* previousLog = nullptr;
+    for (const auto& message : input.text.oomMessages) {
+        messages.push_back(oomMessageToJson(message, previousLog ? *previousLog : MemoryLog {}));
+        previousLog = &message.memoryLog;
+    }
     json summaries = json::array();
     for (const auto& summary : input.text.summaries)
         summaries.push_back(memorySummaryToJson(summary));

@@ -11,7 +11,9 @@ namespace oomlens {
 // never renamed: scripts depend on them.
 nlohmann::ordered_json caseToJson(const Case& input, const CaseAnalysis& analysis);
 
-nlohmann::ordered_json oomMessageToJson(const OomMessage& message);
+// `listedBefore`: the memory log an earlier message of the same text already listed; only the points
+// after it are printed.
+nlohmann::ordered_json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore = {});
 nlohmann::ordered_json memorySummaryToJson(const MemorySummary& summary);
 nlohmann::ordered_json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom = nullptr);
 nlohmann::ordered_json diagnosisToJson(const Diagnosis& diagnosis);

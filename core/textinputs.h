@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -93,6 +94,13 @@ public:
     const MemoryLogPoint& operator[](size_t index) const { return (*m_points)[index]; }
     const MemoryLogPoint& front() const { return (*m_points)[0]; }
     const MemoryLogPoint& back() const { return (*m_points)[m_count - 1]; }
+    // The points this log adds to `earlier`, a prefix of the same log (an earlier message of the same
+    // text); all of them when the two come from different texts.
+    std::span<const MemoryLogPoint> pointsAfter(const MemoryLog& earlier) const
+    {
+        const size_t from = earlier.m_points == m_points ? std::min(earlier.m_count, m_count) : 0;
+        return { begin() + from, end() };
+    }
 
 private:
     std::shared_ptr<const std::vector<MemoryLogPoint>> m_points;

@@ -289,6 +289,35 @@ private Q_SLOTS:
             QVERIFY2(kill.contains(QLatin1String(key)), key);
     }
 
+    // A log with several failures lists each progress line once: under the first failure after it.
+    void memoryLogListsEachLineOnce()
+    {
+        // Two different failures (the same message twice would read as one repeated).
+        const auto oom = [](int gib) -> QByteArray {
+            return "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate " + QByteArray::number(gib)
+                + ".00 GiB. GPU 0 has a total capacity of 23.65 GiB of which 1.10 GiB is free.\n";
+        };
+        QByteArray log;
+        for (int step = 1; step <= 6; ++step) {
+            log += "step " + QByteArray::number(step) + " | loss 2.31 | mem " + QByteArray::number(10 + step)
+                + ".0 GiB\n";
+            if (step == 4 || step == 6)
+                log += oom(step / 2);
+        }
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("-") }, log);
+        QCOMPARE(run.exitCode, 0);
+        const QJsonArray messages = parseJson(run.out)[QStringLiteral("oom_messages")].toArray();
+        QCOMPARE(messages.size(), 2);
+        const auto steps = [&](int message) {
+            QList<qint64> result;
+            for (const auto& point : messages[message].toObject()[QStringLiteral("memory_log")].toArray())
+                result.append(point.toObject()[QStringLiteral("step")].toInteger());
+            return result;
+        };
+        QCOMPARE(steps(0), (QList<qint64> { 1, 2, 3, 4 }));
+        QCOMPARE(steps(1), (QList<qint64> { 5, 6 }));
+    }
+
     void stdinIsAnInput()
     {
         const QByteArray message
