@@ -351,6 +351,52 @@ CASES.update({
 })
 
 
+
+# A third held-out batch (session 5), written from the physics of each failure before any was run
+# through oomlens; the limits put each failure where its cause says it must happen.
+def case_foreach_step1_temporaries(torch, mark, label):
+    # small batches: weights + grads + both AdamW moments fit; the multi-tensor step's intermediates
+    # (whole-model lists of sqrt/denominators) on top of the new moments do not
+    model, label["params"] = plain_model(torch, 32768, 1024, 10, 16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=True)
+    train_loop(torch, model, opt, 32768, 2, [128] * 3, mark)
+
+
+def case_sgd_momentum_step2(torch, mark, label):
+    # SGD's momentum buffers appear in the first step; step 2's backward needs them plus the activations
+    model, label["params"] = plain_model(torch, 16384, 1024, 8, 16)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    train_loop(torch, model, opt, 16384, 16, [512] * 3, mark)
+
+
+def case_fused_step2_backward(torch, mark, label):
+    # fused AdamW: state created at the end of step 1; the second backward no longer fits
+    model, label["params"] = plain_model(torch, 32768, 1024, 8, 16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    train_loop(torch, model, opt, 32768, 8, [512] * 3, mark)
+
+
+def case_eval_fragmented(torch, mark, label):
+    # evaluation keeps each batch's logits on the GPU; lengths vary, so the cache ends up split
+    model, label["params"] = plain_model(torch, 16384, 512, 4, 8)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    train_loop(torch, model, opt, 16384, 8, [256] * 2, mark)
+    model.eval()
+    kept = []
+    lengths = [128 + (97 * i) % 384 for i in range(600)]
+    with torch.no_grad():
+        for ids, _ in mc.batches(torch, 16384, 8, lengths, "cuda"):
+            mark("eval")
+            kept.append(model(ids))  # the bug: logits of every batch stay on the GPU
+
+
+CASES.update({
+    "foreach_step1_temporaries": dict(fn=case_foreach_step1_temporaries, limit="step1opt", cause="optimizer_step2"),
+    "sgd_momentum_step2": dict(fn=case_sgd_momentum_step2, limit="step2", cause="optimizer_step2"),
+    "fused_step2_backward": dict(fn=case_fused_step2_backward, limit="step2bwd", cause="optimizer_step2"),
+    "eval_fragmented": dict(fn=case_eval_fragmented, limit="eval", cause="eval_accumulation"),
+})
+
 def child(case, outdir, mode, limit):
     import torch
     torch.manual_seed(0)
@@ -396,6 +442,8 @@ def child(case, outdir, mode, limit):
         peaks.append([phase["step"], phase["now"], torch.cuda.max_memory_reserved()])
         with open(os.path.join(outdir, case + ".probe.json"), "w") as f:
             json.dump(peaks, f)
+        with open(os.path.join(outdir, case + ".params.json"), "w") as f:
+            json.dump(label.get("params", 0), f)
         return
     label.pop("keep", None)
     label.pop("pool_keep", None)
@@ -421,7 +469,7 @@ def child(case, outdir, mode, limit):
         json.dump(label, f, indent=1)
 
 
-def choose(kind, peaks):
+def choose(kind, peaks, params=0):
     def peak(pred):
         vals = [b for s, p, b in peaks if pred(s, p)]
         return max(vals) if vals else 0
@@ -443,6 +491,17 @@ def choose(kind, peaks):
         return mid(peak(lambda s, p: s <= 1), peak(lambda s, p: s == 2 and p == "forward"))
     if kind == "load":
         return int(0.6 * peak(lambda s, p: True))
+    if kind == "step1opt":
+        # above fp32 weights + grads + both moments (16 B a parameter) and step 1's forward/backward,
+        # below the first step's peak, where the foreach intermediates come on top of the new moments
+        fixed = 16 * params
+        return mid(max(int(fixed * 1.04), peak(lambda s, p: s == 1 and p != "optimizer")),
+                   peak(lambda s, p: s == 1 and p == "optimizer"))
+    if kind == "step2":
+        return mid(peak(lambda s, p: s <= 1), peak(lambda s, p: s == 2))
+    if kind == "step2bwd":
+        return mid(max(peak(lambda s, p: s <= 1), peak(lambda s, p: s == 2 and p == "forward")),
+                   peak(lambda s, p: s == 2 and p == "backward"))
     if kind == "longest":
         return mid(peak(lambda s, p: s != 6), peak(lambda s, p: s == 6))
     raise KeyError(kind)
@@ -460,10 +519,11 @@ def main():
         limit = 0
         holder = None
         if spec["limit"] in ("first_backward", "leak", "optimizer", "eval", "longest", "longest5", "longest2",
-                         "step2fwd", "load"):
+                         "step2fwd", "load", "step1opt", "step2", "step2bwd"):
             subprocess.run([sys.executable, __file__, "--child", case, outdir, "probe", "0"])
-            with open(os.path.join(outdir, case + ".probe.json")) as f:
-                limit = choose(spec["limit"], json.load(f))
+            with open(os.path.join(outdir, case + ".probe.json")) as f, \
+                    open(os.path.join(outdir, case + ".params.json")) as g:
+                limit = choose(spec["limit"], json.load(f), json.load(g))
         elif spec["limit"] == "other":
             # another process takes all but 5 GiB of the card before the run starts
             code = ("import torch,time,sys;f,t=torch.cuda.mem_get_info();"
