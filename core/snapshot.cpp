@@ -9,6 +9,9 @@
 
 namespace oomlens {
 
+// A million-event trace must stay well under 100 bytes per event (see TraceEvent).
+static_assert(sizeof(TraceEvent) <= 48, "TraceEvent grew: keep new fields in its padding or in a side table");
+
 namespace {
 
 uint64_t hashFrame(const Frame& f)

@@ -139,6 +139,9 @@ struct TraceEvent
     StringId compileContext; // invalid when absent or empty
     StringId userMetadata; // invalid when absent or empty
     TraceAction action = TraceAction::Unknown;
+    // The entry's `pool_id` (newest PyTorch) as 1 + its index in Snapshot::entryPools; 0 when the
+    // entry records none. An index, not the pair, so the event stays 48 bytes.
+    uint16_t pool = 0;
 
     uint64_t deviceFree() const { return addr; } // meaningful for Oom only
 };
@@ -183,6 +186,8 @@ struct Snapshot
     std::vector<DeviceTrace> traces; // index = device ordinal as in device_traces
     std::optional<AllocatorSettings> allocatorSettings;
     std::vector<Annotation> annotations;
+    // The distinct `pool_id`s trace entries carry (TraceEvent::pool), in order of first use.
+    std::vector<PoolId> entryPools;
 
     std::shared_ptr<const StringTable> strings;
     std::shared_ptr<const FrameTable> frames;
@@ -195,6 +200,14 @@ struct Snapshot
     std::vector<int32_t> devices() const;
     const DeviceTrace* trace(int32_t device) const;
     size_t totalTraceEvents() const;
+    // The pool a trace entry records (alloc, free, segment_* entries of newest PyTorch); nullopt
+    // where the entry carries no `pool_id` (PyTorch 2.11 and older).
+    std::optional<PoolId> poolOf(const TraceEvent& event) const
+    {
+        if (event.pool == 0 || event.pool > entryPools.size())
+            return std::nullopt;
+        return entryPools[event.pool - 1u];
+    }
 };
 
 } // namespace oomlens

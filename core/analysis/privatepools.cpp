@@ -32,7 +32,9 @@ std::string poolName(PoolId id)
 
 bool PrivatePools::hasPrivate() const
 {
-    return std::any_of(pools.begin(), pools.end(), [](const PoolAtDump& p) { return p.isPrivate(); });
+    const auto isPrivate = [](const PoolId& id) { return !id.isDefault(); };
+    return std::any_of(pools.begin(), pools.end(), [](const PoolAtDump& p) { return p.isPrivate(); })
+        || std::any_of(entryPools.begin(), entryPools.end(), isPrivate);
 }
 
 uint64_t PrivatePools::privateReservedBytes() const
@@ -51,8 +53,20 @@ uint64_t PrivatePools::privateFreeBytes() const
     return total;
 }
 
+std::optional<PoolId> PrivatePools::poolOfEvent(int64_t event) const
+{
+    if (event < 0 || static_cast<size_t>(event) >= eventPool.size())
+        return std::nullopt;
+    const uint16_t pool = eventPool[static_cast<size_t>(event)];
+    if (pool == 0 || pool > entryPools.size())
+        return std::nullopt;
+    return entryPools[pool - 1u];
+}
+
 std::optional<PoolId> PrivatePools::poolOf(const Allocation& allocation) const
 {
+    if (const auto recorded = poolOfEvent(allocation.allocEvent))
+        return recorded;
     auto it = std::upper_bound(dumpSegments.begin(), dumpSegments.end(), allocation.address,
         [](uint64_t address, const DumpSegment& s) { return address < s.address; });
     if (it == dumpSegments.begin())
@@ -109,9 +123,13 @@ std::vector<PoolAtDump> poolsOf(const Snapshot& snapshot, int32_t device)
 }
 
 // Undoes the trace from the dump backwards: a private segment counts from its segment_alloc
-// on. Segments freed before the dump have no recorded pool and never count.
+// on. Segments freed before the dump count only where their entries record a private pool_id.
 void privateSeries(const DeviceTrace& trace, PrivatePools& result)
 {
+    const auto isPrivate = [&](size_t event) {
+        const auto pool = result.poolOfEvent(static_cast<int64_t>(event));
+        return pool && !pool->isDefault();
+    };
     std::map<uint64_t, std::pair<uint64_t, bool>> live; // address -> size, private
     uint64_t total = 0;
     for (const PrivatePools::DumpSegment& s : result.dumpSegments) {
@@ -135,7 +153,10 @@ void privateSeries(const DeviceTrace& trace, PrivatePools& result)
                 live.erase(it);
             }
         } else {
-            live[e.addr] = { e.size, false };
+            // Going backwards, a released segment comes back; its entry may say whose it was.
+            const bool released = isPrivate(static_cast<size_t>(i));
+            live[e.addr] = { e.size, released };
+            total += released ? e.size : 0;
         }
         // The last segment event at a dump segment's address, walking backwards the first, is
         // where that segment began.
@@ -148,7 +169,7 @@ void privateSeries(const DeviceTrace& trace, PrivatePools& result)
 }
 
 PrivatePoolsAtOom compareAtOom(const Snapshot& snapshot, const DeviceAnalysis& device, const DeviceTrace& trace,
-    int64_t oomEvent, std::optional<uint64_t> messageBytes)
+    const PrivatePools& pools, int64_t oomEvent, std::optional<uint64_t> messageBytes)
 {
     PrivatePoolsAtOom result;
     result.oomEvent = oomEvent;
@@ -163,12 +184,31 @@ PrivatePoolsAtOom compareAtOom(const Snapshot& snapshot, const DeviceAnalysis& d
         if (s.device == device.device)
             dumpPool[s.address] = s.pool;
     }
+    // Where entries record pool_id: the pool of each segment address as of the oom, from its
+    // latest segment_alloc/map before it, else its first segment_free/unmap after it.
+    std::map<uint64_t, PoolId> entryPool;
+    if (pools.entriesRecordPools()) {
+        for (size_t i = 0; i < trace.events.size(); ++i) {
+            const TraceEvent& e = trace.events[i];
+            const auto pool = pools.poolOfEvent(static_cast<int64_t>(i));
+            if (!pool || !isSegmentEvent(e.action))
+                continue;
+            const bool adds = e.action == TraceAction::SegmentAlloc || e.action == TraceAction::SegmentMap;
+            if (i <= static_cast<size_t>(oomEvent) ? adds : !adds && !entryPool.count(e.addr))
+                entryPool[e.addr] = *pool;
+        }
+    }
     const AllocatorState state = allocatorStateAt(snapshot, device, oomEvent);
     for (const StateSegment& s : state.segments) {
         auto known = dumpPool.find(s.address);
-        if (known == dumpPool.end() || touched.count(s.address))
+        std::optional<PoolId> pool;
+        if (auto recorded = entryPool.find(s.address); recorded != entryPool.end())
+            pool = recorded->second;
+        else if (known != dumpPool.end() && !touched.count(s.address))
+            pool = known->second;
+        if (!pool)
             result.unattributedFreeBytes += s.freeBytes;
-        else if (!known->second.isDefault())
+        else if (!pool->isDefault())
             result.privateFreeBytes += s.freeBytes;
     }
     const std::string traced = formatBytes(result.privateFreeBytes) + " cached free in private pools at the oom";
@@ -216,9 +256,15 @@ PrivatePools privatePools(const Snapshot& snapshot, const DeviceAnalysis& device
     const DeviceTrace* trace = snapshot.trace(device.device);
     if (!trace)
         return result;
+    if (!snapshot.entryPools.empty()) {
+        result.entryPools = snapshot.entryPools;
+        result.eventPool.reserve(trace->events.size());
+        for (const TraceEvent& e : trace->events)
+            result.eventPool.push_back(e.pool);
+    }
     privateSeries(*trace, result);
     if (!device.ooms.empty() && (result.hasPrivate() || messageBytes))
-        result.atOom = compareAtOom(snapshot, device, *trace, device.ooms.back().eventIndex, messageBytes);
+        result.atOom = compareAtOom(snapshot, device, *trace, result, device.ooms.back().eventIndex, messageBytes);
     return result;
 }
 

@@ -40,8 +40,8 @@ struct PrivatePoolsAtOom
 {
     int64_t oomEvent = -1;
     uint64_t privateFreeBytes = 0; // in segments whose pool the dump records
-    // Free bytes of segments live at the oom event but freed before the dump: their pool is not
-    // recorded (PyTorch 2.11 writes no pool per trace entry), so they may be private too.
+    // Free bytes of segments live at the oom event but freed before the dump whose pool no trace
+    // entry records either (PyTorch 2.11 writes no pool_id per entry): they may be private too.
     uint64_t unattributedFreeBytes = 0;
     std::optional<uint64_t> messageBytes; // the OOM message's figure, when linked
     bool agrees = false; // the message lies between privateFreeBytes and that plus unattributed
@@ -58,13 +58,21 @@ struct PrivatePools
     uint64_t initialPrivateReserved = 0;
     std::optional<PrivatePoolsAtOom> atOom;
 
+    // A private pool at the dump, or named by a trace entry's pool_id (one released before it).
     bool hasPrivate() const;
     uint64_t privateReservedBytes() const;
     uint64_t privateFreeBytes() const;
-    // The pool of the block an allocation lived in, when the dump records it: the dump segment
-    // at its address, created (segment_alloc) no later than the allocation. nullopt for blocks
-    // of segments freed before the dump.
+    // The pool of the block an allocation lived in: the pool_id its alloc entry records (newest
+    // PyTorch), else the dump segment at its address, created (segment_alloc) no later than the
+    // allocation. nullopt for blocks of segments freed before the dump when no entry says.
     std::optional<PoolId> poolOf(const Allocation& allocation) const;
+
+    // Trace entries that record a pool_id (newest PyTorch): the pool of each event as
+    // Snapshot::poolOf gives it, 0 for none. Empty when no entry records one.
+    std::vector<uint16_t> eventPool;
+    std::vector<PoolId> entryPools;
+    bool entriesRecordPools() const { return !entryPools.empty(); }
+    std::optional<PoolId> poolOfEvent(int64_t event) const;
 
     struct DumpSegment
     {

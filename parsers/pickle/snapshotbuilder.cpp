@@ -326,12 +326,49 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
     if (e.compileContext.isValid() && m_strings->get(e.compileContext) == "N/A")
         e.compileContext = {};
     e.userMetadata = optionalText(f[KUserMetadata], KUserMetadata, record);
+    if (const Value* pool = f[KPoolId]) [[unlikely]]
+        e.pool = entryPoolOf(pool);
     if (m_events.size() >= std::numeric_limits<uint32_t>::max())
         throw formatError("more than 4 billion trace entries");
     const auto index = static_cast<uint32_t>(m_events.size());
     m_events.push_back(e);
     ++m_eventsStaged;
     return Value::of(Kind::Event, index);
+}
+
+// A (first, second) pool id: a tuple of two ints (a Pair when the decoder packed it), or a
+// two-item list where the input was JSON.
+std::optional<PoolId> SnapshotBuilder::poolIdOf(const Value* pool) const
+{
+    if (!pool)
+        return std::nullopt;
+    if (pool->kind == Kind::Pair)
+        return PoolId { static_cast<int32_t>(pool->ref), pool->i };
+    const Node* node = nodeOf(*pool, Kind::Tuple) ? nodeOf(*pool, Kind::Tuple) : nodeOf(*pool, Kind::List);
+    if (node && node->items.size() == 2 && node->items[0].kind == Kind::Int && node->items[1].kind == Kind::Int)
+        return PoolId { node->items[0].i, node->items[1].i };
+    return std::nullopt;
+}
+
+// A trace entry's pool_id as TraceEvent::pool. Runs go through few pools, so the table is
+// searched linearly; past 65,535 distinct pools the entry keeps none.
+uint16_t SnapshotBuilder::entryPoolOf(const Value* value)
+{
+    const auto pool = poolIdOf(value);
+    if (!pool) {
+        if (value->kind != Kind::None)
+            warnOnce("a trace entry's pool_id is not a pair of ints; ignored");
+        return 0;
+    }
+    const auto it = std::find(m_entryPools.begin(), m_entryPools.end(), *pool);
+    if (it != m_entryPools.end())
+        return static_cast<uint16_t>(it - m_entryPools.begin() + 1);
+    if (m_entryPools.size() >= std::numeric_limits<uint16_t>::max()) {
+        warnOnce("more than 65,535 distinct pool_ids in the trace; the rest are ignored");
+        return 0;
+    }
+    m_entryPools.push_back(*pool);
+    return static_cast<uint16_t>(m_entryPools.size());
 }
 
 Value SnapshotBuilder::makeFrame(const Value* const* f)
@@ -444,16 +481,8 @@ Value SnapshotBuilder::makeSegment(const Value* const* f)
         else if (type->kind != Kind::Str || type->ref != segmentTypeBase)
             warnOnce("unknown segment_type " + displayText(*type) + "; treated as large");
     }
-    if (const Value* pool = f[KSegmentPoolId]) {
-        if (pool->kind == Kind::Pair) {
-            s.pool = { static_cast<int32_t>(pool->ref), pool->i };
-        } else if (const Node* node
-                   = nodeOf(*pool, Kind::Tuple) ? nodeOf(*pool, Kind::Tuple) : nodeOf(*pool, Kind::List);
-                   node && node->items.size() == 2 && node->items[0].kind == Kind::Int
-                   && node->items[1].kind == Kind::Int) {
-            s.pool = { node->items[0].i, node->items[1].i };
-        }
-    }
+    if (const auto pool = poolIdOf(f[KSegmentPoolId]))
+        s.pool = *pool;
     if (const Value* blocks = f[KBlocks]) {
         if (const auto* range = recordsOf(*blocks, Kind::Block)) {
             s.firstBlock = range->first;

@@ -148,6 +148,8 @@ private:
     StackId stackOf(const Value* value, const char* record);
     StringId optionalText(const Value* value, uint32_t key, const char* record) const;
     TraceAction actionOf(const Value& value);
+    std::optional<PoolId> poolIdOf(const Value* value) const;
+    uint16_t entryPoolOf(const Value* value);
     BlockState stateOf(const Value& value);
     void warnUnknownKeys(const std::vector<Value>& items, const char* record);
     void warnOnce(const std::string& text);
@@ -172,6 +174,7 @@ private:
     std::vector<Segment> m_segments; // firstBlock/blockCount index m_blocks until finish()
     std::vector<History> m_histories;
     std::vector<Annotation> m_annotations;
+    std::vector<PoolId> m_entryPools; // Snapshot::entryPools
     const Value* m_fields[KeyCount] = {}; // per-dict field table, reset after each dict
     // Frame lists seen before, by content hash: most lists repeat, and a fast hash plus one memcmp
     // is cheaper than the core table's byte-wise hash. Slots hold StackId + 1 (0 = empty).

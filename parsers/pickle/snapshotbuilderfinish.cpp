@@ -91,6 +91,7 @@ Snapshot SnapshotBuilder::finish(const Value& root)
             + ", expected a list of segments");
     }
 
+    snapshot.entryPools = std::move(m_entryPools);
     snapshot.strings = m_strings;
     snapshot.frames = m_frames;
     snapshot.warnings = std::move(m_warnings);

@@ -85,6 +85,12 @@ private:
         return id.isValid() ? std::string(s.strings->get(id)) : std::string("<none>");
     }
 
+    static std::string poolText(std::optional<PoolId> pool)
+    {
+        return pool ? "(" + std::to_string(pool->first) + ", " + std::to_string(pool->second) + ")"
+                    : std::string("<none>");
+    }
+
     static std::string stack(const Snapshot& s, StackId id)
     {
         std::string out;
@@ -140,7 +146,8 @@ private:
             return a.isValid() == b.isValid() && (!a.isValid() || m_a.strings->get(a) == m_b.strings->get(b));
         };
         if (x.action != y.action || x.addr != y.addr || x.size != y.size || x.stream != y.stream || x.timeUs != y.timeUs
-            || !sameText(x.compileContext, y.compileContext) || !sameText(x.userMetadata, y.userMetadata))
+            || !sameText(x.compileContext, y.compileContext) || !sameText(x.userMetadata, y.userMetadata)
+            || m_a.poolOf(x) != m_b.poolOf(y))
             return false;
         const uint64_t key = (uint64_t(x.stack.value) << 32) | y.stack.value;
         auto it = m_sameStacks.find(key);
@@ -158,6 +165,7 @@ private:
         check(where + ".timeUs", x.timeUs, y.timeUs);
         check(where + ".compileContext", text(m_a, x.compileContext), text(m_b, y.compileContext));
         check(where + ".userMetadata", text(m_a, x.userMetadata), text(m_b, y.userMetadata));
+        check(where + ".pool", poolText(m_a.poolOf(x)), poolText(m_b.poolOf(y)));
         stackCheck(where + ".stack", x.stack, y.stack);
     }
 

@@ -33,6 +33,7 @@ struct TraceBuilder::State
         uint64_t block = 0;
         int64_t stream = 0;
         StackId stack;
+        PoolId pool;
         bool live = true;
         bool pendingFree = false;
         int64_t event = -1; // index of its alloc event before any ringbuffer cut
@@ -48,6 +49,8 @@ struct TraceBuilder::State
     int32_t device = 0;
     int64_t clock = 1'000'000;
     bool contextAlloc = false;
+    bool entryPools = false; // `entrypools`: entries record pool_id
+    std::vector<PoolId> entryPoolTable; // Snapshot::entryPools
     uint64_t nextSegmentAddress = 0x7f0000000000ULL;
 
     StackId parseStack(std::string_view spec)
@@ -103,6 +106,17 @@ struct TraceBuilder::State
         e.stack = stack;
         e.timeUs = time;
         events[device].push_back(e);
+    }
+
+    // After `entrypools`, the entry just emitted records `pool` (TraceEvent::pool).
+    void tagPool(PoolId pool)
+    {
+        if (!entryPools)
+            return;
+        auto it = std::find(entryPoolTable.begin(), entryPoolTable.end(), pool);
+        if (it == entryPoolTable.end())
+            it = entryPoolTable.insert(entryPoolTable.end(), pool);
+        events[device].back().pool = static_cast<uint16_t>(it - entryPoolTable.begin() + 1);
     }
 
     // First fit among live segments of this device, stream and pool kind.
@@ -254,6 +268,8 @@ bool TraceBuilder::add(std::string_view text)
             if (words.empty())
                 return fail("expected a device ordinal");
             st.device = std::stoi(words[0]);
+        } else if (command == "entrypools") {
+            st.entryPools = true;
         } else if (command == "context") {
             st.contextAlloc = !words.empty() && words[0] == "alloc";
         } else if (command == "ringbuffer") {
@@ -283,6 +299,7 @@ bool TraceBuilder::add(std::string_view text)
                 return fail("expected: segment_alloc NAME SIZE");
             auto& s = st.newSegment(words[0], size, large.value_or(size != (uint64_t(2) << 20)), stream, pool);
             st.emit(TraceAction::SegmentAlloc, s.address, size, stream, stack.value_or(StackId(0)), st.tick(options));
+            st.tagPool(pool);
         } else if (command == "segment_free") {
             State::Seg* s = words.empty() ? nullptr : st.segment(words[0]);
             if (!s || !s->live)
@@ -290,6 +307,7 @@ bool TraceBuilder::add(std::string_view text)
             s->live = false;
             st.emit(
                 TraceAction::SegmentFree, s->address, s->size, s->stream, stack.value_or(StackId(0)), st.tick(options));
+            st.tagPool(s->pool);
         } else if (command == "map" || command == "unmap") {
             bool ok = words.size() >= 3;
             uint64_t address = ok ? parseAddress(words[1], &ok) : 0;
@@ -341,6 +359,7 @@ bool TraceBuilder::add(std::string_view text)
             a.block = estimatedBlockSize(size);
             a.stream = stream;
             a.stack = stack.value_or(StackId(0));
+            a.pool = pool;
             bool placed = false;
             if (auto at = options.find("at"); at != options.end()) {
                 a.address = parseAddress(at->second, &placed);
@@ -368,8 +387,10 @@ bool TraceBuilder::add(std::string_view text)
                                                    : (a.block + (uint64_t(2) << 20) - 1) & ~((uint64_t(2) << 20) - 1);
                 auto& s = st.newSegment("auto", segmentSize, wantLarge, stream, pool);
                 st.place(a, s);
-                if (command == "alloc")
+                if (command == "alloc") {
                     st.emit(TraceAction::SegmentAlloc, s.address, s.size, stream, a.stack, st.tick(options));
+                    st.tagPool(pool);
+                }
             }
             if (command == "alloc")
                 a.event = static_cast<int64_t>(st.events[st.device].size());
@@ -377,6 +398,7 @@ bool TraceBuilder::add(std::string_view text)
             st.allocByName[a.name] = st.allocations.size() - 1;
             if (command == "alloc") {
                 st.emit(TraceAction::Alloc, a.address, size, stream, a.stack, st.tick(options));
+                st.tagPool(pool);
                 if (auto ctx = options.find("ctx"); ctx != options.end())
                     st.events[st.device].back().compileContext = st.strings->intern(ctx->second);
             }
@@ -385,10 +407,13 @@ bool TraceBuilder::add(std::string_view text)
             if (!a || !a->live)
                 return fail("no live allocation of that name");
             const StackId freeStack = st.contextAlloc ? a->stack : stack.value_or(StackId(0));
-            if (command != "free_completed")
+            if (command != "free_completed") {
                 st.emit(TraceAction::FreeRequested, a->address, a->requested, a->stream, freeStack, st.tick(options));
+                st.tagPool(a->pool);
+            }
             if (command != "free_requested") {
                 st.emit(TraceAction::FreeCompleted, a->address, a->requested, a->stream, freeStack, st.tick(options));
+                st.tagPool(a->pool);
                 a->live = false;
             } else {
                 a->pendingFree = true;
@@ -509,6 +534,7 @@ std::shared_ptr<const Snapshot> TraceBuilder::build()
         snapshot->traces.push_back(std::move(trace));
     }
     snapshot->annotations = st.annotations;
+    snapshot->entryPools = st.entryPoolTable;
     snapshot->strings = st.strings;
     snapshot->frames = st.frames;
     return snapshot;

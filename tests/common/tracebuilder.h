@@ -27,6 +27,9 @@ namespace oomlens::test {
 //   pool=1,0 on segment, segment_alloc and alloc: the segment's segment_pool_id (a CUDA graph's
 //                                              (N,0) or a MemPool's (0,N)); an alloc only fits in
 //                                              segments of its pool
+//   entrypools                                 from here on alloc, free and segment_alloc/free
+//                                              entries record their pool_id, as newest PyTorch
+//                                              writes it beside segment_pool_id
 //   ctx="Torch-Compiled Region: 0/0" on alloc: the event's compile_context
 //   map x 0x7f1000000000 60MiB [small] / unmap x 0x7f1000000000 20MiB   expandable segments
 //                                              (large pool unless `small`; pages are 20 MiB / 2 MiB)

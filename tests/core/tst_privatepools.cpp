@@ -130,6 +130,45 @@ private Q_SLOTS:
         QVERIFY(differs.atOom->statement.find("do not agree") != std::string::npos);
     }
 
+    // Newest PyTorch writes pool_id on every entry: a MemPool whose segment was released before
+    // the dump is still known, at the oom, over time and for its allocation.
+    void entriesRecordTheirPool()
+    {
+        const char* released = R"(
+alloc w 64MiB load
+segment_alloc mp 40MiB pool=0,1
+alloc m1 8MiB fwd pool=0,1 in=mp
+free m1 fwd
+oom 1GiB free=10MiB fwd
+segment_free mp
+)";
+        const SnapshotAnalysis without = test::analyzeTrace(released);
+        const PrivatePools unknown = privatePools(*without.snapshot, *without.primary(), 40 * MiB);
+        QVERIFY(unknown.atOom);
+        QCOMPARE(unknown.atOom->unattributedFreeBytes, 40 * MiB);
+        QCOMPARE(unknown.atOom->privateFreeBytes, uint64_t(0));
+
+        const SnapshotAnalysis a = test::analyzeTrace(std::string("entrypools\n") + released);
+        const PrivatePools p = privatePools(*a.snapshot, *a.primary(), 40 * MiB);
+        QVERIFY(p.entriesRecordPools());
+        QVERIFY(p.atOom);
+        QCOMPARE(p.atOom->privateFreeBytes, 40 * MiB);
+        QCOMPARE(p.atOom->unattributedFreeBytes, uint64_t(0));
+        QVERIFY(p.atOom->agrees);
+        const auto& events = a.snapshot->trace(0)->events;
+        const int64_t oom = a.primary()->ooms.back().eventIndex;
+        QCOMPARE(p.privateReservedAfter[size_t(oom)], 40 * MiB);
+        QCOMPARE(p.privateReservedAfter.back(), uint64_t(0)); // released
+        QCOMPARE(events.back().action, TraceAction::SegmentFree);
+        for (const Allocation& allocation : a.primary()->allocations) {
+            if (allocation.requestedSize == 8 * MiB) {
+                QCOMPARE(p.poolOf(allocation), std::optional<PoolId>(PoolId { 0, 1 }));
+                QVERIFY(!unknown.poolOf(
+                    without.primary()->allocations[size_t(&allocation - &a.primary()->allocations[0])]));
+            }
+        }
+    }
+
     void noPrivatePoolsNoOomCheck()
     {
         const SnapshotAnalysis a = test::analyzeTrace("alloc a 64MiB fwd\noom 1GiB free=0 fwd\n");

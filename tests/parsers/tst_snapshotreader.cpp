@@ -144,6 +144,10 @@ private Q_SLOTS:
         QCOMPARE(s->strings->get(events[2].userMetadata), std::string_view("step 3"));
         QCOMPARE(s->blocks[1].state, BlockState::ActivePendingFree); // "active_awaiting_free" spelling
         QCOMPARE(s->segments[0].pool, (PoolId { 1, 7 }));
+        // Newest PyTorch writes pool_id on trace entries too; entries without it record none.
+        QCOMPARE(s->entryPools.size(), size_t(1));
+        QCOMPARE(s->poolOf(events[1]), std::optional<PoolId>(PoolId { 0, 0 }));
+        QVERIFY(!s->poolOf(events[0]));
         // FX-augmented frames keep filename/name/line.
         QCOMPARE(stackText(*s, events[0].stack), std::string("forward;train_step;"));
 
