@@ -3,6 +3,7 @@
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
+#include <algorithm>
 #include <array>
 
 namespace oomlens {
@@ -56,6 +57,7 @@ void EventsModel::setTimeline(std::shared_ptr<const TimelineData> data)
 {
     beginResetModel();
     m_data = std::move(data);
+    m_pools = m_data && m_data->device() ? privatePools(m_data->snapshot(), *m_data->device()) : PrivatePools {};
     m_filtered = false;
     m_rows.clear();
     m_rows.shrink_to_fit();
@@ -90,11 +92,27 @@ void EventsModel::setFilter(unsigned actions, const QString& text)
                 }
             }
         }
+        // Named spans whose name holds the text: every event inside one matches, whatever its
+        // stack, so "ProfilerStep#3" or "Optimizer.step" selects that step's or that call's events.
+        std::vector<std::pair<int64_t, int64_t>> spanRanges;
+        if (!text.isEmpty()) {
+            for (const AnnotationSpan& span : m_data->annotationSpans()) {
+                if (!span.mark && span.lastEvent >= span.firstEvent
+                    && toQString(span.name).contains(text, Qt::CaseInsensitive))
+                    spanRanges.emplace_back(span.firstEvent, span.lastEvent);
+            }
+            std::sort(spanRanges.begin(), spanRanges.end());
+        }
         const auto& events = m_data->trace()->events;
+        size_t nextSpan = 0;
+        int64_t insideUntil = -1; // last event of the matching spans begun so far
         for (size_t i = 0; i < events.size(); ++i) {
+            const auto event = int64_t(i);
+            while (nextSpan < spanRanges.size() && spanRanges[nextSpan].first <= event)
+                insideUntil = std::max(insideUntil, spanRanges[nextSpan++].second);
             if (!(groupOf(events[i].action) & actions))
                 continue;
-            if (!text.isEmpty()) {
+            if (!text.isEmpty() && event > insideUntil) {
                 const uint32_t stack = events[i].stack.value;
                 if (stack >= stackMatches.size() || !stackMatches[stack])
                     continue;
@@ -122,6 +140,18 @@ int EventsModel::rowAtOrBefore(int64_t event) const
         return int(std::min<int64_t>(event, int64_t(rowCount()) - 1));
     const auto it = std::upper_bound(m_rows.begin(), m_rows.end(), uint64_t(event));
     return int(it - m_rows.begin()) - 1;
+}
+
+// The pool the entry records (newest PyTorch writes pool_id), else, where the snapshot has
+// private pools, the pool of the allocation's block as the dump knows it.
+QString EventsModel::poolText(const TraceEvent& event, const Allocation* allocation) const
+{
+    std::optional<PoolId> pool = m_data->snapshot().poolOf(event);
+    if (!pool && allocation && m_pools.hasPrivate())
+        pool = m_pools.poolOf(*allocation);
+    if (!pool)
+        return QString();
+    return pool->isDefault() ? QStringLiteral("default") : toQString(poolName(*pool));
 }
 
 const QString& EventsModel::locationOf(StackId stack) const
@@ -172,6 +202,8 @@ QVariant EventsModel::data(const QModelIndex& index, int role) const
             return hasAddress ? QString(QStringLiteral("0x") + QString::number(event.addr, 16)) : QString();
         case CategoryColumn:
             return allocation ? categoryText(allocation->category) : QString();
+        case PoolColumn:
+            return poolText(event, allocation);
         case LocationColumn:
             return locationOf(event.stack);
         }
@@ -220,6 +252,8 @@ QVariant EventsModel::headerData(int section, Qt::Orientation orientation, int r
         return QStringLiteral("Address");
     case CategoryColumn:
         return QStringLiteral("Category");
+    case PoolColumn:
+        return QStringLiteral("Pool");
     case LocationColumn:
         return QStringLiteral("Location");
     }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/privatepools.h"
 #include "views/timelinedata.h"
 
 #include <QAbstractTableModel>
@@ -24,6 +25,7 @@ public:
         SizeColumn,
         AddressColumn,
         CategoryColumn,
+        PoolColumn,
         LocationColumn,
         ColumnCount
     };
@@ -43,7 +45,8 @@ public:
     explicit EventsModel(QObject* parent = nullptr);
     void setTimeline(std::shared_ptr<const TimelineData> data);
     // Keeps events whose action is in `actions` and, when `text` is not empty, whose stack has
-    // a frame (function or file, case-insensitive) containing it.
+    // a frame (function or file, case-insensitive) containing it, or that lie inside a named
+    // span (record_function range, annotation, ProfilerStep, user metadata) whose name does.
     void setFilter(unsigned actions, const QString& text);
     bool isFiltered() const { return m_filtered; }
 
@@ -58,10 +61,12 @@ public:
 
 private:
     const QString& locationOf(StackId stack) const;
+    QString poolText(const TraceEvent& event, const Allocation* allocation) const;
 
     std::shared_ptr<const TimelineData> m_data;
     bool m_filtered = false;
     std::vector<uint32_t> m_rows; // event indices when filtered
+    PrivatePools m_pools; // derived once per timeline: the pool an entry records or its block is in
     // Top user frame per stack: a scrolled screen shows a few dozen stacks many times over.
     mutable QHash<uint32_t, QString> m_locations;
 };

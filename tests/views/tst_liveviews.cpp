@@ -13,6 +13,8 @@
 #include <QTableView>
 #include <QTest>
 
+#include <algorithm>
+
 using namespace oomlens;
 
 namespace {
@@ -207,6 +209,68 @@ private slots:
         if (!expected.empty())
             QCOMPARE(model.rowAtOrBefore(expected.back() + 1000), int(expected.size()) - 1);
         QCOMPARE(model.rowAtOrBefore(-1), -1);
+    }
+
+    // Searching by a named span (record_function, annotation, ProfilerStep) selects the events
+    // inside it, whatever their stacks say.
+    void eventsSearchSelectsANamedSpan()
+    {
+        test::TraceBuilder builder;
+        QVERIFY2(builder.add("alloc a 10MiB fwd\n"
+                             "annotate ProfilerStep#1 stage=START\n"
+                             "alloc b 10MiB fwd\n"
+                             "annotate Optimizer.step#AdamW.step stage=START\n"
+                             "alloc c 10MiB opt\n"
+                             "annotate Optimizer.step#AdamW.step stage=END\n"
+                             "annotate ProfilerStep#1 stage=END\n"
+                             "alloc d 10MiB fwd\n"),
+            builder.error().c_str());
+        auto analysis = std::make_shared<const SnapshotAnalysis>(analyzeSnapshot(builder.build()));
+        auto data = std::make_shared<const TimelineData>(analysis, 0);
+        EventsModel model;
+        model.setTimeline(data);
+        const auto shown = [&] {
+            std::vector<int64_t> events;
+            for (int row = 0; row < model.rowCount(); ++row)
+                events.push_back(model.eventAt(row));
+            return events;
+        };
+        const auto has = [](const std::vector<int64_t>& events, int64_t event) {
+            return std::find(events.begin(), events.end(), event) != events.end();
+        };
+
+        model.setFilter(EventsModel::AllActions, QStringLiteral("adamw"));
+        const std::vector<int64_t> optimizer = shown();
+        QVERIFY(has(optimizer, builder.allocEvent("c")));
+        QVERIFY(!has(optimizer, builder.allocEvent("b")));
+        QVERIFY(!has(optimizer, builder.allocEvent("d")));
+
+        model.setFilter(EventsModel::Allocs, QStringLiteral("ProfilerStep#1"));
+        const std::vector<int64_t> step = shown();
+        QCOMPARE(step, (std::vector<int64_t> { builder.allocEvent("b"), builder.allocEvent("c") }));
+
+        // Neither a span's name nor a frame: nothing.
+        model.setFilter(EventsModel::Allocs, QStringLiteral("no such span or frame"));
+        QCOMPARE(model.rowCount(), 0);
+    }
+
+    // Newest PyTorch records pool_id on each entry: the events view shows it.
+    void eventsShowTheEntrysPool()
+    {
+        auto snapshot = test::buildSnapshot("entrypools\nalloc w 64MiB load\nalloc g 32MiB fwd pool=1,0\n");
+        QVERIFY(snapshot);
+        auto analysis = std::make_shared<const SnapshotAnalysis>(analyzeSnapshot(snapshot));
+        auto data = std::make_shared<const TimelineData>(analysis, 0);
+        EventsModel model;
+        model.setTimeline(data);
+        QCOMPARE(model.headerData(EventsModel::PoolColumn, Qt::Horizontal).toString(), QStringLiteral("Pool"));
+        QStringList pools;
+        for (int row = 0; row < model.rowCount(); ++row)
+            pools << model.index(row, EventsModel::PoolColumn).data().toString();
+        // segment_alloc + alloc for each: w in the default pool, g in the graph's.
+        QCOMPARE(pools,
+            (QStringList { QStringLiteral("default"), QStringLiteral("default"),
+                QStringLiteral("CUDA graph pool (1, 0)"), QStringLiteral("CUDA graph pool (1, 0)") }));
     }
 
     void eventsViewKeepsTheCursorWhileFiltering()
