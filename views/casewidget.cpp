@@ -1,5 +1,7 @@
 #include "views/casewidget.h"
 
+#include "core/presentation/cardreconciliation.h"
+
 #include "views/allocatorstatewidget.h"
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
@@ -78,6 +80,8 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
 {
     m_case = std::move(loaded);
     m_overview->setCase(m_case);
+    // The card's total and what besides PyTorch held it, once per case (the timeline's top band).
+    m_cardBand = m_case ? cardTimelineBand(reconcileCard(m_case->input, m_case->analysis)) : std::nullopt;
     fillDeviceChoices();
     const bool hasSnapshot = m_deviceBox->count() > 0;
     m_tabs->setTabEnabled(TimelineTab, hasSnapshot);
@@ -147,6 +151,7 @@ void CaseWidget::selectDevice(int snapshotIndex, int32_t device)
     if (choice >= 0)
         m_deviceBox->setCurrentIndex(choice);
     m_cursorEvent = -1;
+    m_timeline->setCardBand(m_cardBand);
     m_timeline->setTimeline(m_data);
     m_live->setTimeline(m_data);
     m_allocator->setTimeline(m_data);

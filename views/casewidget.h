@@ -1,11 +1,13 @@
 #pragma once
 
 #include "core/diagnosis.h"
+#include "core/presentation/cardtimeline.h"
 #include "views/loadedcase.h"
 
 #include <QWidget>
 
 #include <memory>
+#include <optional>
 
 class QComboBox;
 class QLabel;
@@ -64,6 +66,7 @@ private:
     void fillDeviceChoices();
 
     LoadedCasePtr m_case;
+    std::optional<CardTimelineBand> m_cardBand; // the rest of the card, from the case's reconciliation
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     std::shared_ptr<const TimelineData> m_data;
     QTabWidget* m_tabs = nullptr;

@@ -421,6 +421,7 @@ void OverviewPage::addCard(const LoadedCase& loaded)
     }
     grid->setColumnStretch(3, 1);
     layout->addLayout(grid);
+    addOomChecks(card, section, layout);
     QStringList lines;
     for (const std::string& note : card.notes)
         lines << QStringLiteral("• ") + toQString(note).toHtmlEscaped();
@@ -440,6 +441,50 @@ void OverviewPage::addCard(const LoadedCase& loaded)
         layout->addWidget(notes);
     }
     m_layout->addWidget(section);
+}
+
+// The OOM message's figures beside the snapshot's at its oom event: a row each, with the two
+// numbers and whether they tell the same moment.
+void OverviewPage::addOomChecks(const CardReconciliation& card, QWidget* section, QVBoxLayout* layout)
+{
+    if (card.oomChecks.empty())
+        return;
+    auto* box = new QWidget(section);
+    box->setObjectName(QStringLiteral("oomFigureChecks"));
+    auto* grid = new QGridLayout(box);
+    grid->setContentsMargins(0, 8, 0, 0);
+    grid->setHorizontalSpacing(16);
+    grid->setVerticalSpacing(3);
+    grid->addWidget(
+        new QLabel(
+            QStringLiteral("<b>The OOM message against the snapshot at its oom event (#%1)</b>").arg(card.oomEvent),
+            box),
+        0, 0, 1, 4);
+    grid->addWidget(new QLabel(QStringLiteral("<span style='color:gray'>Message</span>"), box), 1, 1);
+    grid->addWidget(new QLabel(QStringLiteral("<span style='color:gray'>Snapshot</span>"), box), 1, 2);
+    int row = 2;
+    for (const OomFigureCheck& check : card.oomChecks) {
+        const auto number = [&](uint64_t bytes, const char* side) {
+            auto* label = new QLabel(QStringLiteral("<b>%1</b>").arg(bytesText(bytes)), box);
+            label->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            label->setProperty("check", toQString(check.key));
+            label->setProperty("side", QString::fromLatin1(side));
+            return label;
+        };
+        grid->addWidget(new QLabel(toQString(check.label), box), row, 0);
+        grid->addWidget(number(check.messageBytes, "message"), row, 1);
+        grid->addWidget(number(check.snapshotBytes, "snapshot"), row, 2);
+        auto* verdict = new QLabel(check.agrees ? QStringLiteral("<span style='color:gray'>agree</span>")
+                                                : QStringLiteral("<b style='color:#b35900'>differ: not the same "
+                                                                 "moment</b>"),
+            box);
+        verdict->setProperty("check", toQString(check.key));
+        verdict->setProperty("agrees", check.agrees);
+        grid->addWidget(verdict, row, 3);
+        ++row;
+    }
+    grid->setColumnStretch(3, 1);
+    layout->addWidget(box);
 }
 
 void OverviewPage::addAllocatorSettings(const LoadedCase& loaded)

@@ -10,6 +10,7 @@ class QVBoxLayout;
 namespace oomlens {
 
 class DiagnosisCard;
+struct CardReconciliation;
 
 // The first page of a case: diagnosis cards, then the evidence the user brought in plain words
 // (the OOM message number by number, memory_summary, nvidia-smi, allocator settings, inputs).
@@ -31,6 +32,7 @@ private:
     void addSummaries(const LoadedCase& loaded);
     void addProcesses(const LoadedCase& loaded);
     void addCard(const LoadedCase& loaded);
+    void addOomChecks(const CardReconciliation& card, QWidget* section, QVBoxLayout* layout);
     void addAllocatorSettings(const LoadedCase& loaded);
     void addSnapshots(const LoadedCase& loaded);
     void addHistory(const Snapshot& snapshot, const DeviceAnalysis& device);

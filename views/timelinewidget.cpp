@@ -91,6 +91,10 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     m_privatePools = m_plot->addGraph();
     m_privatePools->setName(QStringLiteral("Private pools"));
     m_privatePools->setLineStyle(QCPGraph::lsStepLeft);
+    m_cardGap = m_plot->addGraph();
+    m_cardGap->setName(QStringLiteral("Rest of the card"));
+    m_cardGap->setLineStyle(QCPGraph::lsStepLeft);
+    m_cardGap->setChannelFillGraph(m_reserved);
 
     connect(m_axisBox, &QComboBox::currentIndexChanged, this,
         [this](int index) { setAxis(index == 0 ? Axis::Time : Axis::Events); });
@@ -121,6 +125,28 @@ void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
     }
     buildStatic();
     resetZoom();
+}
+
+void TimelineWidget::setCardBand(std::optional<CardTimelineBand> band)
+{
+    m_card = std::move(band);
+    if (m_data) {
+        buildStatic();
+        resetZoom();
+    }
+}
+
+const CardTimelineBand* TimelineWidget::shownCardBand() const
+{
+    if (!m_card || !m_data || !m_data->device() || m_data->device()->device != m_card->device)
+        return nullptr;
+    return &*m_card;
+}
+
+uint64_t TimelineWidget::cardBandTopAt(int64_t event) const
+{
+    const CardTimelineBand* band = shownCardBand();
+    return band && m_data ? m_data->reservedAt(event) + band->outsideBytes : 0;
 }
 
 void TimelineWidget::setAxis(Axis axis)
@@ -180,10 +206,12 @@ void TimelineWidget::resetZoom()
     const std::optional<TraceHistory> history = historyOf(m_data.get());
     const bool noHistory = !m_data || m_data->eventCount() == 0 || (history && history->segmentsOnly());
     m_plot->setVisible(!noHistory);
+    m_noHistory = noHistory;
     if (noHistory) {
         m_bands->clearData();
         m_reserved->data()->clear();
         m_privatePools->data()->clear();
+        m_cardGap->data()->clear();
         m_info->setText(QStringLiteral("<b>No timeline:</b> this snapshot holds no allocation history, only the "
                                        "allocator's state at the dump (see the allocator state below)."));
         m_plot->replot();
@@ -268,6 +296,14 @@ void TimelineWidget::rebuildVisible()
         }
     }
     m_privatePools->setData(privateValues.isEmpty() ? QVector<double>() : reservedKeys, privateValues, true);
+    // The rest of the card stacks on reserved; the card's total bounds the chart.
+    QVector<double> cardValues;
+    if (const CardTimelineBand* card = shownCardBand()) {
+        for (const auto& point : reserved)
+            cardValues.push_back(double(point.bytes + card->outsideBytes));
+        visibleMax = std::max(visibleMax, card->totalBytes);
+    }
+    m_cardGap->setData(cardValues.isEmpty() ? QVector<double>() : reservedKeys, cardValues, true);
     rescaleValueAxis(visibleMax);
 
     const auto [first, last] = visibleEvents();
@@ -297,6 +333,14 @@ void TimelineWidget::buildStatic()
     m_plot->clearItems();
     m_cursorLine = new QCPItemStraightLine(m_plot);
     m_cursorLine->setVisible(false);
+    m_cardTotal = nullptr;
+    if (const CardTimelineBand* card = shownCardBand()) {
+        m_cardTotal = new QCPItemStraightLine(m_plot);
+        // A straight line is infinite: two points at the total's height draw it across the chart.
+        m_cardTotal->point1->setCoords(0, double(card->totalBytes));
+        m_cardTotal->point2->setCoords(1, double(card->totalBytes));
+        m_cardTotal->setProperty("cardTotal", true);
+    }
     m_cursorLine->setLayer(QStringLiteral("overlay"));
     m_plot->xAxis->setTicker(m_axis == Axis::Time ? QSharedPointer<QCPAxisTicker>(new TimeAxisTicker)
                                                   : QSharedPointer<QCPAxisTicker>(new EventAxisTicker));
@@ -427,6 +471,15 @@ void TimelineWidget::applyColors()
     if (m_pools.hasPrivate())
         legend << QStringLiteral("<span style='color:%1'>&#9636;</span>&nbsp;Private pools (CUDA graphs, MemPools)")
                       .arg(colors::reservedLine().name());
+    QColor cardColor = colors::oomMarker();
+    cardColor.setAlpha(60);
+    m_cardGap->setPen(QPen(colors::oomMarker(), 1.0, Qt::DotLine));
+    m_cardGap->setBrush(QBrush(cardColor, Qt::Dense5Pattern));
+    if (m_cardTotal)
+        m_cardTotal->setPen(QPen(colors::oomMarker(), 1.2, Qt::DashDotLine));
+    if (const CardTimelineBand* card = shownCardBand())
+        legend << QStringLiteral("<span style='color:%1'>&#9638;</span>&nbsp;%2")
+                      .arg(colors::oomMarker().name(), toQString(card->label).toHtmlEscaped());
     const std::optional<TraceHistory> history = historyOf(m_data.get());
     if (history && history->segmentsOnly()) {
         // The legend's row carries what is missing and how to record it, in place of the chart.

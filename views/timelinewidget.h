@@ -2,15 +2,18 @@
 
 #include "core/analysis/privatepools.h"
 #include "core/phase.h"
+#include "core/presentation/cardtimeline.h"
 #include "views/timelinedata.h"
 
 #include <QWidget>
 
 #include <array>
 #include <memory>
+#include <optional>
 
 class QCustomPlot;
 class QCPGraph;
+class QCPItemLine;
 class QCPItemStraightLine;
 class QCPItemText;
 class QCheckBox;
@@ -36,6 +39,13 @@ public:
     ~TimelineWidget() override;
 
     void setTimeline(std::shared_ptr<const TimelineData> data);
+    // The rest of the card (context, libraries, other processes) as a band above reserved, with
+    // the card's total as a line; drawn on timelines of its device. Set it before the timeline.
+    void setCardBand(std::optional<CardTimelineBand> band);
+    // The band as drawn on the current timeline: nothing when none is set or the device differs.
+    const CardTimelineBand* shownCardBand() const;
+    // Top of the card band right after `event`: reserved + the rest of the card; 0 without one.
+    uint64_t cardBandTopAt(int64_t event) const;
     std::shared_ptr<const TimelineData> timeline() const { return m_data; }
     void setAxis(Axis axis);
     Axis axis() const { return m_axis; }
@@ -54,6 +64,8 @@ public:
     // Hover text for the event nearest to the plot coordinate; what the tooltip shows.
     QString describe(int64_t event, double bytesAtPointer) const;
 
+    // PNG or SVG by the extension. A snapshot without history exports the allocator's state at
+    // the dump with the statement of what is missing (views/dumpstatepicture.h).
     bool exportImage(const QString& path);
     QCustomPlot* plot() const { return m_plot; }
 
@@ -82,6 +94,7 @@ private:
     void onMousePress(QMouseEvent* event);
     void onMouseRelease(QMouseEvent* event);
     void exportDialog();
+    bool exportDumpState(const QString& path) const;
     // Draws the category legend across the top of an exported chart; returns its height.
     int drawExportLegend(QPainter* painter, int width) const;
 
@@ -93,12 +106,16 @@ private:
     QCPGraph* m_reserved = nullptr;
     QCPGraph* m_privatePools = nullptr; // reserved by CUDA graphs' and MemPools' private pools, hatched
     PrivatePools m_pools; // derived once per timeline
+    QCPGraph* m_cardGap = nullptr; // reserved + the rest of the card, filled down to m_reserved
+    QCPItemStraightLine* m_cardTotal = nullptr; // the card's capacity
+    std::optional<CardTimelineBand> m_card;
     QCPItemStraightLine* m_cursorLine = nullptr;
     std::shared_ptr<const TimelineData> m_data;
     Axis m_axis = Axis::Time;
     Axis m_preferredAxis = Axis::Time;
     int64_t m_cursorEvent = -1;
     bool m_rebuilding = false;
+    bool m_noHistory = false; // no curve to draw: segments only, or no trace events
     bool m_drawn = false; // replotted once: layers have paint buffers to replot on their own
     QPoint m_pressPos;
     int m_lastPointCount = 0;

@@ -1,6 +1,7 @@
 #include "views/timelinewidget.h"
 
 #include "views/categorycolors.h"
+#include "views/dumpstatepicture.h"
 #include "views/viewutil.h"
 
 #include <QFileDialog>
@@ -44,6 +45,8 @@ int TimelineWidget::drawExportLegend(QPainter* painter, int width) const
 
 bool TimelineWidget::exportImage(const QString& path)
 {
+    if (m_noHistory && m_data && m_data->device())
+        return exportDumpState(path);
     const int width = std::max(800, m_plot->width());
     const int height = std::max(400, m_plot->height());
     const int legend = QFontMetrics(font()).height() * 2;
@@ -72,6 +75,37 @@ bool TimelineWidget::exportImage(const QString& path)
     painter.scale(scale, scale);
     painter.translate(0, drawExportLegend(&painter, width));
     m_plot->toPainter(&painter, width, height);
+    painter.end();
+    return image.save(path, "PNG");
+}
+
+// No history, no curve: the file holds the statement of what is missing over the allocator's
+// state at the dump, so an exported chart never comes out empty.
+bool TimelineWidget::exportDumpState(const QString& path) const
+{
+    const DumpStatePicture picture(*m_data, font(), palette());
+    const int width = std::max(800, this->width());
+    const int height = picture.height(width);
+    if (path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive)) {
+        QSvgGenerator generator;
+        generator.setFileName(path);
+        generator.setSize(QSize(width, height));
+        generator.setViewBox(QRect(0, 0, width, height));
+        generator.setTitle(QStringLiteral("oomlens allocator state at the dump"));
+        QPainter painter;
+        if (!painter.begin(&generator))
+            return false;
+        picture.draw(&painter, width);
+        return painter.end();
+    }
+    const double scale = std::max(2.0, devicePixelRatioF());
+    QImage image(QSize(int(width * scale), int(height * scale)), QImage::Format_ARGB32_Premultiplied);
+    image.fill(palette().color(QPalette::Base));
+    QPainter painter;
+    if (!painter.begin(&image))
+        return false;
+    painter.scale(scale, scale);
+    picture.draw(&painter, width);
     painter.end();
     return image.save(path, "PNG");
 }

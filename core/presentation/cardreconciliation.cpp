@@ -1,5 +1,7 @@
 #include "core/presentation/cardreconciliation.h"
 
+#include "core/analysis/allocatorstate.h"
+#include "core/analysis/privatepools.h"
 #include "core/diagnosis/oomfacts.h"
 #include "core/units.h"
 
@@ -251,6 +253,73 @@ void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& inp
     }
 }
 
+// The message prints two decimals of its unit ("79.10 GiB"): allow that, and the block sizes
+// the trace can only estimate for allocations freed before the dump.
+bool withinRounding(uint64_t message, uint64_t snapshot)
+{
+    const uint64_t larger = std::max(message, snapshot);
+    const uint64_t difference = larger - std::min(message, snapshot);
+    return difference <= std::max<uint64_t>(2 * MiB, larger / 100);
+}
+
+// The printed message's figures beside the snapshot's at its last oom event, when both exist and
+// are of the same device.
+void addOomChecks(CardReconciliation& result, const Case& input, const CaseAnalysis& analysis)
+{
+    const OomMessage* message = chosenMessage(input);
+    if (!message)
+        return;
+    const SnapshotAnalysis* snapshot = chosenSnapshot(analysis, message->device);
+    const DeviceAnalysis* device = snapshot ? snapshot->primary() : nullptr;
+    if (!device || device->ooms.empty() || (message->device && *message->device != device->device))
+        return;
+    const OomAnalysis& oom = device->ooms.back();
+    result.oomEvent = oom.eventIndex;
+    const auto add = [&](std::string key, std::string label, std::optional<uint64_t> printed, uint64_t traced,
+                         std::optional<bool> agrees = std::nullopt) {
+        if (printed)
+            result.oomChecks.push_back({ std::move(key), std::move(label), *printed, traced,
+                agrees.value_or(withinRounding(*printed, traced)) });
+    };
+    // memory_allocated() counts the rounded blocks handed out; a block freed but still in use by
+    // another stream no longer counts.
+    const AllocatorState state = allocatorStateAt(*snapshot->snapshot, *device, oom.eventIndex);
+    uint64_t allocated = 0;
+    for (const StateSegment& segment : state.segments) {
+        for (const StateBlock& block : segment.blocks)
+            allocated += block.pendingFree ? 0 : block.size;
+    }
+    // The message's "allocated by PyTorch" adds what private pools cache free (the figure it
+    // prints as "allocated in private pools"), compared as privatepools.h does: segments released
+    // before the dump may hold some of it.
+    const PrivatePools pools = privatePools(*snapshot->snapshot, *device, message->privatePoolsBytes);
+    const PrivatePoolsAtOom* privateAtOom = pools.atOom ? &*pools.atOom : nullptr;
+    const uint64_t privateFree = privateAtOom ? privateAtOom->privateFreeBytes : 0;
+    const uint64_t unattributed = privateAtOom ? privateAtOom->unattributedFreeBytes : 0;
+    const uint64_t low = allocated + privateFree, high = low + unattributed;
+    std::optional<bool> allocatedAgrees;
+    if (message->allocatedBytes) {
+        const uint64_t printed = *message->allocatedBytes;
+        allocatedAgrees
+            = withinRounding(printed, low) || withinRounding(printed, high) || (printed >= low && printed <= high);
+    }
+    add("allocated", "Allocated by PyTorch", message->allocatedBytes, low, allocatedAgrees);
+    add("reserved", "Reserved by PyTorch", message->reservedBytes, oom.reservedBytes);
+    if (oom.deviceFreeBytes > 0)
+        add("device_free", "Free on the card", message->freeBytes, oom.deviceFreeBytes);
+    if (message->privatePoolsBytes && privateAtOom)
+        add("private_pools", "Cached in private pools (CUDA graphs, MemPools)", message->privatePoolsBytes, privateFree,
+            privateAtOom->agrees);
+    for (const OomFigureCheck& check : result.oomChecks) {
+        if (!check.agrees)
+            result.notes.push_back("The OOM message says " + formatBytes(check.messageBytes) + " for \"" + check.label
+                + "\", the snapshot " + formatBytes(check.snapshotBytes) + " at its oom event (#"
+                + std::to_string(oom.eventIndex)
+                + "): more apart than the message's rounding, so they are not the same moment (the snapshot is of "
+                  "another failure, or was dumped after memory was freed). The table shows the message's figure.");
+    }
+}
+
 } // namespace
 
 const CardFigure* CardReconciliation::figure(std::string_view key) const
@@ -345,6 +414,7 @@ CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis
         result.parts = restOfCardParts();
     addBands(result, facts);
     addNotes(result, facts, input);
+    addOomChecks(result, input, analysis);
     return result;
 }
 

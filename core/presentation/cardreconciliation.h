@@ -45,6 +45,18 @@ struct RestOfCardPart
     std::string whatToCheck;
 };
 
+// One figure the OOM message prints beside what the snapshot's trace says at its oom event: the
+// two should tell the same moment, so a gap beyond the message's rounding means they do not (the
+// snapshot is of another failure, or was taken after memory was freed).
+struct OomFigureCheck
+{
+    std::string key; // "allocated", "reserved", "device_free", "private_pools"
+    std::string label;
+    uint64_t messageBytes = 0;
+    uint64_t snapshotBytes = 0;
+    bool agrees = true; // within the message's rounding (two decimals of its unit)
+};
+
 // The allocator's, the process's and the card's view of one device's memory, reconciled once from
 // the OOM message, nvidia-smi, a capture sidecar and the snapshot, so that the overview, the HTML
 // report and `diagnose` show the same table. The derivations are OomFacts' (diagnosis/oomfacts.h):
@@ -57,6 +69,10 @@ struct CardReconciliation
     std::optional<uint64_t> restOfCardBytes; // used − reserved: everything outside PyTorch's allocator
     std::vector<RestOfCardPart> parts; // what the rest usually is; empty when there is no rest
     std::vector<std::string> notes; // the reading, and where the inputs disagree
+    // The OOM message's figures against the snapshot at its oom event; empty unless the case has
+    // both a message that prints them and a snapshot whose trace holds the oom.
+    std::vector<OomFigureCheck> oomChecks;
+    int64_t oomEvent = -1; // the snapshot's oom event the checks read
 
     // Known only when some input gives the card's total and what is used or free on it.
     bool available() const { return !figures.empty(); }

@@ -26,9 +26,16 @@ json cardReconciliationToJson(const Case& input, const CaseAnalysis& analysis)
         parts.push_back({ { "key", part.key }, { "name", part.name }, { "typical_size", part.typicalSize },
             { "what_to_check", part.whatToCheck } });
     }
+    json checks = json::array();
+    for (const OomFigureCheck& check : card.oomChecks) {
+        checks.push_back({ { "key", check.key }, { "label", check.label }, { "message_bytes", check.messageBytes },
+            { "snapshot_bytes", check.snapshotBytes }, { "agrees", check.agrees } });
+    }
     return json { { "device", card.device }, { "figures", std::move(figures) }, { "bands", std::move(bands) },
         { "rest_of_card_bytes", card.restOfCardBytes ? json(*card.restOfCardBytes) : json(nullptr) },
-        { "rest_of_card", std::move(parts) }, { "notes", card.notes } };
+        { "rest_of_card", std::move(parts) }, { "notes", card.notes },
+        { "oom_event", card.oomEvent >= 0 ? json(card.oomEvent) : json(nullptr) },
+        { "message_vs_snapshot", std::move(checks) } };
 }
 
 json traceHistoryToJson(const SnapshotAnalysis& analysis)

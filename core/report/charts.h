@@ -54,9 +54,12 @@ TimelineChartData timelineChartData(
     const Snapshot& snapshot, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets);
 
 // The stacked, categorized timeline: one band per category (parameters at the bottom), the
-// reserved line above, phase shading behind, and vertical markers. Returns inline SVG.
-std::string timelineSvg(
-    const TimelineChartData& chart, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes);
+// reserved line above, phase shading behind, and vertical markers. `restOfCard`: the memory the
+// card held outside PyTorch's allocator (context, libraries, other processes; cardtimeline.h),
+// drawn as a band on the reserved line, titled `restOfCardLabel`. Returns inline SVG.
+std::string timelineSvg(const TimelineChartData& chart, const std::vector<TimelineMarker>& markers,
+    std::optional<uint64_t> capacityBytes, std::optional<uint64_t> restOfCard = std::nullopt,
+    const std::string& restOfCardLabel = {});
 
 // One horizontal stacked bar per row: the categories of the live bytes at that moment.
 struct BreakdownRow

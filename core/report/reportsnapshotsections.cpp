@@ -2,6 +2,7 @@
 
 #include "core/analysis/allocatorstate.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/cardtimeline.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
 #include "core/presentation/userframe.h"
@@ -309,8 +310,14 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         markers.push_back({ device.peakEvent, "peak " + formatBytes(device.peakAllocatedBytes), false });
     for (const OomAnalysis& oom : device.ooms)
         markers.push_back({ oom.eventIndex, "OOM: " + formatBytes(oom.requestedBytes) + " requested", true });
+    // The rest of the card (context, libraries, other processes) on top of reserved, when an
+    // input gives the card's total and this is its device.
+    std::optional<CardTimelineBand> card = cardTimelineBand(reconcileCard(m_case, m_analysis));
+    if (card && card->device != device.device)
+        card.reset();
     raw("<div class=\"figure\">\n");
-    raw(timelineSvg(series, markers, capacityBytes()));
+    raw(timelineSvg(series, markers, card ? std::optional<uint64_t>(card->totalBytes) : capacityBytes(),
+        card ? std::optional<uint64_t>(card->outsideBytes) : std::nullopt, card ? card->label : std::string()));
     raw("\n<div class=\"legend\">");
     for (int c = 0; c < categoryCount; ++c) {
         const auto category = static_cast<Category>(c);
@@ -321,6 +328,11 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         raw("</span> ");
     }
     raw("<span><span class=\"swatch reserved\"></span>reserved</span> ");
+    if (card) {
+        raw("<span><span class=\"swatch rest-of-card\"></span>");
+        text(card->label);
+        raw("</span> ");
+    }
     for (Phase phase : { Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data }) {
         bool present = false;
         for (const PhaseRun& run : series.phases)

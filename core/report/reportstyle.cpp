@@ -92,6 +92,7 @@ svg .grid { stroke: var(--grid); stroke-width: 1; }
 svg .axis { stroke: var(--axis); stroke-width: 1; }
 svg .band { stroke: none; }
 svg .reserved-line { fill: none; stroke: var(--reserved); stroke-width: 1.5; stroke-dasharray: 5 3; }
+svg .rest-of-card { fill: var(--bad); fill-opacity: 0.18; stroke: var(--bad); stroke-width: 0.8; stroke-dasharray: 1 2; }
 svg .capacity-line { stroke: var(--bad); stroke-width: 1; stroke-dasharray: 2 3; }
 svg .span-bar { fill: var(--accent); fill-opacity: 0.18; stroke: var(--accent); stroke-opacity: 0.6; stroke-width: 0.75; }
 svg .span-bar.open { stroke-dasharray: 3 2; }
@@ -114,6 +115,7 @@ svg .block-unknown { fill: var(--block-unknown); }
 .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 4px; vertical-align: -1px;
   border: 1px solid var(--border); }
 .swatch.reserved { background: none; border: 1px dashed var(--reserved); }
+.swatch.rest-of-card { background: var(--bad); opacity: 0.3; }
 .swatch.block-allocated { background: var(--block-allocated); }
 .swatch.block-pending { background: var(--block-pending); }
 .swatch.segment { background: var(--segment); }

@@ -119,11 +119,12 @@ TimelineChartData timelineChartData(
     return chart;
 }
 
-std::string timelineSvg(
-    const TimelineChartData& series, const std::vector<TimelineMarker>& markers, std::optional<uint64_t> capacityBytes)
+std::string timelineSvg(const TimelineChartData& series, const std::vector<TimelineMarker>& markers,
+    std::optional<uint64_t> capacityBytes, std::optional<uint64_t> restOfCard, const std::string& restOfCardLabel)
 {
     SvgWriter svg(chartWidth, chartHeight, "chart timeline", "Allocated memory by category over the trace");
-    const uint64_t top = std::max({ series.maxAllocated, series.maxReserved, capacityBytes.value_or(0), uint64_t(1) });
+    const uint64_t top = std::max(
+        { series.maxAllocated, series.maxReserved + restOfCard.value_or(0), capacityBytes.value_or(0), uint64_t(1) });
     const uint64_t step = niceByteStep(top);
     // Round the axis up past the highest value so the peak is never clipped.
     const uint64_t axisMax = (top / step + 1) * step;
@@ -206,6 +207,22 @@ std::string timelineSvg(
             below[i] += points[i].bytes[static_cast<size_t>(c)];
     }
 
+    if (restOfCard && *restOfCard > 0 && !reserved.empty()) {
+        // Stacked on the reserved steps: its top edge, then the reserved line back.
+        std::vector<std::pair<double, double>> outline;
+        outline.reserve(reserved.size() * 4);
+        for (const TimelineSeries::ReservedPoint& point : reserved) {
+            if (!outline.empty())
+                outline.emplace_back(xOfEvent(point.event), outline.back().second);
+            outline.emplace_back(xOfEvent(point.event), yOf(point.bytes + *restOfCard));
+        }
+        for (size_t i = reserved.size(); i-- > 0;) {
+            outline.emplace_back(xOfEvent(reserved[i].event), yOf(reserved[i].bytes));
+            if (i > 0)
+                outline.emplace_back(xOfEvent(reserved[i].event), yOf(reserved[i - 1].bytes));
+        }
+        svg.polygon(outline, "rest-of-card", restOfCardLabel.empty() ? "outside PyTorch's allocator" : restOfCardLabel);
+    }
     if (series.maxReserved > 0) {
         std::vector<std::pair<double, double>> reservedLine;
         reservedLine.reserve(reserved.size() * 2);

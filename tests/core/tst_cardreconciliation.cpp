@@ -3,6 +3,7 @@
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/cardtimeline.h"
 #include "core/report/htmlreport.h"
 #include "core/textreport.h"
 #include "core/units.h"
@@ -156,6 +157,109 @@ private slots:
         QCOMPARE(card.figure("process_used")->source, std::string("nvidia-smi"));
         QCOMPARE(card.figure("reserved")->source, std::string("snapshot at the dump"));
         QCOMPARE(figureBytes(card, "process_outside_allocator"), 22990 * MiB - figureBytes(card, "reserved"));
+    }
+
+    // The OOM message and the snapshot of the same failure, recorded on an H100: every figure the
+    // message prints (allocated, reserved, free, private pools) agrees with the trace's oom event.
+    void realMessageAgreesWithItsSnapshot_data()
+    {
+        QTest::addColumn<QString>("name");
+        for (const char* name :
+            { "graph_pools", "capacity_first_backward", "lora_first_backward", "other_process", "output_leak" })
+            QTest::newRow(name) << QString::fromLatin1(name);
+    }
+
+    void realMessageAgreesWithItsSnapshot()
+    {
+        QFETCH(QString, name);
+        Case input = openFile(QStringLiteral("real/extra/") + name + QStringLiteral(".pickle.gz"));
+        addFile(input,
+            QString(test::testDataDir() + QStringLiteral("/real/extra/") + name + QStringLiteral(".oom.txt"))
+                .toStdString());
+        const CaseAnalysis analysis = analyzeCase(input);
+        const CardReconciliation card = reconcileCard(input, analysis);
+        QVERIFY(card.available());
+        QVERIFY(card.oomEvent >= 0);
+        QVERIFY(card.oomChecks.size() >= 3); // allocated, reserved, free
+        for (const OomFigureCheck& check : card.oomChecks)
+            QVERIFY2(check.agrees,
+                (check.key + ": message " + std::to_string(check.messageBytes) + " vs snapshot "
+                    + std::to_string(check.snapshotBytes))
+                    .c_str());
+        if (name == QLatin1String("graph_pools")) {
+            QCOMPARE(card.oomChecks.back().key, std::string("private_pools"));
+        }
+
+        // The same snapshot beside a message of another moment: both numbers, and that they differ.
+        input.text.oomMessages.front().reservedBytes = *input.text.oomMessages.front().reservedBytes + 3 * GiB;
+        const CardReconciliation other = reconcileCard(input, analysis);
+        const OomFigureCheck* reserved = nullptr;
+        for (const OomFigureCheck& check : other.oomChecks)
+            reserved = check.key == "reserved" ? &check : reserved;
+        QVERIFY(reserved && !reserved->agrees);
+        bool said = false;
+        for (const std::string& note : other.notes)
+            said = said
+                || (contains(note, formatBytes(reserved->messageBytes))
+                    && contains(note, formatBytes(reserved->snapshotBytes)) && contains(note, "not the same moment"));
+        QVERIFY(said);
+        const nlohmann::ordered_json json = caseToJson(input, analysis)["card_reconciliation"];
+        bool disagreesInJson = false;
+        for (const auto& check : json["message_vs_snapshot"])
+            disagreesInJson = disagreesInJson || (check["key"] == "reserved" && check["agrees"] == false);
+        QVERIFY(disagreesInJson);
+    }
+
+    // The rest of the card as a timeline band: what the card held besides PyTorch's reserved
+    // memory, by holder, under the card's total (cardtimeline.h), in the report's chart too.
+    void restOfTheCardIsABandOnTheTimeline()
+    {
+        const Case input = openFile(QStringLiteral("history/card_oom.txt"));
+        const CardReconciliation card = reconcileCard(input, analyzeCase(input));
+        const auto band = cardTimelineBand(card);
+        QVERIFY(band);
+        QCOMPARE(band->device, 0);
+        QCOMPARE(band->totalBytes, figureBytes(card, "card_total"));
+        QCOMPARE(band->totalSource, std::string("OOM message"));
+        QCOMPARE(band->outsideBytes, *card.restOfCardBytes);
+        uint64_t sum = 0;
+        std::vector<std::string> keys;
+        for (const CardBand& part : band->parts) {
+            sum += part.bytes;
+            keys.push_back(part.key);
+        }
+        QCOMPARE(sum, band->outsideBytes);
+        QCOMPARE(keys, (std::vector<std::string> { "process_outside_allocator", "other_processes", "unattributed" }));
+        QVERIFY(contains(band->label, "1.50 GiB"));
+        QVERIFY(contains(band->label, "2.50 GiB"));
+        QVERIFY(contains(band->label, "card total"));
+
+        // A snapshot with the sidecar's capacity: the report's chart stacks the band on reserved.
+        Case withSnapshot;
+        withSnapshot.snapshots.push_back(
+            test::traceSnapshot("alloc a 10GiB fwd\nalloc b 2GiB fwd\noom 4GiB free=1GiB fwd\n"));
+        withSnapshot.inputs.push_back({ "run.pickle", InputKind::Snapshot, std::nullopt, 0 });
+        CaptureSidecar sidecar;
+        sidecar.totalMemoryBytes = 16 * GiB;
+        sidecar.snapshotIndex = 0;
+        withSnapshot.sidecars.push_back(sidecar);
+        const CaseAnalysis analysis = analyzeCase(withSnapshot);
+        const auto sidecarBand = cardTimelineBand(reconcileCard(withSnapshot, analysis));
+        QVERIFY(sidecarBand);
+        QCOMPARE(sidecarBand->totalBytes, 16 * GiB);
+        QCOMPARE(sidecarBand->totalSource, std::string("capture sidecar"));
+        const std::string html = report::buildHtmlReport(withSnapshot, analysis);
+        QVERIFY(contains(html, "class=\"rest-of-card\""));
+        QVERIFY(contains(html, "swatch rest-of-card"));
+        QVERIFY(contains(html, "Outside PyTorch at the OOM, " + formatBytes(sidecarBand->outsideBytes)));
+
+        // No card, no band.
+        Case alone;
+        alone.snapshots.push_back(test::traceSnapshot("alloc a 1GiB fwd\n"));
+        alone.inputs.push_back({ "run.pickle", InputKind::Snapshot, std::nullopt, 0 });
+        const CaseAnalysis aloneAnalysis = analyzeCase(alone);
+        QVERIFY(!cardTimelineBand(reconcileCard(alone, aloneAnalysis)));
+        QVERIFY(!contains(report::buildHtmlReport(alone, aloneAnalysis), "class=\"rest-of-card\""));
     }
 
     void nothingToReconcileWithoutTheCard()
