@@ -2,9 +2,8 @@
 
 #include "core/job/jobsummarizer.h"
 #include "parsers/inputloader.h"
+#include "parsers/snapshotfiles.h"
 
-#include <QDir>
-#include <QFile>
 #include <QFileInfo>
 
 #include <cstdio>
@@ -20,26 +19,6 @@ std::string readStdin()
 {
     std::freopen(nullptr, "rb", stdin);
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-}
-
-// Sniffs the container only (pickle opcodes, gzip, ZIP directory, JSON keys): the pages it
-// touches are the first few and, for a ZIP, the last; the rest of the file is never read here.
-bool isSnapshotFile(const QString& path)
-{
-    if (path == QLatin1String("-") || QFileInfo(path).isDir())
-        return false;
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly) || file.size() == 0)
-        return false;
-    const qint64 size = file.size();
-    if (uchar* mapped = file.map(0, size)) {
-        const bool snapshot
-            = looksLikeSnapshot(std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)));
-        file.unmap(mapped);
-        return snapshot;
-    }
-    const QByteArray head = file.read(1 << 20);
-    return looksLikeSnapshot(std::string_view(head.constData(), static_cast<size_t>(head.size())));
 }
 
 } // namespace
@@ -74,13 +53,7 @@ QStringList expandFolders(const QStringList& paths)
             expanded.append(path);
             continue;
         }
-        const QDir folder(path);
-        QStringList snapshots;
-        for (const QString& name : folder.entryList(QDir::Files, QDir::Name)) {
-            const QString file = folder.filePath(name);
-            if (isSnapshotFile(file))
-                snapshots.append(file);
-        }
+        const QStringList snapshots = snapshotFilesInFolder(path);
         if (snapshots.isEmpty())
             expanded.append(path);
         else
@@ -93,7 +66,7 @@ QStringList jobRankFiles(const QStringList& paths)
 {
     QStringList snapshots;
     for (const QString& path : paths) {
-        if (isSnapshotFile(path))
+        if (path != QLatin1String("-") && isSnapshotFile(path))
             snapshots.append(path);
     }
     return snapshots.size() >= 2 ? snapshots : QStringList();
