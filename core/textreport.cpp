@@ -3,6 +3,7 @@
 #include "core/diagnosis/diagnosistext.h"
 #include "core/explain.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
 #include "core/units.h"
 
@@ -38,7 +39,7 @@ void writeMessages(std::ostringstream& out, const Case& input)
         if (!message.backend.empty())
             out << ')';
         if (message.phase != Phase::Unknown)
-            out << " in " << phaseName(message.phase);
+            out << " in " << phaseInSentence(message.phase);
         out << '\n';
         for (const auto& line : explainOomMessage(message))
             out << "  " << line << '\n';
@@ -85,7 +86,7 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
         for (int c = 0; c < categoryCount; ++c) {
             if (device->categoriesAtPeak[c] == 0)
                 continue;
-            out << "    " << categoryName(static_cast<Category>(c)) << ": " << formatBytes(device->categoriesAtPeak[c])
+            out << "    " << categoryLabel(static_cast<Category>(c)) << ": " << formatBytes(device->categoriesAtPeak[c])
                 << '\n';
         }
         for (const auto& headroom : analysis.headroom) {

@@ -1,5 +1,8 @@
 #include "core/presentation/labels.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace oomlens {
 
 std::string_view categoryLabel(Category category)
@@ -42,6 +45,14 @@ std::string_view phaseLabel(Phase phase)
         break;
     }
     return "Unknown";
+}
+
+std::string phaseInSentence(Phase phase)
+{
+    std::string words(phaseLabel(phase));
+    std::transform(
+        words.begin(), words.end(), words.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return words;
 }
 
 } // namespace oomlens

@@ -1,6 +1,7 @@
 #include "core/report/reportbuilder.h"
 
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/labels.h"
 #include "core/report/htmlescape.h"
 #include "core/report/reportstyle.h"
 #include "core/units.h"
@@ -141,7 +142,7 @@ void ReportBuilder::writeHeader()
         if (message.requestedBytes)
             subtitle += " · failed request " + formatBytes(*message.requestedBytes);
         if (message.phase != Phase::Unknown)
-            subtitle += " in " + std::string(phaseName(message.phase));
+            subtitle += " in " + phaseInSentence(message.phase);
     }
     if (const auto capacity = capacityBytes())
         subtitle += " · GPU capacity " + formatBytes(*capacity);

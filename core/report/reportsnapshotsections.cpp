@@ -45,7 +45,7 @@ std::string whenLabel(Phase phase, int32_t step)
 {
     std::string when;
     if (phase != Phase::Unknown)
-        when = std::string(phaseName(phase));
+        when = phaseInSentence(phase);
     if (step >= 0)
         when += (when.empty() ? "step " : " of step ") + std::to_string(step);
     return when;

@@ -2,9 +2,11 @@
 #include "common/tracebuilder.h"
 #include "tst_htmlfixture.h"
 
+#include "core/presentation/labels.h"
 #include "core/report/charts.h"
 #include "core/report/htmlescape.h"
 #include "core/report/htmlreport.h"
+#include "core/textreport.h"
 
 #include <QElapsedTimer>
 #include <QRegularExpression>
@@ -186,12 +188,46 @@ private Q_SLOTS:
         QVERIFY(html.contains(QLatin1String("torch.cuda.memory._record_memory_history(max_entries=100000)")));
         QVERIFY(html.contains(QLatin1String("torch.cuda.memory._dump_snapshot(")));
         // Top allocations at the peak carry their stacks in collapsible sections.
-        QVERIFY(html.contains(QStringLiteral("<details><summary>1. 1024.00 MiB · Parameters · allocated in load")));
+        QVERIFY(html.contains(QStringLiteral("<details><summary>1. 1024.00 MiB · Parameters · allocated in loading")));
         QVERIFY(html.contains(QLatin1String("_call_impl  torch/nn/modules/module.py:1750")));
         // Categories by their names, as the app shows them, never by their JSON keys.
         QVERIFY(html.contains(QLatin1String("</span>Optimizer state</td>")));
         QVERIFY(!html.contains(QLatin1String(">optimizer_state<")));
         QVERIFY(html.contains(QLatin1String("<span class=\"badge error\">not read</span>")));
+    }
+
+    // The report and the text report name categories and phases as the app does (labels.h),
+    // never by the keys the JSON and the style sheet use.
+    void labelsAreTheApps()
+    {
+        const auto [input, analysis] = test::hostileTrainingCase();
+        const QString html = QString::fromStdString(htmlToText(buildHtmlReport(input, analysis)));
+        const QString text = QString::fromStdString(caseToText(input, analysis));
+        const DeviceAnalysis& device = *analysis.snapshots.front().primary();
+        for (int c = 0; c < categoryCount; ++c) {
+            const auto category = static_cast<Category>(c);
+            if (device.categoriesAtPeak[size_t(c)] == 0)
+                continue;
+            const QString label = QString::fromUtf8(categoryLabel(category).data());
+            const QString key = QString::fromUtf8(categoryName(category).data());
+            QVERIFY2(html.contains(label), qPrintable(label));
+            QVERIFY2(text.contains(QStringLiteral("    ") + label + QStringLiteral(": ")), qPrintable(label));
+            QVERIFY2(!text.contains(QStringLiteral("    ") + key + QStringLiteral(": ")), qPrintable(key));
+            if (key.contains(QLatin1Char('_'))) {
+                QVERIFY2(!html.contains(key), qPrintable(key));
+                QVERIFY2(!text.contains(key), qPrintable(key));
+            }
+        }
+        // The largest allocations were made in phases whose keys are not their words.
+        for (Phase phase : { Phase::Load, Phase::Optimizer, Phase::Data }) {
+            const QString words = QString::fromStdString(phaseInSentence(phase));
+            const QString key = QString::fromUtf8(phaseName(phase).data());
+            QVERIFY2(html.contains(QStringLiteral("allocated in ") + words), qPrintable(words));
+            for (const QString& after : { QStringLiteral(" ·"), QStringLiteral(" of step") })
+                QVERIFY2(!html.contains(QStringLiteral("allocated in ") + key + after), qPrintable(key));
+        }
+        QCOMPARE(phaseInSentence(Phase::Optimizer), std::string("optimizer step"));
+        QVERIFY(html.contains(QStringLiteral("failed request 3.00 GiB in backward")));
     }
 
     void noCaptureAdviceForAGoodSnapshot()
