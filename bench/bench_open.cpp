@@ -1,6 +1,8 @@
 // Opening a snapshot file end to end, stage by stage, as the app does it: read the file, decode
 // it (native decoder), analyzeSnapshot (reconstruction, phases, categories, peak, OOM state),
-// then the diagnosis analyzeCase runs on it. Prints wall time and peak RSS per stage, side by
+// the timeline's series (what the app's timeline view needs before its first paint: read +
+// decode + analyze + series is the time to the timeline), then the diagnosis analyzeCase runs
+// on it. Prints wall time and peak RSS per stage, side by
 // side with CPython's pickle.load of the same file.
 //
 //   bench_open FILE [--runs N] [--read sized|stream|mmap] [--oom] [--python /usr/bin/python3] [--skip-python]
@@ -13,6 +15,7 @@
 // --oom appends an oom event to the primary trace after decoding (gen_snapshot.py files have
 // none, and without one the diagnosis has nothing to do): a request of twice the peak reserved
 // bytes from the last allocation's stack.
+#include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "parsers/snapshotreader.h"
@@ -32,6 +35,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -41,7 +45,9 @@ using namespace oomlens;
 
 namespace {
 
-const char* const stages[] = { "read", "decode", "analyze", "diagnose" };
+const char* const stages[] = { "read", "decode", "analyze", "series", "diagnose" };
+// The stages before the app's first paint of the timeline (views/caseloader.h's TimelineFirst).
+constexpr size_t timelineStages = 4;
 
 double peakRssMiB()
 {
@@ -213,9 +219,15 @@ int runChild(const std::string& mode, bool withOom, const char* path)
     auto t3 = Clock::now();
     done(t2, t3);
 
+    std::optional<TimelineSeries> series;
+    if (const DeviceAnalysis* primary = analysis.primary())
+        series.emplace(*primary);
+    auto tSeries = Clock::now();
+    done(t3, tSeries);
+
     const std::vector<Diagnosis> diagnoses = diagnoseSnapshot(analysis, SnapshotDiagnosisContext {});
     auto t4 = Clock::now();
-    done(t3, t4);
+    done(tSeries, t4);
 
     double totalCpu = 0;
     for (const Stage& stage : measured)
@@ -333,6 +345,12 @@ int main(int argc, char** argv)
         std::printf("%-10s %10.1f %10.1f %14.1f %16.1f\n", stage, *std::min_element(times.begin(), times.end()),
             median(times), median(column(key + QStringLiteral("_cpu"))), median(column(key + QStringLiteral("_rss"))));
     }
+    double toTimeline = 0, toTimelineCpu = 0;
+    for (size_t i = 0; i < timelineStages; ++i) {
+        toTimeline += median(column(QString::fromLatin1(stages[i])));
+        toTimelineCpu += median(column(QString::fromLatin1(stages[i]) + QStringLiteral("_cpu")));
+    }
+    std::printf("%-10s %10s %10.1f %14.1f\n", "to-timeline", "", toTimeline, toTimelineCpu);
     const auto totals = column(QStringLiteral("total"));
     const double peak = median(column(QStringLiteral("diagnose_rss")));
     std::printf("%-10s %10.1f %10.1f %14.1f %16.1f\n", "total", *std::min_element(totals.begin(), totals.end()),

@@ -39,6 +39,25 @@ std::optional<uint64_t> sidecarTotal(const Case& input, int snapshotIndex)
 CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
 {
     CaseAnalysis result;
+    result.snapshots = analyzeSnapshots(input, options);
+    diagnoseCase(input, result);
+    return result;
+}
+
+std::vector<SnapshotAnalysis> analyzeSnapshots(const Case& input, const AnalysisOptions& options)
+{
+    std::vector<SnapshotAnalysis> snapshots;
+    snapshots.reserve(input.snapshots.size());
+    for (const auto& snapshot : input.snapshots)
+        snapshots.push_back(analyzeSnapshot(snapshot, options));
+    return snapshots;
+}
+
+void diagnoseCase(const Case& input, CaseAnalysis& result)
+{
+    result.diagnoses.clear();
+    result.headroom.clear();
+    result.links.clear();
     const TextFindings& text = input.text;
     const bool expandableInText = !expandableSegmentsSource(text).empty();
     const bool asyncInText = !text.allocConfs.empty() && text.allocConfs.back().backend() == "cudaMallocAsync";
@@ -46,9 +65,8 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
 
     std::vector<Diagnosis> measured;
     bool messageMatchesSnapshot = false;
-    for (size_t i = 0; i < input.snapshots.size(); ++i) {
-        result.snapshots.push_back(analyzeSnapshot(input.snapshots[i], options));
-        const SnapshotAnalysis& analysis = result.snapshots.back();
+    for (size_t i = 0; i < input.snapshots.size() && i < result.snapshots.size(); ++i) {
+        const SnapshotAnalysis& analysis = result.snapshots[i];
         const DeviceAnalysis* device = analysis.primary();
         if (!device)
             continue;
@@ -121,7 +139,6 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options)
     }
     mergeDiagnoses(result.diagnoses, std::move(textOnly), 0.6);
     rankDiagnoses(result.diagnoses);
-    return result;
 }
 
 } // namespace oomlens

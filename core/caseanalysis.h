@@ -37,4 +37,11 @@ struct CaseAnalysis
 
 CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options = {});
 
+// analyzeCase in its two stages, for a caller that shows the timeline before the diagnosis is
+// ready (views/caseloader.h): first every snapshot's timeline (reconstruction, phases,
+// categories, peak), parallel to Case::snapshots; then, from those, the diagnoses, headroom and
+// links. The second stage reads result.snapshots and writes only the other members.
+std::vector<SnapshotAnalysis> analyzeSnapshots(const Case& input, const AnalysisOptions& options = {});
+void diagnoseCase(const Case& input, CaseAnalysis& result);
+
 } // namespace oomlens

@@ -1,9 +1,11 @@
 #include "views/caseloader.h"
 
 #include "parsers/inputloader.h"
+#include "views/timelinedata.h"
 
 #include <QFileInfo>
 #include <QFutureWatcher>
+#include <QPointer>
 #include <QPromise>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -22,6 +24,7 @@ CaseLoader::CaseLoader(QObject* parent)
     : QObject(parent)
 {
     qRegisterMetaType<oomlens::LoadOutcome>();
+    qRegisterMetaType<oomlens::TimelineFirst>();
 }
 
 CaseLoader::~CaseLoader()
@@ -32,7 +35,8 @@ CaseLoader::~CaseLoader()
 
 LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
     const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
-    const AnalysisOptions& options)
+    const AnalysisOptions& options, const std::function<void(const TimelineFirst&)>& timelineReady,
+    uint64_t timelineFirstFrom)
 {
     LoadOutcome outcome;
     auto loaded = std::make_shared<LoadedCase>();
@@ -84,7 +88,30 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
         }
         if (progress)
             progress(900, QStringLiteral("Analyzing…"));
-        loaded->analysis = analyzeCase(loaded->input, options);
+        loaded->analysis.snapshots = analyzeSnapshots(loaded->input, options);
+        if (cancel) {
+            outcome.cancelled = true;
+            return outcome;
+        }
+        uint64_t events = 0;
+        for (const auto& snapshot : loaded->input.snapshots)
+            events += snapshot ? snapshot->totalTraceEvents() : 0;
+        const bool staged
+            = timelineReady && !base && !loaded->analysis.snapshots.empty() && events >= timelineFirstFrom;
+        if (staged) {
+            // The view's series are built here, off the GUI thread; the timeline aliases the
+            // case, which the diagnosis below completes without touching what the view reads.
+            TimelineFirst first;
+            first.partial = loaded;
+            first.snapshotIndex = 0;
+            first.device = loaded->analysis.snapshots.front().primaryDevice;
+            first.timeline = std::make_shared<const TimelineData>(
+                std::shared_ptr<const SnapshotAnalysis>(loaded, &loaded->analysis.snapshots.front()), first.device);
+            timelineReady(first);
+            if (progress)
+                progress(950, QStringLiteral("Diagnosing…"));
+        }
+        diagnoseCase(loaded->input, loaded->analysis);
     } catch (const std::exception& error) {
         outcome.errors << QStringLiteral("internal error while loading: %1").arg(QString::fromUtf8(error.what()));
         return outcome;
@@ -128,13 +155,26 @@ int CaseLoader::start(
         emit finished(id, outcome);
     });
 
+    // The first stage is handed over on the GUI thread, and only while the job is still wanted.
+    QPointer<CaseLoader> self(this);
+    auto timelineReady = [self, id](const TimelineFirst& first) {
+        QMetaObject::invokeMethod(
+            self,
+            [self, id, first] {
+                const auto job = self ? self->m_jobs.value(id) : nullptr;
+                if (job && !*job->cancel)
+                    emit self->timelineReady(id, first);
+            },
+            Qt::QueuedConnection);
+    };
     QFuture<LoadOutcome> future
-        = QtConcurrent::run([base, requests, title, options, cancel = job->cancel](QPromise<LoadOutcome>& promise) {
+        = QtConcurrent::run([base, requests, title, options, timelineReady, from = m_timelineFirstFrom,
+                                cancel = job->cancel](QPromise<LoadOutcome>& promise) {
               promise.setProgressRange(0, 1000);
               promise.addResult(load(
                   base, requests, title, *cancel,
                   [&promise](int permille, const QString& text) { promise.setProgressValueAndText(permille, text); },
-                  options));
+                  options, timelineReady, from));
           });
     watcher->setFuture(future);
     return id;

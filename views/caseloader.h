@@ -23,6 +23,21 @@ struct LoadRequest
     static LoadRequest pasted(const QByteArray& text) { return { {}, text }; }
 };
 
+class TimelineData;
+
+// A new case's timeline, ready before its diagnosis (a big snapshot's first paint). `partial` is
+// the very case that finished() delivers later, still being completed by the loader: until then
+// only its `input`, `title` and `analysis.snapshots` may be read (the loader is writing the
+// diagnoses, headroom and links). `timeline` is built off the GUI thread, for the first
+// snapshot's primary device.
+struct TimelineFirst
+{
+    LoadedCasePtr partial;
+    std::shared_ptr<const TimelineData> timeline;
+    int snapshotIndex = 0;
+    int32_t device = 0;
+};
+
 struct LoadOutcome
 {
     LoadedCasePtr loaded; // null when cancelled or when nothing could be read
@@ -49,19 +64,31 @@ public:
     // Blocks until every running job has finished; for tests and shutdown.
     void waitForAll();
 
-    // The work itself, synchronous; runs in the worker and in tests.
+    // A new case whose snapshots hold at least this many trace events in all shows its timeline
+    // first (timelineReady), then the rest (finished); smaller ones arrive whole, in about the
+    // time a staged first paint would take. 0 stages every new case with a snapshot.
+    void setTimelineFirstFrom(uint64_t events) { m_timelineFirstFrom = events; }
+    static constexpr uint64_t defaultTimelineFirstFrom = 1'000'000;
+
+    // The work itself, synchronous; runs in the worker and in tests. `timelineReady`, when set,
+    // is called between the two stages of the analysis (core/caseanalysis.h) for a new case
+    // with a snapshot of at least `timelineFirstFrom` trace events.
     static LoadOutcome load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
         const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
-        const AnalysisOptions& options = {});
+        const AnalysisOptions& options = {}, const std::function<void(const TimelineFirst&)>& timelineReady = {},
+        uint64_t timelineFirstFrom = defaultTimelineFirstFrom);
 
 signals:
     void progressChanged(int jobId, int permille, const QString& text);
+    // Emitted at most once per job, before finished() and only when that job was not cancelled.
+    void timelineReady(int jobId, const oomlens::TimelineFirst& first);
     void finished(int jobId, const oomlens::LoadOutcome& outcome);
 
 private:
     struct Job;
     QHash<int, std::shared_ptr<Job>> m_jobs;
     int m_nextId = 1;
+    uint64_t m_timelineFirstFrom = defaultTimelineFirstFrom;
 };
 
 } // namespace oomlens

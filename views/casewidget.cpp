@@ -76,8 +76,39 @@ CaseWidget::CaseWidget(QWidget* parent)
     });
 }
 
+void CaseWidget::showTimelineFirst(const TimelineFirst& first)
+{
+    // The partial case is not this widget's case yet: only its snapshots are complete, and
+    // everything that reads the case (overview, device choices, card band, what-if) waits.
+    m_awaitingDiagnosis = true;
+    m_partial = first.partial;
+    m_tabs->setTabEnabled(TimelineTab, true);
+    m_tabs->setTabEnabled(EventsTab, true);
+    m_tabs->setTabEnabled(OverviewTab, false);
+    m_tabs->setTabText(OverviewTab, QStringLiteral("Overview (diagnosing…)"));
+    m_tabs->setTabToolTip(
+        OverviewTab, QStringLiteral("The diagnosis is still being worked out; the timeline is ready"));
+    m_deviceBox->clear();
+    m_deviceBox->setVisible(false);
+    m_deviceLabel->setVisible(false);
+    m_analysis = std::shared_ptr<const SnapshotAnalysis>(
+        first.partial, &first.partial->analysis.snapshots[size_t(first.snapshotIndex)]);
+    showTimelineData(first.timeline);
+    showPage(TimelineTab);
+}
+
 void CaseWidget::setCase(LoadedCasePtr loaded)
 {
+    // A timeline shown first stays: the same case's snapshot is not built into series again.
+    std::shared_ptr<const TimelineData> early;
+    if (m_awaitingDiagnosis && m_data && loaded && m_analysis && !loaded->analysis.snapshots.empty()
+        && m_analysis.get() == &loaded->analysis.snapshots.front())
+        early = m_data;
+    m_awaitingDiagnosis = false;
+    m_partial.reset();
+    m_tabs->setTabEnabled(OverviewTab, true);
+    m_tabs->setTabText(OverviewTab, QStringLiteral("Overview"));
+    m_tabs->setTabToolTip(OverviewTab, QString());
     m_case = std::move(loaded);
     m_overview->setCase(m_case);
     // The card's total and what besides PyTorch held it, once per case (the timeline's top band).
@@ -90,7 +121,12 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
                                         "what filled the card over time");
     m_tabs->setTabToolTip(TimelineTab, hasSnapshot ? QString() : hint);
     m_tabs->setTabToolTip(EventsTab, hasSnapshot ? QString() : hint);
-    if (hasSnapshot) {
+    if (hasSnapshot && early && early->device() == m_case->analysis.snapshots.front().primary()) {
+        const QPoint choice = m_deviceBox->itemData(0).toPoint();
+        m_deviceBox->setCurrentIndex(0);
+        m_timeline->setCardBand(m_cardBand);
+        m_whatIf->setMeasured(m_analysis, choice.y());
+    } else if (hasSnapshot) {
         const QPoint choice = m_deviceBox->itemData(0).toPoint();
         selectDevice(choice.x(), choice.y());
         // The planner starts from what this run measured at its peak.
@@ -146,12 +182,17 @@ void CaseWidget::selectDevice(int snapshotIndex, int32_t device)
         return;
     // Alias into the case so the views keep the whole case alive, not a copy of the analysis.
     m_analysis = std::shared_ptr<const SnapshotAnalysis>(m_case, &m_case->analysis.snapshots[size_t(snapshotIndex)]);
-    m_data = std::make_shared<TimelineData>(m_analysis, device);
     const int choice = m_deviceBox->findData(QPoint(snapshotIndex, device));
     if (choice >= 0)
         m_deviceBox->setCurrentIndex(choice);
-    m_cursorEvent = -1;
     m_timeline->setCardBand(m_cardBand);
+    showTimelineData(std::make_shared<TimelineData>(m_analysis, device));
+}
+
+void CaseWidget::showTimelineData(std::shared_ptr<const TimelineData> data)
+{
+    m_data = std::move(data);
+    m_cursorEvent = -1;
     m_timeline->setTimeline(m_data);
     m_live->setTimeline(m_data);
     m_allocator->setTimeline(m_data);

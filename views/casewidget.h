@@ -2,6 +2,7 @@
 
 #include "core/diagnosis.h"
 #include "core/presentation/cardtimeline.h"
+#include "views/caseloader.h"
 #include "views/loadedcase.h"
 
 #include <QWidget>
@@ -33,6 +34,14 @@ public:
 
     explicit CaseWidget(QWidget* parent = nullptr);
     void setCase(LoadedCasePtr loaded);
+    // A big snapshot's timeline before its diagnosis (CaseLoader::timelineReady): the timeline
+    // and the views below it show it, the overview waits for setCase() with the same case, which
+    // keeps this timeline rather than building it again.
+    void showTimelineFirst(const TimelineFirst& first);
+    // True between showTimelineFirst() and setCase().
+    bool awaitingDiagnosis() const { return m_awaitingDiagnosis; }
+    // Meanwhile, the case being completed; only its inputs and snapshots' analyses may be read.
+    LoadedCasePtr caseBeingDiagnosed() const { return m_awaitingDiagnosis ? m_partial : nullptr; }
     LoadedCasePtr loadedCase() const { return m_case; }
 
     // Shows snapshot `snapshotIndex`, device `device` in the timeline views.
@@ -64,8 +73,10 @@ signals:
 
 private:
     void fillDeviceChoices();
+    void showTimelineData(std::shared_ptr<const TimelineData> data);
 
     LoadedCasePtr m_case;
+    LoadedCasePtr m_partial; // showTimelineFirst's case, until setCase
     std::optional<CardTimelineBand> m_cardBand; // the rest of the card, from the case's reconciliation
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     std::shared_ptr<const TimelineData> m_data;
@@ -82,6 +93,7 @@ private:
     WhatIfView* m_whatIf = nullptr;
     int64_t m_cursorEvent = -1;
     bool m_settingCursor = false;
+    bool m_awaitingDiagnosis = false;
 };
 
 } // namespace oomlens

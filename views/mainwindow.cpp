@@ -52,6 +52,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_settings.applyColors();
     m_loader = new CaseLoader(this);
     connect(m_loader, &CaseLoader::progressChanged, this, &MainWindow::onProgress);
+    connect(m_loader, &CaseLoader::timelineReady, this, &MainWindow::onTimelineReady);
     connect(m_loader, &CaseLoader::finished, this, &MainWindow::onFinished);
 
     auto* central = new QWidget(this);
@@ -255,8 +256,11 @@ void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, co
             files << request.path;
     }
     addRecent(files);
-    const int id
-        = m_loader->start(target ? target->loadedCase() : nullptr, requests, title, m_settings.analysisOptions());
+    // A case still being diagnosed takes more inputs from its inputs as read so far.
+    const LoadedCasePtr base = !target ? nullptr
+        : target->loadedCase()         ? target->loadedCase()
+                                       : target->caseBeingDiagnosed();
+    const int id = m_loader->start(base, requests, title, m_settings.analysisOptions());
     m_pending.insert(id, { target, target == nullptr });
     m_latestJob = id;
     m_progress->setValue(0);
@@ -292,6 +296,24 @@ void MainWindow::onProgress(int jobId, int permille, const QString& text)
         m_progressText->setText(text);
 }
 
+void MainWindow::onTimelineReady(int jobId, const TimelineFirst& first)
+{
+    // Only a new case opens early: a case on screen keeps showing its last whole analysis.
+    const auto it = m_pending.find(jobId);
+    if (it == m_pending.end() || it->target || !it->newCase)
+        return;
+    auto* widget = new CaseWidget(m_cases);
+    widget->timeline()->setPreferredAxis(
+        m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time);
+    widget->showTimelineFirst(first);
+    const int index = m_cases->addTab(widget, first.partial->title);
+    m_cases->setCurrentIndex(index);
+    // The rest of this load completes that widget; closing it drops the rest (closeCase).
+    it->target = widget;
+    it->newCase = false;
+    updateState();
+}
+
 void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
 {
     const auto it = m_pending.find(jobId);
@@ -299,6 +321,11 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
         return; // superseded or cancelled by a newer load: its result no longer matters
     const Pending pending = *it;
     m_pending.erase(it);
+    // A timeline shown first whose diagnosis will not come (cancelled, failed) goes with its load.
+    if (pending.target && pending.target->awaitingDiagnosis() && (outcome.cancelled || !outcome.loaded)) {
+        m_cases->removeTab(m_cases->indexOf(pending.target));
+        pending.target->deleteLater();
+    }
 
     if (outcome.cancelled) {
         statusBar()->showMessage(QStringLiteral("Loading cancelled"), 5000);

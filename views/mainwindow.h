@@ -98,6 +98,7 @@ private:
     static bool exampleAvailable();
     void createActions();
     void onProgress(int jobId, int permille, const QString& text);
+    void onTimelineReady(int jobId, const TimelineFirst& first);
     void onFinished(int jobId, const LoadOutcome& outcome);
     void showBanner(const QStringList& lines);
     void hideBanner();
