@@ -1,8 +1,8 @@
 #include "core/textreport.h"
 
 #include "core/diagnosis/diagnosistext.h"
-#include "core/explain.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
 #include "core/units.h"

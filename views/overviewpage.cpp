@@ -1,7 +1,8 @@
 #include "views/overviewpage.h"
 
-#include "core/explain.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/explain.h"
+#include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/presentation/tracehistory.h"
 #include "views/categorycolors.h"
@@ -189,7 +190,7 @@ void OverviewPage::addGlance(const LoadedCase& loaded)
             parts << QStringLiteral("PyTorch held %1, %2 of it in tensors")
                          .arg(bytesText(*message.reservedBytes), bytesText(*message.allocatedBytes));
         if (message.phase != Phase::Unknown)
-            phase = phaseText(message.phase).toLower();
+            phase = toQString(phaseInSentence(message.phase));
         break;
     }
     if (parts.isEmpty()) {
@@ -204,7 +205,7 @@ void OverviewPage::addGlance(const LoadedCase& loaded)
             parts << QStringLiteral("PyTorch held %1, %2 of it in tensors")
                          .arg(bytesText(oom.reservedBytes), bytesText(oom.allocatedBytes));
             if (oom.phase != Phase::Unknown)
-                phase = phaseText(oom.phase).toLower();
+                phase = toQString(phaseInSentence(oom.phase));
             if (oom.step >= 0)
                 phase
                     += (phase.isEmpty() ? QString() : QStringLiteral(" ")) + QStringLiteral("of step %1").arg(oom.step);
@@ -256,7 +257,7 @@ void OverviewPage::addOomMessages(const LoadedCase& loaded)
         if (!message.torchVersionHint.empty())
             facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
         if (message.phase != Phase::Unknown)
-            facts << QStringLiteral("during %1").arg(phaseText(message.phase).toLower());
+            facts << QStringLiteral("during %1").arg(toQString(phaseInSentence(message.phase)));
         if (message.truncated)
             facts << QStringLiteral("truncated");
         if (message.probable)
@@ -293,11 +294,10 @@ void OverviewPage::addOomMessages(const LoadedCase& loaded)
         grid->setColumnStretch(2, 1);
         m_layout->addLayout(grid);
 
+        // The reading ends with the parser's notes: the report shows the same lines.
         QStringList lines;
         for (const std::string& line : explainOomMessage(message))
             lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
-        for (const std::string& note : message.notes)
-            lines << QStringLiteral("• <i>%1</i>").arg(toQString(note).toHtmlEscaped());
         if (!lines.isEmpty())
             addLabel(lines.join(QStringLiteral("<br>")), true);
 

@@ -1,6 +1,6 @@
 #include "core/report/reportbuilder.h"
 
-#include "core/explain.h"
+#include "core/presentation/explain.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/units.h"
 

@@ -1,7 +1,7 @@
 #include "common/testutil.h"
 #include "common/textfixtures.h"
 #include "core/diagnosis/textdiagnosis.h"
-#include "core/explain.h"
+#include "core/presentation/explain.h"
 #include "parsers/text/textparser.h"
 
 #include <QTest>

@@ -1,5 +1,5 @@
 #include "common/testutil.h"
-#include "core/explain.h"
+#include "core/presentation/explain.h"
 #include "parsers/text/textparser.h"
 
 #include <QTest>

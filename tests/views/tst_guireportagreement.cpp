@@ -1,11 +1,13 @@
 // The app and the HTML report render one case from the same analysis: this checks that what a
-// person reads in both agrees — the peak, the category labels and colours, and what was live
-// by category at the peak — for every bundled scenario.
+// person reads in both agrees — the peak, the category labels and colours, what was live by
+// category at the peak, and the OOM message's numbers and their reading — for every bundled
+// scenario.
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/palette.h"
 #include "core/report/charts.h"
+#include "core/report/htmlescape.h"
 #include "core/report/htmlreport.h"
 #include "core/units.h"
 #include "parsers/inputloader.h"
@@ -17,11 +19,14 @@
 
 #include <QApplication>
 #include <QDir>
+#include <QGridLayout>
 #include <QLabel>
 #include <QRegularExpression>
 #include <QTest>
 
 #include <map>
+#include <utility>
+#include <vector>
 
 using namespace oomlens;
 
@@ -66,6 +71,77 @@ std::map<QString, QString> overviewPeakBreakdown(const QString& text)
         rows.emplace(match.captured(1), match.captured(2));
     }
     return rows;
+}
+
+QString visibleText(const QString& html)
+{
+    return QString::fromStdString(report::htmlToText(html.toStdString())).trimmed();
+}
+
+using Rows = std::vector<std::pair<QString, QString>>;
+
+// The overview's table of the numbers the message prints: label and value per grid row (the
+// card's reconciliation below it has grids of its own, in its own section).
+Rows overviewNumbers(const QWidget& overview)
+{
+    Rows rows;
+    for (const QGridLayout* grid : overview.findChildren<QGridLayout*>()) {
+        if (grid->parentWidget()->objectName() != QLatin1String("overviewContent"))
+            continue;
+        for (int row = 0; row < grid->rowCount(); ++row) {
+            const QLayoutItem* label = grid->itemAtPosition(row, 0);
+            const QLayoutItem* value = grid->itemAtPosition(row, 1);
+            if (!label || !value)
+                continue;
+            rows.emplace_back(visibleText(static_cast<const QLabel*>(label->widget())->text()),
+                visibleText(static_cast<const QLabel*>(value->widget())->text()));
+        }
+    }
+    return rows;
+}
+
+// The report's "Every number in the message" table: label and value per row.
+Rows reportNumbers(const QString& html)
+{
+    Rows rows;
+    const qsizetype start = html.indexOf(QStringLiteral("Every number in the message"));
+    const qsizetype end = html.indexOf(QStringLiteral("</table>"), start);
+    static const QRegularExpression row(QStringLiteral("<tr><td>([^<]+)</td><td class=\"num\">([^<]+)</td>"));
+    for (auto it = row.globalMatch(html.mid(start, end - start)); it.hasNext();) {
+        const QRegularExpressionMatch match = it.next();
+        rows.emplace_back(visibleText(match.captured(1)), visibleText(match.captured(2)));
+    }
+    return rows;
+}
+
+// The overview's bullet lines under the message, as text: the list that starts with the request
+// (the diagnosis cards' evidence is in bullets too).
+QStringList overviewReading(const QWidget& overview)
+{
+    QStringList lines;
+    for (const QLabel* label : overview.findChildren<QLabel*>()) {
+        const QString text = label->text();
+        if (!text.startsWith(QStringLiteral("• "))
+            || !text.section(QStringLiteral("<br>"), 0, 0).contains(QStringLiteral(": tried to allocate")))
+            continue;
+        for (const QString& line : text.split(QStringLiteral("<br>"), Qt::SkipEmptyParts))
+            lines << visibleText(line.mid(2));
+        break;
+    }
+    return lines;
+}
+
+// The report's first reading list after the message, as text.
+QStringList reportReading(const QString& html)
+{
+    QStringList lines;
+    const qsizetype section = html.indexOf(QStringLiteral("id=\"oom-messages\""));
+    const qsizetype start = html.indexOf(QStringLiteral("<ul class=\"reading\">"), section);
+    const qsizetype end = html.indexOf(QStringLiteral("</ul>"), start);
+    static const QRegularExpression item(QStringLiteral("<li>(.*?)</li>"));
+    for (auto it = item.globalMatch(html.mid(start, end - start)); it.hasNext();)
+        lines << visibleText(it.next().captured(1));
+    return lines;
 }
 
 } // namespace
@@ -164,6 +240,51 @@ private Q_SLOTS:
             else
                 QVERIFY(!inApp.count(label));
         }
+    }
+
+    void sameMessageSameReading_data()
+    {
+        QTest::addColumn<QString>("scenario");
+        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
+        const QStringList messages = dir.entryList({ QStringLiteral("*.oom.txt") }, QDir::Files, QDir::Name);
+        QVERIFY(!messages.isEmpty());
+        for (const QString& message : messages) {
+            const QString name = message.chopped(int(qstrlen(".oom.txt")));
+            QTest::newRow(qPrintable(name)) << name;
+        }
+    }
+
+    // The message's numbers and their reading in plain words come from one place
+    // (core/presentation: explainMessageNumbers, explainOomMessage): the overview and the report
+    // show the same rows in the same order, with the same values.
+    void sameMessageSameReading()
+    {
+        QFETCH(QString, scenario);
+        const QString base = test::testDataDir() + QStringLiteral("/scenarios/") + scenario;
+        Case input;
+        addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
+        addFile(input, QString(base + QStringLiteral(".oom.txt")).toStdString());
+        QCOMPARE(input.text.oomMessages.size(), size_t(1));
+        const auto loaded = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario });
+        const QString html = QString::fromStdString(report::buildHtmlReport(loaded->input, loaded->analysis));
+        OverviewPage overview;
+        overview.setCase(loaded);
+
+        // The overview lists the printed numbers (processes have their own table); the report
+        // lists them first, then the processes and what follows from them.
+        const Rows inApp = overviewNumbers(*overview.widget());
+        const Rows inReport = reportNumbers(html);
+        QVERIFY(!inApp.empty());
+        QVERIFY(inReport.size() >= inApp.size());
+        for (size_t i = 0; i < inApp.size(); ++i) {
+            QCOMPARE(inApp[i].first, inReport[i].first);
+            QCOMPARE(inApp[i].second, inReport[i].second);
+        }
+        QCOMPARE(inApp.front().first, QStringLiteral("Requested"));
+
+        const QStringList readingInApp = overviewReading(*overview.widget());
+        QVERIFY(readingInApp.size() > 1);
+        QCOMPARE(readingInApp, reportReading(html));
     }
 };
 

@@ -1,6 +1,7 @@
-#include "core/explain.h"
+#include "core/presentation/explain.h"
 
 #include "core/diagnosis/oomfacts.h"
+#include "core/presentation/labels.h"
 #include "core/units.h"
 
 #include <cmath>
@@ -120,7 +121,7 @@ std::vector<std::string> explainOomMessage(const OomMessage& message)
         lines.push_back(
             "The cudaMallocAsync backend is in use: the driver pools memory, so PyTorch's cache figures do not apply.");
     if (f.phase != Phase::Unknown) {
-        std::string line = "It failed in the " + std::string(phaseName(f.phase)) + " phase";
+        std::string line = "It failed in the " + phaseInSentence(f.phase) + " phase";
         if (!f.phaseEvidence.empty())
             line += " (" + f.phaseEvidence + ")";
         lines.push_back(line + ".");
