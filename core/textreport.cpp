@@ -22,7 +22,7 @@ void writeInputs(std::ostringstream& out, const Case& input)
         if (item.error)
             out << "could not be read: " << *item.error << '\n';
         else
-            out << inputKindName(item.kind) << '\n';
+            out << inputKindLabel(item.kind) << '\n';
     }
 }
 

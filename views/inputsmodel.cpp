@@ -1,5 +1,6 @@
 #include "views/inputsmodel.h"
 
+#include "core/presentation/labels.h"
 #include "views/viewutil.h"
 
 #include <QApplication>
@@ -28,31 +29,6 @@ int InputsModel::columnCount(const QModelIndex& parent) const
     return parent.isValid() ? 0 : ColumnCount;
 }
 
-QString InputsModel::kindText(InputKind kind)
-{
-    switch (kind) {
-    case InputKind::Snapshot:
-        return QStringLiteral("Memory snapshot");
-    case InputKind::OomMessage:
-        return QStringLiteral("OOM message");
-    case InputKind::MemorySummary:
-        return QStringLiteral("memory_summary()");
-    case InputKind::Traceback:
-        return QStringLiteral("Traceback");
-    case InputKind::NvidiaSmi:
-        return QStringLiteral("nvidia-smi");
-    case InputKind::Log:
-        return QStringLiteral("Log");
-    case InputKind::Sidecar:
-        return QStringLiteral("Capture sidecar");
-    case InputKind::ModelConfig:
-        return QStringLiteral("Model config.json");
-    case InputKind::Unknown:
-        break;
-    }
-    return QStringLiteral("Unrecognized");
-}
-
 QVariant InputsModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid))
@@ -63,7 +39,7 @@ QVariant InputsModel::data(const QModelIndex& index, int role) const
     if (role == Qt::DisplayRole || role == SortRole || role == Qt::ToolTipRole) {
         switch (index.column()) {
         case KindColumn:
-            return kindText(input.kind);
+            return toQString(inputKindLabel(input.kind));
         case PathColumn:
             return input.path == "(pasted)" ? QStringLiteral("(pasted text)") : toQString(input.path);
         case StatusColumn:

@@ -22,8 +22,6 @@ public:
     QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
-    static QString kindText(InputKind kind);
-
 private:
     std::vector<CaseInput> m_inputs;
 };

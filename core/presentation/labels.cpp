@@ -47,6 +47,31 @@ std::string_view phaseLabel(Phase phase)
     return "Unknown";
 }
 
+std::string_view inputKindLabel(InputKind kind)
+{
+    switch (kind) {
+    case InputKind::Snapshot:
+        return "Memory snapshot";
+    case InputKind::OomMessage:
+        return "OOM message";
+    case InputKind::MemorySummary:
+        return "memory_summary()";
+    case InputKind::Traceback:
+        return "Traceback";
+    case InputKind::NvidiaSmi:
+        return "nvidia-smi";
+    case InputKind::Log:
+        return "Log";
+    case InputKind::Sidecar:
+        return "Capture sidecar";
+    case InputKind::ModelConfig:
+        return "Model config.json";
+    case InputKind::Unknown:
+        break;
+    }
+    return "Unrecognized";
+}
+
 std::string phaseInSentence(Phase phase)
 {
     std::string words(phaseLabel(phase));

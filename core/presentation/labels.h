@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/case.h"
 #include "core/phase.h"
 
 #include <string>
@@ -11,6 +12,10 @@ namespace oomlens {
 // categoryName() gives the JSON key "optimizer_state", "Optimizer step" for Phase::Optimizer.
 std::string_view categoryLabel(Category category);
 std::string_view phaseLabel(Phase phase);
+
+// What an input was recognized as: "Memory snapshot" where inputKindName() gives the JSON's
+// "snapshot", "OOM message" for "oom_message".
+std::string_view inputKindLabel(InputKind kind);
 
 // The phase's label inside a sentence, as the app writes it: "failed in optimizer step".
 std::string phaseInSentence(Phase phase);

@@ -264,7 +264,7 @@ void ReportBuilder::writeInputs()
         raw("<td><code>");
         text(input.path);
         raw("</code></td>");
-        element("td", inputKindName(input.kind));
+        element("td", inputKindLabel(input.kind));
         if (input.error) {
             raw("<td><span class=\"badge error\">not read</span> ");
             text(*input.error);

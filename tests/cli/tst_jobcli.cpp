@@ -112,7 +112,7 @@ private Q_SLOTS:
         // The text input went to the failing rank's case: its message is explained there.
         const qsizetype message = out.indexOf(QStringLiteral("OOM message (cuda"));
         QVERIFY(message > heading);
-        QVERIFY(out.contains(QStringLiteral("rank6.oom.txt: oom_message")));
+        QVERIFY(out.contains(QStringLiteral("rank6.oom.txt: OOM message")));
         // Only the failing rank is diagnosed in full: one snapshot section.
         QCOMPARE(out.count(QStringLiteral("\nSnapshot ")), 1);
         QVERIFY(out.contains(QStringLiteral("Snapshot ") + jobDir() + QStringLiteral("/rank6.pickle")));

@@ -196,7 +196,7 @@ private Q_SLOTS:
         QVERIFY(html.contains(QLatin1String("<span class=\"badge error\">not read</span>")));
     }
 
-    // The report and the text report name categories and phases as the app does (labels.h),
+    // The report and the text report name categories, phases and inputs as the app does (labels.h),
     // never by the keys the JSON and the style sheet use.
     void labelsAreTheApps()
     {
@@ -225,6 +225,17 @@ private Q_SLOTS:
             QVERIFY2(html.contains(QStringLiteral("allocated in ") + words), qPrintable(words));
             for (const QString& after : { QStringLiteral(" ·"), QStringLiteral(" of step") })
                 QVERIFY2(!html.contains(QStringLiteral("allocated in ") + key + after), qPrintable(key));
+        }
+        // What each input was read as, in the app's Inputs table's words.
+        for (const CaseInput& item : input.inputs) {
+            const QString label = QString::fromUtf8(inputKindLabel(item.kind).data());
+            const QString key = QString::fromUtf8(inputKindName(item.kind).data());
+            QVERIFY2(html.contains(QStringLiteral(" | ") + label + QStringLiteral(" | ")), qPrintable(label));
+            QVERIFY2(!html.contains(QStringLiteral(" | ") + key + QStringLiteral(" | ")), qPrintable(key));
+            if (item.error)
+                continue; // the text report gives the reason instead
+            QVERIFY2(text.contains(QStringLiteral(": ") + label + QLatin1Char('\n')), qPrintable(label));
+            QVERIFY2(!text.contains(QStringLiteral(": ") + key + QLatin1Char('\n')), qPrintable(key));
         }
         QCOMPARE(phaseInSentence(Phase::Optimizer), std::string("optimizer step"));
         QVERIFY(html.contains(QStringLiteral("failed request 3.00 GiB in backward")));
