@@ -27,6 +27,7 @@ Value NativeUnpickler::decode(std::string_view data)
         throw DecodeError(ErrorKind::Format, "empty input: no pickle data");
     // Untouched reservations cost address space only; they spare the big tables a regrow.
     m_memo.reserve(m_size / 16);
+    m_memoAhead = {};
     m_stack.grow(4096);
     // Known frame lists point into the input: they do not outlive it.
     m_lists.clear();

@@ -1,11 +1,13 @@
 #pragma once
 
 #include "core/ids.h"
+#include "core/pageprefaulter.h"
 #include "parsers/pickle/picklevalue.h"
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -113,6 +115,11 @@ private:
     ValueStack m_stack;
     std::vector<size_t> m_marks;
     std::vector<uint64_t> m_memo; // packed: kind + 1 in the top byte, 0 = unset
+    // The memo's pages are faulted in on another thread ahead of its end (core/pageprefaulter.h),
+    // for big inputs only: a 10M-event trace memoizes 32M values.
+    void prefaultMemo();
+    std::unique_ptr<PagePrefaulter> m_prefaulter;
+    PagePrefaulter::Ahead m_memoAhead;
     std::vector<Value> m_memoWide; // memo values whose payload needs 64 bits
     std::vector<uint32_t> m_handleMemo; // builder handle -> memo index of that open container
     std::vector<size_t> m_openPos; // builder handle -> stack position of that open container

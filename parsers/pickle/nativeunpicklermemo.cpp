@@ -54,8 +54,21 @@ Value NativeUnpickler::finalize(uint32_t handle)
     return closed;
 }
 
+void NativeUnpickler::prefaultMemo()
+{
+    if (m_memo.capacity() * sizeof(uint64_t) < (size_t(128) << 20)) {
+        m_memoAhead.due = SIZE_MAX;
+        return;
+    }
+    if (!m_prefaulter)
+        m_prefaulter = std::make_unique<PagePrefaulter>();
+    m_prefaulter->keepAhead(m_memoAhead, m_memo);
+}
+
 void NativeUnpickler::memoPut(uint64_t index)
 {
+    if (m_memo.size() >= m_memoAhead.due) [[unlikely]]
+        prefaultMemo();
     if (m_stack.empty())
         throw errorAt("not a valid pickle: memo store with an empty stack", m_opStart);
     if (index < m_memo.size() && m_memo[index] != 0 && m_listsSound) {

@@ -310,8 +310,10 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
 Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>&)
 {
     static constexpr const char* record = "trace entry";
-    if (m_events.capacity() == 0 && m_sizeHint > m_eventsStaged * minBytesPerEvent)
+    if (m_events.capacity() == 0 && m_sizeHint > m_eventsStaged * minBytesPerEvent) {
         m_events.reserve(std::max<uint64_t>(1024, m_sizeHint / minBytesPerEvent - m_eventsStaged));
+        m_eventsAhead = {};
+    }
     TraceEvent e;
     e.action = actionOf(*f[KAction]);
     e.addr = static_cast<uint64_t>(integer(f[KAddr], KAddr, record));
@@ -333,7 +335,21 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
     const auto index = static_cast<uint32_t>(m_events.size());
     m_events.push_back(e);
     ++m_eventsStaged;
+    if (m_events.size() >= m_eventsAhead.due) [[unlikely]]
+        prefaultEvents();
     return Value::of(Kind::Event, index);
+}
+
+void SnapshotBuilder::prefaultEvents()
+{
+    // A trace under 128 MiB of events is not worth a thread.
+    if (m_events.capacity() * sizeof(TraceEvent) < (size_t(128) << 20)) {
+        m_eventsAhead.due = SIZE_MAX;
+        return;
+    }
+    if (!m_prefaulter)
+        m_prefaulter = std::make_unique<PagePrefaulter>();
+    m_prefaulter->keepAhead(m_eventsAhead, m_events);
 }
 
 // A (first, second) pool id: a tuple of two ints (a Pair when the decoder packed it), or a

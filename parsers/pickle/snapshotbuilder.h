@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/pageprefaulter.h"
 #include "core/snapshot.h"
 #include "parsers/pickle/picklevalue.h"
 #include "parsers/pickle/snapshotkeys.h"
@@ -169,6 +170,11 @@ private:
     std::vector<RecordRange> m_ranges;
 
     std::vector<TraceEvent> m_events; // staging for the trace list being read
+    // The staging buffer's pages are faulted in on another thread, a window ahead of the events
+    // written (core/pageprefaulter.h); started for big inputs only.
+    void prefaultEvents();
+    std::unique_ptr<PagePrefaulter> m_prefaulter;
+    PagePrefaulter::Ahead m_eventsAhead;
     std::vector<std::vector<TraceEvent>> m_eventLists;
     std::vector<StagedBlock> m_blocks;
     std::vector<Segment> m_segments; // firstBlock/blockCount index m_blocks until finish()
