@@ -1,7 +1,9 @@
 #include "views/whatifbars.h"
 
+#include "core/presentation/planbands.h"
 #include "core/units.h"
 #include "views/categorycolors.h"
+#include "views/viewutil.h"
 
 #include <QHelpEvent>
 #include <QPaintEvent>
@@ -18,13 +20,16 @@ namespace {
 
 constexpr int maxBars = 8;
 
-// The planner's bands are the timeline's categories in the same order; overhead has no tensor
-// behind it and is drawn in the palette's neutral colour.
-QColor bandColor(int band, const QPalette& palette)
+// Overhead has no tensor behind it and is drawn in the palette's neutral colour.
+QColor bandColor(planner::Band band, const QPalette& palette)
 {
-    if (band < static_cast<int>(planner::Band::Overhead))
-        return colors::category(static_cast<Category>(band));
-    return palette.color(QPalette::Mid);
+    const std::optional<Category> category = bandCategory(band);
+    return category ? colors::category(*category) : palette.color(QPalette::Mid);
+}
+
+QString bandText(planner::Band band)
+{
+    return toQString(bandLabel(band));
 }
 
 } // namespace
@@ -52,7 +57,16 @@ QRect WhatIfBars::plotArea() const
 {
     const QFontMetrics metrics(font());
     return rect().adjusted(metrics.horizontalAdvance(QStringLiteral("000.00 GiB")) + 12, metrics.height(),
-        -8 - metrics.horizontalAdvance(QStringLiteral("optimizer state")) - 24, -metrics.height() - 8);
+        -8 - legendWidth() - 24, -metrics.height() - 8);
+}
+
+int WhatIfBars::legendWidth() const
+{
+    const QFontMetrics metrics(font());
+    int widest = 0;
+    for (int b = 0; b < planner::bandCount; ++b)
+        widest = std::max(widest, metrics.horizontalAdvance(bandText(static_cast<planner::Band>(b))));
+    return widest;
 }
 
 uint64_t WhatIfBars::axisTop() const
@@ -62,11 +76,8 @@ uint64_t WhatIfBars::axisTop() const
 
 QString WhatIfBars::bandToolTip(planner::Band band) const
 {
-    const std::string_view key = planner::bandName(band);
-    QString name = QString::fromLatin1(key.data(), static_cast<qsizetype>(key.size()));
-    name.replace(QLatin1Char('_'), QLatin1Char(' '));
     QString tip = QStringLiteral("%1: %2 per GPU")
-                      .arg(name, QString::fromStdString(formatBytes(m_bands[static_cast<size_t>(band)])));
+                      .arg(bandText(band), QString::fromStdString(formatBytes(m_bands[static_cast<size_t>(band)])));
     if (!m_calibration)
         return tip;
     const planner::BandCalibration& measured = m_calibration->band(band);
@@ -152,7 +163,8 @@ void WhatIfBars::paintEvent(QPaintEvent*)
                 continue;
             const int y0 = yOf(below);
             const int y1 = yOf(below + bytes);
-            painter.fillRect(QRect(x, y1, barWidth, std::max(1, y0 - y1)), bandColor(b, palette()));
+            painter.fillRect(
+                QRect(x, y1, barWidth, std::max(1, y0 - y1)), bandColor(static_cast<planner::Band>(b), palette()));
             below += bytes;
         }
         const QString label = m_gpus > maxBars && g == 0 ? QStringLiteral("each of %1 GPUs").arg(m_gpus)
@@ -179,11 +191,9 @@ void WhatIfBars::paintEvent(QPaintEvent*)
     const int legendX = area.right() + 16;
     painter.setPen(palette().color(QPalette::WindowText));
     for (int b = planner::bandCount - 1; b >= 0; --b) {
-        painter.fillRect(QRect(legendX, legendY + 2, 10, metrics.height() - 4), bandColor(b, palette()));
-        QString name = QString::fromLatin1(planner::bandName(static_cast<planner::Band>(b)).data(),
-            static_cast<qsizetype>(planner::bandName(static_cast<planner::Band>(b)).size()));
-        name.replace(QLatin1Char('_'), QLatin1Char(' '));
-        painter.drawText(QPoint(legendX + 14, legendY + metrics.ascent()), name);
+        const auto band = static_cast<planner::Band>(b);
+        painter.fillRect(QRect(legendX, legendY + 2, 10, metrics.height() - 4), bandColor(band, palette()));
+        painter.drawText(QPoint(legendX + 14, legendY + metrics.ascent()), bandText(band));
         legendY += metrics.height() + 2;
     }
 }

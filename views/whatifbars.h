@@ -35,6 +35,7 @@ protected:
 
 private:
     QRect plotArea() const;
+    int legendWidth() const;
     uint64_t axisTop() const;
 
     std::optional<planner::PlanCalibration> m_calibration;

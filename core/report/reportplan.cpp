@@ -2,7 +2,7 @@
 #include "core/planner/fsdpconfig.h"
 #include "core/planner/planresult.h"
 #include "core/planner/plantext.h"
-#include "core/presentation/labels.h"
+#include "core/presentation/planbands.h"
 #include "core/report/charts.h"
 #include "core/report/reportbuilder.h"
 #include "core/report/svgwriter.h"
@@ -19,37 +19,10 @@ namespace {
 using planner::Band;
 using planner::BandBytes;
 
-// The planner's bands are the timeline's categories plus what no tensor accounts for, so a band
-// takes its category's colour and name and the overhead its own: the report reads like the What-if tab.
-std::optional<Category> bandCategory(Band band)
-{
-    switch (band) {
-    case Band::Parameters:
-        return Category::Parameters;
-    case Band::Gradients:
-        return Category::Gradients;
-    case Band::OptimizerState:
-        return Category::OptimizerState;
-    case Band::Activations:
-        return Category::Activations;
-    case Band::Temporaries:
-        return Category::Temporaries;
-    case Band::Overhead:
-        break;
-    }
-    return std::nullopt;
-}
-
 std::string bandClass(Band band)
 {
     const std::optional<Category> category = bandCategory(band);
     return category ? categoryClass(*category) : "plan-overhead";
-}
-
-std::string bandLabel(Band band)
-{
-    const std::optional<Category> category = bandCategory(band);
-    return category ? std::string(categoryLabel(*category)) : "CUDA context and allocator slack";
 }
 
 std::string ratioText(double ratio)
@@ -91,7 +64,7 @@ std::string planBarsSvg(const std::vector<PhaseBar>& bars, std::optional<uint64_
             const auto band = static_cast<Band>(b);
             const double w = scale * static_cast<double>(bytes);
             svg.rect(x, y, w, rowHeight - 10, "band " + bandClass(band),
-                bandLabel(band) + " in " + bar.label + ": " + formatBytes(bytes));
+                std::string(bandLabel(band)) + " in " + bar.label + ": " + formatBytes(bytes));
             x += w;
         }
         svg.text(x + 6, y + 17, formatBytes(planner::bandTotal(bar.bands)), "tick small");

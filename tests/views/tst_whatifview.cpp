@@ -153,6 +153,9 @@ private Q_SLOTS:
         QVERIFY2(bars->bandToolTip(Band::Parameters).contains(QStringLiteral("1.00x")),
             qPrintable(bars->bandToolTip(Band::Parameters)));
         QVERIFY(bars->bandToolTip(Band::Temporaries).contains(QStringLiteral("no ratio")));
+        // Bands are named as the timeline names their categories, and as the report's plan does.
+        QVERIFY(bars->bandToolTip(Band::OptimizerState).startsWith(QStringLiteral("Optimizer state: ")));
+        QVERIFY(bars->bandToolTip(Band::Overhead).startsWith(QStringLiteral("CUDA context and allocator slack: ")));
         // Hovering finds the band: the bottom of a bar is the parameters, the first legend row
         // (top band first) the overhead, the margin nothing.
         bars->resize(420, 320);
