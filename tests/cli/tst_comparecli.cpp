@@ -1,9 +1,9 @@
+#include "common/clirun.h"
 #include "common/testutil.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -16,24 +16,11 @@ class TestCompareCli : public QObject
 {
     Q_OBJECT
 
-    struct Run
-    {
-        int exitCode = -1;
-        QByteArray out;
-        QByteArray err;
-    };
+    using Run = oomlens::test::CliRun;
 
     static Run oomlens(const QStringList& arguments)
     {
-        QProcess process;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
-        process.setProcessEnvironment(environment);
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), QStringList { QStringLiteral("compare") } + arguments);
-        process.closeWriteChannel();
-        if (!process.waitForFinished(120000))
-            qFatal("oomlens did not finish");
-        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
+        return oomlens::test::runOomlens(QStringList { QStringLiteral("compare") } + arguments);
     }
 
     static QString pair(const char* name)
@@ -54,21 +41,14 @@ class TestCompareCli : public QObject
         const Run run = oomlens(arguments + QStringList { QStringLiteral("--json") });
         if (run.exitCode != 0)
             qFatal("compare failed (%d): %s", run.exitCode, run.err.constData());
-        QJsonParseError error;
-        const QJsonDocument document = QJsonDocument::fromJson(run.out, &error);
-        if (error.error != QJsonParseError::NoError)
-            qFatal("not JSON: %s\n%s", qPrintable(error.errorString()), run.out.left(2000).constData());
-        if (document.object().value(QStringLiteral("tool")).toString() != QLatin1String("oomlens"))
+        const QJsonObject document = oomlens::test::parseJsonObject(run.out);
+        if (document.value(QStringLiteral("tool")).toString() != QLatin1String("oomlens"))
             qFatal("no tool key");
-        return document.object().value(QStringLiteral("compare")).toObject();
+        return document.value(QStringLiteral("compare")).toObject();
     }
 
 private Q_SLOTS:
-    void initTestCase()
-    {
-        if (qEnvironmentVariable("OOMLENS_BINARY").isEmpty())
-            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");
-    }
+    void initTestCase() { OOMLENS_REQUIRE_BINARY(); }
 
     void textTableAndSummary()
     {
@@ -234,10 +214,7 @@ private Q_SLOTS:
 
     void listedInTheUsage()
     {
-        QProcess process;
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), { QStringLiteral("--help") });
-        QVERIFY(process.waitForFinished(60000));
-        QVERIFY(process.readAllStandardOutput().contains("oomlens compare A B"));
+        QVERIFY(oomlens::test::runOomlens({ QStringLiteral("--help") }).out.contains("oomlens compare A B"));
         const Run help = oomlens({ QStringLiteral("--help") });
         QCOMPARE(help.exitCode, 0);
         QVERIFY(help.out.contains("--window"));

@@ -1,10 +1,9 @@
+#include "common/clirun.h"
 #include "common/testutil.h"
 
 #include <QFile>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -14,48 +13,17 @@ class TestDiagnoseCli : public QObject
 {
     Q_OBJECT
 
-    struct Run
-    {
-        int exitCode = -1;
-        QByteArray out;
-        QByteArray err;
-    };
+    using Run = oomlens::test::CliRun;
 
     static Run oomlens(const QStringList& arguments, const QByteArray& stdinBytes = {})
     {
-        // Arguments that are not a command take the GUI path, whose platform plugin warns on
-        // stderr when there is no login session (root in CI); a desktop session has a runtime dir.
-        static QTemporaryDir runtimeDir;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtimeDir.path());
-        QProcess process;
-        process.setProcessEnvironment(environment);
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), arguments);
-        if (!stdinBytes.isEmpty())
-            process.write(stdinBytes);
-        process.closeWriteChannel();
-        if (!process.waitForFinished(120000))
-            qFatal("oomlens did not finish");
-        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
-    }
-
-    static QJsonObject parseJson(const QByteArray& bytes)
-    {
-        QJsonParseError error;
-        const QJsonDocument document = QJsonDocument::fromJson(bytes, &error);
-        if (error.error != QJsonParseError::NoError)
-            qFatal("not JSON: %s\n%s", qPrintable(error.errorString()), bytes.left(2000).constData());
-        return document.object();
+        return oomlens::test::runOomlens(arguments, stdinBytes);
     }
 
     static QString example() { return QStringLiteral(OOMLENS_SOURCE_DIR "/resources/examples/oom_case.txt"); }
 
 private Q_SLOTS:
-    void initTestCase()
-    {
-        if (qEnvironmentVariable("OOMLENS_BINARY").isEmpty())
-            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");
-    }
+    void initTestCase() { OOMLENS_REQUIRE_BINARY(); }
 
     void versionAndHelp()
     {
@@ -157,7 +125,7 @@ private Q_SLOTS:
         const Run run = oomlens({ QStringLiteral("diagnose"), example(), QStringLiteral("--device=0"),
             QStringLiteral("--json"), QStringLiteral("--"), example() });
         QCOMPARE(run.exitCode, 0);
-        QCOMPARE(parseJson(run.out)[QStringLiteral("inputs")].toArray().size(), 2);
+        QCOMPARE(oomlens::test::parseJsonObject(run.out)[QStringLiteral("inputs")].toArray().size(), 2);
     }
 
     // --rules FILE is read with the inputs: a rule that claims every stack moves the whole peak
@@ -177,7 +145,7 @@ private Q_SLOTS:
                 + QStringList { snapshot });
             if (run.exitCode != 0)
                 qWarning("%s", run.err.constData());
-            return parseJson(run.out)[QStringLiteral("snapshots")].toArray().first().toObject();
+            return oomlens::test::parseJsonObject(run.out)[QStringLiteral("snapshots")].toArray().first().toObject();
         };
         const QJsonObject plain = figures({});
         const QJsonObject ruled = figures({ QStringLiteral("--rules"), rules });
@@ -199,7 +167,7 @@ private Q_SLOTS:
     {
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), example() });
         QCOMPARE(run.exitCode, 0);
-        const QJsonObject root = parseJson(run.out);
+        const QJsonObject root = oomlens::test::parseJsonObject(run.out);
         QCOMPARE(root.value(QStringLiteral("tool")).toString(), QStringLiteral("oomlens"));
         for (const char* key : { "version", "inputs", "oom_messages", "memory_summaries", "snapshots", "diagnoses" })
             QVERIFY2(root.contains(QLatin1String(key)), key);
@@ -248,7 +216,7 @@ private Q_SLOTS:
             textB + QStringLiteral("jax_resource_exhausted_buffer_stats.txt"),
             textB + QStringLiteral("longest_batch_in_log.txt"), textB + QStringLiteral("host_dmesg_oom_killer.txt") });
         QCOMPARE(run.exitCode, 0);
-        const QJsonObject root = parseJson(run.out);
+        const QJsonObject root = oomlens::test::parseJsonObject(run.out);
         const QJsonArray messages = root[QStringLiteral("oom_messages")].toArray();
         QCOMPARE(messages.size(), 3);
         for (const auto& value : messages) {
@@ -306,7 +274,7 @@ private Q_SLOTS:
         }
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("-") }, log);
         QCOMPARE(run.exitCode, 0);
-        const QJsonArray messages = parseJson(run.out)[QStringLiteral("oom_messages")].toArray();
+        const QJsonArray messages = oomlens::test::parseJsonObject(run.out)[QStringLiteral("oom_messages")].toArray();
         QCOMPARE(messages.size(), 2);
         const auto steps = [&](int message) {
             QList<qint64> result;
@@ -328,7 +296,7 @@ private Q_SLOTS:
               "PyTorch but unallocated.\n";
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("-") }, message);
         QCOMPARE(run.exitCode, 0);
-        const QJsonObject root = parseJson(run.out);
+        const QJsonObject root = oomlens::test::parseJsonObject(run.out);
         QCOMPARE(root[QStringLiteral("inputs")].toArray().first().toObject()[QStringLiteral("path")].toString(),
             QStringLiteral("-"));
         const QJsonArray diagnoses = root[QStringLiteral("diagnoses")].toArray();
@@ -355,7 +323,7 @@ private Q_SLOTS:
         QCOMPARE(lines.size(), 2);
         QVERIFY(lines[0].contains("garbage.bin"));
         QVERIFY(lines[1].contains("missing.pickle"));
-        const QJsonObject root = parseJson(run.out);
+        const QJsonObject root = oomlens::test::parseJsonObject(run.out);
         const QJsonArray inputs = root[QStringLiteral("inputs")].toArray();
         QCOMPARE(inputs.size(), 3);
         QVERIFY(!inputs[0].toObject()[QStringLiteral("error")].isNull());

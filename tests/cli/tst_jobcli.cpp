@@ -1,11 +1,10 @@
+#include "common/clirun.h"
 #include "common/testutil.h"
 
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -16,35 +15,11 @@ class TestJobCli : public QObject
 {
     Q_OBJECT
 
-    struct Run
-    {
-        int exitCode = -1;
-        QByteArray out;
-        QByteArray err;
-    };
+    using Run = oomlens::test::CliRun;
 
     QTemporaryDir m_dir;
 
-    static Run oomlens(const QStringList& arguments)
-    {
-        QProcess process;
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), arguments);
-        process.closeWriteChannel();
-        if (!process.waitForFinished(120000))
-            qFatal("oomlens did not finish");
-        if (process.exitStatus() != QProcess::NormalExit)
-            qFatal("oomlens crashed: %s", process.readAllStandardError().constData());
-        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
-    }
-
-    static QJsonObject parseJson(const QByteArray& bytes)
-    {
-        QJsonParseError error;
-        const QJsonDocument document = QJsonDocument::fromJson(bytes, &error);
-        if (error.error != QJsonParseError::NoError)
-            qFatal("not JSON: %s\n%s", qPrintable(error.errorString()), bytes.left(2000).constData());
-        return document.object();
-    }
+    static Run oomlens(const QStringList& arguments) { return oomlens::test::runOomlens(arguments); }
 
     static QString jobDir() { return oomlens::test::testDataDir() + QStringLiteral("/job"); }
 
@@ -85,8 +60,7 @@ class TestJobCli : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        if (qEnvironmentVariable("OOMLENS_BINARY").isEmpty())
-            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");
+        OOMLENS_REQUIRE_BINARY();
         QVERIFY(m_dir.isValid());
         QCOMPARE(rankFiles().size(), 8);
     }
@@ -123,7 +97,7 @@ private Q_SLOTS:
         const Run run = oomlens(QStringList { QStringLiteral("diagnose"), QStringLiteral("--json") } + rankFiles()
             + QStringList { oomText() });
         QCOMPARE(run.exitCode, 0);
-        const QJsonObject root = parseJson(run.out);
+        const QJsonObject root = oomlens::test::parseJsonObject(run.out);
         QVERIFY(root.contains(QStringLiteral("job")));
         const QJsonObject job = root[QStringLiteral("job")].toObject();
         const QJsonArray ranks = job[QStringLiteral("ranks")].toArray();
@@ -163,7 +137,7 @@ private Q_SLOTS:
     {
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), jobDir() });
         QCOMPARE(run.exitCode, 0);
-        const QJsonObject job = parseJson(run.out)[QStringLiteral("job")].toObject();
+        const QJsonObject job = oomlens::test::parseJsonObject(run.out)[QStringLiteral("job")].toObject();
         QCOMPARE(job[QStringLiteral("ranks")].toArray().size(), 8);
         QCOMPARE(job[QStringLiteral("failing_rank")].toInt(-1), 6);
         // A folder holding no snapshot is still one unreadable input.
@@ -178,7 +152,7 @@ private Q_SLOTS:
     {
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), rankFiles().first() });
         QCOMPARE(run.exitCode, 0);
-        QVERIFY(!parseJson(run.out).contains(QStringLiteral("job")));
+        QVERIFY(!oomlens::test::parseJsonObject(run.out).contains(QStringLiteral("job")));
         const Run text = oomlens({ QStringLiteral("diagnose"), rankFiles().first(), oomText() });
         QVERIFY(!text.out.startsWith("Job:"));
     }
@@ -201,7 +175,7 @@ private Q_SLOTS:
         const QList<QByteArray> lines = run.err.trimmed().split('\n');
         QCOMPARE(lines.size(), 1);
         QVERIFY(lines[0].contains("rank9.pickle"));
-        const QJsonObject job = parseJson(run.out)[QStringLiteral("job")].toObject();
+        const QJsonObject job = oomlens::test::parseJsonObject(run.out)[QStringLiteral("job")].toObject();
         const QJsonArray ranks = job[QStringLiteral("ranks")].toArray();
         QCOMPARE(ranks.size(), 9);
         const QJsonObject last = ranks[8].toObject();

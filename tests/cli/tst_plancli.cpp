@@ -1,10 +1,9 @@
+#include "common/clirun.h"
 #include "common/testutil.h"
 
 #include <QFile>
 #include <QJsonArray>
-#include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -14,21 +13,11 @@ class TestPlanCli : public QObject
 {
     Q_OBJECT
 
-    struct Run
-    {
-        int exitCode = -1;
-        QByteArray out;
-        QByteArray err;
-    };
+    using Run = oomlens::test::CliRun;
 
     static Run oomlens(const QStringList& arguments)
     {
-        QProcess process;
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), QStringList { QStringLiteral("plan") } + arguments);
-        process.closeWriteChannel();
-        if (!process.waitForFinished(120000))
-            qFatal("oomlens did not finish");
-        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
+        return oomlens::test::runOomlens(QStringList { QStringLiteral("plan") } + arguments);
     }
 
     static QJsonObject planJson(const QStringList& arguments)
@@ -36,13 +25,10 @@ class TestPlanCli : public QObject
         const Run run = oomlens(arguments + QStringList { QStringLiteral("--json") });
         if (run.exitCode != 0)
             qFatal("plan failed (%d): %s", run.exitCode, run.err.constData());
-        QJsonParseError error;
-        const QJsonDocument document = QJsonDocument::fromJson(run.out, &error);
-        if (error.error != QJsonParseError::NoError)
-            qFatal("not JSON: %s\n%s", qPrintable(error.errorString()), run.out.left(2000).constData());
-        if (document.object().value(QStringLiteral("tool")).toString() != QLatin1String("oomlens"))
+        const QJsonObject document = oomlens::test::parseJsonObject(run.out);
+        if (document.value(QStringLiteral("tool")).toString() != QLatin1String("oomlens"))
             qFatal("no tool key");
-        return document.object().value(QStringLiteral("plan")).toObject();
+        return document.value(QStringLiteral("plan")).toObject();
     }
 
     static QString fixture(const char* name)
@@ -51,11 +37,7 @@ class TestPlanCli : public QObject
     }
 
 private Q_SLOTS:
-    void initTestCase()
-    {
-        if (qEnvironmentVariable("OOMLENS_BINARY").isEmpty())
-            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");
-    }
+    void initTestCase() { OOMLENS_REQUIRE_BINARY(); }
 
     void jsonContract()
     {

@@ -1,3 +1,4 @@
+#include "common/clirun.h"
 #include "common/testutil.h"
 
 #include "core/caseanalysis.h"
@@ -6,7 +7,6 @@
 
 #include <QFile>
 #include <QFileInfo>
-#include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
@@ -17,27 +17,13 @@ class TestReportCli : public QObject
 {
     Q_OBJECT
 
-    struct Run
-    {
-        int exitCode = -1;
-        QByteArray out;
-        QByteArray err;
-    };
+    using Run = oomlens::test::CliRun;
 
     QTemporaryDir m_dir;
 
     static Run oomlens(const QStringList& arguments, const QByteArray& stdinBytes = {})
     {
-        QProcess process;
-        process.start(qEnvironmentVariable("OOMLENS_BINARY"), QStringList { QStringLiteral("report") } + arguments);
-        if (!stdinBytes.isEmpty())
-            process.write(stdinBytes);
-        process.closeWriteChannel();
-        if (!process.waitForFinished(120000))
-            qFatal("oomlens report did not finish");
-        if (process.exitStatus() != QProcess::NormalExit)
-            qFatal("oomlens report crashed: %s", process.readAllStandardError().constData());
-        return { process.exitCode(), process.readAllStandardOutput(), process.readAllStandardError() };
+        return oomlens::test::runOomlens(QStringList { QStringLiteral("report") } + arguments, stdinBytes);
     }
 
     static QString example() { return QStringLiteral(OOMLENS_SOURCE_DIR "/resources/examples/oom_case.txt"); }
@@ -62,8 +48,7 @@ class TestReportCli : public QObject
 private Q_SLOTS:
     void initTestCase()
     {
-        if (qEnvironmentVariable("OOMLENS_BINARY").isEmpty())
-            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");
+        OOMLENS_REQUIRE_BINARY();
         QVERIFY(m_dir.isValid());
     }
 

@@ -1,9 +1,8 @@
+#include "common/clirun.h"
 #include "common/testutil.h"
 #include "fuzz/fuzztargets.h"
 
 #include <QDir>
-#include <QFileInfo>
-#include <QProcess>
 #include <QTest>
 
 #include <cstring>
@@ -173,16 +172,10 @@ private Q_SLOTS:
     // The same file through the real CLI: one JSON document, not an abort.
     void cliJsonSurvivesInvalidUtf8()
     {
-        const QString binary = qEnvironmentVariable("OOMLENS_BINARY");
-        if (binary.isEmpty() || !QFileInfo::exists(binary))
-            QSKIP("OOMLENS_BINARY is not set (run through ctest)");
-        QProcess process;
-        process.start(binary,
-            { QStringLiteral("diagnose"), QStringLiteral("--json"),
-                corpusDir("case") + QStringLiteral("/crash-invalid-utf8-key") });
-        QVERIFY(process.waitForFinished(60000));
-        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
-        const QByteArray out = process.readAllStandardOutput();
+        OOMLENS_REQUIRE_BINARY();
+        const QByteArray out = test::runOomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"),
+                                                    corpusDir("case") + QStringLiteral("/crash-invalid-utf8-key") })
+                                   .out;
         const auto json = nlohmann::json::parse(out.constData(), out.constData() + out.size(), nullptr, false);
         QVERIFY2(!json.is_discarded(), out.left(500).constData());
         QVERIFY(json.contains("inputs"));

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <QByteArray>
+#include <QJsonObject>
+#include <QString>
+#include <QStringList>
+#include <QTest>
+
+namespace oomlens::test {
+
+// What the built `oomlens` printed and returned.
+struct CliRun
+{
+    int exitCode = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+// The `oomlens` binary that ctest names in OOMLENS_BINARY; empty when run outside ctest.
+QString oomlensBinary();
+
+// Runs `oomlens arguments...` as a shell would, `stdinBytes` on its standard input, offscreen and
+// with a runtime dir of its own (arguments that are not a command take the GUI path, whose
+// platform plugin warns on stderr without a login session: root in CI). A run that hangs for two
+// minutes or crashes stops the test with its stderr.
+CliRun runOomlens(const QStringList& arguments, const QByteArray& stdinBytes = {});
+
+// The JSON object a command printed; anything else stops the test with the start of the text.
+QJsonObject parseJsonObject(const QByteArray& bytes);
+
+} // namespace oomlens::test
+
+// Skips the suite when it is not run through ctest, which names the binary to run.
+#define OOMLENS_REQUIRE_BINARY()                                                                                       \
+    do {                                                                                                               \
+        if (oomlens::test::oomlensBinary().isEmpty())                                                                  \
+            QSKIP("OOMLENS_BINARY is not set; run this test through ctest");                                           \
+    } while (false)
