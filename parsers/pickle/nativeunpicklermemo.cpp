@@ -56,7 +56,8 @@ Value NativeUnpickler::finalize(uint32_t handle)
 
 void NativeUnpickler::prefaultMemo()
 {
-    if (m_memo.capacity() * sizeof(uint64_t) < (size_t(128) << 20)) {
+    // Big inputs only, as SnapshotBuilder::prefaultEvents (the reservation is half the input).
+    if (m_memo.capacity() * sizeof(uint64_t) < (size_t(512) << 20)) {
         m_memoAhead.due = SIZE_MAX;
         return;
     }

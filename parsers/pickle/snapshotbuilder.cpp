@@ -342,8 +342,9 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
 
 void SnapshotBuilder::prefaultEvents()
 {
-    // A trace under 128 MiB of events is not worth a thread.
-    if (m_events.capacity() * sizeof(TraceEvent) < (size_t(128) << 20)) {
+    // Only for big inputs (the reservation is about nine times the trace): below that the window
+    // ahead would be a noticeable part of the memory budget and the faults saved are few.
+    if (m_events.capacity() * sizeof(TraceEvent) < (size_t(1) << 30)) {
         m_eventsAhead.due = SIZE_MAX;
         return;
     }
