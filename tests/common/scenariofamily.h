@@ -1,8 +1,8 @@
 #pragma once
 
 // What the scenario-family suites (tst_diagfamilyb, tst_diagfamilyc) share: reading a family's
-// labels, the top diagnosis of a case, the message labels' byte fields, and the one map of rows
-// expected to fail today.
+// labels, the top diagnosis of a case, the message labels' byte fields, the one map of rows
+// expected to fail today, and the data rows and checks every family runs.
 
 #include "core/case.h"
 
@@ -35,5 +35,34 @@ extern const MessageByteField messageByteFields[6];
 // Marks the current data row as an expected failure when `rows` lists it (row name -> why). A
 // listed row that passes is an XPASS, which fails the suite: fixed rows get removed.
 void expectFailureIfListed(const std::map<QString, const char*>& rows);
+
+// A family: its scenarios (<name>.json, .pickle, .oom.txt), its pasted messages (labels.json and
+// the files it names) and the rows expected to fail today (row name -> why).
+struct ScenarioFamily
+{
+    QString scenariosDir;
+    QString messagesDir;
+    const std::map<QString, const char*>& expectedFailures;
+
+    QString scenario(const QString& name) const { return scenariosDir + QLatin1Char('/') + name; }
+    QJsonObject scenarioLabel(const QString& name) const;
+    QJsonObject messageLabels() const;
+    Case messageCase(const QString& file) const;
+};
+
+// The data rows and the body of each check, for the suites' slots of the same names.
+void scenarioRows(const ScenarioFamily& family); // "name"
+// Every input of the scenario loads, as one snapshot and at least one OOM message.
+void checkScenarioRead(const ScenarioFamily& family, const QString& name);
+void scenarioDiagnosisRows(const ScenarioFamily& family); // "name", "withText": alone: and text: rows
+// A diagnosis, and the top one is the label's case or one it allows.
+void checkScenarioDiagnosis(const ScenarioFamily& family, const QString& name, bool withText);
+void messageDiagnosisRows(const ScenarioFamily& family); // "file": msg: rows
+void checkMessageDiagnosis(const ScenarioFamily& family, const QString& file);
+void messagePhaseRows(const ScenarioFamily& family); // "file", "phase": phase: rows, labelled ones only
+void checkMessagePhase(const ScenarioFamily& family, const QString& file, const QString& phase);
+void messageNumbersRows(const ScenarioFamily& family); // "file": numbers: rows, with a byte figure
+// Every byte figure of the label is parsed to the byte.
+void checkMessageNumbers(const ScenarioFamily& family, const QString& file);
 
 } // namespace oomlens::test

@@ -5,22 +5,14 @@
 //
 // Rows that fail today are listed in expectedFailures() below (issue 10). QtTest reports a listed
 // row that starts passing as XPASS, which fails the suite: whoever fixes a rule removes its rows.
-#include "common/analysisfixtures.h"
 #include "common/scenariofamily.h"
 #include "common/testutil.h"
-#include "core/caseanalysis.h"
-#include "parsers/inputloader.h"
 
-#include <QDir>
 #include <QFile>
-#include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QJsonObject>
 #include <QTest>
 
 #include <map>
-#include <optional>
 
 using namespace oomlens;
 
@@ -34,14 +26,11 @@ const std::map<QString, const char*>& expectedFailures()
     return rows;
 }
 
-QString familyDir()
+const test::ScenarioFamily& family()
 {
-    return test::testDataDir() + QStringLiteral("/scenarios_b");
-}
-
-QString messagesDir()
-{
-    return test::testDataDir() + QStringLiteral("/text_b");
+    static const test::ScenarioFamily family { test::testDataDir() + QStringLiteral("/scenarios_b"),
+        test::testDataDir() + QStringLiteral("/text_b"), expectedFailures() };
+    return family;
 }
 
 } // namespace
@@ -54,154 +43,65 @@ private Q_SLOTS:
     {
         // The yardstick itself: every diagnosis of issue 10 has scenarios, each readable.
         std::map<QString, int> perCase;
-        for (const QString& name : test::scenarioNames(familyDir())) {
-            const QJsonObject label
-                = test::readJsonObject(familyDir() + QLatin1Char('/') + name + QStringLiteral(".json"));
+        for (const QString& name : test::scenarioNames(family().scenariosDir)) {
+            const QJsonObject label = family().scenarioLabel(name);
             ++perCase[label.value(QStringLiteral("case")).toString()];
-            QVERIFY2(
-                QFile::exists(familyDir() + QLatin1Char('/') + name + QStringLiteral(".pickle")), qPrintable(name));
-            QVERIFY2(
-                QFile::exists(familyDir() + QLatin1Char('/') + name + QStringLiteral(".oom.txt")), qPrintable(name));
+            QVERIFY2(QFile::exists(family().scenario(name) + QStringLiteral(".pickle")), qPrintable(name));
+            QVERIFY2(QFile::exists(family().scenario(name) + QStringLiteral(".oom.txt")), qPrintable(name));
         }
         for (const char* id : { "fragmentation", "first_backward", "optimizer_step2", "longest_batch",
                  "eval_accumulation", "leak", "capacity", "other_process", "memory_fraction_cap", "large_allocation" })
             QVERIFY2(perCase[QLatin1String(id)] >= 2, id);
-        const QJsonObject messages = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
+        const QJsonObject messages = family().messageLabels();
         QVERIFY(messages.size() >= 30);
     }
 
-    void scenariosRead_data()
-    {
-        QTest::addColumn<QString>("name");
-        for (const QString& name : test::scenarioNames(familyDir()))
-            QTest::newRow(qPrintable(name)) << name;
-    }
+    void scenariosRead_data() { test::scenarioRows(family()); }
 
-    // Reading is not part of issue 10: every input of every scenario must load.
+    // Reading is not part of issue 10: every input of every scenario must load, as one snapshot
+    // and at least one OOM message.
     void scenariosRead()
     {
         QFETCH(QString, name);
-        const Case input = test::scenarioCase(familyDir() + QLatin1Char('/') + name, true);
-        for (const auto& in : input.inputs)
-            QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
-        QCOMPARE(input.snapshots.size(), size_t(1));
-        QVERIFY(!input.text.oomMessages.empty());
+        test::checkScenarioRead(family(), name);
     }
 
-    void scenarioDiagnosis_data()
-    {
-        QTest::addColumn<QString>("name");
-        QTest::addColumn<bool>("withText");
-        for (const QString& name : test::scenarioNames(familyDir())) {
-            QTest::newRow(qPrintable(QStringLiteral("alone:") + name)) << name << false;
-            QTest::newRow(qPrintable(QStringLiteral("text:") + name)) << name << true;
-        }
-    }
+    void scenarioDiagnosis_data() { test::scenarioDiagnosisRows(family()); }
 
-    // The top diagnosis is the label's case (or one it allows), from the snapshot alone and with
-    // the OOM text and summary added.
+    // Every scenario yields a diagnosis, and the top one is the label's case (or one it allows),
+    // from the snapshot alone and with the OOM text and summary added.
     void scenarioDiagnosis()
     {
         QFETCH(QString, name);
         QFETCH(bool, withText);
-        const QJsonObject label = test::readJsonObject(familyDir() + QLatin1Char('/') + name + QStringLiteral(".json"));
-        const QString truth = label.value(QStringLiteral("case")).toString();
-        QStringList allowed = test::jsonStrings(label.value(QStringLiteral("also_acceptable")));
-        if (!withText)
-            allowed << test::jsonStrings(label.value(QStringLiteral("also_acceptable_without_text")));
-        const test::TopDiagnosis top
-            = test::topDiagnosis(test::scenarioCase(familyDir() + QLatin1Char('/') + name, withText));
-        const bool right = top.id == truth || allowed.contains(top.id);
-        test::expectFailureIfListed(expectedFailures());
-        QVERIFY2(right, qPrintable(QStringLiteral("truth %1, top %2 at %3").arg(truth, top.id).arg(top.confidence)));
+        test::checkScenarioDiagnosis(family(), name, withText);
     }
 
-    void messageDiagnosis_data()
-    {
-        QTest::addColumn<QString>("file");
-        const QJsonObject labels = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
-        for (const QString& file : labels.keys())
-            QTest::newRow(qPrintable(QStringLiteral("msg:") + file)) << file;
-    }
+    void messageDiagnosis_data() { test::messageDiagnosisRows(family()); }
 
     void messageDiagnosis()
     {
         QFETCH(QString, file);
-        const QJsonObject label
-            = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json")).value(file).toObject();
-        Case input;
-        addFile(input, QString(messagesDir() + QLatin1Char('/') + file).toStdString());
-        const QString truth = label.value(QStringLiteral("case")).toString();
-        const test::TopDiagnosis top = test::topDiagnosis(input);
-        const bool right
-            = top.id == truth || test::jsonStrings(label.value(QStringLiteral("also_acceptable"))).contains(top.id);
-        test::expectFailureIfListed(expectedFailures());
-        QVERIFY2(right, qPrintable(QStringLiteral("truth %1, top %2 at %3").arg(truth, top.id).arg(top.confidence)));
+        test::checkMessageDiagnosis(family(), file);
     }
 
-    void messagePhase_data()
-    {
-        QTest::addColumn<QString>("file");
-        QTest::addColumn<QString>("phase");
-        const QJsonObject labels = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
-        for (const QString& file : labels.keys()) {
-            const QString phase = labels.value(file).toObject().value(QStringLiteral("phase")).toString();
-            if (!phase.isEmpty())
-                QTest::newRow(qPrintable(QStringLiteral("phase:") + file)) << file << phase;
-        }
-    }
+    void messagePhase_data() { test::messagePhaseRows(family()); }
 
     // The failing phase is found wherever the pasted text shows it.
     void messagePhase()
     {
         QFETCH(QString, file);
         QFETCH(QString, phase);
-        Case input;
-        addFile(input, QString(messagesDir() + QLatin1Char('/') + file).toStdString());
-        const QString found = QString::fromLatin1(phaseName(input.text.failingPhase()).data());
-        test::expectFailureIfListed(expectedFailures());
-        QCOMPARE(found, phase);
+        test::checkMessagePhase(family(), file, phase);
     }
 
-    void messageNumbers_data()
-    {
-        QTest::addColumn<QString>("file");
-        const QJsonObject labels = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json"));
-        for (const QString& file : labels.keys()) {
-            const QJsonObject label = labels.value(file).toObject();
-            for (const auto& field : test::messageByteFields) {
-                if (label.contains(QLatin1String(field.first))) {
-                    QTest::newRow(qPrintable(QStringLiteral("numbers:") + file)) << file;
-                    break;
-                }
-            }
-        }
-    }
+    void messageNumbers_data() { test::messageNumbersRows(family()); }
 
     // Every number the message prints is parsed to the byte.
     void messageNumbers()
     {
         QFETCH(QString, file);
-        const QJsonObject label
-            = test::readJsonObject(messagesDir() + QStringLiteral("/labels.json")).value(file).toObject();
-        Case input;
-        addFile(input, QString(messagesDir() + QLatin1Char('/') + file).toStdString());
-        QStringList wrong;
-        const OomMessage* message = input.text.oomMessages.empty() ? nullptr : &input.text.oomMessages.front();
-        for (const auto& [key, member] : test::messageByteFields) {
-            const QJsonValue want = label.value(QLatin1String(key));
-            if (want.isUndefined())
-                continue;
-            const auto expected = static_cast<uint64_t>(want.toDouble());
-            const auto got = message ? message->*member : std::nullopt;
-            if (!got || *got != expected)
-                wrong << QStringLiteral("%1 want %2 got %3")
-                             .arg(QLatin1String(key))
-                             .arg(expected)
-                             .arg(got ? QString::number(*got) : QStringLiteral("nothing"));
-        }
-        test::expectFailureIfListed(expectedFailures());
-        QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QStringLiteral("; "))));
+        test::checkMessageNumbers(family(), file);
     }
 };
 
