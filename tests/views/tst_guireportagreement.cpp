@@ -144,6 +144,19 @@ QStringList reportReading(const QString& html)
     return lines;
 }
 
+// One "scenario" row per bundled scenario that has a file ending in `suffix`.
+void scenarioRows(const QString& suffix)
+{
+    QTest::addColumn<QString>("scenario");
+    const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
+    const QStringList files = dir.entryList({ QLatin1Char('*') + suffix }, QDir::Files, QDir::Name);
+    QVERIFY(!files.isEmpty());
+    for (const QString& file : files) {
+        const QString name = file.chopped(suffix.size());
+        QTest::newRow(qPrintable(name)) << name;
+    }
+}
+
 } // namespace
 
 class TestGuiReportAgreement : public QObject
@@ -151,17 +164,7 @@ class TestGuiReportAgreement : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
-    void sameCaseSameNumbers_data()
-    {
-        QTest::addColumn<QString>("scenario");
-        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
-        const QStringList pickles = dir.entryList({ QStringLiteral("*.pickle") }, QDir::Files, QDir::Name);
-        QVERIFY(!pickles.isEmpty());
-        for (const QString& pickle : pickles) {
-            const QString name = pickle.chopped(int(qstrlen(".pickle")));
-            QTest::newRow(qPrintable(name)) << name;
-        }
-    }
+    void sameCaseSameNumbers_data() { scenarioRows(QStringLiteral(".pickle")); }
 
     void sameCaseSameNumbers()
     {
@@ -242,17 +245,7 @@ private Q_SLOTS:
         }
     }
 
-    void sameMessageSameReading_data()
-    {
-        QTest::addColumn<QString>("scenario");
-        const QDir dir(test::testDataDir() + QStringLiteral("/scenarios"));
-        const QStringList messages = dir.entryList({ QStringLiteral("*.oom.txt") }, QDir::Files, QDir::Name);
-        QVERIFY(!messages.isEmpty());
-        for (const QString& message : messages) {
-            const QString name = message.chopped(int(qstrlen(".oom.txt")));
-            QTest::newRow(qPrintable(name)) << name;
-        }
-    }
+    void sameMessageSameReading_data() { scenarioRows(QStringLiteral(".oom.txt")); }
 
     // The message's numbers and their reading in plain words come from one place
     // (core/presentation: explainMessageNumbers, explainOomMessage): the overview and the report
