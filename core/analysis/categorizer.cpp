@@ -1,5 +1,7 @@
 #include "core/analysis/categorizer.h"
 
+#include <algorithm>
+
 #include <string>
 #include <unordered_map>
 
@@ -68,7 +70,9 @@ Verdict olderWithoutFrames(const Allocation& a, Phase freedIn, uint32_t freeFeat
     return { Category::Unknown, "older than the trace, no stack recorded, lifetime not conclusive" };
 }
 
-Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, Phase freedIn)
+// `caughtByFailure`: allocated in the phase run (the optimizer step, the forward...) an out-of-memory
+// event interrupted, and still live then: whether it would have outlived the run is unknown.
+Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, bool caughtByFailure, Phase freedIn)
 {
     switch (born) {
     case Phase::Load:
@@ -81,13 +85,18 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, Phase f
         if (features & FeatureOptimizerInit)
             return { Category::OptimizerState, "optimizer state created by _init_group and kept across steps" };
         // The multi-tensor and fused paths compute the update for a whole parameter group at
-        // once; their results are freed before step() returns, so one still live was caught by
-        // the failure (or the dump) in the middle of the step.
-        if (features & FeatureOptimizerStepMath)
+        // once; their intermediates are freed before step() returns, so one still live when a
+        // failure interrupted the step is an intermediate the step did not get to free.
+        if ((features & FeatureOptimizerStepMath) && caughtByFailure)
             return { Category::Temporaries,
-                alive ? "intermediate of the multi-tensor/fused update (_foreach_*), live only because the step did "
-                        "not finish"
-                      : "intermediate of the multi-tensor/fused update (_foreach_*), freed after its step" };
+                "intermediate of the multi-tensor/fused update (_foreach_*), live only because the step did not "
+                "finish" };
+        // One that outlived a step that did finish is state the update creates itself rather than
+        // in _init_group: SGD's momentum buffers start as clones of the first step's gradients.
+        if (features & FeatureOptimizerStepMath)
+            return { Category::OptimizerState,
+                "created inside the multi-tensor/fused update (_foreach_*) and kept after its step returned "
+                "(SGD's momentum buffers start as clones of the first gradients)" };
         return { Category::OptimizerState, "allocated in the optimizer step and kept beyond it" };
     case Phase::Backward:
         if (sameRun)
@@ -128,6 +137,14 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
     for (size_t s = 0; s < out.phaseSpans.size(); ++s) {
         for (int64_t e = out.phaseSpans[s].firstEvent; e <= out.phaseSpans[s].lastEvent; ++e)
             spanOf[static_cast<size_t>(e)] = static_cast<int32_t>(s);
+    }
+
+    // The out-of-memory events: what was live at one, allocated in the same phase of the same step,
+    // was caught mid-run (phase runs may be split by frameless events, so phase and step decide).
+    std::vector<int64_t> failures;
+    for (size_t e = 0; e < events.size(); ++e) {
+        if (events[e].action == TraceAction::Oom)
+            failures.push_back(static_cast<int64_t>(e));
     }
 
     Reasons reasons(out.reasons);
@@ -175,7 +192,11 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         } else {
             const bool sameRun = !older && !alive
                 && spanOf[static_cast<size_t>(a.allocEvent)] == spanOf[static_cast<size_t>(a.freeEvent)];
-            v = byPhase(a.phase, f, alive, sameRun, freedIn);
+            const bool caughtByFailure = !older && std::any_of(failures.begin(), failures.end(), [&](int64_t failure) {
+                return a.liveAfter(failure) && out.eventPhase[static_cast<size_t>(failure)] == a.phase
+                    && out.eventStep[static_cast<size_t>(failure)] == a.step;
+            });
+            v = byPhase(a.phase, f, alive, sameRun, caughtByFailure, freedIn);
         }
         a.category = v.category;
         a.reason = reasons.intern(v.reason);
