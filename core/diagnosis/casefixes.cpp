@@ -14,7 +14,11 @@ void projectCaseSaving(Fix& fix, const std::string& what, const FixContext& cont
     fix.projectedSavingBytes = static_cast<int64_t>(saving);
     if (const auto spare = context.budget.spareAfter(saving))
         fix.fitsAfter = *spare >= 0;
-    const std::string fit = context.budget.fitPhrase(saving);
+    std::string fit = context.budget.fitPhrase(saving);
+    if (!context.caseFitsBecause.empty() && fix.fitsAfter != true) {
+        fix.fitsAfter = true;
+        fit = "the run fits: " + context.caseFitsBecause;
+    }
     fix.detail += " " + what + " " + formatBytes(saving) + ": " + formatSignedBytes(-static_cast<int64_t>(saving))
         + (fit.empty() ? "" : "; " + fit) + ".";
 }

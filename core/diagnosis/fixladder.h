@@ -52,6 +52,10 @@ struct FixContext
     bool preExpandableTorch = false; // message template from before expandable segments (≤2.0)
     MemoryBudget budget;
     std::optional<uint64_t> caseSavingBytes; // what a case-specific fix frees (retained eval outputs, leaked bytes)
+    // Why the case-specific fix fits the run whatever the arithmetic at the failure says: a leak's
+    // run without the leak repeats a step that already completed ("step 1 completed under the same
+    // limit"). Empty: judged by the budget.
+    std::string caseFitsBecause;
     uint64_t otherProcessBytes = 0;
     std::optional<uint64_t> allowedBytes;
 };

@@ -104,6 +104,15 @@ int32_t SnapshotEvidence::firstTrainingStep() const
     return 1;
 }
 
+const StepProfile* SnapshotEvidence::completedStepBeforeFailure() const
+{
+    for (const auto& step : profile.steps) {
+        if (step.complete && step.hasBackward && step.step < oom.step)
+            return &step;
+    }
+    return nullptr;
+}
+
 // What training keeps whatever the batch (trainingstate.h). A run seen only loading or
 // evaluating is not projected: nothing shows that it will train.
 void SnapshotEvidence::projectState()

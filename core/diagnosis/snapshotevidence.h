@@ -52,6 +52,9 @@ struct SnapshotEvidence
     bool limitRefusedSegment() const;
     // The first step that trains (step 0 is often a warm-up or a dataloader probe).
     int32_t firstTrainingStep() const;
+    // A training step (with a backward) that completed before the failing one: proof that the
+    // work fit once under the same limits. Null when the run failed in its first step.
+    const StepProfile* completedStepBeforeFailure() const;
 
     // An evidence line on d, linked to a trace event when one is given.
     void evidence(Diagnosis& d, std::string text, int64_t event = -1) const;

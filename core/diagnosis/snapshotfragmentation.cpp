@@ -44,7 +44,16 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         e.evidence(d,
             "no free block could take " + formatBytes(request) + ": the largest was "
                 + formatBytes(e.oom.largestFreeBlock));
-    e.evidence(d, "the card had only " + formatBytes(e.oom.deviceFreeBytes) + " left to reserve a new segment");
+    // What a new segment could still come from: the card's free memory, or under a per-process
+    // limit what the limit leaves above the reserve (the card may have tens of GiB free).
+    const uint64_t usable = *e.fixes.budget.usableBytes;
+    const uint64_t roomToReserve = usable > e.oom.reservedBytes ? usable - e.oom.reservedBytes : 0;
+    if (e.processLimit && roomToReserve < e.oom.deviceFreeBytes)
+        e.evidence(d,
+            "the per-process limit left only " + formatBytes(roomToReserve) + " to reserve a new segment (the card had "
+                + formatBytes(e.oom.deviceFreeBytes) + " free)");
+    else
+        e.evidence(d, "the card had only " + formatBytes(e.oom.deviceFreeBytes) + " left to reserve a new segment");
     if (e.fixes.expandableSegmentsOn) {
         confidence *= 0.6;
         e.evidence(d, "expandable segments were already on in this run");
@@ -57,7 +66,7 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             FixKind::Checkpointing },
         e.fixes);
     d.outlook = dynamicOutlook();
-    d.outlook->leadingFixFreesOnceBytes = unused + e.oom.deviceFreeBytes;
+    d.outlook->leadingFixFreesOnceBytes = unused + std::min(roomToReserve, e.oom.deviceFreeBytes);
     out.push_back(std::move(d));
 }
 

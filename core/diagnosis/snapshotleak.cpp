@@ -9,6 +9,19 @@ namespace oomlens::snapshotrules {
 
 namespace {
 
+// A leak adds to every step while the work stays the same, so a run without it repeats a step that
+// already completed under the same limits: stopping it fits the run, whatever the budget arithmetic
+// at the failure says (that counts the cache the grown live set split as blocked, which a run that
+// never grew would not have split). Empty when no training step completed before the failing one.
+std::string completedStepOfTheSameWork(const SnapshotEvidence& e)
+{
+    const StepProfile* step = e.completedStepBeforeFailure();
+    if (!step)
+        return {};
+    return "without the leak every step repeats step " + std::to_string(step->step)
+        + ", which completed under the same limit with " + formatBytes(step->peakLive) + " live at its peak";
+}
+
 // A trace too short to compare step starts: the leak is read from what it kept (keptperstep.h).
 // 0.8: many same-sized tensors from one line of code that outlived their steps, the trace showing
 // that line still adding one set per step and freeing none, is what a kept reference looks like;
@@ -47,6 +60,7 @@ bool keptTensorsLeak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         + formatBytes(kept->liveBytes()) + " by now); the run fails once that adds up.";
     FixContext fixes = e.fixes;
     fixes.caseSavingBytes = kept->liveBytes();
+    fixes.caseFitsBecause = completedStepOfTheSameWork(e);
     appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
     d.outlook = RunOutlook {};
     d.outlook->growthPerUnitBytes = kept->perStepBytes();
@@ -103,6 +117,7 @@ void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         + " per step alive; the run fails once that adds up.";
     FixContext fixes = e.fixes;
     fixes.caseSavingBytes = finding->growth;
+    fixes.caseFitsBecause = completedStepOfTheSameWork(e);
     appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
     d.outlook = RunOutlook {};
     d.outlook->growthPerUnitBytes = finding->slopePerStep;
