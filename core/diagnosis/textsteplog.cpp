@@ -116,8 +116,7 @@ struct LongestSeen
     uint64_t mostBefore = 0;
 };
 
-LongestSeen longestSeen(
-    const MemoryLog& log, const std::function<std::optional<uint64_t>(const MemoryLogPoint&)>& size)
+LongestSeen longestSeen(const MemoryLog& log, const std::function<std::optional<uint64_t>(const MemoryLogPoint&)>& size)
 {
     LongestSeen seen;
     for (const auto& point : log) {
