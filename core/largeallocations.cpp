@@ -17,7 +17,7 @@
 //
 // Sanitizer builds keep their own allocator, which reports mismatched new/delete.
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define OOMLENS_KEEP_ALLOCATOR 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || __has_feature(thread_sanitizer)
