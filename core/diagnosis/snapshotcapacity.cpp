@@ -54,6 +54,13 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
                                                                       : 0.8;
         if (e.implausiblySmall)
             confidence = std::min(confidence, e.isTrainingRun() ? 0.7 : 0.4);
+        // Before the first optimizer.step() nothing shows which parameters train or which optimizer
+        // steps them. When the weights and their gradients fit and only the moments Adam would keep
+        // for every parameter push the state over, the claim rests on that guess: a likely reading
+        // (0.55) that does not outrank what was measured (the phase that failed).
+        const bool restsOnUnseenOptimizer = e.state.optimizerUnseen() && e.state.withoutUnseenOptimizer() <= usable;
+        if (restsOnUnseenOptimizer)
+            confidence = std::min(confidence, 0.55);
         // With the card's size known, a state that fits on the card (less a CUDA context) once
         // the memory held outside this process is back is that holder's doing, not the card's.
         const uint64_t context = e.context.message && e.context.message->selfNonPyTorchBytes
@@ -83,6 +90,13 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
             e.evidence(d,
                 "the failure came before training had built that state: it is projected from the "
                     + formatBytes(e.state.parameters) + " of weights, assuming every parameter trains");
+        if (restsOnUnseenOptimizer)
+            e.evidence(d,
+                "the weights and their gradients, " + formatBytes(e.state.withoutUnseenOptimizer()) + ", fit in the "
+                    + formatBytes(usable)
+                    + "; only the optimizer state, projected for an optimizer this run has not reached yet, "
+                      "pushes it over: with frozen weights (LoRA, a frozen backbone) or a lighter optimizer "
+                      "the state is smaller. The first optimizer.step() or the training script settles it");
         e.evidence(d,
             "activations at the failure are " + formatBytes(band(e.oom.liveByCategory, Category::Activations))
                 + ": smaller batches or checkpointing shrink only those");

@@ -36,7 +36,8 @@ public:
             snapshotrules::workingSet(m_evidence, m_out);
         RunFacts facts;
         facts.usableBytes = m_evidence.fixes.budget.usableBytes;
-        facts.fixedStateBytes = m_evidence.state.total();
+        // Only state no guess is needed for demotes a fix: see TrainingState::withoutUnseenOptimizer.
+        facts.fixedStateBytes = m_evidence.state.withoutUnseenOptimizer();
         facts.fixedStateText = m_evidence.state.text();
         facts.phase = m_evidence.oom.phase == Phase::Eval ? "evaluation" : "training";
         projectPhaseNeed(facts);

@@ -56,6 +56,39 @@ GrowingBuffer growingBuffer(const SnapshotEvidence& e)
     return found;
 }
 
+// What the trace shows evaluation freeing before the failure: the batches it saw come and go.
+struct EvalTurnover
+{
+    int freedCount = 0;
+    uint64_t freedBytes = 0;
+    // Live at the failure but allocated before the trace began, and not weights or optimizer
+    // state: outputs kept before the ring buffer's window would hide here.
+    uint64_t olderDynamicBytes = 0;
+};
+
+// Enough evaluation allocations seen freed that "nothing was kept" is measured, not a gap in the trace.
+constexpr int kEvalAllocationsToJudge = 20;
+
+// A share of live memory that evaluation's kept outputs must reach to be the pile that filled the card.
+constexpr double kRetainedShare = 0.15;
+
+EvalTurnover evalTurnover(const SnapshotEvidence& e)
+{
+    EvalTurnover turnover;
+    for (const auto& allocation : e.device.allocations) {
+        const bool freedBefore = allocation.freeEvent >= 0 && allocation.freeEvent <= e.oom.eventIndex;
+        if (allocation.phase == Phase::Eval && allocation.allocEvent >= 0 && freedBefore) {
+            ++turnover.freedCount;
+            turnover.freedBytes += allocation.requestedSize;
+        }
+        const bool fixedState = allocation.category == Category::Parameters
+            || allocation.category == Category::OptimizerState || allocation.category == Category::Gradients;
+        if (allocation.olderThanTrace() && !fixedState && allocation.liveAfter(e.oom.eventIndex))
+            turnover.olderDynamicBytes += allocation.requestedSize;
+    }
+    return turnover;
+}
+
 } // namespace
 
 // Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
@@ -66,16 +99,25 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (e.oom.phase != Phase::Eval && e.profile.evalRetainedCount == 0)
         return;
     const uint64_t live = e.fixes.budget.liveBytes;
-    const bool retains = e.profile.evalRetainedCount >= 3 && safeRatio(e.profile.evalRetainedBytes, live) >= 0.15;
+    const bool retains
+        = e.profile.evalRetainedCount >= 3 && safeRatio(e.profile.evalRetainedBytes, live) >= kRetainedShare;
     if (e.oom.phase != Phase::Eval && !retains)
         return;
     // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
     // is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation
-    // with nothing retained (an oversized evaluation batch is as likely); 0.45: retained outputs
-    // measured but the failure is elsewhere.
+    // with nothing retained (an oversized evaluation batch is as likely); 0.3 when the trace saw
+    // evaluation allocate batch after batch and free nearly all of it (nothing piles up: only the
+    // phase is left, a description); 0.45: retained outputs measured but the failure is elsewhere.
     const GrowingBuffer buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : GrowingBuffer {};
     const bool gathered = buffer.buffers > 0;
-    double confidence = e.oom.phase == Phase::Eval ? (retains || gathered ? 0.85 : 0.5) : 0.45;
+    const EvalTurnover turnover = evalTurnover(e);
+    const bool traceCoversLive = safeRatio(turnover.olderDynamicBytes, live) < kRetainedShare;
+    const bool seenFreeingEverything
+        = !retains && !gathered && traceCoversLive && turnover.freedCount >= kEvalAllocationsToJudge;
+    double confidence = e.oom.phase == Phase::Eval ? (retains || gathered ? 0.85
+                                : seenFreeingEverything                   ? 0.3
+                                                                          : 0.5)
+                                                   : 0.45;
     Diagnosis d = makeDiagnosis("eval_accumulation", confidence, {});
     e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
     int batches = 0;
@@ -93,8 +135,14 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + " of live memory",
             e.profile.firstEvalRetainedEvent);
     }
+    if (seenFreeingEverything && e.oom.phase == Phase::Eval)
+        e.evidence(d,
+            "the trace saw evaluation free " + std::to_string(turnover.freedCount) + " of its allocations ("
+                + formatBytes(turnover.freedBytes) + ") and keep "
+                + (e.profile.evalRetainedCount > 0 ? formatBytes(e.profile.evalRetainedBytes) : std::string("nothing"))
+                + ": no outputs pile up, so only the phase points here");
     d.outlook = RunOutlook {};
-    d.outlook->leadingFixStopsGrowth = true;
+    d.outlook->leadingFixStopsGrowth = !seenFreeingEverything;
     if (retains && batches >= 2) {
         d.outlook->growthPerUnitBytes = e.profile.evalRetainedBytes / static_cast<uint64_t>(batches);
         d.outlook->unit = "evaluation batch";

@@ -224,6 +224,7 @@ TrainingState projectTrainingState(
     state.gradients = state.gradientsProjected ? weights : gradients;
     const uint64_t moments
         = std::max(band(inputs.live, Category::OptimizerState), band(inputs.peakSeen, Category::OptimizerState));
+    state.measuredOptimizerState = moments;
     if (inputs.optimizerStateBuilt) {
         state.optimizerState = moments;
         return state;

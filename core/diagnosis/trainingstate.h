@@ -61,7 +61,20 @@ struct TrainingState
     int projectedStateTensors = 2; // per parameter, where the optimizer state was projected
     uint64_t ifHalfBytes = 0; // the total with 16-bit weights and fp32 master weights, when precision is unknown
 
+    uint64_t measuredOptimizerState = 0; // what the optimizer had created at the failure
     uint64_t total() const { return parameters + gradients + optimizerState + masterWeights; }
+    // Whether the optimizer's state is projected for an optimizer the run has not reached: no step
+    // annotation or torch/optim frame names it, so Adam's two moments (and the fp32 master copy of
+    // 16-bit weights) are a guess about code that has not run. Frozen weights (LoRA, a frozen
+    // backbone) or a lighter optimizer make the real state smaller.
+    bool optimizerUnseen() const { return optimizerProjected && optimizer.name.empty(); }
+    // The state without that guess: the weights, every parameter's gradient and what the optimizer
+    // had created. A claim that the state cannot fit is sound on this figure; on total() alone
+    // it rests on the guess.
+    uint64_t withoutUnseenOptimizer() const
+    {
+        return optimizerUnseen() ? parameters + gradients + measuredOptimizerState : total();
+    }
     bool projected() const { return gradientsProjected || optimizerProjected; }
     // "parameters 2.00 GiB + gradients 2.00 GiB (projected) + Adam moments 4.00 GiB (projected) = 8.00 GiB"
     std::string text() const;
