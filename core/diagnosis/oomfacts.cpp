@@ -160,6 +160,8 @@ OomFacts oomFacts(const OomMessage& message)
             if (!frame.code.empty())
                 facts.tracebackFunctions.push_back(frame.code);
         }
+        if (!message.traceback->frames.empty())
+            facts.failingFrame = message.traceback->frames.back();
     }
     return facts;
 }

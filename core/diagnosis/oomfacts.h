@@ -51,6 +51,7 @@ struct OomFacts
     Phase phase = Phase::Unknown;
     std::string phaseEvidence;
     std::vector<std::string> tracebackFunctions; // for case-specific hints (HF evaluation loop, torch.load)
+    std::optional<TracebackFrame> failingFrame; // the innermost frame the traceback printed
 
     bool hasNumbers() const { return request.has_value() && (total.has_value() || limit.has_value()); }
     // The request would have fit had nothing else been on the card besides this process.

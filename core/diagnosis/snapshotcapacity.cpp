@@ -114,7 +114,7 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
                 "the snapshot records no card size, and " + formatBytes(usable)
                     + " is less than any training GPU leaves a process: the card may be larger and partly held "
                       "by something else (see other_process)");
-        const std::string holder = e.cardTotal ? "the card" : "this process";
+        const std::string holder = e.cardTotal && !limited ? "the card" : "this process";
         d.summary = "Weights, gradients and optimizer state alone need " + formatBytes(fixedState)
             + (e.state.projected() ? " once training has built them" : "") + "; " + holder + " could hold "
             + formatBytes(usable) + ", whatever the batch.";

@@ -138,7 +138,10 @@ void SnapshotEvidence::projectState()
     PrecisionEvidence precision = weightPrecision(*analysis.snapshot, device);
     if (precision.precision == WeightPrecision::Unknown)
         precision = precisionFromStateSizes(device, oom.eventIndex);
-    state = projectTrainingState(inputs, precision, optimizerKind(*analysis.snapshot, device));
+    OptimizerKind optimizer = optimizerKind(*analysis.snapshot, device);
+    if (context.message && context.message->failingFrame && oom.phase == Phase::Optimizer)
+        noteMomentumBeingCreated(optimizer, *context.message->failingFrame);
+    state = projectTrainingState(inputs, precision, optimizer);
 }
 
 // Ranks for ZeRO's projection: the log's rank prefixes or nvidia-smi when the text shows them,

@@ -175,6 +175,23 @@ OptimizerKind optimizerKind(const Snapshot& snapshot, const DeviceAnalysis& devi
     return {};
 }
 
+bool noteMomentumBeingCreated(OptimizerKind& kind, const TracebackFrame& failingFrame)
+{
+    if (!kind.momentumOnlyIfSeen)
+        return false;
+    const std::string_view file = failingFrame.filename;
+    const std::string_view code = failingFrame.code;
+    const bool inSgd = optimModule(file) == "sgd";
+    const bool makesBuffer = code.find("clone(") != std::string_view::npos
+        || code.find("empty_like(") != std::string_view::npos || code.find("momentum_buffer") != std::string_view::npos;
+    if (!inSgd || !makesBuffer)
+        return false;
+    kind.momentumOnlyIfSeen = false;
+    kind.evidence += "; the traceback fails making its momentum buffers (" + failingFrame.function + ": "
+        + std::string(code) + ")";
+    return true;
+}
+
 PrecisionEvidence precisionFromStateSizes(const DeviceAnalysis& device, int64_t untilEvent)
 {
     std::unordered_set<uint64_t> weightSizes;

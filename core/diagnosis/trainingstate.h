@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/snapshotanalysis.h"
+#include "core/textinputs.h"
 
 #include <cstdint>
 #include <string>
@@ -33,6 +34,13 @@ struct OptimizerKind
 };
 
 OptimizerKind optimizerKind(const Snapshot& snapshot, const DeviceAnalysis& device);
+
+// SGD keeps a momentum buffer only when momentum is set, and makes it at the first step as a copy of
+// the gradient (`torch.clone(grad)` in _single_tensor_sgd, `device_grads[i].detach().clone()` in
+// _multi_tensor_sgd, `empty_like` for the fused path). A failure on that line of torch/optim/sgd.py
+// is the buffer being made: momentum is on, before any buffer exists for the snapshot to show.
+// Marks `kind` as keeping its buffer, with the line as evidence; false when the frame is not that.
+bool noteMomentumBeingCreated(OptimizerKind& kind, const TracebackFrame& failingFrame);
 
 // The weights' precision as the optimizer's state shows it, when it has begun to create it (up to
 // untilEvent): state tensors are made like their parameter (zeros_like), so a state tensor twice
