@@ -1,5 +1,7 @@
 #include "core/diagnosis/leakdetection.h"
 
+#include "core/presentation/userframe.h"
+
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
@@ -16,24 +18,17 @@ uint64_t liveBefore(const DeviceAnalysis& device, int64_t event)
     return device.allocatedAfter[index];
 }
 
+// The leaking site named by the frame the app and the report name it by (userframe.h).
 std::string siteOf(const Snapshot& snapshot, StackId stack)
 {
     if (!snapshot.frames || !snapshot.strings || !stack.isValid() || stack.value >= snapshot.frames->stackCount())
         return "(no stack recorded)";
-    std::string first;
-    for (const FrameId id : snapshot.frames->stack(stack)) {
-        const Frame& frame = snapshot.frames->frame(id);
-        const std::string_view file = snapshot.strings->get(frame.filename);
-        const std::string text = std::string(file) + ":" + std::string(snapshot.strings->get(frame.name)) + ":"
-            + std::to_string(frame.line);
-        if (first.empty())
-            first = text;
-        const bool library = file.find("torch/") != std::string_view::npos
-            || file.find("torch\\") != std::string_view::npos || file.empty() || file == "??";
-        if (!library)
-            return text;
-    }
-    return first;
+    const std::optional<FrameId> id = userFrame(*snapshot.frames, *snapshot.strings, stack);
+    if (!id)
+        return "(no stack recorded)";
+    const Frame& frame = snapshot.frames->frame(*id);
+    return std::string(snapshot.strings->get(frame.filename)) + ":" + std::string(snapshot.strings->get(frame.name))
+        + ":" + std::to_string(frame.line);
 }
 
 // Weights, gradients and optimizer state live right before `event`: what training keeps once it

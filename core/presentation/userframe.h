@@ -21,8 +21,9 @@ bool isPythonFile(std::string_view filename);
 bool isCompilerGeneratedFile(std::string_view filename);
 
 // The frame of a stack a reader recognises as their code: the innermost Python frame outside
-// PyTorch's own package and torch.compile's generated code, else the innermost Python frame, else the innermost frame
-// (C++ frames come first in stacks='all' recordings and say little about the model). nullopt for an empty or invalid
+// PyTorch's own package and torch.compile's generated code, else the innermost Python frame, else (a C++-only stack,
+// such as the autograd engine's threads) the backward node or operator that ran, past the recorder and allocator
+// frames that come first in stacks='all' recordings. nullopt for an empty or invalid
 // stack. The app and the report both name allocations by this frame.
 std::optional<FrameId> userFrame(const FrameTable& frames, const StringTable& strings, StackId stack);
 

@@ -91,6 +91,23 @@ private Q_SLOTS:
             userFrame(frames, strings, frames.internStack(torchOnly.data(), torchOnly.size())), std::optional(linear));
         const std::vector<FrameId> cppOnly = { cpp };
         QCOMPARE(userFrame(frames, strings, frames.internStack(cppOnly.data(), cppOnly.size())), std::optional(cpp));
+        // The autograd engine's thread (hook_leak, PyTorch 2.11, stacks='all'): the recorder and the
+        // allocator come first; the backward node names the work, else the operator.
+        const FrameId unwind = frame("??", "torch::unwind::unwind()");
+        const FrameId gather = frame("memory_snapshot.cpp", "torch::cuda::(anonymous namespace)::gather_with_cpp()");
+        const FrameId empty = frame("??", "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)");
+        const FrameId op = frame("??", "at::_ops::nll_loss_backward::call(at::Tensor const&)");
+        const FrameId node
+            = frame("??", "torch::autograd::generated::NllLossBackward0::apply(std::vector<at::Tensor>&&)");
+        const FrameId engine = frame("??", "torch::autograd::Engine::thread_main()");
+        const std::vector<FrameId> backwardThread = { unwind, gather, cpp, empty, op, node, engine };
+        QCOMPARE(userFrame(frames, strings, frames.internStack(backwardThread.data(), backwardThread.size())),
+            std::optional(node));
+        const std::vector<FrameId> noNode = { unwind, gather, cpp, empty, op, engine };
+        QCOMPARE(userFrame(frames, strings, frames.internStack(noNode.data(), noNode.size())), std::optional(op));
+        const std::vector<FrameId> machineryThenEngine = { unwind, gather, cpp, empty, engine };
+        QCOMPARE(userFrame(frames, strings, frames.internStack(machineryThenEngine.data(), machineryThenEngine.size())),
+            std::optional(engine));
         QVERIFY(!userFrame(frames, strings, FrameTable::emptyStack()));
         QVERIFY(!userFrame(frames, strings, StackId()));
     }

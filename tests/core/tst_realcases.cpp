@@ -126,6 +126,22 @@ private Q_SLOTS:
             qPrintable(QStringLiteral("truth %1, top %2 at %3").arg(top.toString(), got.id).arg(got.confidence)));
     }
 
+    // A leak's sites are named by the code that keeps the tensors. In heldout2/hook_leak some are
+    // made on the autograd engine's thread, whose C++-only stack (stacks='all') starts with the
+    // recorder's own frames (gather_with_cpp), which once named the site.
+    void leakSiteIsTheCodeThatKeeps()
+    {
+        const CaseAnalysis analysis = analyzeCase(realCase(QStringLiteral("heldout2/hook_leak"), false));
+        QVERIFY(!analysis.diagnoses.empty());
+        std::string sites;
+        for (const Evidence& line : analysis.diagnoses.front().evidence) {
+            if (line.text.rfind("made since the first of those points", 0) == 0)
+                sites = line.text;
+        }
+        QVERIFY2(sites.find("make_cases.py:forward") != std::string::npos, sites.c_str());
+        QVERIFY2(sites.find("gather_with_cpp") == std::string::npos, sites.c_str());
+    }
+
     void failingPhase_data()
     {
         QTest::addColumn<QString>("key");
