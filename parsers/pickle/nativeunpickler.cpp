@@ -1,5 +1,6 @@
 #include "parsers/pickle/nativeunpickler.h"
 
+#include "parsers/pickle/listsplit.h"
 #include "parsers/pickle/opcodes.h"
 #include "parsers/pickle/snapshotbuilder.h"
 #include "parsers/pickle/unpicklerdetail.h"
@@ -18,6 +19,8 @@ NativeUnpickler::NativeUnpickler(SnapshotBuilder& builder)
     : m_builder(builder)
 { }
 
+NativeUnpickler::~NativeUnpickler() = default;
+
 Value NativeUnpickler::decode(std::string_view data)
 {
     m_base = reinterpret_cast<const unsigned char*>(data.data());
@@ -34,9 +37,14 @@ Value NativeUnpickler::decode(std::string_view data)
     m_recent.assign(recentSlots, ListEntry {});
     m_listCount = 0;
     m_listsSound = true;
+    m_watchSplit = m_size >= splitFrom;
+    m_wasSplit = false;
+    m_splitTries = 0;
     try {
         run();
+        m_split.reset();
     } catch (const DecodeError& e) {
+        m_split.reset();
         // Errors raised by the builder know the shape, not the place: add the place.
         const std::string what = e.what();
         if (e.kind() == ErrorKind::Cancelled || what.find(" at byte ") != std::string::npos)
@@ -50,17 +58,32 @@ void NativeUnpickler::run()
 {
     const unsigned char* const base = m_base;
     const uint64_t size = m_size;
-    uint64_t pos = 0;
-    uint64_t nextCheck = checkEvery;
+    uint64_t pos = m_pos;
+    uint64_t nextCheck = pos + checkEvery;
+    // Where the loop must stop before the end: the split point, or a second decoder's list end.
+    uint64_t limit = size;
     SnapshotBuilder& builder = m_builder;
 
-    while (pos < size) {
+    for (;;) {
+        if (pos >= limit) [[unlikely]] {
+            if (pos >= size)
+                break;
+            if (m_items) {
+                m_pos = pos;
+                return;
+            }
+            pos = joinSplit(pos);
+            limit = size;
+            continue;
+        }
         if (pos >= nextCheck) {
             nextCheck = pos + checkEvery;
             if (cancel && cancel->load(std::memory_order_relaxed))
                 throw DecodeError(ErrorKind::Cancelled, "cancelled");
             if (progress)
                 progress(pos, size);
+            if (m_watchSplit) [[unlikely]]
+                limit = considerSplit(pos);
         }
         const uint64_t start = pos;
         m_opStart = start;
@@ -97,6 +120,8 @@ void NativeUnpickler::run()
             pos += 8;
             break;
         case op::Stop:
+            if (m_items)
+                throw errorAt("STOP inside a split list", start);
             if (m_stack.empty())
                 throw errorAt("not a valid pickle: STOP with an empty stack", start);
             m_root = take(m_stack.back());
@@ -325,6 +350,8 @@ void NativeUnpickler::run()
             const uint32_t handle = target(2, Kind::List);
             builder.append(handle, take(m_stack.back()));
             m_stack.pop_back();
+            if (m_items && m_stack.size() == 1 && m_marks.empty() && atListEnd(pos)) [[unlikely]]
+                limit = pos;
             break;
         }
         case op::Appends:
@@ -333,6 +360,8 @@ void NativeUnpickler::run()
             if (k == 0)
                 throw errorAt(std::string("not a valid pickle: ") + opcodeName(code) + " without a container", start);
             appendItems(target(m_stack.size() - k + 1, code == op::Appends ? Kind::List : Kind::Set), k);
+            if (m_items && m_stack.size() == 1 && m_marks.empty() && atListEnd(pos)) [[unlikely]]
+                limit = pos;
             break;
         }
         case op::SetItem: {

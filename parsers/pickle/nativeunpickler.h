@@ -15,6 +15,7 @@
 namespace oomlens::pickle {
 
 class SnapshotBuilder;
+class ListSplit;
 
 // The decoder's operand stack: a plain array with the few operations the opcodes need, so a
 // push in the hot loop is a compare and a store.
@@ -45,6 +46,7 @@ class NativeUnpickler
 {
 public:
     explicit NativeUnpickler(SnapshotBuilder& builder);
+    ~NativeUnpickler();
 
     std::function<void(uint64_t done, uint64_t total)> progress;
     const std::atomic_bool* cancel = nullptr;
@@ -54,12 +56,43 @@ public:
     Value decode(std::string_view data);
 
     int protocol() const { return m_protocol; }
+    // Whether the last decode() split a list between two threads (the split can fail over to
+    // one thread at any point; the result is the same either way).
+    bool wasSplit() const { return m_wasSplit; }
+
+    // From this input size on, a long trace list is decoded by two threads: a second decoder
+    // reads its later items while this one reads the earlier ones (nativeunpicklersplit.cpp).
+    // The result is the same, ids included; SIZE_MAX decodes on one thread only.
+    uint64_t splitFrom = defaultSplitFrom;
+    static constexpr uint64_t defaultSplitFrom = uint64_t(16) << 20;
 
     static constexpr size_t maxStack = size_t(1) << 24;
     static constexpr size_t maxMarks = 10000;
 
 private:
+    friend class ListSplit;
     void run();
+    // The split (nativeunpicklersplit.cpp): considerSplit() runs at the opcode loop's checks and
+    // returns where the loop must stop (the split point once known, else the input's end);
+    // joinSplit() takes the second decoder's items over there and returns where to go on.
+    uint64_t considerSplit(uint64_t pos);
+    uint64_t joinSplit(uint64_t pos);
+    bool startSplit(uint64_t pos);
+    // The second decoder: reads the items of an open list from `from` until the list ends, with
+    // the memo as the first decoder had it (slots it could not share unset) up to memoSize.
+    void decodeItems(std::string_view data, uint64_t from, std::vector<uint64_t> memo, std::vector<Value> wide);
+    bool atListEnd(uint64_t pos) const;
+    std::unique_ptr<ListSplit> m_split;
+    bool m_watchSplit = false;
+    int m_splitTries = 0;
+    bool m_items = false; // this is a second decoder
+    // A second decoder's memo: m_memo holds the first decoder's slots as they were when the split
+    // began (m_memoFloor of them); what it stores itself goes to m_localMemo, numbered from 0,
+    // because the number of slots stored before the split point is not known yet.
+    uint64_t m_memoFloor = 0;
+    std::vector<uint64_t> m_localMemo;
+    void localMemoPut();
+    bool m_wasSplit = false;
     Value take(const Value& value)
     {
         if (value.kind != Kind::Open) [[likely]]

@@ -48,7 +48,7 @@ Value NativeUnpickler::finalize(uint32_t handle)
 {
     const Value closed = m_builder.close(handle);
     if (handle < m_handleMemo.size() && m_handleMemo[handle] != noMemo) {
-        m_memo[m_handleMemo[handle]] = packMemo(closed);
+        (m_items ? m_localMemo : m_memo)[m_handleMemo[handle]] = packMemo(closed);
         m_handleMemo[handle] = noMemo;
     }
     return closed;
@@ -72,6 +72,10 @@ void NativeUnpickler::memoPut(uint64_t index)
         prefaultMemo();
     if (m_stack.empty())
         throw errorAt("not a valid pickle: memo store with an empty stack", m_opStart);
+    if (m_items) [[unlikely]] {
+        localMemoPut();
+        return;
+    }
     if (index < m_memo.size() && m_memo[index] != 0 && m_listsSound) {
         // A rebound slot changes what the bytes of a known frame list mean.
         m_listsSound = false;
@@ -110,6 +114,30 @@ void NativeUnpickler::memoPut(uint64_t index)
     m_memo[index] = packMemo(top);
 }
 
+void NativeUnpickler::localMemoPut()
+{
+    // Numbered slots (PUT, protocols 0-3) would tell the split point's memo size, but PyTorch's
+    // pickles (protocol 4 and later) number by MEMOIZE only, and only those are split.
+    if (m_base[m_opStart] != op::Memoize)
+        throw DecodeError(ErrorKind::Unsupported, "a numbered memo slot in a split list");
+    if (m_stack.empty())
+        throw errorAt("not a valid pickle: memo store with an empty stack", m_opStart);
+    const Value& top = m_stack.back();
+    if (top.kind != Kind::Open) {
+        m_localMemo.push_back(packMemo(top));
+        return;
+    }
+    if (top.ref >= m_handleMemo.size())
+        m_handleMemo.resize(top.ref + 1, noMemo);
+    if (m_handleMemo[top.ref] != noMemo)
+        throw DecodeError(ErrorKind::Unsupported, "a container stored twice in the memo");
+    if (top.ref >= m_openPos.size())
+        m_openPos.resize(top.ref + 1);
+    m_openPos[top.ref] = m_stack.size() - 1;
+    m_handleMemo[top.ref] = static_cast<uint32_t>(m_localMemo.size());
+    m_localMemo.push_back(((uint64_t(static_cast<uint8_t>(Kind::Open)) + 1) << 56) | top.ref);
+}
+
 void NativeUnpickler::forget(uint64_t index)
 {
     // An unfinished container's slot being overwritten must not be refilled when it closes.
@@ -120,6 +148,15 @@ void NativeUnpickler::forget(uint64_t index)
 
 void NativeUnpickler::memoGetSlow(uint64_t index)
 {
+    if (m_items && index >= m_memoFloor) {
+        // Stored after the split began, by either half: resolved when the halves join.
+        if (index > std::numeric_limits<uint32_t>::max())
+            throw errorAt("memo key " + std::to_string(index) + " is out of range", m_opStart);
+        Value deferred = Value::of(Kind::Deferred, static_cast<uint32_t>(index));
+        deferred.i = static_cast<int64_t>(m_localMemo.size());
+        push(deferred);
+        return;
+    }
     if (index >= m_memo.size() || m_memo[index] == 0)
         throw errorAt("not a valid pickle: memo key " + std::to_string(index) + " was never stored", m_opStart);
     Value value = unpackMemo(m_memo[index]);

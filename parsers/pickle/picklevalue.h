@@ -37,13 +37,16 @@ enum class Kind : uint8_t {
     Annotation,
     Records, // a list of staged records of one kind: ref = range index
     Open, // native decoder only: a container still being filled; ref = builder handle, i = its Kind
+    // Native decoder only: a memo slot the other half of a split list stores (nativeunpicklersplit.cpp);
+    // ref = memo index, i = how many slots this half had stored when it was read.
+    Deferred,
 };
 
 inline const char* kindName(Kind kind)
 {
     static constexpr const char* names[] = { "None", "bool", "int", "big int", "float", "str", "bytes", "list", "tuple",
         "list", "tuple", "dict", "set", "frame", "frame list", "trace entry", "block", "segment", "history entry",
-        "annotation", "list", "unfinished container" };
+        "annotation", "list", "unfinished container", "value stored by the other half of a split list" };
     return names[static_cast<size_t>(kind)];
 }
 

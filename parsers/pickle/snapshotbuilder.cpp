@@ -103,6 +103,8 @@ void SnapshotBuilder::appendSlow(OpenContainer& c, const Value& item)
         appendRecord(c, item);
         return;
     }
+    if (item.kind == Kind::Deferred)
+        deferredValue();
     if (c.recordKind != Kind::None)
         mixedList(c.recordKind);
     spillFrames(c);
@@ -135,6 +137,12 @@ void SnapshotBuilder::appendRecord(OpenContainer& c, const Value& item)
 void SnapshotBuilder::mixedList(Kind kind)
 {
     throw unsupported(std::string("a list mixes ") + kindName(kind) + "s with other values");
+}
+
+void SnapshotBuilder::deferredValue()
+{
+    // Only a trace entry's frames can wait for the other half of a split list (makeEvent).
+    throw unsupported("a value stored by the other half of a split list is used before the split joins");
 }
 
 void SnapshotBuilder::sharedRecord(Kind kind)
@@ -322,7 +330,12 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
     e.size = static_cast<uint64_t>(integer(f[KSize], KSize, record));
     e.stream = integer(f[KStream], KStream, record);
     e.timeUs = integer(f[KTimeUs], KTimeUs, record);
-    e.stack = stackOf(f[KFrames], record);
+    if (f[KFrames] && f[KFrames]->kind == Kind::Deferred) [[unlikely]] {
+        m_deferredStacks.push_back(
+            { static_cast<uint32_t>(m_events.size()), f[KFrames]->ref, static_cast<uint64_t>(f[KFrames]->i) });
+    } else {
+        e.stack = stackOf(f[KFrames], record);
+    }
     e.compileContext = optionalText(f[KCompileContext], KCompileContext, record);
     // PyTorch records "N/A" outside compiled regions when compile_context=True.
     if (e.compileContext.isValid() && m_strings->get(e.compileContext) == "N/A")
@@ -371,6 +384,8 @@ std::optional<PoolId> SnapshotBuilder::poolIdOf(const Value* pool) const
 // searched linearly; past 65,535 distinct pools the entry keeps none.
 uint16_t SnapshotBuilder::entryPoolOf(const Value* value)
 {
+    if (value->kind == Kind::Deferred)
+        deferredValue();
     const auto pool = poolIdOf(value);
     if (!pool) {
         if (value->kind != Kind::None)
@@ -573,6 +588,8 @@ StackId SnapshotBuilder::stackOf(const Value* value, const char* record)
         return FrameTable::emptyStack();
     if (value->kind == Kind::Stack)
         return StackId(value->ref);
+    if (value->kind == Kind::Deferred)
+        deferredValue();
     warnOnce(std::string("a ") + record + "'s frames are not a list of stack frames; ignored");
     return FrameTable::emptyStack();
 }
@@ -613,6 +630,8 @@ void SnapshotBuilder::warnUnknownKeys(const std::vector<Value>& items, const cha
         const Value& key = items[i];
         if (key.kind == Kind::Str && key.ref < KeyCount)
             continue;
+        if (key.kind == Kind::Deferred)
+            deferredValue();
         // Checked by id first: a key repeated in every trace entry must not cost a string each time.
         if (key.kind == Kind::Str && !m_warnedIds.insert((uint64_t(record[0]) << 32) | key.ref).second)
             continue;
@@ -639,6 +658,8 @@ std::string SnapshotBuilder::displayText(const Value& value) const
         return "None";
     case Kind::Float:
         return std::to_string(value.f);
+    case Kind::Deferred:
+        deferredValue();
     default:
         return std::string("<") + kindName(value.kind) + ">";
     }

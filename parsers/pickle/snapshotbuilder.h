@@ -91,6 +91,44 @@ public:
 
     std::string_view textOf(const Value& value) const;
 
+    // Splitting one trace list between two decoders (nativeunpicklersplit.cpp). forkForItems()
+    // copies what the values decoded so far refer to (strings, frames, stacks, entry pools,
+    // warnings given), so that a second builder can read the list's later items while this one
+    // reads the items before them. isEventList() tells the list a fork can take part of.
+    bool isEventList(uint32_t handle) const
+    {
+        return handle < m_open.size() && m_open[handle].kind == Kind::List && m_open[handle].recordKind == Kind::Event;
+    }
+    std::unique_ptr<SnapshotBuilder> forkForItems() const;
+    // Ids a fork assigned, in this builder's numbering: what the fork knew when it was made keeps
+    // its id, the rest follows.
+    struct ForkIds
+    {
+        uint32_t stringsKnown = 0, framesKnown = 0, stacksKnown = 0;
+        std::vector<uint32_t> strings, frames, stacks;
+        uint32_t firstEvent = 0; // the fork's event 0
+        uint32_t string(uint32_t id) const { return id >= stringsKnown ? strings[id - stringsKnown] : id; }
+        uint32_t frame(uint32_t id) const { return id >= framesKnown ? frames[id - framesKnown] : id; }
+        uint32_t stack(uint32_t id) const { return id >= stacksKnown ? stacks[id - stacksKnown] : id; }
+    };
+    // A fork's trace entry whose frames are a memo slot the fork does not have (Kind::Deferred):
+    // the builder's own half of the list stored it, or the fork did before it knew the slot's number.
+    struct DeferredStack
+    {
+        uint32_t event = 0; // index in the fork's entries
+        uint32_t memoIndex = 0;
+        uint64_t storedBefore = 0; // the fork's memo slots stored when the entry was read
+    };
+    const std::vector<DeferredStack>& deferredStacks() const { return m_deferredStacks; }
+    void setStack(uint32_t event, StackId stack) { m_events[event].stack = stack; }
+    // Whether `fork` holds nothing but the items of its open list `forkList`, trace entries that
+    // adoptItems() can append to this builder's open event list `list`.
+    bool canAdopt(uint32_t list, const SnapshotBuilder& fork, uint32_t forkList) const;
+    // Appends the fork's trace entries to `list` as if this builder had read them itself: its new
+    // strings, frames and stacks interned here in the order the fork met them, so every id is the
+    // one a single builder would have given. Call only when canAdopt().
+    ForkIds adoptItems(uint32_t list, SnapshotBuilder& fork);
+
     // Limits that keep hostile input from exhausting memory.
     static constexpr uint32_t maxOpenContainers = 1u << 20;
 
@@ -195,6 +233,11 @@ private:
     StringId m_emptyString;
     uint64_t m_eventsStaged = 0;
     bool m_sawHistory = false;
+    // A fork's starting point: what it shares with the builder it was forked from.
+    ForkIds m_forkedAt;
+    size_t m_entryPoolsKnown = 0;
+    std::vector<DeferredStack> m_deferredStacks;
+    [[noreturn]] static void deferredValue();
 };
 
 } // namespace oomlens::pickle

@@ -1,0 +1,61 @@
+#pragma once
+
+#include "parsers/pickle/nativeunpickler.h"
+#include "parsers/pickle/snapshotbuilder.h"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace oomlens::pickle {
+
+// The second thread of a split trace list: it picks the split point, publishes it, then decodes
+// the list's items from there to the list's end into a fork of the first decoder's builder. The
+// first decoder stops at the split point and takes the items over (NativeUnpickler::joinSplit),
+// or reads on alone when anything failed.
+class ListSplit
+{
+public:
+    struct Start
+    {
+        std::string_view data;
+        uint64_t target = 0; // split at the first batch of items from here
+        std::vector<uint64_t> memo; // the first decoder's memo, slots a fork cannot read unset
+        std::vector<Value> memoWide;
+        std::unique_ptr<SnapshotBuilder> fork;
+    };
+    explicit ListSplit(Start start);
+    ~ListSplit();
+    ListSplit(const ListSplit&) = delete;
+    ListSplit& operator=(const ListSplit&) = delete;
+
+    static constexpr uint64_t pending = 0;
+    static constexpr uint64_t noSplit = UINT64_MAX;
+    // The split point once found (pending before, noSplit when there is none).
+    uint64_t boundary() const { return m_boundary.load(std::memory_order_acquire); }
+    // Tells the thread to stop early; finish() still joins it.
+    void abandon() { m_abandon.store(true, std::memory_order_relaxed); }
+    // Whether the thread has given up already (before the first decoder got to the split point).
+    bool failed() const { return m_failed.load(std::memory_order_acquire); }
+    // Waits for the thread; true when the second decoder read every item up to the list's end.
+    bool finish();
+
+    SnapshotBuilder& fork() { return *m_fork; }
+    NativeUnpickler& decoder() { return *m_decoder; }
+
+private:
+    void run(Start start);
+
+    std::atomic<uint64_t> m_boundary { pending };
+    std::atomic_bool m_abandon { false };
+    std::atomic_bool m_failed { false };
+    std::unique_ptr<SnapshotBuilder> m_fork;
+    std::unique_ptr<NativeUnpickler> m_decoder;
+    bool m_decoded = false;
+    std::thread m_thread;
+};
+
+} // namespace oomlens::pickle

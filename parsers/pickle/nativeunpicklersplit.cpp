@@ -1,0 +1,270 @@
+#include "parsers/pickle/listsplit.h"
+#include "parsers/pickle/nativeunpickler.h"
+#include "parsers/pickle/opcodes.h"
+#include "parsers/pickle/unpicklerdetail.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <cstring>
+
+// A big snapshot is one pickle whose bulk is one list, the trace. Its decoding is split across
+// two threads: while this decoder reads the list's earlier items, a second one (ListSplit) reads
+// the later ones into a fork of the builder, and at the split point this one takes them over.
+//
+// The split point is the start of a batch of items (APPENDS, then MARK and the next item dict),
+// found by its bytes; this decoder confirms it on arrival (an opcode boundary with the list on top
+// of the stack), else reads on alone. The second decoder starts with this decoder's memo as it
+// was when the split began. The pickle numbers memo slots by counting MEMOIZEs, and how many
+// come before the split point is only known once this decoder gets there, so the second decoder
+// numbers its own slots from 0, and a GET of a slot past the copy it was given is left open
+// (Kind::Deferred): that can only be a trace entry's frames (an alloc shares its frame list with
+// the segment_alloc before it, a free_completed with its free_requested), resolved at the join
+// from either half's memo. Anything else fails the split. The fork numbers its new strings, frames
+// and stacks after what it was forked with, and the builder renumbers them in the order the fork
+// met them, so every id is the one a single decoder gives.
+
+namespace oomlens::pickle {
+
+using namespace unpicklerdetail;
+
+namespace {
+
+constexpr uint64_t wideTag = 0xff;
+double threadMs() { timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6; }
+
+uint64_t tagOf(Kind kind)
+{
+    return uint64_t(kind) + 1;
+}
+
+// The memo slots a fork can read as they are: interned ids (copied tables), inline values.
+bool shareable(uint64_t packed)
+{
+    const uint64_t tag = packed >> 56;
+    return tag == tagOf(Kind::Str) || tag == tagOf(Kind::Frame) || tag == tagOf(Kind::Stack)
+        || tag == tagOf(Kind::EmptyList) || tag == wideTag;
+}
+
+// The share of what remains after the split began that the second decoder reads: this decoder
+// also has the takeover to do.
+constexpr double secondShare = 0.5;
+// The split starts this far into the input: a training run meets its strings and frames in its
+// first steps, and a later item referring to one stored after the split began fails the split.
+constexpr double splitAfter = 0.02;
+// How far below the stack's top the trace list is looked for.
+constexpr size_t listSearchDepth = size_t(1) << 14;
+// Splits tried per decode: each failed one cost the other core its work, and nothing else.
+constexpr int maxSplitTries = 3;
+
+// The first batch boundary at or after `from`: APPENDS, MARK, EMPTY_DICT, MEMOIZE, MARK (the
+// previous batch's end, the next one's first trace entry). Bytes that only look like one are
+// caught when the first decoder arrives there.
+uint64_t batchStart(std::string_view data, uint64_t from)
+{
+    static constexpr char pattern[] = { char(op::Appends), char(op::Mark), char(op::EmptyDict), char(op::Memoize),
+        char(op::Mark) };
+    if (from >= data.size())
+        return ListSplit::noSplit;
+    const size_t at = data.find(std::string_view(pattern, sizeof pattern), from);
+    return at == std::string_view::npos ? ListSplit::noSplit : at + 1;
+}
+
+} // namespace
+
+ListSplit::ListSplit(Start start)
+    : m_fork(std::move(start.fork))
+    , m_decoder(std::make_unique<NativeUnpickler>(*m_fork))
+{
+    m_decoder->cancel = &m_abandon;
+    m_thread = std::thread([this, start = std::move(start)]() mutable { run(std::move(start)); });
+}
+
+ListSplit::~ListSplit()
+{
+    abandon();
+    if (m_thread.joinable())
+        m_thread.join();
+}
+
+bool ListSplit::finish()
+{
+    if (m_thread.joinable())
+        m_thread.join();
+    return m_decoded;
+}
+
+void ListSplit::run(Start start)
+{
+    const uint64_t from = batchStart(start.data, start.target);
+    m_boundary.store(from, std::memory_order_release);
+    if (from == noSplit)
+        return;
+    try {
+        double t1 = threadMs();
+        m_decoder->decodeItems(start.data, from, std::move(start.memo), std::move(start.memoWide));
+        m_decoded = true;
+        if (getenv("SPLIT_DEBUG")) fprintf(stderr, "second decoded %.1f ms cpu %lu..%lu\n", threadMs() - t1, (unsigned long)from, (unsigned long)m_decoder->m_pos);
+    } catch (const std::exception& e) {
+        if (getenv("SPLIT_DEBUG")) fprintf(stderr, "second failed: %s\n", e.what());
+        // Bad input, a cancel, or what a fork cannot take: the first decoder reads these bytes.
+        m_failed.store(true, std::memory_order_release);
+    }
+}
+
+uint64_t NativeUnpickler::considerSplit(uint64_t pos)
+{
+    if (m_split && m_split->failed() && m_splitTries < maxSplitTries) {
+        // Most often an item referring to a frame or string first stored after the split began:
+        // try again from here, with those in the memo.
+        m_split.reset();
+    }
+    if (!m_split) {
+        if (pos < static_cast<uint64_t>(static_cast<double>(m_size) * splitAfter) || m_protocol < 4 || !startSplit(pos))
+            return m_size;
+        ++m_splitTries;
+    }
+    const uint64_t boundary = m_split->boundary();
+    if (boundary == ListSplit::pending || boundary == ListSplit::noSplit)
+        return m_size;
+    if (boundary < pos) {
+        m_watchSplit = false;
+        m_split.reset();
+        return m_size;
+    }
+    return boundary;
+}
+
+bool NativeUnpickler::startSplit(uint64_t pos)
+{
+    // The trace list: an open list of trace entries, a few values below the top (the entries of
+    // the current batch, the entry being read).
+    const size_t lowest = m_stack.size() > listSearchDepth ? m_stack.size() - listSearchDepth : 0;
+    size_t list = m_stack.size();
+    for (size_t i = m_stack.size(); i-- > lowest;) {
+        const Value& v = m_stack[i];
+        if (v.kind == Kind::Open && static_cast<Kind>(v.i) == Kind::List && m_builder.isEventList(v.ref)) {
+            list = i;
+            break;
+        }
+    }
+    if (list == m_stack.size())
+        return false;
+    ListSplit::Start start;
+    start.data = std::string_view(reinterpret_cast<const char*>(m_base), m_size);
+    start.target = pos + static_cast<uint64_t>(static_cast<double>(m_size - pos) * (1 - secondShare));
+    start.memo = m_memo;
+    for (uint64_t& packed : start.memo) {
+        if (!shareable(packed))
+            packed = 0;
+    }
+    start.memoWide = m_memoWide;
+    start.fork = m_builder.forkForItems();
+    start.fork->setSizeHint(m_size - start.target);
+    if (getenv("SPLIT_DEBUG")) fprintf(stderr, "start at %lu memo %zu target %lu\n", (unsigned long)pos, m_memo.size(), (unsigned long)start.target);
+    m_split = std::make_unique<ListSplit>(std::move(start));
+    return true;
+}
+
+uint64_t NativeUnpickler::joinSplit(uint64_t pos)
+{
+    const auto split = std::move(m_split);
+    double t0 = threadMs();
+    // The loop stops at the first opcode boundary at or past the split point: it must be the point,
+    // with the list on top of the stack.
+    if (!split->finish() || pos != split->boundary() || m_stack.empty())
+        return pos;
+    if (getenv("SPLIT_DEBUG")) fprintf(stderr, "waited %.1f ms cpu\n", threadMs() - t0);
+    NativeUnpickler& second = split->decoder();
+    SnapshotBuilder& fork = split->fork();
+    const Value& top = m_stack.back();
+    if (top.kind != Kind::Open || !m_builder.canAdopt(top.ref, fork, second.m_stack[0].ref))
+    { if (getenv("SPLIT_DEBUG")) fprintf(stderr, "reject top\n"); 
+        return pos; }
+    for (const uint64_t packed : second.m_localMemo) {
+        if (packed != 0 && !shareable(packed) && (packed >> 56) != tagOf(Kind::Event))
+        { if (getenv("SPLIT_DEBUG")) fprintf(stderr, "reject memo tag %lu\n", (unsigned long)(packed>>56)); 
+            return pos; }
+    }
+    // The second half's deferred frames: a slot of this half's memo (stored since the split
+    // began) or one the second half stored before reading the entry.
+    const uint64_t base = m_memo.size();
+    std::vector<std::pair<uint32_t, uint64_t>> stacks; // fork entry, packed stack (this half's or the fork's)
+    stacks.reserve(fork.deferredStacks().size());
+    for (const auto& deferred : fork.deferredStacks()) {
+        uint64_t packed = 0;
+        if (deferred.memoIndex < base)
+            packed = m_memo[deferred.memoIndex];
+        else if (deferred.memoIndex - base < deferred.storedBefore)
+            packed = second.m_localMemo[deferred.memoIndex - base] | (uint64_t(1) << 55);
+        if ((packed >> 56) != tagOf(Kind::Stack))
+        { if (getenv("SPLIT_DEBUG")) fprintf(stderr, "reject deferred %u base %lu stored %lu tag %lu\n", deferred.memoIndex, (unsigned long)base, (unsigned long)deferred.storedBefore, (unsigned long)(packed>>56)); 
+            return pos; }
+        stacks.emplace_back(deferred.event, packed);
+    }
+    const SnapshotBuilder::ForkIds ids = m_builder.adoptItems(top.ref, fork);
+    for (const auto& [event, packed] : stacks) {
+        const auto stack = static_cast<uint32_t>(packed);
+        const bool forks = packed & (uint64_t(1) << 55);
+        m_builder.setStack(ids.firstEvent + event, StackId(forks ? ids.stack(stack) : stack));
+    }
+    m_memo.reserve(base + second.m_localMemo.size());
+    for (const uint64_t packed : second.m_localMemo) {
+        const uint64_t tag = packed >> 56;
+        const auto payload = static_cast<uint32_t>(packed);
+        uint64_t renumbered = packed;
+        if (tag == wideTag) {
+            m_memoWide.push_back(second.m_memoWide[packed & ((uint64_t(1) << 56) - 1)]);
+            renumbered = (wideTag << 56) | (m_memoWide.size() - 1);
+        } else if (tag == tagOf(Kind::Str)) {
+            renumbered = (tag << 56) | ids.string(payload);
+        } else if (tag == tagOf(Kind::Frame)) {
+            renumbered = (tag << 56) | ids.frame(payload);
+        } else if (tag == tagOf(Kind::Stack)) {
+            renumbered = (tag << 56) | ids.stack(payload);
+        } else if (tag == tagOf(Kind::Event)) {
+            renumbered = (tag << 56) | (payload + ids.firstEvent);
+        }
+        m_memo.push_back(renumbered);
+        if (m_memo.size() >= m_memoAhead.due) [[unlikely]]
+            prefaultMemo();
+    }
+    m_wasSplit = true;
+    if (getenv("SPLIT_DEBUG")) fprintf(stderr, "joined %.1f ms cpu, %zu deferred, new strings %zu frames %zu stacks %zu\n", threadMs() - t0, stacks.size(), ids.strings.size(), ids.frames.size(), ids.stacks.size());
+    return second.m_pos;
+}
+
+void NativeUnpickler::decodeItems(
+    std::string_view data, uint64_t from, std::vector<uint64_t> memo, std::vector<Value> wide)
+{
+    m_base = reinterpret_cast<const unsigned char*>(data.data());
+    m_size = data.size();
+    m_pos = from;
+    m_items = true;
+    m_protocol = 4;
+    m_memo = std::move(memo);
+    m_memoFloor = m_memo.size();
+    m_localMemo.reserve((m_size - from) / 16);
+    m_memoWide = std::move(wide);
+    m_stack.grow(4096);
+    m_lists.clear();
+    m_recent.assign(recentSlots, ListEntry {});
+    m_listCount = 0;
+    m_listsSound = true;
+    Value list = Value::of(Kind::Open, m_builder.open(Kind::List));
+    list.i = static_cast<int64_t>(Kind::List);
+    push(list);
+    run();
+    if (m_stack.size() != 1 || !m_marks.empty() || m_stack[0].kind != Kind::Open || m_stack[0].ref != list.ref)
+        throw DecodeError(ErrorKind::Unsupported, "a split list ended with other values on the stack");
+}
+
+bool NativeUnpickler::atListEnd(uint64_t pos) const
+{
+    // Items come in batches (MARK ... APPENDS); anything but the next batch ends the list's part.
+    while (pos + 9 <= m_size && m_base[pos] == op::Frame)
+        pos += 9;
+    return pos >= m_size || m_base[pos] != op::Mark;
+}
+
+} // namespace oomlens::pickle
