@@ -31,18 +31,44 @@ std::string siteOf(const Snapshot& snapshot, StackId stack)
         + ":" + std::to_string(frame.line);
 }
 
-// Weights, gradients and optimizer state live right before `event`: what training keeps once it
-// has created it.
-uint64_t stateLiveBefore(const DeviceAnalysis& device, int64_t event)
+bool isTrainingState(const Allocation& allocation)
 {
-    uint64_t bytes = 0;
+    return allocation.category == Category::Parameters || allocation.category == Category::OptimizerState
+        || allocation.category == Category::Gradients;
+}
+
+// Weights, gradients and optimizer state live right before each of `events`: what training keeps
+// once it has created it. One pass over the allocations: each adds its bytes to the run of points
+// it is live at (made before, not freed before), marked at the run's two ends and summed after.
+std::vector<uint64_t> stateLiveBefore(const DeviceAnalysis& device, const std::vector<int64_t>& events)
+{
+    std::vector<int64_t> sorted = events;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<uint64_t> change(sorted.size() + 1, 0); // sums modulo 2^64: every subtraction meets its addition
+    const auto firstAfter = [&](int64_t event) {
+        return static_cast<size_t>(std::upper_bound(sorted.begin(), sorted.end(), event) - sorted.begin());
+    };
     for (const Allocation& allocation : device.allocations) {
-        if (allocation.allocEvent >= event || (allocation.freeEvent >= 0 && allocation.freeEvent < event))
+        if (!isTrainingState(allocation))
             continue;
-        if (allocation.category == Category::Parameters || allocation.category == Category::OptimizerState
-            || allocation.category == Category::Gradients)
-            bytes += allocation.requestedSize;
+        const size_t from = firstAfter(allocation.allocEvent);
+        const size_t to = allocation.freeEvent >= 0 ? firstAfter(allocation.freeEvent) : sorted.size();
+        if (from >= to)
+            continue;
+        change[from] += allocation.requestedSize;
+        change[to] -= allocation.requestedSize;
     }
+    std::vector<uint64_t> liveAt(sorted.size());
+    uint64_t running = 0;
+    for (size_t i = 0; i < sorted.size(); ++i) {
+        running += change[i];
+        liveAt[i] = running;
+    }
+    std::vector<uint64_t> bytes;
+    bytes.reserve(events.size());
+    for (const int64_t event : events)
+        bytes.push_back(
+            liveAt[static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), event) - sorted.begin())]);
     return bytes;
 }
 
@@ -85,10 +111,10 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     // creation, not a leak. What a leak keeps is compared without them: the live bytes of every
     // other kind at each matching point.
     std::vector<int64_t> changes;
-    for (const int64_t event : finding.events) {
-        const uint64_t live = liveBefore(device, event);
-        const uint64_t state = stateLiveBefore(device, event);
-        finding.live.push_back(live > state ? live - state : 0);
+    const std::vector<uint64_t> state = stateLiveBefore(device, finding.events);
+    for (size_t i = 0; i < finding.events.size(); ++i) {
+        const uint64_t live = liveBefore(device, finding.events[i]);
+        finding.live.push_back(live > state[i] ? live - state[i] : 0);
     }
     for (size_t i = 1; i < finding.live.size(); ++i) {
         changes.push_back(static_cast<int64_t>(finding.live[i]) - static_cast<int64_t>(finding.live[i - 1]));
@@ -119,8 +145,7 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     for (const Allocation& allocation : device.allocations) {
         if (allocation.allocEvent < first || allocation.allocEvent >= last || !allocation.liveAfter(last))
             continue;
-        if (allocation.category == Category::Parameters || allocation.category == Category::OptimizerState
-            || allocation.category == Category::Gradients)
+        if (isTrainingState(allocation))
             continue;
         LeakFinding::Site& site = sites[allocation.stack.value];
         site.bytes += allocation.requestedSize;

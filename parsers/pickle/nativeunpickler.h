@@ -64,7 +64,13 @@ public:
     // reads its later items while this one reads the earlier ones (nativeunpicklersplit.cpp).
     // The result is the same, ids included; SIZE_MAX decodes on one thread only.
     uint64_t splitFrom = defaultSplitFrom;
-    static constexpr uint64_t defaultSplitFrom = uint64_t(16) << 20;
+    // The share of the input read before the split begins: a training run meets its strings and
+    // frames in its first steps, and an item of the second half referring to one stored after
+    // the split began fails the split (it is tried again later, a few times).
+    double splitStart = 0.02;
+    // Below ~512 MB (2M trace entries) the second thread's own buffers would be a noticeable part
+    // of the memory budget (file + 100 bytes per entry), as for the page prefaulting.
+    static constexpr uint64_t defaultSplitFrom = uint64_t(512) << 20;
 
     static constexpr size_t maxStack = size_t(1) << 24;
     static constexpr size_t maxMarks = 10000;

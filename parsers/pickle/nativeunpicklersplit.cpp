@@ -1,11 +1,10 @@
 #include "parsers/pickle/listsplit.h"
+
+#include "core/pagemove.h"
 #include "parsers/pickle/nativeunpickler.h"
 #include "parsers/pickle/opcodes.h"
 #include "parsers/pickle/unpicklerdetail.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <ctime>
 #include <cstring>
 
 // A big snapshot is one pickle whose bulk is one list, the trace. Its decoding is split across
@@ -31,7 +30,6 @@ using namespace unpicklerdetail;
 namespace {
 
 constexpr uint64_t wideTag = 0xff;
-double threadMs() { timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return double(t.tv_sec) * 1e3 + double(t.tv_nsec) / 1e6; }
 
 uint64_t tagOf(Kind kind)
 {
@@ -49,9 +47,8 @@ bool shareable(uint64_t packed)
 // The share of what remains after the split began that the second decoder reads: this decoder
 // also has the takeover to do.
 constexpr double secondShare = 0.5;
-// The split starts this far into the input: a training run meets its strings and frames in its
-// first steps, and a later item referring to one stored after the split began fails the split.
-constexpr double splitAfter = 0.02;
+// Past this point the memo copied for a new try costs more than half of what remains would gain.
+constexpr double splitUntil = 0.4;
 // How far below the stack's top the trace list is looked for.
 constexpr size_t listSearchDepth = size_t(1) << 14;
 // Splits tried per decode: each failed one cost the other core its work, and nothing else.
@@ -62,8 +59,8 @@ constexpr int maxSplitTries = 3;
 // caught when the first decoder arrives there.
 uint64_t batchStart(std::string_view data, uint64_t from)
 {
-    static constexpr char pattern[] = { char(op::Appends), char(op::Mark), char(op::EmptyDict), char(op::Memoize),
-        char(op::Mark) };
+    static constexpr char pattern[]
+        = { char(op::Appends), char(op::Mark), char(op::EmptyDict), char(op::Memoize), char(op::Mark) };
     if (from >= data.size())
         return ListSplit::noSplit;
     const size_t at = data.find(std::string_view(pattern, sizeof pattern), from);
@@ -101,12 +98,9 @@ void ListSplit::run(Start start)
     if (from == noSplit)
         return;
     try {
-        double t1 = threadMs();
         m_decoder->decodeItems(start.data, from, std::move(start.memo), std::move(start.memoWide));
         m_decoded = true;
-        if (getenv("SPLIT_DEBUG")) fprintf(stderr, "second decoded %.1f ms cpu %lu..%lu\n", threadMs() - t1, (unsigned long)from, (unsigned long)m_decoder->m_pos);
-    } catch (const std::exception& e) {
-        if (getenv("SPLIT_DEBUG")) fprintf(stderr, "second failed: %s\n", e.what());
+    } catch (const std::exception&) {
         // Bad input, a cancel, or what a fork cannot take: the first decoder reads these bytes.
         m_failed.store(true, std::memory_order_release);
     }
@@ -120,7 +114,10 @@ uint64_t NativeUnpickler::considerSplit(uint64_t pos)
         m_split.reset();
     }
     if (!m_split) {
-        if (pos < static_cast<uint64_t>(static_cast<double>(m_size) * splitAfter) || m_protocol < 4 || !startSplit(pos))
+        const double at = static_cast<double>(pos) / static_cast<double>(m_size);
+        if (at > splitUntil)
+            m_watchSplit = false;
+        if (at < splitStart || at > splitUntil || m_protocol < 4 || !startSplit(pos))
             return m_size;
         ++m_splitTries;
     }
@@ -161,7 +158,6 @@ bool NativeUnpickler::startSplit(uint64_t pos)
     start.memoWide = m_memoWide;
     start.fork = m_builder.forkForItems();
     start.fork->setSizeHint(m_size - start.target);
-    if (getenv("SPLIT_DEBUG")) fprintf(stderr, "start at %lu memo %zu target %lu\n", (unsigned long)pos, m_memo.size(), (unsigned long)start.target);
     m_split = std::make_unique<ListSplit>(std::move(start));
     return true;
 }
@@ -169,22 +165,18 @@ bool NativeUnpickler::startSplit(uint64_t pos)
 uint64_t NativeUnpickler::joinSplit(uint64_t pos)
 {
     const auto split = std::move(m_split);
-    double t0 = threadMs();
     // The loop stops at the first opcode boundary at or past the split point: it must be the point,
     // with the list on top of the stack.
     if (!split->finish() || pos != split->boundary() || m_stack.empty())
         return pos;
-    if (getenv("SPLIT_DEBUG")) fprintf(stderr, "waited %.1f ms cpu\n", threadMs() - t0);
     NativeUnpickler& second = split->decoder();
     SnapshotBuilder& fork = split->fork();
     const Value& top = m_stack.back();
     if (top.kind != Kind::Open || !m_builder.canAdopt(top.ref, fork, second.m_stack[0].ref))
-    { if (getenv("SPLIT_DEBUG")) fprintf(stderr, "reject top\n"); 
-        return pos; }
+        return pos;
     for (const uint64_t packed : second.m_localMemo) {
         if (packed != 0 && !shareable(packed) && (packed >> 56) != tagOf(Kind::Event))
-        { if (getenv("SPLIT_DEBUG")) fprintf(stderr, "reject memo tag %lu\n", (unsigned long)(packed>>56)); 
-            return pos; }
+            return pos;
     }
     // The second half's deferred frames: a slot of this half's memo (stored since the split
     // began) or one the second half stored before reading the entry.
@@ -198,8 +190,7 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
         else if (deferred.memoIndex - base < deferred.storedBefore)
             packed = second.m_localMemo[deferred.memoIndex - base] | (uint64_t(1) << 55);
         if ((packed >> 56) != tagOf(Kind::Stack))
-        { if (getenv("SPLIT_DEBUG")) fprintf(stderr, "reject deferred %u base %lu stored %lu tag %lu\n", deferred.memoIndex, (unsigned long)base, (unsigned long)deferred.storedBefore, (unsigned long)(packed>>56)); 
-            return pos; }
+            return pos;
         stacks.emplace_back(deferred.event, packed);
     }
     const SnapshotBuilder::ForkIds ids = m_builder.adoptItems(top.ref, fork);
@@ -208,8 +199,7 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
         const bool forks = packed & (uint64_t(1) << 55);
         m_builder.setStack(ids.firstEvent + event, StackId(forks ? ids.stack(stack) : stack));
     }
-    m_memo.reserve(base + second.m_localMemo.size());
-    for (const uint64_t packed : second.m_localMemo) {
+    for (uint64_t& packed : second.m_localMemo) {
         const uint64_t tag = packed >> 56;
         const auto payload = static_cast<uint32_t>(packed);
         uint64_t renumbered = packed;
@@ -225,12 +215,12 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
         } else if (tag == tagOf(Kind::Event)) {
             renumbered = (tag << 56) | (payload + ids.firstEvent);
         }
-        m_memo.push_back(renumbered);
-        if (m_memo.size() >= m_memoAhead.due) [[unlikely]]
-            prefaultMemo();
+        packed = renumbered;
     }
+    appendMovingPages(m_memo, second.m_localMemo);
+    if (m_memo.size() >= m_memoAhead.due)
+        prefaultMemo();
     m_wasSplit = true;
-    if (getenv("SPLIT_DEBUG")) fprintf(stderr, "joined %.1f ms cpu, %zu deferred, new strings %zu frames %zu stacks %zu\n", threadMs() - t0, stacks.size(), ids.strings.size(), ids.frames.size(), ids.stacks.size());
     return second.m_pos;
 }
 

@@ -1,5 +1,7 @@
 #include "parsers/pickle/snapshotbuilder.h"
 
+#include "core/pagemove.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -83,15 +85,15 @@ SnapshotBuilder::ForkIds SnapshotBuilder::adoptItems(uint32_t list, SnapshotBuil
 
     ids.firstEvent = static_cast<uint32_t>(m_events.size());
     const auto text = [&](StringId id) { return id.isValid() ? StringId(ids.string(id.value)) : id; };
-    for (TraceEvent e : fork.m_events) {
+    for (TraceEvent& e : fork.m_events) {
         e.stack = StackId(ids.stack(e.stack.value));
         e.compileContext = text(e.compileContext);
         e.userMetadata = text(e.userMetadata);
         e.pool = pools[e.pool];
-        m_events.push_back(e);
     }
     m_open[list].count += static_cast<uint32_t>(fork.m_events.size());
     m_eventsStaged += fork.m_events.size();
+    appendMovingPages(m_events, fork.m_events);
     fork.m_events = {};
     if (m_events.size() >= m_eventsAhead.due)
         prefaultEvents();

@@ -22,12 +22,15 @@ struct Decoded
     bool split = false;
 };
 
-Decoded decode(const QByteArray& bytes, uint64_t splitFrom)
+// Small files spend a larger share in their first training step, where new frames keep coming:
+// the split starts later than on a big file, so that its first try holds.
+Decoded decode(const QByteArray& bytes, uint64_t splitFrom, double splitStart = 0.25)
 {
     pickle::SnapshotBuilder builder;
     builder.setSizeHint(static_cast<uint64_t>(bytes.size()));
     pickle::NativeUnpickler unpickler(builder);
     unpickler.splitFrom = splitFrom;
+    unpickler.splitStart = splitStart;
     const auto root = unpickler.decode(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
     return { builder.finish(root), unpickler.wasSplit() };
 }
@@ -75,12 +78,15 @@ QString firstIdDifference(const Snapshot& a, const Snapshot& b)
     return {};
 }
 
-void checkSameAsOneDecoder(const QByteArray& bytes, bool expectSplit)
+enum class Expect { Split, OneDecoder, Either };
+
+void checkSameAsOneDecoder(const QByteArray& bytes, Expect expect)
 {
     const Decoded serial = decode(bytes, UINT64_MAX);
     QVERIFY(!serial.split);
     const Decoded split = decode(bytes, 0);
-    QCOMPARE(split.split, expectSplit);
+    if (expect != Expect::Either)
+        QCOMPARE(split.split, expect == Expect::Split);
     std::string difference;
     QVERIFY2(sameSnapshot(serial.snapshot, split.snapshot, &difference), difference.c_str());
     const QString ids = firstIdDifference(serial.snapshot, split.snapshot);
@@ -138,6 +144,8 @@ sys.stdout.buffer.write(pickle.dumps(snapshot, protocol=4))
 
 } // namespace
 
+Q_DECLARE_METATYPE(Expect)
+
 class TestSplitDecode : public QObject
 {
     Q_OBJECT
@@ -146,56 +154,55 @@ private Q_SLOTS:
     void generatedSnapshots_data()
     {
         QTest::addColumn<QStringList>("options");
-        QTest::addColumn<bool>("split");
-        QTest::newRow("one device") << QStringList { QStringLiteral("--events"), QStringLiteral("40000") } << true;
+        QTest::addColumn<Expect>("expect");
+        QTest::newRow("one device") << QStringList { QStringLiteral("--events"), QStringLiteral("40000") }
+                                    << Expect::Split;
         QTest::newRow("two devices") << QStringList { QStringLiteral("--events"), QStringLiteral("40000"),
             QStringLiteral("--devices"), QStringLiteral("2"), QStringLiteral("--seed"), QStringLiteral("3") }
-                                     << true;
-        QTest::newRow("expandable segments")
-            << QStringList { QStringLiteral("--events"), QStringLiteral("30000"), QStringLiteral("--expandable") }
-            << true;
-        QTest::newRow("protocol 5")
-            << QStringList { QStringLiteral("--events"), QStringLiteral("30000"), QStringLiteral("--protocol"),
-                   QStringLiteral("5") }
-            << true;
+                                     << Expect::Split;
+        QTest::newRow("expandable segments") << QStringList { QStringLiteral("--events"), QStringLiteral("30000"),
+            QStringLiteral("--expandable") } << Expect::Split;
+        QTest::newRow("protocol 5") << QStringList { QStringLiteral("--events"), QStringLiteral("30000"),
+            QStringLiteral("--protocol"), QStringLiteral("5") }
+                                    << Expect::Split;
         // Numbered memo slots (BINPUT): the split point's memo size is in the bytes, but only
         // MEMOIZE pickles (what PyTorch writes) are split.
-        QTest::newRow("protocol 2, one decoder")
-            << QStringList { QStringLiteral("--events"), QStringLiteral("30000"), QStringLiteral("--protocol"),
-                   QStringLiteral("2") }
-            << false;
+        QTest::newRow("protocol 2, one decoder") << QStringList { QStringLiteral("--events"), QStringLiteral("30000"),
+            QStringLiteral("--protocol"), QStringLiteral("2") }
+                                                 << Expect::OneDecoder;
     }
 
     void generatedSnapshots()
     {
         QFETCH(QStringList, options);
-        QFETCH(bool, split);
+        QFETCH(Expect, expect);
         const QByteArray bytes = generated(options);
         QVERIFY(bytes.size() > 4 * 1024 * 1024);
-        checkSameAsOneDecoder(bytes, split);
+        checkSameAsOneDecoder(bytes, expect);
     }
 
     void oddTraces_data()
     {
         QTest::addColumn<QString>("shape");
-        QTest::addColumn<bool>("split");
-        QTest::newRow("plain") << QStringLiteral("plain") << true;
+        QTest::addColumn<Expect>("expect");
+        QTest::newRow("plain") << QStringLiteral("plain") << Expect::Split;
         // A value first stored after the split began, referred to from the second half: only a
-        // trace entry's frames can wait for the join, so that split fails. The next try starts
-        // later, with the frame in its memo; the strings keep coming, and every try fails.
-        QTest::newRow("frame stored by the first half") << QStringLiteral("late_frame") << true;
-        QTest::newRow("string stored by the first half") << QStringLiteral("late_string") << false;
+        // trace entry's frames can wait for the join, so that split fails. A later try may have
+        // the frame in its memo (when it starts depends on the threads' pace); the strings keep
+        // coming, and every try fails.
+        QTest::newRow("frame stored by the first half") << QStringLiteral("late_frame") << Expect::Either;
+        QTest::newRow("string stored by the first half") << QStringLiteral("late_string") << Expect::OneDecoder;
         // The split point's bytes inside an integer: the first decoder never lands on it.
-        QTest::newRow("batch bytes inside a value") << QStringLiteral("fake_batch_bytes") << false;
+        QTest::newRow("batch bytes inside a value") << QStringLiteral("fake_batch_bytes") << Expect::OneDecoder;
     }
 
     void oddTraces()
     {
         QFETCH(QString, shape);
-        QFETCH(bool, split);
+        QFETCH(Expect, expect);
         const QByteArray bytes = test::runPython(QString::fromUtf8(oddTrace), { shape });
         QVERIFY(bytes.size() > 1024 * 1024);
-        checkSameAsOneDecoder(bytes, split);
+        checkSameAsOneDecoder(bytes, expect);
     }
 
     void truncatedSecondHalf()
