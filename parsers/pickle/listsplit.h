@@ -36,6 +36,7 @@ public:
     static constexpr uint64_t noSplit = UINT64_MAX;
     // The split point once found (pending before, noSplit when there is none).
     uint64_t boundary() const { return m_boundary.load(std::memory_order_acquire); }
+    void waitForBoundary() const { m_boundary.wait(pending, std::memory_order_acquire); }
     // Tells the thread to stop early; finish() still joins it.
     void abandon() { m_abandon.store(true, std::memory_order_relaxed); }
     // Whether the thread has given up already (before the first decoder got to the split point).

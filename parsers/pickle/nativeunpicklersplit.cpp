@@ -95,6 +95,7 @@ void ListSplit::run(Start start)
 {
     const uint64_t from = batchStart(start.data, start.target);
     m_boundary.store(from, std::memory_order_release);
+    m_boundary.notify_all();
     if (from == noSplit)
         return;
     try {
@@ -159,6 +160,9 @@ bool NativeUnpickler::startSplit(uint64_t pos)
     start.fork = m_builder.forkForItems();
     start.fork->setSizeHint(m_size - start.target);
     m_split = std::make_unique<ListSplit>(std::move(start));
+    // Finding the point takes the thread a search of a few KiB; waiting for it here keeps this
+    // decoder from passing it while a busy machine has not run the thread yet.
+    m_split->waitForBoundary();
     return true;
 }
 
