@@ -68,7 +68,7 @@ Outcome judge(const Case& input, const std::string& name, const std::string& tru
     const CaseAnalysis analysis = analyzeCase(input);
     Outcome outcome { name, truth, std::move(alsoRight), "(none)", 0.0 };
     if (!analysis.diagnoses.empty()) {
-        outcome.top = analysis.diagnoses.front().id;
+        outcome.top = diagnosisIdText(analysis.diagnoses.front().id);
         outcome.confidence = analysis.diagnoses.front().confidence;
     }
     return outcome;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/diagnosis/diagnosisid.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,7 +58,7 @@ struct RunOutlook
 
 struct Diagnosis
 {
-    std::string id; // one of the catalogue ids in product.md §3
+    DiagnosisId id = DiagnosisId::WorkingSet; // the catalogue's fallback until a rule names its cause
     std::string title;
     double confidence = 0.0; // 0..1, calibrated to how much evidence there is
     std::string summary; // one or two sentences in plain words

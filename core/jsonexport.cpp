@@ -198,9 +198,9 @@ json diagnosisToJson(const Diagnosis& diagnosis)
             { "snippet", fix.snippet }, { "projected_saving_bytes", optionalToJson(fix.projectedSavingBytes) },
             { "fits_after", optionalToJson(fix.fitsAfter) }, { "changes_experiment", fix.changesExperiment } });
     }
-    return json { { "id", diagnosis.id }, { "title", diagnosis.title }, { "confidence", diagnosis.confidence },
-        { "summary", diagnosis.summary }, { "evidence", std::move(evidence) }, { "evidence_links", std::move(links) },
-        { "fixes", std::move(fixes) } };
+    return json { { "id", diagnosisIdName(diagnosis.id) }, { "title", diagnosis.title },
+        { "confidence", diagnosis.confidence }, { "summary", diagnosis.summary }, { "evidence", std::move(evidence) },
+        { "evidence_links", std::move(links) }, { "fixes", std::move(fixes) } };
 }
 
 json caseToJson(const Case& input, const CaseAnalysis& analysis)

@@ -63,7 +63,8 @@ DiagnosisCard::DiagnosisCard(const Diagnosis& diagnosis, int rank, QWidget* pare
     header->addWidget(confidence, 0, Qt::AlignTop);
     layout->addLayout(header);
 
-    auto* id = new QLabel(QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(diagnosis.id)), this);
+    auto* id = new QLabel(
+        QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(diagnosisIdName(diagnosis.id))), this);
     layout->addWidget(id);
     if (!diagnosis.summary.empty()) {
         auto* summary = new QLabel(toQString(diagnosis.summary), this);

@@ -9,29 +9,29 @@ namespace {
 
 struct Entry
 {
-    std::string_view id;
+    DiagnosisId id;
     std::string_view title;
 };
 
 constexpr Entry entries[] = {
-    { "fragmentation", "Free memory exists, but not in one piece" },
-    { "first_backward", "The forward pass fits, the first backward does not" },
-    { "optimizer_step2", "The optimizer's state arrives at the first step" },
-    { "longest_batch", "One batch is much larger than the rest" },
-    { "eval_accumulation", "Evaluation keeps its outputs on the GPU" },
-    { "leak", "Memory grows step after step" },
-    { "capacity", "The training state does not fit on the card" },
-    { "other_process", "Something else holds memory on the card" },
-    { "memory_fraction_cap", "A per-process memory limit, not the card, ran out" },
-    { "large_allocation", "One request is a large share of the card" },
-    { "host_memory", "The host's RAM ran out, not the GPU's" },
+    { DiagnosisId::Fragmentation, "Free memory exists, but not in one piece" },
+    { DiagnosisId::FirstBackward, "The forward pass fits, the first backward does not" },
+    { DiagnosisId::OptimizerStep2, "The optimizer's state arrives at the first step" },
+    { DiagnosisId::LongestBatch, "One batch is much larger than the rest" },
+    { DiagnosisId::EvalAccumulation, "Evaluation keeps its outputs on the GPU" },
+    { DiagnosisId::Leak, "Memory grows step after step" },
+    { DiagnosisId::Capacity, "The training state does not fit on the card" },
+    { DiagnosisId::OtherProcess, "Something else holds memory on the card" },
+    { DiagnosisId::MemoryFractionCap, "A per-process memory limit, not the card, ran out" },
+    { DiagnosisId::LargeAllocation, "One request is a large share of the card" },
+    { DiagnosisId::HostMemory, "The host's RAM ran out, not the GPU's" },
     // Not a cause but the honest fallback when no rule above is supported by the evidence.
-    { "working_set", "Live tensors filled what this process could hold" },
+    { DiagnosisId::WorkingSet, "Live tensors filled what this process could hold" },
 };
 
 constexpr double maxConfidence = 0.97;
 
-size_t catalogueIndex(std::string_view id)
+size_t catalogueIndex(DiagnosisId id)
 {
     for (size_t i = 0; i < std::size(entries); ++i) {
         if (entries[i].id == id)
@@ -60,36 +60,25 @@ double safeRatio(uint64_t part, uint64_t whole)
     return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
 }
 
-const std::vector<std::string_view>& catalogueIds()
-{
-    static const std::vector<std::string_view> ids = [] {
-        std::vector<std::string_view> result;
-        for (const auto& entry : entries)
-            result.push_back(entry.id);
-        return result;
-    }();
-    return ids;
-}
-
-std::string_view catalogueTitle(std::string_view id)
+std::string_view catalogueTitle(DiagnosisId id)
 {
     const size_t index = catalogueIndex(id);
     return index < std::size(entries) ? entries[index].title : std::string_view();
 }
 
-Diagnosis makeDiagnosis(std::string_view id, double confidence, std::string summary)
+Diagnosis makeDiagnosis(DiagnosisId id, double confidence, std::string summary)
 {
     Diagnosis diagnosis;
-    diagnosis.id = std::string(id);
+    diagnosis.id = id;
     diagnosis.title = std::string(catalogueTitle(id));
     diagnosis.confidence = std::clamp(confidence, 0.0, maxConfidence);
     diagnosis.summary = std::move(summary);
     return diagnosis;
 }
 
-bool isOutsideTheWorkload(std::string_view id)
+bool isOutsideTheWorkload(DiagnosisId id)
 {
-    return id == "other_process" || id == "memory_fraction_cap" || id == "host_memory";
+    return id == DiagnosisId::OtherProcess || id == DiagnosisId::MemoryFractionCap || id == DiagnosisId::HostMemory;
 }
 
 void sortDiagnoses(std::vector<Diagnosis>& diagnoses)

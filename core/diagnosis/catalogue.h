@@ -9,16 +9,15 @@
 
 namespace oomlens {
 
-// The catalogue of product.md §3, in its order (used to break confidence ties).
-const std::vector<std::string_view>& catalogueIds();
-std::string_view catalogueTitle(std::string_view id);
+// The catalogue of product.md §3: its titles, and its order (used to break confidence ties).
+std::string_view catalogueTitle(DiagnosisId id);
 
 // Causes that lie outside the workload's own memory: another process on the card, a per-process
 // cap, the host's RAM. The snapshot's allocator cannot show them; the workload's fixes do not touch them.
-bool isOutsideTheWorkload(std::string_view id);
+bool isOutsideTheWorkload(DiagnosisId id);
 
 // A diagnosis with the catalogue title and a confidence clamped to [0, 0.97].
-Diagnosis makeDiagnosis(std::string_view id, double confidence, std::string summary);
+Diagnosis makeDiagnosis(DiagnosisId id, double confidence, std::string summary);
 
 // Most likely first; ties in catalogue order.
 void sortDiagnoses(std::vector<Diagnosis>& diagnoses);

@@ -27,7 +27,7 @@ std::string diagnosesToText(const std::vector<Diagnosis>& diagnoses, bool withSn
     }
     int index = 0;
     for (const auto& diagnosis : diagnoses) {
-        out << ++index << ". " << diagnosis.id << " (" << confidenceText(diagnosis.confidence) << ") "
+        out << ++index << ". " << diagnosisIdName(diagnosis.id) << " (" << confidenceText(diagnosis.confidence) << ") "
             << diagnosis.title << "\n";
         if (!diagnosis.summary.empty())
             out << "   " << diagnosis.summary << "\n";

@@ -93,7 +93,7 @@ std::optional<Diagnosis> diagnoseHostMemory(const TextFindings& findings)
     if (confirmed)
         confidence = std::min(0.95, confidence + 0.05);
 
-    Diagnosis d = makeDiagnosis("host_memory", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::HostMemory, confidence, {});
     d.evidence.push_back({ describe(*strongest), std::nullopt });
     size_t shown = 1;
     for (const auto& kill : kills) {

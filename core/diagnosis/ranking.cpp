@@ -41,13 +41,13 @@ void qualifyOneOffFixes(std::vector<Diagnosis>& candidates, const RunFacts& fact
         return;
     std::string why;
     if (grower)
-        why = grower->id + " adds " + formatBytes(grower->outlook->growthPerUnitBytes) + " per "
+        why = diagnosisIdText(grower->id) + " adds " + formatBytes(grower->outlook->growthPerUnitBytes) + " per "
             + grower->outlook->unit;
     else if (facts.phaseStillNeedsBytes)
         why = "the failing " + (facts.phase.empty() ? std::string("phase") : facts.phase) + " still has to allocate "
             + formatBytes(*facts.phaseStillNeedsBytes);
-    else if (!facts.phaseGrowthCause.empty())
-        why = facts.phaseGrowthCause + " makes the failing phase need more than the steps before it";
+    else if (facts.phaseGrowthCause)
+        why = diagnosisIdText(*facts.phaseGrowthCause) + " makes the failing phase need more than the steps before it";
     for (Diagnosis& d : candidates) {
         for (Fix& fix : d.fixes) {
             if ((fix.id != "expandable_segments" && fix.id != "max_split_size") || fix.fitsAfter != true)
@@ -65,7 +65,7 @@ void qualifyOneOffFixes(std::vector<Diagnosis>& candidates, const RunFacts& fact
 void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
 {
     const auto cap = std::find_if(
-        diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.id == "memory_fraction_cap"; });
+        diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::MemoryFractionCap; });
     if (cap == diagnoses.end())
         return;
     const auto cause = std::find_if(cap + 1, diagnoses.end(), [](const Diagnosis& d) {
@@ -79,8 +79,9 @@ void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
     const bool said = std::any_of(cap->evidence.begin(), cap->evidence.end(),
         [](const Evidence& line) { return line.text.rfind("ranked after ", 0) == 0; });
     if (!said)
-        cap->evidence.push_back({ "ranked after " + cause->id + ": the cap is the budget this process was given, and "
-                + cause->id + " is what overflowed it; if the cap was not meant, raising it is the cheapest fix",
+        cap->evidence.push_back({ "ranked after " + diagnosisIdText(cause->id)
+                + ": the cap is the budget this process was given, and " + diagnosisIdText(cause->id)
+                + " is what overflowed it; if the cap was not meant, raising it is the cheapest fix",
             std::nullopt });
     std::rotate(cap, cap + 1, cause + 1);
 }
@@ -115,8 +116,8 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
                 : saving && *saving > 0                      ? static_cast<uint64_t>(*saving)
                                                              : 0;
             const uint64_t more = once / g.growthPerUnitBytes;
-            o.rankReason = "ranked below " + grower->id + ": that cause adds " + formatBytes(g.growthPerUnitBytes)
-                + " per " + g.unit + ", and " + firstFixTitle(d)
+            o.rankReason = "ranked below " + diagnosisIdText(grower->id) + ": that cause adds "
+                + formatBytes(g.growthPerUnitBytes) + " per " + g.unit + ", and " + firstFixTitle(d)
                 + (once > 0 ? " frees " + formatBytes(once) + " once, about " + std::to_string(more) + " more "
                             + plural(g.unit, more) + " before the "
                             + (facts.phase.empty() ? std::string("phase") : facts.phase) + " fails again"
@@ -129,9 +130,9 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
                     + " usable once, and the failing " + (facts.phase.empty() ? std::string("phase") : facts.phase)
                     + " still has to allocate " + formatBytes(*facts.phaseStillNeedsBytes) + " (" + facts.phaseNeedText
                     + ")";
-            } else if (!facts.phaseGrowthCause.empty() && facts.phaseGrowthCause != d.id) {
+            } else if (facts.phaseGrowthCause && *facts.phaseGrowthCause != d.id) {
                 o.leadingFixFitsRun = false;
-                o.rankReason = "ranked below " + facts.phaseGrowthCause
+                o.rankReason = "ranked below " + diagnosisIdText(*facts.phaseGrowthCause)
                     + ": that cause makes the failing phase need more than the steps before it did, so the "
                     + formatBytes(once) + " " + firstFixTitle(d) + " makes usable once does not bound it";
             } else if (facts.phaseStillNeedsBytes) {

@@ -22,7 +22,7 @@ struct RunFacts
     std::string phaseNeedText;
     // A detected cause that makes the failing phase need more than the steps before it did (a
     // longer batch, state created lazily, the first backward): no amount recovered once bounds it.
-    std::string phaseGrowthCause;
+    std::optional<DiagnosisId> phaseGrowthCause;
 };
 
 // The explicit ranking step. A diagnosis names the cause when its first fix makes the run fit to

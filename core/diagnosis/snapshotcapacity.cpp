@@ -73,7 +73,7 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
         const bool limited = e.processLimit && *e.processLimit == usable;
         if (fitsCard && !limited)
             confidence = std::min(confidence, 0.45);
-        Diagnosis d = makeDiagnosis("capacity", confidence, {});
+        Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, confidence, {});
         e.evidence(d,
             e.state.text() + ", against " + formatBytes(usable) + " this process could hold (" + e.usableText + ")",
             e.oom.eventIndex);
@@ -157,7 +157,7 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
     // fits, 0.75 from the phase alone. On the step after: 0.8, the state's arrival is measured;
     // 0.3 when the step would not have fit without it either (a description, not the cause).
     const double confidence = !stateExplainsStep ? 0.3 : (stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75);
-    Diagnosis d = makeDiagnosis("optimizer_step2", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::OptimizerStep2, confidence, {});
     if (stateAppearedEarlier) {
         e.evidence(d,
             "optimizer state (" + formatBytes(state) + " at the failure) first appeared in step "

@@ -42,9 +42,10 @@ public:
         facts.phase = m_evidence.oom.phase == Phase::Eval ? "evaluation" : "training";
         projectPhaseNeed(facts);
         for (const Diagnosis& d : m_out) {
-            const bool growsInPhase = d.id == "longest_batch" || d.id == "optimizer_step2" || d.id == "first_backward"
-                || d.id == "leak" || d.id == "eval_accumulation" || d.id == "capacity";
-            if (growsInPhase && d.confidence >= 0.5 && facts.phaseGrowthCause.empty())
+            const bool growsInPhase = d.id == DiagnosisId::LongestBatch || d.id == DiagnosisId::OptimizerStep2
+                || d.id == DiagnosisId::FirstBackward || d.id == DiagnosisId::Leak
+                || d.id == DiagnosisId::EvalAccumulation || d.id == DiagnosisId::Capacity;
+            if (growsInPhase && d.confidence >= 0.5 && !facts.phaseGrowthCause)
                 facts.phaseGrowthCause = d.id;
         }
         assessRunFit(m_out, facts);
@@ -110,13 +111,13 @@ private:
     // cause: its confidence says so, and with no other cause the working set is named.
     void demoteSymptomWithoutCause(const RunFacts& facts)
     {
-        auto fragmentation
-            = std::find_if(m_out.begin(), m_out.end(), [](const Diagnosis& d) { return d.id == "fragmentation"; });
+        auto fragmentation = std::find_if(
+            m_out.begin(), m_out.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::Fragmentation; });
         if (fragmentation == m_out.end() || !fragmentation->outlook)
             return;
         const RunOutlook& o = *fragmentation->outlook;
         const bool othersCanFit = std::any_of(m_out.begin(), m_out.end(), [](const Diagnosis& d) {
-            return d.id != "fragmentation" && !(d.outlook && d.outlook->leadingFixFitsRun == false);
+            return d.id != DiagnosisId::Fragmentation && !(d.outlook && d.outlook->leadingFixFitsRun == false);
         });
         if (o.leadingFixFitsRun == false) {
             if (!othersCanFit) {
@@ -130,8 +131,8 @@ private:
         // process, no new segment could be reserved: when the phase's need is unknown, returning
         // that memory gives the run more room than recovering the split blocks once, and it is
         // why the split mattered at all.
-        const auto other
-            = std::find_if(m_out.begin(), m_out.end(), [](const Diagnosis& d) { return d.id == "other_process"; });
+        const auto other = std::find_if(
+            m_out.begin(), m_out.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::OtherProcess; });
         const auto outside = m_evidence.heldOutsideBytes();
         if (m_phaseNeedIsBound && other != m_out.end() && outside && *outside > once) {
             fragmentation->confidence = std::min(fragmentation->confidence, std::max(0.05, other->confidence - 0.05));

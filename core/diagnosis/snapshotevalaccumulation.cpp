@@ -118,7 +118,7 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                                 : seenFreeingEverything                   ? 0.3
                                                                           : 0.5)
                                                    : 0.45;
-    Diagnosis d = makeDiagnosis("eval_accumulation", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::EvalAccumulation, confidence, {});
     e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
     int batches = 0;
     if (e.profile.evalRetainedCount > 0) {

@@ -36,7 +36,7 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
     // backward overflow one step on, 0.45 for a later backward otherwise.
     const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (sameOverflowAgain ? 0.6 : 0.45);
-    Diagnosis d = makeDiagnosis("first_backward", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::FirstBackward, confidence, {});
     e.evidence(
         d, "the OOM is in " + e.where() + (state == 0 ? ", before any optimizer state exists" : ""), e.oom.eventIndex);
     e.evidence(d, "live at the failure: " + e.bandsText());

@@ -14,7 +14,7 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (e.fixes.asyncAllocator || request == 0)
         return;
     double confidence = 0.0;
-    Diagnosis d = makeDiagnosis("fragmentation", 0.0, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Fragmentation, 0.0, {});
     const bool pooled = e.oom.freeInPoolBytes >= request && e.oom.largestFreeBlock < request;
     if (pooled) {
         confidence = 0.9;

@@ -29,7 +29,8 @@ void largeAllocation(SnapshotEvidence& e, std::vector<Diagnosis>& out)
         return;
     const double byRequest = share >= 0.25 ? 0.45 + 0.45 * clamp01((share - 0.25) / 0.5) : 0.0;
     const double byScores = quadraticShare >= 0.5 ? 0.5 + 0.4 * clamp01((quadraticShare - 0.5) / 0.4) : 0.0;
-    Diagnosis d = makeDiagnosis("large_allocation", std::max(byRequest, byScores) + (attention ? 0.05 : 0.0), {});
+    Diagnosis d
+        = makeDiagnosis(DiagnosisId::LargeAllocation, std::max(byRequest, byScores) + (attention ? 0.05 : 0.0), {});
     const std::string budgetName = holdable < *e.capacity ? "the " + formatBytes(holdable) + " this process could hold"
                                                           : "the " + formatBytes(holdable) + " card";
     e.evidence(d,

@@ -33,7 +33,7 @@ bool keptTensorsLeak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t usable = *e.fixes.budget.usableBytes;
     if (!kept || kept->perStepBytes() < MiB || safeRatio(kept->liveBytes(), usable) < 0.05)
         return false;
-    Diagnosis d = makeDiagnosis("leak", 0.8, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Leak, 0.8, {});
     const std::string where = kept->where.empty() ? "one call stack" : kept->where;
     e.evidence(d,
         std::to_string(kept->live) + " tensors of " + formatBytes(kept->tensorBytes) + " from " + where
@@ -86,7 +86,7 @@ void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (!grows)
         return;
     const bool steady = finding->rising == finding->comparisons && finding->comparisons >= 3;
-    Diagnosis d = makeDiagnosis("leak", steady ? 0.85 : 0.7, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Leak, steady ? 0.85 : 0.7, {});
     e.evidence(d,
         "memory live at " + finding->point
             + ", besides weights, gradients and optimizer state, grows: " + formatBytes(finding->live.front()) + " to "

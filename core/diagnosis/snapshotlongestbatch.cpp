@@ -67,7 +67,7 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         confidence = std::max(confidence, 0.6 + 0.25 * clamp01((scaling->ratio - 1.5) / 1.5));
     if (sitesUnchanged)
         confidence = std::min(confidence, 0.45);
-    Diagnosis d = makeDiagnosis("longest_batch", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::LongestBatch, confidence, {});
 
     bool attention = false;
     if (grew) {

@@ -15,7 +15,7 @@ void memoryFraction(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // covers the segment (a race with another process reads the same), rising to 0.9 at four
     // segments' worth and more.
     const double headroom = safeRatio(e.oom.deviceFreeBytes, segment);
-    Diagnosis d = makeDiagnosis("memory_fraction_cap", 0.6 + 0.3 * clamp01((headroom - 1.0) / 3.0), {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::MemoryFractionCap, 0.6 + 0.3 * clamp01((headroom - 1.0) / 3.0), {});
     e.evidence(d,
         "the driver reported " + formatBytes(e.oom.deviceFreeBytes) + " free at the OOM, more than the "
             + formatBytes(e.oom.requestedBytes) + " requested: only a per-process limit refuses that",

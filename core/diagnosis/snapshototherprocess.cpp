@@ -17,7 +17,7 @@ void processHeldImplausiblyLittle(const SnapshotEvidence& e, std::vector<Diagnos
     if (!e.implausiblySmall)
         return;
     const uint64_t usable = *e.fixes.budget.usableBytes;
-    Diagnosis d = makeDiagnosis("other_process", e.isTrainingRun() ? 0.45 : 0.6, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::OtherProcess, e.isTrainingRun() ? 0.45 : 0.6, {});
     e.evidence(d,
         "this process could hold only " + formatBytes(usable) + " (" + formatBytes(e.oom.reservedBytes) + " reserved + "
             + formatBytes(e.oom.deviceFreeBytes) + " free on the card at the OOM in " + e.where() + ")",
@@ -54,8 +54,8 @@ void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t explained = (e.context.message ? e.context.message->selfNonPyTorchBytes.value_or(0) : 0) + GiB;
     if (outside <= explained || safeRatio(outside - explained, total) < 0.15)
         return;
-    Diagnosis d
-        = makeDiagnosis("other_process", 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
+    Diagnosis d = makeDiagnosis(
+        DiagnosisId::OtherProcess, 0.45 + 0.35 * clamp01(safeRatio(outside - explained, total) / 0.5), {});
     e.evidence(d,
         formatBytes(outside) + " of the " + formatBytes(total) + " card (" + e.cardSource
             + ") was neither PyTorch's cache (" + formatBytes(e.oom.reservedBytes) + ") nor free ("

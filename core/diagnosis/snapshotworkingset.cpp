@@ -10,7 +10,7 @@ namespace oomlens::snapshotrules {
 // 0.4: a description of the failure, not a cause.
 void workingSet(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
-    Diagnosis d = makeDiagnosis("working_set", 0.4, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::WorkingSet, 0.4, {});
     e.evidence(d, "at the OOM in " + e.where() + ": " + e.bandsText(), e.oom.eventIndex);
     e.evidence(d,
         "the " + formatBytes(e.oom.requestedBytes) + " request found " + formatBytes(e.oom.deviceFreeBytes)

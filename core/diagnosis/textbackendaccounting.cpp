@@ -13,7 +13,7 @@ namespace oomlens::textrules {
 Diagnosis diagnosePlatformLimit(const OomFacts& f, const FixContext& fixes)
 {
     const uint64_t limit = *f.platformLimit;
-    Diagnosis d = makeDiagnosis("large_allocation", 0.95, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::LargeAllocation, 0.95, {});
     d.title = "One request is larger than the platform allows in one block";
     addEvidence(d,
         "the platform refuses any single allocation above " + formatBytes(limit) + " (\"Current platform can NOT "
@@ -51,7 +51,7 @@ void diagnoseXlaProgram(const OomFacts& f, const FixContext& fixes, Candidates& 
     // Temporaries asked for as one arena are one large request in the catalogue's terms; its fixes
     // (smaller batch, rematerialisation) are the activation ones either way.
     const bool arena = tempDominates && requestIsXlaTempArena(f);
-    Diagnosis d = makeDiagnosis(arena ? "large_allocation" : "capacity", 0.6, {});
+    Diagnosis d = makeDiagnosis(arena ? DiagnosisId::LargeAllocation : DiagnosisId::Capacity, 0.6, {});
     d.title = tempDominates ? "The compiled step's temporaries do not fit" : "The program's inputs fill the card";
     addEvidence(d,
         "XLA's buffer assignment: the program needs " + formatBytes(total) + " at once: " + formatBytes(parameters)

@@ -25,7 +25,7 @@ void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& ou
     const double filled = safeRatio(allocated, limit);
     double confidence = 0.25 + 0.45 * clamp01((filled - 0.4) / 0.5);
     confidence *= (1.0 - 0.5 * out.strongestFullExplanation) * out.capacityDamping;
-    Diagnosis d = makeDiagnosis("capacity", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, confidence, {});
     d.title = "Live tensors fill the card";
     addEvidence(d,
         "live tensors take " + formatBytes(allocated) + " of the " + formatBytes(limit)

@@ -89,7 +89,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
 
     if (out.list.empty() && message.backend != "cpu") {
         // Nothing measurable: still say what is known and point at the inputs that would tell more.
-        Diagnosis d = makeDiagnosis("capacity", 0.25,
+        Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, 0.25,
             "The message carries no allocator numbers to judge by; the usual remedies "
             "apply, and a memory snapshot would show which band to cut.");
         d.title = "Live tensors fill the card";

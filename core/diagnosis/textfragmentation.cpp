@@ -13,7 +13,7 @@ void diagnoseFragmentation(const OomFacts& f, const TextFindings& context, const
     if (f.asyncAllocator || fixes.asyncAllocator)
         return; // cudaMallocAsync has no split blocks of its own to fragment
     double confidence = 0.0;
-    Diagnosis d = makeDiagnosis("fragmentation", 0.0, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Fragmentation, 0.0, {});
     // A few percent of the cache unused is normal slack (rounding, the small pool, the last freed
     // batch); it may cover a small request, but recovering it would not keep the run alive.
     const bool significantWaste = f.reservedUnallocated && f.reserved

@@ -43,7 +43,7 @@ void diagnoseRequestWithoutCard(const OomFacts& f, const FixContext& fixes, Cand
         confidence = 0.8;
         compared = "the 192 GiB of the largest common cards (B200, MI300X)";
     }
-    Diagnosis d = makeDiagnosis("large_allocation", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::LargeAllocation, confidence, {});
     addEvidence(d,
         "the message gives no card size, but the single " + formatBytes(request) + " request is more than " + compared);
     d.summary = "One request of " + formatBytes(request)
@@ -71,7 +71,7 @@ void diagnoseLargeAllocation(const OomFacts& f, const FixContext& fixes, Candida
         return;
     // How likely this one request, not the memory around it, is the problem: 0.35 at a quarter of the
     // card, 0.85 at three quarters; 0.9 when it is larger than everything the process may use.
-    Diagnosis d = makeDiagnosis("large_allocation", 0.35 + 0.5 * clamp01((share - 0.25) / 0.5), {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::LargeAllocation, 0.35 + 0.5 * clamp01((share - 0.25) / 0.5), {});
     if (request > *f.limit) {
         d.confidence = 0.9;
         addEvidence(d,

@@ -16,7 +16,7 @@ void diagnoseMemoryFraction(const OomFacts& f, const FixContext& fixes, Candidat
         const bool cardHadRoom = !f.free || *f.free >= request;
         // The message prints the limit: certain it was reached (0.9) when the card itself had room for
         // the request; when the card was full as well, lifting the cap alone may not be enough (0.6).
-        Diagnosis d = makeDiagnosis("memory_fraction_cap", cardHadRoom ? 0.9 : 0.6, {});
+        Diagnosis d = makeDiagnosis(DiagnosisId::MemoryFractionCap, cardHadRoom ? 0.9 : 0.6, {});
         addEvidence(d,
             "a per-process limit of " + formatBytes(allowed) + " is set (\"" + formatBytes(allowed)
                 + " allowed\"): " + percentText(allowed, *f.total) + " of the " + formatBytes(*f.total) + " card");
@@ -67,7 +67,7 @@ void diagnoseMemoryFraction(const OomFacts& f, const FixContext& fixes, Candidat
         confidence *= 0.6;
     if (safeRatio(*f.free, total) < 0.3)
         confidence *= 0.8;
-    Diagnosis d = makeDiagnosis("memory_fraction_cap", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::MemoryFractionCap, confidence, {});
     addEvidence(d,
         formatBytes(*f.free) + " of the " + formatBytes(total) + " card was free, "
             + (plentyFree ? "several times" : "more than") + " the " + formatBytes(request)

@@ -13,7 +13,7 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
         return;
     const uint64_t total = *f.total;
     const uint64_t request = f.request.value_or(0);
-    Diagnosis d = makeDiagnosis("other_process", 0.0, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::OtherProcess, 0.0, {});
     double confidence = 0.0;
     if (f.otherProcessBytes > 0 && (f.otherProcessBytes >= GiB || safeRatio(f.otherProcessBytes, total) >= 0.02)) {
         // How likely the memory other processes hold is what this run was missing: 0.3 for a few

@@ -17,7 +17,7 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
     const std::string where = f.phaseEvidence.empty() ? std::string() : " (" + f.phaseEvidence + ")";
     switch (f.phase) {
     case Phase::Backward: {
-        Diagnosis d = makeDiagnosis("first_backward", 0.4 + fullBonus,
+        Diagnosis d = makeDiagnosis(DiagnosisId::FirstBackward, 0.4 + fullBonus,
             "The failure is in backward, where gradients are allocated while every saved "
             "activation is still alive; the text alone cannot tell whether it is the first step.");
         addEvidence(d, "the traceback shows the failure in backward" + where);
@@ -28,7 +28,7 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
         break;
     }
     case Phase::Optimizer: {
-        Diagnosis d = makeDiagnosis("optimizer_step2", 0.45 + fullBonus,
+        Diagnosis d = makeDiagnosis(DiagnosisId::OptimizerStep2, 0.45 + fullBonus,
             "The failure is in optimizer.step(): Adam allocates its two state buffers "
             "(8 bytes per parameter) at the first step, on top of weights and gradients.");
         addEvidence(d, "the traceback shows the failure in the optimizer step" + where);
@@ -42,7 +42,7 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
         const bool accumulating = mentions(
             f, { "evaluation_loop", "prediction_loop", "nested_concat", "preds", "predict", "evaluate", "validat" });
         const double liveBonus = !cardFull && mostlyLive ? 0.1 : 0.0;
-        Diagnosis d = makeDiagnosis("eval_accumulation", (accumulating ? 0.5 : 0.35) + fullBonus + liveBonus,
+        Diagnosis d = makeDiagnosis(DiagnosisId::EvalAccumulation, (accumulating ? 0.5 : 0.35) + fullBonus + liveBonus,
             "The failure is in evaluation: either outputs are collected on the GPU batch after batch, or "
             "the evaluation batch is larger than training's.");
         addEvidence(d, "the traceback shows the failure in evaluation / no-grad code" + where);

@@ -107,7 +107,7 @@ void diagnoseProjectedState(const OomFacts& f, const FixContext& fixes, Candidat
     const double confidence = never && !bytes.fp32FromAutocast ? 0.9
         : bytes.optimizerAssumed || bytes.fp32FromAutocast     ? 0.75
                                                                : 0.85;
-    Diagnosis d = makeDiagnosis("capacity", confidence, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, confidence, {});
     const std::string width = bytes.precisionAssumed ? "16-bit (the narrowest: the log does not say)"
         : bytes.fp32FromAutocast                     ? "fp32 (mixed precision keeps the weights in fp32)"
                                                      : f.recipe.weightPrecision;

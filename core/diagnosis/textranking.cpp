@@ -13,8 +13,8 @@ namespace oomlens::textrules {
 void rankCauseOverSymptom(const OomFacts& f, std::vector<Diagnosis>& list)
 {
     const auto isCause = [](const Diagnosis& d) {
-        return d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation" || d.id == "leak"
-            || d.id == "longest_batch";
+        return d.id == DiagnosisId::FirstBackward || d.id == DiagnosisId::OptimizerStep2
+            || d.id == DiagnosisId::EvalAccumulation || d.id == DiagnosisId::Leak || d.id == DiagnosisId::LongestBatch;
     };
     auto phaseCase = list.end();
     for (auto it = list.begin(); it != list.end(); ++it) {
@@ -26,15 +26,15 @@ void rankCauseOverSymptom(const OomFacts& f, std::vector<Diagnosis>& list)
         // log's growth, or its longest batch) says what filled it. Below that cause unless the state
         // itself was projected not to fit.
         for (auto& d : list) {
-            const bool symptom = d.id == "capacity" && d.title == "Live tensors fill the card";
+            const bool symptom = d.id == DiagnosisId::Capacity && d.title == "Live tensors fill the card";
             if (symptom && d.confidence >= phaseCase->confidence)
                 d.confidence = std::max(0.05, phaseCase->confidence - 0.05);
         }
         // In evaluation one large request is the outputs gathered at once (torch.cat of every batch's
         // logits, metrics over all predictions): the gathering is the cause.
-        if (phaseCase->id == "eval_accumulation") {
+        if (phaseCase->id == DiagnosisId::EvalAccumulation) {
             for (auto& d : list) {
-                if (d.id == "large_allocation" && d.confidence >= phaseCase->confidence && f.request) {
+                if (d.id == DiagnosisId::LargeAllocation && d.confidence >= phaseCase->confidence && f.request) {
                     d.confidence = std::max(0.05, phaseCase->confidence - 0.05);
                     addEvidence(d,
                         "ranked below eval_accumulation: in evaluation a single " + formatBytes(*f.request)
@@ -45,10 +45,10 @@ void rankCauseOverSymptom(const OomFacts& f, std::vector<Diagnosis>& list)
     }
     if (f.phase != Phase::Eval || !f.allocated || !f.limit || safeRatio(*f.allocated, *f.limit) < 0.5)
         return;
-    const auto eval
-        = std::find_if(list.begin(), list.end(), [](const Diagnosis& d) { return d.id == "eval_accumulation"; });
+    const auto eval = std::find_if(
+        list.begin(), list.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::EvalAccumulation; });
     const auto fragmentation
-        = std::find_if(list.begin(), list.end(), [](const Diagnosis& d) { return d.id == "fragmentation"; });
+        = std::find_if(list.begin(), list.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::Fragmentation; });
     if (eval == list.end() || fragmentation == list.end() || fragmentation->confidence < eval->confidence)
         return;
     fragmentation->confidence = std::max(0.05, eval->confidence - 0.05);

@@ -95,7 +95,7 @@ void diagnoseGrowth(const OomFacts& f, const FixContext& fixes, Candidates& out)
     if (sized.front()->sequenceLength)
         workload += (workload.empty() ? " with" : " and") + std::string(" the same sequence length ")
             + std::to_string(*sized.front()->sequenceLength);
-    Diagnosis d = makeDiagnosis("leak", 0.7, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Leak, 0.7, {});
     addEvidence(d,
         "the log's own " + metricWords(metric) + " grew at every one of " + std::to_string(sized.size())
             + " logged steps: " + formatBytes(first) + " at step " + std::to_string(sized.front()->step) + ", "
@@ -171,7 +171,7 @@ void diagnoseLongestBatch(const OomFacts& f, const FixContext& fixes, Candidates
             continue;
         if (seen.value < 2 * seen.mostBefore)
             return; // the log's best measure shows no outlier: a weaker one must not claim one
-        Diagnosis d = makeDiagnosis("longest_batch", 0.7, {});
+        Diagnosis d = makeDiagnosis(DiagnosisId::LongestBatch, 0.7, {});
         addEvidence(d, measure.evidence(seen));
         d.summary = "One batch is much longer than the rest; the run fits its usual batches, not this one.";
         appendFixes(d.fixes,

@@ -44,8 +44,8 @@ nlohmann::ordered_json rankToJson(const RankSummary& rank)
     out["oom_time_us"] = optional(rank.oomTimeUs);
     out["capacity_bytes"] = optional(rank.capacityBytes);
     out["device_name"] = optional(rank.deviceName);
-    out["top_diagnosis"]
-        = rank.topDiagnosisId.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rank.topDiagnosisId);
+    out["top_diagnosis"] = rank.topDiagnosisId ? nlohmann::ordered_json(diagnosisIdName(*rank.topDiagnosisId))
+                                               : nlohmann::ordered_json(nullptr);
     out["group"] = rank.group >= 0 ? nlohmann::ordered_json(rank.group) : nlohmann::ordered_json(nullptr);
     out["notes"] = rank.notes;
     return out;

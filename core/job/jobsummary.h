@@ -6,6 +6,7 @@
 // and the app's Job view all read this one value.
 
 #include "core/analysis/snapshotanalysis.h"
+#include "core/diagnosis/diagnosisid.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +42,7 @@ struct RankSummary
     std::optional<uint64_t> capacityBytes; // the card (sidecar, nvidia-smi, linked message); unknown otherwise
     std::optional<std::string> deviceName;
 
-    std::string topDiagnosisId; // the rank's most likely diagnosis on its own; empty for none
+    std::optional<DiagnosisId> topDiagnosisId; // the rank's most likely diagnosis on its own
     std::string topDiagnosisTitle;
 
     int group = -1; // index into JobSummary::groups; -1 for a rank that could not be read

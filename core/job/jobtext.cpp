@@ -137,7 +137,7 @@ std::string jobToText(const JobSummary& job)
             + padLeft(formatBytes(rank.peakReservedBytes), 13) + "  "
             + padLeft(rank.capacityBytes ? formatBytes(*rank.capacityBytes) : "—", 12) + "  "
             + (rank.oom ? "yes" : " - ") + "  " + padLeft(std::to_string(rank.group + 1), 5) + "  "
-            + padRight(rank.topDiagnosisId.empty() ? "—" : rank.topDiagnosisId, 20) + "  " + rank.file + "\n";
+            + padRight(rank.topDiagnosisId ? diagnosisIdText(*rank.topDiagnosisId) : "—", 20) + "  " + rank.file + "\n";
     }
 
     if (!job.groups.empty()) {

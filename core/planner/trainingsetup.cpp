@@ -1,39 +1,18 @@
 #include "core/planner/trainingsetup.h"
 
-#include <array>
-#include <utility>
+#include "core/nametable.h"
 
 namespace oomlens::planner {
 
 namespace {
 
-template <typename Enum, size_t N>
-std::optional<Enum> fromName(const std::array<std::pair<Enum, std::string_view>, N>& names, std::string_view name)
-{
-    for (const auto& [value, text] : names) {
-        if (text == name)
-            return value;
-    }
-    return std::nullopt;
-}
-
-template <typename Enum, size_t N>
-std::string_view toName(const std::array<std::pair<Enum, std::string_view>, N>& names, Enum wanted)
-{
-    for (const auto& [value, text] : names) {
-        if (value == wanted)
-            return text;
-    }
-    return {};
-}
-
-constexpr std::array<std::pair<Precision, std::string_view>, 4> precisionNames { {
+constexpr NameTable<Precision, 4> precisionNames { {
     { Precision::Fp32, "fp32" },
     { Precision::MixedFp16, "mixed-fp16" },
     { Precision::MixedBf16, "mixed-bf16" },
     { Precision::Bf16, "bf16" },
 } };
-constexpr std::array<std::pair<OptimizerKind, std::string_view>, 6> optimizerNames { {
+constexpr NameTable<OptimizerKind, 6> optimizerNames { {
     { OptimizerKind::AdamW, "adamw" },
     { OptimizerKind::AdamW8bit, "adamw-8bit" },
     { OptimizerKind::Sgd, "sgd" },
@@ -41,22 +20,22 @@ constexpr std::array<std::pair<OptimizerKind, std::string_view>, 6> optimizerNam
     { OptimizerKind::AdamWFused, "adamw-fused" },
     { OptimizerKind::AdamW8bitPaged, "adamw-paged-8bit" },
 } };
-constexpr std::array<std::pair<Checkpointing, std::string_view>, 3> checkpointingNames { {
+constexpr NameTable<Checkpointing, 3> checkpointingNames { {
     { Checkpointing::None, "none" },
     { Checkpointing::Full, "full" },
     { Checkpointing::EveryK, "every" },
 } };
-constexpr std::array<std::pair<Attention, std::string_view>, 2> attentionNames { {
+constexpr NameTable<Attention, 2> attentionNames { {
     { Attention::Eager, "eager" },
     { Attention::Sdpa, "sdpa" },
 } };
-constexpr std::array<std::pair<Offload, std::string_view>, 3> offloadNames { {
+constexpr NameTable<Offload, 3> offloadNames { {
     { Offload::None, "none" },
     { Offload::Optimizer, "optimizer" },
     { Offload::All, "all" },
 } };
 
-constexpr std::array<std::pair<LoraTargets, std::string_view>, 3> loraTargetNames { {
+constexpr NameTable<LoraTargets, 3> loraTargetNames { {
     { LoraTargets::AllLinear, "all" },
     { LoraTargets::Attention, "attention" },
     { LoraTargets::QueryValue, "qv" },
@@ -66,51 +45,51 @@ constexpr std::array<std::pair<LoraTargets, std::string_view>, 3> loraTargetName
 
 std::string_view precisionName(Precision precision)
 {
-    return toName(precisionNames, precision);
+    return nameIn(precisionNames, precision);
 }
 std::string_view optimizerName(OptimizerKind optimizer)
 {
-    return toName(optimizerNames, optimizer);
+    return nameIn(optimizerNames, optimizer);
 }
 std::string_view checkpointingName(Checkpointing checkpointing)
 {
-    return toName(checkpointingNames, checkpointing);
+    return nameIn(checkpointingNames, checkpointing);
 }
 std::string_view attentionName(Attention attention)
 {
-    return toName(attentionNames, attention);
+    return nameIn(attentionNames, attention);
 }
 std::string_view offloadName(Offload offload)
 {
-    return toName(offloadNames, offload);
+    return nameIn(offloadNames, offload);
 }
 std::optional<Precision> precisionFromName(std::string_view name)
 {
-    return fromName(precisionNames, name);
+    return valueNamed(precisionNames, name);
 }
 std::optional<OptimizerKind> optimizerFromName(std::string_view name)
 {
-    return fromName(optimizerNames, name);
+    return valueNamed(optimizerNames, name);
 }
 std::optional<Checkpointing> checkpointingFromName(std::string_view name)
 {
-    return fromName(checkpointingNames, name);
+    return valueNamed(checkpointingNames, name);
 }
 std::optional<Attention> attentionFromName(std::string_view name)
 {
-    return fromName(attentionNames, name);
+    return valueNamed(attentionNames, name);
 }
 std::optional<Offload> offloadFromName(std::string_view name)
 {
-    return fromName(offloadNames, name);
+    return valueNamed(offloadNames, name);
 }
 std::string_view loraTargetsName(LoraTargets targets)
 {
-    return toName(loraTargetNames, targets);
+    return nameIn(loraTargetNames, targets);
 }
 std::optional<LoraTargets> loraTargetsFromName(std::string_view name)
 {
-    return fromName(loraTargetNames, name);
+    return valueNamed(loraTargetNames, name);
 }
 
 int TrainingSetup::checkpointedBlocks(int layers) const

@@ -199,7 +199,7 @@ void ReportBuilder::writeDiagnoses()
     }
     for (const Diagnosis& diagnosis : m_analysis.diagnoses) {
         raw("<article class=\"card\" id=\"diagnosis-");
-        text(diagnosis.id);
+        text(diagnosisIdName(diagnosis.id));
         raw("\">\n<h3>");
         text(diagnosis.title);
         char confidence[48];

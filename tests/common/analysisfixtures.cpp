@@ -64,13 +64,4 @@ SnapshotAnalysis analyzeTrace(std::string_view text, const AnalysisOptions& opti
     return analyzeSnapshot(traceSnapshot(text), options);
 }
 
-const Diagnosis* findDiagnosis(const std::vector<Diagnosis>& diagnoses, const std::string& id)
-{
-    for (const auto& d : diagnoses) {
-        if (d.id == id)
-            return &d;
-    }
-    return nullptr;
-}
-
 } // namespace oomlens::test

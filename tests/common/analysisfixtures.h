@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/diagnosisids.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/case.h"
 #include "core/diagnosis.h"
@@ -34,8 +35,5 @@ std::vector<ScenarioLabel> failingScenarioLabels();
 // builder's message, since the test, not the code under test, is wrong.
 std::shared_ptr<const Snapshot> traceSnapshot(std::string_view text);
 SnapshotAnalysis analyzeTrace(std::string_view text, const AnalysisOptions& options = {});
-
-// The diagnosis with this catalogue id, or nullptr.
-const Diagnosis* findDiagnosis(const std::vector<Diagnosis>& diagnoses, const std::string& id);
 
 } // namespace oomlens::test

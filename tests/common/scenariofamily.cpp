@@ -39,7 +39,7 @@ TopDiagnosis topDiagnosis(const Case& input)
     const CaseAnalysis analysis = analyzeCase(input);
     TopDiagnosis top;
     if (!analysis.diagnoses.empty()) {
-        top.id = QString::fromStdString(analysis.diagnoses.front().id);
+        top.id = diagnosisName(analysis.diagnoses.front().id);
         top.confidence = analysis.diagnoses.front().confidence;
     }
     return top;

@@ -45,7 +45,7 @@ private Q_SLOTS:
         QVERIFY(!input.text.oomMessages.empty());
         const CaseAnalysis analysis = analyzeCase(input);
         QVERIFY(!analysis.diagnoses.empty());
-        QCOMPARE(QString::fromStdString(analysis.diagnoses.front().id), truth);
+        QCOMPARE(test::diagnosisName(analysis.diagnoses.front().id), truth);
         const bool linked = std::any_of(analysis.links.begin(), analysis.links.end(),
             [](const std::string& note) { return note.find("oom event") != std::string::npos; });
         QVERIFY2(linked, analysis.links.empty() ? "no link notes" : analysis.links.front().c_str());
@@ -62,21 +62,24 @@ private Q_SLOTS:
     {
         // Without the snapshot, the same failures are judged from the message: never more sure
         // than the measured diagnosis, and phase cases stay at or below 0.6.
-        for (const char* name : { "first_backward", "eval_accumulation", "optimizer_step2" }) {
+        for (const DiagnosisId id :
+            { DiagnosisId::FirstBackward, DiagnosisId::EvalAccumulation, DiagnosisId::OptimizerStep2 }) {
+            const QString name = test::diagnosisName(id);
             Case input;
-            const QString path = test::testDataDir() + QStringLiteral("/scenarios/") + QLatin1String(name)
-                + QStringLiteral(".oom.txt");
+            const QString path
+                = test::testDataDir() + QStringLiteral("/scenarios/") + name + QStringLiteral(".oom.txt");
             addFile(input, path.toStdString());
             const CaseAnalysis fromText = analyzeCase(input);
-            const CaseAnalysis measured = analyzeCase(test::scenarioCase(scenarioBase(QLatin1String(name)), false));
+            const CaseAnalysis measured = analyzeCase(test::scenarioCase(scenarioBase(name), false));
             QVERIFY(!fromText.diagnoses.empty());
             for (const auto& d : fromText.diagnoses) {
-                if (d.id == "first_backward" || d.id == "eval_accumulation" || d.id == "optimizer_step2")
+                if (d.id == DiagnosisId::FirstBackward || d.id == DiagnosisId::EvalAccumulation
+                    || d.id == DiagnosisId::OptimizerStep2)
                     QVERIFY(d.confidence <= 0.6);
             }
-            const Diagnosis* same = test::findDiagnosis(measured.diagnoses, name);
+            const Diagnosis* same = test::findDiagnosis(measured.diagnoses, id);
             QVERIFY(same);
-            if (const Diagnosis* guess = test::findDiagnosis(fromText.diagnoses, name))
+            if (const Diagnosis* guess = test::findDiagnosis(fromText.diagnoses, id))
                 QVERIFY(guess->confidence < same->confidence);
         }
     }
@@ -109,7 +112,7 @@ private Q_SLOTS:
         const bool disagreement = std::any_of(analysis.links.begin(), analysis.links.end(),
             [](const std::string& note) { return note.find("device 3") != std::string::npos; });
         QVERIFY(disagreement);
-        QCOMPARE(QString::fromStdString(analysis.diagnoses.front().id), QStringLiteral("fragmentation"));
+        QCOMPARE(analysis.diagnoses.front().id, DiagnosisId::Fragmentation);
     }
 };
 

@@ -34,14 +34,6 @@ bool anyEvidence(const Diagnosis& d, const std::string& needle)
         [&](const Evidence& e) { return e.text.find(needle) != std::string::npos; });
 }
 
-std::string ids(const std::vector<Diagnosis>& diagnoses)
-{
-    std::string text;
-    for (const auto& d : diagnoses)
-        text += d.id + " ";
-    return text;
-}
-
 // A line of model code under the module call, as stacks="python" records a forward allocation.
 std::string modelSite(int line)
 {
@@ -92,8 +84,8 @@ private Q_SLOTS:
 
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("optimizer_step2"));
-        QVERIFY2(!test::findDiagnosis(diagnoses, "capacity"), ids(diagnoses).c_str());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::OptimizerStep2);
+        QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity), test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& d = diagnoses.front();
         QVERIFY(d.confidence >= 0.8);
         QVERIFY(anyEvidence(d, "3.00 GiB of the step's own intermediates"));
@@ -115,12 +107,12 @@ private Q_SLOTS:
                                   "oom 1GiB free=300MiB bwd\n";
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("capacity"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         const Diagnosis& capacity = diagnoses.front();
         QVERIFY(capacity.confidence >= 0.8);
         QVERIFY2(anyEvidence(capacity, "= 48.00 GiB"), capacity.evidence.front().text.c_str());
         QVERIFY(anyEvidence(capacity, "half()"));
-        const Diagnosis* backward = test::findDiagnosis(diagnoses, "first_backward");
+        const Diagnosis* backward = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward);
         QVERIFY(backward);
         QVERIFY(anyEvidence(*backward, "ranked below a cause its fixes can remove"));
         QVERIFY(capacity.fixes.front().id != "checkpointing" && capacity.fixes.front().id != "micro_batch");
@@ -136,7 +128,7 @@ private Q_SLOTS:
                                   "alloc g1 1GiB grad\n"
                                   "oom 1GiB free=300MiB bwd\n";
         const auto diagnoses = diagnose(trace);
-        QCOMPARE(diagnoses.front().id, std::string("capacity"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         QVERIFY(anyEvidence(diagnoses.front(), "= 24.00 GiB"));
         QVERIFY(anyEvidence(diagnoses.front(), "projected as fp32"));
     }
@@ -158,12 +150,12 @@ private Q_SLOTS:
         trace += "alloc x7 256MiB fwd\noom 64MiB free=10MiB fwd\n";
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("leak"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Leak);
         const Diagnosis& leak = diagnoses.front();
         QVERIFY(anyEvidence(leak, "about 200.00 MiB per step"));
         QVERIFY(anyEvidence(leak, "4 of 5"));
         QVERIFY(anyEvidence(leak, "train.py:train_step:42 (4 allocations, 800.00 MiB)"));
-        QVERIFY(!test::findDiagnosis(diagnoses, "capacity"));
+        QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity));
     }
 
     // Evaluation keeps 1 GiB of outputs per batch (5 so far); the last 1 GiB request finds 1.37 GiB
@@ -178,12 +170,12 @@ private Q_SLOTS:
         trace += "oom 1GiB free=50MiB eval\n";
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("eval_accumulation"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::EvalAccumulation);
         QVERIFY(anyEvidence(diagnoses.front(), "about 1024.00 MiB more per evaluation batch"));
-        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence >= 0.8); // the symptom is real, it is not the cause
-        QVERIFY2(anyEvidence(*fragmentation, "about 1 more evaluation batch"), ids(diagnoses).c_str());
+        QVERIFY2(anyEvidence(*fragmentation, "about 1 more evaluation batch"), test::diagnosisNames(diagnoses).c_str());
         // Its ladder does not promise what the ranking ruled out: expandable segments let this
         // request through, not the evaluation, and go after the fixes that can.
         for (const Diagnosis& d : diagnoses) {
@@ -212,12 +204,13 @@ private Q_SLOTS:
                                   "oom 1.75GiB free=50MiB fwd\n";
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id != "fragmentation", ids(diagnoses).c_str());
+        QVERIFY2(diagnoses.front().id != DiagnosisId::Fragmentation, test::diagnosisNames(diagnoses).c_str());
         QVERIFY(diagnoses.front().confidence < 0.8);
-        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence < 0.5);
-        QVERIFY2(anyEvidence(*fragmentation, "still has to allocate 4.75 GiB"), ids(diagnoses).c_str());
+        QVERIFY2(
+            anyEvidence(*fragmentation, "still has to allocate 4.75 GiB"), test::diagnosisNames(diagnoses).c_str());
         QVERIFY(anyEvidence(*fragmentation, "gradients and optimizer state still to be created"));
     }
 
@@ -234,7 +227,7 @@ private Q_SLOTS:
         trace += "alloc a4 512MiB fwd\noom 256MiB free=10MiB bwd\n";
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(!test::findDiagnosis(diagnoses, "leak"), ids(diagnoses).c_str());
+        QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Leak), test::diagnosisNames(diagnoses).c_str());
     }
 
     // Loading 800 MiB of weights fails with 800 MiB reserved and 20 MiB free: no training GPU
@@ -244,10 +237,10 @@ private Q_SLOTS:
         const std::string trace = "alloc w1 400MiB load\nalloc w2 400MiB load\noom 200MiB free=20MiB load\n";
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("other_process"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::OtherProcess);
         QVERIFY(anyEvidence(diagnoses.front(), "nvidia-smi"));
         QVERIFY(anyEvidence(diagnoses.front(), "no card size"));
-        if (const Diagnosis* capacity = test::findDiagnosis(diagnoses, "capacity"))
+        if (const Diagnosis* capacity = test::findDiagnosis(diagnoses, DiagnosisId::Capacity))
             QVERIFY(capacity->confidence < 0.5);
 
         // Given the card (24 GiB), the 23 GiB held elsewhere is measured, and capacity is not the cause.
@@ -255,16 +248,16 @@ private Q_SLOTS:
         context.cardTotalBytes = 24 * GiB;
         context.cardTotalSource = "nvidia-smi";
         const auto known = diagnose(trace, context);
-        QCOMPARE(known.front().id, std::string("other_process"));
+        QCOMPARE(known.front().id, DiagnosisId::OtherProcess);
         QVERIFY(anyEvidence(known.front(), "of the 24.00 GiB card (nvidia-smi)"));
-        if (const Diagnosis* capacity = test::findDiagnosis(known, "capacity"))
+        if (const Diagnosis* capacity = test::findDiagnosis(known, DiagnosisId::Capacity))
             QVERIFY(capacity->confidence < known.front().confidence);
 
         // A 1 GiB card is what it is: 1 GiB of weights (800 MiB loaded + the 200 MiB being
         // loaded) exceed the 820 MiB this process could hold.
         context.cardTotalBytes = GiB;
         const auto small = diagnose(trace, context);
-        QCOMPARE(small.front().id, std::string("capacity"));
+        QCOMPARE(small.front().id, DiagnosisId::Capacity);
     }
 
     // stacks='python': the autograd engine's thread records no frames, so the backward's
@@ -283,7 +276,7 @@ private Q_SLOTS:
         QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Backward);
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id == "first_backward", ids(diagnoses).c_str());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::FirstBackward, test::diagnosisNames(diagnoses).c_str());
     }
     // A ring buffer kept the end of step 2, step 3 and the failing step 4: step 2's forward
     // allocations are gone, their frees in backward remain (free events carry the allocation's
@@ -310,7 +303,7 @@ private Q_SLOTS:
 
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id == "longest_batch", ids(diagnoses).c_str());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::LongestBatch, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& d = diagnoses.front();
         QVERIFY(d.confidence >= 0.8);
         QVERIFY2(anyEvidence(d, "over 3 call sites seen in both, the failing step's tensors are 4.0x"),
@@ -330,7 +323,7 @@ private Q_SLOTS:
             trace += "alloc b" + std::to_string(layer) + " 100MiB " + modelSite(10 * layer) + "\n";
         trace += "oom 100MiB free=20MiB " + modelSite(10) + "\nringbuffer 30\n";
         const auto diagnoses = diagnose(trace);
-        QVERIFY2(!test::findDiagnosis(diagnoses, "longest_batch"), ids(diagnoses).c_str());
+        QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::LongestBatch), test::diagnosisNames(diagnoses).c_str());
     }
 
     // A loop keeps 200 MiB of logits per step (train.py:train_step:42) for a metric at the end of
@@ -352,7 +345,7 @@ private Q_SLOTS:
         QCOMPARE(analysis.primary()->stepCount, 1);
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id == "leak", ids(diagnoses).c_str());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::Leak, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& leak = diagnoses.front();
         QVERIFY(leak.confidence >= 0.8);
         QVERIFY2(anyEvidence(leak, "tensors of 200.00 MiB from train_step (train.py:42) are live at the failure"),
@@ -375,7 +368,7 @@ private Q_SLOTS:
             trace += "alloc b" + std::to_string(layer) + " 300MiB " + modelSite(10 * layer) + "\n";
         trace += "alloc keep3 200MiB loss\nfree k2 loss\noom 300MiB free=20MiB bwd\nringbuffer 24\n";
         const auto diagnoses = diagnose(trace);
-        QVERIFY2(!test::findDiagnosis(diagnoses, "leak"), ids(diagnoses).c_str());
+        QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Leak), test::diagnosisNames(diagnoses).c_str());
     }
     // Loading weights with 300 MiB of them in place: the process could hold 350 MiB (340 reserved
     // + 10 free), less than any training GPU leaves it. 24 MiB sit free in split blocks (12 + 8 +
@@ -394,20 +387,20 @@ private Q_SLOTS:
         QCOMPARE(oom.freeInPoolBytes, 24 * MiB);
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id == "other_process", ids(diagnoses).c_str());
-        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
+        QVERIFY2(diagnoses.front().id == DiagnosisId::OtherProcess, test::diagnosisNames(diagnoses).c_str());
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence < diagnoses.front().confidence);
         QVERIFY2(anyEvidence(*fragmentation, "is less than the 674.00 MiB held outside this process"),
-            ids(diagnoses).c_str());
+            test::diagnosisNames(diagnoses).c_str());
 
         // With the card's size given (24 GiB), the memory held outside is measured.
         SnapshotDiagnosisContext context;
         context.cardTotalBytes = 24 * GiB;
         context.cardTotalSource = "nvidia-smi";
         const auto known = diagnose(trace, context);
-        QVERIFY2(known.front().id == "other_process", ids(known).c_str());
-        QVERIFY(anyEvidence(*test::findDiagnosis(known, "fragmentation"), "ranked below other_process"));
+        QVERIFY2(known.front().id == DiagnosisId::OtherProcess, test::diagnosisNames(known).c_str());
+        QVERIFY(anyEvidence(*test::findDiagnosis(known, DiagnosisId::Fragmentation), "ranked below other_process"));
     }
 
     // Evaluation gathers every batch's 1 GiB of logits into one tensor: torch.cat makes a buffer
@@ -431,12 +424,12 @@ private Q_SLOTS:
         QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Eval);
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id == "eval_accumulation", ids(diagnoses).c_str());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::EvalAccumulation, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& d = diagnoses.front();
         QVERIFY(d.confidence >= 0.8);
         QVERIFY2(anyEvidence(d, "newest of 5 ever larger buffers from the same code"), d.evidence.back().text.c_str());
         QCOMPARE(d.outlook->growthPerUnitBytes, GiB);
-        if (const Diagnosis* large = test::findDiagnosis(diagnoses, "large_allocation"))
+        if (const Diagnosis* large = test::findDiagnosis(diagnoses, DiagnosisId::LargeAllocation))
             QVERIFY(anyEvidence(*large, "ranked below eval_accumulation"));
     }
     // A fused AdamW creates its two moments in the first optimizer.step() and fails on the
@@ -456,10 +449,10 @@ private Q_SLOTS:
         QCOMPARE(analysis.primary()->stepCount, 0); // no step starts in view; the free starts none
         const auto diagnoses = diagnose(trace);
         QVERIFY(!diagnoses.empty());
-        QVERIFY2(diagnoses.front().id == "capacity", ids(diagnoses).c_str());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::Capacity, test::diagnosisNames(diagnoses).c_str());
         QVERIFY(anyEvidence(diagnoses.front(), "= 8.00 GiB"));
-        QVERIFY(!test::findDiagnosis(diagnoses, "optimizer_step2")
-            || test::findDiagnosis(diagnoses, "optimizer_step2")->confidence < diagnoses.front().confidence);
+        QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::OptimizerStep2)
+            || test::findDiagnosis(diagnoses, DiagnosisId::OptimizerStep2)->confidence < diagnoses.front().confidence);
     }
 };
 

@@ -1,3 +1,4 @@
+#include "common/diagnosisids.h"
 #include "common/testutil.h"
 #include "common/textfixtures.h"
 #include "core/diagnosis/textdiagnosis.h"
@@ -18,20 +19,20 @@ namespace {
 // Each labelled thread's cause, as far as the pasted text can show it. Records whose label the
 // text cannot support (an XLA request with no card size; a runtime error whose cause was an
 // async-copy flag) are left out rather than forced.
-const std::map<std::string, std::pair<std::string, bool>>& expectations()
+const std::map<std::string, std::pair<DiagnosisId, bool>>& expectations()
 {
-    static const std::map<std::string, std::pair<std::string, bool>> table = {
-        // id -> (catalogue id, must be the top diagnosis)
-        { "oom-013", { "other_process", true } }, // job ran on a GPU other processes occupied
-        { "oom-032", { "capacity", true } }, // model too large for the device
-        { "oom-036", { "capacity", true } }, // batch too large
-        { "oom-039", { "memory_fraction_cap", true } }, // set_per_process_memory_fraction
-        { "oom-055", { "fragmentation", true } }, // fixed by expandable_segments
-        { "oom-057", { "fragmentation", true } }, // split 11.6 GB cached segment
-        { "oom-075", { "capacity", true } }, // batch-size doubling test
-        { "oom-076", { "eval_accumulation", true } }, // HF eval predictions kept on the GPU
-        { "oom-079", { "eval_accumulation", false } }, // eval batch of the whole validation set
-        { "oom-080", { "large_allocation", true } }, // one 23 GiB request on a 24 GB card
+    static const std::map<std::string, std::pair<DiagnosisId, bool>> table = {
+        // record id -> (diagnosis, must be the top diagnosis)
+        { "oom-013", { DiagnosisId::OtherProcess, true } }, // job ran on a GPU other processes occupied
+        { "oom-032", { DiagnosisId::Capacity, true } }, // model too large for the device
+        { "oom-036", { DiagnosisId::Capacity, true } }, // batch too large
+        { "oom-039", { DiagnosisId::MemoryFractionCap, true } }, // set_per_process_memory_fraction
+        { "oom-055", { DiagnosisId::Fragmentation, true } }, // fixed by expandable_segments
+        { "oom-057", { DiagnosisId::Fragmentation, true } }, // split 11.6 GB cached segment
+        { "oom-075", { DiagnosisId::Capacity, true } }, // batch-size doubling test
+        { "oom-076", { DiagnosisId::EvalAccumulation, true } }, // HF eval predictions kept on the GPU
+        { "oom-079", { DiagnosisId::EvalAccumulation, false } }, // eval batch of the whole validation set
+        { "oom-080", { DiagnosisId::LargeAllocation, true } }, // one 23 GiB request on a 24 GB card
     };
     return table;
 }
@@ -63,11 +64,11 @@ private Q_SLOTS:
             const auto diagnoses = diagnoseText(parseText(text));
             QVERIFY2(!diagnoses.empty(), "no diagnosis");
             if (mustLead) {
-                QCOMPARE(QString::fromStdString(diagnoses.front().id), QString::fromStdString(expectedId));
+                QCOMPARE(diagnoses.front().id, expectedId);
             } else {
                 const bool present = std::any_of(
                     diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == expectedId; });
-                QVERIFY2(present, expectedId.c_str());
+                QVERIFY2(present, diagnosisIdText(expectedId).c_str());
             }
             return;
         }
@@ -90,7 +91,7 @@ private Q_SLOTS:
             for (const auto& d : diagnoses) {
                 char confidence[16];
                 std::snprintf(confidence, sizeof confidence, "%.2f", d.confidence);
-                overview += " " + d.id + "(" + confidence + ")";
+                overview += " " + diagnosisIdText(d.id) + "(" + confidence + ")";
                 QVERIFY(!d.evidence.empty());
                 QVERIFY(!d.fixes.empty());
             }

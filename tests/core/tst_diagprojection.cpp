@@ -193,7 +193,7 @@ private Q_SLOTS:
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         findings.allocConfs.clear(); // the example sets max_split_size_mb only; expandable segments stay off either way
         const auto diagnoses = diagnoseText(findings);
-        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         const Fix& fix = fragmentation->fixes.front();
         QCOMPARE(fix.id, std::string("expandable_segments"));
@@ -263,7 +263,7 @@ private Q_SLOTS:
         QVERIFY2(snapshot, error.c_str());
         const auto diagnoses = diagnoseSnapshot(analyzeSnapshot(snapshot), {});
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("memory_fraction_cap"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::MemoryFractionCap);
     }
 
     // Under a per-process limit the limit is what the process could hold: the refused segment
@@ -278,8 +278,8 @@ private Q_SLOTS:
         QVERIFY2(snapshot, error.c_str());
         const auto diagnoses = diagnoseSnapshot(analyzeSnapshot(snapshot), {});
         QVERIFY(diagnoses.size() >= 2);
-        QCOMPARE(diagnoses.front().id, std::string("capacity"));
-        QCOMPARE(diagnoses[1].id, std::string("memory_fraction_cap"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
+        QCOMPARE(diagnoses[1].id, DiagnosisId::MemoryFractionCap);
         const std::string& line = diagnoses.front().evidence.front().text;
         QVERIFY2(line.find("at most 3.50 GiB under a per-process limit") != std::string::npos, line.c_str());
     }
@@ -297,7 +297,7 @@ private Q_SLOTS:
         context.message = facts;
         const auto diagnoses = diagnoseSnapshot(analyzeSnapshot(snapshot), context);
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(diagnoses.front().id, std::string("other_process"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::OtherProcess);
     }
 };
 

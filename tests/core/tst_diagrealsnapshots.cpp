@@ -69,8 +69,9 @@ private Q_SLOTS:
             = analyzeCorpusFile(QStringLiteral("Constructor-Sun__code_location__memory_snapshot.pickle"));
         QVERIFY(!analysis.diagnoses.empty());
         const std::string text = diagnosesToText(analysis.diagnoses, false);
-        QVERIFY2(analysis.diagnoses.front().id != "capacity", text.c_str()); // the weights and state are small
-        QCOMPARE(analysis.diagnoses.front().id, std::string("working_set"));
+        QVERIFY2(
+            analysis.diagnoses.front().id != DiagnosisId::Capacity, text.c_str()); // the weights and state are small
+        QCOMPARE(analysis.diagnoses.front().id, DiagnosisId::WorkingSet);
         QVERIFY2(!anyFix(analysis.diagnoses, "expandable_segments"), text.c_str());
         QVERIFY2(!anyFix(analysis.diagnoses, "optimizer_8bit"), text.c_str());
         QVERIFY2(text.find("repeated blocks:") != std::string::npos, text.c_str());

@@ -75,7 +75,7 @@ private Q_SLOTS:
             QVERIFY2(!in.error, in.error ? in.error->c_str() : "");
         const CaseAnalysis analysis = analyzeCase(input);
         const QString top = analysis.diagnoses.empty() ? QStringLiteral("(none)")
-                                                       : QString::fromStdString(analysis.diagnoses.front().id);
+                                                       : test::diagnosisName(analysis.diagnoses.front().id);
         if (qEnvironmentVariableIsSet("OOMLENS_DEBUG_DIAG"))
             qDebug().noquote() << QString::fromStdString(diagnosesToText(analysis.diagnoses, false));
         if (const char* reason = knownGap(QTest::currentDataTag()))

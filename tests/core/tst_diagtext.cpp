@@ -116,9 +116,10 @@ json loadFixtures()
     return json::parse(test::readFile(test::testDataDir() + QStringLiteral("/diag/messages.json")).toStdString());
 }
 
-bool hasId(const std::vector<Diagnosis>& diagnoses, const std::string& id)
+bool hasId(const std::vector<Diagnosis>& diagnoses, const std::string& name)
 {
-    return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == id; });
+    return std::any_of(
+        diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return diagnosisIdName(d.id) == name; });
 }
 
 } // namespace
@@ -147,17 +148,19 @@ private Q_SLOTS:
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
         QVERIFY(!diagnoses.empty());
         if (fixture.contains("expect_top"))
-            QCOMPARE(QString::fromStdString(diagnoses.front().id),
+            QCOMPARE(test::diagnosisName(diagnoses.front().id),
                 QString::fromStdString(fixture["expect_top"].get<std::string>()));
         for (const auto& id : fixture.value("expect", json::array()))
             QVERIFY2(hasId(diagnoses, id.get<std::string>()), id.get<std::string>().c_str());
         for (const auto& d : diagnoses) {
-            QVERIFY2(!catalogueTitle(d.id).empty(), d.id.c_str());
+            const std::string id = diagnosisIdText(d.id);
+            QVERIFY2(!catalogueTitle(d.id).empty(), id.c_str());
             QVERIFY(d.confidence > 0 && d.confidence <= 0.97);
-            QVERIFY2(!d.evidence.empty(), d.id.c_str());
-            QVERIFY2(!d.fixes.empty(), d.id.c_str());
+            QVERIFY2(!d.evidence.empty(), id.c_str());
+            QVERIFY2(!d.fixes.empty(), id.c_str());
             // Text alone is thin evidence for a phase case.
-            if (d.id == "first_backward" || d.id == "optimizer_step2" || d.id == "eval_accumulation")
+            if (d.id == DiagnosisId::FirstBackward || d.id == DiagnosisId::OptimizerStep2
+                || d.id == DiagnosisId::EvalAccumulation)
                 QVERIFY(d.confidence <= 0.6);
         }
         OOMLENS_COMPARE_GOLDEN(
@@ -172,7 +175,7 @@ private Q_SLOTS:
             const auto diagnoses = diagnoseText(findingsFrom(fixture));
             for (const auto& d : diagnoses) {
                 for (const auto& fix : d.fixes)
-                    QVERIFY2(fix.id != "expandable_segments", d.id.c_str());
+                    QVERIFY2(fix.id != "expandable_segments", diagnosisIdText(d.id).c_str());
             }
         }
     }
@@ -184,7 +187,7 @@ private Q_SLOTS:
             R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
             "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}})json");
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
-        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, "fragmentation");
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QCOMPARE(QString::fromStdString(fragmentation->fixes.front().id), QStringLiteral("expandable_segments"));
         QCOMPARE(*fragmentation->fixes.front().projectedSavingBytes, static_cast<int64_t>(6 * GiB));
@@ -197,7 +200,7 @@ private Q_SLOTS:
         json fixture = json::parse(
             R"json({"message": {"backend": "cuda", "template": "T3", "requested": "2.00 GiB", "total": "23.65 GiB",
             "free": "300.00 MiB", "allocated": "17.00 GiB", "reserved_unallocated": "6.00 GiB"}, "alloc_conf": "backend:cudaMallocAsync"})json");
-        QVERIFY(!hasId(diagnoseText(findingsFrom(fixture)), "fragmentation"));
+        QVERIFY(!test::findDiagnosis(diagnoseText(findingsFrom(fixture)), DiagnosisId::Fragmentation));
     }
 
     void probableErrorsGetLowerConfidence()
@@ -208,9 +211,10 @@ private Q_SLOTS:
         probable["message"]["probable"] = true;
         const auto a = diagnoseText(findingsFrom(sure));
         const auto b = diagnoseText(findingsFrom(probable));
-        QVERIFY(test::findDiagnosis(a, "first_backward") && test::findDiagnosis(b, "first_backward"));
-        QVERIFY(test::findDiagnosis(b, "first_backward")->confidence
-            < test::findDiagnosis(a, "first_backward")->confidence);
+        QVERIFY(
+            test::findDiagnosis(a, DiagnosisId::FirstBackward) && test::findDiagnosis(b, DiagnosisId::FirstBackward));
+        QVERIFY(test::findDiagnosis(b, DiagnosisId::FirstBackward)->confidence
+            < test::findDiagnosis(a, DiagnosisId::FirstBackward)->confidence);
     }
 
     void evidenceCarriesTheNumbers()
@@ -220,7 +224,7 @@ private Q_SLOTS:
             "free": "22.12 MiB", "allocated": "2.31 GiB", "reserved_unallocated": "34.15 MiB",
             "processes": [{"pid": 932170, "bytes": "6.88 GiB"}, {"self": true, "bytes": "2.60 GiB"}]}})json");
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
-        const Diagnosis* other = test::findDiagnosis(diagnoses, "other_process");
+        const Diagnosis* other = test::findDiagnosis(diagnoses, DiagnosisId::OtherProcess);
         QVERIFY(other);
         QVERIFY(other->evidence.front().text.find("932170") != std::string::npos);
         QVERIFY(other->evidence.front().text.find("6.88 GiB") != std::string::npos);
@@ -234,7 +238,7 @@ private Q_SLOTS:
             if (fixture["name"] != "several_messages_last_leads")
                 continue;
             const auto diagnoses = diagnoseText(findingsFrom(fixture));
-            const Diagnosis* large = test::findDiagnosis(diagnoses, "large_allocation");
+            const Diagnosis* large = test::findDiagnosis(diagnoses, DiagnosisId::LargeAllocation);
             QVERIFY(large); // only the earlier 8 GiB request was large
             QVERIFY(large->evidence.front().text.rfind("earlier OOM at line 120", 0) == 0);
             QVERIFY(large->confidence < diagnoses.front().confidence);
@@ -271,9 +275,9 @@ private Q_SLOTS:
         findings.oomMessages.push_back(message);
         const auto diagnoses = diagnoseText(findings);
         QVERIFY(!diagnoses.empty());
-        const Diagnosis* longest = test::findDiagnosis(diagnoses, "longest_batch");
+        const Diagnosis* longest = test::findDiagnosis(diagnoses, DiagnosisId::LongestBatch);
         QVERIFY(longest);
-        QCOMPARE(diagnoses.front().id, std::string("longest_batch"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::LongestBatch);
         QVERIFY2(longest->evidence.front().text.find("a batch of 8x4096 (32768 tokens), 8x the most logged before it "
                                                      "(4096)")
                 != std::string::npos,
@@ -282,7 +286,7 @@ private Q_SLOTS:
         // The same shapes throughout: nothing reads as a longer batch.
         log.back().batch = "8x512";
         findings.oomMessages.front().memoryLog = MemoryLog(log);
-        QVERIFY(!test::findDiagnosis(diagnoseText(findings), "longest_batch"));
+        QVERIFY(!test::findDiagnosis(diagnoseText(findings), DiagnosisId::LongestBatch));
     }
 
     void noMessageNoDiagnosis() { QVERIFY(diagnoseText(TextFindings {}).empty()); }

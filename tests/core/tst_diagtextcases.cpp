@@ -1,3 +1,4 @@
+#include "common/diagnosisids.h"
 #include "common/textfixtures.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "parsers/text/textparser.h"
@@ -8,18 +9,13 @@
 #include <set>
 
 using namespace oomlens;
+using oomlens::test::findDiagnosis;
 
 namespace {
 
 std::vector<Diagnosis> diagnoseFixture(const char* name)
 {
     return diagnoseText(test::parseTextFixture(name));
-}
-
-const Diagnosis* findDiagnosis(const std::vector<Diagnosis>& diagnoses, const std::string& id)
-{
-    const auto it = std::find_if(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == id; });
-    return it == diagnoses.end() ? nullptr : &*it;
 }
 
 bool mentions(const Diagnosis& d, const std::string& needle)
@@ -50,9 +46,9 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("diag/container_self.txt");
         QVERIFY(!diagnoses.empty());
-        QVERIFY(diagnoses.front().id != "other_process");
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("capacity"));
-        const Diagnosis* other = findDiagnosis(diagnoses, "other_process");
+        QVERIFY(diagnoses.front().id != DiagnosisId::OtherProcess);
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
+        const Diagnosis* other = findDiagnosis(diagnoses, DiagnosisId::OtherProcess);
         QVERIFY(!other || other->confidence < 0.3);
         QVERIFY(mentions(diagnoses.front(), "22817"));
         QVERIFY(mentions(diagnoses.front(), "nvidia-smi"));
@@ -63,7 +59,7 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("diag/container_self_and_other.txt");
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("other_process"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::OtherProcess);
         // The other one is 40211 with 21.63 GiB; 22817 is this run.
         QVERIFY(mentions(diagnoses.front(), "process 40211"));
         QVERIFY(!mentions(diagnoses.front(), "process 22817 holds"));
@@ -73,7 +69,7 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("pasted/xpu_block_limit.txt");
         QCOMPARE(diagnoses.size(), size_t(1));
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("large_allocation"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::LargeAllocation);
         QVERIFY(diagnoses.front().confidence >= 0.9);
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("split_tensor"));
         QVERIFY(mentions(diagnoses.front(), "platform"));
@@ -83,7 +79,7 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("diag/xla_huge_request.txt");
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("large_allocation"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::LargeAllocation);
         QVERIFY(diagnoses.front().confidence >= 0.9);
     }
 
@@ -93,10 +89,10 @@ private Q_SLOTS:
         // apply, and it is judged once, from the buffer assignment.
         const auto diagnoses = diagnoseFixture("pasted/xla_buffer_stats.txt");
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("large_allocation"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::LargeAllocation);
         QVERIFY(diagnoses.front().title.find("temporaries") != std::string::npos);
-        QCOMPARE(std::count_if(
-                     diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.id == "large_allocation"; }),
+        QCOMPARE(std::count_if(diagnoses.begin(), diagnoses.end(),
+                     [](const Diagnosis& d) { return d.id == DiagnosisId::LargeAllocation; }),
             std::ptrdiff_t(1));
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("micro_batch"));
         QVERIFY(mentions(diagnoses.front(), "12.50 GiB of temporaries"));
@@ -110,7 +106,7 @@ private Q_SLOTS:
             parseText("trainable params: 13,015,864,320 || all params: 13,015,864,320 || trainable%: 100.0000\n"
                 + test::textFixture("diag/container_self.txt")));
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("capacity"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         QVERIFY(diagnoses.front().confidence >= 0.75);
         QVERIFY(mentions(diagnoses.front(), "13015864320 trainable parameters"));
         QVERIFY(diagnoses.front().fixes.front().id != "micro_batch");
@@ -121,7 +117,7 @@ private Q_SLOTS:
         // Backward with 93% of the card live: the phase case ranks above the generic "live tensors
         // fill the card".
         const auto diagnoses = diagnoseFixture("host/cuda_oom_then_killed.txt");
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("first_backward"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::FirstBackward);
     }
 
     void bfcStatsGiveTheNumbers()
@@ -129,12 +125,12 @@ private Q_SLOTS:
         const auto diagnoses = diagnoseFixture("pasted/bfc_xla.txt");
         QVERIFY(!diagnoses.empty());
         // 12.75 of 12.88 GB in use with a 3 GiB request: the allocator's limit is full.
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("capacity"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
     }
 
     void thcBackwardKeepsItsPhase()
     {
-        QVERIFY(findDiagnosis(diagnoseFixture("pasted/thc_backward.txt"), "first_backward"));
+        QVERIFY(findDiagnosis(diagnoseFixture("pasted/thc_backward.txt"), DiagnosisId::FirstBackward));
     }
 
     void hostKillsAreHostMemory_data()
@@ -155,7 +151,7 @@ private Q_SLOTS:
         const auto diagnoses = diagnoseFixture(qPrintable(fixture));
         QVERIFY2(!diagnoses.empty(), "a host kill is a failure");
         const Diagnosis& top = diagnoses.front();
-        QCOMPARE(QString::fromStdString(top.id), QStringLiteral("host_memory"));
+        QCOMPARE(top.id, DiagnosisId::HostMemory);
         QVERIFY(top.confidence >= atLeast);
         QVERIFY(!top.title.empty());
         QVERIFY(!top.fixes.empty());
@@ -176,12 +172,12 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("host/cuda_oom_then_killed.txt");
         QVERIFY(diagnoses.size() >= 2);
-        QVERIFY(diagnoses.front().id != "host_memory");
-        const Diagnosis* host = findDiagnosis(diagnoses, "host_memory");
+        QVERIFY(diagnoses.front().id != DiagnosisId::HostMemory);
+        const Diagnosis* host = findDiagnosis(diagnoses, DiagnosisId::HostMemory);
         QVERIFY(host);
         QVERIFY(host->confidence < diagnoses.front().confidence);
         for (const auto& d : diagnoses) {
-            if (d.id == "host_memory")
+            if (d.id == DiagnosisId::HostMemory)
                 continue;
             for (const auto& fix : d.fixes)
                 QVERIFY(fix.id.find("workers") == std::string::npos);
@@ -192,7 +188,7 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("diag/fraction_cap_card_free.txt");
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("memory_fraction_cap"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::MemoryFractionCap);
         QVERIFY(diagnoses.front().confidence >= 0.9);
         QVERIFY(mentions(diagnoses.front(), "39.21 GiB"));
     }
@@ -200,11 +196,11 @@ private Q_SLOTS:
     void evaluationOutranksItsFragmentation()
     {
         const auto diagnoses = diagnoseFixture("pasted/eval_user_names.txt");
-        const Diagnosis* eval = findDiagnosis(diagnoses, "eval_accumulation");
-        const Diagnosis* fragmentation = findDiagnosis(diagnoses, "fragmentation");
+        const Diagnosis* eval = findDiagnosis(diagnoses, DiagnosisId::EvalAccumulation);
+        const Diagnosis* fragmentation = findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(eval);
         QVERIFY(!fragmentation || fragmentation->confidence < eval->confidence);
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("eval_accumulation"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::EvalAccumulation);
     }
 
     void smallSlackOnAFullCardIsNotTheCause()
@@ -212,15 +208,15 @@ private Q_SLOTS:
         // 298 MiB unused on a 5.78 GiB card with 5.10 GiB live: recovering it buys one more request.
         const auto diagnoses = diagnoseFixture("diag/small_slack_full_card.txt");
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("capacity"));
-        const Diagnosis* fragmentation = findDiagnosis(diagnoses, "fragmentation");
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
+        const Diagnosis* fragmentation = findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(!fragmentation || fragmentation->confidence < 0.5);
     }
 
     void growthAtAConstantBatchIsALeak()
     {
         const auto diagnoses = diagnoseFixture("diag/leak_log.txt");
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("leak"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::Leak);
         QVERIFY(mentions(diagnoses.front(), "4.10 GiB at step 50"));
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("release_references"));
     }
@@ -228,29 +224,29 @@ private Q_SLOTS:
     void oneMuchLongerSequenceIsTheLongestBatch()
     {
         const auto diagnoses = diagnoseFixture("diag/long_sequence_log.txt");
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), QStringLiteral("longest_batch"));
+        QCOMPARE(diagnoses.front().id, DiagnosisId::LongestBatch);
         QVERIFY(mentions(diagnoses.front(), "sequence length 3100"));
     }
 
     // Calibration over every case of this suite: a top diagnosis at 0.8 or more is the expected one.
     void highConfidenceIsRight()
     {
-        const std::vector<std::pair<const char*, const char*>> cases {
-            { "diag/container_self.txt", "capacity" },
-            { "diag/container_self_and_other.txt", "other_process" },
-            { "pasted/xpu_block_limit.txt", "large_allocation" },
-            { "diag/xla_huge_request.txt", "large_allocation" },
-            { "pasted/xla_buffer_stats.txt", "large_allocation" },
-            { "host/dmesg_oom_killer.txt", "host_memory" },
-            { "host/dataloader_worker.txt", "host_memory" },
-            { "host/slurm_cgroup.txt", "host_memory" },
-            { "diag/fraction_cap_card_free.txt", "memory_fraction_cap" },
-            { "pasted/eval_user_names.txt", "eval_accumulation" },
-            { "pasted/eval_compute_metrics.txt", "eval_accumulation" },
-            { "diag/small_slack_full_card.txt", "capacity" },
-            { "host/cuda_oom_then_killed.txt", "first_backward" },
-            { "diag/leak_log.txt", "leak" },
-            { "diag/long_sequence_log.txt", "longest_batch" },
+        const std::vector<std::pair<const char*, DiagnosisId>> cases {
+            { "diag/container_self.txt", DiagnosisId::Capacity },
+            { "diag/container_self_and_other.txt", DiagnosisId::OtherProcess },
+            { "pasted/xpu_block_limit.txt", DiagnosisId::LargeAllocation },
+            { "diag/xla_huge_request.txt", DiagnosisId::LargeAllocation },
+            { "pasted/xla_buffer_stats.txt", DiagnosisId::LargeAllocation },
+            { "host/dmesg_oom_killer.txt", DiagnosisId::HostMemory },
+            { "host/dataloader_worker.txt", DiagnosisId::HostMemory },
+            { "host/slurm_cgroup.txt", DiagnosisId::HostMemory },
+            { "diag/fraction_cap_card_free.txt", DiagnosisId::MemoryFractionCap },
+            { "pasted/eval_user_names.txt", DiagnosisId::EvalAccumulation },
+            { "pasted/eval_compute_metrics.txt", DiagnosisId::EvalAccumulation },
+            { "diag/small_slack_full_card.txt", DiagnosisId::Capacity },
+            { "host/cuda_oom_then_killed.txt", DiagnosisId::FirstBackward },
+            { "diag/leak_log.txt", DiagnosisId::Leak },
+            { "diag/long_sequence_log.txt", DiagnosisId::LongestBatch },
         };
         int confident = 0;
         int right = 0;
@@ -263,8 +259,8 @@ private Q_SLOTS:
             if (diagnoses.front().id == expected)
                 ++right;
             else
-                qWarning("%s: %s at %.2f, expected %s", fixture, diagnoses.front().id.c_str(),
-                    diagnoses.front().confidence, expected);
+                qWarning("%s: %s at %.2f, expected %s", fixture, diagnosisIdText(diagnoses.front().id).c_str(),
+                    diagnoses.front().confidence, diagnosisIdText(expected).c_str());
         }
         QVERIFY(confident >= 6);
         QVERIFY(right * 10 >= confident * 9);

@@ -1,6 +1,7 @@
 // What a training log printed before the failure, in logging styles other than family C's: the HF
 // Trainer's dicts, Lightning's progress bar and model summary, fairseq's token counts, plain prints of
 // torch.cuda.memory_allocated() in bytes, tensor shapes alone. Inputs in tests/data/text/progress_logs.
+#include "common/diagnosisids.h"
 #include "common/testutil.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "core/units.h"
@@ -17,15 +18,6 @@ TextFindings findingsOf(const char* name)
     const QByteArray bytes
         = test::readFile(test::testDataDir() + QStringLiteral("/text/progress_logs/") + QLatin1String(name));
     return parseText(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
-}
-
-const Diagnosis* find(const std::vector<Diagnosis>& diagnoses, const char* id)
-{
-    for (const auto& d : diagnoses) {
-        if (d.id == id)
-            return &d;
-    }
-    return nullptr;
 }
 
 bool says(const Diagnosis& d, const std::string& words)
@@ -69,7 +61,7 @@ private Q_SLOTS:
         QFETCH(QString, top);
         const auto diagnoses = diagnoseText(findingsOf(file.toUtf8().constData()));
         QVERIFY(!diagnoses.empty());
-        QCOMPARE(QString::fromStdString(diagnoses.front().id), top);
+        QCOMPARE(test::diagnosisName(diagnoses.front().id), top);
     }
 
     void memoryLogFields()
@@ -107,7 +99,7 @@ private Q_SLOTS:
     void memoryThatGrowsWithTheBatchIsNoLeak()
     {
         // Memory rises at every step, but so does the sequence length: the work changed, not a leak.
-        QVERIFY(!find(diagnoseText(findingsOf("growing_with_length_not_leak.txt")), "leak"));
+        QVERIFY(!test::findDiagnosis(diagnoseText(findingsOf("growing_with_length_not_leak.txt")), DiagnosisId::Leak));
     }
 
     void recipeDecidesTheProjection()
@@ -130,7 +122,7 @@ private Q_SLOTS:
         const auto pureDiagnoses = diagnoseText(pure);
         QVERIFY(!pureDiagnoses.empty());
         QVERIFY(pureDiagnoses.front().title.find("training state") == std::string::npos);
-        QCOMPARE(pureDiagnoses.front().id, std::string("first_backward"));
+        QCOMPARE(pureDiagnoses.front().id, DiagnosisId::FirstBackward);
     }
 
     void shardedStateIsNotProjectedPerGpu()

@@ -130,7 +130,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     input.snapshots.push_back(analysis.snapshots.front().snapshot);
 
     Diagnosis diagnosis;
-    diagnosis.id = "first_backward";
+    diagnosis.id = DiagnosisId::FirstBackward;
     diagnosis.title = "The first backward pass does not fit";
     diagnosis.confidence = 0.82;
     diagnosis.summary = "Forward fits, but gradients for " + hostileScript + " push step 2's backward over the card.";

@@ -418,7 +418,7 @@ private Q_SLOTS:
         QCOMPARE(job.failing()->rank, truth[QStringLiteral("failing_rank")].toInt());
         QCOMPARE(job.failingReason, FailingRankReason::FirstOom);
         QVERIFY(*job.ranks[6].oomTimeUs < *job.ranks[5].oomTimeUs);
-        QCOMPARE(job.ranks[6].topDiagnosisId.empty(), false);
+        QCOMPARE(job.ranks[6].topDiagnosisId.has_value(), true);
 
         // Stage 0's four replicas look alike; no stage-1 rank joins them.
         const int stage0 = job.ranks[0].group;

@@ -148,7 +148,7 @@ private slots:
         QVERIFY(html.startsWith("<!DOCTYPE html>") || html.startsWith("<!doctype html>"));
         QVERIFY(html.contains("<svg"));
         const auto& diagnosis = window.currentCase()->loadedCase()->analysis.diagnoses.front();
-        QVERIFY(html.contains(QByteArray::fromStdString(diagnosis.id)));
+        QVERIFY(html.contains(QByteArray::fromStdString(diagnosisIdText(diagnosis.id))));
         // The What-if plan joins the report only once the user changed the set-up there.
         QVERIFY(!html.contains("id=\"plan\""));
         QSpinBox* batch = window.currentCase()->whatIf()->findChildren<QSpinBox*>().value(0);
@@ -160,7 +160,7 @@ private slots:
         const QByteArray planned = test::readFile(withPlan);
         QVERIFY(planned.contains("<section id=\"plan\">"));
         QVERIFY(planned.contains("Memory plan, projected from this run")); // the case has a snapshot
-        QVERIFY(planned.contains(QByteArray::fromStdString(diagnosis.id)));
+        QVERIFY(planned.contains(QByteArray::fromStdString(diagnosisIdText(diagnosis.id))));
         QVERIFY(!window.exportReport(directory.filePath(QStringLiteral("no/such/dir/report.html"))));
         QVERIFY(window.bannerText().contains(QStringLiteral("Could not write the report")));
     }
@@ -168,7 +168,7 @@ private slots:
     void diagnosisCardFollowsALivePaletteChange()
     {
         Diagnosis diagnosis;
-        diagnosis.id = "leak";
+        diagnosis.id = DiagnosisId::Leak;
         diagnosis.title = "Memory grows step after step";
         DiagnosisCard card(diagnosis, 0);
         card.resize(400, 120);
