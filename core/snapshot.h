@@ -171,6 +171,17 @@ struct Annotation
     std::vector<std::pair<std::string, std::string>> fields; // e.g. name=ProfilerStep#3, stage=START
 };
 
+// Pinned host memory: what PyTorch's CachingHostAllocator (pin_memory=True, DataLoader's pinning
+// thread, non_blocking copies) holds in host RAM, written as `host_segments` and `host_traces`
+// when history is recorded with record_pinned_host_memory=True (PyTorch 2.14+). Kept beside the
+// devices, never among them: these bytes are host RAM and count toward no card.
+struct PinnedHostMemory
+{
+    std::vector<Segment> segments; // one cudaHostAlloc'd (or registered) range each
+    std::vector<Block> blocks; // the segments' blocks, contiguous per segment (Segment::firstBlock)
+    std::vector<TraceEvent> events; // chronological, like a device's trace
+};
+
 // The decoded content of one memory snapshot, immutable once built.
 struct Snapshot
 {
@@ -188,6 +199,8 @@ struct Snapshot
     std::vector<Annotation> annotations;
     // The distinct `pool_id`s trace entries carry (TraceEvent::pool), in order of first use.
     std::vector<PoolId> entryPools;
+    // Present when the file has `host_segments` or `host_traces`.
+    std::optional<PinnedHostMemory> hostMemory;
 
     std::shared_ptr<const StringTable> strings;
     std::shared_ptr<const FrameTable> frames;

@@ -6,6 +6,7 @@
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
 #include "views/overviewpage.h"
+#include "views/pinnedhostview.h"
 #include "views/timelinedata.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
@@ -65,6 +66,10 @@ CaseWidget::CaseWidget(QWidget* parent)
 
     m_whatIf = new WhatIfView(this);
     m_tabs->addTab(m_whatIf, QStringLiteral("What if"));
+
+    m_pinnedHost = new PinnedHostView(this);
+    m_tabs->addTab(m_pinnedHost, QStringLiteral("Pinned host memory"));
+    m_tabs->setTabEnabled(PinnedHostTab, false);
 
     connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
     connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
@@ -143,6 +148,7 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
                 m_case->input.models[configs.size()], QString::fromStdString(input.path).section(QLatin1Char('/'), -1));
     }
     m_whatIf->setConfigModels(configs);
+    showPinnedHost(hasSnapshot ? m_deviceBox->itemData(m_deviceBox->currentIndex()).toPoint().x() : 0);
     if (!configs.empty() && !hasSnapshot && m_case->input.text.empty())
         m_tabs->setCurrentIndex(WhatIfTab);
 }
@@ -187,6 +193,32 @@ void CaseWidget::selectDevice(int snapshotIndex, int32_t device)
         m_deviceBox->setCurrentIndex(choice);
     m_timeline->setCardBand(m_cardBand);
     showTimelineData(std::make_shared<TimelineData>(m_analysis, device));
+    showPinnedHost(snapshotIndex);
+}
+
+void CaseWidget::showPinnedHost(int snapshotIndex)
+{
+    std::optional<PinnedHostTimeline> timeline;
+    std::optional<int64_t> oomTime;
+    static const std::vector<SnapshotAnalysis> none;
+    const std::vector<SnapshotAnalysis>& snapshots = m_case ? m_case->analysis.snapshots : none;
+    auto pick = [&](size_t index) {
+        if (timeline || index >= snapshots.size() || !snapshots[index].snapshot)
+            return;
+        timeline = pinnedHostTimeline(*snapshots[index].snapshot);
+        const DeviceAnalysis* device = snapshots[index].primary();
+        if (timeline && device && !device->ooms.empty())
+            oomTime = device->ooms.front().timeUs;
+    };
+    pick(static_cast<size_t>(std::max(0, snapshotIndex)));
+    for (size_t i = 0; i < snapshots.size(); ++i)
+        pick(i);
+    m_tabs->setTabEnabled(PinnedHostTab, timeline.has_value());
+    m_tabs->setTabToolTip(PinnedHostTab,
+        timeline ? QString()
+                 : QStringLiteral("Record pinned host memory with "
+                                  "_record_memory_history(record_pinned_host_memory=True), PyTorch 2.14 or newer"));
+    m_pinnedHost->setTimeline(std::move(timeline), oomTime);
 }
 
 void CaseWidget::showTimelineData(std::shared_ptr<const TimelineData> data)

@@ -20,6 +20,7 @@ class AllocatorStateWidget;
 class EventsView;
 class LiveAllocationsView;
 class OverviewPage;
+class PinnedHostView;
 class TimelineData;
 class TimelineWidget;
 class WhatIfView;
@@ -30,7 +31,7 @@ class CaseWidget : public QWidget
 {
     Q_OBJECT
 public:
-    enum Page { OverviewTab, TimelineTab, EventsTab, WhatIfTab };
+    enum Page { OverviewTab, TimelineTab, EventsTab, WhatIfTab, PinnedHostTab };
 
     explicit CaseWidget(QWidget* parent = nullptr);
     void setCase(LoadedCasePtr loaded);
@@ -60,6 +61,7 @@ public:
     AllocatorStateWidget* allocatorState() const { return m_allocator; }
     EventsView* events() const { return m_events; }
     WhatIfView* whatIf() const { return m_whatIf; }
+    PinnedHostView* pinnedHost() const { return m_pinnedHost; }
     QTabWidget* tabs() const { return m_tabs; }
     // Below the timeline: live allocations and allocator state.
     QTabWidget* detailTabs() const { return m_details; }
@@ -74,6 +76,9 @@ signals:
 private:
     void fillDeviceChoices();
     void showTimelineData(std::shared_ptr<const TimelineData> data);
+    // The pinned host memory of snapshot `snapshotIndex`, else of the case's first snapshot that
+    // recorded any; the tab is disabled when none did.
+    void showPinnedHost(int snapshotIndex);
 
     LoadedCasePtr m_case;
     LoadedCasePtr m_partial; // showTimelineFirst's case, until setCase
@@ -91,6 +96,7 @@ private:
     AllocatorStateWidget* m_allocator = nullptr;
     EventsView* m_events = nullptr;
     WhatIfView* m_whatIf = nullptr;
+    PinnedHostView* m_pinnedHost = nullptr;
     int64_t m_cursorEvent = -1;
     bool m_settingCursor = false;
     bool m_awaitingDiagnosis = false;

@@ -116,6 +116,7 @@ void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
     m_data = std::move(data);
     m_cursorEvent = -1;
     m_pools = m_data && m_data->device() ? privatePools(m_data->snapshot(), *m_data->device()) : PrivatePools {};
+    updateShownCard();
     const bool hasTime = m_data && m_data->hasTime();
     m_axisBox->setEnabled(hasTime);
     m_axis = hasTime ? m_preferredAxis : Axis::Events;
@@ -130,23 +131,30 @@ void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
 void TimelineWidget::setCardBand(std::optional<CardTimelineBand> band)
 {
     m_card = std::move(band);
+    updateShownCard();
     if (m_data) {
         buildStatic();
         resetZoom();
     }
 }
 
+void TimelineWidget::updateShownCard()
+{
+    m_cardShown.reset();
+    if (m_card && m_data && m_data->device() && m_data->device()->device == m_card->device)
+        m_cardShown = followOomFigures(*m_card, *m_data->device());
+}
+
 const CardTimelineBand* TimelineWidget::shownCardBand() const
 {
-    if (!m_card || !m_data || !m_data->device() || m_data->device()->device != m_card->device)
-        return nullptr;
-    return &*m_card;
+    return m_cardShown ? &*m_cardShown : nullptr;
 }
 
 uint64_t TimelineWidget::cardBandTopAt(int64_t event) const
 {
     const CardTimelineBand* band = shownCardBand();
-    return band && m_data ? m_data->reservedAt(event) + band->outsideBytes : 0;
+    const std::optional<uint64_t> outside = band ? band->outsideAt(event) : std::nullopt;
+    return outside && m_data ? m_data->reservedAt(event) + *outside : 0;
 }
 
 void TimelineWidget::setAxis(Axis axis)
@@ -299,8 +307,11 @@ void TimelineWidget::rebuildVisible()
     // The rest of the card stacks on reserved; the card's total bounds the chart.
     QVector<double> cardValues;
     if (const CardTimelineBand* card = shownCardBand()) {
-        for (const auto& point : reserved)
-            cardValues.push_back(double(point.bytes + card->outsideBytes));
+        // Where no figure says how much the rest of the card held, the band has a gap.
+        for (const auto& point : reserved) {
+            const std::optional<uint64_t> outside = card->outsideAt(point.event);
+            cardValues.push_back(outside ? double(point.bytes + *outside) : qQNaN());
+        }
         visibleMax = std::max(visibleMax, card->totalBytes);
     }
     m_cardGap->setData(cardValues.isEmpty() ? QVector<double>() : reservedKeys, cardValues, true);

@@ -108,7 +108,9 @@ private:
     PrivatePools m_pools; // derived once per timeline
     QCPGraph* m_cardGap = nullptr; // reserved + the rest of the card, filled down to m_reserved
     QCPItemStraightLine* m_cardTotal = nullptr; // the card's capacity
-    std::optional<CardTimelineBand> m_card;
+    std::optional<CardTimelineBand> m_card; // as set
+    std::optional<CardTimelineBand> m_cardShown; // m_card on the shown device, following its oom events
+    void updateShownCard();
     QCPItemStraightLine* m_cursorLine = nullptr;
     std::shared_ptr<const TimelineData> m_data;
     Axis m_axis = Axis::Time;

@@ -3,6 +3,7 @@
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
+#include "core/presentation/cardtimeline.h"
 
 #include <cstdint>
 #include <optional>
@@ -56,10 +57,10 @@ TimelineChartData timelineChartData(
 // The stacked, categorized timeline: one band per category (parameters at the bottom), the
 // reserved line above, phase shading behind, and vertical markers. `restOfCard`: the memory the
 // card held outside PyTorch's allocator (context, libraries, other processes; cardtimeline.h),
-// drawn as a band on the reserved line, titled `restOfCardLabel`. Returns inline SVG.
+// drawn as a band on the reserved line where its height is known, titled with its label.
+// Returns inline SVG.
 std::string timelineSvg(const TimelineChartData& chart, const std::vector<TimelineMarker>& markers,
-    std::optional<uint64_t> capacityBytes, std::optional<uint64_t> restOfCard = std::nullopt,
-    const std::string& restOfCardLabel = {});
+    std::optional<uint64_t> capacityBytes, const CardTimelineBand* restOfCard = nullptr);
 
 // One horizontal stacked bar per row: the categories of the live bytes at that moment.
 struct BreakdownRow

@@ -243,6 +243,7 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
     raw("\n");
     if (!device) {
         element("p", "This snapshot has no device with segments or trace events.", "note");
+        writePinnedHostMemory(index);
         return;
     }
     const std::vector<int32_t> devices = analysis.snapshot->devices();
@@ -299,6 +300,7 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
     writeAllocatorMap(analysis, *device);
     writePrivatePools(index);
     writeTopAllocations(analysis, *device);
+    writePinnedHostMemory(index);
 }
 
 void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const DeviceAnalysis& device)
@@ -312,12 +314,12 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         markers.push_back({ oom.eventIndex, "OOM: " + formatBytes(oom.requestedBytes) + " requested", true });
     // The rest of the card (context, libraries, other processes) on top of reserved, when an
     // input gives the card's total and this is its device.
-    std::optional<CardTimelineBand> card = cardTimelineBand(reconcileCard(m_case, m_analysis));
-    if (card && card->device != device.device)
-        card.reset();
+    std::optional<CardTimelineBand> card;
+    if (auto found = cardTimelineBand(reconcileCard(m_case, m_analysis)); found && found->device == device.device)
+        card.emplace(followOomFigures(std::move(*found), device));
     raw("<div class=\"figure\">\n");
-    raw(timelineSvg(series, markers, card ? std::optional<uint64_t>(card->totalBytes) : capacityBytes(),
-        card ? std::optional<uint64_t>(card->outsideBytes) : std::nullopt, card ? card->label : std::string()));
+    raw(timelineSvg(
+        series, markers, card ? std::optional<uint64_t>(card->totalBytes) : capacityBytes(), card ? &*card : nullptr));
     raw("\n<div class=\"legend\">");
     for (int c = 0; c < categoryCount; ++c) {
         const auto category = static_cast<Category>(c);

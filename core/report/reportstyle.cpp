@@ -98,6 +98,7 @@ svg .span-bar { fill: var(--accent); fill-opacity: 0.18; stroke: var(--accent); 
 svg .span-bar.open { stroke-dasharray: 3 2; }
 svg .span-label { fill: var(--fg); }
 svg .plan-overhead { fill: var(--reserved); opacity: 0.35; }
+svg .host-allocated { fill: var(--accent); fill-opacity: 0.35; stroke: var(--accent); stroke-width: 1; }
 svg .marker { stroke-width: 1.5; }
 svg .peak-marker { stroke: var(--fg); }
 svg .oom-marker { stroke: var(--bad); stroke-width: 2; }
@@ -120,6 +121,7 @@ svg .block-unknown { fill: var(--block-unknown); }
 .swatch.block-pending { background: var(--block-pending); }
 .swatch.segment { background: var(--segment); }
 .swatch.plan-overhead { background: var(--reserved); opacity: 0.35; }
+.swatch.host-allocated { background: var(--accent); opacity: 0.35; }
 svg .compare-a-band { fill: var(--axis); opacity: 0.25; stroke: none; }
 svg .compare-b-band { fill: var(--accent); opacity: 0.25; stroke: none; }
 svg .compare-a-line { fill: none; stroke: var(--axis); stroke-width: 1.5; }

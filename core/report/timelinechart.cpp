@@ -120,11 +120,11 @@ TimelineChartData timelineChartData(
 }
 
 std::string timelineSvg(const TimelineChartData& series, const std::vector<TimelineMarker>& markers,
-    std::optional<uint64_t> capacityBytes, std::optional<uint64_t> restOfCard, const std::string& restOfCardLabel)
+    std::optional<uint64_t> capacityBytes, const CardTimelineBand* restOfCard)
 {
     SvgWriter svg(chartWidth, chartHeight, "chart timeline", "Allocated memory by category over the trace");
-    const uint64_t top = std::max(
-        { series.maxAllocated, series.maxReserved + restOfCard.value_or(0), capacityBytes.value_or(0), uint64_t(1) });
+    const uint64_t top = std::max({ series.maxAllocated,
+        series.maxReserved + (restOfCard ? restOfCard->maxOutside() : 0), capacityBytes.value_or(0), uint64_t(1) });
     const uint64_t step = niceByteStep(top);
     // Round the axis up past the highest value so the peak is never clipped.
     const uint64_t axisMax = (top / step + 1) * step;
@@ -207,21 +207,33 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
             below[i] += points[i].bytes[static_cast<size_t>(c)];
     }
 
-    if (restOfCard && *restOfCard > 0 && !reserved.empty()) {
-        // Stacked on the reserved steps: its top edge, then the reserved line back.
-        std::vector<std::pair<double, double>> outline;
-        outline.reserve(reserved.size() * 4);
-        for (const TimelineSeries::ReservedPoint& point : reserved) {
-            if (!outline.empty())
-                outline.emplace_back(xOfEvent(point.event), outline.back().second);
-            outline.emplace_back(xOfEvent(point.event), yOf(point.bytes + *restOfCard));
+    if (restOfCard && restOfCard->maxOutside() > 0 && !reserved.empty()) {
+        // Stacked on the reserved steps: its top edge, then the reserved line back; one polygon
+        // per run of points where the band's height is known.
+        const std::string title = restOfCard->label.empty() ? "outside PyTorch's allocator" : restOfCard->label;
+        size_t first = 0;
+        while (first < reserved.size()) {
+            size_t last = first;
+            while (last < reserved.size() && restOfCard->outsideAt(reserved[last].event))
+                ++last;
+            if (last - first >= 2) {
+                std::vector<std::pair<double, double>> outline;
+                outline.reserve((last - first) * 4);
+                for (size_t i = first; i < last; ++i) {
+                    const double x = xOfEvent(reserved[i].event);
+                    if (!outline.empty())
+                        outline.emplace_back(x, outline.back().second);
+                    outline.emplace_back(x, yOf(reserved[i].bytes + *restOfCard->outsideAt(reserved[i].event)));
+                }
+                for (size_t i = last; i-- > first;) {
+                    outline.emplace_back(xOfEvent(reserved[i].event), yOf(reserved[i].bytes));
+                    if (i > first)
+                        outline.emplace_back(xOfEvent(reserved[i].event), yOf(reserved[i - 1].bytes));
+                }
+                svg.polygon(outline, "rest-of-card", title);
+            }
+            first = std::max(last, first + 1);
         }
-        for (size_t i = reserved.size(); i-- > 0;) {
-            outline.emplace_back(xOfEvent(reserved[i].event), yOf(reserved[i].bytes));
-            if (i > 0)
-                outline.emplace_back(xOfEvent(reserved[i].event), yOf(reserved[i - 1].bytes));
-        }
-        svg.polygon(outline, "rest-of-card", restOfCardLabel.empty() ? "outside PyTorch's allocator" : restOfCardLabel);
     }
     if (series.maxReserved > 0) {
         std::vector<std::pair<double, double>> reservedLine;

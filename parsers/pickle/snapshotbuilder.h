@@ -198,6 +198,7 @@ private:
     const Node* nodeOf(const Value& value, Kind kind) const;
     void readSettings(const Node& node, Snapshot& snapshot);
     void readTraces(const Value& value, Snapshot& snapshot);
+    void readHostMemory(uint32_t key, const Value& value, Snapshot& snapshot); // snapshotbuilderhost.cpp
 
     std::shared_ptr<StringTable> m_strings;
     std::shared_ptr<FrameTable> m_frames;

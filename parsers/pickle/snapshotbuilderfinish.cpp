@@ -52,7 +52,7 @@ Snapshot SnapshotBuilder::finish(const Value& root)
                 break;
             case KHostSegments:
             case KHostTraces:
-                warnOnce("pinned host memory (" + displayText(key) + ") is not analysed; ignored");
+                readHostMemory(key.ref, value, snapshot);
                 break;
             default:
                 warnOnce("ignored unknown top-level key " + displayText(key));
