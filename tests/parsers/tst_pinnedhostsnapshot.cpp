@@ -1,5 +1,5 @@
+#include "common/snapshotbytes.h"
 #include "common/testutil.h"
-#include "parsers/snapshotreader.h"
 
 #include <QTest>
 
@@ -11,11 +11,6 @@ using namespace oomlens;
 
 namespace {
 
-std::string_view view(const QByteArray& bytes)
-{
-    return std::string_view(bytes.constData(), static_cast<size_t>(bytes.size()));
-}
-
 QString fixturePath()
 {
     return test::testDataDir() + QStringLiteral("/hostmemory/pinned_host.pickle");
@@ -23,13 +18,7 @@ QString fixturePath()
 
 std::shared_ptr<const Snapshot> read(const QByteArray& bytes, SnapshotDecoder decoder = SnapshotDecoder::Native)
 {
-    SnapshotReadOptions options;
-    options.decoder = decoder;
-    options.allowFallback = false;
-    const auto result = readSnapshot(view(bytes), options);
-    if (!result.snapshot)
-        qWarning("read failed: %s", result.error.c_str());
-    return result.snapshot;
+    return test::readSnapshotBytes(bytes, decoder);
 }
 
 // The fixture rewritten by Python: `change` is a statement on the unpickled dict `d`.

@@ -1,3 +1,4 @@
+#include "common/snapshotbytes.h"
 #include "common/testutil.h"
 #include "parsers/pickle/snapshotcompare.h"
 #include "parsers/snapshotreader.h"
@@ -18,20 +19,11 @@ QByteArray fixture(const char* name)
     return test::readFile(test::testDataDir() + QStringLiteral("/snapshots/") + QLatin1String(name));
 }
 
-std::string_view view(const QByteArray& bytes)
-{
-    return std::string_view(bytes.constData(), static_cast<size_t>(bytes.size()));
-}
+using test::view;
 
 std::shared_ptr<const Snapshot> read(const QByteArray& bytes, SnapshotDecoder decoder = SnapshotDecoder::Native)
 {
-    SnapshotReadOptions options;
-    options.decoder = decoder;
-    options.allowFallback = false;
-    const auto result = readSnapshot(view(bytes), options);
-    if (!result.snapshot)
-        qWarning("read failed: %s", result.error.c_str());
-    return result.snapshot;
+    return test::readSnapshotBytes(bytes, decoder);
 }
 
 std::string stackText(const Snapshot& s, StackId id)

@@ -1,8 +1,5 @@
-#include "common/testutil.h"
-#include "core/caseanalysis.h"
-#include "parsers/inputloader.h"
+#include "common/loadedcasefixture.h"
 #include "views/casewidget.h"
-#include "views/loadedcase.h"
 #include "views/pinnedhostview.h"
 
 #include <QApplication>
@@ -12,18 +9,6 @@
 #include <qcustomplot.h>
 
 using namespace oomlens;
-
-namespace {
-
-LoadedCasePtr loadCase(const QString& relative)
-{
-    Case input;
-    addFile(input, QString(test::testDataDir() + QLatin1Char('/') + relative).toStdString());
-    CaseAnalysis analysis = analyzeCase(input);
-    return std::make_shared<const LoadedCase>(LoadedCase { std::move(input), std::move(analysis), relative });
-}
-
-} // namespace
 
 // The app's "Pinned host memory" tab: the host allocator's own plot (record_pinned_host_memory),
 // enabled only for a snapshot that recorded it, and never drawn on the GPU's timeline.
@@ -36,7 +21,7 @@ private Q_SLOTS:
     {
         CaseWidget widget;
         widget.resize(1000, 700);
-        widget.setCase(loadCase(QStringLiteral("hostmemory/pinned_host.pickle")));
+        widget.setCase(test::loadTestCase(QStringLiteral("hostmemory/pinned_host.pickle")));
         QVERIFY(widget.tabs()->isTabEnabled(CaseWidget::PinnedHostTab));
         QCOMPARE(widget.tabs()->tabText(CaseWidget::PinnedHostTab), QStringLiteral("Pinned host memory"));
         PinnedHostView* view = widget.pinnedHost();
@@ -62,7 +47,7 @@ private Q_SLOTS:
     void disabledWithoutHostMemory()
     {
         CaseWidget widget;
-        widget.setCase(loadCase(QStringLiteral("snapshots/newest.pickle.gz")));
+        widget.setCase(test::loadTestCase(QStringLiteral("snapshots/newest.pickle.gz")));
         QVERIFY(!widget.tabs()->isTabEnabled(CaseWidget::PinnedHostTab));
         QVERIFY(!widget.pinnedHost()->hasTimeline());
         QCOMPARE(widget.pinnedHost()->plot()->graphCount(), 0);

@@ -1,4 +1,5 @@
 #include "common/analysisfixtures.h"
+#include "common/loadedcasefixture.h"
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "core/presentation/cardreconciliation.h"
@@ -28,10 +29,7 @@ namespace {
 
 LoadedCasePtr loadCase(const QString& relative)
 {
-    Case input;
-    addFile(input, QString(test::testDataDir() + QLatin1Char('/') + relative).toStdString());
-    CaseAnalysis analysis = analyzeCase(input);
-    return std::make_shared<const LoadedCase>(LoadedCase { std::move(input), std::move(analysis), relative });
+    return test::loadTestCase(relative);
 }
 
 std::shared_ptr<const TimelineData> timelineOf(const LoadedCasePtr& loaded)
