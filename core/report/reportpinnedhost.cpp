@@ -60,7 +60,10 @@ std::string pinnedHostSvg(const PinnedHostTimeline& host, std::optional<int64_t>
     svg.polyline(line, "reserved-line");
     if (oomTimeUs && *oomTimeUs >= first) {
         svg.line(x(*oomTimeUs), top, x(*oomTimeUs), top + plotHeight, "marker oom-marker");
-        svg.text(x(*oomTimeUs) + 3, top + 10, "GPU OOM", "marker-label");
+        // Near the right edge the label goes on the line's left, inside the chart.
+        const bool nearRight = x(*oomTimeUs) > left + plotWidth * 0.8;
+        svg.text(x(*oomTimeUs) + (nearRight ? -3 : 3), top + 10, "GPU OOM", "marker-label",
+            nearRight ? SvgWriter::Anchor::End : SvgWriter::Anchor::Start);
     }
     svg.line(left, top + plotHeight, left + plotWidth, top + plotHeight, "axis");
     svg.text(left, height - 8, "0 s", "tick");
