@@ -110,7 +110,9 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // phase is left, a description); 0.45: retained outputs measured but the failure is elsewhere.
     const GrowingBuffer buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : GrowingBuffer {};
     const bool gathered = buffer.buffers > 0;
-    const EvalTurnover turnover = evalTurnover(e);
+    // Only a failure in evaluation with nothing kept is judged by the batches seen coming and going
+    // (outside evaluation the rule runs only when outputs were kept).
+    const EvalTurnover turnover = retains || gathered ? EvalTurnover {} : evalTurnover(e);
     const bool traceCoversLive = safeRatio(turnover.olderDynamicBytes, live) < kRetainedShare;
     const bool seenFreeingEverything
         = !retains && !gathered && traceCoversLive && turnover.freedCount >= kEvalAllocationsToJudge;
@@ -135,7 +137,7 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + " of live memory",
             e.profile.firstEvalRetainedEvent);
     }
-    if (seenFreeingEverything && e.oom.phase == Phase::Eval)
+    if (seenFreeingEverything)
         e.evidence(d,
             "the trace saw evaluation free " + std::to_string(turnover.freedCount) + " of its allocations ("
                 + formatBytes(turnover.freedBytes) + ") and keep "
