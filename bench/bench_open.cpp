@@ -9,6 +9,11 @@
 //   (bench_open --child MODE OOM FILE is the one-open mode it runs itself, once per run, so that
 //   every run's peak RSS is its own)
 //
+// Built with the GUI, it then opens the file N more times the way the app does, through
+// views/caseloader.h's CaseLoader::load (the timeline's data built beside the diagnosis): the
+// time until the timeline is handed to the window, and until the case is complete (`app`;
+// bench_open --child-app FILE is one such open).
+//
 // --read picks how the file reaches memory: `sized` (default) one read into a buffer of the
 // file's size; `stream` the way parsers/inputloader.cpp's addFile reads today (ostringstream
 // << rdbuf(), which grows its buffer as it goes); `mmap` maps the file read-only.
@@ -19,6 +24,10 @@
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "parsers/snapshotreader.h"
+
+#ifdef OOMLENS_BENCH_WITH_VIEWS
+#include "views/caseloader.h"
+#endif
 
 #include <QCoreApplication>
 #include <QFileInfo>
@@ -241,6 +250,37 @@ int runChild(const std::string& mode, bool withOom, const char* path)
     return 0;
 }
 
+#ifdef OOMLENS_BENCH_WITH_VIEWS
+// One open as the app does it, timeline first (CaseLoader stages every snapshot of a million
+// events or more; this stages any).
+int runAppChild(const char* path)
+{
+    using Clock = std::chrono::steady_clock;
+    const auto ms = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    const auto start = Clock::now();
+    double toTimeline = -1;
+    double toTimelineCpu = -1;
+    const std::atomic_bool cancel { false };
+    const LoadOutcome outcome = CaseLoader::load(
+        nullptr, { LoadRequest::file(QString::fromLocal8Bit(path)) }, QStringLiteral("bench"), cancel, {}, {},
+        [&](const TimelineFirst&) {
+            toTimeline = ms(start, Clock::now());
+            toTimelineCpu = cpuMs();
+        },
+        0);
+    const auto end = Clock::now();
+    if (!outcome.loaded) {
+        std::fprintf(stderr, "%s: %s\n", path, qPrintable(outcome.errors.join(QStringLiteral("; "))));
+        return 1;
+    }
+    std::printf("to_timeline=%.1f to_timeline_cpu=%.1f total=%.1f total_cpu=%.1f rss=%.1f diagnoses=%zu\n", toTimeline,
+        toTimelineCpu, ms(start, end), cpuMs(), peakRssMiB(), outcome.loaded->analysis.diagnoses.size());
+    return 0;
+}
+#endif
+
 using Fields = std::map<QString, double>;
 
 bool runProcess(const QString& program, const QStringList& arguments, Fields* fields, QString* error)
@@ -283,6 +323,10 @@ int main(int argc, char** argv)
 {
     if (argc == 5 && std::string(argv[1]) == "--child")
         return runChild(argv[2], std::string(argv[3]) == "oom", argv[4]);
+#ifdef OOMLENS_BENCH_WITH_VIEWS
+    if (argc == 3 && std::string(argv[1]) == "--child-app")
+        return runAppChild(argv[2]);
+#endif
 
     QCoreApplication app(argc, argv);
     const QStringList args = app.arguments().mid(1);
@@ -358,6 +402,33 @@ int main(int argc, char** argv)
     const double budget = fileMiB + 100.0 * events / (1024.0 * 1024.0);
     std::printf("peak RSS %.1f MiB vs budget (file + 100 B/event) %.1f MiB: %s\n", peak, budget,
         peak <= budget ? "within" : "OVER");
+
+#ifdef OOMLENS_BENCH_WITH_VIEWS
+    std::vector<Fields> opens;
+    for (int r = 0; r < runs; ++r) {
+        Fields fields;
+        QString error;
+        if (!runProcess(app.applicationFilePath(), { QStringLiteral("--child-app"), file }, &fields, &error)) {
+            std::fprintf(stderr, "app open failed: %s\n", qPrintable(error));
+            return 1;
+        }
+        opens.push_back(fields);
+    }
+    auto appColumn = [&](const QString& key) {
+        std::vector<double> values;
+        for (Fields& f : opens)
+            values.push_back(f[key]);
+        return values;
+    };
+    const auto appTimeline = appColumn(QStringLiteral("to_timeline"));
+    const auto appTotal = appColumn(QStringLiteral("total"));
+    std::printf("as the app opens it (CaseLoader::load, %d runs, diagnoses: %.0f): to timeline %.1f / %.1f ms "
+                "(best / median, %.1f ms CPU), whole open %.1f / %.1f ms (%.1f ms CPU), peak RSS %.1f MiB\n",
+        runs, opens.front()[QStringLiteral("diagnoses")], *std::min_element(appTimeline.begin(), appTimeline.end()),
+        median(appTimeline), median(appColumn(QStringLiteral("to_timeline_cpu"))),
+        *std::min_element(appTotal.begin(), appTotal.end()), median(appTotal),
+        median(appColumn(QStringLiteral("total_cpu"))), median(appColumn(QStringLiteral("rss"))));
+#endif
 
     if (!skipPython) {
         Fields reference;

@@ -2,7 +2,7 @@
 """Generate a large, realistic memory snapshot pickle for the benchmarks.
 
     python3 bench/gen_snapshot.py --events 1000000 --out /tmp/snap_1m.pickle [--seed 1] [--devices 1]
-                                  [--protocol N]
+                                  [--protocol N] [--expandable] [--oom]
 
 It replays a GPT-2-small-like training run (tests/tools/trainsim.py) against the caching-allocator emulation
 (tests/tools/allocsim.py) on an 80 GiB card, records mixed C++/CPython/Python stacks (stacks="all") for every
@@ -297,8 +297,9 @@ GPT2_SMALL = dict(vocab=50304, d=768, layers=12, heads=12, batch=8)
 CAPACITY = 80 * GiB
 
 
-def replay(sink_factory, stacks, seed, device, steps=None, events=None, expandable=False):
-    """Runs the training loop on one device until `steps` steps are done or `events` events were recorded."""
+def replay(sink_factory, stacks, seed, device, steps=None, events=None, expandable=False, oom=False):
+    """Runs the training loop on one device until `steps` steps are done or `events` events were recorded;
+    with `oom`, the run then dies on a request of twice the card from the last allocation's code."""
     clock = trainsim.Clock(seed * 7919 + device)
     holder = {}
     sink = sink_factory(clock, lambda: holder["a"])
@@ -311,17 +312,22 @@ def replay(sink_factory, stacks, seed, device, steps=None, events=None, expandab
     while (steps is not None and done < steps) or (events is not None and sink.count < events):
         trainer.train_step(rng.choice((512, 640, 768, 896, 1024)))
         done += 1
+    if oom:
+        try:
+            trainer.alloc(2 * CAPACITY, trainer.last_sites, "linear")
+        except allocsim.OutOfMemory:
+            pass
     trainer.set_phase(trainer.phase)
     return allocator, trainer, sink, done
 
 
-def generate(out, events, seed, devices, protocol, expandable=False):
+def generate(out, events, seed, devices, protocol, expandable=False, oom=False):
     stacks = trainsim.Stacks(cpp=True, outer=trainsim.RUNPY, chain=trainsim.TRAIN_CHAIN)
     per_device = max(1, events // devices)
     plans = []
     for dev in range(devices):
         allocator, trainer, sink, steps = replay(lambda c, a: Counter(c), stacks, seed, dev, events=per_device,
-                                               expandable=expandable)
+                                               expandable=expandable, oom=oom)
         plans.append((allocator, trainer, sink.count, steps))
     with open(out, "wb") as f:
         p = PickleStream(f, protocol)
@@ -352,7 +358,7 @@ def generate(out, events, seed, devices, protocol, expandable=False):
                 w.expect(count)
                 writers.append(w)
                 return w
-            _, trainer, w, _ = replay(factory, stacks, seed, dev, steps=steps, expandable=expandable)
+            _, trainer, w, _ = replay(factory, stacks, seed, dev, steps=steps, expandable=expandable, oom=oom)
             if w.count != count:
                 raise SystemExit("replay diverged on device %d: %d events, expected %d" % (dev, w.count, count))
             annotations += trainer.annotations
@@ -379,6 +385,8 @@ def main():
     ap.add_argument("--devices", type=int, default=1)
     ap.add_argument("--expandable", action="store_true",
                     help="emulate PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segment_map events)")
+    ap.add_argument("--oom", action="store_true",
+                    help="end each device's trace with an oom event (the run dies on a request of twice the card)")
     ap.add_argument("--protocol", type=int, default=None,
                     help="pickle protocol 2-5 (default: this Python's pickle.DEFAULT_PROTOCOL)")
     args = ap.parse_args()
@@ -386,7 +394,7 @@ def main():
     if not 2 <= protocol <= 5 or args.events < 1 or args.devices < 1:
         ap.error("need --events >= 1, --devices >= 1 and --protocol 2..5")
     t0 = time.time()
-    n = generate(args.out, args.events, args.seed, args.devices, protocol, args.expandable)
+    n = generate(args.out, args.events, args.seed, args.devices, protocol, args.expandable, args.oom)
     size = os.path.getsize(args.out)
     print("%s: %d events, %d bytes (%.1f bytes/event), protocol %d, %.1f s" % (
         args.out, n, size, size / n, protocol, time.time() - t0))

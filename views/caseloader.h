@@ -25,11 +25,12 @@ struct LoadRequest
 
 class TimelineData;
 
-// A new case's timeline, ready before its diagnosis (a big snapshot's first paint). `partial` is
-// the very case that finished() delivers later, still being completed by the loader: until then
-// only its `input`, `title` and `analysis.snapshots` may be read (the loader is writing the
-// diagnoses, headroom and links). `timeline` is built off the GUI thread, for the first
-// snapshot's primary device.
+// A new case's timeline, handed over as soon as it is drawable (a big snapshot's first paint),
+// while the diagnosis is still running. `partial` is the very case that finished() delivers
+// later, still being completed by the loader: until then only its `input`, `title` and
+// `analysis.snapshots` may be read (the loader is writing the diagnoses, headroom and links).
+// `timeline` is built off the GUI thread, beside the diagnosis, for the first snapshot's
+// primary device.
 struct TimelineFirst
 {
     LoadedCasePtr partial;
@@ -71,8 +72,10 @@ public:
     static constexpr uint64_t defaultTimelineFirstFrom = 1'000'000;
 
     // The work itself, synchronous; runs in the worker and in tests. `timelineReady`, when set,
-    // is called between the two stages of the analysis (core/caseanalysis.h) for a new case
-    // with a snapshot of at least `timelineFirstFrom` trace events.
+    // is called once the first stage of the analysis (core/caseanalysis.h) is done and the
+    // timeline's data is built, for a new case with a snapshot of at least `timelineFirstFrom`
+    // trace events; it runs on another thread than the caller's while the second stage (the
+    // diagnosis) runs, and always before this returns.
     static LoadOutcome load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
         const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
         const AnalysisOptions& options = {}, const std::function<void(const TimelineFirst&)>& timelineReady = {},

@@ -57,6 +57,30 @@ CategoryBytes liveByCategory(const DeviceAnalysis& d, int64_t event)
     return bytes;
 }
 
+std::vector<CategoryBytes> liveByCategoryAt(const DeviceAnalysis& d, const std::vector<int64_t>& events)
+{
+    // An allocation is live after the events in [allocEvent, freeEvent): a run of the sorted
+    // points, added at its first and taken off after its last (a difference array).
+    std::vector<CategoryBytes> changes(events.size() + 1, CategoryBytes {});
+    for (const Allocation& a : d.allocations) {
+        const auto first = std::lower_bound(events.begin(), events.end(), a.allocEvent);
+        const auto end = a.freeEvent < 0 ? events.end() : std::lower_bound(first, events.end(), a.freeEvent);
+        if (first == end)
+            continue;
+        const auto category = static_cast<size_t>(a.category);
+        changes[size_t(first - events.begin())][category] += a.requestedSize;
+        changes[size_t(end - events.begin())][category] -= a.requestedSize;
+    }
+    std::vector<CategoryBytes> result(events.size());
+    CategoryBytes running {};
+    for (size_t i = 0; i < events.size(); ++i) {
+        for (size_t c = 0; c < running.size(); ++c)
+            running[c] += changes[i][c];
+        result[i] = running;
+    }
+    return result;
+}
+
 std::vector<StackBytes> topStacks(const DeviceAnalysis& d, int64_t event, size_t limit)
 {
     std::unordered_map<uint32_t, StackBytes> byStack;

@@ -11,6 +11,9 @@ namespace oomlens {
 // live table, the top-N list and the call tree of the GUI and the report.
 std::vector<uint32_t> liveAllocations(const DeviceAnalysis& device, int64_t event);
 CategoryBytes liveByCategory(const DeviceAnalysis& device, int64_t event);
+// liveByCategory at each of `events` (ascending), in one pass over the allocations: the
+// categories at every oom event of a trace without building its whole series.
+std::vector<CategoryBytes> liveByCategoryAt(const DeviceAnalysis& device, const std::vector<int64_t>& events);
 
 struct StackBytes
 {

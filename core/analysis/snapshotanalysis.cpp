@@ -3,6 +3,7 @@
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/categorizer.h"
 #include "core/analysis/categoryrules.h"
+#include "core/analysis/livequery.h"
 #include "core/analysis/phases.h"
 #include "core/analysis/reconstruction.h"
 #include "core/analysis/series.h"
@@ -44,11 +45,18 @@ void analyzeOoms(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
     const DeviceTrace* trace = snapshot.trace(d.device);
     if (!trace)
         return;
-    std::optional<TimelineSeries> series; // built at the first oom event: most traces have none
+    // The oom event changes nothing: the state right before it is the state it failed in.
+    std::vector<int64_t> before;
     for (size_t i = 0; i < trace->events.size(); ++i) {
+        if (trace->events[i].action == TraceAction::Oom)
+            before.push_back(static_cast<int64_t>(i) - 1);
+    }
+    if (before.empty())
+        return;
+    const std::vector<CategoryBytes> liveBefore = liveByCategoryAt(d, before);
+    for (size_t k = 0; k < before.size(); ++k) {
+        const size_t i = static_cast<size_t>(before[k] + 1);
         const TraceEvent& e = trace->events[i];
-        if (e.action != TraceAction::Oom)
-            continue;
         OomAnalysis oom;
         oom.eventIndex = static_cast<int64_t>(i);
         oom.timeUs = e.timeUs;
@@ -56,14 +64,10 @@ void analyzeOoms(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         oom.requestedBytes = e.size;
         oom.deviceFreeBytes = e.deviceFree();
         oom.stack = e.stack;
-        // The oom event changes nothing: the state right before it is the state it failed in.
-        const int64_t before = oom.eventIndex - 1;
-        oom.allocatedBytes = allocatedAt(d, before);
-        oom.reservedBytes = reservedAt(d, before);
-        if (!series)
-            series.emplace(d);
-        oom.liveByCategory = series->categoriesAt(before);
-        const AllocatorState state = allocatorStateAt(snapshot, d, before);
+        oom.allocatedBytes = allocatedAt(d, before[k]);
+        oom.reservedBytes = reservedAt(d, before[k]);
+        oom.liveByCategory = liveBefore[k];
+        const AllocatorState state = allocatorStateAt(snapshot, d, before[k]);
         const bool large = isLargePoolRequest(e.size);
         oom.largestFreeBlock = state.largestFreeBlock(e.stream, large);
         oom.freeInPoolBytes = state.freeBytes(e.stream, large);

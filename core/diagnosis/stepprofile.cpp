@@ -65,15 +65,22 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
     }
     result.peakBands = live;
 
+    // The live total and its dynamic part are kept as running sums, and the step's profile is
+    // looked up only when the step changes: this runs once per event of the trace.
+    uint64_t liveTotal = totalOf(live);
+    uint64_t liveDynamic = dynamicOf(live);
     std::map<int32_t, StepProfile> steps;
+    StepProfile* profile = nullptr;
+    int32_t profileStep = -1;
     for (int64_t e = 0; e <= last; ++e) {
         const int32_t step
             = e < static_cast<int64_t>(device.eventStep.size()) ? device.eventStep[static_cast<size_t>(e)] : -1;
         const Phase phase = e < static_cast<int64_t>(device.eventPhase.size())
             ? device.eventPhase[static_cast<size_t>(e)]
             : Phase::Unknown;
-        StepProfile* profile = nullptr;
-        if (step >= 0) {
+        if (step < 0) {
+            profile = nullptr;
+        } else if (!profile || step != profileStep) {
             auto [it, inserted] = steps.try_emplace(step);
             profile = &it->second;
             if (inserted) {
@@ -81,6 +88,9 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
                 profile->firstEvent = e;
                 profile->startBands = live;
             }
+        }
+        profileStep = step;
+        if (profile) {
             profile->lastEvent = e;
             profile->hasBackward |= phase == Phase::Backward;
             profile->hasOptimizer |= phase == Phase::Optimizer;
@@ -91,30 +101,36 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
         if (index >= 0) {
             const Allocation& allocation = device.allocations[static_cast<size_t>(index)];
             auto& band = live[static_cast<size_t>(allocation.category)];
+            const bool dynamic = isDynamic(allocation.category);
             if (allocation.allocEvent == e) {
                 band += allocation.requestedSize;
+                liveTotal += allocation.requestedSize;
+                if (dynamic)
+                    liveDynamic += allocation.requestedSize;
                 auto& peak = result.peakBands[static_cast<size_t>(allocation.category)];
                 peak = std::max(peak, band);
                 if (allocation.category == Category::OptimizerState && result.firstOptimizerStateEvent < 0) {
                     result.firstOptimizerStateEvent = e;
                     result.firstOptimizerStateStep = step;
                 }
-                if (profile && isDynamic(allocation.category)
-                    && allocation.requestedSize > profile->largestDynamicAlloc) {
+                if (profile && dynamic && allocation.requestedSize > profile->largestDynamicAlloc) {
                     profile->largestDynamicAlloc = allocation.requestedSize;
                     profile->largestDynamicEvent = e;
                 }
             } else if (allocation.freeEvent == e) {
-                band -= std::min(band, allocation.requestedSize);
+                const uint64_t freed = std::min(band, allocation.requestedSize);
+                band -= freed;
+                liveTotal -= freed;
+                if (dynamic)
+                    liveDynamic -= freed;
             }
         }
         if (profile) {
-            const uint64_t total = totalOf(live);
-            if (total > profile->peakLive) {
-                profile->peakLive = total;
+            if (liveTotal > profile->peakLive) {
+                profile->peakLive = liveTotal;
                 profile->peakEvent = e;
             }
-            profile->peakDynamic = std::max(profile->peakDynamic, dynamicOf(live));
+            profile->peakDynamic = std::max(profile->peakDynamic, liveDynamic);
         }
     }
     result.bandsAtEnd = live;

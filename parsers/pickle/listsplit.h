@@ -38,7 +38,38 @@ public:
     uint64_t boundary() const { return m_boundary.load(std::memory_order_acquire); }
     void waitForBoundary() const { m_boundary.wait(pending, std::memory_order_acquire); }
     // Tells the thread to stop early; finish() still joins it.
-    void abandon() { m_abandon.store(true, std::memory_order_relaxed); }
+    void abandon()
+    {
+        m_abandon.store(true, std::memory_order_relaxed);
+        int running = firstHalfRunning;
+        if (m_firstHalfState.compare_exchange_strong(running, firstHalfAbandoned, std::memory_order_acq_rel))
+            m_firstHalfState.notify_all();
+    }
+
+    // What the second decoder needs of the first to read a key or a string stored after the
+    // split began (by either half): the first decoder's memo size at the split point, which
+    // tells the halves' slots apart, and its memo and strings. Published by the first decoder
+    // when it reaches the split point, where it then waits in finish() (so these stay as they
+    // are until the second decoder is done).
+    struct FirstHalf
+    {
+        uint64_t memoSize = 0;
+        const std::vector<uint64_t>* memo = nullptr;
+        const SnapshotBuilder* builder = nullptr;
+    };
+    void publishFirstHalf(const FirstHalf& first)
+    {
+        m_firstHalf = first;
+        int running = firstHalfRunning;
+        if (m_firstHalfState.compare_exchange_strong(running, firstHalfPublished, std::memory_order_acq_rel))
+            m_firstHalfState.notify_all();
+    }
+    // Blocks until the first decoder reaches the split point; null when the split was abandoned.
+    const FirstHalf* waitForFirstHalf() const
+    {
+        m_firstHalfState.wait(firstHalfRunning, std::memory_order_acquire);
+        return m_firstHalfState.load(std::memory_order_acquire) == firstHalfPublished ? &m_firstHalf : nullptr;
+    }
     // Whether the thread has given up already (before the first decoder got to the split point).
     bool failed() const { return m_failed.load(std::memory_order_acquire); }
     // Waits for the thread; true when the second decoder read every item up to the list's end.
@@ -50,6 +81,11 @@ public:
 private:
     void run(Start start);
 
+    static constexpr int firstHalfRunning = 0;
+    static constexpr int firstHalfPublished = 1;
+    static constexpr int firstHalfAbandoned = 2;
+    std::atomic<int> m_firstHalfState { firstHalfRunning };
+    FirstHalf m_firstHalf;
     std::atomic<uint64_t> m_boundary { pending };
     std::atomic_bool m_abandon { false };
     std::atomic_bool m_failed { false };

@@ -98,6 +98,10 @@ private:
     uint64_t m_memoFloor = 0;
     std::vector<uint64_t> m_localMemo;
     void localMemoPut();
+    // A second decoder's key or string value stored after the split began, once the first
+    // decoder's memo size at the split point is known (`memoSize`, its memo and builder).
+    Value resolveAcrossSplit(
+        const Value& deferred, uint64_t memoSize, const std::vector<uint64_t>& memo, const SnapshotBuilder& first);
     bool m_wasSplit = false;
     Value take(const Value& value)
     {

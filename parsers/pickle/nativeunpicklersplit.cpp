@@ -17,9 +17,13 @@
 // was when the split began. The pickle numbers memo slots by counting MEMOIZEs, and how many
 // come before the split point is only known once this decoder gets there, so the second decoder
 // numbers its own slots from 0, and a GET of a slot past the copy it was given is left open
-// (Kind::Deferred): that can only be a trace entry's frames (an alloc shares its frame list with
-// the segment_alloc before it, a free_completed with its free_requested), resolved at the join
-// from either half's memo. Anything else fails the split. The fork numbers its new strings, frames
+// (Kind::Deferred). A trace entry's frames (an alloc shares its frame list with the segment_alloc
+// before it, a free_completed with its free_requested) are resolved at the join from either
+// half's memo. A key or a string value (an action or a compile context first met since the split
+// began, like the segment_free and oom entries that end a run out of memory) is needed to read
+// the entry: the second decoder waits for this one to reach the split point, which tells the
+// halves' slots apart, and reads it from there (resolveAcrossSplit). Anything else fails the
+// split. The fork numbers its new strings, frames
 // and stacks after what it was forked with, and the builder renumbers them in the order the fork
 // met them, so every id is the one a single decoder gives.
 
@@ -31,7 +35,7 @@ namespace {
 
 constexpr uint64_t wideTag = 0xff;
 
-uint64_t tagOf(Kind kind)
+constexpr uint64_t tagOf(Kind kind)
 {
     return uint64_t(kind) + 1;
 }
@@ -74,6 +78,12 @@ ListSplit::ListSplit(Start start)
     , m_decoder(std::make_unique<NativeUnpickler>(*m_fork))
 {
     m_decoder->cancel = &m_abandon;
+    m_fork->resolveDeferred = [this](const Value& deferred) {
+        const FirstHalf* first = waitForFirstHalf();
+        if (!first)
+            throw DecodeError(ErrorKind::Unsupported, "the split was abandoned");
+        return m_decoder->resolveAcrossSplit(deferred, first->memoSize, *first->memo, *first->builder);
+    };
     m_thread = std::thread([this, start = std::move(start)]() mutable { run(std::move(start)); });
 }
 
@@ -169,6 +179,11 @@ bool NativeUnpickler::startSplit(uint64_t pos)
 uint64_t NativeUnpickler::joinSplit(uint64_t pos)
 {
     const auto split = std::move(m_split);
+    // The second decoder may be waiting for this half's memo (resolveAcrossSplit).
+    if (pos == split->boundary())
+        split->publishFirstHalf({ m_memo.size(), &m_memo, &m_builder });
+    else
+        split->abandon();
     // The loop stops at the first opcode boundary at or past the split point: it must be the point,
     // with the list on top of the stack.
     if (!split->finish() || pos != split->boundary() || m_stack.empty())
@@ -226,6 +241,25 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
         prefaultMemo();
     m_wasSplit = true;
     return second.m_pos;
+}
+
+Value NativeUnpickler::resolveAcrossSplit(
+    const Value& deferred, uint64_t memoSize, const std::vector<uint64_t>& memo, const SnapshotBuilder& first)
+{
+    // Only strings are read across: a slot of this decoder's own (numbered locally, stored before
+    // the value was read) is in its string table already; one of the first half's is looked up
+    // there and interned here, where adoptItems() finds it known.
+    static constexpr uint64_t strTag = uint64_t(tagOf(Kind::Str));
+    const uint64_t index = deferred.ref;
+    const auto storedBefore = static_cast<uint64_t>(deferred.i);
+    if (index >= memoSize) {
+        const uint64_t local = index - memoSize;
+        if (local < storedBefore && (m_localMemo[local] >> 56) == strTag)
+            return unpackMemo(m_localMemo[local]);
+    } else if (index < memo.size() && (memo[index] >> 56) == strTag) {
+        return m_builder.text(first.textOf(unpackMemo(memo[index])));
+    }
+    throw DecodeError(ErrorKind::Unsupported, "a value stored by the other half of a split list is not a string");
 }
 
 void NativeUnpickler::decodeItems(

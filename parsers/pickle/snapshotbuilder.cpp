@@ -139,9 +139,17 @@ void SnapshotBuilder::mixedList(Kind kind)
     throw unsupported(std::string("a list mixes ") + kindName(kind) + "s with other values");
 }
 
+Value SnapshotBuilder::resolved(const Value& deferred) const
+{
+    if (!resolveDeferred)
+        deferredValue();
+    return resolveDeferred(deferred);
+}
+
 void SnapshotBuilder::deferredValue()
 {
-    // Only a trace entry's frames can wait for the other half of a split list (makeEvent).
+    // Only a trace entry's frames can wait for the other half of a split list (makeEvent), and
+    // only a fork's dict keys and string values can be asked for (resolveDeferred).
     throw unsupported("a value stored by the other half of a split list is used before the split joins");
 }
 
@@ -261,9 +269,15 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
     const Value** fields = m_fields;
     bool unknownKeys = false;
     for (size_t i = 0; i + 1 < c.items.size(); i += 2) {
-        const Value& key = c.items[i];
+        Value& key = c.items[i];
+        if (key.kind == Kind::Deferred) [[unlikely]]
+            key = resolved(key);
+        // A trace entry's frames may wait for the join (makeEvent); any other value is read here.
+        Value& value = c.items[i + 1];
+        if (value.kind == Kind::Deferred && !(key.kind == Kind::Str && key.ref == KFrames)) [[unlikely]]
+            value = resolved(value);
         if (key.kind == Kind::Str && key.ref < KeyCount)
-            fields[key.ref] = &c.items[i + 1];
+            fields[key.ref] = &value;
         else
             unknownKeys = true;
     }

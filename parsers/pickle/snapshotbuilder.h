@@ -5,6 +5,7 @@
 #include "parsers/pickle/picklevalue.h"
 #include "parsers/pickle/snapshotkeys.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -120,6 +121,10 @@ public:
         uint64_t storedBefore = 0; // the fork's memo slots stored when the entry was read
     };
     const std::vector<DeferredStack>& deferredStacks() const { return m_deferredStacks; }
+    // A fork's resolver for the other deferred values it meets, a dict's keys and its string
+    // values (an action, a compile context first stored since the split began): they are needed
+    // to read the entry, so the fork asks (and waits) for them. Unset, such a value fails the fork.
+    std::function<Value(const Value& deferred)> resolveDeferred;
     void setStack(uint32_t event, StackId stack) { m_events[event].stack = stack; }
     // Whether `fork` holds nothing but the items of its open list `forkList`, trace entries that
     // adoptItems() can append to this builder's open event list `list`.
@@ -239,6 +244,7 @@ private:
     size_t m_entryPoolsKnown = 0;
     std::vector<DeferredStack> m_deferredStacks;
     [[noreturn]] static void deferredValue();
+    Value resolved(const Value& deferred) const;
 };
 
 } // namespace oomlens::pickle

@@ -1,6 +1,7 @@
 #include "common/analysisfixtures.h"
 #include "common/tracebuilder.h"
 #include "core/analysis/livequery.h"
+#include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
 #include "parsers/categoryrulesparser.h"
@@ -8,6 +9,7 @@
 #include <QTemporaryFile>
 #include <QTest>
 
+#include <algorithm>
 #include <functional>
 
 using namespace oomlens;
@@ -122,6 +124,31 @@ private Q_SLOTS:
         QCOMPARE(d->categoriesAtPeak[size_t(Category::Parameters)], 464 * MiB);
         QCOMPARE(staticBytes(d->categoriesAtPeak), 1264 * MiB);
         QCOMPARE(liveByCategory(*d, d->peakEvent), d->categoriesAtPeak);
+    }
+
+    // The oom analysis reads the categories at every oom event in one pass (liveByCategoryAt);
+    // it must give what one point at a time and the timeline's series give, at any set of points.
+    void liveAtManyPointsIsLiveAtEach()
+    {
+        const auto result = test::analyzeTrace(trainingStep);
+        const DeviceAnalysis* d = result.primary();
+        const TimelineSeries series(*d);
+        std::vector<int64_t> every;
+        for (int64_t e = -1; e < series.eventCount(); ++e)
+            every.push_back(e);
+        QVERIFY(every.size() > 10);
+        const std::vector<CategoryBytes> atEvery = liveByCategoryAt(*d, every);
+        QCOMPARE(atEvery.size(), every.size());
+        for (size_t k = 0; k < every.size(); ++k) {
+            QCOMPARE(atEvery[k], liveByCategory(*d, every[k]));
+            QCOMPARE(atEvery[k], series.categoriesAt(every[k]));
+        }
+        std::vector<int64_t> some = { 2, 5, d->peakEvent, series.eventCount() - 1 };
+        std::sort(some.begin(), some.end());
+        const std::vector<CategoryBytes> atSome = liveByCategoryAt(*d, some);
+        for (size_t k = 0; k < some.size(); ++k)
+            QCOMPARE(atSome[k], liveByCategory(*d, some[k]));
+        QVERIFY(liveByCategoryAt(*d, {}).empty());
     }
 
     void userRulesWin_data()

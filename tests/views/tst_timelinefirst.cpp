@@ -42,28 +42,31 @@ private slots:
         QApplication::setApplicationName(QStringLiteral("tst_timelinefirst"));
     }
 
-    // The stage boundary itself: when the timeline is handed over, the series exist and the
-    // diagnosis has not run; afterwards the same case carries it.
-    void loaderHandsOverTheTimelineBeforeDiagnosing()
+    // The timeline's data is built on a thread of its own while the diagnosis runs (the two only
+    // read the snapshots' analysis): it is handed over once, before the load returns, built for
+    // the primary device of the case the load then completes. Nothing but the handed-over data
+    // and the snapshots' analysis may be read in the callback: the diagnosis is being written.
+    void loaderHandsOverTheTimelineWhileDiagnosing()
     {
         std::atomic_bool cancel = false;
-        int calls = 0;
-        LoadedCasePtr partial;
-        bool diagnosedAtHandOver = true;
-        int64_t eventsAtHandOver = 0;
+        std::atomic_int calls = 0;
+        TimelineFirst handedOver;
+        bool returned = false;
         const LoadOutcome outcome = CaseLoader::load(
             nullptr, failingRun(), QStringLiteral("run"), cancel, {}, {},
             [&](const TimelineFirst& first) {
                 ++calls;
-                partial = first.partial;
-                diagnosedAtHandOver = !first.partial->analysis.diagnoses.empty();
-                eventsAtHandOver = first.timeline ? first.timeline->eventCount() : 0;
-                QCOMPARE(first.timeline->device(), first.partial->analysis.snapshots.front().primary());
+                handedOver = first;
+                handedOver.partial = returned ? nullptr : first.partial;
             },
             0);
-        QCOMPARE(calls, 1);
-        QVERIFY2(!diagnosedAtHandOver, "the timeline must be handed over before the diagnosis stage");
-        QVERIFY(eventsAtHandOver > 10);
+        returned = true;
+        QCOMPARE(calls.load(), 1);
+        QVERIFY2(handedOver.partial, "the timeline must be handed over before the load returns");
+        QVERIFY(handedOver.timeline);
+        QVERIFY(handedOver.timeline->eventCount() > 10);
+        QCOMPARE(handedOver.timeline->device(), handedOver.partial->analysis.snapshots.front().primary());
+        const LoadedCasePtr partial = handedOver.partial;
         QVERIFY(outcome.loaded);
         QCOMPARE(outcome.loaded.get(), partial.get());
         QVERIFY(!outcome.loaded->analysis.diagnoses.empty());
