@@ -60,7 +60,8 @@ void diagnoseCase(const Case& input, CaseAnalysis& result)
     result.links.clear();
     const TextFindings& text = input.text;
     const bool expandableInText = !expandableSegmentsSource(text).empty();
-    const bool asyncInText = !text.allocConfs.empty() && text.allocConfs.back().backend() == "cudaMallocAsync";
+    const bool asyncInText
+        = !text.allocConfs.empty() && text.allocConfs.back().backend() == AllocatorBackend::CudaMallocAsync;
     const GpuCount gpusInText = textGpuCount(text);
 
     std::vector<Diagnosis> measured;

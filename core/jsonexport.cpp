@@ -99,7 +99,7 @@ json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore)
         processes.push_back({ { "pid", optionalToJson(process.pid) }, { "bytes", optionalToJson(process.bytes) },
             { "self", process.self } });
     }
-    json result { { "backend", message.backend }, { "template", message.templateId },
+    json result { { "backend", backendName(message.backend) }, { "template", oomTemplateName(message.templateId) },
         { "exception", message.exception }, { "device", optionalToJson(message.device) },
         { "requested_bytes", optionalToJson(message.requestedBytes) },
         { "total_bytes", optionalToJson(message.totalBytes) }, { "free_bytes", optionalToJson(message.freeBytes) },

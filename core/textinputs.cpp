@@ -1,8 +1,24 @@
 #include "core/textinputs.h"
 
+#include "core/nametable.h"
+
 #include <charconv>
 
 namespace oomlens {
+
+namespace {
+
+constexpr NameTable<AllocatorBackend, 2> allocatorBackendNames { {
+    { AllocatorBackend::Native, "native" },
+    { AllocatorBackend::CudaMallocAsync, "cudaMallocAsync" },
+} };
+
+} // namespace
+
+std::string_view allocatorBackendName(AllocatorBackend backend)
+{
+    return nameIn(allocatorBackendNames, backend);
+}
 
 bool AllocConfSetting::expandableSegments() const
 {
@@ -22,10 +38,17 @@ std::optional<int64_t> AllocConfSetting::maxSplitSizeMb() const
     return value;
 }
 
-std::string AllocConfSetting::backend() const
+std::string OomMessage::wordingName() const
+{
+    return templateId == OomTemplate::None ? backendText(backend) : oomTemplateText(templateId);
+}
+
+AllocatorBackend AllocConfSetting::backend() const
 {
     const auto it = options.find("backend");
-    return it == options.end() ? std::string("native") : it->second;
+    if (it == options.end())
+        return AllocatorBackend::Native;
+    return valueNamed(allocatorBackendNames, it->second).value_or(AllocatorBackend::Native);
 }
 
 Phase TextFindings::failingPhase() const

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/backend.h"
+#include "core/oomtemplate.h"
 #include "core/phase.h"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // Value types for everything parsed from pasted text: OOM messages, tracebacks,
@@ -126,8 +129,8 @@ struct TrainingRecipe
 
 struct OomMessage
 {
-    std::string backend; // cuda|hip|xpu|mps|xla|tf|cublas|cuda_runtime (+ npu, musa, cudnn, cpu)
-    std::string templateId; // e.g. "T3", "T0", "cudaMallocAsync", "xla", "tf", "mps-2.0"
+    Backend backend = Backend::None;
+    OomTemplate templateId = OomTemplate::None;
     std::string exception; // the exception class as printed ("torch.OutOfMemoryError"), may be empty
     std::optional<int> device;
     std::optional<uint64_t> requestedBytes;
@@ -162,6 +165,10 @@ struct OomMessage
     std::optional<TracebackInfo> traceback;
     std::vector<std::string> notes; // oddities noticed while parsing, in plain words
     size_t sourceLine = 0; // 1-based line in the input where the message starts
+
+    // The template's name, else the backend's ("cublas"): what a sentence calls a message it has no
+    // numbers from.
+    std::string wordingName() const;
 };
 
 // One metric row of memory_summary(): values in bytes for memory rows, in counts otherwise.
@@ -214,6 +221,14 @@ struct NvidiaSmiTable
     size_t sourceLine = 0;
 };
 
+// PYTORCH_CUDA_ALLOC_CONF's "backend:" option; PyTorch refuses any other value at start-up.
+enum class AllocatorBackend {
+    Native, // the caching allocator
+    CudaMallocAsync, // the driver's pools: no split blocks, no cache counters
+};
+
+std::string_view allocatorBackendName(AllocatorBackend backend); // "native", "cudaMallocAsync"
+
 struct AllocConfSetting
 {
     std::string raw; // "expandable_segments:True,max_split_size_mb:128"
@@ -221,7 +236,7 @@ struct AllocConfSetting
     std::string source; // "export", "os.environ", "set_allocator_settings", "snapshot"
     bool expandableSegments() const;
     std::optional<int64_t> maxSplitSizeMb() const;
-    std::string backend() const; // "native" unless set
+    AllocatorBackend backend() const; // Native unless set
     size_t sourceLine = 0;
 };
 

@@ -30,13 +30,13 @@ void writeMessages(std::ostringstream& out, const Case& input)
 {
     for (const auto& message : input.text.oomMessages) {
         out << "\nOOM message";
-        if (!message.backend.empty())
-            out << " (" << message.backend;
-        if (!message.templateId.empty())
-            out << ", template " << message.templateId;
+        if (message.backend != Backend::None)
+            out << " (" << backendName(message.backend);
+        if (message.templateId != OomTemplate::None)
+            out << ", template " << oomTemplateName(message.templateId);
         if (!message.torchVersionHint.empty())
             out << ", PyTorch " << message.torchVersionHint;
-        if (!message.backend.empty())
+        if (message.backend != Backend::None)
             out << ')';
         if (message.phase != Phase::Unknown)
             out << " in " << phaseInSentence(message.phase);

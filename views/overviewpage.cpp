@@ -247,13 +247,13 @@ void OverviewPage::addOomMessages(const LoadedCase& loaded)
                                     : QStringLiteral("Out-of-memory messages (%1)").arg(messages.size()));
     for (const OomMessage& message : messages) {
         QString title = message.exception.empty()
-            ? toQString(message.backend).toUpper() + QStringLiteral(" out of memory")
+            ? toQString(backendName(message.backend)).toUpper() + QStringLiteral(" out of memory")
             : toQString(message.exception);
         if (message.device)
             title += QStringLiteral(" on device %1").arg(*message.device);
         QStringList facts;
-        if (!message.templateId.empty())
-            facts << QStringLiteral("message format %1").arg(toQString(message.templateId));
+        if (message.templateId != OomTemplate::None)
+            facts << QStringLiteral("message format %1").arg(toQString(oomTemplateName(message.templateId)));
         if (!message.torchVersionHint.empty())
             facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
         if (message.phase != Phase::Unknown)

@@ -13,16 +13,16 @@ namespace {
 constexpr int assumedBlocks = 16; // a mid-sized transformer, when the trace cannot tell
 constexpr int assumedRanks = 2; // the smallest data-parallel run, when the inputs cannot tell
 
-std::string autocastDevice(const std::string& backend)
+std::string autocastDevice(Backend backend)
 {
-    if (backend == "mps" || backend == "xpu")
-        return backend;
+    if (backend == Backend::Mps || backend == Backend::Xpu)
+        return backendText(backend);
     return "cuda"; // ROCm builds answer to "cuda" as well
 }
 
-std::string allocConfVariable(const std::string& backend)
+std::string allocConfVariable(Backend backend)
 {
-    return backend == "hip" ? "PYTORCH_HIP_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+    return backend == Backend::Hip ? "PYTORCH_HIP_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
 }
 
 // "Bf16 autocast halves the 11.20 GiB of activations: -5.60 GiB; it would fit with 1.10 GiB to spare."
@@ -132,10 +132,10 @@ Fix checkpointing(const FixContext& context)
 }
 
 // Allocator knobs exist for PyTorch's CUDA and ROCm caching allocators only.
-bool hasCachingAllocatorKnobs(const std::string& backend)
+bool hasCachingAllocatorKnobs(Backend backend)
 {
-    return backend == "cuda" || backend == "hip" || backend == "cublas" || backend == "cuda_runtime"
-        || backend == "cudnn";
+    return backend == Backend::Cuda || backend == Backend::Hip || backend == Backend::Cublas
+        || backend == Backend::CudaRuntime || backend == Backend::Cudnn;
 }
 
 std::optional<Fix> expandableSegments(const FixContext& context)

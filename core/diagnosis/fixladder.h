@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/backend.h"
 #include "core/diagnosis.h"
 #include "core/diagnosis/memorybudget.h"
 
@@ -45,7 +46,7 @@ enum class FixKind {
 
 struct FixContext
 {
-    std::string backend = "cuda"; // cuda, hip, xpu, mps, ...
+    Backend backend = Backend::Cuda;
     bool expandableSegmentsOn = false; // seen in PYTORCH_CUDA_ALLOC_CONF or the snapshot
     bool maxSplitSizeSet = false;
     bool asyncAllocator = false; // backend:cudaMallocAsync

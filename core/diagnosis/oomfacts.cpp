@@ -16,11 +16,6 @@ bool believable(uint64_t bytes, const std::optional<uint64_t>& total)
     return static_cast<double>(bytes) <= static_cast<double>(*total) * 1.02;
 }
 
-bool contains(const std::string& haystack, const char* needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
-
 // PyTorch names its own line "this process" by comparing NVML's PIDs with getpid(). Inside a
 // container NVML reports host PIDs, so the run itself is listed as "Process N has X memory in use"
 // and no line says "this process". Every process with a context on the card is in NVML's list, so
@@ -78,7 +73,7 @@ OomFacts oomFacts(const OomMessage& message)
     facts.allowed = message.allowedBytes;
     facts.mpsOtherBytes = message.otherAllocationsBytes;
     facts.probable = message.probable;
-    facts.asyncAllocator = contains(message.templateId, "MallocAsync") || contains(message.templateId, "mallocasync");
+    facts.asyncAllocator = message.templateId == OomTemplate::CudaMallocAsync;
 
     if (!facts.reserved && facts.allocated && facts.reservedUnallocated)
         facts.reserved = *facts.allocated + *facts.reservedUnallocated;
@@ -87,7 +82,7 @@ OomFacts oomFacts(const OomMessage& message)
     if (facts.asyncAllocator && !facts.reserved && facts.allocated)
         facts.reserved = facts.allocated;
 
-    const bool mps = message.backend == "mps";
+    const bool mps = message.backend == Backend::Mps;
     // MPS prints its high-watermark limit as "max allowed": that is the card as far as MPS goes,
     // not a user-chosen fraction of it.
     if (mps) {
@@ -103,8 +98,8 @@ OomFacts oomFacts(const OomMessage& message)
 
     // 2.1's template left out the allowed clause although set_per_process_memory_fraction existed;
     // T0 (<=1.3) predates the function itself (1.8), so a cap cannot explain its refusals.
-    facts.preAllowedClause = message.templateId == "T2";
-    facts.preExpandableTorch = message.templateId == "T0" || message.templateId == "T1";
+    facts.preAllowedClause = message.templateId == OomTemplate::T2;
+    facts.preExpandableTorch = message.templateId == OomTemplate::T0 || message.templateId == OomTemplate::T1;
 
     for (const auto& process : message.processes) {
         if (!process.bytes)

@@ -16,7 +16,7 @@ namespace oomlens {
 struct OomFacts
 {
     int device = 0;
-    std::string backend;
+    Backend backend = Backend::None;
     std::optional<uint64_t> request;
     std::optional<uint64_t> total;
     std::optional<uint64_t> free;

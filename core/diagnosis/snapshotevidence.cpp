@@ -18,7 +18,7 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     , profile(profileDevice(device, oom.eventIndex))
 {
     const Snapshot& snapshot = *analysis.snapshot;
-    fixes.backend = context.message ? context.message->backend : "cuda";
+    fixes.backend = context.message ? context.message->backend : Backend::Cuda;
     fixes.expandableSegmentsOn = context.expandableSegmentsOn
         || (snapshot.allocatorSettings && snapshot.allocatorSettings->expandableSegments);
     for (const auto& segment : snapshot.segments)

@@ -42,7 +42,7 @@ void diagnoseCapacity(const OomFacts& f, const FixContext& fixes, Candidates& ou
     if (f.phase == Phase::Load)
         appendFixes(d.fixes, { FixKind::LoadToCpu }, fixes);
     appendLadder(d.fixes, fixes);
-    if (f.backend == "mps")
+    if (f.backend == Backend::Mps)
         appendFixes(d.fixes, { FixKind::MpsWatermark }, fixes);
     out.add(std::move(d));
 }

@@ -42,12 +42,12 @@ std::string expandableSegmentsSource(const TextFindings& findings)
 FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
 {
     FixContext fixes;
-    fixes.backend = facts.backend.empty() ? "cuda" : facts.backend;
+    fixes.backend = facts.backend == Backend::None ? Backend::Cuda : facts.backend;
     if (!context.allocConfs.empty()) {
         const AllocConfSetting& last = context.allocConfs.back();
         fixes.expandableSegmentsOn = last.expandableSegments();
         fixes.maxSplitSizeSet = last.maxSplitSizeMb().has_value();
-        fixes.asyncAllocator = last.backend() == "cudaMallocAsync";
+        fixes.asyncAllocator = last.backend() == AllocatorBackend::CudaMallocAsync;
     }
     fixes.asyncAllocator = fixes.asyncAllocator || facts.asyncAllocator;
     fixes.preExpandableTorch = facts.preExpandableTorch;
@@ -87,7 +87,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
     textrules::diagnoseCapacity(facts, fixes, out);
     textrules::rankCauseOverSymptom(facts, out.list);
 
-    if (out.list.empty() && message.backend != "cpu") {
+    if (out.list.empty() && message.backend != Backend::Cpu) {
         // Nothing measurable: still say what is known and point at the inputs that would tell more.
         Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, 0.25,
             "The message carries no allocator numbers to judge by; the usual remedies "
@@ -96,8 +96,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
         textrules::addEvidence(d,
             facts.request
                 ? "the failing request was " + formatBytes(*facts.request) + "; the card's size is not in the message"
-                : "the message gives no sizes (" + (message.templateId.empty() ? message.backend : message.templateId)
-                    + ")");
+                : "the message gives no sizes (" + message.wordingName() + ")");
         if (facts.phase == Phase::Load)
             appendFixes(d.fixes, { FixKind::LoadToCpu }, fixes);
         appendLadder(d.fixes, fixes);
@@ -107,7 +106,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
         for (auto& d : out.list) {
             d.confidence *= 0.6;
             textrules::addEvidence(d,
-                "a near-OOM error (" + (message.templateId.empty() ? message.backend : message.templateId)
+                "a near-OOM error (" + message.wordingName()
                     + "), not the allocator's own message: memory was probably exhausted, but it is not certain");
         }
     }

@@ -77,8 +77,8 @@ OomMessage completedMessage(const Case& input, const CaseAnalysis& analysis, Sou
     const SnapshotAnalysis* snapshot = chosenSnapshot(analysis, printed ? printed->device : std::nullopt);
     if (!message.device)
         message.device = snapshot ? snapshot->primaryDevice : 0;
-    if (message.backend.empty())
-        message.backend = "cuda";
+    if (message.backend == Backend::None)
+        message.backend = Backend::Cuda;
     const int device = *message.device;
     const NvidiaSmiGpu* gpu = smiGpu(input, device);
     const CaptureSidecar* sidecar = chosenSidecar(input);
@@ -363,7 +363,8 @@ CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis
     Sources sources;
     const OomMessage message = completedMessage(input, analysis, sources);
     const OomFacts facts = oomFacts(message);
-    if (!facts.total || !facts.free || message.backend == "mps" || message.backend == "xla" || message.backend == "tf")
+    if (!facts.total || !facts.free || message.backend == Backend::Mps || message.backend == Backend::Xla
+        || message.backend == Backend::Tf)
         return result; // no card to reconcile (or one whose figures mean something else)
     result.device = facts.device;
     const std::string allocatorSource = sources.allocator.empty() ? "not given" : sources.allocator;

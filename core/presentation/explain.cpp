@@ -21,10 +21,10 @@ std::string percentOf(uint64_t part, uint64_t whole)
 
 std::string deviceLabel(const OomMessage& message)
 {
-    std::string backend = message.backend.empty() ? "GPU" : message.backend;
+    std::string backend = message.backend == Backend::None ? "GPU" : backendText(message.backend);
     for (char& c : backend)
         c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (message.backend == "mps")
+    if (message.backend == Backend::Mps)
         return "MPS";
     return backend + (message.device ? " device " + std::to_string(*message.device) : std::string());
 }
@@ -104,13 +104,15 @@ std::vector<std::string> explainOomMessage(const OomMessage& message)
     std::vector<std::string> lines;
     const OomFacts f = oomFacts(message);
     if (f.probable) {
-        lines.push_back("A near-OOM error (" + (message.templateId.empty() ? message.backend : message.templateId)
+        lines.push_back("A near-OOM error (" + message.wordingName()
             + "): a library failed to get memory, so the card was probably full, but the message has no allocator "
               "numbers.");
     }
     if (f.request)
         lines.push_back(deviceLabel(message) + ": tried to allocate " + formatBytes(*f.request)
-            + (message.backend == "cuda" || message.backend == "hip" ? " (the allocator's rounded request)." : "."));
+            + (message.backend == Backend::Cuda || message.backend == Backend::Hip
+                    ? " (the allocator's rounded request)."
+                    : "."));
     else if (!f.probable)
         lines.push_back(deviceLabel(message) + ": out of memory; the message gives no request size.");
     explainNumbers(f, lines);
@@ -223,7 +225,7 @@ std::vector<std::string> explainFindings(const TextFindings& findings)
         std::string line = "Allocator setting \"" + setting.raw + "\" (" + setting.source + ")";
         if (setting.expandableSegments())
             line += ": expandable segments are on";
-        else if (setting.backend() == "cudaMallocAsync")
+        else if (setting.backend() == AllocatorBackend::CudaMallocAsync)
             line += ": the cudaMallocAsync backend is in use";
         lines.push_back(line + ".");
     }

@@ -50,7 +50,7 @@ std::vector<ExplainedNumber> explainMessageNumbers(const OomMessage& m)
 
     // MPS counts its "other allocations" as the outside part; that row is already printed above.
     const OomFacts facts = oomFacts(m);
-    if (facts.outsideBytes && m.backend != "mps")
+    if (facts.outsideBytes && m.backend != Backend::Mps)
         rows.push_back({ ExplainedNumber::Kind::Derived, "Used outside PyTorch's cache",
             formatBytes(*facts.outsideBytes), "total − free − reserved",
             "total − free − reserved: the CUDA context, cuBLAS/cuDNN/NCCL workspaces, and any other process on the "

@@ -316,7 +316,8 @@ void ReportBuilder::writeInputs()
     }
     for (const OomMessage& message : m_case.text.oomMessages) {
         if (message.totalBytes) {
-            std::string device = message.backend + (message.device ? " device " + std::to_string(*message.device) : "");
+            std::string device
+                = backendText(message.backend) + (message.device ? " device " + std::to_string(*message.device) : "");
             keyValueRow("GPU capacity", formatBytes(*message.totalBytes) + " (" + device + ", from the OOM message)");
             break;
         }

@@ -59,16 +59,17 @@ void ReportBuilder::writeOomMessages()
     beginSection("oom-messages", "The OOM message, explained");
     for (const OomMessage& message : m_case.text.oomMessages) {
         raw("<div class=\"figure\">\n");
-        std::string heading = message.exception.empty() ? message.backend + " out of memory" : message.exception;
+        std::string heading
+            = message.exception.empty() ? backendText(message.backend) + " out of memory" : message.exception;
         if (message.device)
             heading += " on device " + std::to_string(*message.device);
         element("h3", heading);
         raw("\n<pre><code>");
         text(message.text);
         raw("</code></pre>\n");
-        std::string facts = "Backend " + message.backend;
-        if (!message.templateId.empty())
-            facts += ", message template " + message.templateId;
+        std::string facts = "Backend " + backendText(message.backend);
+        if (message.templateId != OomTemplate::None)
+            facts += ", message template " + oomTemplateText(message.templateId);
         element("p", facts + ".", "note");
         raw("\n");
         writeList(explainOomMessage(message));

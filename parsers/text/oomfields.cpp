@@ -133,8 +133,8 @@ void setSize(
 
 void parseXla(std::string_view body, OomMessage& message)
 {
-    message.backend = "xla";
-    message.templateId = "xla";
+    message.backend = Backend::Xla;
+    message.templateId = OomTemplate::Xla;
     for (std::string_view marker :
         { "trying to allocate ", "failed to allocate ", "allocate request for ", "allocating ", "allocate " }) {
         if (auto size = sizeAfter(body, marker); size) {
@@ -156,8 +156,8 @@ void parseXla(std::string_view body, OomMessage& message)
 void parseBfc(std::string_view body, OomMessage& message)
 {
     // The allocator is shared by TensorFlow and JAX/XLA; the source path in the log line tells which.
-    message.backend = contains(body, "tensorflow/") ? "tf" : "xla";
-    message.templateId = "bfc";
+    message.backend = contains(body, "tensorflow/") ? Backend::Tf : Backend::Xla;
+    message.templateId = OomTemplate::Bfc;
     setSize(message.requestedBytes, sizeAfter(body, "trying to allocate "), message, "the requested size");
     if (auto device = intAfter(body, "(GPU_"))
         message.device = device;
@@ -166,8 +166,8 @@ void parseBfc(std::string_view body, OomMessage& message)
 
 void parseTf(std::string_view body, OomMessage& message)
 {
-    message.backend = "tf";
-    message.templateId = "tf";
+    message.backend = Backend::Tf;
+    message.templateId = OomTemplate::Tf;
     // TF prints the shape, not a byte count; shape x element size is exactly what it asked for.
     const size_t open = body.find("shape[");
     const size_t close = open == std::string_view::npos ? open : body.find(']', open);
@@ -210,41 +210,41 @@ void parseNearOom(OomFamily family, std::string_view body, OomMessage& message)
     message.probable = true;
     switch (family) {
     case OomFamily::CudaRuntime:
-        message.backend = startsWith(body, "HIP") ? "hip" : "cuda_runtime";
-        message.templateId = startsWith(body, "HIP") ? "hip_runtime" : "cuda_runtime";
+        message.backend = startsWith(body, "HIP") ? Backend::Hip : Backend::CudaRuntime;
+        message.templateId = startsWith(body, "HIP") ? OomTemplate::HipRuntime : OomTemplate::CudaRuntime;
         refineFromRuntimeTail(body, message);
         break;
     case OomFamily::CudaDriver:
-        message.backend = "cuda_runtime";
-        message.templateId = "cuda_driver";
+        message.backend = Backend::CudaRuntime;
+        message.templateId = OomTemplate::CudaDriver;
         break;
     case OomFamily::Thc:
-        message.backend = "cuda_runtime";
-        message.templateId = "thc";
+        message.backend = Backend::CudaRuntime;
+        message.templateId = OomTemplate::Thc;
         message.torchVersionHint = "Lua Torch / THC";
         break;
     case OomFamily::Cublas:
-        message.backend = "cublas";
-        message.templateId = "cublas";
+        message.backend = Backend::Cublas;
+        message.templateId = OomTemplate::Cublas;
         if (contains(body, "CUBLAS_STATUS_NOT_INITIALIZED"))
             message.notes.push_back("CUBLAS_STATUS_NOT_INITIALIZED at handle creation usually means no memory was "
                                     "left for the cuBLAS workspace");
         break;
     case OomFamily::Cudnn:
-        message.backend = "cudnn";
-        message.templateId = "cudnn";
+        message.backend = Backend::Cudnn;
+        message.templateId = OomTemplate::Cudnn;
         if (contains(body, "CUDNN_STATUS_NOT_SUPPORTED"))
             message.notes.push_back("CUDNN_STATUS_NOT_SUPPORTED is ambiguous: a non-contiguous input or a "
                                     "workspace that did not fit");
         break;
     case OomFamily::Cpu:
-        message.backend = "cpu";
-        message.templateId = "cpu";
+        message.backend = Backend::Cpu;
+        message.templateId = OomTemplate::Cpu;
         setSize(message.requestedBytes, sizeAfter(body, "you tried to allocate "), message, "the requested size");
         break;
     case OomFamily::LevelZero:
-        message.backend = "xpu";
-        message.templateId = "level_zero";
+        message.backend = Backend::Xpu;
+        message.templateId = OomTemplate::LevelZero;
         break;
     default:
         break;

@@ -121,25 +121,45 @@ void parseParenthesisedClauses(
 struct DeviceWord
 {
     std::string_view word;
-    std::string_view backend;
+    Backend backend;
 };
 
 constexpr std::array<DeviceWord, 7> deviceWords { {
-    { "CUDA", "cuda" },
-    { "HIP", "hip" },
-    { "XPU", "xpu" },
-    { "DPCPP", "xpu" },
-    { "NPU", "npu" },
-    { "MUSA", "musa" },
-    { "MLU", "mlu" },
+    { "CUDA", Backend::Cuda },
+    { "HIP", Backend::Hip },
+    { "XPU", Backend::Xpu },
+    { "DPCPP", Backend::Xpu },
+    { "NPU", Backend::Npu },
+    { "MUSA", Backend::Musa },
+    { "MLU", Backend::Mlu },
 } };
+
+// A caching-allocator message cut before its era shows, or a vendor plugin's copy of T1, is named
+// after its backend.
+OomTemplate templateNamedAfter(Backend backend)
+{
+    switch (backend) {
+    case Backend::Xpu:
+        return OomTemplate::Xpu;
+    case Backend::Npu:
+        return OomTemplate::Npu;
+    case Backend::Musa:
+        return OomTemplate::Musa;
+    case Backend::Mlu:
+        return OomTemplate::Mlu;
+    case Backend::Cuda:
+        return OomTemplate::Cuda;
+    default:
+        return OomTemplate::Unknown;
+    }
+}
 
 // IPEX refuses any single block above 4 GB on GPUs without 2D block arrays (Arc A-series, Flex):
 // "Current platform can NOT allocate memory block with size larger than 4GB! Tried to allocate 8.00 GiB
 // (GPU  0; 15.56 GiB total capacity; 1.20 GiB already allocated; 1.50 GiB reserved in total by PyTorch)"
 void parsePlatformLimit(std::string_view body, OomMessage& message)
 {
-    message.backend = "xpu";
+    message.backend = Backend::Xpu;
     if (auto limit = sizeAfter(body, "size larger than "); limit && limit->bytes)
         message.platformLimitBytes = limit->bytes;
     message.notes.push_back("a per-allocation limit of the platform refused the request; the card was not "
@@ -149,10 +169,10 @@ void parsePlatformLimit(std::string_view body, OomMessage& message)
 void parseCaching(std::string_view body, OomMessage& message)
 {
     std::string_view word = body.substr(0, body.find(' '));
-    message.backend = "cuda";
+    message.backend = Backend::Cuda;
     for (const auto& candidate : deviceWords) {
         if (candidate.word == word)
-            message.backend = std::string(candidate.backend);
+            message.backend = candidate.backend;
     }
     const bool platformLimit = startsWith(body, "Current platform can NOT allocate");
     const bool headless = word == "Tried" || word == "(GPU";
@@ -173,8 +193,9 @@ void parseCaching(std::string_view body, OomMessage& message)
     const bool newStyle = contains(body, ". GPU ") || contains(body, "total capac");
     if (!oldStyle && !newStyle) {
         // Cut before anything that tells the wording apart.
-        message.templateId
-            = word == "DPCPP" ? "dpcpp" : (word == "CUDA" || word == "HIP" ? "unknown" : message.backend);
+        message.templateId = word == "DPCPP"
+            ? OomTemplate::Dpcpp
+            : (word == "CUDA" || word == "HIP" ? OomTemplate::Unknown : templateNamedAfter(message.backend));
         message.truncated = true;
         return;
     }
@@ -185,16 +206,16 @@ void parseCaching(std::string_view body, OomMessage& message)
         const bool hint = contains(body, "If reserved memory is >>");
         const bool closed = body.find(')', afterRequest) != std::string_view::npos;
         if (platformLimit) {
-            message.templateId = "xpu_block_limit";
+            message.templateId = OomTemplate::XpuBlockLimit;
         } else if (word == "DPCPP") {
-            message.templateId = "dpcpp";
+            message.templateId = OomTemplate::Dpcpp;
         } else if (word == "NPU" || word == "MUSA" || word == "MLU") {
-            message.templateId = std::string(message.backend);
+            message.templateId = templateNamedAfter(message.backend);
         } else if (sawCached) {
-            message.templateId = "T0";
+            message.templateId = OomTemplate::T0;
             setVersionHint(message, { 0, 103 });
         } else {
-            message.templateId = "T1";
+            message.templateId = OomTemplate::T1;
             if (hint)
                 setVersionHint(message, { 110, 200 });
             else if (closed && contains(body, "reserved in total by PyTorch)"))
@@ -238,21 +259,21 @@ void parseCaching(std::string_view body, OomMessage& message)
 
     const bool v3 = contains(body, "#environment-variables)");
     const bool v4 = contains(body, "docs.pytorch.org") || contains(body, "#optimizing-memory-usage");
-    if (message.backend == "xpu") {
-        message.templateId = "xpu";
+    if (message.backend == Backend::Xpu) {
+        message.templateId = OomTemplate::Xpu;
         setVersionHint(message, { 204, openEnd });
     } else if (typo) {
-        message.templateId = "T2";
+        message.templateId = OomTemplate::T2;
         setVersionHint(message, { 201, 201 });
     } else if (v4) {
-        message.templateId = "T4";
+        message.templateId = OomTemplate::T4;
         setVersionHint(message, { 208, openEnd });
     } else if (v3) {
-        message.templateId = "T3";
+        message.templateId = OomTemplate::T3;
         setVersionHint(message, { 202, 207 });
     } else {
         // The URL that tells T3 from T4 was left out or cut off.
-        message.templateId = "T3";
+        message.templateId = OomTemplate::T3;
         setVersionHint(message, { 202, openEnd });
         message.notes.push_back("the documentation link is missing, so 2.2-2.7 (T3) and 2.8+ (T4) wording cannot "
                                 "be told apart");
@@ -264,8 +285,8 @@ void parseCaching(std::string_view body, OomMessage& message)
 
 void parseMps(std::string_view body, OomMessage& message)
 {
-    message.backend = "mps";
-    message.templateId = "mps";
+    message.backend = Backend::Mps;
+    message.templateId = OomTemplate::Mps;
     const bool modern = contains(body, "(MPS allocated: ");
     setSize(message.allocatedBytes, sizeAfter(body, modern ? "MPS allocated: " : "currently allocated: "), message,
         "the allocated memory");
@@ -284,8 +305,8 @@ void parseMps(std::string_view body, OomMessage& message)
 
 void parseMallocAsync(std::string_view body, OomMessage& message)
 {
-    message.backend = "cuda";
-    message.templateId = "cudaMallocAsync";
+    message.backend = Backend::Cuda;
+    message.templateId = OomTemplate::CudaMallocAsync;
     message.device = intAfter(body, "Allocation on device ");
     setSize(message.allocatedBytes, sizeAfter(body, "Currently allocated :"), message, "the allocated memory");
     setSize(message.requestedBytes, sizeAfter(body, "Requested :"), message, "the requested size");

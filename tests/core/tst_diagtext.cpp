@@ -40,11 +40,20 @@ std::optional<uint64_t> optionalBytes(const json& object, const char* key)
     return bytesOf(object[key].get<std::string>());
 }
 
+// A fixture's backend or template by its JSON name; a name the code does not know is a broken fixture.
+template <typename FromName> auto named(FromName fromName, const std::string& name)
+{
+    const auto value = fromName(name);
+    if (!value)
+        qFatal("unknown name in a fixture: \"%s\"", name.c_str());
+    return *value;
+}
+
 OomMessage messageFrom(const json& m)
 {
     OomMessage message;
-    message.backend = m.value("backend", "cuda");
-    message.templateId = m.value("template", "");
+    message.backend = named(backendFromName, m.value("backend", "cuda"));
+    message.templateId = named(oomTemplateFromName, m.value("template", ""));
     message.device = m.value("device", 0);
     message.requestedBytes = optionalBytes(m, "requested");
     message.totalBytes = optionalBytes(m, "total");
@@ -250,8 +259,8 @@ private Q_SLOTS:
     void batchShapeInTheLogIsTheLongestBatch()
     {
         OomMessage message;
-        message.backend = "cuda";
-        message.templateId = "T3";
+        message.backend = Backend::Cuda;
+        message.templateId = OomTemplate::T3;
         message.requestedBytes = 6 * GiB;
         message.totalBytes = 24 * GiB;
         message.freeBytes = 3 * GiB;

@@ -79,8 +79,8 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     input.inputs.push_back({ "broken.bin", InputKind::Unknown, "not a memory snapshot, and not text", -1 });
 
     OomMessage message;
-    message.backend = "cuda";
-    message.templateId = "T3";
+    message.backend = Backend::Cuda;
+    message.templateId = OomTemplate::T3;
     message.exception = "torch.OutOfMemoryError";
     message.device = 0;
     message.requestedBytes = 3 * GiB;

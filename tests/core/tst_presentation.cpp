@@ -115,7 +115,7 @@ private Q_SLOTS:
     void messageNumbers()
     {
         OomMessage message;
-        message.backend = "cuda";
+        message.backend = Backend::Cuda;
         message.requestedBytes = 3 * GiB;
         message.totalBytes = 8 * GiB;
         message.freeBytes = 600 * MiB;
@@ -136,7 +136,7 @@ private Q_SLOTS:
         QCOMPARE(outside->value, formatBytes(8 * GiB - 600 * MiB - 7 * GiB));
         QCOMPARE(rows.back().label, outside->label);
 
-        message.backend = "mps";
+        message.backend = Backend::Mps;
         message.otherAllocationsBytes = 1 * GiB;
         QVERIFY(!findRow(explainMessageNumbers(message), "Used outside PyTorch's cache"));
         QVERIFY(findRow(explainMessageNumbers(message), "Other allocations"));

@@ -1,3 +1,4 @@
+#include "common/oomnames.h"
 #include "core/phase.h"
 #include "core/snapshot.h"
 #include "core/units.h"
@@ -43,6 +44,26 @@ private Q_SLOTS:
         QCOMPARE(phaseName(phaseFromName("backward")), std::string_view("backward"));
         QCOMPARE(traceActionFromName("segment_unmap"), TraceAction::SegmentUnmap);
         QCOMPARE(traceActionFromName("something_new"), TraceAction::Unknown);
+    }
+
+    // Every backend and message template has one printed name, read back to the same value; the
+    // names are the ones the JSON has always carried.
+    void backendAndTemplateNamesRoundTrip()
+    {
+        for (int i = 0; i <= static_cast<int>(Backend::Cpu); ++i) {
+            const auto backend = static_cast<Backend>(i);
+            QVERIFY(backendFromName(backendName(backend)) == backend);
+        }
+        for (int i = 0; i <= static_cast<int>(OomTemplate::LevelZero); ++i) {
+            const auto id = static_cast<OomTemplate>(i);
+            QVERIFY(oomTemplateFromName(oomTemplateName(id)) == id);
+        }
+        QCOMPARE(backendName(Backend::CudaRuntime), std::string_view("cuda_runtime"));
+        QCOMPARE(backendName(Backend::None), std::string_view(""));
+        QCOMPARE(oomTemplateName(OomTemplate::CudaMallocAsync), std::string_view("cudaMallocAsync"));
+        QCOMPARE(oomTemplateName(OomTemplate::XpuBlockLimit), std::string_view("xpu_block_limit"));
+        QVERIFY(!backendFromName("CUDA"));
+        QVERIFY(!oomTemplateFromName("mps-2.0"));
     }
 
     void internsStringsFramesAndStacks()

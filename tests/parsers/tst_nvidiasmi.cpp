@@ -141,7 +141,7 @@ private Q_SLOTS:
         QTEST(QString::fromStdString(setting.source), "source");
         QTEST(setting.expandableSegments(), "expandable");
         QTEST(static_cast<qint64>(setting.maxSplitSizeMb().value_or(-1)), "maxSplit");
-        QTEST(QString::fromStdString(setting.backend()), "backend");
+        QTEST(QString::fromStdString(std::string(allocatorBackendName(setting.backend()))), "backend");
         QCOMPARE(setting.sourceLine, size_t(1));
         // A setting alone is context, not a document of its own kind.
         QCOMPARE(classifyText(line.toStdString(), findings), InputKind::Log);

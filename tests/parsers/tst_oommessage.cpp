@@ -1,3 +1,4 @@
+#include "common/oomnames.h"
 #include "common/textfixtures.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textparser.h"
@@ -332,8 +333,8 @@ private Q_SLOTS:
         const TextFindings findings = parseText(text.toStdString());
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         const OomMessage& message = findings.oomMessages.front();
-        QTEST(QString::fromStdString(message.backend), "backend");
-        QTEST(QString::fromStdString(message.templateId), "templateId");
+        QTEST(QString::fromStdString(backendText(message.backend)), "backend");
+        QTEST(QString::fromStdString(oomTemplateText(message.templateId)), "templateId");
         QTEST(QString::fromStdString(message.exception), "exception");
         QTEST(message.device.value_or(-1), "device");
         test::compareOomBytes(message);
@@ -397,7 +398,7 @@ private Q_SLOTS:
         const auto findings = parseText(text);
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         const OomMessage& message = findings.oomMessages[0];
-        QCOMPARE(message.templateId, std::string("T3"));
+        QCOMPARE(message.templateId, OomTemplate::T3);
         QCOMPARE(value(message.freeBytes), qint64(11597251));
         QCOMPARE(value(message.reservedUnallocatedBytes), qint64(204336005));
         QCOMPARE(message.processes.size(), size_t(1));

@@ -1,3 +1,4 @@
+#include "common/oomnames.h"
 #include "common/textfixtures.h"
 #include "core/phase.h"
 #include "parsers/text/textparser.h"
@@ -32,8 +33,8 @@ private Q_SLOTS:
         const TextFindings findings = test::parseTextFixture("pasted/headless_t1.txt");
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         const OomMessage& m = only(findings);
-        QCOMPARE(m.backend, std::string("cuda"));
-        QCOMPARE(m.templateId, std::string("T1"));
+        QCOMPARE(m.backend, Backend::Cuda);
+        QCOMPARE(m.templateId, OomTemplate::T1);
         QCOMPARE(value(m.requestedBytes), qint64(2147483648));
         QCOMPARE(value(m.totalBytes), qint64(25436943811)); // 23.69 GiB
         QCOMPARE(value(m.allocatedBytes), qint64(21592948081)); // 20.11 GiB
@@ -48,8 +49,8 @@ private Q_SLOTS:
     {
         const TextFindings findings = test::parseTextFixture("pasted/headless_t3.txt");
         const OomMessage& m = only(findings);
-        QCOMPARE(m.backend, std::string("cuda"));
-        QCOMPARE(m.templateId, std::string("T3"));
+        QCOMPARE(m.backend, Backend::Cuda);
+        QCOMPARE(m.templateId, OomTemplate::T3);
         QCOMPARE(value(m.requestedBytes), qint64(536870912));
         QCOMPARE(value(m.totalBytes), qint64(84986665370)); // 79.15 GiB
         QCOMPARE(value(m.freeBytes), qint64(316019835)); // 301.38 MiB
@@ -63,7 +64,7 @@ private Q_SLOTS:
     {
         const TextFindings findings = test::parseTextFixture("pasted/parenthesis_only.txt");
         const OomMessage& m = only(findings);
-        QCOMPARE(m.templateId, std::string("T1"));
+        QCOMPARE(m.templateId, OomTemplate::T1);
         QCOMPARE(m.device.value_or(-1), 1);
         QCOMPARE(value(m.totalBytes), qint64(11553462026)); // 10.76 GiB
         QCOMPARE(value(m.allocatedBytes), qint64(9792525435)); // 9.12 GiB
@@ -77,8 +78,8 @@ private Q_SLOTS:
     {
         const TextFindings findings = test::parseTextFixture("pasted/xpu_block_limit.txt");
         const OomMessage& m = only(findings);
-        QCOMPARE(m.backend, std::string("xpu"));
-        QCOMPARE(m.templateId, std::string("xpu_block_limit"));
+        QCOMPARE(m.backend, Backend::Xpu);
+        QCOMPARE(m.templateId, OomTemplate::XpuBlockLimit);
         QCOMPARE(value(m.platformLimitBytes), qint64(4294967296));
         QCOMPARE(value(m.requestedBytes), qint64(6442450944));
         QCOMPARE(value(m.totalBytes), qint64(16707422781)); // 15.56 GiB
@@ -94,7 +95,7 @@ private Q_SLOTS:
     {
         const TextFindings findings = test::parseTextFixture("pasted/xla_buffer_stats.txt");
         const OomMessage& m = only(findings);
-        QCOMPARE(m.backend, std::string("xla"));
+        QCOMPARE(m.backend, Backend::Xla);
         QCOMPARE(value(m.requestedBytes), qint64(13421772800));
         QVERIFY(m.xlaBuffers.has_value());
         QCOMPARE(value(m.xlaBuffers->parameterBytes), qint64(2415919104)); // 2.25GiB
@@ -110,7 +111,7 @@ private Q_SLOTS:
         const TextFindings findings = test::parseTextFixture("pasted/bfc_xla.txt");
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         const OomMessage& m = findings.oomMessages.front();
-        QCOMPARE(m.backend, std::string("xla"));
+        QCOMPARE(m.backend, Backend::Xla);
         QCOMPARE(value(m.requestedBytes), qint64(3221225472));
         QCOMPARE(value(m.allowedBytes), qint64(12884901888)); // Limit:
         QCOMPARE(value(m.allocatedBytes), qint64(12745318400)); // InUse:
@@ -124,7 +125,7 @@ private Q_SLOTS:
         const TextFindings findings = test::parseTextFixture("pasted/bfc_tf.txt");
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         const OomMessage& m = findings.oomMessages.front();
-        QCOMPARE(m.backend, std::string("tf"));
+        QCOMPARE(m.backend, Backend::Tf);
         QCOMPARE(value(m.requestedBytes), qint64(64LL * 256 * 64 * 64 * 4)); // from the shape, exact
         QCOMPARE(value(m.allowedBytes), qint64(11330676327));
         QCOMPARE(value(m.allocatedBytes), qint64(11072139264));
@@ -137,8 +138,8 @@ private Q_SLOTS:
                                                 "(GPU_1_bfc) ran out of memory trying to allocate 1.97GiB (rounded "
                                                 "to 2110783744)requested by op\n");
         const OomMessage& m = only(findings);
-        QCOMPARE(m.templateId, std::string("bfc"));
-        QCOMPARE(m.backend, std::string("xla"));
+        QCOMPARE(m.templateId, OomTemplate::Bfc);
+        QCOMPARE(m.backend, Backend::Xla);
         QCOMPARE(m.device.value_or(-1), 1);
         QCOMPARE(value(m.requestedBytes), qint64(2115271393)); // 1.97 GiB
     }
@@ -148,8 +149,8 @@ private Q_SLOTS:
         const TextFindings findings = test::parseTextFixture("pasted/malloc_async_short.txt");
         QCOMPARE(findings.oomMessages.size(), size_t(1)); // the logger's echo is the same failure
         const OomMessage& m = findings.oomMessages.front();
-        QCOMPARE(m.backend, std::string("cuda"));
-        QCOMPARE(m.templateId, std::string("cudaMallocAsync"));
+        QCOMPARE(m.backend, Backend::Cuda);
+        QCOMPARE(m.templateId, OomTemplate::CudaMallocAsync);
         QVERIFY(!m.truncated);
         QVERIFY(std::any_of(m.notes.begin(), m.notes.end(),
             [](const std::string& note) { return note.find("NUL") != std::string::npos; }));
@@ -160,7 +161,7 @@ private Q_SLOTS:
         const TextFindings findings = test::parseTextFixture("pasted/thc_backward.txt");
         QVERIFY(!findings.oomMessages.empty());
         const OomMessage& last = findings.oomMessages.back();
-        QCOMPARE(last.templateId, std::string("thc"));
+        QCOMPARE(last.templateId, OomTemplate::Thc);
         QCOMPARE(phaseName(last.phase), phaseName(Phase::Backward));
     }
 

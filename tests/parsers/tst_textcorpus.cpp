@@ -1,3 +1,4 @@
+#include "common/oomnames.h"
 #include "common/testutil.h"
 #include "common/textfixtures.h"
 #include "core/phase.h"
@@ -17,32 +18,32 @@ using test::value;
 namespace {
 
 // The corpus labels near-OOM CUDA errors with backend "cuda"; we are more specific.
-std::string labelBackend(const std::string& ours)
+std::string labelBackend(Backend ours)
 {
-    if (ours == "cublas" || ours == "cudnn" || ours == "cuda_runtime")
+    if (ours == Backend::Cublas || ours == Backend::Cudnn || ours == Backend::CudaRuntime)
         return "cuda";
-    return ours;
+    return backendText(ours);
 }
 
 // Corpus template label -> the template ids that fit it.
-const std::map<std::string, std::set<std::string>>& templateFamilies()
+const std::map<std::string, std::set<OomTemplate>>& templateFamilies()
 {
-    static const std::map<std::string, std::set<std::string>> families {
-        { "cuda-1.0-1.4-cached", { "T0" } },
-        { "cuda-1.5-1.9-reserved", { "T1" } },
-        { "cuda-1.10-1.13/2.0-max_split-hint", { "T1" } },
-        { "cuda-2.1-capacty", { "T2" } },
-        { "cuda-2.2+-expandable-hint", { "T3", "T4" } },
-        { "hip-2.2+-expandable-hint", { "T3", "T4" } },
-        { "xpu-2.x", { "xpu" } },
-        { "mps", { "mps" } },
-        { "xla-resource-exhausted", { "xla" } },
-        { "tf-oom-when-allocating-tensor", { "tf" } },
-        { "cublas-alloc-failed", { "cublas" } },
-        { "cuda-error-out-of-memory", { "cuda_runtime" } },
-        { "thc-cuda-runtime-error-2", { "thc" } },
-        { "cuda-mallocasync", { "cudaMallocAsync" } },
-        { "cuda-message-cut-before-stats", { "unknown" } },
+    static const std::map<std::string, std::set<OomTemplate>> families {
+        { "cuda-1.0-1.4-cached", { OomTemplate::T0 } },
+        { "cuda-1.5-1.9-reserved", { OomTemplate::T1 } },
+        { "cuda-1.10-1.13/2.0-max_split-hint", { OomTemplate::T1 } },
+        { "cuda-2.1-capacty", { OomTemplate::T2 } },
+        { "cuda-2.2+-expandable-hint", { OomTemplate::T3, OomTemplate::T4 } },
+        { "hip-2.2+-expandable-hint", { OomTemplate::T3, OomTemplate::T4 } },
+        { "xpu-2.x", { OomTemplate::Xpu } },
+        { "mps", { OomTemplate::Mps } },
+        { "xla-resource-exhausted", { OomTemplate::Xla } },
+        { "tf-oom-when-allocating-tensor", { OomTemplate::Tf } },
+        { "cublas-alloc-failed", { OomTemplate::Cublas } },
+        { "cuda-error-out-of-memory", { OomTemplate::CudaRuntime } },
+        { "thc-cuda-runtime-error-2", { OomTemplate::Thc } },
+        { "cuda-mallocasync", { OomTemplate::CudaMallocAsync } },
+        { "cuda-message-cut-before-stats", { OomTemplate::Unknown } },
     };
     return families;
 }
@@ -173,7 +174,7 @@ private Q_SLOTS:
             QCOMPARE(labelBackend(message.backend), json["backend"].get<std::string>());
             const auto family = templateFamilies().find(templateLabel);
             QVERIFY2(family != templateFamilies().end(), templateLabel.c_str());
-            QVERIFY2(family->second.count(message.templateId), message.templateId.c_str());
+            QVERIFY2(family->second.count(message.templateId), oomTemplateText(message.templateId).c_str());
             QVERIFY(!message.text.empty());
             QVERIFY(message.sourceLine >= 1);
         }
@@ -309,7 +310,7 @@ private Q_SLOTS:
                           "Currently allocated : " SIZE_RE, "MPS allocated: " SIZE_RE }),
                     m.allocatedBytes },
                 { oracle(flat, { "(?:trying to allocate|allocating|failed to allocate) ([0-9]+) (bytes)" }),
-                    m.backend == "xla" ? m.requestedBytes : std::nullopt },
+                    m.backend == Backend::Xla ? m.requestedBytes : std::nullopt },
             };
             int compared = 0;
             bool exact = true;
@@ -407,7 +408,7 @@ private Q_SLOTS:
         QCOMPARE(value(ms009.rows.at("allocated_memory").freed), qint64(0));
         const MemorySummary& ms011 = byId["ms-011"];
         QVERIFY(ms011.allZero);
-        QCOMPARE(all["ms-011"].oomMessages.at(0).templateId, std::string("cudaMallocAsync"));
+        QCOMPARE(all["ms-011"].oomMessages.at(0).templateId, OomTemplate::CudaMallocAsync);
         QVERIFY(!byId["ms-003"].allZero);
         const MemorySummary& ms015 = byId["ms-015"];
         QCOMPARE(value(ms015.rows.at("oversize_gpu_segments").peak), qint64(0));

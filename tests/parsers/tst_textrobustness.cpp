@@ -1,3 +1,4 @@
+#include "common/oomnames.h"
 #include "common/testutil.h"
 #include "common/textfixtures.h"
 #include "parsers/text/textlines.h"

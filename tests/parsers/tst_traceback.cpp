@@ -1,3 +1,4 @@
+#include "common/oomnames.h"
 #include "common/testutil.h"
 #include "core/phase.h"
 #include "parsers/text/textparser.h"
@@ -200,7 +201,7 @@ private Q_SLOTS:
         QCOMPARE(second.device.value_or(-1), 1);
         QCOMPARE(second.phase, Phase::Backward);
         QCOMPARE(second.traceback->frames.size(), size_t(5));
-        QCOMPARE(second.templateId, std::string("T3"));
+        QCOMPARE(second.templateId, OomTemplate::T3);
         QCOMPARE(findings.allocConfs.size(), size_t(1));
         QVERIFY(findings.allocConfs[0].expandableSegments());
         QCOMPARE(findings.allocConfs[0].maxSplitSizeMb().value_or(0), int64_t(256));
