@@ -1,6 +1,7 @@
 #include "core/diagnosis/textrules.h"
 
 #include "core/diagnosis/catalogue.h"
+#include "core/optimizerknowledge.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -41,18 +42,16 @@ StatePerParameter statePerParameter(const TrainingRecipe& recipe)
     const double width = recipe.weightPrecision == "fp32" || bytes.fp32FromAutocast ? 4.0 : 2.0;
     bytes.weights = width;
     bytes.gradients = width;
-    bytes.master = master ? 4.0 : 0.0;
-    const std::string optimizer = recipe.optimizer.empty() ? "adamw" : recipe.optimizer;
+    bytes.master = master ? masterWeightBytes : 0.0;
+    const OptimizerFacts* optimizer = optimizerNamed(recipe.optimizer.empty() ? "adamw" : recipe.optimizer);
     bytes.optimizerAssumed = recipe.optimizer.empty();
-    const double moment = master ? 4.0 : width;
-    if (recipe.optimizerVariant == "offload")
-        bytes.optimizer = 0; // the state lives in host memory
-    else if (optimizer == "adamw" || optimizer == "adam")
-        bytes.optimizer = 2 * moment;
-    else if (optimizer == "adamw-8bit")
-        bytes.optimizer = 2;
-    else if (optimizer == "lion")
-        bytes.optimizer = moment;
+    const double moment = master ? masterWeightBytes : width;
+    const OptimizerVariantFacts* variant = optimizerVariantNamed(recipe.optimizerVariant);
+    // SGD's momentum is off by default and a factored moment is too small to matter without the
+    // shapes: both count as nothing, so that the claim stays sound.
+    if (optimizer && !(variant && variant->stateOnHost) && !optimizer->momentumOnly
+        && optimizer->width != MomentWidth::Factored)
+        bytes.optimizer = stateBytesPerParameter(*optimizer, optimizer->moments, moment, 0);
     return bytes;
 }
 
@@ -60,13 +59,8 @@ std::string optimizerName(const TrainingRecipe& recipe)
 {
     if (recipe.optimizer.empty())
         return "AdamW (assumed: the log names no optimizer)";
-    std::string name = recipe.optimizer == "adamw" ? "AdamW"
-        : recipe.optimizer == "adam"               ? "Adam"
-        : recipe.optimizer == "adamw-8bit"         ? "8-bit AdamW"
-        : recipe.optimizer == "sgd"                ? "SGD"
-        : recipe.optimizer == "adafactor"          ? "Adafactor"
-        : recipe.optimizer == "lion"               ? "Lion"
-                                                   : recipe.optimizer;
+    const OptimizerFacts* facts = optimizerNamed(recipe.optimizer);
+    std::string name = facts ? std::string(facts->label) : recipe.optimizer;
     if (!recipe.optimizerVariant.empty())
         name = recipe.optimizerVariant + " " + name;
     return name;

@@ -1,5 +1,6 @@
 #include "core/diagnosis/trainingstate.h"
 
+#include "core/optimizerknowledge.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -75,44 +76,20 @@ PrecisionEvidence weightPrecision(const Snapshot& snapshot, const DeviceAnalysis
 
 namespace {
 
-// torch.optim's classes by the name PyTorch gives their step annotation and module file, with the
-// tensors each keeps per parameter (the smallest configuration: AMSGrad, centered RMSprop or
-// RMSprop's momentum add more).
-struct KnownOptimizer
-{
-    const char* name;
-    const char* file; // torch/optim/<file>.py
-    int stateTensors;
-};
-
-constexpr KnownOptimizer knownOptimizers[] = {
-    { "AdamW", "adamw", 2 },
-    { "Adam", "adam", 2 },
-    { "Adamax", "adamax", 2 },
-    { "NAdam", "nadam", 2 },
-    { "RAdam", "radam", 2 },
-    { "SparseAdam", "sparse_adam", 2 },
-    { "Adadelta", "adadelta", 2 },
-    { "Rprop", "rprop", 2 },
-    { "Adagrad", "adagrad", 1 },
-    { "RMSprop", "rmsprop", 1 },
-    { "ASGD", "asgd", 1 },
-    { "SGD", "sgd", 1 },
-};
-
+// torch.optim's classes by the name PyTorch gives their step annotation or by their module file,
+// with the tensors each keeps per parameter (optimizerknowledge.h). SGD's momentum buffer counts only
+// once seen: momentum is off by default.
 std::optional<OptimizerKind> known(std::string_view name, std::string evidence)
 {
-    for (const KnownOptimizer& k : knownOptimizers) {
-        if (name == k.name || name == k.file) {
-            OptimizerKind kind;
-            kind.name = k.name;
-            kind.stateTensors = k.stateTensors;
-            kind.evidence = std::move(evidence);
-            kind.momentumOnlyIfSeen = std::string_view(k.name) == "SGD";
-            return kind;
-        }
-    }
-    return std::nullopt;
+    const OptimizerFacts* facts = torchOptimizer(name);
+    if (!facts)
+        return std::nullopt;
+    OptimizerKind kind;
+    kind.name = std::string(facts->label);
+    kind.stateTensors = facts->moments;
+    kind.evidence = std::move(evidence);
+    kind.momentumOnlyIfSeen = facts->momentumOnly;
+    return kind;
 }
 
 // "Optimizer.step#SGD.step" -> "SGD"

@@ -1,5 +1,6 @@
 #include "core/planner/memoryplan.h"
 
+#include "core/optimizerknowledge.h"
 #include "core/planner/zeroestimators.h"
 
 #include <algorithm>
@@ -28,34 +29,58 @@ uint64_t scaled(uint64_t count, double bytesPerElement)
     return static_cast<uint64_t>(static_cast<double>(count) * bytesPerElement);
 }
 
+// The optimizer and its variant as optimizerknowledge.h spells them.
+const OptimizerFacts& optimizerFacts(OptimizerKind optimizer)
+{
+    switch (optimizer) {
+    case OptimizerKind::AdamW8bit:
+    case OptimizerKind::AdamW8bitPaged:
+        return *optimizerNamed("adamw-8bit");
+    case OptimizerKind::Sgd:
+        return *optimizerNamed("sgd");
+    case OptimizerKind::Adafactor:
+        return *optimizerNamed("adafactor");
+    case OptimizerKind::AdamW:
+    case OptimizerKind::AdamWFused:
+        break;
+    }
+    return *optimizerNamed("adamw");
+}
+
+std::string_view variantKey(OptimizerKind optimizer)
+{
+    switch (optimizer) {
+    case OptimizerKind::AdamW:
+        return "foreach"; // torch.optim's default
+    case OptimizerKind::AdamWFused:
+        return "fused";
+    case OptimizerKind::AdamW8bitPaged:
+        return "paged";
+    case OptimizerKind::AdamW8bit:
+    case OptimizerKind::Sgd:
+    case OptimizerKind::Adafactor:
+        break;
+    }
+    return {};
+}
+
 // Optimizer state per trainable parameter. The fp32 moments become bf16 in a pure-bf16 run
-// (torch keeps the state in the parameter's dtype); 8-bit Adam keeps two 1-byte moments and
-// small block-wise constants. Adafactor factors the second moment of an r x c matrix into r + c
-// numbers: about 8/h bytes per parameter for h x h-shaped matrices, no first moment.
+// (torch keeps the state in the parameter's dtype). The user chose the optimizer, so SGD's momentum
+// buffer counts: a plan for SGD without momentum has nothing to shrink there. Adafactor's factored
+// moment is taken on hidden x hidden matrices (4096 when the model gives no hidden size).
 double optimizerBytesPerParameter(const ModelSpec& model, const TrainingSetup& setup)
 {
     const double element = setup.precision == Precision::Bf16 ? 2.0 : 4.0;
-    switch (setup.optimizer) {
-    case OptimizerKind::AdamW:
-    case OptimizerKind::AdamWFused:
-        return 2 * element;
-    case OptimizerKind::AdamW8bit:
-    case OptimizerKind::AdamW8bitPaged:
-        return 2.0;
-    case OptimizerKind::Sgd:
-        return element; // momentum buffer
-    case OptimizerKind::Adafactor:
-        return 8.0 / std::max(model.hidden > 0 ? model.hidden : 4096, 1);
-    }
-    return 2 * element;
+    const OptimizerFacts& facts = optimizerFacts(setup.optimizer);
+    return stateBytesPerParameter(facts, facts.moments, element, std::max(model.hidden > 0 ? model.hidden : 4096, 1));
 }
 
-// torch.optim.AdamW's default foreach implementation makes one parameter-sized intermediate
-// (the square root of the second moment) for the whole group during step(); fused=True,
-// DeepSpeed's fused Adam and bitsandbytes update in place.
+// The foreach step's parameter-sized intermediate, for the whole group; ZeRO's optimizers step
+// their own partitions in place.
 uint64_t foreachIntermediate(const TrainingSetup& setup, uint64_t parameterBytes)
 {
-    return setup.optimizer == OptimizerKind::AdamW && setup.zeroStage == 0 ? parameterBytes : 0;
+    const OptimizerVariantFacts* variant = optimizerVariantNamed(variantKey(setup.optimizer));
+    return variant && variant->stepIntermediate && setup.zeroStage == 0 ? parameterBytes : 0;
 }
 
 ModelStates fullFineTuning(const ModelSpec& model, const TrainingSetup& setup, std::vector<std::string>& notes)
@@ -96,7 +121,7 @@ ModelStates fullFineTuning(const ModelSpec& model, const TrainingSetup& setup, s
     if (setup.zeroStage >= 3 && fp32Copies)
         lowGradients = 0;
     const uint64_t fp32Gradients = fp32Copies ? 4 * p / n : 0;
-    const uint64_t master = fp32Copies ? 4 * p / n : 0;
+    const uint64_t master = fp32Copies ? masterWeightBytes * p / n : 0;
     states.parameters = shardedParameters;
     states.gradients = lowGradients + fp32Gradients;
     states.optimizerState = master + scaled(p, moments) / n;
