@@ -1,9 +1,8 @@
 #include "views/annotationstrip.h"
 
+#include "views/spanpixels.h"
+
 #include <algorithm>
-#include <array>
-#include <climits>
-#include <cmath>
 
 namespace oomlens {
 
@@ -37,19 +36,17 @@ void AnnotationStrip::draw(QCPPainter* painter)
     QColor edge = fill;
     edge.setAlpha(170);
     const QFontMetricsF metrics(painter->font());
-    std::array<int, maxRows> paintedTo;
-    paintedTo.fill(INT_MIN);
+    // One lane per row, in the widget's pixels.
+    SpanPixels columns(axis, 0, 1, rect->left(), rect->right(), SpanPixels::Keep::EndPastPainted, maxRows);
     for (const Bar& bar : m_bars) {
         if (bar.upper < range.lower || bar.lower > range.upper)
             continue;
         const int row = std::min(bar.depth, maxRows - 1);
-        const double x0 = std::max(axis->coordToPixel(bar.lower), double(rect->left()));
-        const double x1 = std::min(axis->coordToPixel(bar.upper), double(rect->right()));
-        // Bars thinner than a pixel that land where this row is already painted add nothing.
-        if (int(std::floor(x1)) <= paintedTo[size_t(row)])
+        const auto placed = columns.place(bar.lower, bar.upper, row);
+        if (!placed)
             continue;
-        paintedTo[size_t(row)] = int(std::floor(std::max(x1, x0 + 1)));
-        const QRectF box(x0, rect->top() + 2 + row * rowHeight, std::max(1.0, x1 - x0), rowHeight - 3);
+        const QRectF box(
+            placed->x0, rect->top() + 2 + row * rowHeight, std::max(1.0, placed->x1 - placed->x0), rowHeight - 3);
         painter->setPen(bar.closed ? QPen(edge) : QPen(edge, 1, Qt::DashLine));
         painter->setBrush(fill);
         painter->drawRect(box);

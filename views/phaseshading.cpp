@@ -1,6 +1,7 @@
 #include "views/phaseshading.h"
 
 #include "views/categorycolors.h"
+#include "views/spanpixels.h"
 
 #include <algorithm>
 #include <array>
@@ -51,26 +52,24 @@ void PhaseShading::draw(QCPPainter* painter)
 
     auto it = std::lower_bound(
         m_runs.begin(), m_runs.end(), range.lower, [](const Run& run, double key) { return run.upper < key; });
-    // The last pixel column already painted: sub-pixel runs that land in it add nothing visible.
-    int paintedTo = INT_MIN;
+    // Columns of the strip (device pixels on screen); a run thinner than a column still gets one.
+    SpanPixels columns(axis, rect->left(), scale, 0, width, SpanPixels::Keep::NewColumn);
     for (; it != m_runs.end() && it->lower <= range.upper; ++it) {
         if (it->phase == Phase::Unknown)
             continue;
-        const double x0 = (axis->coordToPixel(it->lower) - rect->left()) * scale;
-        const double x1 = (axis->coordToPixel(it->upper) - rect->left()) * scale;
-        const int first = std::max(0, int(std::floor(x0)));
-        const int last = std::min(width, std::max(first + 1, int(std::floor(x1))));
-        if (last <= paintedTo || first >= width)
+        const auto placed = columns.place(it->lower, it->upper);
+        if (!placed)
             continue;
         const QColor& color = colors[size_t(it->phase)];
         if (vector) {
-            painter->fillRect(QRectF(rect->left() + x0, rect->top(), std::max(1.0, x1 - x0), rect->height()), color);
+            painter->fillRect(
+                QRectF(rect->left() + placed->x0, rect->top(), std::max(1.0, placed->x1 - placed->x0), rect->height()),
+                color);
         } else {
             const QRgb rgb = qPremultiply(color.rgba());
-            for (int x = std::max(first, paintedTo); x < last; ++x)
+            for (int x = placed->freshColumn; x < placed->endColumn; ++x)
                 pixels[x] = rgb;
         }
-        paintedTo = last;
         ++m_lastDrawn;
     }
     if (!vector)
