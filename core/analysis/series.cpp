@@ -65,9 +65,9 @@ TimelineSeries::TimelineSeries(const DeviceAnalysis& d)
             continue;
         const Allocation& a = d.allocations[size_t(index)];
         if (a.allocEvent == i)
-            m_changes.push_back({ i, int64_t(a.requestedSize), a.category });
+            m_changes.push_back({ int64_t(a.requestedSize), uint32_t(i), a.category });
         else if (a.freeEvent == i)
-            m_changes.push_back({ i, -int64_t(a.requestedSize), a.category });
+            m_changes.push_back({ -int64_t(a.requestedSize), uint32_t(i), a.category });
     }
 
     m_maxAllocated = total(current);
