@@ -41,9 +41,7 @@ public:
     void abandon()
     {
         m_abandon.store(true, std::memory_order_relaxed);
-        int running = firstHalfRunning;
-        if (m_firstHalfState.compare_exchange_strong(running, firstHalfAbandoned, std::memory_order_acq_rel))
-            m_firstHalfState.notify_all();
+        settleFirstHalf(firstHalfAbandoned);
     }
 
     // What the second decoder needs of the first to read a key or a string stored after the
@@ -60,9 +58,7 @@ public:
     void publishFirstHalf(const FirstHalf& first)
     {
         m_firstHalf = first;
-        int running = firstHalfRunning;
-        if (m_firstHalfState.compare_exchange_strong(running, firstHalfPublished, std::memory_order_acq_rel))
-            m_firstHalfState.notify_all();
+        settleFirstHalf(firstHalfPublished);
     }
     // Blocks until the first decoder reaches the split point; null when the split was abandoned.
     const FirstHalf* waitForFirstHalf() const
@@ -84,6 +80,13 @@ private:
     static constexpr int firstHalfRunning = 0;
     static constexpr int firstHalfPublished = 1;
     static constexpr int firstHalfAbandoned = 2;
+    // The first of publishFirstHalf() and abandon() decides, and wakes a waiting second decoder.
+    void settleFirstHalf(int state)
+    {
+        int running = firstHalfRunning;
+        if (m_firstHalfState.compare_exchange_strong(running, state, std::memory_order_acq_rel))
+            m_firstHalfState.notify_all();
+    }
     std::atomic<int> m_firstHalfState { firstHalfRunning };
     FirstHalf m_firstHalf;
     std::atomic<uint64_t> m_boundary { pending };

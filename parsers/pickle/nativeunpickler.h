@@ -2,6 +2,7 @@
 
 #include "core/ids.h"
 #include "core/pageprefaulter.h"
+#include "parsers/pickle/memoslot.h"
 #include "parsers/pickle/picklevalue.h"
 
 #include <atomic>
@@ -119,9 +120,8 @@ private:
     void memoGet(uint64_t index)
     {
         if (index < m_memo.size()) [[likely]] {
-            const uint64_t tag = m_memo[index] >> 56;
-            if (tag == uint64_t(Kind::Str) + 1 || tag == uint64_t(Kind::Frame) + 1
-                || tag == uint64_t(Kind::Stack) + 1) {
+            const uint64_t tag = memoTagOf(m_memo[index]);
+            if (tag == memoTag(Kind::Str) || tag == memoTag(Kind::Frame) || tag == memoTag(Kind::Stack)) {
                 push(Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(m_memo[index])));
                 return;
             }

@@ -77,7 +77,7 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     }
     const uint64_t* const memo = m_memo.data();
     const uint64_t memoSize = m_memo.size();
-    constexpr uint64_t frameTag = uint64_t(Kind::Frame) + 1;
+    constexpr uint64_t frameTag = memoTag(Kind::Frame);
     const size_t before = sink->size();
     // Collected in a buffer first: a push_back per frame re-checks the list's capacity and keeps
     // its end pointer in memory. The buffer is a member because a local FrameId array would be
@@ -101,7 +101,7 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
         n = 0;
     };
     const auto keep = [&](uint64_t index) {
-        if (index >= memoSize || (memo[index] >> 56) != frameTag) [[unlikely]] {
+        if (index >= memoSize || memoTagOf(memo[index]) != frameTag) [[unlikely]] {
             valid = false;
             return;
         }

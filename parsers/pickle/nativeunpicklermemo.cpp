@@ -16,7 +16,6 @@ namespace oomlens::pickle {
 namespace {
 
 constexpr uint32_t noMemo = std::numeric_limits<uint32_t>::max();
-constexpr uint64_t wideTag = 0xff;
 
 void appendUtf8(std::string& out, uint32_t cp)
 {
@@ -86,7 +85,7 @@ void NativeUnpickler::memoPut(uint64_t index)
     if (index == m_memo.size()) {
         const Kind kind = m_stack.back().kind;
         if (kind == Kind::Str || kind == Kind::Frame || kind == Kind::Stack) {
-            m_memo.push_back(((uint64_t(kind) + 1) << 56) | m_stack.back().ref);
+            m_memo.push_back(memoSlot(memoTag(kind), m_stack.back().ref));
             return;
         }
         m_memo.push_back(0);
@@ -107,7 +106,7 @@ void NativeUnpickler::memoPut(uint64_t index)
             m_openPos.resize(top.ref + 1);
         m_openPos[top.ref] = m_stack.size() - 1;
         m_handleMemo[top.ref] = static_cast<uint32_t>(index);
-        m_memo[index] = ((uint64_t(static_cast<uint8_t>(Kind::Open)) + 1) << 56) | top.ref;
+        m_memo[index] = memoSlot(memoTag(Kind::Open), top.ref);
         return;
     }
     forget(index);
@@ -135,14 +134,14 @@ void NativeUnpickler::localMemoPut()
         m_openPos.resize(top.ref + 1);
     m_openPos[top.ref] = m_stack.size() - 1;
     m_handleMemo[top.ref] = static_cast<uint32_t>(m_localMemo.size());
-    m_localMemo.push_back(((uint64_t(static_cast<uint8_t>(Kind::Open)) + 1) << 56) | top.ref);
+    m_localMemo.push_back(memoSlot(memoTag(Kind::Open), top.ref));
 }
 
 void NativeUnpickler::forget(uint64_t index)
 {
     // An unfinished container's slot being overwritten must not be refilled when it closes.
     const uint64_t packed = m_memo[index];
-    if ((packed >> 56) == uint64_t(static_cast<uint8_t>(Kind::Open)) + 1)
+    if (memoTagOf(packed) == memoTag(Kind::Open))
         m_handleMemo[packed & 0xffffffffu] = noMemo;
 }
 
@@ -184,17 +183,17 @@ uint64_t NativeUnpickler::packMemo(const Value& value)
     case Kind::Float:
     case Kind::Pair:
         m_memoWide.push_back(value);
-        return (wideTag << 56) | (m_memoWide.size() - 1);
+        return memoSlot(memoWideTag, m_memoWide.size() - 1);
     default:
-        return ((uint64_t(static_cast<uint8_t>(value.kind)) + 1) << 56) | value.ref;
+        return memoSlot(memoTag(value.kind), value.ref);
     }
 }
 
 Value NativeUnpickler::unpackMemo(uint64_t packed) const
 {
-    const uint64_t tag = packed >> 56;
-    const uint64_t payload = packed & ((uint64_t(1) << 56) - 1);
-    if (tag == wideTag)
+    const uint64_t tag = memoTagOf(packed);
+    const uint64_t payload = packed & memoPayloadMask;
+    if (tag == memoWideTag)
         return m_memoWide[payload];
     return Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(payload));
 }

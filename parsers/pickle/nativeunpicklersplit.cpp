@@ -33,19 +33,12 @@ using namespace unpicklerdetail;
 
 namespace {
 
-constexpr uint64_t wideTag = 0xff;
-
-constexpr uint64_t tagOf(Kind kind)
-{
-    return uint64_t(kind) + 1;
-}
-
 // The memo slots a fork can read as they are: interned ids (copied tables), inline values.
 bool shareable(uint64_t packed)
 {
-    const uint64_t tag = packed >> 56;
-    return tag == tagOf(Kind::Str) || tag == tagOf(Kind::Frame) || tag == tagOf(Kind::Stack)
-        || tag == tagOf(Kind::EmptyList) || tag == wideTag;
+    const uint64_t tag = memoTagOf(packed);
+    return tag == memoTag(Kind::Str) || tag == memoTag(Kind::Frame) || tag == memoTag(Kind::Stack)
+        || tag == memoTag(Kind::EmptyList) || tag == memoWideTag;
 }
 
 // The share of what remains after the split began that the second decoder reads: this decoder
@@ -194,7 +187,7 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
     if (top.kind != Kind::Open || !m_builder.canAdopt(top.ref, fork, second.m_stack[0].ref))
         return pos;
     for (const uint64_t packed : second.m_localMemo) {
-        if (packed != 0 && !shareable(packed) && (packed >> 56) != tagOf(Kind::Event))
+        if (packed != 0 && !shareable(packed) && memoTagOf(packed) != memoTag(Kind::Event))
             return pos;
     }
     // The second half's deferred frames: a slot of this half's memo (stored since the split
@@ -208,7 +201,7 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
             packed = m_memo[deferred.memoIndex];
         else if (deferred.memoIndex - base < deferred.storedBefore)
             packed = second.m_localMemo[deferred.memoIndex - base] | (uint64_t(1) << 55);
-        if ((packed >> 56) != tagOf(Kind::Stack))
+        if (memoTagOf(packed) != memoTag(Kind::Stack))
             return pos;
         stacks.emplace_back(deferred.event, packed);
     }
@@ -219,20 +212,20 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
         m_builder.setStack(ids.firstEvent + event, StackId(forks ? ids.stack(stack) : stack));
     }
     for (uint64_t& packed : second.m_localMemo) {
-        const uint64_t tag = packed >> 56;
+        const uint64_t tag = memoTagOf(packed);
         const auto payload = static_cast<uint32_t>(packed);
         uint64_t renumbered = packed;
-        if (tag == wideTag) {
-            m_memoWide.push_back(second.m_memoWide[packed & ((uint64_t(1) << 56) - 1)]);
-            renumbered = (wideTag << 56) | (m_memoWide.size() - 1);
-        } else if (tag == tagOf(Kind::Str)) {
-            renumbered = (tag << 56) | ids.string(payload);
-        } else if (tag == tagOf(Kind::Frame)) {
-            renumbered = (tag << 56) | ids.frame(payload);
-        } else if (tag == tagOf(Kind::Stack)) {
-            renumbered = (tag << 56) | ids.stack(payload);
-        } else if (tag == tagOf(Kind::Event)) {
-            renumbered = (tag << 56) | (payload + ids.firstEvent);
+        if (tag == memoWideTag) {
+            m_memoWide.push_back(second.m_memoWide[packed & memoPayloadMask]);
+            renumbered = memoSlot(memoWideTag, m_memoWide.size() - 1);
+        } else if (tag == memoTag(Kind::Str)) {
+            renumbered = memoSlot(tag, ids.string(payload));
+        } else if (tag == memoTag(Kind::Frame)) {
+            renumbered = memoSlot(tag, ids.frame(payload));
+        } else if (tag == memoTag(Kind::Stack)) {
+            renumbered = memoSlot(tag, ids.stack(payload));
+        } else if (tag == memoTag(Kind::Event)) {
+            renumbered = memoSlot(tag, (payload + ids.firstEvent));
         }
         packed = renumbered;
     }
@@ -249,14 +242,14 @@ Value NativeUnpickler::resolveAcrossSplit(
     // Only strings are read across: a slot of this decoder's own (numbered locally, stored before
     // the value was read) is in its string table already; one of the first half's is looked up
     // there and interned here, where adoptItems() finds it known.
-    static constexpr uint64_t strTag = uint64_t(tagOf(Kind::Str));
+    static constexpr uint64_t strTag = memoTag(Kind::Str);
     const uint64_t index = deferred.ref;
     const auto storedBefore = static_cast<uint64_t>(deferred.i);
     if (index >= memoSize) {
         const uint64_t local = index - memoSize;
-        if (local < storedBefore && (m_localMemo[local] >> 56) == strTag)
+        if (local < storedBefore && memoTagOf(m_localMemo[local]) == strTag)
             return unpackMemo(m_localMemo[local]);
-    } else if (index < memo.size() && (memo[index] >> 56) == strTag) {
+    } else if (index < memo.size() && memoTagOf(memo[index]) == strTag) {
         return m_builder.text(first.textOf(unpackMemo(memo[index])));
     }
     throw DecodeError(ErrorKind::Unsupported, "a value stored by the other half of a split list is not a string");
