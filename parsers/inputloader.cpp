@@ -1,6 +1,8 @@
 #include "parsers/inputloader.h"
 
+#include "core/backgroundrelease.h"
 #include "core/planner/hfconfig.h"
+#include "parsers/filemapping.h"
 #include "parsers/sidecarinput.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/text/textparser.h"
@@ -8,30 +10,9 @@
 #include <QFile>
 #include <QFileInfo>
 
-#ifdef __linux__
-#include <sys/mman.h>
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22 // Linux 5.14; older headers lack the name
-#endif
-#endif
-
 namespace oomlens {
 
 namespace {
-
-// A big snapshot is decoded from end to end, by two threads at once: its mapping's page-table
-// entries are filled in one call first (what MAP_POPULATE does, from the page cache, reading the
-// file where it is not cached yet) instead of by a fault every few pages while the decoders run.
-void populateMapping(const uchar* mapped, qint64 size)
-{
-#ifdef __linux__
-    if (size >= (qint64(64) << 20))
-        madvise(const_cast<uchar*>(mapped), size_t(size), MADV_POPULATE_READ); // advice: failure is harmless
-#else
-    Q_UNUSED(mapped);
-    Q_UNUSED(size);
-#endif
-}
 
 // Text logs beyond this are almost certainly not something a person pasted or copied;
 // refusing keeps a stray multi-GB file from eating the machine.
@@ -150,17 +131,12 @@ void addFile(Case& target, const std::string& path, const SnapshotReadOptions& o
         target.inputs.push_back(std::move(input));
         return;
     }
-    // Mapping lets a gigabyte snapshot be decoded straight from the page cache instead of being
-    // copied into memory first; pipes and special files cannot be mapped and are read instead.
     const size_t before = target.inputs.size();
-    const qint64 size = file.size();
-    uchar* mapped = size > 0 ? file.map(0, size) : nullptr;
-    if (mapped) {
-        populateMapping(mapped, size);
-        addInput(
-            target, path, std::string_view(reinterpret_cast<const char*>(mapped), static_cast<size_t>(size)), options);
-        file.unmap(mapped);
+    if (std::optional<FileMapping> mapping = mapWholeFile(file)) {
+        addInput(target, path, mapping->bytes, options);
+        releaseInBackground(std::move(mapping->owner));
     } else {
+        // Pipes and special files cannot be mapped.
         const QByteArray bytes = file.readAll();
         addInput(target, path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), options);
     }

@@ -1,7 +1,13 @@
 #include "common/snapshotbytes.h"
 #include "common/testutil.h"
+#include "core/backgroundrelease.h"
+#include "parsers/filemapping.h"
+#include "parsers/inputloader.h"
 #include "parsers/pickle/snapshotcompare.h"
 #include "parsers/snapshotreader.h"
+
+#include <QFile>
+#include <QTemporaryDir>
 
 #include <QTest>
 
@@ -13,6 +19,12 @@ using namespace oomlens;
 namespace {
 
 constexpr uint64_t MiB = 1024 * 1024;
+
+bool writeFile(const QString& path, const QByteArray& bytes)
+{
+    QFile file(path);
+    return file.open(QIODevice::WriteOnly) && file.write(bytes) == bytes.size();
+}
 
 QByteArray fixture(const char* name)
 {
@@ -274,6 +286,39 @@ private Q_SLOTS:
         QFETCH(QByteArray, bytes);
         QFETCH(bool, expected);
         QCOMPARE(looksLikeSnapshot(view(bytes)), expected);
+    }
+
+    void wholeFileMapping()
+    {
+        // addFile decodes a mapping of the file and hands the mapping to the background releaser:
+        // the bytes must be the file's, stay readable after the file is closed, and an empty file
+        // must fall back to reading (it cannot be mapped).
+        QTemporaryDir dir;
+        const QByteArray bytes = fixture("era_traces.pickle");
+        const QString path = dir.filePath(QStringLiteral("snapshot.pickle"));
+        QVERIFY(writeFile(path, bytes));
+        std::optional<FileMapping> mapping;
+        {
+            QFile file(path);
+            QVERIFY(file.open(QIODevice::ReadOnly));
+            mapping = mapWholeFile(file);
+        }
+        QVERIFY(mapping);
+        QCOMPARE(QByteArray(mapping->bytes.data(), qsizetype(mapping->bytes.size())), bytes);
+        QVERIFY(readSnapshot(mapping->bytes).snapshot);
+        releaseInBackground(std::move(mapping->owner));
+        waitForBackgroundReleases();
+
+        const QString empty = dir.filePath(QStringLiteral("empty.pickle"));
+        QVERIFY(writeFile(empty, QByteArray()));
+        QFile emptyFile(empty);
+        QVERIFY(emptyFile.open(QIODevice::ReadOnly));
+        QVERIFY(!mapWholeFile(emptyFile));
+
+        Case loaded;
+        addFile(loaded, path.toStdString());
+        QCOMPARE(loaded.snapshots.size(), size_t(1));
+        QVERIFY(!loaded.inputs.front().error);
     }
 
     void progressAndCancel()
