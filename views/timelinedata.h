@@ -22,16 +22,15 @@ public:
     const DeviceTrace* trace() const { return m_trace; }
     const Snapshot& snapshot() const { return *m_analysis->snapshot; }
     const TimelineSeries& series() const { return m_series; }
-    int64_t eventCount() const { return int64_t(m_time.size()); }
+    int64_t eventCount() const { return m_eventCount; }
 
     bool hasTime() const { return m_hasTime; }
-    // Monotonic wall-clock time of an event, relative to the first event (microseconds).
+    // Monotonic wall-clock time of an event, relative to the first event that has one
+    // (microseconds): time_us's running maximum (series.h runningMaxTime), read from the
+    // analysis' checkpoints and at most 64 events instead of a per-event table.
     int64_t timeOf(int64_t event) const;
     // The last event at or before `timeUs` (relative); 0 before the first.
     int64_t eventAtTime(int64_t timeUs) const;
-    // The same, searching forward from event `from` (a hint: any value gives the right answer,
-    // one at or just before the answer gives it fastest).
-    int64_t eventAtTime(int64_t timeUs, int64_t from) const;
 
     // Live requested bytes by category right after `event` (-1: before the first event).
     CategoryBytes stackAt(int64_t event) const { return m_series.categoriesAt(event); }
@@ -76,7 +75,8 @@ private:
     const DeviceAnalysis* m_device = nullptr;
     const DeviceTrace* m_trace = nullptr;
     TimelineSeries m_series;
-    std::vector<int64_t> m_time;
+    int64_t m_eventCount = 0;
+    int64_t m_firstTime = 0; // the first non-zero time_us: eras without time_us write 0
     bool m_hasTime = false;
     std::vector<PhaseRun> m_phaseRuns;
     std::vector<StepStart> m_stepStarts;

@@ -257,9 +257,8 @@ void TimelineWidget::rebuildVisible()
     boundaries.push_back(eventAt(range.lower));
     for (int p = 1; p <= pixels; ++p) {
         const double key = range.lower + range.size() * p / pixels;
-        // Columns move forward through the trace: search on from the previous one.
         const int64_t at = m_axis == Axis::Time
-            ? std::clamp<int64_t>(m_data->eventAtTime(int64_t(std::floor(key)), boundaries.back()), 0, count - 1)
+            ? std::clamp<int64_t>(m_data->eventAtTime(int64_t(std::floor(key))), 0, count - 1)
             : eventAt(key);
         const int64_t event = at + (p == pixels ? 1 : 0);
         if (event > boundaries.back())

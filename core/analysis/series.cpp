@@ -291,22 +291,41 @@ void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& d)
 int64_t eventAtTime(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t timeUs)
 {
     const auto n = static_cast<int64_t>(trace.events.size());
-    if (n == 0 || d.timeCheckpoints.empty())
+    if (n == 0)
         return n;
     // The last checkpoint whose running maximum is still below timeUs: the answer lies in its
-    // interval or later, and the running maximum is non-decreasing.
+    // interval or later, and the running maximum is non-decreasing. An analysis built by hand,
+    // without checkpoints, is scanned from the start.
     auto it = std::partition_point(
         d.timeCheckpoints.begin(), d.timeCheckpoints.end(), [&](int64_t runningMax) { return runningMax < timeUs; });
     const auto k = static_cast<int64_t>(it - d.timeCheckpoints.begin()) - 1;
-    if (k < 0)
+    if (k < 0 && !d.timeCheckpoints.empty())
         return 0;
-    int64_t runningMax = d.timeCheckpoints[static_cast<size_t>(k)];
-    for (int64_t i = k * DeviceAnalysis::checkpointInterval; i < n; ++i) {
+    int64_t runningMax = k < 0 ? INT64_MIN : d.timeCheckpoints[static_cast<size_t>(k)];
+    for (int64_t i = std::max<int64_t>(k, 0) * DeviceAnalysis::checkpointInterval; i < n; ++i) {
         runningMax = std::max(runningMax, trace.events[static_cast<size_t>(i)].timeUs);
         if (runningMax >= timeUs)
             return i;
     }
     return n;
+}
+
+int64_t runningMaxTime(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t event)
+{
+    event = std::min(event, static_cast<int64_t>(trace.events.size()) - 1);
+    if (event < 0)
+        return INT64_MIN;
+    const auto through = static_cast<size_t>(event);
+    size_t from = 0;
+    int64_t runningMax = INT64_MIN;
+    if (!d.timeCheckpoints.empty()) {
+        const size_t k = std::min(through / size_t(DeviceAnalysis::checkpointInterval), d.timeCheckpoints.size() - 1);
+        from = k * size_t(DeviceAnalysis::checkpointInterval);
+        runningMax = d.timeCheckpoints[k];
+    }
+    for (size_t i = from; i <= through; ++i)
+        runningMax = std::max(runningMax, trace.events[i].timeUs);
+    return runningMax;
 }
 
 } // namespace oomlens
