@@ -5,6 +5,12 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace oomlens {
 
 namespace {
@@ -43,6 +49,11 @@ public:
 private:
     void run()
     {
+#if defined(__linux__)
+        // Releasing is never urgent: where both cores are busy (the analysis and the thread
+        // faulting its pages in, the timeline and the diagnosis) it waits for a free moment.
+        setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+#endif
         std::unique_lock lock(m_mutex);
         for (;;) {
             m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
