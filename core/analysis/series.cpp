@@ -51,34 +51,39 @@ uint64_t TimelineSeries::Point::total() const
 
 TimelineSeries::TimelineSeries(const DeviceAnalysis& d)
     : m_eventCount(int64_t(d.eventAllocation.size()))
+    , m_allocations(d.allocations.data())
 {
     CategoryBytes current {};
     for (const Allocation& a : d.allocations) {
         if (a.allocEvent < 0)
             apply(current, a.category, int64_t(a.requestedSize));
     }
-    // The analysis maps each event to the allocation it concerns, in event order: no sort.
+    m_maxAllocated = total(current);
+    uint64_t sum = m_maxAllocated;
+    // One pass over the events: the analysis maps each to the allocation it concerns, in event
+    // order (no sort), and each change's allocation is read once, while it is at hand, for the
+    // checkpoints and the min/max levels too.
     m_changes.reserve(d.allocations.size() * 2);
+    m_checkpoints.reserve(d.allocations.size() * 2 / checkpointStride + 2);
+    for (size_t level = 0; level < levelSizes.size(); ++level)
+        m_levels[level].reserve(d.allocations.size() * 2 / levelSizes[level] + 1);
     for (int64_t i = 0; i < m_eventCount; ++i) {
         const int32_t index = d.eventAllocation[size_t(i)];
         if (index < 0)
             continue;
         const Allocation& a = d.allocations[size_t(index)];
+        int64_t delta = 0;
         if (a.allocEvent == i)
-            m_changes.push_back({ int64_t(a.requestedSize), uint32_t(i), a.category });
+            delta = int64_t(a.requestedSize);
         else if (a.freeEvent == i)
-            m_changes.push_back({ -int64_t(a.requestedSize), uint32_t(i), a.category });
-    }
-
-    m_maxAllocated = total(current);
-    m_checkpoints.reserve(m_changes.size() / checkpointStride + 2);
-    for (size_t level = 0; level < levelSizes.size(); ++level)
-        m_levels[level].reserve(m_changes.size() / levelSizes[level] + 1);
-    uint64_t sum = m_maxAllocated;
-    for (size_t k = 0; k < m_changes.size(); ++k) {
+            delta = -int64_t(a.requestedSize);
+        else
+            continue;
+        const size_t k = m_changes.size();
+        m_changes.push_back({ uint32_t(i), uint32_t(index) });
         if (k % checkpointStride == 0)
             m_checkpoints.push_back(current);
-        sum += uint64_t(apply(current, m_changes[k].category, m_changes[k].delta));
+        sum += uint64_t(apply(current, a.category, delta));
         for (size_t level = 0; level < levelSizes.size(); ++level) {
             if (k % levelSizes[level] == 0) {
                 m_levels[level].push_back({ k, k, sum, sum, current, current });
@@ -126,9 +131,18 @@ CategoryBytes TimelineSeries::categoriesAt(int64_t event) const
     const size_t end = firstChangeAtOrAfter(event + 1);
     const size_t block = std::min(end / checkpointStride, m_checkpoints.size() - 1);
     CategoryBytes bytes = m_checkpoints[block];
-    for (size_t k = block * checkpointStride; k < end; ++k)
-        apply(bytes, m_changes[k].category, m_changes[k].delta);
+    for (size_t k = block * checkpointStride; k < end; ++k) {
+        const Step step = stepOf(m_changes[k]);
+        apply(bytes, step.category, step.delta);
+    }
     return bytes;
+}
+
+TimelineSeries::Step TimelineSeries::stepOf(const Change& change) const
+{
+    const Allocation& a = m_allocations[change.allocation];
+    const auto bytes = int64_t(a.requestedSize);
+    return { a.category, a.allocEvent == int64_t(change.event) ? bytes : -bytes };
 }
 
 uint64_t TimelineSeries::allocatedAt(int64_t event) const
@@ -205,7 +219,8 @@ std::vector<TimelineSeries::Point> TimelineSeries::downsample(const std::vector<
             }
             if (skipped)
                 continue;
-            currentTotal += uint64_t(apply(current, m_changes[k].category, m_changes[k].delta));
+            const Step step = stepOf(m_changes[k]);
+            currentTotal += uint64_t(apply(current, step.category, step.delta));
             consider(k, current, currentTotal);
             ++k;
         }

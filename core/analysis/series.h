@@ -20,7 +20,10 @@ namespace oomlens {
 class TimelineSeries
 {
 public:
-    // Needs the categories assigned (analyzeSnapshot does). Keeps no reference to `device`.
+    // Needs the categories assigned (analyzeSnapshot does). Reads `device`'s allocations when
+    // asked (a change's size and category are its allocation's), so the analysis must outlive
+    // the series and stay where it is: the timeline holds it, the report builds its series on
+    // the stack.
     explicit TimelineSeries(const DeviceAnalysis& device);
 
     int64_t eventCount() const { return m_eventCount; }
@@ -55,16 +58,24 @@ public:
     static std::vector<int64_t> evenBoundaries(int64_t first, int64_t last, int64_t columns);
 
 private:
-    // 16 bytes: a 10M-event trace has up to 10M of them, written once, and on a big trace the
-    // first write of a page costs more than the data (bench/README.md). Trace entries are numbered
-    // in 32 bits (the decoder refuses more than 4 billion).
+    // An alloc or free_completed event and the allocation it adds or removes: 8 bytes, since a
+    // 10M-event trace has up to 10M of them, written once, and on a big trace the first write of
+    // a page costs more than the data (bench/README.md). Trace entries and allocations are
+    // numbered in 32 bits (the decoder refuses more than 4 billion entries).
     struct Change
     {
-        int64_t delta;
         uint32_t event;
-        Category category;
+        uint32_t allocation; // index into the analysis' allocations
     };
-    static_assert(sizeof(Change) == 16);
+    static_assert(sizeof(Change) == 8);
+    // What a change does to the curve: its allocation's requested bytes, added at the allocation's
+    // alloc event and removed at its free.
+    struct Step
+    {
+        Category category;
+        int64_t delta;
+    };
+    Step stepOf(const Change& change) const;
     struct Block
     {
         size_t minIndex, maxIndex; // change indices
@@ -79,6 +90,7 @@ private:
     size_t firstChangeAtOrAfter(int64_t event) const;
 
     int64_t m_eventCount = 0;
+    const Allocation* m_allocations = nullptr; // the analysis', not copied
     std::vector<Change> m_changes; // in event order, at most one per event
     std::vector<CategoryBytes> m_checkpoints; // state before change k * checkpointStride; the last is the final state
     std::array<std::vector<Block>, levelSizes.size()> m_levels;
