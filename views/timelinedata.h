@@ -27,7 +27,7 @@ public:
     bool hasTime() const { return m_hasTime; }
     // Monotonic wall-clock time of an event, relative to the first event that has one
     // (microseconds): time_us's running maximum (series.h runningMaxTime), read from the
-    // analysis' checkpoints and at most 64 events instead of a per-event table.
+    // analysis' checkpoints and at most 16 events instead of a per-event table.
     int64_t timeOf(int64_t event) const;
     // The last event at or before `timeUs` (relative); 0 before the first.
     int64_t eventAtTime(int64_t timeUs) const;

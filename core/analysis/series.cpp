@@ -80,7 +80,7 @@ TimelineSeries::TimelineSeries(const DeviceAnalysis& d)
         else
             continue;
         const size_t k = m_changes.size();
-        m_changes.push_back({ uint32_t(i), uint32_t(index) });
+        m_changes.push_back(changeOf(i, uint32_t(index), a, delta < 0));
         if (k % checkpointStride == 0)
             m_checkpoints.push_back(current);
         sum += uint64_t(apply(current, a.category, delta));
@@ -138,11 +138,26 @@ CategoryBytes TimelineSeries::categoriesAt(int64_t event) const
     return bytes;
 }
 
+TimelineSeries::Change TimelineSeries::changeOf(int64_t event, uint32_t allocation, const Allocation& a, bool removal)
+{
+    // An allocation index needs 31 bits only past two billion allocations, which no trace the
+    // decoder accepts can hold (each takes an alloc entry).
+    if (a.requestedSize >= inlineBytesLimit)
+        return { uint32_t(event), indirectBit | allocation };
+    return { uint32_t(event),
+        (removal ? removalBit : 0u) | (uint32_t(a.category) << categoryShift) | uint32_t(a.requestedSize) };
+}
+
 TimelineSeries::Step TimelineSeries::stepOf(const Change& change) const
 {
-    const Allocation& a = m_allocations[change.allocation];
-    const auto bytes = int64_t(a.requestedSize);
-    return { a.category, a.allocEvent == int64_t(change.event) ? bytes : -bytes };
+    if (change.step & indirectBit) {
+        const Allocation& a = m_allocations[change.step & ~indirectBit];
+        const auto bytes = int64_t(a.requestedSize);
+        return { a.category, a.allocEvent == int64_t(change.event) ? bytes : -bytes };
+    }
+    const auto bytes = int64_t(change.step & (inlineBytesLimit - 1));
+    const auto category = Category((change.step & ~removalBit) >> categoryShift);
+    return { category, change.step & removalBit ? -bytes : bytes };
 }
 
 uint64_t TimelineSeries::allocatedAt(int64_t event) const

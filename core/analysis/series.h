@@ -58,18 +58,28 @@ public:
     static std::vector<int64_t> evenBoundaries(int64_t first, int64_t last, int64_t columns);
 
 private:
-    // An alloc or free_completed event and the allocation it adds or removes: 8 bytes, since a
-    // 10M-event trace has up to 10M of them, written once, and on a big trace the first write of
-    // a page costs more than the data (bench/README.md). Trace entries and allocations are
-    // numbered in 32 bits (the decoder refuses more than 4 billion entries).
+    // An alloc or free_completed event and what it adds to or removes from the curve, in 8 bytes:
+    // a 10M-event trace has up to 10M of them, written once, and on a big trace the first write of
+    // a page costs more than the data (bench/README.md). Trace entries are numbered in 32 bits
+    // (the decoder refuses more than 4 billion).
+    //
+    // `step` holds the change itself where it fits, as nearly every tensor does (under 128 MiB):
+    // bit 30 set for a removal, the category in bits 27-29 and the bytes below. A bigger one
+    // sets bit 31 and names its allocation (index into the analysis' allocations), whose size and
+    // category are read when the change is applied: redraws apply a few hundred changes per pixel
+    // column, and reading each from the allocations cost a full-zoom pan twice its time.
     struct Change
     {
         uint32_t event;
-        uint32_t allocation; // index into the analysis' allocations
+        uint32_t step;
     };
     static_assert(sizeof(Change) == 8);
-    // What a change does to the curve: its allocation's requested bytes, added at the allocation's
-    // alloc event and removed at its free.
+    static constexpr uint32_t indirectBit = uint32_t(1) << 31;
+    static constexpr uint32_t removalBit = uint32_t(1) << 30;
+    static constexpr int categoryShift = 27;
+    static constexpr uint32_t inlineBytesLimit = uint32_t(1) << categoryShift;
+    static_assert(categoryCount <= 8);
+    static Change changeOf(int64_t event, uint32_t allocation, const Allocation& a, bool removal);
     struct Step
     {
         Category category;

@@ -97,11 +97,12 @@ struct DeviceAnalysis
     uint64_t initialAllocatedBytes = 0; // live before the first event (older than the trace)
     uint64_t initialReservedBytes = 0;
     // The curves by category are series.h's TimelineSeries, built from these once per consumer.
-    static constexpr int64_t checkpointInterval = 64;
+    static constexpr int64_t checkpointInterval = 16;
     // Running maximum of time_us over the events before k * checkpointInterval (time_us is not
     // strictly monotonic); lets series.h find the event at a time, and the time of an event on
-    // the monotonic axis the timeline draws, by reading at most 64 events. An eighth of a byte per
-    // event: a table of every event's time would cost a 10M-event trace 80 MB written once.
+    // the monotonic axis the timeline draws, by reading at most 16 events: a redraw asks for a few
+    // thousand of them. Half a byte per event, where a table of every event's time would cost a
+    // 10M-event trace 80 MB written once.
     std::vector<int64_t> timeCheckpoints;
 
     std::vector<std::string> warnings; // inconsistencies met while reconstructing

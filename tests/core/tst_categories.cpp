@@ -151,6 +151,36 @@ private Q_SLOTS:
         QVERIFY(liveByCategoryAt(*d, {}).empty());
     }
 
+    // The series keeps a change of under 128 MiB in the change itself and reads a bigger one from
+    // its allocation: both kinds, added and removed, at and around the limit, in every category.
+    void seriesHoldsSmallAndBigChanges()
+    {
+        const auto result = test::analyzeTrace(R"(
+before w 300MiB load
+alloc x 131071KiB data
+alloc a 128MiB fwd
+alloc b 127MiB fwd
+alloc g 129MiB grad
+free a bwdcpp
+alloc m 3GiB optinit
+free x opt
+free b bwdcpp
+free w opt
+alloc s 1KiB opt
+free g opt
+free m opt
+)");
+        const DeviceAnalysis* d = result.primary();
+        const TimelineSeries series(*d);
+        QCOMPARE(series.eventCount(), int64_t(d->eventAllocation.size()));
+        for (int64_t e = -1; e < series.eventCount(); ++e)
+            QCOMPARE(series.categoriesAt(e), liveByCategory(*d, e));
+        QCOMPARE(series.maxAllocated(), d->peakAllocatedBytes);
+        const auto points = series.downsample(TimelineSeries::evenBoundaries(0, series.eventCount(), 3));
+        for (const TimelineSeries::Point& point : points)
+            QCOMPARE(point.bytes, liveByCategory(*d, point.event));
+    }
+
     void userRulesWin_data()
     {
         QTest::addColumn<QString>("rules");

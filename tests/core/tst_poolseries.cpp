@@ -249,15 +249,17 @@ private Q_SLOTS:
         // Long enough for several checkpoints, with a dip that crosses a checkpoint boundary;
         // compared with a plain running-maximum scan at every time.
         DeviceTrace trace;
-        const int64_t n = 5 * DeviceAnalysis::checkpointInterval + 17;
+        const int64_t interval = DeviceAnalysis::checkpointInterval;
+        const int64_t n = 50 * interval + interval / 2 + 1;
         for (int64_t i = 0; i < n; ++i) {
             TraceEvent e;
-            e.timeUs = i * 10 + ((i / 700) % 2 ? -3000 : 0);
+            // Dips of 37 events, so they start and end inside checkpoint intervals.
+            e.timeUs = i * 10 + ((i / 37) % 2 ? -3000 : 0);
             trace.events.push_back(e);
         }
         DeviceAnalysis d;
         buildTimeCheckpoints(&trace, d);
-        QCOMPARE(d.timeCheckpoints.size(), size_t(6));
+        QCOMPARE(d.timeCheckpoints.size(), size_t(51));
         auto scan = [&](int64_t t) {
             int64_t runningMax = INT64_MIN;
             for (int64_t i = 0; i < n; ++i) {
@@ -269,6 +271,17 @@ private Q_SLOTS:
         };
         for (int64_t t = -100; t <= n * 10 + 20; t += 7)
             QCOMPARE(oomlens::eventAtTime(d, trace, t), scan(t));
+        // The running maximum at every event, as the timeline's time axis reads it.
+        int64_t runningMax = INT64_MIN;
+        for (int64_t i = 0; i < n; ++i) {
+            runningMax = std::max(runningMax, trace.events[static_cast<size_t>(i)].timeUs);
+            QCOMPARE(runningMaxTime(d, trace, i), runningMax);
+        }
+        QCOMPARE(runningMaxTime(d, trace, -1), INT64_MIN);
+        QCOMPARE(runningMaxTime(d, trace, n + 3), runningMax);
+        DeviceAnalysis unindexed; // built by hand, without checkpoints: scanned from the start
+        QCOMPARE(runningMaxTime(unindexed, trace, n / 2), runningMaxTime(d, trace, n / 2));
+        QCOMPARE(oomlens::eventAtTime(unindexed, trace, 4000), scan(4000));
     }
 };
 
