@@ -205,7 +205,7 @@ uint64_t NativeUnpickler::joinSplit(uint64_t pos)
             return pos;
         stacks.emplace_back(deferred.event, packed);
     }
-    const SnapshotBuilder::ForkIds ids = m_builder.adoptItems(top.ref, fork);
+    const ForkIds ids = m_builder.adoptItems(top.ref, fork);
     for (const auto& [event, packed] : stacks) {
         const auto stack = static_cast<uint32_t>(packed);
         const bool forks = packed & (uint64_t(1) << 55);

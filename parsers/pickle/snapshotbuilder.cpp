@@ -1,6 +1,8 @@
 #include "parsers/pickle/snapshotbuilder.h"
 
 #include "core/hash.h"
+#include "core/pagemove.h"
+#include "parsers/pickle/snapshotassembler.h"
 #include "parsers/pickle/snapshotkeys.h"
 #include "parsers/text/textlines.h"
 
@@ -30,18 +32,18 @@ DecodeError unsupported(const std::string& message)
 } // namespace
 
 SnapshotBuilder::SnapshotBuilder()
-    : m_strings(std::make_shared<StringTable>())
-    , m_frames(std::make_shared<FrameTable>())
 {
+    m_records.strings = std::make_shared<StringTable>();
+    m_records.frames = std::make_shared<FrameTable>();
     for (auto name : keyNames)
-        m_strings->intern(name);
+        m_records.strings->intern(name);
     for (auto name : stateNames)
-        m_strings->intern(name);
+        m_records.strings->intern(name);
     for (auto name : segmentTypeNames)
-        m_strings->intern(name);
+        m_records.strings->intern(name);
     for (uint32_t a = 0; a < actionCount; ++a)
-        m_strings->intern(traceActionName(static_cast<TraceAction>(a)));
-    m_emptyString = m_strings->intern("");
+        m_records.strings->intern(traceActionName(static_cast<TraceAction>(a)));
+    m_emptyString = m_records.strings->intern("");
 }
 
 SnapshotBuilder::~SnapshotBuilder() = default;
@@ -51,18 +53,18 @@ Value SnapshotBuilder::text(std::string_view utf8)
     // Everything downstream (the JSON output above all) relies on valid UTF-8. Python would have
     // refused these bytes, but a damaged or hand-made pickle can still carry them.
     if (!text::isValidUtf8(utf8)) [[unlikely]]
-        return Value::of(Kind::Str, m_strings->intern(text::sanitizedUtf8(utf8)).value);
-    return Value::of(Kind::Str, m_strings->intern(utf8).value);
+        return Value::of(Kind::Str, m_records.strings->intern(text::sanitizedUtf8(utf8)).value);
+    return Value::of(Kind::Str, m_records.strings->intern(utf8).value);
+}
+
+Snapshot SnapshotBuilder::finish(const Value& root)
+{
+    return SnapshotAssembler(std::move(m_records)).assemble(root);
 }
 
 Value SnapshotBuilder::bytes(std::string_view data)
 {
-    return Value::of(Kind::Bytes, m_strings->intern(data).value);
-}
-
-std::string_view SnapshotBuilder::textOf(const Value& value) const
-{
-    return m_strings->get(StringId(value.ref));
+    return Value::of(Kind::Bytes, m_records.strings->intern(data).value);
 }
 
 uint32_t SnapshotBuilder::open(Kind kind)
@@ -91,7 +93,7 @@ void SnapshotBuilder::appendSlow(OpenContainer& c, const Value& item)
 {
     if (c.recordKind == Kind::Stack) {
         // A preset stack takes more items after all: it goes back to being a list of its frames.
-        const auto frames = m_frames->stack(StackId(c.first));
+        const auto frames = m_records.frames->stack(StackId(c.first));
         c.frames.assign(frames.begin(), frames.end());
         c.recordKind = Kind::None;
         if (item.kind == Kind::Frame) {
@@ -104,7 +106,7 @@ void SnapshotBuilder::appendSlow(OpenContainer& c, const Value& item)
         return;
     }
     if (item.kind == Kind::Deferred)
-        deferredValue();
+        deferredValueUsed();
     if (c.recordKind != Kind::None)
         mixedList(c.recordKind);
     spillFrames(c);
@@ -142,15 +144,8 @@ void SnapshotBuilder::mixedList(Kind kind)
 Value SnapshotBuilder::resolved(const Value& deferred) const
 {
     if (!resolveDeferred)
-        deferredValue();
+        deferredValueUsed();
     return resolveDeferred(deferred);
-}
-
-void SnapshotBuilder::deferredValue()
-{
-    // Only a trace entry's frames can wait for the other half of a split list (makeEvent), and
-    // only a fork's dict keys and string values can be asked for (resolveDeferred).
-    throw unsupported("a value stored by the other half of a split list is used before the split joins");
 }
 
 void SnapshotBuilder::sharedRecord(Kind kind)
@@ -189,8 +184,8 @@ Value SnapshotBuilder::close(uint32_t handle)
 
 Value SnapshotBuilder::retain(OpenContainer& c)
 {
-    const auto index = static_cast<uint32_t>(m_nodes.size());
-    m_nodes.push_back(Node { c.kind, std::move(c.items) });
+    const auto index = static_cast<uint32_t>(m_records.nodes.size());
+    m_records.nodes.push_back(Node { c.kind, std::move(c.items) });
     c.items = {};
     return Value::of(c.kind, index);
 }
@@ -200,20 +195,20 @@ Value SnapshotBuilder::closeList(OpenContainer& c)
     if (c.recordKind == Kind::Stack)
         return Value::of(Kind::Stack, c.first);
     if (c.recordKind != Kind::None) {
-        const auto index = static_cast<uint32_t>(m_ranges.size());
+        const auto index = static_cast<uint32_t>(m_records.ranges.size());
         if (c.recordKind == Kind::Event) {
             // Hand the staging buffer over whole when the list is all of it (the normal case):
             // a trace is never copied.
-            const auto listIndex = static_cast<uint32_t>(m_eventLists.size());
+            const auto listIndex = static_cast<uint32_t>(m_records.eventLists.size());
             if (c.first == 0 && c.count == m_events.size()) {
-                m_eventLists.push_back(std::move(m_events));
+                m_records.eventLists.push_back(std::move(m_events));
                 m_events = {};
             } else {
-                m_eventLists.emplace_back(m_events.begin() + c.first, m_events.begin() + c.first + c.count);
+                m_records.eventLists.emplace_back(m_events.begin() + c.first, m_events.begin() + c.first + c.count);
             }
-            m_ranges.push_back({ Kind::Event, listIndex, c.count });
+            m_records.ranges.push_back({ Kind::Event, listIndex, c.count });
         } else {
-            m_ranges.push_back({ c.recordKind, c.first, c.count });
+            m_records.ranges.push_back({ c.recordKind, c.first, c.count });
         }
         return Value::of(Kind::Records, index);
     }
@@ -251,11 +246,11 @@ StackId SnapshotBuilder::internStack(const OpenContainer& c)
         if (m_stackHashes[i] != hash)
             continue;
         const StackId id(m_stackSlots[i] - 1);
-        const auto known = m_frames->stack(id);
+        const auto known = m_records.frames->stack(id);
         if (known.size() == count && std::memcmp(known.begin(), frames, count * sizeof(FrameId)) == 0)
             return id;
     }
-    const StackId id = m_frames->internStack(frames, count);
+    const StackId id = m_records.frames->internStack(frames, count);
     // Two different lists can intern to one stack only if they are equal, so a new slot is right
     // even when the core table already knew the stack.
     m_stackSlots[i] = id.value + 1;
@@ -321,8 +316,8 @@ Value SnapshotBuilder::closeDict(OpenContainer& c)
     if (fields[KRealSize])
         return makeHistory(fields);
     if (fields[KDevice] && fields[KTimeUs]) {
-        const auto index = static_cast<uint32_t>(m_annotations.size());
-        m_annotations.push_back(makeAnnotation(c.items));
+        const auto index = static_cast<uint32_t>(m_records.annotations.size());
+        m_records.annotations.push_back(m_records.annotation(c.items));
         return Value::of(Kind::Annotation, index);
     }
     reset.now(); // retain() takes the items away
@@ -338,12 +333,12 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
     }
     TraceEvent e;
     e.action = actionOf(*f[KAction]);
-    e.addr = static_cast<uint64_t>(integer(f[KAddr], KAddr, record));
+    e.addr = static_cast<uint64_t>(integerField(f[KAddr], KAddr, record));
     if (e.action == TraceAction::Oom && f[KDeviceFree])
-        e.addr = static_cast<uint64_t>(integer(f[KDeviceFree], KDeviceFree, record));
-    e.size = static_cast<uint64_t>(integer(f[KSize], KSize, record));
-    e.stream = integer(f[KStream], KStream, record);
-    e.timeUs = integer(f[KTimeUs], KTimeUs, record);
+        e.addr = static_cast<uint64_t>(integerField(f[KDeviceFree], KDeviceFree, record));
+    e.size = static_cast<uint64_t>(integerField(f[KSize], KSize, record));
+    e.stream = integerField(f[KStream], KStream, record);
+    e.timeUs = integerField(f[KTimeUs], KTimeUs, record);
     if (f[KFrames] && f[KFrames]->kind == Kind::Deferred) [[unlikely]] {
         m_deferredStacks.push_back(
             { static_cast<uint32_t>(m_events.size()), f[KFrames]->ref, static_cast<uint64_t>(f[KFrames]->i) });
@@ -352,7 +347,7 @@ Value SnapshotBuilder::makeEvent(const Value* const* f, const std::vector<Value>
     }
     e.compileContext = optionalText(f[KCompileContext], KCompileContext, record);
     // PyTorch records "N/A" outside compiled regions when compile_context=True.
-    if (e.compileContext.isValid() && m_strings->get(e.compileContext) == "N/A")
+    if (e.compileContext.isValid() && m_records.strings->get(e.compileContext) == "N/A")
         e.compileContext = {};
     e.userMetadata = optionalText(f[KUserMetadata], KUserMetadata, record);
     if (const Value* pool = f[KPoolId]) [[unlikely]]
@@ -388,7 +383,8 @@ std::optional<PoolId> SnapshotBuilder::poolIdOf(const Value* pool) const
         return std::nullopt;
     if (pool->kind == Kind::Pair)
         return PoolId { static_cast<int32_t>(pool->ref), pool->i };
-    const Node* node = nodeOf(*pool, Kind::Tuple) ? nodeOf(*pool, Kind::Tuple) : nodeOf(*pool, Kind::List);
+    const Node* node = m_records.nodeOf(*pool, Kind::Tuple) ? m_records.nodeOf(*pool, Kind::Tuple)
+                                                            : m_records.nodeOf(*pool, Kind::List);
     if (node && node->items.size() == 2 && node->items[0].kind == Kind::Int && node->items[1].kind == Kind::Int)
         return PoolId { node->items[0].i, node->items[1].i };
     return std::nullopt;
@@ -399,22 +395,22 @@ std::optional<PoolId> SnapshotBuilder::poolIdOf(const Value* pool) const
 uint16_t SnapshotBuilder::entryPoolOf(const Value* value)
 {
     if (value->kind == Kind::Deferred)
-        deferredValue();
+        deferredValueUsed();
     const auto pool = poolIdOf(value);
     if (!pool) {
         if (value->kind != Kind::None)
-            warnOnce("a trace entry's pool_id is not a pair of ints; ignored");
+            m_records.warnOnce("a trace entry's pool_id is not a pair of ints; ignored");
         return 0;
     }
-    const auto it = std::find(m_entryPools.begin(), m_entryPools.end(), *pool);
-    if (it != m_entryPools.end())
-        return static_cast<uint16_t>(it - m_entryPools.begin() + 1);
-    if (m_entryPools.size() >= std::numeric_limits<uint16_t>::max()) {
-        warnOnce("more than 65,535 distinct pool_ids in the trace; the rest are ignored");
+    const auto it = std::find(m_records.entryPools.begin(), m_records.entryPools.end(), *pool);
+    if (it != m_records.entryPools.end())
+        return static_cast<uint16_t>(it - m_records.entryPools.begin() + 1);
+    if (m_records.entryPools.size() >= std::numeric_limits<uint16_t>::max()) {
+        m_records.warnOnce("more than 65,535 distinct pool_ids in the trace; the rest are ignored");
         return 0;
     }
-    m_entryPools.push_back(*pool);
-    return static_cast<uint16_t>(m_entryPools.size());
+    m_records.entryPools.push_back(*pool);
+    return static_cast<uint16_t>(m_records.entryPools.size());
 }
 
 Value SnapshotBuilder::makeFrame(const Value* const* f)
@@ -426,9 +422,9 @@ Value SnapshotBuilder::makeFrame(const Value* const* f)
         throw formatError("a stack frame's filename or name is not a string");
     frame.filename = StringId(filename.ref);
     frame.name = StringId(name.ref);
-    frame.line = static_cast<int32_t>(integer(f[KLine], KLine, "stack frame"));
+    frame.line = static_cast<int32_t>(integerField(f[KLine], KLine, "stack frame"));
     attributeFxFrame(frame, f);
-    return Value::of(Kind::Frame, m_frames->intern(frame).value);
+    return Value::of(Kind::Frame, m_records.frames->intern(frame).value);
 }
 
 // augment_with_fx_traces: a frame of FX-generated code carries the node it ran (fx_node_name) and
@@ -441,7 +437,7 @@ void SnapshotBuilder::attributeFxFrame(Frame& frame, const Value* const* f)
     if (!trace || trace->kind != Kind::Str)
         return;
     // A copy: interning below may move the table's storage.
-    const std::string text(m_strings->get(StringId(trace->ref)));
+    const std::string text(m_records.strings->get(StringId(trace->ref)));
     const size_t at = text.rfind("File \"");
     if (at == std::string::npos)
         return;
@@ -461,11 +457,12 @@ void SnapshotBuilder::attributeFxFrame(Frame& frame, const Value* const* f)
         name = text.substr(nameStart, nameEnd - nameStart);
     }
     if (const Value* node = f[KFxNodeName]; node && node->kind == Kind::Str)
-        name += std::string(name.empty() ? "" : " ") + "[fx " + std::string(m_strings->get(StringId(node->ref))) + "]";
-    frame.filename = m_strings->intern(std::string_view(text).substr(fileStart, fileEnd - fileStart));
+        name += std::string(name.empty() ? "" : " ") + "[fx " + std::string(m_records.strings->get(StringId(node->ref)))
+            + "]";
+    frame.filename = m_records.strings->intern(std::string_view(text).substr(fileStart, fileEnd - fileStart));
     frame.line = line;
     if (!name.empty())
-        frame.name = m_strings->intern(name);
+        frame.name = m_records.strings->intern(name);
 }
 
 Value SnapshotBuilder::makeBlock(const Value* const* f)
@@ -474,34 +471,34 @@ Value SnapshotBuilder::makeBlock(const Value* const* f)
     StagedBlock staged;
     Block& b = staged.block;
     staged.hasAddress = f[KAddress] && f[KAddress]->kind == Kind::Int;
-    b.address = static_cast<uint64_t>(integer(f[KAddress], KAddress, record));
-    b.size = static_cast<uint64_t>(integer(f[KSize], KSize, record));
-    b.requestedSize = static_cast<uint64_t>(integer(f[KRequestedSize], KRequestedSize, record));
+    b.address = static_cast<uint64_t>(integerField(f[KAddress], KAddress, record));
+    b.size = static_cast<uint64_t>(integerField(f[KSize], KSize, record));
+    b.requestedSize = static_cast<uint64_t>(integerField(f[KRequestedSize], KRequestedSize, record));
     b.state = stateOf(*f[KState]);
     b.stack = stackOf(f[KFrames], record);
     if (f[KHistory]) {
-        m_sawHistory = true;
+        m_records.sawHistory = true;
         // 1.13/2.0: history[0] is the allocation that currently owns the block.
-        if (const auto* range = recordsOf(*f[KHistory], Kind::History); range && range->count > 0) {
+        if (const auto* range = m_records.recordsOf(*f[KHistory], Kind::History); range && range->count > 0) {
             const History& current = m_histories[range->first];
             if (b.stack == FrameTable::emptyStack())
                 b.stack = current.stack;
             if (!f[KRequestedSize])
                 b.requestedSize = current.realSize;
         } else if (f[KHistory]->kind != Kind::EmptyList) {
-            warnOnce("a block's history is not a list of history entries; ignored");
+            m_records.warnOnce("a block's history is not a list of history entries; ignored");
         }
     }
-    const auto index = static_cast<uint32_t>(m_blocks.size());
-    m_blocks.push_back(staged);
+    const auto index = static_cast<uint32_t>(m_records.blocks.size());
+    m_records.blocks.push_back(staged);
     return Value::of(Kind::Block, index);
 }
 
 Value SnapshotBuilder::makeHistory(const Value* const* f)
 {
     History h;
-    h.addr = static_cast<uint64_t>(integer(f[KAddr], KAddr, "history entry"));
-    h.realSize = static_cast<uint64_t>(integer(f[KRealSize], KRealSize, "history entry"));
+    h.addr = static_cast<uint64_t>(integerField(f[KAddr], KAddr, "history entry"));
+    h.realSize = static_cast<uint64_t>(integerField(f[KRealSize], KRealSize, "history entry"));
     h.stack = stackOf(f[KFrames], "history entry");
     const auto index = static_cast<uint32_t>(m_histories.size());
     m_histories.push_back(h);
@@ -512,31 +509,31 @@ Value SnapshotBuilder::makeSegment(const Value* const* f)
 {
     static constexpr const char* record = "segment";
     Segment s;
-    s.device = static_cast<int32_t>(integer(f[KDevice], KDevice, record));
-    s.address = static_cast<uint64_t>(integer(f[KAddress], KAddress, record));
-    s.totalSize = static_cast<uint64_t>(integer(f[KTotalSize], KTotalSize, record));
-    s.allocatedSize = static_cast<uint64_t>(integer(f[KAllocatedSize], KAllocatedSize, record));
-    s.activeSize = static_cast<uint64_t>(integer(f[KActiveSize], KActiveSize, record));
-    s.requestedSize = static_cast<uint64_t>(integer(f[KRequestedSize], KRequestedSize, record));
-    s.stream = integer(f[KStream], KStream, record);
-    s.isExpandable = integer(f[KIsExpandable], KIsExpandable, record) != 0;
+    s.device = static_cast<int32_t>(integerField(f[KDevice], KDevice, record));
+    s.address = static_cast<uint64_t>(integerField(f[KAddress], KAddress, record));
+    s.totalSize = static_cast<uint64_t>(integerField(f[KTotalSize], KTotalSize, record));
+    s.allocatedSize = static_cast<uint64_t>(integerField(f[KAllocatedSize], KAllocatedSize, record));
+    s.activeSize = static_cast<uint64_t>(integerField(f[KActiveSize], KActiveSize, record));
+    s.requestedSize = static_cast<uint64_t>(integerField(f[KRequestedSize], KRequestedSize, record));
+    s.stream = integerField(f[KStream], KStream, record);
+    s.isExpandable = integerField(f[KIsExpandable], KIsExpandable, record) != 0;
     s.stack = stackOf(f[KFrames], record);
     if (const Value* type = f[KSegmentType]) {
         if (type->kind == Kind::Str && type->ref == segmentTypeBase + 1)
             s.isLargePool = false;
         else if (type->kind != Kind::Str || type->ref != segmentTypeBase)
-            warnOnce("unknown segment_type " + displayText(*type) + "; treated as large");
+            m_records.warnOnce("unknown segment_type " + m_records.displayText(*type) + "; treated as large");
     }
     if (const auto pool = poolIdOf(f[KSegmentPoolId]))
         s.pool = *pool;
     if (const Value* blocks = f[KBlocks]) {
-        if (const auto* range = recordsOf(*blocks, Kind::Block)) {
+        if (const auto* range = m_records.recordsOf(*blocks, Kind::Block)) {
             s.firstBlock = range->first;
             s.blockCount = range->count;
             // Before ~2.1 blocks carry no address: they tile the segment in order.
             uint64_t addr = s.address;
             for (uint32_t i = 0; i < range->count; ++i) {
-                auto& staged = m_blocks[range->first + i];
+                auto& staged = m_records.blocks[range->first + i];
                 if (!staged.hasAddress)
                     staged.block.address = addr;
                 addr = staged.block.address + staged.block.size;
@@ -546,44 +543,9 @@ Value SnapshotBuilder::makeSegment(const Value* const* f)
                 "a segment's blocks is a " + std::string(kindName(blocks->kind)) + ", not a list of blocks");
         }
     }
-    const auto index = static_cast<uint32_t>(m_segments.size());
-    m_segments.push_back(s);
+    const auto index = static_cast<uint32_t>(m_records.segments.size());
+    m_records.segments.push_back(s);
     return Value::of(Kind::Segment, index);
-}
-
-Annotation SnapshotBuilder::makeAnnotation(const std::vector<Value>& items)
-{
-    Annotation a;
-    for (size_t i = 0; i + 1 < items.size(); i += 2) {
-        const Value& key = items[i];
-        const Value& value = items[i + 1];
-        if (key.kind == Kind::Str && key.ref == KDevice)
-            a.device = static_cast<int32_t>(integer(&value, KDevice, "annotation"));
-        else if (key.kind == Kind::Str && key.ref == KTimeUs)
-            a.timeUs = integer(&value, KTimeUs, "annotation");
-        else
-            a.fields.emplace_back(displayText(key), displayText(value));
-    }
-    return a;
-}
-
-int64_t SnapshotBuilder::integer(const Value* value, uint32_t key, const char* record) const
-{
-    if (!value)
-        return 0;
-    switch (value->kind) {
-    case Kind::Int:
-    case Kind::Bool:
-        return value->i;
-    case Kind::None:
-        return 0; // hand-made snapshots (_profile_to_snapshot) leave some addresses None
-    case Kind::BigInt:
-        throw formatError(
-            std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' does not fit in 64 bits");
-    default:
-        throw formatError(std::string("the ") + record + " field '" + std::string(keyNames[key]) + "' is a "
-            + kindName(value->kind) + ", expected an integer");
-    }
 }
 
 StringId SnapshotBuilder::optionalText(const Value* value, uint32_t key, const char* record) const
@@ -603,8 +565,8 @@ StackId SnapshotBuilder::stackOf(const Value* value, const char* record)
     if (value->kind == Kind::Stack)
         return StackId(value->ref);
     if (value->kind == Kind::Deferred)
-        deferredValue();
-    warnOnce(std::string("a ") + record + "'s frames are not a list of stack frames; ignored");
+        deferredValueUsed();
+    m_records.warnOnce(std::string("a ") + record + "'s frames are not a list of stack frames; ignored");
     return FrameTable::emptyStack();
 }
 
@@ -615,7 +577,7 @@ TraceAction SnapshotBuilder::actionOf(const Value& value)
     if (value.ref >= actionBase && value.ref < actionBase + actionCount)
         return static_cast<TraceAction>(value.ref - actionBase);
     if (m_warnedIds.insert((uint64_t('a') << 32) | value.ref).second)
-        warnOnce("unknown trace action '" + std::string(textOf(value)) + "' kept as unknown");
+        m_records.warnOnce("unknown trace action '" + std::string(textOf(value)) + "' kept as unknown");
     return TraceAction::Unknown;
 }
 
@@ -634,7 +596,7 @@ BlockState SnapshotBuilder::stateOf(const Value& value)
             break;
         }
     }
-    warnOnce("unknown block state " + displayText(value) + " kept as unknown");
+    m_records.warnOnce("unknown block state " + m_records.displayText(value) + " kept as unknown");
     return BlockState::Unknown;
 }
 
@@ -645,52 +607,67 @@ void SnapshotBuilder::warnUnknownKeys(const std::vector<Value>& items, const cha
         if (key.kind == Kind::Str && key.ref < KeyCount)
             continue;
         if (key.kind == Kind::Deferred)
-            deferredValue();
+            deferredValueUsed();
         // Checked by id first: a key repeated in every trace entry must not cost a string each time.
         if (key.kind == Kind::Str && !m_warnedIds.insert((uint64_t(record[0]) << 32) | key.ref).second)
             continue;
-        warnOnce(std::string("ignored unknown ") + record + " key " + displayText(key));
+        m_records.warnOnce(std::string("ignored unknown ") + record + " key " + m_records.displayText(key));
     }
 }
 
-void SnapshotBuilder::warnOnce(const std::string& text)
+// A fork for a second decoder (nativeunpicklersplit.cpp): made from a builder in the middle of a
+// trace list, it reads the list's later items on another thread; the builder then takes its trace
+// entries over, their ids translated by ForkIds.
+std::unique_ptr<SnapshotBuilder> SnapshotBuilder::forkForItems() const
 {
-    if (m_warned.insert(text).second)
-        m_warnings.push_back(text);
+    auto fork = std::make_unique<SnapshotBuilder>();
+    fork->m_records.strings = std::make_shared<StringTable>(*m_records.strings);
+    fork->m_records.frames = std::make_shared<FrameTable>(*m_records.frames);
+    fork->m_stackSlots = m_stackSlots;
+    fork->m_stackHashes = m_stackHashes;
+    fork->m_stackCached = m_stackCached;
+    fork->m_records.entryPools = m_records.entryPools;
+    fork->m_records.warned = m_records.warned;
+    fork->m_warnedIds = m_warnedIds;
+    fork->m_emptyString = m_emptyString;
+    fork->m_forkedAt = ForkIds::at(m_records);
+    return fork;
 }
 
-std::string SnapshotBuilder::displayText(const Value& value) const
+bool SnapshotBuilder::canAdopt(uint32_t list, const SnapshotBuilder& fork, uint32_t forkList) const
 {
-    switch (value.kind) {
-    case Kind::Str:
-        return std::string(textOf(value));
-    case Kind::Int:
-        return std::to_string(value.i);
-    case Kind::Bool:
-        return value.i ? "True" : "False";
-    case Kind::None:
-        return "None";
-    case Kind::Float:
-        return std::to_string(value.f);
-    case Kind::Deferred:
-        deferredValue();
-    default:
-        return std::string("<") + kindName(value.kind) + ">";
-    }
+    if (!isEventList(list) || forkList >= fork.m_open.size())
+        return false;
+    const OpenContainer& items = fork.m_open[forkList];
+    const bool eventsOnly = items.kind == Kind::List && items.items.empty() && items.frames.empty()
+        && (items.recordKind == Kind::Event || (items.recordKind == Kind::None && fork.m_events.empty()))
+        && items.first == 0 && items.count == fork.m_events.size();
+    const bool nothingElse = fork.m_records.nodes.empty() && fork.m_records.ranges.empty()
+        && fork.m_records.eventLists.empty() && fork.m_records.blocks.empty() && fork.m_records.segments.empty()
+        && fork.m_histories.empty() && fork.m_records.annotations.empty() && !fork.m_records.sawHistory;
+    // The list's entries stay contiguous, and every pool keeps an index (entryPoolOf's limit).
+    const OpenContainer& mine = m_open[list];
+    const bool contiguous = mine.first + mine.count == m_events.size();
+    const bool fits = m_events.size() + fork.m_events.size() < std::numeric_limits<uint32_t>::max()
+        && m_records.entryPools.size() + fork.m_records.entryPools.size() < std::numeric_limits<uint16_t>::max();
+    return eventsOnly && nothingElse && contiguous && fits;
 }
 
-const SnapshotBuilder::RecordRange* SnapshotBuilder::recordsOf(const Value& value, Kind kind) const
+ForkIds SnapshotBuilder::adoptItems(uint32_t list, SnapshotBuilder& fork)
 {
-    if (value.kind != Kind::Records || m_ranges[value.ref].kind != kind)
-        return nullptr;
-    return &m_ranges[value.ref];
-}
-
-const SnapshotBuilder::Node* SnapshotBuilder::nodeOf(const Value& value, Kind kind) const
-{
-    if (value.kind != kind)
-        return nullptr;
-    return &m_nodes[value.ref];
+    ForkIds ids = fork.m_forkedAt;
+    ids.adopt(fork.m_records, m_records);
+    ids.firstEvent = static_cast<uint32_t>(m_events.size());
+    ids.renumber(fork.m_events);
+    m_open[list].count += static_cast<uint32_t>(fork.m_events.size());
+    m_eventsStaged += fork.m_events.size();
+    appendMovingPages(m_events, fork.m_events);
+    fork.m_events = {};
+    if (m_events.size() >= m_eventsAhead.due)
+        prefaultEvents();
+    for (const std::string& warning : fork.m_records.warnings)
+        m_records.warnOnce(warning);
+    return ids;
 }
 
 } // namespace oomlens::pickle

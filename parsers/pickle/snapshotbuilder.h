@@ -2,6 +2,8 @@
 
 #include "core/pageprefaulter.h"
 #include "core/snapshot.h"
+#include "parsers/pickle/decodedrecords.h"
+#include "parsers/pickle/forkids.h"
 #include "parsers/pickle/picklevalue.h"
 #include "parsers/pickle/snapshotkeys.h"
 
@@ -86,11 +88,11 @@ public:
         return value;
     }
 
-    // Turns the decoded top-level value into the model. Throws DecodeError when the value is not
-    // a memory snapshot. The builder is spent afterwards.
+    // Turns the decoded top-level value into the model (SnapshotAssembler). Throws DecodeError
+    // when the value is not a memory snapshot. The builder is spent afterwards.
     Snapshot finish(const Value& root);
 
-    std::string_view textOf(const Value& value) const;
+    std::string_view textOf(const Value& value) const { return m_records.textOf(value); }
 
     // Splitting one trace list between two decoders (nativeunpicklersplit.cpp). forkForItems()
     // copies what the values decoded so far refer to (strings, frames, stacks, entry pools,
@@ -101,17 +103,6 @@ public:
         return handle < m_open.size() && m_open[handle].kind == Kind::List && m_open[handle].recordKind == Kind::Event;
     }
     std::unique_ptr<SnapshotBuilder> forkForItems() const;
-    // Ids a fork assigned, in this builder's numbering: what the fork knew when it was made keeps
-    // its id, the rest follows.
-    struct ForkIds
-    {
-        uint32_t stringsKnown = 0, framesKnown = 0, stacksKnown = 0;
-        std::vector<uint32_t> strings, frames, stacks;
-        uint32_t firstEvent = 0; // the fork's event 0
-        uint32_t string(uint32_t id) const { return id >= stringsKnown ? strings[id - stringsKnown] : id; }
-        uint32_t frame(uint32_t id) const { return id >= framesKnown ? frames[id - framesKnown] : id; }
-        uint32_t stack(uint32_t id) const { return id >= stacksKnown ? stacks[id - stacksKnown] : id; }
-    };
     // A fork's trace entry whose frames are a memo slot the fork does not have (Kind::Deferred):
     // the builder's own half of the list stored it, or the fork did before it knew the slot's number.
     struct DeferredStack
@@ -147,22 +138,8 @@ private:
         std::vector<FrameId> frames; // a list holding only frames so far keeps them here, not in items
         std::vector<Value> items; // dicts: key, value, key, value...
     };
-    struct Node
-    {
-        Kind kind;
-        std::vector<Value> items;
-    };
-    struct RecordRange
-    {
-        Kind kind;
-        uint32_t first; // for events: index into m_eventLists
-        uint32_t count;
-    };
-    struct StagedBlock
-    {
-        Block block;
-        bool hasAddress = false;
-    };
+    using Node = DecodedRecords::Node;
+    using StagedBlock = DecodedRecords::StagedBlock;
     struct History
     {
         uint64_t addr = 0;
@@ -186,9 +163,7 @@ private:
     Value makeBlock(const Value* const* fields);
     Value makeSegment(const Value* const* fields);
     Value makeHistory(const Value* const* fields);
-    Annotation makeAnnotation(const std::vector<Value>& items);
 
-    int64_t integer(const Value* value, uint32_t key, const char* record) const;
     StackId stackOf(const Value* value, const char* record);
     StringId optionalText(const Value* value, uint32_t key, const char* record) const;
     TraceAction actionOf(const Value& value);
@@ -196,22 +171,12 @@ private:
     uint16_t entryPoolOf(const Value* value);
     BlockState stateOf(const Value& value);
     void warnUnknownKeys(const std::vector<Value>& items, const char* record);
-    void warnOnce(const std::string& text);
-    std::string displayText(const Value& value) const;
 
-    const RecordRange* recordsOf(const Value& value, Kind kind) const;
-    const Node* nodeOf(const Value& value, Kind kind) const;
-    void readSettings(const Node& node, Snapshot& snapshot);
-    void readTraces(const Value& value, Snapshot& snapshot);
-    void readHostMemory(uint32_t key, const Value& value, Snapshot& snapshot); // snapshotbuilderhost.cpp
-
-    std::shared_ptr<StringTable> m_strings;
-    std::shared_ptr<FrameTable> m_frames;
+    // Everything recognised so far; finish() hands it to SnapshotAssembler.
+    DecodedRecords m_records;
 
     std::vector<OpenContainer> m_open;
     std::vector<uint32_t> m_freeSlots;
-    std::vector<Node> m_nodes;
-    std::vector<RecordRange> m_ranges;
 
     std::vector<TraceEvent> m_events; // staging for the trace list being read
     // The staging buffer's pages are faulted in on another thread, a window ahead of the events
@@ -219,12 +184,7 @@ private:
     void prefaultEvents();
     std::unique_ptr<PagePrefaulter> m_prefaulter;
     PagePrefaulter::Ahead m_eventsAhead;
-    std::vector<std::vector<TraceEvent>> m_eventLists;
-    std::vector<StagedBlock> m_blocks;
-    std::vector<Segment> m_segments; // firstBlock/blockCount index m_blocks until finish()
     std::vector<History> m_histories;
-    std::vector<Annotation> m_annotations;
-    std::vector<PoolId> m_entryPools; // Snapshot::entryPools
     const Value* m_fields[KeyCount] = {}; // per-dict field table, reset after each dict
     // Frame lists seen before, by content hash: most lists repeat, and a fast hash plus one memcmp
     // is cheaper than the core table's byte-wise hash. Slots hold StackId + 1 (0 = empty).
@@ -232,18 +192,13 @@ private:
     std::vector<uint64_t> m_stackHashes;
     size_t m_stackCached = 0;
 
-    std::vector<std::string> m_warnings;
-    std::unordered_set<std::string> m_warned;
     std::unordered_set<uint64_t> m_warnedIds;
     uint64_t m_sizeHint = 0;
     StringId m_emptyString;
     uint64_t m_eventsStaged = 0;
-    bool m_sawHistory = false;
     // A fork's starting point: what it shares with the builder it was forked from.
     ForkIds m_forkedAt;
-    size_t m_entryPoolsKnown = 0;
     std::vector<DeferredStack> m_deferredStacks;
-    [[noreturn]] static void deferredValue();
     Value resolved(const Value& deferred) const;
 };
 
