@@ -1,36 +1,49 @@
 #include "views/mainwindow.h"
 
 #include "core/report/htmlreport.h"
-#include "views/allocatorstatewidget.h"
 #include "views/casewidget.h"
 #include "views/compareview.h"
 #include "views/emptystatewidget.h"
+#include "views/errorbanner.h"
 #include "views/jobview.h"
+#include "views/mainmenus.h"
+#include "views/recentfiles.h"
+#include "views/settingsdialog.h"
 #include "views/snapshotfiles.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
+#include "views/windowscreenshots.h"
 
 #include <QApplication>
 #include <QClipboard>
 #include <QCloseEvent>
-#include <QDeadlineTimer>
-#include <QDir>
 #include <QDragEnterEvent>
+#include <QFile>
+#include <QFileDialog>
 #include <QFileInfo>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSaveFile>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QThread>
-#include <QToolButton>
 #include <QVBoxLayout>
 
 namespace oomlens {
+
+namespace {
+
+const QString exampleResource = QStringLiteral(":/oomlens/examples/oom_case.txt");
+
+} // namespace
+
+bool MainWindow::exampleAvailable()
+{
+    return QFileInfo::exists(exampleResource);
+}
 
 QString MainWindow::titleFor(const QList<LoadRequest>& requests)
 {
@@ -60,23 +73,7 @@ MainWindow::MainWindow(QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(0);
 
-    m_banner = new QWidget(central);
-    m_banner->setObjectName(QStringLiteral("errorBanner"));
-    m_banner->setStyleSheet(QStringLiteral("QWidget#errorBanner { background: rgba(198, 40, 40, 38); "
-                                           "border-bottom: 1px solid rgba(198, 40, 40, 140); }"));
-    auto* bannerLayout = new QHBoxLayout(m_banner);
-    bannerLayout->setContentsMargins(12, 6, 6, 6);
-    m_bannerText = new QLabel(m_banner);
-    m_bannerText->setWordWrap(true);
-    m_bannerText->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    bannerLayout->addWidget(m_bannerText, 1);
-    auto* closeBanner = new QToolButton(m_banner);
-    closeBanner->setText(QStringLiteral("✕"));
-    closeBanner->setAutoRaise(true);
-    closeBanner->setToolTip(QStringLiteral("Dismiss"));
-    bannerLayout->addWidget(closeBanner, 0, Qt::AlignTop);
-    connect(closeBanner, &QToolButton::clicked, this, &MainWindow::hideBanner);
-    m_banner->hide();
+    m_banner = new ErrorBanner(central);
     layout->addWidget(m_banner);
 
     m_stack = new QStackedWidget(central);
@@ -109,9 +106,44 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_cases, &QTabWidget::tabCloseRequested, this, &MainWindow::closeCase);
     connect(m_cases, &QTabWidget::currentChanged, this, &MainWindow::updateState);
 
-    createActions();
-    m_empty->setRecentFiles(recentFiles());
+    m_recent = new RecentFiles(this);
+    connect(m_recent, &RecentFiles::openRequested, this, &MainWindow::openFiles);
+    connect(m_recent, &RecentFiles::changed, m_empty, &EmptyStateWidget::setRecentFiles);
+    connectMenus(new MainMenus(menuBar(), m_recent, this));
+    m_empty->setRecentFiles(m_recent->paths());
     updateState();
+}
+
+void MainWindow::connectMenus(MainMenus* menus)
+{
+    menus->setExampleAvailable(exampleAvailable());
+    connect(menus, &MainMenus::openRequested, this, &MainWindow::openDialog);
+    connect(menus, &MainMenus::openJobRequested, this, &MainWindow::openJobDialog);
+    connect(menus, &MainMenus::openJobFolderRequested, this, &MainWindow::openJobFolderDialog);
+    connect(menus, &MainMenus::pasteRequested, this, &MainWindow::pasteFromClipboard);
+    connect(menus, &MainMenus::exampleRequested, this, &MainWindow::openExample);
+    connect(menus, &MainMenus::exportChartRequested, this, &MainWindow::exportChartDialog);
+    connect(menus, &MainMenus::exportReportRequested, this, &MainWindow::exportReportDialog);
+    connect(menus, &MainMenus::settingsRequested, this, &MainWindow::showSettings);
+    connect(menus, &MainMenus::closeCaseRequested, this, [this] { closeCase(m_cases->currentIndex()); });
+    connect(menus, &MainMenus::pageRequested, this, [this](CaseWidget::Page page) {
+        if (CaseWidget* current = currentCase())
+            current->showPage(page);
+    });
+    connect(menus, &MainMenus::compareRequested, this, &MainWindow::openCompare);
+    connect(menus, &MainMenus::cancelRequested, this, &MainWindow::cancelLoads);
+    connect(menus, &MainMenus::peakRequested, this, [this] {
+        if (CaseWidget* current = currentCase(); current && !current->goToPeak())
+            statusBar()->showMessage(QStringLiteral("This case has no snapshot timeline"), 4000);
+    });
+    connect(menus, &MainMenus::oomRequested, this, [this] {
+        if (CaseWidget* current = currentCase(); current && !current->goToOom())
+            statusBar()->showMessage(QStringLiteral("No oom event in this snapshot"), 4000);
+    });
+    connect(menus, &MainMenus::searchRequested, this, [this] {
+        if (CaseWidget* current = currentCase())
+            current->focusSearch();
+    });
 }
 
 MainWindow::~MainWindow()
@@ -141,7 +173,7 @@ JobView* MainWindow::openJob(const QStringList& rankFiles)
 {
     if (rankFiles.isEmpty())
         return nullptr;
-    addRecent(rankFiles);
+    m_recent->add(rankFiles);
     auto* job = new JobView(m_cases);
     const QString title = QStringLiteral("Job: %1 ranks").arg(rankFiles.size());
     const int index = m_cases->addTab(job, title);
@@ -255,7 +287,7 @@ void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, co
         if (!request.path.isEmpty())
             files << request.path;
     }
-    addRecent(files);
+    m_recent->add(files);
     // A case still being diagnosed takes more inputs from its inputs as read so far.
     const LoadedCasePtr base = !target ? nullptr
         : target->loadedCase()         ? target->loadedCase()
@@ -285,6 +317,92 @@ QString MainWindow::nextPasteTitle()
 {
     ++m_pasteCount;
     return m_pasteCount == 1 ? QStringLiteral("Pasted text") : QStringLiteral("Pasted text %1").arg(m_pasteCount);
+}
+
+void MainWindow::openDialog(bool newCase)
+{
+    const QString directory = m_recent->lastFolder();
+    const QStringList paths = QFileDialog::getOpenFileNames(this,
+        newCase ? QStringLiteral("Open as a new case") : QStringLiteral("Add to the current case"), directory,
+        QStringLiteral("Snapshots and logs (*.pickle *.pkl *.pt *.gz *.json *.html *.txt *.log *.out *.err);;"
+                       "All files (*)"));
+    if (paths.isEmpty())
+        return;
+    QList<LoadRequest> requests;
+    for (const QString& path : paths)
+        requests << LoadRequest::file(path);
+    CaseWidget* target = newCase ? nullptr : currentCase();
+    load(target, requests, titleFor(requests));
+}
+
+void MainWindow::openJobDialog()
+{
+    const QString directory = m_recent->lastFolder();
+    const QStringList paths = QFileDialog::getOpenFileNames(this, QStringLiteral("Open the rank files of one job"),
+        directory, QStringLiteral("Snapshots (*.pickle *.pkl *.pt *.gz *.json);;All files (*)"));
+    if (paths.isEmpty())
+        return;
+    if (paths.size() == 1) {
+        openFiles(paths); // one rank is an ordinary case
+        return;
+    }
+    openJob(paths);
+}
+
+void MainWindow::openJobFolderDialog()
+{
+    const QString directory = m_recent->lastFolder();
+    const QString folder = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a job's folder"), directory);
+    if (folder.isEmpty())
+        return;
+    const QStringList files = snapshotFilesInFolder(folder);
+    if (files.isEmpty()) {
+        showBanner({ QStringLiteral("No snapshot files in %1").arg(folder) });
+        return;
+    }
+    if (files.size() == 1)
+        openFiles(files);
+    else
+        openJob(files);
+}
+
+void MainWindow::openExample()
+{
+    QFile file(exampleResource);
+    if (!file.open(QIODevice::ReadOnly))
+        return;
+    load(nullptr, { LoadRequest::pasted(file.readAll()) }, QStringLiteral("Example case"));
+}
+
+void MainWindow::showSettings()
+{
+    SettingsDialog dialog(m_settings, this);
+    if (dialog.exec() == QDialog::Accepted)
+        applySettings(dialog.settings());
+}
+
+void MainWindow::exportChartDialog()
+{
+    CaseWidget* current = currentCase();
+    if (!current)
+        return;
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export chart"),
+        QStringLiteral("timeline.png"), QStringLiteral("PNG image (*.png);;SVG drawing (*.svg)"));
+    if (!path.isEmpty() && !current->timeline()->exportImage(path))
+        showBanner({ QStringLiteral("Could not write %1").arg(path) });
+}
+
+void MainWindow::exportReportDialog()
+{
+    if (!currentTab())
+        return;
+    QString name = m_cases->tabText(m_cases->currentIndex()).section(QLatin1Char('.'), 0, 0);
+    name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9_-]+")), QStringLiteral("_"));
+    const QString path = QFileDialog::getSaveFileName(this, QStringLiteral("Export report"),
+        QStringLiteral("%1-oom-report.html").arg(name.isEmpty() ? QStringLiteral("case") : name),
+        QStringLiteral("HTML report (*.html)"));
+    if (!path.isEmpty())
+        exportReport(path);
 }
 
 void MainWindow::onProgress(int jobId, int permille, const QString& text)
@@ -345,7 +463,7 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
         if (!problems.isEmpty())
             showBanner(problems);
         else
-            hideBanner();
+            m_banner->dismiss();
         if (outcome.loaded) {
             CaseWidget* widget = pending.target;
             if (!widget && !pending.newCase) {
@@ -389,20 +507,13 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
 
 void MainWindow::showBanner(const QStringList& lines)
 {
-    m_bannerText->setText(lines.join(QLatin1Char('\n')));
-    m_banner->show();
+    m_banner->showLines(lines);
     statusBar()->showMessage(lines.value(0), 10000);
-}
-
-void MainWindow::hideBanner()
-{
-    m_banner->hide();
-    m_bannerText->clear();
 }
 
 QString MainWindow::bannerText() const
 {
-    return m_banner->isVisible() || !m_bannerText->text().isEmpty() ? m_bannerText->text() : QString();
+    return m_banner->text();
 }
 
 void MainWindow::updateState()
@@ -556,51 +667,7 @@ void MainWindow::setScreenshotDirectory(const QString& directory)
 
 QStringList MainWindow::writeScreenshots(const QString& directory)
 {
-    QDir().mkpath(directory);
-    QStringList written;
-    auto grab = [&](const QString& name) {
-        QApplication::processEvents();
-        const QString path = QDir(directory).filePath(name);
-        if (this->grab().save(path))
-            written << path;
-    };
-    if (auto* job = currentJob()) {
-        waitWhileBusy(job);
-        grab(QStringLiteral("job.png"));
-        return written;
-    }
-    if (CompareView* compare = qobject_cast<CompareView*>(currentTab())) {
-        waitWhileBusy(compare);
-        grab(QStringLiteral("compare.png"));
-        return written;
-    }
-    CaseWidget* current = currentCase();
-    if (!current) {
-        grab(QStringLiteral("empty.png"));
-        return written;
-    }
-    current->showPage(CaseWidget::OverviewTab);
-    grab(QStringLiteral("overview.png"));
-    if (current->tabs()->isTabEnabled(CaseWidget::TimelineTab)) {
-        current->showPage(CaseWidget::TimelineTab);
-        current->timeline()->resetZoom();
-        grab(QStringLiteral("timeline.png"));
-        current->detailTabs()->setCurrentIndex(1);
-        // The allocator state is built on the thread pool; picture it once it is on screen.
-        QDeadlineTimer deadline(10000);
-        while (current->allocatorState()->isBusy() && !deadline.hasExpired()) {
-            QThread::msleep(5);
-            QApplication::processEvents();
-        }
-        grab(QStringLiteral("allocator.png"));
-        current->detailTabs()->setCurrentIndex(0);
-        current->showPage(CaseWidget::EventsTab);
-        grab(QStringLiteral("events.png"));
-        current->showPage(CaseWidget::TimelineTab);
-        if (current->timeline()->exportImage(QDir(directory).filePath(QStringLiteral("timeline-chart.svg"))))
-            written << QDir(directory).filePath(QStringLiteral("timeline-chart.svg"));
-    }
-    return written;
+    return writeWindowScreenshots(*this, directory);
 }
 
 void MainWindow::applySettings(const AppSettings& settings)
@@ -620,23 +687,6 @@ void MainWindow::applySettings(const AppSettings& settings)
         widget->update();
         if (reanalyze && widget->loadedCase())
             load(widget, {}, QString());
-    }
-}
-
-void MainWindow::waitWhileBusy(QWidget* tab)
-{
-    // Both views compute on the thread pool; picture them once their result is on screen.
-    const auto busy = [tab] {
-        if (auto* job = qobject_cast<JobView*>(tab))
-            return job->isBusy();
-        if (auto* compare = qobject_cast<CompareView*>(tab))
-            return compare->isBusy();
-        return false;
-    };
-    QDeadlineTimer deadline(120000);
-    while (busy() && !deadline.hasExpired()) {
-        QThread::msleep(5);
-        QApplication::processEvents();
     }
 }
 

@@ -9,19 +9,20 @@
 #include <QPointer>
 
 class QLabel;
-class QMenu;
 class QProgressBar;
 class QPushButton;
 class QStackedWidget;
 class QTabWidget;
-class QToolButton;
 
 namespace oomlens {
 
 class CaseWidget;
 class CompareView;
 class EmptyStateWidget;
+class ErrorBanner;
 class JobView;
+class MainMenus;
+class RecentFiles;
 
 // The application window: an empty state that says what to do, then one tab per case.
 // Files, dropped text and pastes go to the current case (so an OOM message joins its
@@ -96,16 +97,12 @@ private:
     static QString titleFor(const QList<LoadRequest>& requests);
     // The example case ships as a Qt resource, which a build may leave out.
     static bool exampleAvailable();
-    void createActions();
+    void connectMenus(MainMenus* menus);
     void onProgress(int jobId, int permille, const QString& text);
     void onTimelineReady(int jobId, const TimelineFirst& first);
     void onFinished(int jobId, const LoadOutcome& outcome);
     void showBanner(const QStringList& lines);
-    void hideBanner();
     void updateState();
-    void addRecent(const QStringList& paths);
-    QStringList recentFiles() const;
-    void rebuildRecentMenu();
     void openDialog(bool newCase);
     void openJobDialog();
     void openJobFolderDialog();
@@ -114,11 +111,10 @@ private:
     void hintCompare();
     void openExample();
     void showSettings();
-    void showShortcuts();
+    void exportChartDialog();
     void exportReportDialog();
     void cancelLoads();
     void closeCase(int index);
-    void waitWhileBusy(QWidget* tab);
     QString nextPasteTitle();
 
     CaseLoader* m_loader = nullptr;
@@ -127,12 +123,11 @@ private:
     QStackedWidget* m_stack = nullptr;
     EmptyStateWidget* m_empty = nullptr;
     QTabWidget* m_cases = nullptr;
-    QWidget* m_banner = nullptr;
-    QLabel* m_bannerText = nullptr;
+    ErrorBanner* m_banner = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_progressText = nullptr;
     QPushButton* m_cancel = nullptr;
-    QMenu* m_recentMenu = nullptr;
+    RecentFiles* m_recent = nullptr;
     QString m_screenshotDirectory;
     int m_pasteCount = 0;
     AppSettings m_settings;
