@@ -2,6 +2,7 @@
 
 #include "parsers/pickle/listsplit.h"
 #include "parsers/pickle/opcodes.h"
+#include "parsers/pickle/pickleliterals.h"
 #include "parsers/pickle/snapshotbuilder.h"
 #include "parsers/pickle/unpicklerdetail.h"
 
@@ -33,10 +34,7 @@ Value NativeUnpickler::decode(std::string_view data)
     m_memoAhead = {};
     m_stack.grow(4096);
     // Known frame lists point into the input: they do not outlive it.
-    m_lists.clear();
-    m_recent.assign(recentSlots, ListEntry {});
-    m_listCount = 0;
-    m_listsSound = true;
+    m_frameLists.reset();
     m_watchSplit = m_size >= splitFrom;
     m_wasSplit = false;
     m_splitTries = 0;
@@ -196,7 +194,7 @@ void NativeUnpickler::run()
             need(1);
             const uint64_t n = base[pos++];
             need(n);
-            push(decodeLong(base + pos, n));
+            push(literals::longFromBytes(base + pos, n));
             pos += n;
             break;
         }
@@ -207,15 +205,15 @@ void NativeUnpickler::run()
             if (n < 0)
                 throw errorAt("not a valid pickle: LONG4 with a negative length", start);
             need(static_cast<uint64_t>(n));
-            push(decodeLong(base + pos, static_cast<uint64_t>(n)));
+            push(literals::longFromBytes(base + pos, static_cast<uint64_t>(n)));
             pos += static_cast<uint64_t>(n);
             break;
         }
         case op::Int:
-            push(intLine(line(), false));
+            push(literals::intFromText(line(), false, start));
             break;
         case op::Long:
-            push(intLine(line(), true));
+            push(literals::intFromText(line(), true, start));
             break;
         case op::BinFloat: {
             need(8);
@@ -254,7 +252,7 @@ void NativeUnpickler::run()
             push(builder.text(view(little(base + pos - 8, 8))));
             break;
         case op::Unicode:
-            push(textLine(line()));
+            push(builder.text(literals::rawUnicodeToUtf8(line(), m_scratch, start)));
             break;
         case op::ShortBinString:
         case op::BinString: {
@@ -270,7 +268,7 @@ void NativeUnpickler::run()
                     throw errorAt("not a valid pickle: BINSTRING with a negative length", start);
                 n = static_cast<uint64_t>(signedLength);
             }
-            push(latin1Text(view(n)));
+            push(builder.text(literals::latin1ToUtf8(view(n), m_scratch)));
             break;
         }
         case op::ShortBinBytes: {

@@ -2,6 +2,7 @@
 
 #include "core/ids.h"
 #include "core/pageprefaulter.h"
+#include "parsers/pickle/framelistcache.h"
 #include "parsers/pickle/memoslot.h"
 #include "parsers/pickle/picklevalue.h"
 
@@ -139,10 +140,6 @@ private:
     void memoPut(uint64_t index);
     void memoGetSlow(uint64_t index);
     void forget(uint64_t index);
-    Value decodeLong(const unsigned char* p, uint64_t n) const;
-    Value textLine(std::string_view line);
-    Value latin1Text(std::string_view raw);
-    Value intLine(std::string_view line, bool isLong) const;
 
     uint64_t packMemo(const Value& value);
     Value unpackMemo(uint64_t packed) const;
@@ -169,23 +166,7 @@ private:
     std::string m_scratch;
     std::vector<FrameId> m_frameBuffer; // appendFrameBatch's staging
 
-    // Frame lists by their encoded bytes (the GETs between MARK and APPENDS): a repeated list is
-    // recognised with one hash and one memcmp against its first occurrence in the input. Only
-    // sound while no memo slot is bound twice; memoPut turns it off when one is.
-    struct ListEntry
-    {
-        uint64_t hash = 0;
-        uint64_t offset = 0; // where the bytes first occurred
-        uint32_t length = 0;
-        uint32_t stack = 0; // StackId + 1, 0 = empty slot
-    };
-    bool knownFrameList(uint32_t handle, uint64_t from, uint64_t end);
-    void rememberFrameList(uint32_t handle, uint64_t from, uint64_t end);
-    std::vector<ListEntry> m_lists;
-    // The list last seen starting with given first 16 bytes, tried before the run is even scanned.
-    std::vector<ListEntry> m_recent;
-    size_t m_listCount = 0;
-    bool m_listsSound = true;
+    FrameListCache m_frameLists;
 };
 
 } // namespace oomlens::pickle

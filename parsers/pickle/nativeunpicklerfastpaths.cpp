@@ -1,17 +1,18 @@
 #include "parsers/pickle/nativeunpickler.h"
 
-#include "core/hash.h"
-
 #include "parsers/pickle/opcodes.h"
+#include "parsers/pickle/pickleliterals.h"
 #include "parsers/pickle/snapshotbuilder.h"
 #include "parsers/pickle/unpicklerdetail.h"
 
 #include <algorithm>
 #include <cstring>
 
-// The native unpickler's fast paths: a trace entry's frame list is a run of BINGETs of memoized
-// frame dicts, and most dict bodies are keys and small integers; both are read here without going
-// through the general opcode switch.
+// NativeUnpickler's fast paths, called from its opcode loop (nativeunpickler.cpp): a trace entry's
+// frame list is a run of BINGETs of memoized frame dicts, and most dict bodies are keys and small
+// integers; both are read here without going through the general opcode switch. Not a class of
+// their own: they are the loop's hot path, reading and writing its stack, memo and position
+// directly. Frame lists seen before are FrameListCache's.
 
 namespace oomlens::pickle {
 
@@ -34,15 +35,6 @@ uint64_t getRunEnd(const unsigned char* base, uint64_t size, uint64_t pos)
     return pos;
 }
 
-size_t headHash(const unsigned char* p)
-{
-    uint64_t x, y;
-    std::memcpy(&x, p, 8);
-    std::memcpy(&y, p + 8, 8);
-    const uint64_t h = (x * 0x9e3779b97f4a7c15ull) ^ (y * 0xc2b2ae3d27d4eb4full);
-    return static_cast<size_t>(h >> 52) & (recentSlots - 1);
-}
-
 } // namespace
 
 bool NativeUnpickler::appendFrameBatch(uint64_t pos)
@@ -58,10 +50,10 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     const unsigned char* const base = m_base;
     const uint64_t size = m_size;
     const uint64_t from = pos;
-    const bool fresh = sink->empty() && m_listsSound;
+    const bool fresh = sink->empty() && m_frameLists.sound();
     if (fresh) {
         if (pos + 16 <= size) {
-            const ListEntry& guess = m_recent[headHash(base + pos)];
+            const FrameListCache::Entry& guess = m_frameLists.recent(base + pos);
             if (guess.stack != 0 && pos + guess.length < size && base[pos + guess.length] == op::Appends
                 && std::memcmp(base + guess.offset, base + pos, guess.length) == 0) {
                 m_builder.presetStack(handle, StackId(guess.stack - 1));
@@ -70,9 +62,12 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
             }
         }
         const uint64_t end = getRunEnd(base, size, pos);
-        if (end > pos && end < size && base[end] == op::Appends && knownFrameList(handle, pos, end)) {
-            m_pos = end + 1;
-            return true;
+        if (end > pos && end < size && base[end] == op::Appends) {
+            if (const auto known = m_frameLists.find(base, size, pos, end)) {
+                m_builder.presetStack(handle, *known);
+                m_pos = end + 1;
+                return true;
+            }
         }
     }
     const uint64_t* const memo = m_memo.data();
@@ -137,8 +132,11 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
         return false;
     }
     m_pos = pos + 1;
-    if (fresh)
-        rememberFrameList(handle, from, pos);
+    if (fresh) {
+        const StackId id = m_builder.stackSoFar(handle);
+        m_builder.presetStack(handle, id);
+        m_frameLists.remember(base, size, from, pos, id);
+    }
     return true;
 }
 
@@ -160,7 +158,7 @@ uint64_t NativeUnpickler::dictBody(uint64_t pos)
             memoGet(little32(base + pos + 1));
             pos += 5;
         } else if (code == op::Long1 && base[pos + 1] <= 8) {
-            push(decodeLong(base + pos + 2, base[pos + 1]));
+            push(literals::longFromBytes(base + pos + 2, base[pos + 1]));
             pos += 2 + base[pos + 1];
         } else if (code == op::BinInt1) {
             push(Value::integer(base[pos + 1]));
@@ -176,54 +174,6 @@ uint64_t NativeUnpickler::dictBody(uint64_t pos)
         }
     }
     return pos;
-}
-
-bool NativeUnpickler::knownFrameList(uint32_t handle, uint64_t from, uint64_t end)
-{
-    if (m_lists.empty())
-        return false;
-    const auto length = end - from;
-    const uint64_t hash = hashBytes(m_base + from, length);
-    const size_t mask = m_lists.size() - 1;
-    for (size_t i = hash & mask; m_lists[i].stack != 0; i = (i + 1) & mask) {
-        const ListEntry& e = m_lists[i];
-        if (e.hash == hash && e.length == length && std::memcmp(m_base + e.offset, m_base + from, length) == 0) {
-            m_builder.presetStack(handle, StackId(e.stack - 1));
-            if (from + 16 <= m_size)
-                m_recent[headHash(m_base + from)] = e;
-            return true;
-        }
-    }
-    return false;
-}
-
-void NativeUnpickler::rememberFrameList(uint32_t handle, uint64_t from, uint64_t end)
-{
-    const StackId id = m_builder.stackSoFar(handle);
-    m_builder.presetStack(handle, id);
-    if ((m_listCount + 1) * 2 > m_lists.size()) {
-        std::vector<ListEntry> grown(std::max<size_t>(1024, m_lists.size() * 2));
-        const size_t mask = grown.size() - 1;
-        for (const ListEntry& e : m_lists) {
-            if (e.stack == 0)
-                continue;
-            size_t j = e.hash & mask;
-            while (grown[j].stack != 0)
-                j = (j + 1) & mask;
-            grown[j] = e;
-        }
-        m_lists.swap(grown);
-    }
-    const auto length = end - from;
-    const uint64_t hash = hashBytes(m_base + from, length);
-    const size_t mask = m_lists.size() - 1;
-    size_t i = hash & mask;
-    while (m_lists[i].stack != 0)
-        i = (i + 1) & mask;
-    m_lists[i] = ListEntry { hash, from, static_cast<uint32_t>(length), id.value + 1 };
-    if (from + 16 <= m_size)
-        m_recent[headHash(m_base + from)] = m_lists[i];
-    ++m_listCount;
 }
 
 } // namespace oomlens::pickle

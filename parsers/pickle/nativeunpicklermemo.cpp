@@ -3,38 +3,19 @@
 #include "parsers/pickle/opcodes.h"
 #include "parsers/pickle/snapshotbuilder.h"
 
-#include <bit>
-#include <charconv>
-#include <cstring>
 #include <limits>
 
-// The memo and the literal opcodes (LONG1, INT, UNICODE...) of NativeUnpickler; the opcode loop
-// is in nativeunpickler.cpp.
+// NativeUnpickler's memo. Not a class of its own: a slot's life is bound to the decoder's stack
+// and open containers (a container memoized while open is filled in when it closes, finalize();
+// one fetched while still open is closed then, memoGetSlow()), a rebound slot invalidates the
+// frame-list cache, and a second decoder numbers its own slots (localMemoPut()). The common GET
+// is inline in the header, reading m_memo directly, as the fast paths do.
 
 namespace oomlens::pickle {
 
 namespace {
 
 constexpr uint32_t noMemo = std::numeric_limits<uint32_t>::max();
-
-void appendUtf8(std::string& out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xc0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xe0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-}
 
 } // namespace
 
@@ -75,12 +56,9 @@ void NativeUnpickler::memoPut(uint64_t index)
         localMemoPut();
         return;
     }
-    if (index < m_memo.size() && m_memo[index] != 0 && m_listsSound) {
+    if (index < m_memo.size() && m_memo[index] != 0 && m_frameLists.sound()) {
         // A rebound slot changes what the bytes of a known frame list mean.
-        m_listsSound = false;
-        m_lists.clear();
-        m_recent.clear();
-        m_listCount = 0;
+        m_frameLists.invalidate();
     }
     if (index == m_memo.size()) {
         const Kind kind = m_stack.back().kind;
@@ -196,95 +174,6 @@ Value NativeUnpickler::unpackMemo(uint64_t packed) const
     if (tag == memoWideTag)
         return m_memoWide[payload];
     return Value::of(static_cast<Kind>(tag - 1), static_cast<uint32_t>(payload));
-}
-
-Value NativeUnpickler::decodeLong(const unsigned char* p, uint64_t n) const
-{
-    if (n == 0)
-        return Value::integer(0);
-    if (n <= 8 && std::endian::native == std::endian::little) {
-        uint64_t v = 0;
-        std::memcpy(&v, p, n);
-        const unsigned shift = 64 - 8 * static_cast<unsigned>(n);
-        return Value::integer(static_cast<int64_t>(v << shift) >> shift); // sign-extend
-    }
-    const bool negative = p[n - 1] & 0x80;
-    if (n > 8) {
-        // Fits in 64 bits only when the extra bytes are pure sign extension.
-        const unsigned char fill = negative ? 0xff : 0x00;
-        for (uint64_t b = 8; b < n; ++b) {
-            if (p[b] != fill)
-                return Value::bigInteger();
-        }
-        // A negative value needs bit 63 set; a positive one up to 2^64-1 is kept as its bit
-        // pattern (C++ code writes size_t(-1) as a "line" now and then).
-        if (negative && (p[7] & 0x80) == 0)
-            return Value::bigInteger();
-        n = 8;
-    }
-    uint64_t v = negative ? ~uint64_t(0) : 0;
-    for (uint64_t b = 0; b < n; ++b) {
-        v &= ~(uint64_t(0xff) << (8 * b));
-        v |= uint64_t(p[b]) << (8 * b);
-    }
-    return Value::integer(static_cast<int64_t>(v));
-}
-
-Value NativeUnpickler::intLine(std::string_view text, bool isLong) const
-{
-    if (!isLong && text == "00")
-        return Value::boolean(false);
-    if (!isLong && text == "01")
-        return Value::boolean(true);
-    if (isLong && !text.empty() && text.back() == 'L')
-        text.remove_suffix(1);
-    int64_t v = 0;
-    const char* first = text.data();
-    if (!text.empty() && text.front() == '+')
-        ++first;
-    const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
-    if (ec == std::errc::result_out_of_range) {
-        uint64_t u = 0;
-        const auto [uend, uec] = std::from_chars(first, text.data() + text.size(), u);
-        if (uec == std::errc() && uend == text.data() + text.size())
-            return Value::integer(static_cast<int64_t>(u));
-        return Value::bigInteger();
-    }
-    if (ec != std::errc() || end != text.data() + text.size() || text.empty())
-        throw errorAt(std::string("not a valid pickle: bad ") + (isLong ? "LONG" : "INT") + " literal", m_opStart);
-    return Value::integer(v);
-}
-
-Value NativeUnpickler::latin1Text(std::string_view raw)
-{
-    // Python 2 str: read as latin-1, as the embedded decoder is told to.
-    m_scratch.clear();
-    for (const char ch : raw)
-        appendUtf8(m_scratch, static_cast<unsigned char>(ch));
-    return m_builder.text(m_scratch);
-}
-
-Value NativeUnpickler::textLine(std::string_view line)
-{
-    // raw-unicode-escape: latin-1 bytes, except \uXXXX and \UXXXXXXXX.
-    m_scratch.clear();
-    for (size_t i = 0; i < line.size(); ++i) {
-        const auto ch = static_cast<unsigned char>(line[i]);
-        if (ch == '\\' && i + 1 < line.size() && (line[i + 1] == 'u' || line[i + 1] == 'U')) {
-            const size_t digits = line[i + 1] == 'u' ? 4 : 8;
-            uint32_t cp = 0;
-            if (i + 2 + digits > line.size()
-                || std::from_chars(line.data() + i + 2, line.data() + i + 2 + digits, cp, 16).ptr
-                    != line.data() + i + 2 + digits
-                || cp > 0x10ffff)
-                throw errorAt("not a valid pickle: bad escape in UNICODE", m_opStart);
-            appendUtf8(m_scratch, cp);
-            i += 1 + digits;
-        } else {
-            appendUtf8(m_scratch, ch);
-        }
-    }
-    return m_builder.text(m_scratch);
 }
 
 } // namespace oomlens::pickle

@@ -11,7 +11,6 @@
 namespace oomlens::pickle::unpicklerdetail {
 
 inline constexpr uint64_t checkEvery = 256 * 1024; // bytes between cancel checks and progress reports
-inline constexpr size_t recentSlots = 4096; // frame lists remembered by their first 16 bytes
 
 inline uint32_t little32(const unsigned char* p)
 {
