@@ -13,8 +13,20 @@ std::string_view phaseName(Phase phase);
 Phase phaseFromName(std::string_view name);
 
 // What an allocation is for. The string forms are the JSON keys of categories_at_peak.
-enum class Category : uint8_t { Parameters, Gradients, OptimizerState, Activations, Temporaries, Inputs, Unknown };
-constexpr int categoryCount = 7;
+// Communication (buffers that move data between ranks) and KvCache (an inference engine's
+// key/value cache) came with wave 3 (product.md §3); Unknown stays last.
+enum class Category : uint8_t {
+    Parameters,
+    Gradients,
+    OptimizerState,
+    Activations,
+    Temporaries,
+    Inputs,
+    Communication,
+    KvCache,
+    Unknown
+};
+constexpr int categoryCount = 9;
 
 std::string_view categoryName(Category category);
 Category categoryFromName(std::string_view name);

@@ -54,7 +54,8 @@ bool addRule(CategoryRules& rules, std::string_view name, std::string_view patte
     const Category category = categoryFromName(name);
     if (category == Category::Unknown && name != "unknown") {
         *error = "unknown category '" + std::string(name)
-            + "' (expected parameters, gradients, optimizer_state, activations, temporaries, inputs or unknown)";
+            + "' (expected parameters, gradients, optimizer_state, activations, temporaries, inputs, "
+              "communication, kv_cache or unknown)";
         return false;
     }
     return rules.add(category, pattern, error);

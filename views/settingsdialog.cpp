@@ -53,7 +53,7 @@ SettingsDialog::SettingsDialog(const AppSettings& settings, QWidget* parent)
     auto* rulesHelp = new QLabel(QStringLiteral("<span style='color:gray'>JSON or YAML, <code>{category: regex}</code> "
                                                 "over frame names and filenames, as Mosaic uses. Categories: "
                                                 "parameters, gradients, optimizer_state, activations, temporaries, "
-                                                "inputs, unknown.</span>"),
+                                                "inputs, communication, kv_cache, unknown.</span>"),
         analysis);
     rulesHelp->setWordWrap(true);
     form->addRow(QString(), rulesHelp);

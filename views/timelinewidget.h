@@ -82,7 +82,8 @@ protected:
 private:
     // Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
     static constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
-        Category::OptimizerState, Category::Inputs, Category::Activations, Category::Temporaries, Category::Unknown };
+        Category::OptimizerState, Category::KvCache, Category::Inputs, Category::Communication, Category::Activations,
+        Category::Temporaries, Category::Unknown };
 
     void buildStatic();
     void applyColors();

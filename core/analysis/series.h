@@ -63,8 +63,8 @@ private:
     // a page costs more than the data (bench/README.md). Trace entries are numbered in 32 bits
     // (the decoder refuses more than 4 billion).
     //
-    // `step` holds the change itself where it fits, as nearly every tensor does (under 128 MiB):
-    // bit 30 set for a removal, the category in bits 27-29 and the bytes below. A bigger one
+    // `step` holds the change itself where it fits, as nearly every tensor does (under 64 MiB):
+    // bit 30 set for a removal, the category in bits 26-29 and the bytes below. A bigger one
     // sets bit 31 and names its allocation (index into the analysis' allocations), whose size and
     // category are read when the change is applied: redraws apply a few hundred changes per pixel
     // column, and reading each from the allocations cost a full-zoom pan twice its time.
@@ -76,9 +76,9 @@ private:
     static_assert(sizeof(Change) == 8);
     static constexpr uint32_t indirectBit = uint32_t(1) << 31;
     static constexpr uint32_t removalBit = uint32_t(1) << 30;
-    static constexpr int categoryShift = 27;
+    static constexpr int categoryShift = 26;
     static constexpr uint32_t inlineBytesLimit = uint32_t(1) << categoryShift;
-    static_assert(categoryCount <= 8);
+    static_assert(categoryCount <= 16);
     static Change changeOf(int64_t event, uint32_t allocation, const Allocation& a, bool removal);
     struct Step
     {

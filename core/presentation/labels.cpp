@@ -20,6 +20,10 @@ std::string_view categoryLabel(Category category)
         return "Temporaries";
     case Category::Inputs:
         return "Inputs";
+    case Category::Communication:
+        return "Communication";
+    case Category::KvCache:
+        return "KV cache";
     case Category::Unknown:
         break;
     }

@@ -151,16 +151,16 @@ private Q_SLOTS:
         QVERIFY(liveByCategoryAt(*d, {}).empty());
     }
 
-    // The series keeps a change of under 128 MiB in the change itself and reads a bigger one from
+    // The series keeps a change of under 64 MiB in the change itself and reads a bigger one from
     // its allocation: both kinds, added and removed, at and around the limit, in every category.
     void seriesHoldsSmallAndBigChanges()
     {
         const auto result = test::analyzeTrace(R"(
 before w 300MiB load
-alloc x 131071KiB data
-alloc a 128MiB fwd
-alloc b 127MiB fwd
-alloc g 129MiB grad
+alloc x 65535KiB data
+alloc a 64MiB fwd
+alloc b 63MiB fwd
+alloc g 65MiB grad
 free a bwdcpp
 alloc m 3GiB optinit
 free x opt
