@@ -2,6 +2,7 @@
 
 #include "core/presentation/cardreconciliationjson.h"
 #include "core/presentation/compiledregionsjson.h"
+#include "core/presentation/pendingfreesjson.h"
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
 
@@ -254,6 +255,7 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["private_pools"] = privatePoolsToJson(input, analysis);
     document["compiled_regions"] = compiledRegionsToJson(analysis);
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);
+    document["pending_frees"] = pendingFreesToJson(analysis);
     return document;
 }
 

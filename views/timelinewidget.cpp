@@ -91,6 +91,9 @@ TimelineWidget::TimelineWidget(QWidget* parent)
     m_privatePools = m_plot->addGraph();
     m_privatePools->setName(QStringLiteral("Private pools"));
     m_privatePools->setLineStyle(QCPGraph::lsStepLeft);
+    m_pendingFrees = m_plot->addGraph();
+    m_pendingFrees->setName(QStringLiteral("Pending frees"));
+    m_pendingFrees->setLineStyle(QCPGraph::lsStepLeft);
     m_cardGap = m_plot->addGraph();
     m_cardGap->setName(QStringLiteral("Rest of the card"));
     m_cardGap->setLineStyle(QCPGraph::lsStepLeft);
@@ -116,6 +119,7 @@ void TimelineWidget::setTimeline(std::shared_ptr<const TimelineData> data)
     m_data = std::move(data);
     m_cursorEvent = -1;
     m_pools = m_data && m_data->device() ? privatePools(m_data->snapshot(), *m_data->device()) : PrivatePools {};
+    m_pending = m_data && m_data->device() ? pendingFrees(m_data->snapshot(), *m_data->device()) : PendingFrees {};
     updateShownCard();
     const bool hasTime = m_data && m_data->hasTime();
     m_axisBox->setEnabled(hasTime);
@@ -219,6 +223,7 @@ void TimelineWidget::resetZoom()
         m_bands->clearData();
         m_reserved->data()->clear();
         m_privatePools->data()->clear();
+        m_pendingFrees->data()->clear();
         m_cardGap->data()->clear();
         m_info->setText(QStringLiteral("<b>No timeline:</b> this snapshot holds no allocation history, only the "
                                        "allocator's state at the dump (see the allocator state below)."));
@@ -303,6 +308,19 @@ void TimelineWidget::rebuildVisible()
         }
     }
     m_privatePools->setData(privateValues.isEmpty() ? QVector<double>() : reservedKeys, privateValues, true);
+    // Pending frees change at free_requested / free_completed: drawn at the allocation points, the
+    // most pending within each point's span of events so a short window is not lost between pixels.
+    QVector<double> pendingValues;
+    if (!m_pending.windows.empty()) {
+        for (size_t i = 0; i < points.size(); ++i) {
+            const int64_t from = i == 0 ? points[i].event : points[i - 1].event + 1;
+            uint64_t most = 0;
+            for (int64_t e = std::max<int64_t>(0, from); e <= points[i].event; ++e)
+                most = std::max(most, m_pending.pendingAt(e));
+            pendingValues.push_back(double(most));
+        }
+    }
+    m_pendingFrees->setData(pendingValues.isEmpty() ? QVector<double>() : keys, pendingValues, true);
     // The rest of the card stacks on reserved; the card's total bounds the chart.
     QVector<double> cardValues;
     if (const CardTimelineBand* card = shownCardBand()) {
@@ -481,6 +499,13 @@ void TimelineWidget::applyColors()
     if (m_pools.hasPrivate())
         legend << QStringLiteral("<span style='color:%1'>&#9636;</span>&nbsp;Private pools (CUDA graphs, MemPools)")
                       .arg(colors::reservedLine().name());
+    QColor pendingColor = colors::category(Category::Communication);
+    m_pendingFrees->setPen(QPen(pendingColor, 1.0));
+    m_pendingFrees->setBrush(QBrush(pendingColor, Qt::DiagCrossPattern));
+    if (!m_pending.windows.empty())
+        legend << QStringLiteral(
+            "<span style='color:%1'>&#9638;</span>&nbsp;Pending frees (waiting for another stream)")
+                      .arg(pendingColor.name());
     QColor cardColor = colors::oomMarker();
     cardColor.setAlpha(60);
     m_cardGap->setPen(QPen(colors::oomMarker(), 1.0, Qt::DotLine));

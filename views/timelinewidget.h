@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/pendingfrees.h"
 #include "core/analysis/privatepools.h"
 #include "core/phase.h"
 #include "core/presentation/cardtimeline.h"
@@ -81,9 +82,9 @@ protected:
 
 private:
     // Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
-    static constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
-        Category::OptimizerState, Category::KvCache, Category::Inputs, Category::Communication, Category::Activations,
-        Category::Temporaries, Category::Unknown };
+    static constexpr std::array<Category, categoryCount> stackOrder
+        = { Category::Parameters, Category::Gradients, Category::OptimizerState, Category::KvCache, Category::Inputs,
+              Category::Communication, Category::Activations, Category::Temporaries, Category::Unknown };
 
     void buildStatic();
     void applyColors();
@@ -107,6 +108,9 @@ private:
     QCPGraph* m_reserved = nullptr;
     QCPGraph* m_privatePools = nullptr; // reserved by CUDA graphs' and MemPools' private pools, hatched
     PrivatePools m_pools; // derived once per timeline
+    // Freed by the program, not yet reusable: waiting for another stream (record_stream), cross-hatched.
+    QCPGraph* m_pendingFrees = nullptr;
+    PendingFrees m_pending; // derived once per timeline
     QCPGraph* m_cardGap = nullptr; // reserved + the rest of the card, filled down to m_reserved
     QCPItemStraightLine* m_cardTotal = nullptr; // the card's capacity
     std::optional<CardTimelineBand> m_card; // as set

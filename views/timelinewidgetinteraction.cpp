@@ -37,6 +37,8 @@ QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
                 .arg(bytesText(allocated), bytesText(m_data->reservedAt(event)));
     if (m_pools.hasPrivate() && size_t(event) < m_pools.privateReservedAfter.size())
         html += QStringLiteral(" · in private pools %1").arg(bytesText(m_pools.privateReservedAfter[size_t(event)]));
+    if (const uint64_t pending = m_pending.pendingAt(event); pending > 0)
+        html += QStringLiteral(" · pending frees %1").arg(bytesText(pending));
 
     uint64_t cumulative = 0;
     for (Category category : stackOrder) {

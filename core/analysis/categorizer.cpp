@@ -1,5 +1,7 @@
 #include "core/analysis/categorizer.h"
 
+#include "core/analysis/distributedrules.h"
+
 #include <algorithm>
 
 #include <string>
@@ -147,6 +149,14 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
             failures.push_back(static_cast<int64_t>(e));
     }
 
+    // DDP's buckets are the gradient storage unless AccumulateGrad allocates gradients apart.
+    DistributedStacks distributed(snapshot);
+    DistributedFacts distributedFacts;
+    distributedFacts.gradientsAllocatedApart
+        = std::any_of(out.allocations.begin(), out.allocations.end(), [&](const Allocation& a) {
+              return !a.olderThanTrace() && (features.features(a.stack) & FeatureAccumulateGrad);
+          });
+
     Reasons reasons(out.reasons);
     std::unordered_map<uint32_t, CategoryRules::Match> ruleCache;
     std::unordered_map<uint32_t, uint16_t> ruleReason;
@@ -179,8 +189,17 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         }
 
         Verdict v { Category::Unknown, "no evidence" };
-        // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
-        if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
+        const bool keptBeyondRun = alive
+            || (!older && spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)]);
+        const auto collective = a.stack == FrameTable::emptyStack()
+            ? std::nullopt
+            : distributedVerdict(a, distributed, distributedFacts, a.phase, keptBeyondRun);
+        if (collective) {
+            // Collectives' buffers and recomputed activations, before AccumulateGrad: FSDP reduces
+            // from a hook AccumulateGrad runs, and that buffer is not the gradient.
+            v = { collective->category, collective->reason };
+        } else if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
+            // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
             v = { Category::Gradients, "written by AccumulateGrad (a parameter's .grad)" };
         } else if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
             // An allocation first seen at its free carries the free's frames; unless they name

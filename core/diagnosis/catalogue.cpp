@@ -25,6 +25,9 @@ constexpr Entry entries[] = {
     { DiagnosisId::MemoryFractionCap, "A per-process memory limit, not the card, ran out" },
     { DiagnosisId::LargeAllocation, "One request is a large share of the card" },
     { DiagnosisId::HostMemory, "The host's RAM ran out, not the GPU's" },
+    { DiagnosisId::PendingFrees, "Freed memory waited for another stream" },
+    { DiagnosisId::CommunicationBuffers, "Collectives' buffers are kept beyond need" },
+    { DiagnosisId::GraphCapture, "CUDA graph capture holds memory eager execution would reuse" },
     // Not a cause but the honest fallback when no rule above is supported by the evidence.
     { DiagnosisId::WorkingSet, "Live tensors filled what this process could hold" },
 };

@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<DiagnosisId, 12> diagnosisIdNames { {
+constexpr NameTable<DiagnosisId, 15> diagnosisIdNames { {
     { DiagnosisId::Fragmentation, "fragmentation" },
     { DiagnosisId::FirstBackward, "first_backward" },
     { DiagnosisId::OptimizerStep2, "optimizer_step2" },
@@ -18,6 +18,9 @@ constexpr NameTable<DiagnosisId, 12> diagnosisIdNames { {
     { DiagnosisId::MemoryFractionCap, "memory_fraction_cap" },
     { DiagnosisId::LargeAllocation, "large_allocation" },
     { DiagnosisId::HostMemory, "host_memory" },
+    { DiagnosisId::PendingFrees, "pending_frees" },
+    { DiagnosisId::CommunicationBuffers, "communication_buffers" },
+    { DiagnosisId::GraphCapture, "graph_capture" },
     { DiagnosisId::WorkingSet, "working_set" },
 } };
 

@@ -20,6 +20,10 @@ enum class DiagnosisId {
     MemoryFractionCap,
     LargeAllocation,
     HostMemory,
+    // Wave 3 (product.md §3): what distributed training and CUDA graphs add.
+    PendingFrees,
+    CommunicationBuffers,
+    GraphCapture,
     WorkingSet,
 };
 

@@ -338,6 +338,9 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context)
     case FixKind::Bf16:
         return bf16(context);
     case FixKind::Checkpointing:
+        // Never recommend what is on: offer what is left of the same idea.
+        if (context.checkpointingOn)
+            return makeDistributedFix(FixKind::OffloadCheckpointedInputs, context);
         return checkpointing(context);
     case FixKind::ExpandableSegments:
         return expandableSegments(context);
@@ -362,6 +365,17 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context)
     case FixKind::HostMemoryLimit:
     case FixKind::HostSharedMemory:
         return makeHostMemoryFix(kind, context);
+    case FixKind::AvoidRecordStreams:
+    case FixKind::Fsdp2:
+    case FixKind::SynchronizeBeforeReuse:
+    case FixKind::ReshardAfterForward:
+    case FixKind::FewerAllGathersInFlight:
+    case FixKind::BucketSizes:
+    case FixKind::ShareGraphPool:
+    case FixKind::FewerGraphShapes:
+    case FixKind::EagerFallback:
+    case FixKind::OffloadCheckpointedInputs:
+        return makeDistributedFix(kind, context);
     default:
         return makeCaseFix(kind, context);
     }

@@ -42,6 +42,17 @@ enum class FixKind {
     HostLazyCheckpoint,
     HostMemoryLimit,
     HostSharedMemory,
+    // What distributed training and CUDA graphs add (distributedfixes.cpp).
+    AvoidRecordStreams,
+    Fsdp2,
+    SynchronizeBeforeReuse,
+    ReshardAfterForward,
+    FewerAllGathersInFlight,
+    BucketSizes,
+    ShareGraphPool,
+    FewerGraphShapes,
+    EagerFallback,
+    OffloadCheckpointedInputs,
 };
 
 struct FixContext
@@ -58,6 +69,16 @@ struct FixContext
     // limit"). Empty: judged by the budget.
     std::string caseFitsBecause;
     uint64_t otherProcessBytes = 0;
+    // Activation checkpointing is already on (its frames are in the stacks, or the text's recipe
+    // says so): the ladder offers what is left instead of turning it on.
+    bool checkpointingOn = false;
+    std::string checkpointingEvidence; // "torch/utils/checkpoint.py frames recompute 1.2 GiB in backward"
+    // Bytes of the communication band, and how many such buffers are live at the failure.
+    uint64_t communicationBytes = 0;
+    uint64_t communicationKeptBytes = 0; // what fewer buffers in flight would free
+    // Bytes held by pending frees that a fix of their cause makes reusable.
+    uint64_t pendingFreeBytes = 0;
+    uint64_t graphPoolBytes = 0; // reserved by CUDA graphs' private pools
     std::optional<uint64_t> allowedBytes;
 };
 
@@ -66,6 +87,10 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context);
 
 // The fixes that remove a specific cause (casefixes.cpp); makeFix forwards to it.
 std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context);
+
+// The fixes for pending frees, collectives' buffers, CUDA graphs and checkpointing that is already
+// on (distributedfixes.cpp); makeFix forwards to it.
+std::optional<Fix> makeDistributedFix(FixKind kind, const FixContext& context);
 
 // The fixes for a process the host's OOM killer ended (hostmemoryfixes.cpp); makeFix forwards to it.
 std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext& context);

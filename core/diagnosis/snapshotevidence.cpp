@@ -72,6 +72,14 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     // large card is a choice, not a sign that something else holds the card.
     implausiblySmall = !cardTotal && oom.reservedBytes + oom.deviceFreeBytes < smallestPlausibleProcessBytes;
     projectState();
+    distributed = distributedEvidence(analysis, device, oom);
+    fixes.checkpointingOn = distributed.checkpointing;
+    fixes.checkpointingEvidence = distributed.checkpointingText;
+    fixes.communicationBytes = distributed.communicationBytes;
+    fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
+    fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
+        distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
+    fixes.graphPoolBytes = distributed.graphPoolReservedBytes;
 }
 
 bool SnapshotEvidence::isTrainingRun() const

@@ -2,6 +2,7 @@
 
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis.h"
+#include "core/diagnosis/distributedevidence.h"
 #include "core/diagnosis/fixladder.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/stepprofile.h"
@@ -41,6 +42,8 @@ struct SnapshotEvidence
     // on the card", "the 5.01 GiB limit the OOM message states".
     std::string usableText;
     TrainingState state;
+    // Pending frees, the communication band, checkpointing, graphs' pools, other streams' cache.
+    DistributedEvidence distributed;
 
     bool isTrainingRun() const;
     // The segment the allocator had to reserve for the failing request: 2 MiB for small requests,

@@ -13,6 +13,10 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t unused = e.fixes.budget.fragmentedBytes;
     if (e.fixes.asyncAllocator || request == 0)
         return;
+    // A cached block belongs to the stream it was made on: free memory on another stream's blocks
+    // could not have served this request, however it was split.
+    const uint64_t otherStreams = e.distributed.otherStreamFreeBytes;
+    const uint64_t unusedHere = unused > otherStreams ? unused - otherStreams : 0;
     double confidence = 0.0;
     Diagnosis d = makeDiagnosis(DiagnosisId::Fragmentation, 0.0, {});
     const bool pooled = e.oom.freeInPoolBytes >= request && e.oom.largestFreeBlock < request;
@@ -23,7 +27,7 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + formatBytes(request) + " request, but the largest free block was "
                 + formatBytes(e.oom.largestFreeBlock),
             e.oom.eventIndex);
-    } else if (unused >= request) {
+    } else if (unusedHere >= request) {
         confidence = 0.5 + 0.25 * clamp01(safeRatio(unused, e.oom.reservedBytes) / 0.2);
         e.evidence(d,
             "reserved − allocated was " + formatBytes(unused) + " at the OOM (" + formatBytes(e.oom.reservedBytes)
@@ -33,6 +37,13 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     }
     if (confidence <= 0)
         return;
+    if (otherStreams > 0)
+        e.evidence(d,
+            formatBytes(otherStreams) + " of the unused cache sat in blocks of stream "
+                + std::to_string(e.distributed.otherStream) + (e.distributed.streams > 2 ? " and other streams" : "")
+                + ", which cannot serve a request on stream " + std::to_string(e.oom.stream) + " (largest such block "
+                + formatBytes(e.distributed.otherStreamLargestFree) + ")",
+            e.oom.eventIndex);
     // Reserved − allocated also counts block rounding and the other pool: a few percent of the
     // cache is normal slack, and freeing it would not make room for the next step anyway.
     // Only waste that is a real share of the cache (or big in absolute terms) is a diagnosis.

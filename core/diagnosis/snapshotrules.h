@@ -22,6 +22,10 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void memoryFraction(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+// What distributed training and CUDA graphs add (snapshotdistributed.cpp).
+void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void workingSet(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 
 } // namespace oomlens::snapshotrules

@@ -39,6 +39,37 @@ std::string expandableSegmentsSource(const TextFindings& findings)
     return {};
 }
 
+namespace {
+
+// Activation checkpointing in a traceback: the failure happened under its frames (the recompute
+// inside backward, or the checkpointed forward), so it is on.
+std::string checkpointingInTracebacks(const TextFindings& context)
+{
+    auto scan = [](const TracebackInfo& traceback) -> std::string {
+        for (const TracebackFrame& frame : traceback.frames) {
+            const bool checkpoint = frame.filename.find("torch/utils/checkpoint.py") != std::string::npos
+                || frame.filename.find("checkpoint_wrapper.py") != std::string::npos
+                || frame.function == "_gradient_checkpointing_func" || frame.function == "_checkpointed_forward";
+            if (checkpoint)
+                return "the traceback passes through " + frame.filename + " (" + frame.function + ")";
+        }
+        return {};
+    };
+    for (const OomMessage& message : context.oomMessages) {
+        if (message.traceback) {
+            if (auto text = scan(*message.traceback); !text.empty())
+                return text;
+        }
+    }
+    for (const TracebackInfo& traceback : context.tracebacks) {
+        if (auto text = scan(traceback); !text.empty())
+            return text;
+    }
+    return {};
+}
+
+} // namespace
+
 FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
 {
     FixContext fixes;
@@ -53,6 +84,8 @@ FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
     fixes.preExpandableTorch = facts.preExpandableTorch;
     fixes.otherProcessBytes = facts.otherProcessBytes;
     fixes.allowedBytes = facts.allowed;
+    fixes.checkpointingEvidence = checkpointingInTracebacks(context);
+    fixes.checkpointingOn = !fixes.checkpointingEvidence.empty();
 
     MemoryBudget& budget = fixes.budget;
     const GpuCount gpus = textGpuCount(context);

@@ -149,6 +149,36 @@ void noteUnevenStages(const JobSummary& job, std::vector<std::string>& notes)
         + " — pipeline stages split unevenly (move layers off the heavier stage) or parameters sharded unevenly");
 }
 
+// Memory outside PyTorch's allocator is about the same on every replica: a CUDA context, cuBLAS
+// and cuDNN workspaces, NCCL's buffers for the communicators it joined. A rank holding a lot more
+// joined more communicators (the last pipeline stage, a rank in more process groups), runs NCCL
+// with bigger buffers, or shares its card with another process: it fails first at start-up.
+void noteOutsideOutlier(const JobSummary& job, std::vector<std::string>& notes)
+{
+    std::vector<uint64_t> rests;
+    for (const RankSummary& rank : job.ranks) {
+        if (rank.readable() && rank.restOfCardBytes)
+            rests.push_back(*rank.restOfCardBytes);
+    }
+    if (rests.size() < 2)
+        return;
+    const uint64_t typical = median(rests);
+    for (const RankSummary& rank : job.ranks) {
+        if (!rank.readable() || !rank.restOfCardBytes)
+            continue;
+        const uint64_t rest = *rank.restOfCardBytes;
+        // More than a second CUDA context and a communicator's buffers above the others' (about
+        // 1 GiB), and well above them in proportion.
+        if (rest < typical + GiB || static_cast<double>(rest) < 1.5 * static_cast<double>(typical))
+            continue;
+        notes.push_back(rankName(rank) + " holds " + formatBytes(rest)
+            + " outside PyTorch's allocator, the ranks' median " + formatBytes(typical)
+            + ": more NCCL communicators or workspaces on that rank (the last pipeline stage, a rank in more process "
+              "groups; smaller NCCL_BUFFSIZE, NCCL_NVLS_ENABLE=0, fewer process groups), or another process on its "
+              "card (nvidia-smi)");
+    }
+}
+
 void noteRankNumbers(const JobSummary& job, std::vector<std::string>& notes)
 {
     std::map<int, std::vector<size_t>> byRank;
@@ -208,6 +238,7 @@ std::vector<std::string> jobNotes(const JobSummary& job)
     noteUnevenStages(job, notes);
     noteStateOutliers(job, notes);
     noteUnevenPeaks(job, notes);
+    noteOutsideOutlier(job, notes);
     noteRankNumbers(job, notes);
     noteUnreadable(job, notes);
     return notes;

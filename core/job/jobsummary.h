@@ -40,6 +40,9 @@ struct RankSummary
     bool oom = false; // the snapshot holds an oom event
     std::optional<int64_t> oomTimeUs; // time_us of its first oom event, when the trace carries time
     std::optional<uint64_t> capacityBytes; // the card (sidecar, nvidia-smi, linked message); unknown otherwise
+    // Used on the card but not by PyTorch's allocator (card_reconciliation's rest of the card: CUDA
+    // context, NCCL, cuBLAS, other processes); unknown without the card's used memory.
+    std::optional<uint64_t> restOfCardBytes;
     std::optional<std::string> deviceName;
 
     std::optional<DiagnosisId> topDiagnosisId; // the rank's most likely diagnosis on its own

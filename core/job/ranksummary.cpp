@@ -1,6 +1,7 @@
 #include "core/job/ranksummary.h"
 
 #include "core/job/rankname.h"
+#include "core/presentation/cardreconciliation.h"
 
 namespace oomlens {
 
@@ -84,6 +85,7 @@ RankSummary summarizeRank(const std::string& file, const Case& rankCase, const C
     }
     if (!analysis.headroom.empty())
         summary.capacityBytes = analysis.headroom.front().capacityBytes;
+    summary.restOfCardBytes = reconcileCard(rankCase, analysis).restOfCardBytes;
     if (!analysis.diagnoses.empty()) {
         summary.topDiagnosisId = analysis.diagnoses.front().id;
         summary.topDiagnosisTitle = analysis.diagnoses.front().title;

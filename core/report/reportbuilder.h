@@ -36,6 +36,7 @@ private:
     void writeAllocatorMap(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
     void writeTopAllocations(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
     void writePrivatePools(size_t index); // reportprivatepools.cpp
+    void writePendingFrees(const SnapshotAnalysis& analysis, const DeviceAnalysis& device); // reportpendingfrees.cpp
     void writePinnedHostMemory(size_t index); // reportpinnedhost.cpp
     void writeCaptureAdvice();
     void writeFooter();

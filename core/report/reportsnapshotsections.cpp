@@ -299,6 +299,7 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
     writeBreakdown(*device);
     writeAllocatorMap(analysis, *device);
     writePrivatePools(index);
+    writePendingFrees(analysis, *device);
     writeTopAllocations(analysis, *device);
     writePinnedHostMemory(index);
 }

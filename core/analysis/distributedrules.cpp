@@ -1,0 +1,54 @@
+#include "core/analysis/distributedrules.h"
+
+namespace oomlens {
+
+std::optional<DistributedVerdict> distributedVerdict(
+    const Allocation& a, DistributedStacks& stacks, const DistributedFacts& facts, Phase born, bool keptBeyondRun)
+{
+    if (stacks.recompute(a.stack)) {
+        if (keptBeyondRun)
+            return DistributedVerdict { Category::Activations,
+                "recomputed by activation checkpointing inside backward (the forward re-run under "
+                "torch.utils.checkpoint's frames) and kept beyond that backward" };
+        return DistributedVerdict { Category::Activations,
+            "recomputed by activation checkpointing inside backward (the forward re-run under "
+            "torch.utils.checkpoint's frames), freed by backward" };
+    }
+    switch (stacks.communication(a.stack)) {
+    case CommunicationKind::None:
+        return std::nullopt;
+    case CommunicationKind::AllGather:
+        return DistributedVerdict { Category::Communication,
+            "all-gather output of a collective (FSDP/FSDP2 unshard, ZeRO-3 parameter fetch, a "
+            "gather along the sequence): the unsharded copy exists only to bring other ranks' shards here" };
+    case CommunicationKind::ReduceScatter:
+    case CommunicationKind::ZeroBucket:
+        // The reduction's output that outlives backward is the sharded gradient the optimizer
+        // reads: the gradient storage, not a buffer.
+        if (born == Phase::Backward && keptBeyondRun)
+            return DistributedVerdict { Category::Gradients,
+                "written by the gradient reduction (reduce-scatter / ZeRO) and kept until the optimizer step: "
+                "the sharded gradient itself" };
+        if (stacks.communication(a.stack) == CommunicationKind::ZeroBucket)
+            return DistributedVerdict { Category::Communication,
+                "DeepSpeed ZeRO IPG bucket or reduction buffer: gradients are gathered in it to be reduced "
+                "across ranks" };
+        return DistributedVerdict { Category::Communication,
+            "reduce-scatter input (the padded unsharded gradient FSDP reduces across ranks), "
+            "freed once the collective is done" };
+    case CommunicationKind::DdpBucket:
+        if (!facts.gradientsAllocatedApart)
+            return DistributedVerdict { Category::Gradients,
+                "DDP bucket whose views are the gradients (no gradient is allocated apart from the buckets: "
+                "gradient_as_bucket_view=True): the gradient storage" };
+        return DistributedVerdict { Category::Communication,
+            "DDP bucket the gradients are copied into for the all-reduce (gradients are also allocated "
+            "apart: gradient_as_bucket_view=False)" };
+    case CommunicationKind::NcclPool:
+        return DistributedVerdict { Category::Communication,
+            "memory registered for NCCL (ncclMemAlloc MemPool, symmetric memory)" };
+    }
+    return std::nullopt;
+}
+
+} // namespace oomlens

@@ -1,0 +1,205 @@
+#include "core/analysis/distributedstacks.h"
+
+#include <string>
+#include <string_view>
+
+namespace oomlens {
+
+namespace {
+
+bool contains(std::string_view text, std::string_view part)
+{
+    return text.find(part) != std::string_view::npos;
+}
+
+// Filenames are whatever co_filename was (site-packages paths, relative paths, backslashes on
+// Windows); match the package-relative tail with either separator.
+bool inFile(std::string_view file, std::string_view tail)
+{
+    if (contains(file, tail))
+        return true;
+    std::string windows(tail);
+    for (char& c : windows) {
+        if (c == '/')
+            c = '\\';
+    }
+    return contains(file, windows);
+}
+
+// What one frame decides about the collectives, innermost frame first. `Storage` stops the search:
+// the buffer is the gradient or parameter storage itself (Megatron's contiguous param-and-grad
+// buffer), whatever collective runs on it later.
+enum class FrameVerdict : uint8_t { Undecided, Storage, Decided };
+
+FrameVerdict communicationOf(std::string_view file, std::string_view name, CommunicationKind& kind)
+{
+    auto decide = [&](CommunicationKind k) {
+        kind = k;
+        return FrameVerdict::Decided;
+    };
+    // FSDP (FlatParamHandle.unshard, _runtime_utils._unshard / _reduce_grad) and FSDP2
+    // (torch.distributed._composable.fsdp, later torch.distributed.fsdp._fully_shard).
+    const bool fsdp2
+        = inFile(file, "torch/distributed/_composable/fsdp/") || inFile(file, "torch/distributed/fsdp/_fully_shard/");
+    if (fsdp2 || inFile(file, "torch/distributed/fsdp/")) {
+        if (contains(name, "reduce") || name == "post_backward")
+            return decide(CommunicationKind::ReduceScatter);
+        if (contains(name, "all_gather") || contains(name, "unshard") || contains(name, "prefetch"))
+            return decide(CommunicationKind::AllGather);
+        return FrameVerdict::Undecided;
+    }
+    if (inFile(file, "torch/distributed/_functional_collectives.py")
+        || inFile(file, "torch/distributed/distributed_c10d.py")) {
+        if (contains(name, "reduce_scatter"))
+            return decide(CommunicationKind::ReduceScatter);
+        if (contains(name, "all_gather"))
+            return decide(CommunicationKind::AllGather);
+        return FrameVerdict::Undecided;
+    }
+    if (inFile(file, "torch/distributed/_symmetric_memory") || contains(name, "ncclMemAlloc"))
+        return decide(CommunicationKind::NcclPool);
+    // DDP: the Reducer's buckets are made when the module is wrapped and rebuilt after the first
+    // iteration in the order gradients became ready.
+    if (contains(name, "Reducer::initialize_buckets") || contains(name, "Reducer::rebuild_buckets")
+        || (inFile(file, "torch/nn/parallel/distributed.py")
+            && (name == "_ddp_init_helper" || name == "_rebuild_buckets")))
+        return decide(CommunicationKind::DdpBucket);
+    // DeepSpeed ZeRO: stage 1/2 IPG buckets and their reduction; stage 3's parameter all-gather
+    // (partition_parameters, the parameter coordinator's fetch) and its gradient reduction.
+    if (inFile(file, "deepspeed/runtime/zero/")) {
+        if (contains(name, "all_gather") || contains(name, "allgather") || contains(name, "fetch_sub_module"))
+            return decide(CommunicationKind::AllGather);
+        if (contains(name, "ipg") || contains(name, "reduce") || contains(name, "average_tensor")
+            || contains(name, "partition_grads") || contains(name, "buffered"))
+            return decide(CommunicationKind::ZeroBucket);
+        return FrameVerdict::Undecided;
+    }
+    // Megatron-LM: the contiguous param-and-grad buffer *is* the storage (main_grad, the
+    // parameters); the sequence/tensor-parallel mappings gather and scatter along a dimension.
+    if (inFile(file, "megatron/core/distributed/param_and_grad_buffer.py"))
+        return FrameVerdict::Storage;
+    if (inFile(file, "megatron/core/tensor_parallel/mappings.py")) {
+        if (contains(name, "reduce_scatter"))
+            return decide(CommunicationKind::ReduceScatter);
+        if (contains(name, "gather"))
+            return decide(CommunicationKind::AllGather);
+    }
+    return FrameVerdict::Undecided;
+}
+
+// Activation checkpointing's own frames: where the checkpointed region starts (forward) and where
+// backward re-runs it.
+struct CheckpointFrame
+{
+    bool checkpointing = false;
+    bool recompute = false;
+};
+
+CheckpointFrame checkpointOf(std::string_view file, std::string_view name)
+{
+    CheckpointFrame c;
+    if (inFile(file, "torch/utils/checkpoint.py")) {
+        c.checkpointing = true;
+        c.recompute = name == "backward" || name == "unpack_hook" || name == "unpack" || name == "recompute_fn";
+    } else if (inFile(file, "torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py")
+        || name == "_gradient_checkpointing_func" || name == "_checkpointed_forward") {
+        c.checkpointing = true;
+    } else if (inFile(file, "megatron/core/tensor_parallel/random.py")
+        || inFile(file, "deepspeed/runtime/activation_checkpointing/checkpointing.py")) {
+        c.checkpointing = name == "checkpoint" || name == "forward" || name == "backward";
+        c.recompute = name == "backward";
+    }
+    return c;
+}
+
+bool isGraphCaptureFrame(std::string_view file, std::string_view name)
+{
+    return inFile(file, "torch/cuda/graphs.py") || inFile(file, "torch/_inductor/cudagraph_trees.py")
+        || contains(name, "CUDAGraph::capture") || name == "capture_model" || contains(file, "cuda_graph_runner")
+        || (contains(name, "capture") && contains(name, "graph"));
+}
+
+// A frame of the model's forward: a module call or a function named forward.
+bool isForwardFrame(std::string_view file, std::string_view name)
+{
+    return name == "forward"
+        || ((name == "_call_impl" || name == "_wrapped_call_impl") && inFile(file, "torch/nn/modules/module.py"));
+}
+
+} // namespace
+
+DistributedStacks::DistributedStacks(const Snapshot& snapshot)
+    : m_snapshot(snapshot)
+{
+    if (snapshot.frames)
+        m_stacks.resize(snapshot.frames->stackCount());
+}
+
+const DistributedStacks::Entry& DistributedStacks::entry(StackId stack)
+{
+    static const Entry empty;
+    if (!stack.isValid() || stack.value >= m_stacks.size())
+        return empty;
+    Entry& e = m_stacks[stack.value];
+    if (e.computed)
+        return e;
+    e.computed = true;
+    bool communicationDecided = false;
+    bool forwardInside = false; // a model forward frame seen inside (innermost of) the frames so far
+    for (FrameId id : m_snapshot.frames->stack(stack)) {
+        const Frame& frame = m_snapshot.frames->frame(id);
+        const std::string_view name = m_snapshot.strings->get(frame.name);
+        const std::string_view file = m_snapshot.strings->get(frame.filename);
+        if (!communicationDecided) {
+            CommunicationKind kind = CommunicationKind::None;
+            const FrameVerdict verdict = communicationOf(file, name, kind);
+            if (verdict != FrameVerdict::Undecided) {
+                communicationDecided = true;
+                e.kind = kind;
+            }
+        }
+        const CheckpointFrame checkpoint = checkpointOf(file, name);
+        if (checkpoint.checkpointing)
+            e.bits |= StackCheckpointing;
+        // The recomputation is the model's forward run *inside* backward's checkpoint frame; the
+        // reentrant variant's own autograd.backward call under the same frame is backward's work.
+        if (checkpoint.recompute && forwardInside)
+            e.bits |= StackRecompute;
+        if (isGraphCaptureFrame(file, name))
+            e.bits |= StackGraphCapture;
+        if (isForwardFrame(file, name) && !checkpoint.checkpointing)
+            forwardInside = true;
+    }
+    return e;
+}
+
+CommunicationKind DistributedStacks::communication(StackId stack)
+{
+    return entry(stack).kind;
+}
+
+uint8_t DistributedStacks::bits(StackId stack)
+{
+    return entry(stack).bits;
+}
+
+const char* communicationKindText(CommunicationKind kind)
+{
+    switch (kind) {
+    case CommunicationKind::AllGather:
+        return "all-gather output";
+    case CommunicationKind::ReduceScatter:
+        return "reduce-scatter input";
+    case CommunicationKind::DdpBucket:
+        return "DDP bucket";
+    case CommunicationKind::ZeroBucket:
+        return "ZeRO IPG bucket";
+    case CommunicationKind::NcclPool:
+        return "NCCL-registered buffer";
+    case CommunicationKind::None:
+        break;
+    }
+    return "no collective";
+}
+
+} // namespace oomlens

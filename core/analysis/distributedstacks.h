@@ -1,0 +1,68 @@
+#pragma once
+
+#include "core/snapshot.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace oomlens {
+
+// What a call stack says about the machinery distributed training adds around the model: the
+// collectives' buffers and activation checkpointing. Read from file and function names only, as
+// PyTorch, FSDP/FSDP2, DDP, DeepSpeed ZeRO and Megatron-LM name them; computed once per stack.
+enum class CommunicationKind : uint8_t {
+    None,
+    // FSDP's unshard (flat parameter all-gather), FSDP2's foreach_all_gather outputs, ZeRO-3's
+    // parameter all-gather, functional collectives' outputs, Megatron's sequence-parallel gathers.
+    AllGather,
+    // FSDP's and FSDP2's reduce-scatter inputs (padded unsharded gradients), Megatron's
+    // reduce-scatter along the sequence.
+    ReduceScatter,
+    // DDP's Reducer buckets: gradients are copied into them unless gradient_as_bucket_view=True.
+    DdpBucket,
+    // DeepSpeed ZeRO-1/2/3's IPG (independent partition gradient) buckets and their reduce path.
+    ZeroBucket,
+    // Memory registered for NCCL: ncclMemAlloc'd MemPools, symmetric memory.
+    NcclPool,
+};
+
+enum DistributedStackBit : uint8_t {
+    // A frame of an activation-checkpointing implementation (torch.utils.checkpoint, FSDP's
+    // checkpoint_wrapper, Megatron's and DeepSpeed's CheckpointFunction): checkpointing is on.
+    StackCheckpointing = 1u << 0,
+    // Inside the recomputation backward runs: CheckpointFunction.backward, the non-reentrant
+    // variant's unpack hook / recompute_fn, with the model's forward frames inside it.
+    StackRecompute = 1u << 1,
+    // Inside CUDA graph capture: torch.cuda.graph / make_graphed_callables, Inductor's cudagraph
+    // trees, an engine's capture_model.
+    StackGraphCapture = 1u << 2,
+};
+
+class DistributedStacks
+{
+public:
+    explicit DistributedStacks(const Snapshot& snapshot);
+
+    CommunicationKind communication(StackId stack);
+    uint8_t bits(StackId stack);
+    bool checkpointing(StackId stack) { return bits(stack) & StackCheckpointing; }
+    bool recompute(StackId stack) { return bits(stack) & StackRecompute; }
+    bool graphCapture(StackId stack) { return bits(stack) & StackGraphCapture; }
+
+private:
+    struct Entry
+    {
+        CommunicationKind kind = CommunicationKind::None;
+        uint8_t bits = 0;
+        bool computed = false;
+    };
+    const Entry& entry(StackId stack);
+
+    const Snapshot& m_snapshot;
+    std::vector<Entry> m_stacks;
+};
+
+// "FSDP all-gather output", "DDP bucket", ...
+const char* communicationKindText(CommunicationKind kind);
+
+} // namespace oomlens

@@ -1,0 +1,153 @@
+#include "core/diagnosis/distributedevidence.h"
+
+#include "core/analysis/allocatorstate.h"
+#include "core/analysis/distributedstacks.h"
+#include "core/analysis/privatepools.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace oomlens {
+
+namespace {
+
+void measureCheckpointing(const DeviceAnalysis& device, DistributedStacks& stacks, DistributedEvidence& out)
+{
+    std::vector<std::pair<int64_t, int64_t>> deltas; // (event, +/- bytes) of recomputed allocations
+    for (const Allocation& a : device.allocations) {
+        if (a.stack == FrameTable::emptyStack())
+            continue;
+        out.checkpointing |= stacks.checkpointing(a.stack);
+        if (!stacks.recompute(a.stack) || a.olderThanTrace())
+            continue;
+        out.recomputedBytes += a.requestedSize;
+        ++out.recomputedAllocations;
+        deltas.emplace_back(a.allocEvent, static_cast<int64_t>(a.requestedSize));
+        if (a.freeEvent >= 0)
+            deltas.emplace_back(a.freeEvent, -static_cast<int64_t>(a.requestedSize));
+    }
+    std::sort(deltas.begin(), deltas.end());
+    int64_t level = 0;
+    for (size_t i = 0; i < deltas.size(); ++i) {
+        level += deltas[i].second;
+        const bool lastOfEvent = i + 1 == deltas.size() || deltas[i + 1].first != deltas[i].first;
+        if (lastOfEvent && level > static_cast<int64_t>(out.recomputePeakBytes)) {
+            out.recomputePeakBytes = static_cast<uint64_t>(level);
+            out.recomputePeakEvent = deltas[i].first;
+        }
+    }
+    if (!out.checkpointing)
+        return;
+    out.checkpointingText = out.recomputedAllocations > 0
+        ? "activation checkpointing frames recompute " + formatBytes(out.recomputedBytes) + " in "
+            + std::to_string(out.recomputedAllocations) + " allocations inside backward, at most "
+            + formatBytes(out.recomputePeakBytes) + " at once"
+        : "activation checkpointing frames (torch.utils.checkpoint or a wrapper of it) are in the stacks";
+}
+
+void measureCommunication(const Snapshot& snapshot, const DeviceAnalysis& device, const OomAnalysis& oom,
+    DistributedStacks& stacks, DistributedEvidence& out)
+{
+    std::vector<uint64_t> others;
+    std::unordered_map<uint32_t, size_t> perLine; // innermost frame -> live buffers
+    for (const Allocation& a : device.allocations) {
+        if (a.category != Category::Communication || !a.liveAfter(oom.eventIndex))
+            continue;
+        ++out.communicationBuffers;
+        out.communicationBytes += a.requestedSize;
+        if (stacks.communication(a.stack) == CommunicationKind::DdpBucket)
+            out.ddpBucketBytes += a.requestedSize;
+        else
+            others.push_back(a.requestedSize);
+        const auto frames = snapshot.frames->stack(a.stack);
+        if (!frames.empty())
+            ++perLine[frames[0].value];
+    }
+    std::sort(others.begin(), others.end(), std::greater<>());
+    for (size_t i = 0; i < std::min<size_t>(2, others.size()); ++i)
+        out.inFlightBytes += others[i];
+    for (const auto& [frame, count] : perLine) {
+        if (count <= out.buffersPerLine)
+            continue;
+        out.buffersPerLine = count;
+        const Frame& f = snapshot.frames->frame(FrameId(frame));
+        out.topLineText = std::string(snapshot.strings->get(f.filename)) + ":"
+            + std::string(snapshot.strings->get(f.name)) + ":" + std::to_string(f.line);
+    }
+}
+
+void measureGraphs(const Snapshot& snapshot, const DeviceAnalysis& device, const OomAnalysis& oom,
+    const AllocatorState& state, DistributedStacks& stacks, DistributedEvidence& out)
+{
+    out.oomInCapture = oom.stack != FrameTable::emptyStack() && stacks.graphCapture(oom.stack);
+    const DeviceTrace* trace = snapshot.trace(device.device);
+    if (!out.oomInCapture && oom.stack == FrameTable::emptyStack() && trace) {
+        // An oom entry without frames: the allocation just before it tells where the program was.
+        for (int64_t e = oom.eventIndex - 1; e >= 0; --e) {
+            const TraceEvent& event = trace->events[static_cast<size_t>(e)];
+            if (event.action != TraceAction::Alloc)
+                continue;
+            out.oomInCapture = stacks.graphCapture(event.stack);
+            break;
+        }
+    }
+    for (const Allocation& a : device.allocations) {
+        if (a.liveAfter(oom.eventIndex) && a.stack != FrameTable::emptyStack() && stacks.graphCapture(a.stack))
+            ++out.liveCaptureAllocations;
+    }
+    for (const StateSegment& segment : state.segments) {
+        if (poolOwner(segment.pool) != PoolOwner::CudaGraph)
+            continue;
+        out.graphPoolReservedBytes += segment.size;
+        out.graphPoolFreeBytes += segment.freeBytes;
+    }
+}
+
+void measureStreams(const OomAnalysis& oom, const AllocatorState& state, DistributedEvidence& out)
+{
+    const bool large = isLargePoolRequest(oom.requestedBytes);
+    std::set<int64_t> streams;
+    std::map<int64_t, uint64_t> freeByStream;
+    for (const StateSegment& segment : state.segments) {
+        streams.insert(segment.stream);
+        if (segment.stream == oom.stream || segment.isLargePool != large || !segment.pool.isDefault())
+            continue;
+        freeByStream[segment.stream] += segment.freeBytes;
+        out.otherStreamFreeBytes += segment.freeBytes;
+        out.otherStreamLargestFree = std::max(out.otherStreamLargestFree, segment.largestFree);
+    }
+    out.streams = streams.size();
+    uint64_t most = 0;
+    for (const auto& [stream, bytes] : freeByStream) {
+        if (bytes > most) {
+            most = bytes;
+            out.otherStream = stream;
+        }
+    }
+}
+
+} // namespace
+
+DistributedEvidence distributedEvidence(
+    const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom)
+{
+    DistributedEvidence out;
+    const Snapshot& snapshot = *analysis.snapshot;
+    if (!snapshot.frames || !snapshot.strings)
+        return out;
+    DistributedStacks stacks(snapshot);
+    out.pending = pendingFrees(snapshot, device);
+    measureCheckpointing(device, stacks, out);
+    measureCommunication(snapshot, device, oom, stacks, out);
+    const AllocatorState state = allocatorStateAt(snapshot, device, oom.eventIndex);
+    measureGraphs(snapshot, device, oom, state, stacks, out);
+    measureStreams(oom, state, out);
+    return out;
+}
+
+} // namespace oomlens

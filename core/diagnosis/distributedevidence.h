@@ -1,0 +1,59 @@
+#pragma once
+
+#include "core/analysis/pendingfrees.h"
+#include "core/analysis/snapshotanalysis.h"
+
+#include <cstdint>
+#include <string>
+
+namespace oomlens {
+
+// What distributed training and CUDA graphs add to one device's failure, measured once for the
+// rules pending_frees, communication_buffers and graph_capture and for the ladder (checkpointing
+// already on): the pending frees, the communication band's buffers at the failure, activation
+// checkpointing's recomputation, the graphs' private pools.
+struct DistributedEvidence
+{
+    PendingFrees pending;
+
+    // Activation checkpointing: its frames anywhere in the trace or the dump.
+    bool checkpointing = false;
+    uint64_t recomputedBytes = 0; // allocated by recomputation inside backward, over the trace
+    size_t recomputedAllocations = 0;
+    // The most recomputed activations live at once, and when: the recompute's own peak.
+    uint64_t recomputePeakBytes = 0;
+    int64_t recomputePeakEvent = -1;
+    std::string checkpointingText; // for evidence and the ladder
+
+    // The communication band at the failure.
+    size_t communicationBuffers = 0; // live allocations banded communication
+    uint64_t communicationBytes = 0;
+    uint64_t ddpBucketBytes = 0; // DDP buckets holding copies of the gradients
+    uint64_t inFlightBytes = 0; // the two largest other buffers: what a pipelined collective needs
+    // What a run keeping only the buffers in flight (and no duplicate DDP buckets) would free.
+    uint64_t keptBeyondNeedBytes() const
+    {
+        return communicationBytes > inFlightBytes ? communicationBytes - inFlightBytes : 0;
+    }
+    // How many buffers the most-repeated communicating line of code has live: one per layer or bucket.
+    size_t buffersPerLine = 0;
+    std::string topLineText; // "torch/distributed/fsdp/_flat_param.py:unshard"
+
+    // CUDA graphs.
+    bool oomInCapture = false; // the failing request came from inside a capture
+    size_t liveCaptureAllocations = 0; // allocated inside a capture and live at the failure
+    uint64_t graphPoolReservedBytes = 0; // CUDA graph pools' segments live at the failure
+    uint64_t graphPoolFreeBytes = 0; // of which free (cached by the graphs' pools)
+
+    // Streams: cached free memory of the request's pool kind on other streams than the failing
+    // request's, which that request cannot use (a block belongs to the stream it was made on).
+    uint64_t otherStreamFreeBytes = 0;
+    uint64_t otherStreamLargestFree = 0;
+    int64_t otherStream = 0; // the stream holding most of it
+    size_t streams = 0; // streams with segments at the failure
+};
+
+DistributedEvidence distributedEvidence(
+    const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom);
+
+} // namespace oomlens

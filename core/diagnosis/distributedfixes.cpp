@@ -1,0 +1,208 @@
+// The fixes for what distributed training and CUDA graphs add: blocks held by pending frees,
+// collectives' buffers kept alive, graphs' private pools, and what is left when activation
+// checkpointing is already on. None of them is a smaller batch: they act on the memory the
+// machinery holds, not on the model's tensors.
+#include "core/diagnosis/fixladder.h"
+
+#include "core/units.h"
+
+namespace oomlens {
+
+namespace {
+
+void projectSaving(Fix& fix, const std::string& what, uint64_t saving, const FixContext& context)
+{
+    if (saving == 0)
+        return;
+    fix.projectedSavingBytes = static_cast<int64_t>(saving);
+    if (const auto spare = context.budget.spareAfter(saving))
+        fix.fitsAfter = *spare >= 0;
+    const std::string fit = context.budget.fitPhrase(saving);
+    fix.detail
+        += " " + what + ": " + formatSignedBytes(-static_cast<int64_t>(saving)) + (fit.empty() ? "" : "; " + fit) + ".";
+}
+
+Fix avoidRecordStreams(const FixContext& context)
+{
+    Fix fix { "avoid_record_streams", "Stop collectives from holding freed blocks (TORCH_NCCL_AVOID_RECORD_STREAMS=1)",
+        "A tensor used by a collective on NCCL's stream is tagged with record_stream; when the program frees it the "
+        "allocator may not hand the block out again until that stream's work is done, so every step holds its "
+        "collectives' buffers longer than needed. With this setting ProcessGroupNCCL keeps the tensors alive itself "
+        "until the work is waited on, and frees go straight back to the cache.",
+        "export TORCH_NCCL_AVOID_RECORD_STREAMS=1   # before the process starts (default on in recent PyTorch)\n"
+        "# own side streams: keep a reference until the stream is done instead of x.record_stream(s)\n"
+        "done = torch.cuda.Event(); done.record(side_stream)\n"
+        "done.wait(torch.cuda.current_stream()); del x",
+        std::nullopt, std::nullopt, false };
+    projectSaving(fix, "the blocks held by pending frees become reusable at once", context.pendingFreeBytes, context);
+    return fix;
+}
+
+Fix fsdp2()
+{
+    return Fix { "fsdp2", "Move to FSDP2 (fully_shard), which does not use record_stream",
+        "FSDP2 manages its all-gather and reduce-scatter buffers with explicit stream waits instead of "
+        "record_stream, so freed buffers are reusable when the program frees them and memory is deterministic.",
+        "from torch.distributed.fsdp import fully_shard   # torch >= 2.6 (torch.distributed._composable.fsdp before)\n"
+        "for block in model.layers:\n"
+        "    fully_shard(block)\n"
+        "fully_shard(model)",
+        std::nullopt, std::nullopt, false };
+}
+
+Fix synchronizeBeforeReuse()
+{
+    return Fix { "synchronize_before_reuse", "Wait for the side stream before freeing its tensors",
+        "A block freed while another stream may still use it is held until an event recorded on that stream "
+        "completes. Waiting for the stream (or its event) before dropping the last reference lets the allocator "
+        "reuse the block immediately, at the cost of some overlap.",
+        "with torch.cuda.stream(side):\n"
+        "    y = collective_or_copy(x)\n"
+        "torch.cuda.current_stream().wait_stream(side)   # instead of x.record_stream(torch.cuda.current_stream())\n"
+        "del x",
+        std::nullopt, std::nullopt, false };
+}
+
+Fix reshardAfterForward(const FixContext& context)
+{
+    Fix fix { "reshard_after_forward", "Reshard parameters after forward",
+        "All-gathered (unsharded) parameters kept from forward to backward hold a full copy of every layer's "
+        "weights per rank; resharding frees each layer's copy after its forward and all-gathers it again in "
+        "backward (one more all-gather per layer).",
+        "# FSDP2\n"
+        "fully_shard(block, reshard_after_forward=True)\n"
+        "# FSDP1\n"
+        "FSDP(model, sharding_strategy=ShardingStrategy.FULL_SHARD)   # not SHARD_GRAD_OP\n"
+        "# DeepSpeed ZeRO-3\n"
+        "\"zero_optimization\": {\"stage\": 3, \"stage3_max_live_parameters\": 1e9, \"stage3_max_reuse_distance\": "
+        "1e9}",
+        std::nullopt, std::nullopt, false };
+    projectSaving(
+        fix, "the communication buffers beyond the two in flight are freed", context.communicationKeptBytes, context);
+    return fix;
+}
+
+Fix fewerAllGathersInFlight(const FixContext& context)
+{
+    Fix fix { "fewer_all_gathers_in_flight", "Limit how many all-gathers run ahead",
+        "Prefetching gathers the next layers' parameters while the current one computes; each prefetched layer "
+        "holds its unsharded copy. Fewer in flight trades some overlap for memory.",
+        "# FSDP1\n"
+        "FSDP(model, limit_all_gathers=True, forward_prefetch=False,\n"
+        "     backward_prefetch=BackwardPrefetch.BACKWARD_POST)\n"
+        "# FSDP2: prefetch explicitly at most one module ahead\n"
+        "block.set_modules_to_forward_prefetch([next_block])\n"
+        "# DeepSpeed ZeRO-3\n"
+        "\"stage3_prefetch_bucket_size\": 5e7",
+        std::nullopt, std::nullopt, false };
+    if (context.communicationKeptBytes > 0 && context.communicationBytes > 0)
+        fix.detail += " The communication band holds " + formatBytes(context.communicationBytes) + " at the failure.";
+    return fix;
+}
+
+Fix bucketSizes(const FixContext& context)
+{
+    Fix fix { "bucket_sizes", "Smaller communication buckets",
+        "DDP copies gradients into buckets of bucket_cap_mb each (and keeps them for the whole run unless the "
+        "gradients are views of them); ZeRO gathers gradients in IPG buckets of reduce_bucket_size and "
+        "parameters in allgather_bucket_size. Smaller buckets, or gradients as views of the buckets, hold less.",
+        "DDP(model, bucket_cap_mb=10, gradient_as_bucket_view=True)\n"
+        "\n"
+        "# DeepSpeed\n"
+        "\"zero_optimization\": {\"reduce_bucket_size\": 5e7, \"allgather_bucket_size\": 5e7,\n"
+        "                      \"overlap_comm\": false}",
+        std::nullopt, std::nullopt, false };
+    if (context.communicationBytes > 0)
+        fix.detail += " The communication band holds " + formatBytes(context.communicationBytes) + " at the failure.";
+    return fix;
+}
+
+Fix shareGraphPool(const FixContext& context)
+{
+    Fix fix { "share_graph_pool", "Capture the graphs into one shared memory pool",
+        "Each CUDA graph captured with its own pool keeps that pool's memory for as long as the graph lives, even "
+        "what it freed during capture: eager execution would have reused it. Graphs that run one after another "
+        "can share one pool.",
+        "pool = torch.cuda.graph_pool_handle()\n"
+        "with torch.cuda.graph(g1, pool=pool): ...\n"
+        "with torch.cuda.graph(g2, pool=pool): ...\n"
+        "# make_graphed_callables shares one pool across the callables it is given together",
+        std::nullopt, std::nullopt, false };
+    if (context.graphPoolBytes > 0)
+        fix.detail += " The graphs' private pools reserve " + formatBytes(context.graphPoolBytes) + ".";
+    return fix;
+}
+
+Fix fewerGraphShapes()
+{
+    return Fix { "fewer_graph_shapes", "Capture fewer or smaller shapes",
+        "Every captured batch size or sequence length is a graph with its own memory; capture the sizes the run "
+        "uses (or pad to a few buckets) and the largest only once.",
+        "# vLLM\n"
+        "LLM(model, cuda_graph_sizes=[1, 2, 4, 8, 16])   # or max_seq_len_to_capture / enforce_eager\n"
+        "# torch.compile\n"
+        "torch.compile(model, mode=\"reduce-overhead\", dynamic=False)   # and pad inputs to a few shapes",
+        std::nullopt, std::nullopt, false };
+}
+
+Fix eagerFallback()
+{
+    return Fix { "eager_fallback", "Run without CUDA graphs",
+        "Eager execution reuses freed memory across the whole program; it costs the launch overhead graphs save.",
+        "LLM(model, enforce_eager=True)                      # vLLM\n"
+        "torch.compile(model, mode=\"max-autotune-no-cudagraphs\")\n"
+        "torch._inductor.config.triton.cudagraphs = False",
+        std::nullopt, std::nullopt, false };
+}
+
+Fix offloadCheckpointedInputs(const FixContext& context)
+{
+    Fix fix { "offload_checkpointed_inputs", "Offload the checkpointed inputs to the CPU",
+        "Activation checkpointing is already on"
+            + (context.checkpointingEvidence.empty() ? std::string() : " (" + context.checkpointingEvidence + ")")
+            + ": what stays on the card is each block's input, plus one block's activations while backward "
+              "recomputes it. Keeping the inputs in pinned host memory until backward needs them removes the first "
+              "part; a smaller micro-batch or shorter sequences shrink both.",
+        "from torch.autograd.graph import save_on_cpu\n"
+        "with save_on_cpu(pin_memory=True):\n"
+        "    loss = model(**batch).loss\n"
+        "\n"
+        "# FSDP: torch.distributed.algorithms._checkpoint.checkpoint_wrapper.offload_wrapper(block)\n"
+        "# Megatron: --cpu-offloading --cpu-offloading-num-layers N",
+        std::nullopt, std::nullopt, false };
+    // How much of the activations are checkpointed inputs the trace does not tell apart: no saving
+    // is claimed.
+    return fix;
+}
+
+} // namespace
+
+std::optional<Fix> makeDistributedFix(FixKind kind, const FixContext& context)
+{
+    switch (kind) {
+    case FixKind::AvoidRecordStreams:
+        return avoidRecordStreams(context);
+    case FixKind::Fsdp2:
+        return fsdp2();
+    case FixKind::SynchronizeBeforeReuse:
+        return synchronizeBeforeReuse();
+    case FixKind::ReshardAfterForward:
+        return reshardAfterForward(context);
+    case FixKind::FewerAllGathersInFlight:
+        return fewerAllGathersInFlight(context);
+    case FixKind::BucketSizes:
+        return bucketSizes(context);
+    case FixKind::ShareGraphPool:
+        return shareGraphPool(context);
+    case FixKind::FewerGraphShapes:
+        return fewerGraphShapes();
+    case FixKind::EagerFallback:
+        return eagerFallback();
+    case FixKind::OffloadCheckpointedInputs:
+        return offloadCheckpointedInputs(context);
+    default:
+        return std::nullopt;
+    }
+}
+
+} // namespace oomlens

@@ -1,0 +1,192 @@
+// The snapshot's rules for what distributed training and CUDA graphs add (product.md §3, wave 3):
+// pending frees, collectives' buffers kept beyond need, CUDA graph capture. Each names memory the
+// machinery holds rather than the model's tensors, so none of their fixes is a smaller batch.
+#include "core/diagnosis/snapshotrules.h"
+
+#include "core/diagnosis/catalogue.h"
+#include "core/presentation/userframe.h"
+#include "core/units.h"
+
+#include <algorithm>
+
+namespace oomlens::snapshotrules {
+
+namespace {
+
+// "fsdp/_fully_shard/_fsdp_collectives.py:312 foreach_reduce": the innermost Python frame, which is
+// where the program dropped its reference.
+std::string releaserText(const Snapshot& snapshot, StackId stack)
+{
+    if (!snapshot.frames || !snapshot.strings || stack == FrameTable::emptyStack())
+        return "no frames recorded";
+    const auto frames = snapshot.frames->stack(stack);
+    for (FrameId id : frames) {
+        const Frame& frame = snapshot.frames->frame(id);
+        const std::string_view file = snapshot.strings->get(frame.filename);
+        if (!isPythonFile(file))
+            continue;
+        return std::string(file) + ":" + std::to_string(frame.line) + " "
+            + std::string(snapshot.strings->get(frame.name));
+    }
+    const Frame& frame = snapshot.frames->frame(frames[0]);
+    return std::string(snapshot.strings->get(frame.name));
+}
+
+// The split cache at the failure is what this cause left behind: fragmentation describes it, this
+// cause explains it, so fragmentation ranks below.
+void rankFragmentationBelow(
+    const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, const std::string& why)
+{
+    for (Diagnosis& d : out) {
+        if (d.id != DiagnosisId::Fragmentation || d.confidence < cause.confidence - 0.05)
+            continue;
+        d.confidence = std::max(0.05, cause.confidence - 0.05);
+        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + ": " + why);
+    }
+}
+
+} // namespace
+
+void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const PendingFrees& p = e.distributed.pending;
+    const uint64_t request = e.oom.requestedBytes;
+    if (p.windows.empty() || request == 0)
+        return;
+    // What pending frees kept from reuse around the failure: segments reserved in the failing step
+    // that the pending blocks could have served, what the allocator's synchronize returned just
+    // before it gave up, or what was still pending at the oom event.
+    const uint64_t held = std::max({ p.coverableInFailingStepBytes, p.releasedAtOomBytes, p.atOomBytes });
+    double confidence = 0.0;
+    if (held >= request)
+        confidence = 0.6 + 0.3 * clamp01(safeRatio(held, e.oom.reservedBytes) / 0.1);
+    else if (p.maxPendingInFailingStepBytes >= request)
+        confidence = 0.45;
+    if (confidence <= 0)
+        return;
+    Diagnosis d = makeDiagnosis(DiagnosisId::PendingFrees, confidence, {});
+    e.evidence(d,
+        std::to_string(p.windows.size()) + " frees waited for work on another stream (free_requested long before "
+            + "free_completed): up to " + formatBytes(p.maxPendingBytes)
+            + " freed by the program but not reusable at once",
+        p.maxPendingEvent);
+    if (p.maxPendingInFailingStepBytes > 0)
+        e.evidence(d,
+            formatBytes(p.maxPendingInFailingStepBytes) + " pending at once in " + e.where() + ", the step that failed",
+            p.maxPendingInFailingStepEvent);
+    if (p.segmentsWhilePending > 0)
+        e.evidence(d,
+            std::to_string(p.segmentsWhilePending) + " segments (" + formatBytes(p.reservedWhilePendingBytes)
+                + ") were reserved while blocks were pending; the pending blocks of the same stream could have served "
+                + formatBytes(p.coverableWhilePendingBytes) + " of them (" + formatBytes(p.coverableInFailingStepBytes)
+                + " in the failing step)");
+    if (p.releasedAtOomBytes > 0)
+        e.evidence(d,
+            "before giving up, the allocator waited for the pending events and got back "
+                + formatBytes(p.releasedAtOomBytes)
+                + ": too late, the cache was already split into segments reserved meanwhile",
+            e.oom.eventIndex);
+    if (p.atOomBytes > 0)
+        e.evidence(d, formatBytes(p.atOomBytes) + " still pending at the OOM", e.oom.eventIndex);
+    if (p.dumpPendingBlocks > 0)
+        e.evidence(d,
+            std::to_string(p.dumpPendingBlocks) + " blocks (" + formatBytes(p.dumpPendingBytes)
+                + ") still active_pending_free at the dump");
+    const Snapshot& snapshot = *e.analysis.snapshot;
+    for (size_t i = 0; i < std::min<size_t>(3, p.releasers.size()); ++i)
+        e.evidence(d,
+            "released by " + releaserText(snapshot, p.releasers[i].stack) + ": " + formatBytes(p.releasers[i].bytes)
+                + " in " + std::to_string(p.releasers[i].windows) + " frees that waited");
+    d.summary = formatBytes(held) + " the program had freed could not be reused until another stream's work "
+        + "finished (record_stream, collectives on a side stream), so the allocator reserved new memory instead.";
+    appendFixes(d.fixes, { FixKind::AvoidRecordStreams, FixKind::Fsdp2, FixKind::SynchronizeBeforeReuse }, e.fixes);
+    d.outlook = dynamicOutlook();
+    const std::string why = "the " + formatBytes(held)
+        + " of cache that was unusable came from blocks held by pending frees while new segments were reserved";
+    out.push_back(std::move(d));
+    if (held >= request)
+        rankFragmentationBelow(e, out, out.back(), why);
+}
+
+void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const DistributedEvidence& c = e.distributed;
+    const uint64_t request = e.oom.requestedBytes;
+    const uint64_t kept = c.keptBeyondNeedBytes();
+    // A pipelined collective needs the buffer it works on and the one it prefetches; the rest are
+    // kept per layer or per bucket. Only when they alone would have served the request are they a cause.
+    if (c.communicationBuffers == 0 || request == 0 || kept < request)
+        return;
+    const double share = safeRatio(c.communicationBytes, e.fixes.budget.liveBytes);
+    Diagnosis d = makeDiagnosis(DiagnosisId::CommunicationBuffers, 0.55 + 0.35 * clamp01(share / 0.3), {});
+    e.evidence(d,
+        "the communication band holds " + formatBytes(c.communicationBytes) + " in "
+            + std::to_string(c.communicationBuffers) + " buffers at the OOM in " + e.where() + " ("
+            + percentText(c.communicationBytes, e.fixes.budget.liveBytes) + " of live memory)",
+        e.oom.eventIndex);
+    if (c.buffersPerLine > 1)
+        e.evidence(d,
+            std::to_string(c.buffersPerLine) + " of them come from one line (" + c.topLineText
+                + "): one per layer or bucket, so the band grows with the layer count or the bucket size");
+    if (c.ddpBucketBytes > 0)
+        e.evidence(d,
+            formatBytes(c.ddpBucketBytes)
+                + " are DDP buckets holding copies of gradients that are also allocated apart "
+                  "(gradient_as_bucket_view=False)");
+    e.evidence(d,
+        formatBytes(kept) + " beyond the two largest buffers a pipelined collective has in flight ("
+            + formatBytes(c.inFlightBytes) + "), more than the " + formatBytes(request) + " request");
+    d.summary = "Buffers of collectives (all-gathered parameters, reduce-scatter inputs, buckets) are kept alive "
+                "beyond the one or two in flight: "
+        + formatBytes(kept) + " that exists only to move data between ranks.";
+    if (c.ddpBucketBytes * 2 >= c.communicationBytes)
+        appendFixes(
+            d.fixes, { FixKind::BucketSizes, FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight }, e.fixes);
+    else
+        appendFixes(
+            d.fixes, { FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight, FixKind::BucketSizes }, e.fixes);
+    d.outlook = dynamicOutlook();
+    out.push_back(std::move(d));
+}
+
+void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const DistributedEvidence& g = e.distributed;
+    const uint64_t request = e.oom.requestedBytes;
+    // A graph's private pool keeps what it freed during capture for that graph alone: eager
+    // execution would have reused it. Only when that is at least the request is it the cause.
+    const bool poolsHold = g.graphPoolFreeBytes >= request && request > 0;
+    if (!g.oomInCapture && !poolsHold)
+        return;
+    const uint64_t unused = e.fixes.budget.fragmentedBytes;
+    const double confidence
+        = g.oomInCapture ? 0.85 : 0.55 + 0.3 * clamp01(safeRatio(g.graphPoolFreeBytes, std::max(unused, request)));
+    Diagnosis d = makeDiagnosis(DiagnosisId::GraphCapture, confidence, {});
+    if (g.oomInCapture)
+        e.evidence(d,
+            "the failing request came from inside a CUDA graph capture (torch.cuda.graph, make_graphed_callables, "
+            "cudagraph trees or an engine's capture_model frames)",
+            e.oom.eventIndex);
+    if (g.liveCaptureAllocations > 0)
+        e.evidence(
+            d, std::to_string(g.liveCaptureAllocations) + " allocations made inside a capture were live at the OOM");
+    if (g.graphPoolReservedBytes > 0)
+        e.evidence(d,
+            "CUDA graphs' private pools reserved " + formatBytes(g.graphPoolReservedBytes) + " at the OOM, "
+                + formatBytes(g.graphPoolFreeBytes) + " of it free but usable only by their graphs",
+            e.oom.eventIndex);
+    d.summary = g.oomInCapture
+        ? "The run ran out of memory while capturing CUDA graphs: each graph's pool keeps the memory it used, "
+          "and the graphs captured before held what eager execution would have reused."
+        : formatBytes(g.graphPoolFreeBytes) + " sat free in CUDA graphs' private pools, reusable only by their "
+            + "graphs, more than the " + formatBytes(request) + " request.";
+    appendFixes(d.fixes, { FixKind::ShareGraphPool, FixKind::FewerGraphShapes, FixKind::EagerFallback }, e.fixes);
+    d.outlook = dynamicOutlook();
+    out.push_back(std::move(d));
+    if (poolsHold)
+        rankFragmentationBelow(e, out, out.back(),
+            formatBytes(g.graphPoolFreeBytes) + " of the unused cache is CUDA graphs' private pools, which no other "
+                + "request may use");
+}
+
+} // namespace oomlens::snapshotrules

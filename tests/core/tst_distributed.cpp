@@ -1,0 +1,316 @@
+// What distributed training and CUDA graphs add (issue 22): activation checkpointing's recompute,
+// the communication category, pending frees, other streams' cache, and the diagnoses
+// pending_frees, communication_buffers and graph_capture, on compact traces whose stacks are the
+// frames PyTorch, FSDP/FSDP2, DDP, Megatron and torch.cuda.graphs record.
+#include "common/analysisfixtures.h"
+#include "common/testutil.h"
+#include "core/analysis/pendingfrees.h"
+#include "core/caseanalysis.h"
+#include "core/diagnosis/snapshotdiagnosis.h"
+#include "core/job/jobassembly.h"
+#include "core/jsonexport.h"
+#include "core/presentation/pendingfreesjson.h"
+#include "parsers/snapshotreader.h"
+
+#include <QTest>
+
+#include <algorithm>
+#include <string>
+
+using namespace oomlens;
+
+namespace {
+
+constexpr uint64_t MiB = uint64_t(1) << 20;
+
+// The model's forward as the engine thread re-runs it for non-reentrant checkpointing (no Python
+// frames above the unpack hook), and for the reentrant variant under CheckpointFunction.backward.
+const std::string recomputeNonReentrant
+    = "stack=model.py:forward:12;torch/nn/modules/module.py:_call_impl:1750;"
+      "torch/utils/checkpoint.py:recompute_fn:1480;torch/utils/checkpoint.py:unpack_hook:1125";
+const std::string recomputeReentrant
+    = "stack=model.py:forward:12;torch/nn/modules/module.py:_call_impl:1750;torch/utils/checkpoint.py:backward:311;"
+      "torch/autograd/function.py:apply:307";
+// The reentrant variant's own backward call under the same frame: backward's work, not recompute.
+const std::string reentrantBackward
+    = "stack=torch/autograd/__init__.py:backward:266;torch/utils/checkpoint.py:backward:320;"
+      "torch/autograd/function.py:apply:307";
+// The checkpointed block's input, saved in forward.
+const std::string checkpointedForward
+    = "stack=model.py:forward:30;torch/utils/checkpoint.py:checkpoint:495;model.py:forward:50;"
+      "torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+
+const std::string fsdp2AllGather
+    = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py:foreach_all_gather:240;"
+      "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:unshard:290;"
+      "torch/distributed/fsdp/_fully_shard/_fsdp_state.py:_pre_forward:230;"
+      "torch/nn/modules/module.py:_call_impl:1750;model.py:forward:50;train.py:train_step:40;train.py:main:90";
+const std::string fsdp1Unshard
+    = "stack=torch/distributed/fsdp/_flat_param.py:_alloc_padded_unsharded_flat_param:1400;"
+      "torch/distributed/fsdp/_flat_param.py:unshard:1350;torch/distributed/fsdp/_runtime_utils.py:_unshard:300;"
+      "torch/distributed/fsdp/_runtime_utils.py:_pre_forward_unshard:520;"
+      "torch/nn/modules/module.py:_call_impl:1750;model.py:forward:50;train.py:train_step:40;train.py:main:90";
+const std::string fsdp2Reduce = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py:foreach_reduce:420;"
+                                "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:post_backward:470;"
+                                "torch/autograd/graph.py:_engine_run_backward:744;"
+                                "torch/autograd/__init__.py:backward:266;torch/_tensor.py:backward:521;"
+                                "train.py:train_step:43;train.py:main:90";
+const std::string ddpBuckets
+    = "stack=??:c10d::Reducer::initialize_buckets(std::vector<std::vector<unsigned long>>):0;"
+      "torch/nn/parallel/distributed.py:_ddp_init_helper:1210;torch/nn/parallel/distributed.py:__init__:820;"
+      "train.py:main:70";
+const std::string megatronGradBuffer = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:560;"
+                                       "megatron/core/distributed/distributed_data_parallel.py:__init__:200;"
+                                       "train.py:main:70";
+const std::string graphCaptureStack = "stack=model.py:forward:12;torch/nn/modules/module.py:_call_impl:1750;"
+                                      "torch/cuda/graphs.py:__enter__:186;serve.py:capture:40;serve.py:main:90";
+
+const Allocation& allocationOfSize(const DeviceAnalysis& device, uint64_t requested)
+{
+    for (const Allocation& a : device.allocations) {
+        if (a.requestedSize == requested)
+            return a;
+    }
+    qFatal("no allocation of that size");
+    return device.allocations.front();
+}
+
+std::string reasonOf(const DeviceAnalysis& device, const Allocation& a)
+{
+    return device.reasons[a.reason];
+}
+
+bool hasFix(const std::vector<Diagnosis>& diagnoses, const std::string& id)
+{
+    return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) {
+        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id == id; });
+    });
+}
+
+std::string trace(std::initializer_list<std::string> lines)
+{
+    std::string text;
+    for (const auto& line : lines)
+        text += line + "\n";
+    return text;
+}
+
+} // namespace
+
+class TestDistributed : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void recomputedTensorsAreActivations()
+    {
+        const auto analysis = test::analyzeTrace(trace({ "alloc w 64MiB load",
+            "alloc in 4MiB fwd " + checkpointedForward, "alloc r1 32MiB " + recomputeNonReentrant,
+            "alloc r2 24MiB " + recomputeReentrant, "alloc gi 8MiB " + reentrantBackward, "alloc g 64MiB grad",
+            "free r1 bwd", "free r2 bwd", "free gi bwd", "free in bwd", "alloc kept 16MiB " + recomputeNonReentrant }));
+        const DeviceAnalysis& device = *analysis.primary();
+        for (uint64_t size : { 32 * MiB, 24 * MiB, 16 * MiB }) {
+            const Allocation& r = allocationOfSize(device, size);
+            QCOMPARE(r.category, Category::Activations);
+            QVERIFY2(reasonOf(device, r).find("recomputed") != std::string::npos, reasonOf(device, r).c_str());
+        }
+        // Backward's own work under the reentrant frame stays backward's, the gradient a gradient.
+        QCOMPARE(allocationOfSize(device, 8 * MiB).category, Category::Temporaries);
+        QCOMPARE(allocationOfSize(device, 64 * MiB + 0).category, Category::Parameters);
+    }
+
+    void checkpointingOnIsNeverRecommended()
+    {
+        const std::string text = trace({ "alloc w 512MiB load", "alloc in 64MiB fwd " + checkpointedForward,
+            "alloc a 256MiB fwd", "alloc r1 512MiB " + recomputeNonReentrant, "oom 1GiB free=20MiB bwd" });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        QVERIFY(!diagnoses.empty());
+        QVERIFY(!hasFix(diagnoses, "checkpointing"));
+        QVERIFY(hasFix(diagnoses, "offload_checkpointed_inputs"));
+        // Without checkpointing frames the same failure gets the classic rung.
+        const std::string plain = trace({ "alloc w 512MiB load", "alloc in 64MiB fwd", "alloc a 256MiB fwd",
+            "alloc r1 512MiB fwd", "oom 1GiB free=20MiB bwd" });
+        const auto classic = diagnoseSnapshot(test::analyzeTrace(plain), {});
+        QVERIFY(hasFix(classic, "checkpointing"));
+        QVERIFY(!hasFix(classic, "offload_checkpointed_inputs"));
+    }
+
+    void collectivesBandAsCommunication()
+    {
+        const auto analysis = test::analyzeTrace(
+            trace({ "alloc w 64MiB load", "alloc ag 40MiB " + fsdp2AllGather, "alloc ag1 36MiB " + fsdp1Unshard,
+                "free ag fwd", "alloc rs 30MiB " + fsdp2Reduce, "alloc sg 10MiB " + fsdp2Reduce, "free rs bwd",
+                "alloc m 20MiB optinit", "free sg zero", "alloc gb 50MiB " + megatronGradBuffer }));
+        const DeviceAnalysis& device = *analysis.primary();
+        QCOMPARE(allocationOfSize(device, 40 * MiB).category, Category::Communication);
+        QCOMPARE(allocationOfSize(device, 36 * MiB).category, Category::Communication);
+        QCOMPARE(allocationOfSize(device, 30 * MiB).category, Category::Communication);
+        // The reduction's output kept until the optimizer is the sharded gradient itself.
+        QCOMPARE(allocationOfSize(device, 10 * MiB).category, Category::Gradients);
+        // Megatron's contiguous grad buffer is the storage, whatever collective runs on it.
+        QVERIFY(allocationOfSize(device, 50 * MiB).category != Category::Communication);
+    }
+
+    void ddpBucketsAreGradientsWhenTheyAreTheStorage()
+    {
+        // gradient_as_bucket_view=False: AccumulateGrad allocates gradients apart, the bucket is a copy.
+        const auto copied = test::analyzeTrace(
+            trace({ "alloc w 64MiB load", "alloc b 64MiB " + ddpBuckets, "alloc a 8MiB fwd", "alloc g 64MiB grad" }));
+        QCOMPARE(allocationOfSize(*copied.primary(), 64 * MiB + 0).category, Category::Parameters);
+        bool bucketCommunication = false;
+        for (const Allocation& a : copied.primary()->allocations)
+            bucketCommunication |= a.category == Category::Communication;
+        QVERIFY(bucketCommunication);
+        // gradient_as_bucket_view=True: no gradient is allocated apart; the bucket is the storage.
+        const auto views
+            = test::analyzeTrace(trace({ "alloc w 64MiB load", "alloc b 64MiB " + ddpBuckets, "alloc a 8MiB fwd" }));
+        for (const Allocation& a : views.primary()->allocations)
+            QVERIFY(a.category != Category::Communication);
+    }
+
+    void pendingFreesAreMeasured()
+    {
+        const auto analysis = test::analyzeTrace(pendingTrace());
+        const DeviceAnalysis& device = *analysis.primary();
+        const PendingFrees p = pendingFrees(*analysis.snapshot, device);
+        QCOMPARE(p.windows.size(), size_t(2));
+        QCOMPARE(p.maxPendingBytes, 1024 * MiB);
+        QCOMPARE(p.segmentsWhilePending, size_t(2));
+        QCOMPARE(p.coverableWhilePendingBytes, 1536 * MiB);
+        QCOMPARE(p.releasedAtOomBytes, 1024 * MiB);
+        QCOMPARE(p.atOomBytes, uint64_t(0));
+        QVERIFY(!p.releasers.empty());
+        // A free completed at once is no window.
+        const auto plain = test::analyzeTrace(trace({ "alloc a 8MiB fwd", "free a fwd", "alloc b 8MiB fwd" }));
+        QVERIFY(!pendingFrees(*plain.snapshot, *plain.primary()).any());
+    }
+
+    void pendingFreesLeadTheSplitCache()
+    {
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(pendingTrace()), {});
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnosisIdName(diagnoses.front().id), std::string_view("pending_frees"));
+        const Diagnosis& d = diagnoses.front();
+        QCOMPARE(d.fixes.front().id, std::string("avoid_record_streams"));
+        for (const Fix& f : d.fixes)
+            QVERIFY(f.id != "micro_batch");
+        // Fragmentation is there, but as the symptom.
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
+        QVERIFY(fragmentation);
+        QVERIFY(fragmentation->confidence < d.confidence);
+    }
+
+    void otherStreamsCacheCannotServe()
+    {
+        // 600 MiB cached free on stream 7; the request on stream 0 cannot use it.
+        const std::string text = trace({ "alloc w 1GiB load", "alloc s1 600MiB fwd stream=7", "free s1 fwd",
+            "alloc a 300MiB fwd", "oom 512MiB free=100MiB fwd" });
+        const auto analysis = test::analyzeTrace(text);
+        const auto diagnoses = diagnoseSnapshot(analysis, {});
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
+        QVERIFY2(!fragmentation, "free memory on another stream is no fragmentation of this one");
+        // Same trace on one stream: the 600 MiB block would have served it, so no OOM would be
+        // possible; with a 700 MiB request it is split cache of the request's own stream.
+        const std::string one = trace({ "alloc w 1GiB load", "alloc s1 600MiB fwd", "free s1 fwd", "alloc a 300MiB fwd",
+            "oom 400MiB free=100MiB fwd" });
+        const auto own = diagnoseSnapshot(test::analyzeTrace(one), {});
+        QVERIFY(test::findDiagnosis(own, DiagnosisId::Fragmentation));
+    }
+
+    void communicationBuffersKeptPerLayer()
+    {
+        std::string text = "alloc w 2GiB load\n";
+        // FSDP with reshard_after_forward=False: every layer's all-gathered parameters kept.
+        for (int layer = 0; layer < 8; ++layer)
+            text += "alloc ag" + std::to_string(layer) + " 256MiB " + fsdp1Unshard + "\n";
+        text += "alloc x 100MiB fwd\noom 400MiB free=50MiB fwd\n";
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        const Diagnosis* d = test::findDiagnosis(diagnoses, DiagnosisId::CommunicationBuffers);
+        QVERIFY(d);
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(d->fixes.front().id, std::string("reshard_after_forward"));
+        QVERIFY(d->fixes.front().projectedSavingBytes);
+        QCOMPARE(uint64_t(*d->fixes.front().projectedSavingBytes), 6 * 256 * MiB);
+        // Two in flight are what a pipelined all-gather needs: no diagnosis.
+        std::string two = "alloc w 2GiB load\n";
+        for (int layer = 0; layer < 2; ++layer)
+            two += "alloc ag" + std::to_string(layer) + " 256MiB " + fsdp1Unshard + "\n";
+        two += "alloc x 100MiB fwd\noom 400MiB free=50MiB fwd\n";
+        QVERIFY(!test::findDiagnosis(diagnoseSnapshot(test::analyzeTrace(two), {}), DiagnosisId::CommunicationBuffers));
+    }
+
+    void graphCaptureFailure()
+    {
+        const std::string text = trace({ "alloc w 1GiB load", "alloc g1 300MiB pool=1,0 " + graphCaptureStack,
+            "alloc g2 200MiB pool=1,0 " + graphCaptureStack, "free g1 fwd",
+            "alloc g3 400MiB pool=2,0 " + graphCaptureStack, "oom 512MiB free=100MiB " + graphCaptureStack });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
+        QCOMPARE(diagnoses.front().fixes.front().id, std::string("share_graph_pool"));
+    }
+
+    void jsonHasPendingFrees()
+    {
+        Case input;
+        input.snapshots.push_back(test::traceSnapshot(pendingTrace()));
+        const CaseAnalysis analysis = analyzeCase(input);
+        const auto json = pendingFreesToJson(analysis);
+        QCOMPARE(json.size(), size_t(1));
+        QCOMPARE(json[0]["waited_frees"].get<size_t>(), size_t(2));
+        QCOMPARE(json[0]["released_before_oom_bytes"].get<uint64_t>(), 1024 * MiB);
+        QCOMPARE(json[0]["segments_reserved_while_pending"].get<size_t>(), size_t(2));
+    }
+
+    void rankHoldingMoreOutsidePyTorch()
+    {
+        std::vector<RankSummary> ranks;
+        for (int r = 0; r < 4; ++r) {
+            RankSummary rank;
+            rank.file = "rank" + std::to_string(r) + ".pickle";
+            rank.rank = r;
+            rank.peakAllocatedBytes = 40 * 1024 * MiB;
+            rank.restOfCardBytes = (r == 3 ? 3500 : 600) * MiB;
+            ranks.push_back(rank);
+        }
+        const JobSummary job = assembleJob(ranks);
+        const auto note = std::find_if(job.notes.begin(), job.notes.end(),
+            [](const std::string& n) { return n.find("outside PyTorch's allocator") != std::string::npos; });
+        QVERIFY(note != job.notes.end());
+        QVERIFY(note->rfind("rank 3", 0) == 0);
+        QVERIFY(note->find("NCCL") != std::string::npos);
+        // Even ranks: no note.
+        for (RankSummary& rank : ranks)
+            rank.restOfCardBytes = 600 * MiB;
+        const JobSummary even = assembleJob(ranks);
+        for (const std::string& n : even.notes)
+            QVERIFY(n.find("outside PyTorch's allocator") == std::string::npos);
+    }
+
+    void realVerlSnapshotPendingBlocks()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        const QString path = test::corpusDir() + QStringLiteral("/snapshots-rl/volcengine__verl__mem.pickle");
+        const QByteArray bytes = test::readFile(path);
+        const auto read = readSnapshot(std::string_view(bytes.constData(), size_t(bytes.size())));
+        QVERIFY(read.snapshot);
+        const auto analysis = analyzeSnapshot(read.snapshot);
+        const PendingFrees p = pendingFrees(*read.snapshot, *analysis.primary());
+        QCOMPARE(p.dumpPendingBlocks, size_t(9)); // the manifest's active_pending_free count
+        QVERIFY(p.dumpPendingBytes > 0);
+        QVERIFY(p.windows.empty()); // segments only: no trace to read windows from
+    }
+
+private:
+    // Collective outputs freed while NCCL's stream still uses them (record_stream): the allocator
+    // reserves new segments meanwhile, gets the blocks back only when it synchronizes before failing.
+    static std::string pendingTrace()
+    {
+        return trace({ "alloc w 1GiB load", "segment_alloc s1 1GiB", "alloc x1 512MiB fwd in=s1",
+            "alloc k1 512MiB fwd in=s1", "free_requested x1 fwd", "segment_alloc s2 1GiB", "alloc x2 512MiB fwd in=s2",
+            "alloc k2 512MiB fwd in=s2", "free_requested x2 fwd", "segment_alloc s3 1GiB", "alloc x3 512MiB fwd in=s3",
+            "alloc k3 512MiB fwd in=s3", "free_completed x1", "free_completed x2", "oom 768MiB free=200MiB fwd" });
+    }
+};
+
+QTEST_GUILESS_MAIN(TestDistributed)
+#include "tst_distributed.moc"
