@@ -14,6 +14,8 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <map>
+
 namespace oomlens {
 
 namespace {
@@ -92,6 +94,10 @@ void SegmentCanvas::paintEvent(QPaintEvent* event)
             if (block.pendingFree)
                 color.setAlpha(120);
             painter.fillRect(QRect(x0, bar.top(), w, bar.height()), color);
+            // Freed by the program, waiting for another stream: cross-hatched like the timeline's band.
+            if (block.pendingFree)
+                painter.fillRect(QRect(x0, bar.top(), w, bar.height()),
+                    QBrush(palette().color(QPalette::Text), Qt::DiagCrossPattern));
         }
         painter.setPen(palette().color(QPalette::Mid));
         painter.drawRect(bar.adjusted(0, 0, -1, -1));
@@ -115,8 +121,11 @@ bool SegmentCanvas::event(QEvent* event)
                 if (offset >= start && offset < start + double(block.size) && block.allocation >= 0) {
                     const Allocation& allocation = m_data->device()->allocations[size_t(block.allocation)];
                     const Snapshot& snapshot = m_data->snapshot();
-                    text += QStringLiteral("\n\nBlock %1 — %2\n%3")
+                    text += QStringLiteral("\n\nBlock %1 — %2%3\n%4")
                                 .arg(bytesText(block.size), categoryText(allocation.category),
+                                    block.pendingFree
+                                        ? QStringLiteral(" (freed, pending: another stream may still use it)")
+                                        : QString(),
                                     stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 8));
                     break;
                 }
@@ -247,6 +256,31 @@ QString AllocatorStateWidget::summaryText() const
                                "free but held %3 (only their own graph or pool can use it)")
                     .arg(privateSegments)
                     .arg(bytesText(privateReserved), bytesText(privateFree));
+    uint64_t pending = 0;
+    size_t pendingBlocks = 0;
+    std::map<int64_t, uint64_t> freeByStream;
+    for (const StateSegment& segment : m_state.segments) {
+        freeByStream[segment.stream] += segment.freeBytes;
+        for (const StateBlock& block : segment.blocks) {
+            if (block.pendingFree) {
+                pending += block.size;
+                ++pendingBlocks;
+            }
+        }
+    }
+    if (pendingBlocks > 0)
+        text += QStringLiteral("<br>Pending frees (cross-hatched): %1 blocks, %2 freed by the program but not yet "
+                               "reusable (another stream may still use them)")
+                    .arg(pendingBlocks)
+                    .arg(bytesText(pending));
+    // A cached block serves only requests of its own stream.
+    if (freeByStream.size() > 1) {
+        QStringList parts;
+        for (const auto& [stream, bytes] : freeByStream)
+            parts << QStringLiteral("stream %1: %2").arg(stream).arg(bytesText(bytes));
+        text += QStringLiteral("<br>Free per stream (a block serves only its own stream): ")
+            + parts.join(QStringLiteral(", "));
+    }
     if (m_state.event != m_requested)
         text += QStringLiteral(" <span style='color:gray'>· updating to #%1…</span>").arg(m_requested);
     return text;

@@ -1,5 +1,7 @@
 #include "views/timelinedata.h"
 
+#include "core/analysis/recomputespans.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -38,7 +40,7 @@ TimelineData::TimelineData(std::shared_ptr<const SnapshotAnalysis> analysis, int
     }
     buildPhases();
     if (m_device)
-        m_spans = oomlens::annotationSpans(*m_analysis->snapshot, *m_device);
+        m_spans = oomlens::annotationAndRecomputeSpans(*m_analysis->snapshot, *m_device);
 }
 
 void TimelineData::buildPhases()

@@ -131,8 +131,28 @@ bool isForwardFrame(std::string_view file, std::string_view name)
 DistributedStacks::DistributedStacks(const Snapshot& snapshot)
     : m_snapshot(snapshot)
 {
-    if (snapshot.frames)
+    if (snapshot.frames) {
         m_stacks.resize(snapshot.frames->stackCount());
+        m_frames.resize(snapshot.frames->frameCount());
+    }
+}
+
+const DistributedStacks::FrameFacts& DistributedStacks::frameFacts(FrameId id)
+{
+    FrameFacts& f = m_frames[id.value];
+    if (f.computed)
+        return f;
+    f.computed = true;
+    const Frame& frame = m_snapshot.frames->frame(id);
+    const std::string_view name = m_snapshot.strings->get(frame.name);
+    const std::string_view file = m_snapshot.strings->get(frame.filename);
+    f.decidesCommunication = communicationOf(file, name, f.kind) != FrameVerdict::Undecided;
+    const CheckpointFrame checkpoint = checkpointOf(file, name);
+    f.checkpointing = checkpoint.checkpointing;
+    f.recompute = checkpoint.recompute;
+    f.graphCapture = isGraphCaptureFrame(file, name);
+    f.forward = isForwardFrame(file, name) && !checkpoint.checkpointing;
+    return f;
 }
 
 const DistributedStacks::Entry& DistributedStacks::entry(StackId stack)
@@ -147,27 +167,20 @@ const DistributedStacks::Entry& DistributedStacks::entry(StackId stack)
     bool communicationDecided = false;
     bool forwardInside = false; // a model forward frame seen inside (innermost of) the frames so far
     for (FrameId id : m_snapshot.frames->stack(stack)) {
-        const Frame& frame = m_snapshot.frames->frame(id);
-        const std::string_view name = m_snapshot.strings->get(frame.name);
-        const std::string_view file = m_snapshot.strings->get(frame.filename);
-        if (!communicationDecided) {
-            CommunicationKind kind = CommunicationKind::None;
-            const FrameVerdict verdict = communicationOf(file, name, kind);
-            if (verdict != FrameVerdict::Undecided) {
-                communicationDecided = true;
-                e.kind = kind;
-            }
+        const FrameFacts& f = frameFacts(id);
+        if (!communicationDecided && f.decidesCommunication) {
+            communicationDecided = true;
+            e.kind = f.kind;
         }
-        const CheckpointFrame checkpoint = checkpointOf(file, name);
-        if (checkpoint.checkpointing)
+        if (f.checkpointing)
             e.bits |= StackCheckpointing;
         // The recomputation is the model's forward run *inside* backward's checkpoint frame; the
         // reentrant variant's own autograd.backward call under the same frame is backward's work.
-        if (checkpoint.recompute && forwardInside)
+        if (f.recompute && forwardInside)
             e.bits |= StackRecompute;
-        if (isGraphCaptureFrame(file, name))
+        if (f.graphCapture)
             e.bits |= StackGraphCapture;
-        if (isForwardFrame(file, name) && !checkpoint.checkpointing)
+        if (f.forward)
             forwardInside = true;
     }
     return e;

@@ -57,9 +57,22 @@ private:
         bool computed = false;
     };
     const Entry& entry(StackId stack);
+    // What one frame says, computed once per frame: stacks share most of their frames.
+    struct FrameFacts
+    {
+        CommunicationKind kind = CommunicationKind::None;
+        bool decidesCommunication = false; // a collective's frame, or the storage itself (kind None)
+        bool checkpointing = false;
+        bool recompute = false;
+        bool graphCapture = false;
+        bool forward = false;
+        bool computed = false;
+    };
+    const FrameFacts& frameFacts(FrameId frame);
 
     const Snapshot& m_snapshot;
     std::vector<Entry> m_stacks;
+    std::vector<FrameFacts> m_frames;
 };
 
 // "FSDP all-gather output", "DDP bucket", ...

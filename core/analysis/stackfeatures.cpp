@@ -73,6 +73,11 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     if (inTorch(file, "torch/utils/checkpoint.py")
         && (name == "backward" || name == "unpack_hook" || name == "unpack" || name == "recompute_fn"))
         f |= FeatureBackward;
+    // Megatron's and DeepSpeed's own CheckpointFunction re-run the forward from their backward too.
+    if (name == "backward"
+        && (inTorch(file, "megatron/core/tensor_parallel/random.py")
+            || inTorch(file, "deepspeed/runtime/activation_checkpointing/checkpointing.py")))
+        f |= FeatureBackward;
 
     if (inTorch(file, "torch/optim/") || inTorch(file, "torch\\optim\\") || inTorch(file, "torch/nn/utils/clip_grad"))
         f |= FeatureOptimizer;

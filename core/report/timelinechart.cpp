@@ -1,6 +1,7 @@
 #include "core/report/charts.h"
 
 #include "core/analysis/annotationspans.h"
+#include "core/analysis/recomputespans.h"
 #include "core/presentation/labels.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
@@ -78,7 +79,7 @@ std::vector<ChartSpan> chartSpans(
     const double perColumn = static_cast<double>(events) / static_cast<double>(std::max<size_t>(columns, 1));
     std::array<int64_t, maxSpanRows> lastColumn;
     lastColumn.fill(-1);
-    for (const AnnotationSpan& span : annotationSpans(snapshot, device)) {
+    for (const AnnotationSpan& span : annotationAndRecomputeSpans(snapshot, device)) {
         if (span.mark || span.lastEvent < span.firstEvent)
             continue;
         const int row = std::min(span.depth, maxSpanRows - 1);

@@ -5,6 +5,7 @@
 #include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "core/analysis/pendingfrees.h"
+#include "core/analysis/recomputespans.h"
 #include "core/caseanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/job/jobassembly.h"
@@ -116,6 +117,11 @@ private Q_SLOTS:
         // Backward's own work under the reentrant frame stays backward's, the gradient a gradient.
         QCOMPARE(allocationOfSize(device, 8 * MiB).category, Category::Temporaries);
         QCOMPARE(allocationOfSize(device, 64 * MiB + 0).category, Category::Parameters);
+        // The timeline marks the two runs of recomputation (r1, r2; then kept), not the backward between.
+        const auto spans = recomputeSpans(*analysis.snapshot, device);
+        QCOMPARE(spans.size(), size_t(2));
+        QVERIFY(spans[0].lastEvent > spans[0].firstEvent);
+        QCOMPARE(spans[0].name, std::string(recomputeSpanName));
     }
 
     void checkpointingOnIsNeverRecommended()
