@@ -207,19 +207,19 @@ private Q_SLOTS:
 
     void otherStreamsCacheCannotServe()
     {
-        // 600 MiB cached free on stream 7; the request on stream 0 cannot use it.
-        const std::string text = trace({ "alloc w 1GiB load", "alloc s1 600MiB fwd stream=7", "free s1 fwd",
-            "alloc a 300MiB fwd", "oom 512MiB free=100MiB fwd" });
-        const auto analysis = test::analyzeTrace(text);
-        const auto diagnoses = diagnoseSnapshot(analysis, {});
-        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
-        QVERIFY2(!fragmentation, "free memory on another stream is no fragmentation of this one");
-        // Same trace on one stream: the 600 MiB block would have served it, so no OOM would be
-        // possible; with a 700 MiB request it is split cache of the request's own stream.
-        const std::string one = trace({ "alloc w 1GiB load", "alloc s1 600MiB fwd", "free s1 fwd", "alloc a 300MiB fwd",
-            "oom 400MiB free=100MiB fwd" });
-        const auto own = diagnoseSnapshot(test::analyzeTrace(one), {});
+        // Two segments split by live blocks: 600 MiB free in pieces of 300 MiB.
+        auto split = [](const std::string& stream) {
+            return trace({ "alloc w 1GiB load", "segment_alloc g1 600MiB " + stream,
+                "segment_alloc g2 600MiB " + stream, "alloc a 300MiB fwd in=g1 " + stream,
+                "alloc b 300MiB fwd in=g2 " + stream, "oom 400MiB free=100MiB fwd" });
+        };
+        // On the request's own stream: split cache, fragmentation.
+        const auto own = diagnoseSnapshot(test::analyzeTrace(split("stream=0")), {});
         QVERIFY(test::findDiagnosis(own, DiagnosisId::Fragmentation));
+        // The same cache on stream 7 could never serve a request on stream 0: no fragmentation of it.
+        const auto other = diagnoseSnapshot(test::analyzeTrace(split("stream=7")), {});
+        QVERIFY2(!test::findDiagnosis(other, DiagnosisId::Fragmentation),
+            "free memory on another stream is no fragmentation of this one");
     }
 
     void communicationBuffersKeptPerLayer()
@@ -246,7 +246,7 @@ private Q_SLOTS:
 
     void graphCaptureFailure()
     {
-        const std::string text = trace({ "alloc w 1GiB load", "alloc g1 300MiB pool=1,0 " + graphCaptureStack,
+        const std::string text = trace({ "alloc w 256MiB load", "alloc g1 300MiB pool=1,0 " + graphCaptureStack,
             "alloc g2 200MiB pool=1,0 " + graphCaptureStack, "free g1 fwd",
             "alloc g3 400MiB pool=2,0 " + graphCaptureStack, "oom 512MiB free=100MiB " + graphCaptureStack });
         const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
