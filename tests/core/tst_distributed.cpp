@@ -8,10 +8,12 @@
 #include "core/analysis/recomputespans.h"
 #include "core/caseanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
+#include "core/diagnosis/textdiagnosis.h"
 #include "core/job/jobassembly.h"
 #include "core/jsonexport.h"
 #include "core/presentation/pendingfreesjson.h"
 #include "parsers/snapshotreader.h"
+#include "parsers/text/textparser.h"
 
 #include <QTest>
 
@@ -138,6 +140,35 @@ private Q_SLOTS:
         const auto classic = diagnoseSnapshot(test::analyzeTrace(plain), {});
         QVERIFY(hasFix(classic, "checkpointing"));
         QVERIFY(!hasFix(classic, "offload_checkpointed_inputs"));
+    }
+
+    void checkpointingInTheTracebackIsOn()
+    {
+        // Hugging Face's gradient checkpointing failing inside the recompute: the traceback shows it.
+        const std::string log = R"(Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 825, in _engine_run_backward
+    return Variable._execution_engine.run_backward(
+  File "/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py", line 1129, in unpack_hook
+    frame.recompute_fn(*args)
+  File "/opt/venv/lib/python3.11/site-packages/torch/utils/checkpoint.py", line 1512, in recompute_fn
+    fn(*args, **kwargs)
+  File "/opt/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", line 330, in forward
+    attn_output = self.o_proj(attn_output)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.25 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process has 78.04 GiB memory in use. Of the allocated memory 70.10 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.
+)";
+        const TextFindings findings = parseText(log);
+        QVERIFY(!findings.oomMessages.empty());
+        const auto diagnoses = diagnoseOomMessage(findings.oomMessages.front(), findings);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY(!hasFix(diagnoses, "checkpointing"));
+        QVERIFY(hasFix(diagnoses, "offload_checkpointed_inputs"));
+        // The same failure without checkpointing's frames gets the classic rung.
+        std::string plain = log;
+        for (size_t at = plain.find("torch/utils/checkpoint.py"); at != std::string::npos;
+             at = plain.find("torch/utils/checkpoint.py"))
+            plain.replace(at, 25, "mylib/recomputation.py");
+        const TextFindings plainFindings = parseText(plain);
+        QVERIFY(hasFix(diagnoseOomMessage(plainFindings.oomMessages.front(), plainFindings), "checkpointing"));
     }
 
     void collectivesBandAsCommunication()
