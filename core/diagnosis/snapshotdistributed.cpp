@@ -32,6 +32,45 @@ std::string releaserText(const Snapshot& snapshot, StackId stack)
     return std::string(snapshot.strings->get(frame.name));
 }
 
+// Who held the pending blocks, by the bytes their allocating and releasing frames account for:
+// FSDP1 records streams itself (TORCH_NCCL_AVOID_RECORD_STREAMS does not reach it; FSDP2 does not
+// record streams), other torch.distributed code through ProcessGroupNCCL (the setting stops it),
+// anything else is the program's own side stream (only waiting for it helps).
+enum class PendingOwner { Program, Nccl, Fsdp1 };
+
+PendingOwner pendingOwner(const SnapshotEvidence& e)
+{
+    const Snapshot& snapshot = *e.analysis.snapshot;
+    auto ownerOf = [&](StackId stack) {
+        if (!snapshot.frames || !snapshot.strings || stack == FrameTable::emptyStack())
+            return PendingOwner::Program;
+        PendingOwner owner = PendingOwner::Program;
+        for (FrameId id : snapshot.frames->stack(stack)) {
+            const std::string_view file = snapshot.strings->get(snapshot.frames->frame(id).filename);
+            const bool fsdp2 = file.find("fsdp/_fully_shard") != std::string_view::npos
+                || file.find("_composable/fsdp") != std::string_view::npos;
+            if (file.find("torch/distributed/fsdp/") != std::string_view::npos && !fsdp2)
+                return PendingOwner::Fsdp1;
+            if (file.find("torch/distributed") != std::string_view::npos)
+                owner = PendingOwner::Nccl;
+        }
+        return owner;
+    };
+    uint64_t bytes[3] = { 0, 0, 0 };
+    for (const PendingFreeWindow& w : e.distributed.pending.windows) {
+        const Allocation& a = e.device.allocations[static_cast<size_t>(w.allocation)];
+        PendingOwner owner = ownerOf(a.stack);
+        if (owner == PendingOwner::Program)
+            owner = ownerOf(w.releasedBy);
+        bytes[static_cast<int>(owner)] += w.bytes;
+    }
+    if (bytes[2] >= bytes[1] && bytes[2] >= bytes[0] && bytes[2] > 0)
+        return PendingOwner::Fsdp1;
+    if (bytes[1] >= bytes[0] && bytes[1] > 0)
+        return PendingOwner::Nccl;
+    return PendingOwner::Program;
+}
+
 // The split cache at the failure is what this cause left behind: fragmentation describes it, this
 // cause explains it, so fragmentation ranks below.
 void rankFragmentationBelow(
@@ -99,7 +138,21 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + " in " + std::to_string(p.releasers[i].windows) + " frees that waited");
     d.summary = formatBytes(held) + " the program had freed could not be reused until another stream's work "
         + "finished (record_stream, collectives on a side stream), so the allocator reserved new memory instead.";
-    appendFixes(d.fixes, { FixKind::AvoidRecordStreams, FixKind::Fsdp2, FixKind::SynchronizeBeforeReuse }, e.fixes);
+    switch (pendingOwner(e)) {
+    case PendingOwner::Fsdp1:
+        e.evidence(d, "the pending blocks are FSDP's own buffers, which it tags with record_stream itself");
+        appendFixes(d.fixes, { FixKind::Fsdp2, FixKind::SynchronizeBeforeReuse, FixKind::AvoidRecordStreams }, e.fixes);
+        break;
+    case PendingOwner::Nccl:
+        appendFixes(d.fixes, { FixKind::AvoidRecordStreams, FixKind::Fsdp2, FixKind::SynchronizeBeforeReuse }, e.fixes);
+        break;
+    case PendingOwner::Program:
+        e.evidence(d,
+            "no torch.distributed frame allocated or released the pending blocks: a side stream of the "
+            "program's own (x.record_stream(s))");
+        appendFixes(d.fixes, { FixKind::SynchronizeBeforeReuse, FixKind::AvoidRecordStreams, FixKind::Fsdp2 }, e.fixes);
+        break;
+    }
     d.outlook = dynamicOutlook();
     const std::string why = "the " + formatBytes(held)
         + " of cache that was unusable came from blocks held by pending frees while new segments were reserved";

@@ -230,6 +230,10 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QCOMPARE(d.fixes.front().id, std::string("avoid_record_streams"));
         for (const Fix& f : d.fixes)
             QVERIFY(f.id != "micro_batch");
+        // The program's own side stream: only waiting for it helps.
+        const auto own = diagnoseSnapshot(test::analyzeTrace(pendingTrace("fwd")), {});
+        QCOMPARE(own.front().id, DiagnosisId::PendingFrees);
+        QCOMPARE(own.front().fixes.front().id, std::string("synchronize_before_reuse"));
         // Fragmentation is there, but as the symptom.
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
@@ -340,13 +344,17 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 private:
     // Collective outputs freed while NCCL's stream still uses them (record_stream): the allocator
     // reserves new segments meanwhile, gets the blocks back only when it synchronizes before failing.
-    static std::string pendingTrace()
+    static std::string pendingTrace(const std::string& collective = ncclCollective)
     {
-        return trace({ "alloc w 1GiB load", "segment_alloc s1 1GiB", "alloc x1 512MiB fwd in=s1",
-            "alloc k1 512MiB fwd in=s1", "free_requested x1 fwd", "segment_alloc s2 1GiB", "alloc x2 512MiB fwd in=s2",
-            "alloc k2 512MiB fwd in=s2", "free_requested x2 fwd", "segment_alloc s3 1GiB", "alloc x3 512MiB fwd in=s3",
-            "alloc k3 512MiB fwd in=s3", "free_completed x1", "free_completed x2", "oom 768MiB free=200MiB fwd" });
+        return trace({ "alloc w 1GiB load", "segment_alloc s1 1GiB", "alloc x1 512MiB " + collective + " in=s1",
+            "alloc k1 512MiB fwd in=s1", "free_requested x1 fwd", "segment_alloc s2 1GiB",
+            "alloc x2 512MiB " + collective + " in=s2", "alloc k2 512MiB fwd in=s2", "free_requested x2 fwd",
+            "segment_alloc s3 1GiB", "alloc x3 512MiB " + collective + " in=s3", "alloc k3 512MiB fwd in=s3",
+            "free_completed x1", "free_completed x2", "oom 768MiB free=200MiB fwd" });
     }
+    static inline const std::string ncclCollective
+        = "stack=torch/distributed/distributed_c10d.py:all_gather_into_tensor:3000;model.py:forward:12;"
+          "torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
 };
 
 QTEST_GUILESS_MAIN(TestDistributed)
