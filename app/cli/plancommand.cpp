@@ -25,7 +25,7 @@ struct PlanOptions
 {
     QCommandLineOption model { QStringLiteral("model"),
         QStringLiteral("A Hugging Face config.json, or a preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, "
-                       "llama-2-13b, llama-2-70b, llama-65b, mistral-7b."),
+                       "llama-2-13b, llama-2-70b, llama-65b, mistral-7b, llama-3-70b, mixtral-8x7b."),
         QStringLiteral("FILE") };
     QCommandLineOption params { QStringLiteral("params"), QStringLiteral("Parameter count (1.3e9 works)."),
         QStringLiteral("N") };

@@ -124,6 +124,9 @@ void addMegatron(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan&
           "attention scores, plus a flat 5%); the planner counts this model's blocks (grouped-query K and V, "
           "gated MLP, norm statistics, FlashAttention's log-sum-exp or eager scores, the set-up's recompute) and "
           "the logits with their fp32 log-softmax where the LM head lives";
+    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK)
+        activationReason += "; Megatron's formula does not model full recompute (the planner keeps each "
+                            "checkpointed block's input and one block being recomputed)";
     if (p.context > 1)
         activationReason += "; Megatron's formula does not split the sequence by CP";
     if (model.moe())

@@ -211,7 +211,7 @@ nlohmann::ordered_json planToJson(const PlanResult& result)
     plan["cards"] = cards;
     Json ladder = Json::array();
     for (const LadderRung& rung : result.ladder) {
-        const uint64_t capacity = result.card ? result.card->capacityBytes : 0;
+        const uint64_t capacity = result.card ? usableBytes(result.setup, result.card->capacityBytes) : 0;
         ladder.push_back(
             { { "id", rung.id }, { "change", rung.change }, { "alone_total_per_gpu_bytes", rung.aloneTotal },
                 { "alone_fits", rung.aloneTotal <= capacity }, { "climbed_total_per_gpu_bytes", rung.climbedTotal },

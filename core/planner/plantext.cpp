@@ -3,6 +3,7 @@
 #include "core/planner/fsdpconfig.h"
 #include "core/units.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -94,8 +95,9 @@ void writeServing(std::ostringstream& out, const PlanResult& result)
 {
     const ServingMemory& serving = result.shown.servingMemory;
     const TrainingSetup& setup = result.setup;
-    out << "\nServing: weights " << formatBytes(serving.weightBytes) << " per GPU ("
-        << millions(result.shown.parametersPerGpu) << " parameters, " << weightFormatName(setup.weights)
+    out << "Serving: weights " << formatBytes(serving.weightBytes) << " per GPU ("
+        << millions(result.shown.parametersPerGpu) << " parameters at " << servingBytesPerWeight(setup)
+        << " bytes each in the blocks"
         << "); KV cache " << formatBytes(serving.kvBytesPerToken) << " per token per GPU ("
         << kvDtypeName(setup.kvDtype) << "), " << formatBytes(serving.kvCacheBytes) << " for " << setup.microBatch
         << " x " << setup.sequence << " tokens; workspace " << formatBytes(serving.activationBytes) << ".\n";
@@ -170,8 +172,12 @@ std::string planToText(const PlanResult& result)
 
     if (result.card) {
         const GpuCard& card = *result.card;
-        out << "\nOn " << card.name << " (" << card.models << ", " << formatBytes(card.capacityBytes)
-            << "): " << fitWords(shown.totalPerGpu, card.capacityBytes) << ".\n";
+        out << "\nOn " << card.name << " (" << card.models << ", " << formatBytes(card.capacityBytes) << ")";
+        // Serving is held to vLLM's share of the card, the ladder too.
+        const uint64_t usable = usableBytes(result.setup, card.capacityBytes);
+        if (shown.serving)
+            out << " within vLLM's " << percent(result.setup.gpuMemoryUtilization) << " of it";
+        out << ": " << fitWords(shown.totalPerGpu, usable) << ".\n";
         if (result.fitsWithPaging && !*result.fits)
             out << (*result.fitsWithPaging ? "With the paged optimizer state moved to host memory it runs, slower: "
                                            : "Even with the paged optimizer state on the host: ")
@@ -180,15 +186,18 @@ std::string planToText(const PlanResult& result)
             out << "Largest micro-batch that fits: " << result.maxMicroBatch << "; longest sequence at micro-batch "
                 << result.setup.microBatch << ": " << result.maxSequence << ".\n";
         if (!result.ladder.empty()) {
+            size_t idWidth = 15;
+            for (const LadderRung& rung : result.ladder)
+                idWidth = std::max(idWidth, rung.id.size() + 1);
             out << "\nThe ladder, cheapest first (each rung on top of the ones before; alone in brackets):\n";
             for (const LadderRung& rung : result.ladder) {
-                out << "  " << padRight(rung.id, 15) << padRight(rung.change, 48)
-                    << padLeft(formatBytes(rung.climbedTotal), 11) << "  "
-                    << fitWords(rung.climbedTotal, card.capacityBytes) << "  [alone " << formatBytes(rung.aloneTotal)
-                    << "]" << (rung.changesExperiment ? "  changes the experiment" : "") << '\n';
+                out << "  " << padRight(rung.id, idWidth) << padRight(rung.change, 48)
+                    << padLeft(formatBytes(rung.climbedTotal), 11) << "  " << fitWords(rung.climbedTotal, usable)
+                    << "  [alone " << formatBytes(rung.aloneTotal) << "]"
+                    << (rung.changesExperiment ? "  changes the experiment" : "") << '\n';
             }
             const LadderRung& last = result.ladder.back();
-            if (last.climbedTotal <= card.capacityBytes)
+            if (last.climbedTotal <= usable)
                 out << "It fits from rung '" << last.id << "' on.\n";
             else
                 out << "Even the whole ladder does not fit one card: more GPUs (--gpus, --nodes) or a larger card.\n";

@@ -255,8 +255,10 @@ std::string describeSetup(const TrainingSetup& setup)
 {
     if (setup.inference) {
         std::string text = "serving " + std::to_string(setup.microBatch) + " x " + std::to_string(setup.sequence)
-            + " tokens, weights " + std::string(weightFormatName(setup.weights)) + ", KV cache "
-            + std::string(kvDtypeName(setup.kvDtype));
+            + " tokens, weights "
+            + (setup.weights == WeightFormat::Auto ? std::string(setup.precision == Precision::Fp32 ? "fp32" : "16-bit")
+                                                   : std::string(weightFormatName(setup.weights)))
+            + ", KV cache " + std::string(kvDtypeName(setup.kvDtype));
         if (setup.parallel.tensor > 1 || setup.parallel.pipeline > 1)
             text
                 += ", TP " + std::to_string(setup.parallel.tensor) + " x PP " + std::to_string(setup.parallel.pipeline);

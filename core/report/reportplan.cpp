@@ -174,7 +174,8 @@ void ReportBuilder::writePlan()
         "Model " + plan.model.name + ", " + groupedNumber(static_cast<int64_t>(shown.parameterCount))
             + " parameters. Set-up: " + planner::describeSetup(plan.setup) + ".");
     if (plan.card) {
-        const std::string verdict = planner::fitWords(shown.totalPerGpu, plan.card->capacityBytes);
+        const std::string verdict
+            = planner::fitWords(shown.totalPerGpu, planner::usableBytes(plan.setup, plan.card->capacityBytes));
         element("p",
             "On " + plan.card->models + " (" + formatBytes(plan.card->capacityBytes) + " per GPU) the peak of "
                 + formatBytes(shown.totalPerGpu) + " in the " + std::string(planner::peakPhaseName(shown.peakPhase))
@@ -258,7 +259,8 @@ void ReportBuilder::writePlan()
             }
             raw("</td>");
             element("td", formatBytes(rung.climbedTotal), "num");
-            element("td", planner::fitWords(rung.climbedTotal, plan.card->capacityBytes));
+            element(
+                "td", planner::fitWords(rung.climbedTotal, planner::usableBytes(plan.setup, plan.card->capacityBytes)));
             element("td", formatBytes(rung.aloneTotal), "num");
             raw("</tr>\n");
         }
