@@ -377,6 +377,29 @@ private Q_SLOTS:
         QVERIFY2(text.out.contains("GPU KV cache size"), text.out.constData());
     }
 
+    // The report of a pipeline plan: a bar and a row per stage, the estimators beside ours; of a
+    // serving plan: the KV cache band and vLLM's tokens.
+    void clusterReports()
+    {
+        const Run pipeline = oomlens({ QStringLiteral("--model"), fixture("llama-2-70b.config.json"),
+            QStringLiteral("--gpus"), QStringLiteral("8"), QStringLiteral("--nodes"), QStringLiteral("4"),
+            QStringLiteral("--tp"), QStringLiteral("8"), QStringLiteral("--pp"), QStringLiteral("4"),
+            QStringLiteral("--card"), QStringLiteral("80GB"), QStringLiteral("--report"), QStringLiteral("-") });
+        QCOMPARE(pipeline.exitCode, 0);
+        QVERIFY(pipeline.out.contains("<h3>Pipeline stages</h3>"));
+        QVERIFY(pipeline.out.contains("Published estimators beside the planner"));
+        QVERIFY(pipeline.out.contains("in stage 3: "));
+        QVERIFY(!pipeline.out.contains("band cat-kv")); // training keeps no KV cache
+        const Run serving
+            = oomlens({ QStringLiteral("--model"), fixture("llama-2-70b.config.json"), QStringLiteral("--inference"),
+                QStringLiteral("--gpus"), QStringLiteral("4"), QStringLiteral("--tp"), QStringLiteral("4"),
+                QStringLiteral("--batch"), QStringLiteral("64"), QStringLiteral("--seq"), QStringLiteral("4096"),
+                QStringLiteral("--card"), QStringLiteral("80GB"), QStringLiteral("--report"), QStringLiteral("-") });
+        QCOMPARE(serving.exitCode, 0);
+        QVERIFY(serving.out.contains("band cat-kv"));
+        QVERIFY(serving.out.contains("vLLM at gpu_memory_utilization 0.90"));
+    }
+
     void clusterUsageErrors()
     {
         QCOMPARE(oomlens({ QStringLiteral("--params"), QStringLiteral("7e9"), QStringLiteral("--kv-dtype"),
