@@ -3,5 +3,7 @@
 import scen_pending
 import scen_comm
 import scen_graph
+import scen_rl
+import scen_controls
 
-ALL = [make() for mod in (scen_pending, scen_comm, scen_graph) for make in mod.ALL]
+ALL = [make() for mod in (scen_pending, scen_comm, scen_graph, scen_rl, scen_controls) for make in mod.ALL]
