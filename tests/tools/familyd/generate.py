@@ -66,6 +66,7 @@ def label_for(spec, r, rf):
     if f["rl_phase"] or spec.rl_phase:
         label["rl_phase"] = spec.rl_phase or f["rl_phase"]
     label["framework"] = spec.framework
+    label["control"] = spec.control
     return label
 
 

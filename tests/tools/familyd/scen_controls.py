@@ -231,5 +231,53 @@ def fsdp2_ckpt_logits_leak():
                 "keep argmax, not logits", checkpointing=True, rank_prefix=2)
 
 
+def fsdp2_eval_keeps_logits():
+    P = F.Paths("/usr/local/lib/python3.11/site-packages", "/workspace")
+    model = M.QWEN25_1_5B
+    world = 8
+
+    def make():
+        r = Run("A10G", outside=int(0.6 * GiB), device=4)
+        r.visible_devices = 8
+        return r
+
+    def program(r, fixed):
+        from scen_rl import no_grad_forward
+        sp = P.sp
+        tr = sp + "/transformers/trainer.py"
+        l = Loop(r, P, model, tr, ckpt="non_reentrant", param_dtype=4, grad_dtype=4, shard=world, opt_bytes=8)
+        Fsdp2(l, world)
+        l.load([(tr, 2392, "_inner_training_loop", "model, self.optimizer = self.accelerator.prepare(self.model, self.optimizer)"),
+                (P.t + "/distributed/fsdp/_fully_shard/_fully_shard.py", 235, "fully_shard", "state._fsdp_param_group = FSDPParamGroup(")])
+        for step in range(10):
+            r.step = step
+            l.step(4096)
+            l.zero_grad()
+        r.phase = "eval"
+        ev = [(tr, 4254, "evaluation_loop", "losses, logits, labels = self.prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)"),
+              (tr, 4470, "prediction_step", "outputs = model(**inputs)")]
+        kept = []
+        for batch in range(400):
+            r.notes["batch"] = batch
+            no_grad_forward(r, model, 2048, ev, dtype_logits=0)
+            with r.at([(tr, 4283, "evaluation_loop", "all_preds.add(logits)"),
+                       (sp + "/transformers/trainer_pt_utils.py", 347, "add", "self.tensors = nested_concat(self.tensors, tensors, padding_index=self.padding_index)")]):
+                kept.append(r.alloc(2048 * (1 if fixed else model.vocab) * 2, "activations"))
+
+    def describe(r, rf):
+        f = r.failure
+        return ("Qwen2.5-1.5B fine-tuned with the Hugging Face Trainer under FSDP2 on 8 A10G (activation checkpointing on) "
+                "for 10 steps, then evaluated with no eval_accumulation_steps and no preprocess_logits_for_metrics: "
+                "every eval batch's bf16 logits (2048 tokens x 151936, %s) are kept on the GPU for compute_metrics. "
+                "After %d batches they hold %s and the next one fails. Training itself is small; keeping argmax "
+                "predictions (preprocess_logits_for_metrics) runs the whole evaluation (peak reserved %s)."
+                % (m(2048 * M.QWEN25_1_5B.vocab * 2), r.notes["batch"], g(f["live_by_category"].get("activations", 0)),
+                   g(rf.a.peak_reserved)))
+
+    return Spec("fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits", "eval_accumulation", "FSDP2 + transformers Trainer",
+                make, program, describe, "preprocess_logits_for_metrics (argmax)", checkpointing=True, phase="eval",
+                rank_prefix=4)
+
+
 ALL = [fsdp2_ckpt_first_backward, hf_reentrant_longest_batch, ddp_capacity,
-       megatron_recompute_optimizer_state, fsdp2_ckpt_logits_leak]
+       megatron_recompute_optimizer_state, fsdp2_ckpt_logits_leak, fsdp2_eval_keeps_logits]
