@@ -26,6 +26,8 @@ def simulate(spec, fixed):
     try:
         spec.program(r, fixed)
     except Failed:
+        if spec.unwind and not fixed:
+            spec.unwind(r)
         return r, True
     return r, False
 
@@ -55,6 +57,9 @@ def label_for(spec, r, rf):
         "pending_free_bytes_at_oom": f["pending_before_sync"],
         "pending_free_frames": dict(sorted(pending_frames.items())),
         "private_pool_bytes_at_oom": f["private_pool_reserved"],
+        "snapshot_dumped": "after_unwind" if spec.unwind else "at_oom",
+        "pending_free_bytes_in_snapshot": sum(b.requested for s in r.a.segments for b in s.blocks
+                                              if b.state == "active_pending_free"),
         "requested_bytes": f["requested"],
         "reserved_bytes_at_oom": f["reserved"],
         "alloc_retries": r.a.retries,

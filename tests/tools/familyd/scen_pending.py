@@ -41,13 +41,26 @@ def fsdp1_70b():
                 "inter-node reduce-scatters about 40 layers behind the CPU, %s of freed gradients were still "
                 "pending when the failing request came, and the allocator had added segments for new gradients "
                 "while they were. It retried %d times (synchronise, release unsplit segments); after the last "
-                "retry %s stays reserved but split and the %s request fails in backward. The same program "
+                "retry %s is reserved but unallocated, in pieces, and the %s gradient of the logits (the start of step 1's backward) fails. The same program "
                 "without record_stream (TORCH_NCCL_AVOID_RECORD_STREAMS=1 / FSDP2) peaks at %s reserved and "
-                "completes." % (g(f["pending_before_sync"]), r.a.retries, g(f["reserved"] - f["allocated_block_bytes"]),
-                                m(f["requested"]), g(rf.a.peak_reserved)))
+                "completes. The snapshot was dumped in the loop's except handler, after the exception had dropped the "
+                "graph: the all-gather outputs recorded on the default stream are active_pending_free there (%s)."
+                % (g(f["pending_before_sync"]), r.a.retries, g(f["reserved"] - f["allocated_block_bytes"]),
+                   m(f["requested"]), g(rf.a.peak_reserved),
+                   g(sum(b.requested for s in r.a.segments for b in s.blocks if b.state == "active_pending_free"))))
+
+    def unwind(r):
+        # the training loop catches torch.OutOfMemoryError and dumps the snapshot: by then the
+        # exception has dropped the autograd graph and FSDP's unsharded buffers; those recorded on
+        # another stream are freed with events that no malloc has polled yet, so they are still
+        # active_pending_free in the snapshot
+        r.a.tick(20000)
+        for b in sorted(r.a.live.values(), key=lambda b: -b.addr):
+            if b.state == "active_allocated" and b.category in ("activations", "temporaries", "communication"):
+                r.a.free(b, b.frames)
 
     return Spec("fsdp1_llama3_70b_h100_pending_unsharded_grads", "pending_frees", "FSDP1", make, program, describe,
-                "record_stream avoided (TORCH_NCCL_AVOID_RECORD_STREAMS=1)", ring=2000, rank_prefix=3)
+                "record_stream avoided (TORCH_NCCL_AVOID_RECORD_STREAMS=1)", ring=2000, rank_prefix=3, unwind=unwind)
 
 
 def te_graphed_tp():

@@ -15,7 +15,7 @@ def m(n):
 class Spec:
     def __init__(self, name, case, framework, make_run, program, describe, counterfactual, also_acceptable=(),
                  also_acceptable_without_text=(), phase=None, rl_phase=None, checkpointing=False, ring=1200,
-                 torch="2.6", rank_prefix=None, alloc_conf="", check=None):
+                 torch="2.6", rank_prefix=None, alloc_conf="", check=None, unwind=None):
         self.name, self.case, self.framework = name, case, framework
         self.make_run, self.program, self._describe = make_run, program, describe
         self.counterfactual = counterfactual
@@ -24,6 +24,9 @@ class Spec:
         self.phase, self.rl_phase, self.checkpointing = phase, rl_phase, checkpointing
         self.ring, self.torch, self.rank_prefix, self.alloc_conf = ring, torch, rank_prefix, alloc_conf
         self._check = check
+        # unwind(r): what the exception frees before an `except` handler dumps the snapshot; without
+        # it the snapshot is dumped by an OOM observer at the failure
+        self.unwind = unwind
 
     def describe(self, r, rf):
         return " ".join(self._describe(r, rf).split())
