@@ -16,9 +16,12 @@
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
 
+#include <QDir>
 #include <QFile>
 #include <QJsonObject>
+#include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <algorithm>
@@ -249,6 +252,33 @@ private Q_SLOTS:
         for (const char* id : { "pending_frees", "communication_buffers", "graph_capture", "colocated_engine" })
             QVERIFY2(perCase[QLatin1String(id)] >= 3, id);
         QVERIFY(controls >= 6);
+    }
+
+    // The data is what the generator writes: run it into a second folder and compare every file
+    // byte for byte. The generator also re-checks every label's physics (the run as written fails,
+    // its counterfactual completes), so a change to it that breaks a label fails here.
+    void generatorReproducesTheData()
+    {
+        QTemporaryDir out;
+        QVERIFY(out.isValid());
+        QProcess generator;
+        generator.setProcessChannelMode(QProcess::MergedChannels);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(
+            QStringLiteral("PYTHONDONTWRITEBYTECODE"), QStringLiteral("1")); // nothing written into the source tree
+        generator.setProcessEnvironment(env);
+        generator.start(QStringLiteral(OOMLENS_PYTHON),
+            { QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familyd/generate.py"), QStringLiteral("--out"),
+                out.path() });
+        QVERIFY2(generator.waitForFinished(240000), "the generator did not finish in 4 minutes");
+        const QByteArray log = generator.readAll();
+        QVERIFY2(
+            generator.exitStatus() == QProcess::NormalExit && generator.exitCode() == 0, log.right(2000).constData());
+        const QDir committed(family().scenariosDir);
+        const QStringList files = committed.entryList(QDir::Files, QDir::Name);
+        QCOMPARE(QDir(out.path()).entryList(QDir::Files, QDir::Name), files);
+        for (const QString& file : files)
+            QVERIFY2(test::readFile(committed.filePath(file)) == test::readFile(out.filePath(file)), qPrintable(file));
     }
 
     void scenariosRead_data() { test::scenarioRows(family()); }
