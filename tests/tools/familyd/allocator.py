@@ -59,12 +59,13 @@ def allocation_size(size):
 
 
 class Segment:
-    __slots__ = ("addr", "size", "stream", "pool", "small", "blocks", "frames")
+    __slots__ = ("addr", "size", "stream", "pool", "small", "blocks", "frames", "unmapped")
 
     def __init__(self, addr, size, stream, pool, small, frames):
         self.addr, self.size, self.stream, self.pool, self.small = addr, size, stream, pool, small
         self.blocks = []
         self.frames = frames
+        self.unmapped = False  # physical memory released under the allocator (vLLM sleep mode's cumem)
 
 
 class Block:
@@ -207,6 +208,25 @@ class Allocator:
         del self.captures[stream]
         if not self.captures:
             self.end_captures_deferred()
+
+    def unmap_pool(self, pool):
+        """vLLM's sleep mode (CuMemAllocator) unmaps and releases the physical memory of a MemPool's
+        allocations below the caching allocator: the segments and their blocks stay as they are in
+        PyTorch's view (and in a snapshot), but the card gets the memory back."""
+        for seg in self.segments:
+            if seg.pool == pool and not seg.unmapped:
+                seg.unmapped = True
+                self.reserved -= seg.size
+
+    def map_pool(self, pool):
+        """wake_up(): the physical memory is created and mapped again at the same addresses."""
+        need = sum(seg.size for seg in self.segments if seg.pool == pool and seg.unmapped)
+        if self.reserved + need > self.limit:
+            raise OutOfMemory(need, need, {"pending_before_sync": 0, "pending_blocks_before_sync": []})
+        for seg in self.segments:
+            if seg.pool == pool and seg.unmapped:
+                seg.unmapped = False
+                self.reserved += seg.size
 
     def release_pool(self, pool):
         """The graphs or the MemPool owning `pool` were destroyed: its cached segments may go."""

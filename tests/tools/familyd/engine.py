@@ -40,6 +40,7 @@ class Engine:
     def _pool(self, pool):
         if self.pools:
             self.r.a.mempool_stack.append(pool)
+            self.r.a.live_pools.add(pool)  # a MemPool in use: release_cached_blocks leaves it alone
 
     def _unpool(self):
         if self.pools:
@@ -73,6 +74,16 @@ class Engine:
         for t in self.weights:
             self.r.free(t, frames)
         self.weights = []
+
+    def sleep(self):
+        """vLLM sleep mode: the weights and KV cache pools lose their physical memory; PyTorch's view
+        of them (segments, blocks, a snapshot) does not change."""
+        self.r.a.unmap_pool(WEIGHTS_POOL)
+        self.r.a.unmap_pool(KV_POOL)
+
+    def wake_up(self):
+        self.r.a.map_pool(WEIGHTS_POOL)
+        self.r.a.map_pool(KV_POOL)
 
     def generate(self, prefill_tokens, seqs, outer=()):
         """One prefill chunk and one decode step's transient tensors (default pool)."""

@@ -107,7 +107,8 @@ class Run:
                 "live_by_category": self.a.live_by_category(include_pending=False),
                 "private_pool_reserved": self.a.private_pool_reserved(),
                 "private_pool_free_cached": self.a.private_pool_free_cached(),
-                "reserved": self.a.reserved,
+                "reserved": sum(seg.size for seg in self.a.segments),  # PyTorch's view, unmapped pools included
+                "physical_reserved": self.a.reserved,
                 "allocated_block_bytes": self.a.allocated_bytes(),
                 "stream": stream,
                 "trace_index": len(self.a.trace) - 1,

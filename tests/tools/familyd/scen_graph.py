@@ -211,4 +211,69 @@ def sglang_capture():
                 describe, "--disable-cuda-graph", phase="eval", rank_prefix=None)
 
 
-ALL = [vllm_capture_sizes, per_bucket_pools, sglang_capture]
+def sdxl_graphs_per_resolution():
+    """A diffusion service that captures its UNet step with torch.cuda.graph once per served
+    resolution (a stable-fast / OneDiff-style wrapper), each capture in a pool of its own."""
+    P = F.Paths("/usr/local/lib/python3.10/dist-packages", "/srv/imagine")
+    unet_params = 2_567_000_000
+
+    def make():
+        return Run("L40S", outside=int(0.7 * GiB), device=0)
+
+    def program(r, fixed):
+        sp = P.sp
+        app = "/srv/imagine/service.py"
+        r.phase = "load"
+        with r.at([(app, 38, "load", "pipe = StableDiffusionXLPipeline.from_pretrained(MODEL, torch_dtype=torch.float16).to(\"cuda\")")] + P.to_device(app, 38)[1:]):
+            for i in range(64):
+                r.alloc(2 * unet_params // 64, "parameters")
+            r.alloc(2 * 817_000_000, "parameters")  # the two text encoders
+            r.alloc(2 * 84_000_000, "parameters")  # the VAE
+        r.phase = "eval"
+        sizes = [(1024, 1024), (1152, 896), (896, 1152), (1216, 832), (832, 1216), (1344, 768), (768, 1344)]
+        batch = 8
+        for k, (h, w) in enumerate(sizes):
+            tokens = (h // 16) * (w // 16)  # the first attention level's tokens per image
+            r.notes["res"] = "%dx%d" % (w, h)
+            pool = (k + 1, 0) if not fixed else (1, 0)
+            cap = [(app, 71, "warm_up", "graphs[(h, w)] = capture_unet_step(pipe.unet, h, w, batch)"),
+                   (app, 55, "capture_unet_step", "with torch.cuda.graph(graph%s):" % ("" if not fixed else ", pool=shared_pool")),
+                   (app, 56, "capture_unet_step", "static_out = unet(static_latents, static_t, encoder_hidden_states=static_text, added_cond_kwargs=static_added).sample")]
+            with r.at(cap, P.call(sp + "/diffusers/models/unets/unet_2d_condition.py", 1216, "forward", "sample, res_samples = downsample_block(")):
+                r.a.begin_capture(CAPTURE, pool)
+                px = (h // 8) * (w // 8) * batch * 2  # latents, classifier-free guidance doubles the batch
+                skips = []
+                for level, (ch, div) in enumerate([(320, 1), (640, 2), (1280, 4)]):
+                    n = px // (div * div)
+                    for j in range(3):
+                        t = r.alloc(n * ch * 2 * 3, "temporaries", stream=CAPTURE)
+                        skips.append(r.alloc(n * ch * 2, "activations", stream=CAPTURE))
+                        r.free(t)
+                    if level:
+                        # the classic AttnProcessor materialises the scores: batch x heads x tokens^2
+                        scores = tokens * tokens * 2 * batch * 2 * (10 if level == 1 else 20) // (1 if level == 1 else 16)
+                        attn = r.alloc(scores, "temporaries", stream=CAPTURE)
+                        r.free(attn)
+                for t in reversed(skips):
+                    up = r.alloc(t.requested * 2, "temporaries", stream=CAPTURE)
+                    r.free(t)
+                    r.free(up)
+                r.alloc(px * 4 * 2, "activations", stream=CAPTURE)  # the static output the graph keeps
+                r.a.end_capture(CAPTURE)
+
+    def describe(r, rf):
+        f = r.failure
+        return ("Not training: an SDXL image service on one L40S (fp16 UNet, text encoders and VAE: %s) that captures "
+                "its UNet step with torch.cuda.graph for each of seven served resolutions at batch 8 with classifier-free "
+                "guidance, each capture without pool=, so each gets a private pool that keeps every block its capture "
+                "touched (the down path's skip connections and the attention scores, which the classic AttnProcessor "
+                "materialises). The pools hold %s when the capture for "
+                "%s fails. Captured into one shared pool (replays never overlap), all seven graphs need %s reserved."
+                % (g(f["live_by_category"].get("parameters", 0)), g(f["private_pool_reserved"]), r.notes["res"],
+                   g(rf.a.peak_reserved)))
+
+    return Spec("sdxl_unet_graphs_per_resolution_l40s_private_pools", "graph_capture", "diffusers + torch.cuda.graph",
+                make, program, describe, "one pool shared by the captures", phase="eval")
+
+
+ALL = [vllm_capture_sizes, per_bucket_pools, sglang_capture, sdxl_graphs_per_resolution]

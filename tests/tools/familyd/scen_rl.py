@@ -141,6 +141,84 @@ def trl_grpo_update():
                 checkpointing=True, rank_prefix=0)
 
 
+def verl_sleep_mode_rollout():
+    P = F.Paths("/usr/local/lib/python3.10/dist-packages", "/workspace/verl")
+    model = M.QWEN25_7B
+    world = 4
+    util = 0.815
+
+    def make():
+        r = Run("H100", outside=int(1.2 * GiB), device=1)
+        r.visible_devices = 4
+        return r
+
+    def program(r, fixed):
+        vw = "/workspace/verl/verl"
+        top = [(vw + "/single_controller/ray/base.py", 663, "func", "return getattr(self.worker_dict[key], name)(*args, **kwargs)"),
+               (vw + "/single_controller/base/decorator.py", 540, "inner", "return func(*args, **kwargs)")]
+        fw = vw + "/workers/fsdp_workers.py"
+        l = Loop(r, P, model, vw + "/workers/actor/dp_actor.py", ckpt="non_reentrant", param_dtype=4, grad_dtype=4,
+                 shard=world, opt_bytes=8,
+                 fwd_frames=top + [(fw, 640, "update_actor", "metrics = self.actor.update_policy(data=data)"),
+                                   (vw + "/workers/actor/dp_actor.py", 420, "update_policy", "entropy, log_prob = self._forward_micro_batch(")])
+        Fsdp2(l, world)
+        r.phase = "load"
+        l.load(top + [(fw, 560, "init_model", "self.actor_module_fsdp, self.actor_optimizer, self.actor_lr_scheduler, self.actor_model_config = self._build_model_optimizer(")])
+        eng = Engine(r, P, model, tp=1, v1=True, pools=True)
+        rollout = top + [(fw, 606, "init_model", "self.rollout, self.rollout_sharding_manager = self._build_rollout("),
+                         (vw + "/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", 130, "__init__", "self.inference_engine = LLM(")]
+        eng.load_weights(rollout)
+        kv = int(util * r.card.total) - 2 * model.params - int(2 * GiB)
+        r.notes["kv"] = eng.alloc_kv(kv, rollout)
+        eng.sleep()
+        gen = top + [(fw, 760, "generate_sequences", "output = self.rollout.generate_sequences(prompts=prompts)"),
+                     (vw + "/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", 290, "generate_sequences", "outputs = self.inference_engine.generate(")]
+        shard = [(vw + "/workers/sharding_manager/fsdp_vllm.py", 180, "__enter__", "self.inference_engine.wake_up()")]
+        for it in range(3):
+            r.step = it
+            r.rl_phase = "wake_up"
+            r.phase = "load"
+            if fixed:
+                # param_offload=True: the actor's parameters and gradients leave the GPU for the rollout
+                for t in l.weights:
+                    r.free(t)
+                l.zero_grad()
+            r.a.empty_cache()
+            eng.wake_up()
+            r.rl_phase = "rollout"
+            r.phase = "forward"
+            with r.at(gen):
+                eng.generate(16384, 1024)
+            eng.sleep()
+            if fixed:
+                l.weights = []
+                l.load(top + [(fw, 640, "update_actor", "load_fsdp_model_to_gpu(self.actor_module_fsdp)")])
+            r.rl_phase = "update"
+            l.step(4096, optimizer=False)
+            l.step(4096, optimizer=False)
+            l.optimizer_step()
+            # optimizer_offload=True: the Adam state goes back to the CPU after each update
+            for t in l.state or []:
+                r.free(t)
+            l.state = None
+
+    def describe(r, rf):
+        f = r.failure
+        return ("GRPO on Qwen2.5-7B with verl: FSDP2 actor over 4 H100s with optimizer_offload=True but param_offload=False, "
+                "and a vLLM (V1) rollout with enable_sleep_mode and gpu_memory_utilization=0.815: its weights and KV "
+                "cache (%s) live in MemPools (0, 1) and (0, 2) whose physical memory is released while the engine "
+                "sleeps (the segments stay in PyTorch's view). The cache was sized at start-up, before the actor had "
+                "gradients; from iteration 1 on the actor's fp32 sharded parameters and gradients (%s) stay on the GPU "
+                "through the rollout, and the rollout's prefill of iteration %d fails beside the awake engine. With "
+                "param_offload=True every iteration fits (peak reserved %s)."
+                % (g(2 * M.QWEN25_7B.params + r.notes["kv"]),
+                   g(sum(v for k, v in f["live_by_category"].items() if k in ("parameters", "gradients")) - 2 * M.QWEN25_7B.params),
+                   f["step"], g(rf.a.peak_reserved)))
+
+    return Spec("verl_qwen25_7b_vllm_sleep_mode_pools_rollout_params_resident", "colocated_engine", "verl + vLLM sleep mode",
+                make, program, describe, "param_offload=True", rl_phase="rollout", checkpointing=True, rank_prefix=None)
+
+
 def no_grad_forward(r, model, tokens, frames, shard_gather=None, dtype_logits=4):
     """A reference or reward pass under torch.no_grad(): each layer's tensors die with the layer;
     the logits (and their fp32 log-softmax) are what is large."""
@@ -399,4 +477,4 @@ def vllm_prompt_logprobs():
                 describe, "prompt_logprobs=None", phase="eval")
 
 
-ALL = [verl_wake_up, trl_grpo_update, slime_weight_sync, openrlhf_reference, hf_static_cache_server, vllm_prompt_logprobs]
+ALL = [verl_wake_up, verl_sleep_mode_rollout, trl_grpo_update, slime_weight_sync, openrlhf_reference, hf_static_cache_server, vllm_prompt_logprobs]

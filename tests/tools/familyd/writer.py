@@ -115,7 +115,7 @@ def snapshot_dict(run, ring, settings_conf=""):
 def oom_text(run, rank_prefix=None, exception="torch.OutOfMemoryError", url_era="2.5"):
     f = run.failure
     a = run.a
-    self_use = a.reserved + run.outside
+    self_use = f["physical_reserved"] + run.outside  # NVML sees only mapped memory
     procs = "Including non-PyTorch memory, this process has %s memory in use. " % format_size(self_use)
     for pid, b in run.others:
         procs += "Process %d has %s memory in use. " % (pid, format_size(b))
