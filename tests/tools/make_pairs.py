@@ -225,7 +225,9 @@ def generate(outdir):
         "largest_category_delta": "activations", "activations_delta_sign": -1,
         "saved_per_block_bytes": block_saved_bytes(cfg), "blocks": cfg.layers,
         "new_site_frames": [frame_text(trainsim.BLK_MLP)], "new_site_phase": "backward",
-        "new_site_category": "temporaries"}
+        # The recompute's tensors are the block's activations again (product.md §3: activations
+        # recomputed inside backward by activation checkpointing stay activations).
+        "new_site_category": "activations"}
 
     a, sink_a = replay(config(batch=8))
     b, sink_b = replay(config(batch=4))
