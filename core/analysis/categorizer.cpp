@@ -149,13 +149,12 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
             failures.push_back(static_cast<int64_t>(e));
     }
 
-    // DDP's buckets are the gradient storage unless AccumulateGrad allocates gradients apart.
+    // DDP's buckets are the gradient storage unless AccumulateGrad allocates gradients apart; one
+    // allocated before the trace began shows it as well by the frames the dump keeps for its block.
     DistributedStacks distributed(snapshot);
     DistributedFacts distributedFacts;
-    distributedFacts.gradientsAllocatedApart
-        = std::any_of(out.allocations.begin(), out.allocations.end(), [&](const Allocation& a) {
-              return !a.olderThanTrace() && (features.features(a.stack) & FeatureAccumulateGrad);
-          });
+    distributedFacts.gradientsAllocatedApart = std::any_of(out.allocations.begin(), out.allocations.end(),
+        [&](const Allocation& a) { return (features.features(a.stack) & FeatureAccumulateGrad) != 0; });
 
     Reasons reasons(out.reasons);
     std::unordered_map<uint32_t, CategoryRules::Match> ruleCache;

@@ -60,8 +60,6 @@ const std::map<QString, const char*>& expectedFailures()
         { QStringLiteral("alone:vllm_qwen25_7b_h100_prompt_logprobs_40k_tokens"),
             "inference server: the KV cache is not recognised yet (issue 24)" },
         { QStringLiteral("alone:zero2_llama3_8b_a100_40gb_ipg_buckets_5e9_overlap_comm"), noRuleYet },
-        { QStringLiteral("bands:ddp_llama32_1b_a100_bucket_copy_gradient_as_bucket_view_false"),
-            "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("bands:fsdp1_llama3_70b_h100_pending_unsharded_grads"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("bands:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
