@@ -1,5 +1,6 @@
 #include "views/allocationsmodel.h"
 
+#include "core/analysis/poolowners.h"
 #include "core/presentation/compileattribution.h"
 
 #include "views/categorycolors.h"
@@ -190,7 +191,7 @@ QString AllocationsModel::poolText(const Allocation& allocation) const
     const std::optional<PoolId> pool = m_pools.poolOf(allocation);
     if (!pool)
         return m_pools.hasPrivate() ? QStringLiteral("— segment released before the dump") : QStringLiteral("default");
-    return pool->isDefault() ? QStringLiteral("default") : toQString(poolName(*pool));
+    return pool->isDefault() ? QStringLiteral("default") : toQString(poolLabel(m_pools, *pool));
 }
 
 QString AllocationsModel::annotationText(int32_t allocationIndex) const

@@ -1,5 +1,7 @@
 #include "core/analysis/categorizer.h"
 
+#include "core/analysis/enginecategories.h"
+
 #include <algorithm>
 
 #include <string>
@@ -118,6 +120,17 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, bool ca
         if (sameRun)
             return { Category::Temporaries, "freed while preparing the batch" };
         return { Category::Inputs, "batch data moved to the device" };
+    case Phase::Rollout:
+    case Phase::Reference:
+    case Phase::Reward:
+    case Phase::WeightSync:
+    case Phase::Sleep:
+    case Phase::Wake:
+    case Phase::Offload:
+    case Phase::Reload: {
+        const CategoryVerdict v = iterationVerdict(born, features, sameRun, caughtByFailure);
+        return { v.category, v.reason };
+    }
     case Phase::Unknown:
         break;
     }
@@ -179,8 +192,16 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         }
 
         Verdict v { Category::Unknown, "no evidence" };
-        // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
-        if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
+        // What an inference engine's stack says outright: a KV cache, the engine's copy of the weights.
+        const bool keptBeyondRun
+            = alive || older || spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)];
+        const auto engine = a.stack == FrameTable::emptyStack()
+            ? std::nullopt
+            : engineVerdict(f, features.engine(a.stack), a.phase, keptBeyondRun);
+        if (engine) {
+            v = { engine->category, engine->reason };
+        } else if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
+            // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
             v = { Category::Gradients, "written by AccumulateGrad (a parameter's .grad)" };
         } else if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
             // An allocation first seen at its free carries the free's frames; unless they name

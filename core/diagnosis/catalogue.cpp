@@ -25,6 +25,7 @@ constexpr Entry entries[] = {
     { DiagnosisId::MemoryFractionCap, "A per-process memory limit, not the card, ran out" },
     { DiagnosisId::LargeAllocation, "One request is a large share of the card" },
     { DiagnosisId::HostMemory, "The host's RAM ran out, not the GPU's" },
+    { DiagnosisId::ColocatedEngine, "Training and an inference engine do not both fit on the GPU" },
     // Not a cause but the honest fallback when no rule above is supported by the evidence.
     { DiagnosisId::WorkingSet, "Live tensors filled what this process could hold" },
 };

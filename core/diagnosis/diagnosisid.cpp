@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<DiagnosisId, 12> diagnosisIdNames { {
+constexpr NameTable<DiagnosisId, 13> diagnosisIdNames { {
     { DiagnosisId::Fragmentation, "fragmentation" },
     { DiagnosisId::FirstBackward, "first_backward" },
     { DiagnosisId::OptimizerStep2, "optimizer_step2" },
@@ -18,6 +18,7 @@ constexpr NameTable<DiagnosisId, 12> diagnosisIdNames { {
     { DiagnosisId::MemoryFractionCap, "memory_fraction_cap" },
     { DiagnosisId::LargeAllocation, "large_allocation" },
     { DiagnosisId::HostMemory, "host_memory" },
+    { DiagnosisId::ColocatedEngine, "colocated_engine" },
     { DiagnosisId::WorkingSet, "working_set" },
 } };
 

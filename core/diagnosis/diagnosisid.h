@@ -20,6 +20,7 @@ enum class DiagnosisId {
     MemoryFractionCap,
     LargeAllocation,
     HostMemory,
+    ColocatedEngine,
     WorkingSet,
 };
 

@@ -32,6 +32,7 @@ public:
         snapshotrules::leak(m_evidence, m_out);
         snapshotrules::memoryFraction(m_evidence, m_out);
         snapshotrules::otherProcess(m_evidence, m_out);
+        snapshotrules::colocatedEngine(m_evidence, m_out);
         if (m_out.empty())
             snapshotrules::workingSet(m_evidence, m_out);
         RunFacts facts;

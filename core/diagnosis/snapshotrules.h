@@ -23,5 +23,8 @@ void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void memoryFraction(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void workingSet(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+// A trainer and an inference engine (its KV cache, its weights) share the card: both sides'
+// memory at the failure, and the fixes that move one of them out of the failing phase.
+void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 
 } // namespace oomlens::snapshotrules
