@@ -52,6 +52,20 @@ std::optional<CategoryVerdict> engineVerdict(uint32_t features, Engine engine, P
     return std::nullopt;
 }
 
+uint64_t engineWeightsLiveAfter(const Snapshot& snapshot, const DeviceAnalysis& device, int64_t event)
+{
+    if (!snapshot.frames)
+        return 0;
+    StackFeatures features(snapshot);
+    uint64_t total = 0;
+    for (const Allocation& a : device.allocations) {
+        if (a.category == Category::Parameters && a.liveAfter(event) && a.stack != FrameTable::emptyStack()
+            && (features.features(a.stack) & FeatureEngine))
+            total += a.blockSize;
+    }
+    return total;
+}
+
 CategoryVerdict iterationVerdict(Phase born, uint32_t features, bool sameRun, bool caughtByFailure)
 {
     switch (born) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/enginemarkers.h"
+#include "core/analysis/snapshotanalysis.h"
 #include "core/phase.h"
 
 #include <cstdint>
@@ -26,5 +27,9 @@ std::optional<CategoryVerdict> engineVerdict(uint32_t features, Engine engine, P
 // stage, the batch the update will read (rollout, reference and reward outputs), the weight sync's
 // buffers, what a reload brings back.
 CategoryVerdict iterationVerdict(Phase born, uint32_t features, bool sameRun, bool caughtByFailure);
+
+// Bytes of parameters live right after `event` that an inference engine's stacks made: its copy of
+// the weights, which trains no gradients and keeps no optimizer state (the trainer's state excludes it).
+uint64_t engineWeightsLiveAfter(const Snapshot& snapshot, const DeviceAnalysis& device, int64_t event);
 
 } // namespace oomlens

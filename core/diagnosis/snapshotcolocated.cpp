@@ -295,7 +295,9 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // The ladder of product.md §3, each fix only where it acts on the failing phase.
     if (!isTrainerPhase(phase))
         d.fixes.push_back(offloadTrainer(s, phase, budget));
-    if (s.kvCache > 0)
+    // A share of the card is an engine's setting; Hugging Face's caches grow with the batch instead.
+    const bool engineSizesItsCache = s.engine != Engine::None && s.engine != Engine::HuggingFace;
+    if (s.kvCache > 0 && engineSizesItsCache)
         d.fixes.push_back(engineFraction(s, e));
     if (phase == Phase::Rollout && (s.engineOther > 0 || s.engine == Engine::HuggingFace))
         d.fixes.push_back(engineBatch(s, budget));

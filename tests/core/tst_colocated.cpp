@@ -17,6 +17,8 @@
 #include <QFile>
 #include <QTest>
 
+#include <algorithm>
+
 using namespace oomlens;
 
 namespace {
@@ -223,6 +225,38 @@ private Q_SLOTS:
                 sleepFix = fix.projectedSavingBytes.value_or(0) == int64_t(12 * GiB);
         }
         QVERIFY(sleepFix);
+    }
+
+    // TRL-style: the policy generates with Hugging Face's cache inside the RL trainer's rollout.
+    void huggingFaceRollout()
+    {
+        const char* cache = "stack=\"/x/transformers/cache_utils.py:__init__:1100;"
+                            "/x/transformers/generation/utils.py:_get_cache:1800;"
+                            "/x/transformers/generation/utils.py:generate:2200;"
+                            "/x/trl/trainer/grpo_trainer.py:_generate_and_score_completions:900\"";
+        const char* forward = "stack=\"/x/transformers/models/llama/modeling_llama.py:forward:500;"
+                              "/x/torch/nn/modules/module.py:_call_impl:1500;"
+                              "/x/transformers/generation/utils.py:generate:2250;"
+                              "/x/trl/trainer/grpo_trainer.py:_generate_and_score_completions:900\"";
+        const std::string text = std::string("alloc w 4GiB load\nalloc s 8GiB optinit\n") + "alloc kv 6GiB " + cache
+            + "\n" + "alloc h 1GiB " + forward + "\n" + "oom 2GiB free=100MiB " + forward + "\n";
+        Case input;
+        input.snapshots.push_back(test::traceSnapshot(text));
+        const CaseAnalysis analysis = analyzeCase(input);
+        const DeviceAnalysis& device = *analysis.snapshots[0].primary();
+        QCOMPARE(liveBand(device, Category::KvCache), 6 * GiB);
+        QCOMPARE(device.ooms.back().phase, Phase::Rollout);
+        const Diagnosis* colocated = nullptr;
+        for (const Diagnosis& d : analysis.diagnoses)
+            colocated = d.id == DiagnosisId::ColocatedEngine ? &d : colocated;
+        QVERIFY(colocated);
+        std::vector<std::string> ids;
+        for (const Fix& fix : colocated->fixes)
+            ids.push_back(fix.id);
+        // No engine share to lower: the cache grows with the batch of sequences.
+        QVERIFY(std::find(ids.begin(), ids.end(), "engine_memory_fraction") == ids.end());
+        QVERIFY(std::find(ids.begin(), ids.end(), "engine_max_num_seqs") != ids.end());
+        QCOMPARE(ids.front(), std::string("offload_trainer_during_rollout"));
     }
 
     void trainingOnlyRunIsUntouched()
