@@ -26,7 +26,7 @@ namespace {
 constexpr uint64_t GiB = uint64_t(1) << 30;
 
 // Frames innermost first, as TraceBuilder's stack= takes them.
-const char* vllmKv = "stack=\"/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:_allocate_kv_cache:90;"
+constexpr const char* vllmKv = "stack=\"/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:_allocate_kv_cache:90;"
                      "/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:__init__:60;"
                      "/usr/lib/python3/dist-packages/vllm/worker/worker.py:_init_cache_engine:300;"
                      "/opt/verl/verl/workers/fsdp_workers.py:init_model:400\"";
@@ -35,14 +35,14 @@ const char* vllmWeights
       "/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:__init__:80;"
       "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py:load_model:1100;"
       "/opt/verl/verl/workers/fsdp_workers.py:init_model:390\"";
-const char* rollout = "stack=\"/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:forward:300;"
+constexpr const char* rollout = "stack=\"/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:forward:300;"
                       "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py:execute_model:1600;"
                       "/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py:generate:400;"
                       "/opt/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:generate_sequences:200;"
                       "/opt/verl/verl/workers/fsdp_workers.py:generate_sequences:600\"";
-const char* wake = "stack=\"/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py:wake_up:1300;"
+constexpr const char* wake = "stack=\"/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py:wake_up:1300;"
                    "/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py:__enter__:90\"";
-const char* sync = "stack=\"/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py:__enter__:100;"
+constexpr const char* weightSync = "stack=\"/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py:__enter__:100;"
                    "/opt/verl/verl/workers/fsdp_workers.py:generate_sequences:590\"";
 
 // A colocated iteration: the policy (4 GiB weights, 8 GiB Adam state) trains, a vLLM engine starts
@@ -131,7 +131,7 @@ private Q_SLOTS:
     void iterationPhasesFromStacks()
     {
         const std::string text = std::string("alloc w 1GiB load\n") + "alloc a 64MiB " + wake + "\n" + "alloc b 64MiB "
-            + sync + "\n" + "alloc c 64MiB " + rollout + "\nfree c none\nfree b none\n" + "alloc d 64MiB fwd\n";
+            + weightSync + "\n" + "alloc c 64MiB " + rollout + "\nfree c none\nfree b none\n" + "alloc d 64MiB fwd\n";
         const SnapshotAnalysis analysis = test::analyzeTrace(text);
         const DeviceAnalysis& device = *analysis.primary();
         std::vector<Phase> byName;
