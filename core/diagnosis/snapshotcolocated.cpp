@@ -129,6 +129,9 @@ Fix engineFraction(const Sides& s, const SnapshotEvidence& e)
         std::nullopt, std::nullopt, false };
     if (e.cardTotal) {
         const uint64_t tenth = std::min(s.kvCache, *e.cardTotal / 10);
+        if (e.context.kvShape && planner::kvBytesPerToken(*e.context.kvShape) > 0)
+            fix.detail += " Each 0.1 is about " + std::to_string(planner::kvTokensThatFit(*e.context.kvShape, tenth))
+                + " tokens of cache fewer (" + e.context.kvShapeSource + ").";
         project(fix,
             "each 0.1 less takes a tenth of the " + formatBytes(*e.cardTotal) + " card from the "
                 + formatBytes(s.kvCache) + " KV cache",
@@ -216,6 +219,27 @@ Fix moreGpus(const Sides& s, const MemoryBudget& budget)
     return fix;
 }
 
+// With the model's config among the inputs, the planner's KV arithmetic (core/planner/kvcache.h)
+// says how many tokens the cache holds: the same numbers `oomlens plan` gives for serving.
+void kvPerTokenEvidence(const SnapshotEvidence& e, const Sides& s, Diagnosis& d)
+{
+    if (!e.context.kvShape || s.kvCache == 0)
+        return;
+    const planner::KvCacheShape& shape = *e.context.kvShape;
+    const uint64_t perToken = planner::kvBytesPerToken(shape);
+    if (perToken == 0)
+        return;
+    const uint64_t tokens = planner::kvTokensThatFit(shape, s.kvCache);
+    const std::string formula = shape.latentDim > 0
+        ? std::to_string(shape.layers) + " layers x " + std::to_string(shape.latentDim) + " latent"
+        : "2 x " + std::to_string(shape.layers) + " layers x " + std::to_string(shape.kvHeadsPerGpu()) + " KV heads x "
+            + std::to_string(shape.headDim) + " head dim";
+    e.evidence(d,
+        "KV cache per token " + formatBytes(perToken) + " (" + e.context.kvShapeSource + ": " + formula
+            + " x 2 bytes; bf16 and one GPU assumed): the " + formatBytes(s.kvCache) + " hold about "
+            + std::to_string(tokens) + " tokens, " + std::to_string(tokens / 4096) + " sequences of 4096");
+}
+
 // The engine's pools as their blocks' stacks name them ("MemPool (0, 2) holds vLLM's KV cache: 20.30 GiB reserved").
 void poolEvidence(const SnapshotEvidence& e, Diagnosis& d)
 {
@@ -277,6 +301,7 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         "the trainer held " + formatBytes(trainer) + ": parameters " + formatBytes(s.trainerParameters) + ", gradients "
             + formatBytes(s.trainerGradients) + ", optimizer state " + formatBytes(s.trainerOptimizer),
         e.oom.eventIndex);
+    kvPerTokenEvidence(e, s, d);
     poolEvidence(e, d);
     if (isEnginePhase(phase))
         e.evidence(d,

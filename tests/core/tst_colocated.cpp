@@ -181,6 +181,14 @@ private Q_SLOTS:
     {
         Case input;
         input.snapshots.push_back(test::traceSnapshot(colocatedRun()));
+        // Qwen2.5-7B's config.json: 28 layers, 4 KV heads of 128: 56 KiB of bf16 cache per token.
+        planner::ModelSpec qwen;
+        qwen.name = "Qwen2.5-7B";
+        qwen.layers = 28;
+        qwen.hidden = 3584;
+        qwen.heads = 28;
+        qwen.kvHeads = 4;
+        input.models.push_back(qwen);
         const CaseAnalysis analysis = analyzeCase(input);
         QVERIFY(!analysis.diagnoses.empty());
         const Diagnosis& top = analysis.diagnoses.front();
@@ -193,6 +201,11 @@ private Q_SLOTS:
         for (const Evidence& ev : top.evidence)
             poolLine = poolLine || ev.text.find("MemPool (0, 2) holds vLLM's KV cache") != std::string::npos;
         QVERIFY(poolLine);
+        // The planner's arithmetic: 10 GiB / 57344 B per token.
+        bool perToken = false;
+        for (const Evidence& ev : top.evidence)
+            perToken = perToken || ev.text.find("hold about 187245 tokens") != std::string::npos;
+        QVERIFY(perToken);
         const auto json = caseToJson(input, analysis);
         QCOMPARE(json.at("diagnoses").at(0).at("id").get<std::string>(), std::string("colocated_engine"));
         const auto& pools = json.at("private_pools").at(0).at("pools");
