@@ -402,6 +402,11 @@ void WhatIfView::showConfig()
     }
     const ModelSpec spec = model();
     const TrainingSetup current = setup();
+    if (current.inference) {
+        // Serving has no training configuration: the vLLM command line takes its place.
+        m_config->setPlainText(QString::fromStdString(vllmCommand(spec, current)));
+        return;
+    }
     switch (m_configKind->currentIndex()) {
     case 1:
         m_config->setPlainText(QString::fromStdString(fsdpSnippet(spec, current)));

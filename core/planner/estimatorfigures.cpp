@@ -147,7 +147,7 @@ void addDeepSpeed(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan
     figure.plannerBytes = modelStateBytes(plan.perGpu);
     if (setup.zeroStage == 2) {
         figure.id = "deepspeed_zero2_documented";
-        figure.source = "DeepSpeed estimate_zero2_model_states_mem_needs before 2025 and its documentation "
+        figure.source = "DeepSpeed estimate_zero2_model_states_mem_needs in older releases and its documentation "
                         "(docs/code-docs/source/memory.rst)";
         figure.bytes = 4 * p + 16 * p / n;
         figure.reason = "That estimator serves stages 1 and 2 with one formula, 4·P + 16·P/N, counting the 16-bit "

@@ -152,6 +152,7 @@ Json inferenceToJson(const PlanResult& result)
     json["kv_cache_bytes"] = serving.kvCacheBytes;
     json["activation_bytes"] = serving.activationBytes;
     json["max_batched_tokens"] = vllmMaxBatchedTokens;
+    json["vllm_command"] = vllmCommand(result.model, result.setup);
     if (result.serving) {
         const ServingFit& fit = *result.serving;
         json["vllm"] = { { "gpu_memory_utilization", fit.gpuMemoryUtilization }, { "budget_bytes", fit.budgetBytes },

@@ -101,6 +101,7 @@ void writeServing(std::ostringstream& out, const PlanResult& result)
         << "); KV cache " << formatBytes(serving.kvBytesPerToken) << " per token per GPU ("
         << kvDtypeName(setup.kvDtype) << "), " << formatBytes(serving.kvCacheBytes) << " for " << setup.microBatch
         << " x " << setup.sequence << " tokens; workspace " << formatBytes(serving.activationBytes) << ".\n";
+    out << "As vLLM: " << vllmCommand(result.model, setup);
     if (!result.serving || !result.card)
         return;
     const ServingFit& fit = *result.serving;

@@ -4,6 +4,7 @@
 #include "core/planner/parallelplan.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace oomlens::planner {
 
@@ -135,6 +136,30 @@ ServingFit fitServing(const MemoryPlan& plan, const TrainingSetup& setup, uint64
         = capacityBytes > 0 ? static_cast<double>(plan.totalPerGpu) / static_cast<double>(capacityBytes) : 0;
     fit.fits = plan.totalPerGpu <= fit.budgetBytes;
     return fit;
+}
+
+std::string vllmCommand(const ModelSpec& model, const TrainingSetup& setup)
+{
+    char share[16];
+    std::snprintf(share, sizeof share, "%.2f", setup.gpuMemoryUtilization);
+    std::string command = "vllm serve " + (model.name.empty() ? std::string("MODEL") : model.name)
+        + " --tensor-parallel-size " + std::to_string(setup.parallel.tensor);
+    if (setup.parallel.pipeline > 1)
+        command += " --pipeline-parallel-size " + std::to_string(setup.parallel.pipeline);
+    if (setup.parallel.expert > 1)
+        command += " --enable-expert-parallel";
+    command += " --gpu-memory-utilization " + std::string(share);
+    if (setup.kvDtype == KvDtype::Fp8)
+        command += " --kv-cache-dtype fp8";
+    // fp8 quantizes on load; int8/int4 need a checkpoint quantized that way (GPTQ, AWQ, W8A8).
+    if (setup.weights == WeightFormat::Fp8)
+        command += " --quantization fp8";
+    command
+        += " --max-model-len " + std::to_string(setup.sequence) + " --max-num-seqs " + std::to_string(setup.microBatch);
+    if (setup.weights == WeightFormat::Int8 || setup.weights == WeightFormat::Int4)
+        command += "  # a checkpoint quantized to " + std::string(weightFormatName(setup.weights))
+            + " (GPTQ, AWQ or W8A8): vLLM reads its quantization from the checkpoint";
+    return command + "\n";
 }
 
 } // namespace oomlens::planner

@@ -3,6 +3,8 @@
 #include "core/planner/kvcache.h"
 #include "core/planner/memoryplan.h"
 
+#include <string>
+
 namespace oomlens::planner {
 
 // Serving (--inference): the weights at the serving format on one GPU (split by TP, by PP into
@@ -39,5 +41,9 @@ struct ServingFit
     bool fits = false; // the set-up's sequences fit within the budget
 };
 ServingFit fitServing(const MemoryPlan& plan, const TrainingSetup& setup, uint64_t capacityBytes);
+
+// The set-up as a `vllm serve` command line: parallel sizes, the KV cache's dtype, the
+// quantization, gpu_memory_utilization, the context and the concurrent sequences.
+std::string vllmCommand(const ModelSpec& model, const TrainingSetup& setup);
 
 } // namespace oomlens::planner

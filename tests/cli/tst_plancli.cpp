@@ -375,6 +375,10 @@ private Q_SLOTS:
         const Run text = oomlens(arguments);
         QCOMPARE(text.exitCode, 0);
         QVERIFY2(text.out.contains("GPU KV cache size"), text.out.constData());
+        QVERIFY2(text.out.contains("vllm serve llama --tensor-parallel-size 4 --gpu-memory-utilization 0.90 "
+                                   "--max-model-len 4096 --max-num-seqs 32"),
+            text.out.constData());
+        QVERIFY(inference.value(QStringLiteral("vllm_command")).toString().startsWith(QStringLiteral("vllm serve")));
     }
 
     // The report of a pipeline plan: a bar and a row per stage, the estimators beside ours; of a

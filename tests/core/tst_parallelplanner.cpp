@@ -278,6 +278,22 @@ private slots:
         QVERIFY(ratio > 0.26 && ratio < 0.30);
     }
 
+    // DeepSeek-V3's latent cache: 61 layers x (512 + 64) x 2 bytes a token, the same on every TP
+    // rank; fp8 weights put its 671B over 8 GPUs at about 78 GiB each.
+    void servingLatentAttention()
+    {
+        const ModelSpec deepseek = fromConfig("deepseek-v3.config.json");
+        TrainingSetup setup;
+        setup.inference = true;
+        setup.gpusPerNode = 8;
+        setup.parallel.tensor = 8;
+        setup.weights = WeightFormat::Fp8;
+        const MemoryPlan plan = planMemory(deepseek, setup);
+        QCOMPARE(plan.servingMemory.kvBytesPerToken, uint64_t { 61 * 576 * 2 });
+        const double weightsGiB = static_cast<double>(plan.servingMemory.weightBytes) / static_cast<double>(GiB);
+        QVERIFY2(weightsGiB > 77 && weightsGiB < 80, qPrintable(QString::number(weightsGiB)));
+    }
+
     // DeepSpeed's documented ZeRO-2 estimate (4P + 16P/N) beside the planner's 2P + 18P/N.
     void deepSpeedEstimatorNote()
     {

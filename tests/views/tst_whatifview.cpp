@@ -152,6 +152,9 @@ private Q_SLOTS:
         QVERIFY(view.result().serving);
         const QString details = view.findChild<QLabel*>(QStringLiteral("details"))->text();
         QVERIFY2(details.contains(QStringLiteral("tokens of KV cache")), qPrintable(details));
+        // The config pane gives the vLLM command line instead of a training configuration.
+        QVERIFY2(view.configText().startsWith(QStringLiteral("vllm serve llama-2-70b --tensor-parallel-size 4")),
+            qPrintable(view.configText()));
         const uint64_t bf16 = view.result().shown.totalPerGpu;
         control<QComboBox>(view, "kvDtype")->setCurrentText(QStringLiteral("fp8"));
         QCOMPARE(view.result().shown.perGpu[static_cast<size_t>(Band::KvCache)], 16ull * 4096 * 40 * 1024);
