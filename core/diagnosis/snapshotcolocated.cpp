@@ -280,13 +280,26 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t engine = s.engineBytes();
     const uint64_t trainer = s.trainerBytes();
     // Both sides must be resident, and the engine's share worth moving: at least the failed request.
-    if (engine == 0 || trainer == 0 || s.kvCache + s.engineWeights < std::max<uint64_t>(e.oom.requestedBytes, 1))
-        return;
+    // A trainer shows by the state only training keeps (gradients, optimizer state) or by failing in
+    // training's or an RL iteration's phases; weights alone beside a KV cache are an inference server's.
     const Phase phase = e.oom.phase;
+    const bool trainerPresent = s.trainerGradients + s.trainerOptimizer > 0 || isIterationPhase(phase)
+        || phase == Phase::Forward || phase == Phase::Backward || phase == Phase::Optimizer;
+    if (engine == 0 || trainer == 0 || !trainerPresent
+        || s.kvCache + s.engineWeights < std::max<uint64_t>(e.oom.requestedBytes, 1))
+        return;
     const bool iteration = isIterationPhase(phase) || (phase == Phase::Load && s.kvCache > 0);
     const uint64_t live = engine + trainer;
     const bool balanced = safeRatio(std::min(engine, trainer), live) >= 0.1;
-    Diagnosis d = makeDiagnosis(DiagnosisId::ColocatedEngine, 0.5 + (iteration ? 0.2 : 0.0) + (balanced ? 0.15 : 0.0),
+    // The case itself, measured: without the engine's cache and weights, or without the trainer's
+    // state, the failing request would have fit.
+    const MemoryBudget& budget = e.fixes.budget;
+    const auto spareWithoutEngine = budget.spareAfter(s.kvCache + s.engineWeights);
+    const auto spareWithoutTrainer = budget.spareAfter(trainer);
+    const bool eitherAloneFits
+        = (spareWithoutEngine && *spareWithoutEngine >= 0) || (spareWithoutTrainer && *spareWithoutTrainer >= 0);
+    Diagnosis d = makeDiagnosis(DiagnosisId::ColocatedEngine,
+        0.5 + (iteration ? 0.2 : 0.0) + (eitherAloneFits ? 0.15 : 0.0) + (balanced ? 0.1 : 0.0),
         "The trainer's state (" + formatBytes(trainer) + ") and the inference engine's memory (" + formatBytes(engine)
             + ") were both on the card when " + phaseInSentence(phase)
             + " failed; one side has to leave the GPU during the other's phase.");
@@ -316,7 +329,6 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             d, formatBytes(s.weightSync) + " of weight-sync buffers were live: the weights on their way to the engine");
     sleepEvidence(e, d);
 
-    const MemoryBudget& budget = e.fixes.budget;
     // The ladder of product.md §3, each fix only where it acts on the failing phase.
     if (!isTrainerPhase(phase))
         d.fixes.push_back(offloadTrainer(s, phase, budget));
