@@ -101,6 +101,7 @@ PoolHolder readHolder(const Snapshot& snapshot, const PoolAtDump& pool, const Po
     const auto top = std::max_element(tally.bytes.begin(), tally.bytes.end());
     const auto share = static_cast<PoolTally::Share>(top - tally.bytes.begin());
     if (2 * *top < holder.liveBytes || share == PoolTally::Other) {
+        holder.engine = Engine::None;
         if (!pool.isPrivate())
             return holder;
         holder.text = "mixed: "
@@ -134,6 +135,7 @@ PoolHolder readHolder(const Snapshot& snapshot, const PoolAtDump& pool, const Po
         break;
     case PoolTally::Trainer: {
         holder.role = PoolRole::TrainerState;
+        holder.engine = Engine::None; // an engine's scratch beside the trainer's state does not make it the engine's
         const std::string frameworks = trainerFrameworks(snapshot, tally.largestTrainerStack);
         holder.text = "the trainer's state" + (frameworks.empty() ? std::string() : " (" + frameworks + ")")
             + ": parameters, gradients, optimizer state";

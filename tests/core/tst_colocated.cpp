@@ -26,24 +26,26 @@ namespace {
 constexpr uint64_t GiB = uint64_t(1) << 30;
 
 // Frames innermost first, as TraceBuilder's stack= takes them.
-constexpr const char* vllmKv = "stack=\"/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:_allocate_kv_cache:90;"
-                     "/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:__init__:60;"
-                     "/usr/lib/python3/dist-packages/vllm/worker/worker.py:_init_cache_engine:300;"
-                     "/opt/verl/verl/workers/fsdp_workers.py:init_model:400\"";
+constexpr const char* vllmKv
+    = "stack=\"/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:_allocate_kv_cache:90;"
+      "/usr/lib/python3/dist-packages/vllm/worker/cache_engine.py:__init__:60;"
+      "/usr/lib/python3/dist-packages/vllm/worker/worker.py:_init_cache_engine:300;"
+      "/opt/verl/verl/workers/fsdp_workers.py:init_model:400\"";
 const char* vllmWeights
     = "stack=\"/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:create_weights:120;"
       "/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:__init__:80;"
       "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py:load_model:1100;"
       "/opt/verl/verl/workers/fsdp_workers.py:init_model:390\"";
-constexpr const char* rollout = "stack=\"/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:forward:300;"
-                      "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py:execute_model:1600;"
-                      "/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py:generate:400;"
-                      "/opt/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:generate_sequences:200;"
-                      "/opt/verl/verl/workers/fsdp_workers.py:generate_sequences:600\"";
+constexpr const char* rollout
+    = "stack=\"/usr/lib/python3/dist-packages/vllm/model_executor/layers/linear.py:forward:300;"
+      "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py:execute_model:1600;"
+      "/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py:generate:400;"
+      "/opt/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py:generate_sequences:200;"
+      "/opt/verl/verl/workers/fsdp_workers.py:generate_sequences:600\"";
 constexpr const char* wake = "stack=\"/usr/lib/python3/dist-packages/vllm/entrypoints/llm.py:wake_up:1300;"
-                   "/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py:__enter__:90\"";
+                             "/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py:__enter__:90\"";
 constexpr const char* weightSync = "stack=\"/opt/verl/verl/workers/sharding_manager/fsdp_vllm.py:__enter__:100;"
-                   "/opt/verl/verl/workers/fsdp_workers.py:generate_sequences:590\"";
+                                   "/opt/verl/verl/workers/fsdp_workers.py:generate_sequences:590\"";
 
 // A colocated iteration: the policy (4 GiB weights, 8 GiB Adam state) trains, a vLLM engine starts
 // beside it (2 GiB weights, 10 GiB KV cache in MemPools (0, 1) and (0, 2)), rollout fails.
@@ -309,6 +311,7 @@ private Q_SLOTS:
         const PoolAtDump* main = findPool(*pools, { 0, 0 });
         QVERIFY(main);
         QCOMPARE(main->heldBy.role, PoolRole::TrainerState);
+        QCOMPARE(main->heldBy.engine, Engine::None);
         QVERIFY(main->heldBy.text.find("Megatron") != std::string::npos);
         const auto json = caseToJson(input, analysis);
         QVERIFY(json.at("snapshots").at(0).dump().find("kv_cache") != std::string::npos);
