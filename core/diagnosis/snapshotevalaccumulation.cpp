@@ -130,7 +130,8 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         std::unordered_map<uint32_t, int> perSite;
         for (const auto& allocation : e.device.allocations) {
             if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
-                && allocation.category != Category::KvCache && allocation.allocEvent >= 0 && allocation.liveAfter(e.oom.eventIndex))
+                && allocation.category != Category::KvCache && allocation.allocEvent >= 0
+                && allocation.liveAfter(e.oom.eventIndex))
                 batches = std::max(batches, ++perSite[allocation.stack.value]);
         }
         e.evidence(d,
