@@ -122,31 +122,33 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
             used[*next] = 1;
             continue;
         }
-        // 3. The message printed before its traceback: pre-1.0 PyTorch's "THCudaCheck FAIL ... out of
+        // 3. VS Code's debugger: "Exception has occurred: X", the message, then frames innermost first.
+        const bool vscode = found.firstLine > 0
+            && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
+        if (vscode) {
+            for (size_t b = 0; b < scan.blocks.size(); ++b) {
+                const TracebackBlock& block = scan.blocks[b];
+                if (used[b] || block.hasHeader || block.firstLine <= found.lastLine
+                    || block.firstLine > found.lastLine + 2)
+                    continue;
+                TracebackInfo info = block.info;
+                std::reverse(info.frames.begin(), info.frames.end());
+                info.truncated
+                    = !block.terminator && (info.frames.empty() || info.frames.front().function != "<module>");
+                text::decidePhase(info);
+                message.traceback = std::move(info);
+                used[b] = 1;
+                break;
+            }
+            continue;
+        }
+        // 4. The message printed before its traceback: pre-1.0 PyTorch's "THCudaCheck FAIL ... out of
         //    memory" comes from C before Python raises, and apps that catch the error (ComfyUI's
         //    "!!! Exception during processing !!!") print it and then the traceback. Only a traceback
         //    that starts right after and does not end in an exception of its own is this one's.
         if (const auto after = tracebackPrintedAfter(scan, found.lastLine, used)) {
             message.traceback = scan.blocks[*after].info;
             used[*after] = 1;
-            continue;
-        }
-        // 4. VS Code's debugger: "Exception has occurred: X", the message, then frames innermost first.
-        const bool vscode = found.firstLine > 0
-            && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
-        if (!vscode)
-            continue;
-        for (size_t b = 0; b < scan.blocks.size(); ++b) {
-            const TracebackBlock& block = scan.blocks[b];
-            if (used[b] || block.hasHeader || block.firstLine <= found.lastLine || block.firstLine > found.lastLine + 2)
-                continue;
-            TracebackInfo info = block.info;
-            std::reverse(info.frames.begin(), info.frames.end());
-            info.truncated = !block.terminator && (info.frames.empty() || info.frames.front().function != "<module>");
-            text::decidePhase(info);
-            message.traceback = std::move(info);
-            used[b] = 1;
-            break;
         }
     }
 }
