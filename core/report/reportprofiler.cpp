@@ -89,11 +89,16 @@ void ReportBuilder::writeProfilerTimelines()
         for (const std::string& warning : timeline.warnings)
             element("p", warning, "note");
         raw("<div class=\"figure\">\n");
-        raw(timelineSvg(profilerChartData(timeline, m_options.timelineBuckets),
+        // Fewer columns than a snapshot's timeline: the profiler's points are already one per time.
+        raw(timelineSvg(profilerChartData(timeline, std::min<size_t>(m_options.timelineBuckets, 400)),
             { { peakIndex, "peak " + formatBytes(clampedTotal(*peak)), false } }, std::nullopt));
         raw("\n<div class=\"legend\">");
         for (int c = 0; c < categoryCount; ++c) {
             const auto category = static_cast<Category>(c);
+            // PyTorch's categories map to none of communication or kv_cache: listed only as the
+            // snapshot legends list them, when empty too.
+            if (!listedWhenEmpty(category))
+                continue;
             raw("<span><span class=\"swatch ");
             raw(categoryClass(category));
             raw("\"></span>");
