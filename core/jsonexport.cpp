@@ -4,6 +4,7 @@
 #include "core/presentation/compiledregionsjson.h"
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
+#include "core/profilertimelinejson.h"
 
 #include <algorithm>
 
@@ -254,6 +255,7 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["private_pools"] = privatePoolsToJson(input, analysis);
     document["compiled_regions"] = compiledRegionsToJson(analysis);
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);
+    document["profiler_timelines"] = profilerTimelinesToJson(input, analysis);
     return document;
 }
 

@@ -91,6 +91,8 @@ std::string_view inputKindLabel(InputKind kind)
         return "Capture sidecar";
     case InputKind::ModelConfig:
         return "Model config.json";
+    case InputKind::ProfilerTimeline:
+        return "torch.profiler memory timeline";
     case InputKind::Unknown:
         break;
     }

@@ -38,6 +38,7 @@ private:
     void writeTopAllocations(const SnapshotAnalysis& analysis, const DeviceAnalysis& device);
     void writePrivatePools(size_t index); // reportprivatepools.cpp
     void writePinnedHostMemory(size_t index); // reportpinnedhost.cpp
+    void writeProfilerTimelines(); // reportprofiler.cpp
     void writeCaptureAdvice();
     void writeFooter();
 
