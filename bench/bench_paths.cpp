@@ -12,7 +12,8 @@
 // --job DIR times `oomlens diagnose DIR` (a folder of rank files; see bench/README.md for making one).
 // --compare-with B compares FILE with B (default: FILE with itself, which still reads and analyzes
 // both). The budget beside the peak RSS is product.md section 6's: the file's size + 100 bytes per
-// event (events counted by `oomlens diagnose --json`; the job's budget is its largest file's).
+// event (events counted by `oomlens diagnose --json`), twice that for compare (two files held);
+// the job has none here (its ranks are not this file).
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -257,9 +258,12 @@ int main(int argc, char** argv)
         char versus[32] = "";
         if (pickleMs > 0)
             std::snprintf(versus, sizeof versus, "%.1fx", pickleMs / med);
+        // compare holds both files at once: twice the budget. A job's ranks are summarized one
+        // file at a time per worker, so it has no budget of this file's.
+        const double pathBudget = path.name == "compare" ? 2 * budget : budget;
         std::printf("%-14s %-52s %10.0f %10.0f %10.0f %10.1f %8s %10s\n", path.name.c_str(), path.what.c_str(),
             *std::min_element(wall.begin(), wall.end()), med, median(cpu), rss,
-            path.name == "job" ? "-" : (rss <= budget ? "within" : "OVER"), versus);
+            path.name == "job" ? "-" : (rss <= pathBudget ? "within" : "OVER"), versus);
     }
     if (pickleMs > 0)
         std::printf("%-14s %-52s %10.0f %10s %10s %10.1f\n", "pickle.load", "python3: pickle.load(f)", pickleMs, "", "",
