@@ -214,6 +214,16 @@ private Q_SLOTS:
         }
     }
 
+    // `plan` found a card size past 2^64 bytes ("--card 24e192"): converting it was undefined
+    // behaviour, which only the sanitizer builds would notice. Sizes beyond any card are refused.
+    void cardSizesBeyondAnyCardAreRefused()
+    {
+        QVERIFY(!planner::cardFromText("24e192"));
+        QVERIFY(!planner::cardFromText("2e15"));
+        QVERIFY(planner::cardFromText("24GB"));
+        QCOMPARE(planner::cardFromText("1e12")->capacityBytes, uint64_t(1'000'000'000'000));
+    }
+
     // A key that is not UTF-8 ("addess\x94") is kept, as U+FFFD, not passed on raw: the JSON
     // output would refuse it.
     void invalidUtf8StringsAreReplaced()
