@@ -12,6 +12,7 @@
 #include "core/jsonexport.h"
 #include "core/planner/gpucards.h"
 #include "core/planner/hfconfig.h"
+#include "core/planner/kvcache.h"
 #include "core/planner/modelspec.h"
 #include "core/planner/planjson.h"
 #include "core/planner/planresult.h"
@@ -365,6 +366,36 @@ inline std::string planFlagsTarget(const uint8_t* data, size_t size)
             ok = planner::readCheckpointing(value, setup);
         } else if (name == "qlora") {
             setup.quantizedBase = true;
+        } else if (name == "tp") {
+            ok = readInt(value, 1, setup.parallel.tensor);
+        } else if (name == "cp") {
+            ok = readInt(value, 1, setup.parallel.context);
+        } else if (name == "pp") {
+            ok = readInt(value, 1, setup.parallel.pipeline);
+        } else if (name == "vpp") {
+            ok = readInt(value, 1, setup.parallel.virtualStages);
+        } else if (name == "microbatches") {
+            ok = readInt(value, 1, setup.parallel.microbatches);
+        } else if (name == "ep") {
+            ok = readInt(value, 1, setup.parallel.expert);
+        } else if (name == "sequence-parallel") {
+            setup.parallel.sequenceParallel = true;
+        } else if (name == "distributed-optimizer") {
+            setup.parallel.distributedOptimizer = true;
+        } else if (name == "inference") {
+            setup.inference = true;
+        } else if (name == "kv-dtype") {
+            const auto parsed = planner::kvDtypeFromName(value);
+            ok = setup.inference && parsed.has_value();
+            if (ok)
+                setup.kvDtype = *parsed;
+        } else if (name == "weight-dtype") {
+            const auto parsed = planner::weightFormatFromName(value);
+            ok = setup.inference && parsed.has_value();
+            if (ok)
+                setup.weights = *parsed;
+        } else if (name == "gpu-memory-utilization") {
+            ok = setup.inference && readNumber(value, -1e300, 1e300, setup.gpuMemoryUtilization);
         } else if (name == "card") {
             card = planner::cardFromText(value);
             ok = card.has_value();

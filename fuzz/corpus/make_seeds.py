@@ -178,6 +178,10 @@ PLAN_FLAGS = {
     "qlora": b"model mistral-7b\nlora-rank 16\nqlora\nlora-targets qv\noptimizer adamw-paged-8bit\n"
              b"precision bf16\ncheckpointing full\ncard 16GB\n",
     "params_only": b"params 1.3e9\noptimizer sgd\nprecision fp32\nbatch 1\nseq 512\n",
+    "megatron_3d": b"model llama-2-70b\ntp 8\npp 4\nvpp 2\nmicrobatches 16\nsequence-parallel\n"
+                   b"distributed-optimizer\ngpus 8\nnodes 8\nbatch 1\nseq 4096\ncard 80GB\n",
+    "serving": b"model llama-2-13b\ninference\nkv-dtype fp8\nweight-dtype int4\ngpu-memory-utilization 0.85\n"
+               b"batch 32\nseq 4096\ncard 24GB\n",
 }
 
 
