@@ -2,7 +2,7 @@
 """Generate a large, realistic memory snapshot pickle for the benchmarks.
 
     python3 bench/gen_snapshot.py --events 1000000 --out /tmp/snap_1m.pickle [--seed 1] [--devices 1]
-                                  [--protocol N] [--expandable] [--oom]
+                                  [--protocol N] [--expandable] [--oom] [--compiled]
 
 It replays a GPT-2-small-like training run (tests/tools/trainsim.py) against the caching-allocator emulation
 (tests/tools/allocsim.py) on an 80 GiB card, records mixed C++/CPython/Python stacks (stacks="all") for every
@@ -173,11 +173,39 @@ class PickleStream:
             self.save(item)
 
 
+# With --compiled the model's forward runs under torch.compile: its allocations come from the code
+# Inductor generated (a frame of /tmp/torchinductor_<user>/xx/c<51 base32>.py innermost among the
+# Python frames, above the model line, as PyTorch 2.11 records it) and carry the region's compile_context.
+COMPILED_REGION = "Torch-Compiled Region: 0/0"
+GENERATED_CODE = ("call", "/tmp/torchinductor_user/jc/cjcrqdmhagpkj2r7lluc5u5af3nvtnjlsz7kdj76tfskfulfr2uo.py", 1202)
+
+
+class CompiledStacks(trainsim.Stacks):
+    """Stacks whose forward allocations come from Inductor's output code (see COMPILED_REGION)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.compiled = set()  # id() of the stacks of compiled-region allocations
+
+    def stack(self, sites, op=None, kind="alloc", backward=None):
+        s = super().stack(sites, op, kind, backward)
+        if kind != "alloc" or backward is not None or not any(site.name == "forward" for site in sites):
+            return s
+        key = ("compiled", sites, op)
+        c = self._stacks.get(key)
+        if c is None:
+            python = next((i for i, f in enumerate(s) if f["filename"].endswith(".py")), len(s))
+            c = self._stacks[key] = s[:python] + (self.frame(*GENERATED_CODE),) + s[python:]
+            self.compiled.add(id(c))
+        return c
+
+
 class TraceWriter:
     """The sink of the second replay: writes each trace entry straight into the pickle stream."""
 
-    def __init__(self, stream, clock, allocator_ref):
+    def __init__(self, stream, clock, allocator_ref, compiled=frozenset()):
         self.p = stream
+        self.compiled = compiled
         self.clock = clock
         self.allocator_ref = allocator_ref
         self.count = 0
@@ -262,7 +290,7 @@ class TraceWriter:
         self._key("time_us")
         p.buf += p.int_bytes(t)
         self._key("compile_context")
-        self._str("N/A")
+        self._str(COMPILED_REGION if ctx is not None and id(ctx.stack) in self.compiled else "N/A")
         self._key("user_metadata")
         self._str("")
         if ctx is not None:
@@ -321,8 +349,9 @@ def replay(sink_factory, stacks, seed, device, steps=None, events=None, expandab
     return allocator, trainer, sink, done
 
 
-def generate(out, events, seed, devices, protocol, expandable=False, oom=False):
-    stacks = trainsim.Stacks(cpp=True, outer=trainsim.RUNPY, chain=trainsim.TRAIN_CHAIN)
+def generate(out, events, seed, devices, protocol, expandable=False, oom=False, compiled=False):
+    kind = CompiledStacks if compiled else trainsim.Stacks
+    stacks = kind(cpp=True, outer=trainsim.RUNPY, chain=trainsim.TRAIN_CHAIN)
     per_device = max(1, events // devices)
     plans = []
     for dev in range(devices):
@@ -354,7 +383,7 @@ def generate(out, events, seed, devices, protocol, expandable=False, oom=False):
             writers = []
 
             def factory(clock, allocator_ref):
-                w = TraceWriter(p, clock, allocator_ref)
+                w = TraceWriter(p, clock, allocator_ref, getattr(stacks, "compiled", frozenset()))
                 w.expect(count)
                 writers.append(w)
                 return w
@@ -387,6 +416,8 @@ def main():
                     help="emulate PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segment_map events)")
     ap.add_argument("--oom", action="store_true",
                     help="end each device's trace with an oom event (the run dies on a request of twice the card)")
+    ap.add_argument("--compiled", action="store_true",
+                    help="the model's forward runs under torch.compile (Inductor frames, compile_context)")
     ap.add_argument("--protocol", type=int, default=None,
                     help="pickle protocol 2-5 (default: this Python's pickle.DEFAULT_PROTOCOL)")
     args = ap.parse_args()
@@ -394,7 +425,8 @@ def main():
     if not 2 <= protocol <= 5 or args.events < 1 or args.devices < 1:
         ap.error("need --events >= 1, --devices >= 1 and --protocol 2..5")
     t0 = time.time()
-    n = generate(args.out, args.events, args.seed, args.devices, protocol, args.expandable, args.oom)
+    n = generate(args.out, args.events, args.seed, args.devices, protocol, args.expandable, args.oom,
+                 args.compiled)
     size = os.path.getsize(args.out)
     print("%s: %d events, %d bytes (%.1f bytes/event), protocol %d, %.1f s" % (
         args.out, n, size, size / n, protocol, time.time() - t0))

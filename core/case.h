@@ -2,6 +2,7 @@
 
 #include "core/capturesidecar.h"
 #include "core/planner/modelspec.h"
+#include "core/profilertimeline.h"
 #include "core/snapshot.h"
 #include "core/textinputs.h"
 
@@ -16,6 +17,8 @@ namespace oomlens {
 // The kinds of input, as named in the JSON contract (product.md §5).
 // Sidecar: a capture helper's NAME.oomlens.json read beside a snapshot (never given on its own).
 // ModelConfig: a Hugging Face config.json, which the planner (the What-if tab) plans for.
+// ProfilerTimeline: torch.profiler's memory timeline (export_memory_timeline's raw or json form) or a
+// Kineto chrome trace's [memory] events.
 enum class InputKind : uint8_t {
     Snapshot,
     OomMessage,
@@ -25,7 +28,8 @@ enum class InputKind : uint8_t {
     Log,
     Unknown,
     Sidecar,
-    ModelConfig
+    ModelConfig,
+    ProfilerTimeline
 };
 std::string_view inputKindName(InputKind kind);
 
@@ -47,6 +51,8 @@ struct Case
     std::vector<CaptureSidecar> sidecars;
     // Models described by a Hugging Face config.json among the inputs, in input order.
     std::vector<planner::ModelSpec> models;
+    // torch.profiler memory timelines among the inputs, one per file and device, in input order.
+    std::vector<ProfilerTimeline> profilerTimelines;
 };
 
 } // namespace oomlens

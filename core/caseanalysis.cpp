@@ -75,6 +75,19 @@ void diagnoseCase(const Case& input, CaseAnalysis& result)
 
         SnapshotDiagnosisContext context;
         context.snapshotIndex = index;
+        for (const planner::ModelSpec& model : input.models) {
+            if (!model.hasDimensions() || context.kvShape)
+                continue;
+            planner::KvCacheShape shape;
+            shape.layers = model.layers;
+            shape.kvHeads = model.kvHeadsOrHeads();
+            shape.headDim = model.headDim();
+            shape.elementBytes = planner::kvDtypeBytes(planner::KvDtype::Bf16);
+            if (model.latentAttention())
+                shape.latentDim = model.kvLoraRank + model.qkRopeHeadDim;
+            context.kvShape = shape;
+            context.kvShapeSource = (model.name.empty() ? std::string("the model") : model.name) + "'s config.json";
+        }
         context.expandableSegmentsOn = expandableInText;
         context.asyncAllocator = asyncInText;
         context.gpuCount = gpusInText.count;

@@ -5,6 +5,7 @@
 #include "core/presentation/pendingfreesjson.h"
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
+#include "core/profilertimelinejson.h"
 
 #include <algorithm>
 
@@ -256,6 +257,7 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["compiled_regions"] = compiledRegionsToJson(analysis);
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);
     document["pending_frees"] = pendingFreesToJson(analysis);
+    document["profiler_timelines"] = profilerTimelinesToJson(input, analysis);
     return document;
 }
 

@@ -5,8 +5,8 @@
 namespace oomlens {
 
 namespace {
-constexpr std::array<std::string_view, 7> phaseNames
-    = { "unknown", "load", "forward", "backward", "optimizer", "eval", "data" };
+constexpr std::array<std::string_view, phaseCount> phaseNames = { "unknown", "load", "forward", "backward", "optimizer",
+    "eval", "data", "rollout", "reference", "reward", "weight_sync", "sleep", "wake", "offload", "reload" };
 constexpr std::array<std::string_view, categoryCount> categoryNames = { "parameters", "gradients", "optimizer_state",
     "activations", "temporaries", "inputs", "communication", "kv_cache", "unknown" };
 } // namespace

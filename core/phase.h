@@ -6,8 +6,37 @@
 namespace oomlens {
 
 // Where in a training program an allocation or a failure happened.
-// The string forms are part of the JSON contract (product.md §5).
-enum class Phase : uint8_t { Unknown, Load, Forward, Backward, Optimizer, Eval, Data };
+// The string forms are part of the JSON contract (product.md §5): add, never rename.
+// Rollout .. Reload came with wave 3 (issue 24): the stages of a reinforcement-learning iteration
+// whose trainer shares the GPUs with an inference engine (core/analysis/enginestacks.h). The update
+// itself stays Forward/Backward/Optimizer; Reference and Reward are the forward-only passes of the
+// reference and reward models; Sleep/Wake release and map again pooled memory (vLLM sleep mode,
+// torch_memory_saver pause/resume, SGLang release/resume_memory_occupation); Offload/Reload move
+// the trainer's parameters or optimizer state to the host and back.
+enum class Phase : uint8_t {
+    Unknown,
+    Load,
+    Forward,
+    Backward,
+    Optimizer,
+    Eval,
+    Data,
+    Rollout,
+    Reference,
+    Reward,
+    WeightSync,
+    Sleep,
+    Wake,
+    Offload,
+    Reload
+};
+constexpr int phaseCount = 15;
+
+// The stages only a colocated RL job (or an inference engine) has: not training's own phases.
+constexpr bool isIterationPhase(Phase phase)
+{
+    return phase >= Phase::Rollout;
+}
 
 std::string_view phaseName(Phase phase);
 Phase phaseFromName(std::string_view name);

@@ -7,6 +7,7 @@
 #include "core/presentation/tracehistory.h"
 #include "core/units.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -148,6 +149,32 @@ void writeCard(std::ostringstream& out, const Case& input, const CaseAnalysis& a
     }
 }
 
+// torch.profiler's memory timelines: the peak in PyTorch's categories, each with the oomlens
+// category it is drawn as.
+void writeProfilerTimelines(std::ostringstream& out, const Case& input)
+{
+    for (const ProfilerTimeline& timeline : input.profilerTimelines) {
+        const ProfilerTimeline::Point* peak = timeline.peak();
+        if (!peak)
+            continue;
+        out << "\ntorch.profiler memory timeline " << timeline.path;
+        if (timeline.device)
+            out << ", " << *timeline.device;
+        out << " (" << profilerTimelineFormatName(timeline.format) << ", " << timeline.events << " events)\n";
+        out << "  peak " << formatBytes(static_cast<uint64_t>(std::max<int64_t>(peak->total(), 0))) << ", "
+            << formatDurationUs(peak->timeUs - timeline.firstTimeUs()) << " after the first event\n";
+        for (int p = 0; p < profilerCategoryCount; ++p) {
+            const auto category = static_cast<ProfilerCategory>(p);
+            const int64_t bytes = peak->bytes[static_cast<size_t>(p)];
+            if (bytes > 0)
+                out << "    " << profilerCategoryName(category) << ": " << formatBytes(static_cast<uint64_t>(bytes))
+                    << " (" << categoryLabel(oomlensCategory(category)) << ")\n";
+        }
+        for (const std::string& warning : timeline.warnings)
+            out << "  note: " << warning << '\n';
+    }
+}
+
 void writeDiagnoses(std::ostringstream& out, const CaseAnalysis& analysis)
 {
     if (analysis.diagnoses.empty()) {
@@ -166,6 +193,7 @@ std::string caseToText(const Case& input, const CaseAnalysis& analysis)
     writeMessages(out, input);
     writeCard(out, input, analysis);
     writeSnapshots(out, input, analysis);
+    writeProfilerTimelines(out, input);
     writeDiagnoses(out, analysis);
     return std::move(out).str();
 }

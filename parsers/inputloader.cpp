@@ -3,6 +3,7 @@
 #include "core/backgroundrelease.h"
 #include "core/planner/hfconfig.h"
 #include "parsers/filemapping.h"
+#include "parsers/profilertimelinereader.h"
 #include "parsers/sidecarinput.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/text/textparser.h"
@@ -59,6 +60,16 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         const int snapshotIndex = input.snapshotIndex;
         target.inputs.push_back(std::move(input));
         addEmbeddedSidecar(target, path, snapshotIndex);
+        return;
+    }
+    // Before the config and text checks: a chrome trace is a JSON object, a raw timeline often gzip.
+    if (sniffProfilerFile(bytes) != ProfilerFileKind::None) {
+        input.kind = InputKind::ProfilerTimeline;
+        ProfilerReadResult result = readProfilerFile(bytes, path);
+        input.error = std::move(result.error);
+        for (ProfilerTimeline& timeline : result.timelines)
+            target.profilerTimelines.push_back(std::move(timeline));
+        target.inputs.push_back(std::move(input));
         return;
     }
     if (looksLikeCaptureSidecar(bytes)) {

@@ -3,7 +3,8 @@
 #   scripts/quickstart.sh app    install what is missing, build, open the bundled example case
 #                                (without a display: print its diagnosis and write its report)
 #   scripts/quickstart.sh test   install what is missing, build, run the whole test suite, then
-#                                the sanitizer suites (ASan + UBSan, no GUI) and the format check
+#                                the sanitizer suites (ASan + UBSan, no GUI), short fuzzing runs of
+#                                every libFuzzer target and the format check
 # With CI=true (set by .ci/run) warnings are errors in the main build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,8 @@ if [ "$mode" = test ]; then
     # The report is checked in a real headless browser; xvfb for the window tests by hand;
     # the tree is formatted with clang-format 14 (scripts/check-format.sh).
     packages+=(chromium xvfb xauth clang-format-14)
+    # libFuzzer for the fuzz stage (clang++ and its fuzzer/sanitizer runtimes).
+    packages+=(clang libclang-rt-14-dev)
 fi
 
 missing=()
@@ -59,6 +62,14 @@ test)
         ctest --preset asan-ci || failed+=("sanitizer tests")
     else
         failed+=("sanitizer build")
+    fi
+    # Short libFuzzer runs of every target from the committed seeds (fuzz/README.md,
+    # scripts/run-fuzzers.sh; OOMLENS_FUZZ_SECONDS per target, default 30).
+    echo "Fuzz build (preset fuzz)"
+    if cmake --preset fuzz >/dev/null && cmake --build --preset fuzz --parallel "$(nproc)" --target fuzz_all; then
+        scripts/run-fuzzers.sh build/fuzz || failed+=("fuzzing")
+    else
+        failed+=("fuzz build")
     fi
     scripts/check-format.sh || failed+=("format check")
     if [ ${#failed[@]} -gt 0 ]; then

@@ -1,5 +1,6 @@
 #include "views/allocationsmodel.h"
 
+#include "core/analysis/poolowners.h"
 #include "core/presentation/compileattribution.h"
 
 #include "views/categorycolors.h"
@@ -15,6 +16,7 @@ void AllocationsModel::clear()
 {
     beginResetModel();
     m_data.reset();
+    m_generated.reset();
     m_stackText.clear();
     m_rows.clear();
     m_totalBytes = 0;
@@ -28,6 +30,9 @@ void AllocationsModel::setMoment(std::shared_ptr<const TimelineData> data, int64
         m_stackText.clear();
         m_annotationText.clear();
         m_pools = data && data->device() ? privatePools(data->snapshot(), *data->device()) : PrivatePools {};
+        m_generated.reset();
+        if (data && data->device())
+            m_generated.emplace(*data->snapshot().frames, *data->snapshot().strings);
     }
     m_data = std::move(data);
     m_event = event;
@@ -136,7 +141,7 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             text += QStringLiteral("\nWhy: ") + reason;
         if (const QString pool = poolText(allocation); m_pools.hasPrivate() && !pool.isEmpty())
             text += QStringLiteral("\nPool: ") + pool;
-        const CompileAttribution compiled = compileAttribution(snapshot, device, allocation);
+        const CompileAttribution compiled = compileAttribution(snapshot, device, allocation, *m_generated);
         if (compiled.compiled()) {
             text += QStringLiteral("\nCompiled: ")
                 + (compiled.context.empty() ? QStringLiteral("torch.compile output code")
@@ -190,7 +195,7 @@ QString AllocationsModel::poolText(const Allocation& allocation) const
     const std::optional<PoolId> pool = m_pools.poolOf(allocation);
     if (!pool)
         return m_pools.hasPrivate() ? QStringLiteral("— segment released before the dump") : QStringLiteral("default");
-    return pool->isDefault() ? QStringLiteral("default") : toQString(poolName(*pool));
+    return pool->isDefault() ? QStringLiteral("default") : toQString(poolLabel(m_pools, *pool));
 }
 
 QString AllocationsModel::annotationText(int32_t allocationIndex) const
@@ -214,7 +219,8 @@ QString AllocationsModel::annotationText(int32_t allocationIndex) const
 
 QString AllocationsModel::compiledText(const Allocation& allocation) const
 {
-    const CompileAttribution compiled = compileAttribution(m_data->snapshot(), *m_data->device(), allocation);
+    const CompileAttribution compiled
+        = compileAttribution(m_data->snapshot(), *m_data->device(), allocation, *m_generated);
     if (!compiled.compiled())
         return {};
     return compiled.context.empty() ? QStringLiteral("compiled code") : toQString(compiled.context);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/privatepools.h"
+#include "core/presentation/generatedcodeframes.h"
 #include "views/timelinedata.h"
 
 #include <QAbstractTableModel>
@@ -8,6 +9,7 @@
 #include <QHash>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace oomlens {
@@ -49,6 +51,7 @@ private:
 
     std::shared_ptr<const TimelineData> m_data;
     PrivatePools m_pools; // derived once per timeline: which pool each block is in
+    std::optional<GeneratedCodeFrames> m_generated; // once per timeline: torch.compile's frames
     std::vector<int32_t> m_rows; // indices into DeviceAnalysis::allocations
     // Search text per stack: thousands of live allocations share a few hundred stacks, and the
     // filter proxy asks for every row on each keystroke.

@@ -1,5 +1,6 @@
 #include "views/allocatorstatewidget.h"
 
+#include "core/analysis/poolowners.h"
 #include "core/analysis/privatepools.h"
 
 #include "views/categorycolors.h"
@@ -32,6 +33,13 @@ QString poolTag(PoolId pool)
         return QStringLiteral("mempool %1").arg(pool.second);
     }
     return {};
+}
+
+// " · vLLM KV cache": what a private pool holds, when its blocks' stacks say.
+QString holderTag(const SegmentCanvas::PoolHolders& holders, PoolId pool)
+{
+    const auto it = holders.find({ pool.first, pool.second });
+    return it == holders.end() ? QString() : QStringLiteral(" \u00b7 ") + it->second;
 }
 
 } // namespace
@@ -75,7 +83,8 @@ void SegmentCanvas::paintEvent(QPaintEvent* event)
         painter.drawText(QRect(4, y, labelWidth - 8, rowHeight - 2), Qt::AlignVCenter | Qt::AlignLeft,
             QStringLiteral("%1 %2%3%4")
                 .arg(bytesText(segment.size), segment.isLargePool ? QString() : QStringLiteral("small "),
-                    segment.stream ? QStringLiteral("s%1 ").arg(segment.stream) : QString(), poolTag(segment.pool)));
+                    segment.stream ? QStringLiteral("s%1 ").arg(segment.stream) : QString(),
+                    poolTag(segment.pool) + holderTag(m_holders, segment.pool)));
         const QRect bar(labelWidth, y + 2, barWidth, rowHeight - 6);
         painter.fillRect(bar, colors::freeBlock());
         // A private pool's free space is reserved for its graph or MemPool alone: hatched.
@@ -166,6 +175,14 @@ void AllocatorStateWidget::setTimeline(std::shared_ptr<const TimelineData> data)
     ++m_generation;
     m_state = {};
     m_hasState = false;
+    m_holders.clear();
+    if (m_data && m_data->device()) {
+        for (const PoolAtDump& pool : privatePools(m_data->snapshot(), *m_data->device()).pools) {
+            if (pool.isPrivate() && pool.heldBy.role != PoolRole::Unknown)
+                m_holders[{ pool.id.first, pool.id.second }] = toQString(poolHolderShort(pool.heldBy));
+        }
+    }
+    m_canvas->setPoolHolders(m_holders);
     m_canvas->setState(m_data, m_state);
     m_requested = -1;
     if (!m_data || !m_data->device()) {
@@ -281,6 +298,8 @@ QString AllocatorStateWidget::summaryText() const
         text += QStringLiteral("<br>Free per stream (a block serves only its own stream): ")
             + parts.join(QStringLiteral(", "));
     }
+    for (const auto& [id, holder] : m_holders)
+        text += QStringLiteral("<br>%1 holds %2").arg(toQString(poolName(PoolId { id.first, id.second })), holder);
     if (m_state.event != m_requested)
         text += QStringLiteral(" <span style='color:gray'>· updating to #%1…</span>").arg(m_requested);
     return text;

@@ -5,7 +5,9 @@
 
 #include <QWidget>
 
+#include <map>
 #include <memory>
+#include <utility>
 
 class QLabel;
 class QScrollArea;
@@ -21,6 +23,9 @@ class SegmentCanvas : public QWidget
 public:
     explicit SegmentCanvas(QWidget* parent = nullptr);
     void setState(std::shared_ptr<const TimelineData> data, AllocatorState state);
+    // What each private pool holds ("vLLM KV cache"), by pool id, for the row labels.
+    using PoolHolders = std::map<std::pair<int64_t, int64_t>, QString>;
+    void setPoolHolders(PoolHolders holders) { m_holders = std::move(holders); }
     QSize sizeHint() const override;
 
 protected:
@@ -32,6 +37,7 @@ private:
     static constexpr int labelWidth = 230; // size, pool kind, stream and private pool
     std::shared_ptr<const TimelineData> m_data;
     AllocatorState m_state;
+    PoolHolders m_holders;
 };
 
 // The allocator state at the time cursor. Rebuilding it walks the segment history (tens of ms on
@@ -63,6 +69,7 @@ private:
 
     std::shared_ptr<const TimelineData> m_data;
     AllocatorState m_state;
+    SegmentCanvas::PoolHolders m_holders;
     QLabel* m_summary = nullptr;
     SegmentCanvas* m_canvas = nullptr;
     QFutureWatcher<AllocatorState>* m_watcher = nullptr;

@@ -1,12 +1,14 @@
 #include "views/casewidget.h"
 
 #include "core/presentation/cardreconciliation.h"
+#include "core/profilercomparison.h"
 
 #include "views/allocatorstatewidget.h"
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
 #include "views/overviewpage.h"
 #include "views/pinnedhostview.h"
+#include "views/profilertimelineview.h"
 #include "views/timelinedata.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
@@ -70,6 +72,10 @@ CaseWidget::CaseWidget(QWidget* parent)
     m_pinnedHost = new PinnedHostView(this);
     m_tabs->addTab(m_pinnedHost, QStringLiteral("Pinned host memory"));
     m_tabs->setTabEnabled(PinnedHostTab, false);
+
+    m_profiler = new ProfilerTimelineView(this);
+    m_tabs->addTab(m_profiler, QStringLiteral("Profiler memory"));
+    m_tabs->setTabEnabled(ProfilerTab, false);
 
     connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
     connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
@@ -151,6 +157,18 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
     showPinnedHost(hasSnapshot ? m_deviceBox->itemData(m_deviceBox->currentIndex()).toPoint().x() : 0);
     if (!configs.empty() && !hasSnapshot && m_case->input.text.empty())
         m_tabs->setCurrentIndex(WhatIfTab);
+    // torch.profiler's memory timeline: its own page, beside the snapshot's categories when both
+    // are open; opened alone, it is what the user came to see.
+    const bool hasProfiler = !m_case->input.profilerTimelines.empty();
+    m_profiler->setTimelines(
+        m_case->input.profilerTimelines, compareProfilerWithSnapshots(m_case->input, m_case->analysis));
+    m_tabs->setTabEnabled(ProfilerTab, hasProfiler);
+    m_tabs->setTabToolTip(ProfilerTab,
+        hasProfiler ? QString()
+                    : QStringLiteral("Open a torch.profiler memory timeline (prof.export_memory_timeline) in this "
+                                     "case to see PyTorch's own categories over time"));
+    if (hasProfiler && !hasSnapshot && m_case->input.text.empty())
+        m_tabs->setCurrentIndex(ProfilerTab);
 }
 
 void CaseWidget::fillDeviceChoices()

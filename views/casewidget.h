@@ -24,6 +24,7 @@ class PinnedHostView;
 class TimelineData;
 class TimelineWidget;
 class WhatIfView;
+class ProfilerTimelineView;
 
 // One open case: the overview, and for snapshots the timeline with the views linked to its
 // time cursor (live allocations, allocator state, event list).
@@ -31,7 +32,7 @@ class CaseWidget : public QWidget
 {
     Q_OBJECT
 public:
-    enum Page { OverviewTab, TimelineTab, EventsTab, WhatIfTab, PinnedHostTab };
+    enum Page { OverviewTab, TimelineTab, EventsTab, WhatIfTab, PinnedHostTab, ProfilerTab };
 
     explicit CaseWidget(QWidget* parent = nullptr);
     void setCase(LoadedCasePtr loaded);
@@ -62,6 +63,7 @@ public:
     EventsView* events() const { return m_events; }
     WhatIfView* whatIf() const { return m_whatIf; }
     PinnedHostView* pinnedHost() const { return m_pinnedHost; }
+    ProfilerTimelineView* profiler() const { return m_profiler; }
     QTabWidget* tabs() const { return m_tabs; }
     // Below the timeline: live allocations and allocator state.
     QTabWidget* detailTabs() const { return m_details; }
@@ -97,6 +99,7 @@ private:
     EventsView* m_events = nullptr;
     WhatIfView* m_whatIf = nullptr;
     PinnedHostView* m_pinnedHost = nullptr;
+    ProfilerTimelineView* m_profiler = nullptr;
     int64_t m_cursorEvent = -1;
     bool m_settingCursor = false;
     bool m_awaitingDiagnosis = false;

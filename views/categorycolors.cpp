@@ -62,6 +62,24 @@ QColor phaseShade(Phase phase)
     case Phase::Data:
         color = QColor(0x80, 0x80, 0x80);
         break;
+    // An RL iteration's own stages: the engine's generation in teal, the forward-only passes of the
+    // reference and reward models beside evaluation's green, moving memory in warm greys.
+    case Phase::Rollout:
+        color = QColor(0x16, 0x9c, 0x9c);
+        break;
+    case Phase::Reference:
+    case Phase::Reward:
+        color = QColor(0x7a, 0xa8, 0x2e);
+        break;
+    case Phase::WeightSync:
+        color = QColor(0xc0, 0x39, 0x6b);
+        break;
+    case Phase::Sleep:
+    case Phase::Wake:
+    case Phase::Offload:
+    case Phase::Reload:
+        color = QColor(0x9a, 0x84, 0x5c);
+        break;
     case Phase::Unknown:
         return Qt::transparent;
     }

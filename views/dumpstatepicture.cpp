@@ -1,5 +1,6 @@
 #include "views/dumpstatepicture.h"
 
+#include "core/analysis/poolowners.h"
 #include "core/analysis/privatepools.h"
 #include "core/presentation/tracehistory.h"
 #include "views/categorycolors.h"
@@ -41,6 +42,7 @@ DumpStatePicture::DumpStatePicture(const TimelineData& data, const QFont& font, 
     std::unordered_map<uint64_t, Category> categoryAt;
     for (const Allocation& allocation : device->allocations)
         categoryAt.emplace(allocation.address, allocation.category);
+    const PrivatePools pools = privatePools(snapshot, *device);
     uint64_t reserved = 0, allocated = 0;
     size_t segments = 0;
     for (const Segment& segment : snapshot.segments) {
@@ -68,7 +70,7 @@ DumpStatePicture::DumpStatePicture(const TimelineData& data, const QFont& font, 
         }
         bar.label = QStringLiteral("%1 · 0x%2").arg(bytesText(segment.totalSize), QString::number(segment.address, 16));
         if (!segment.pool.isDefault())
-            bar.label += QStringLiteral(" · ") + toQString(poolName(segment.pool));
+            bar.label += QStringLiteral(" · ") + toQString(poolLabel(pools, segment.pool));
         m_largest = std::max(m_largest, segment.totalSize);
         m_bars.push_back(std::move(bar));
     }

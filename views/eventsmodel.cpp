@@ -1,5 +1,7 @@
 #include "views/eventsmodel.h"
 
+#include "core/analysis/poolowners.h"
+
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
@@ -151,7 +153,7 @@ QString EventsModel::poolText(const TraceEvent& event, const Allocation* allocat
         pool = m_pools.poolOf(*allocation);
     if (!pool)
         return QString();
-    return pool->isDefault() ? QStringLiteral("default") : toQString(poolName(*pool));
+    return pool->isDefault() ? QStringLiteral("default") : toQString(poolLabel(m_pools, *pool));
 }
 
 const QString& EventsModel::locationOf(StackId stack) const

@@ -33,7 +33,7 @@ void PhaseShading::draw(QCPPainter* painter)
         return;
     QCPAxis* axis = rect->axis(QCPAxis::atBottom);
     const QCPRange range = axis->range();
-    std::array<QColor, 7> colors;
+    std::array<QColor, phaseCount> colors;
     for (size_t p = 0; p < colors.size(); ++p)
         colors[p] = colors::phaseShade(Phase(p));
     const bool vector = painter->modes().testFlag(QCPPainter::pmVectorized);

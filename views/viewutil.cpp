@@ -58,9 +58,8 @@ int widestCategoryText(const QFontMetrics& metrics)
 int widestPhaseText(const QFontMetrics& metrics)
 {
     int widest = 0;
-    for (Phase phase :
-        { Phase::Unknown, Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data })
-        widest = std::max(widest, metrics.horizontalAdvance(phaseText(phase)));
+    for (int p = 0; p < phaseCount; ++p)
+        widest = std::max(widest, metrics.horizontalAdvance(phaseText(Phase(p))));
     return widest;
 }
 

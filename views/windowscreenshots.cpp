@@ -82,6 +82,10 @@ QStringList writeWindowScreenshots(MainWindow& window, const QString& directory)
         if (current->timeline()->exportImage(QDir(directory).filePath(QStringLiteral("timeline-chart.svg"))))
             written << QDir(directory).filePath(QStringLiteral("timeline-chart.svg"));
     }
+    if (current->tabs()->isTabEnabled(CaseWidget::ProfilerTab)) {
+        current->showPage(CaseWidget::ProfilerTab);
+        grab(QStringLiteral("profiler.png"));
+    }
     return written;
 }
 

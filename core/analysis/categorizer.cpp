@@ -1,6 +1,7 @@
 #include "core/analysis/categorizer.h"
 
 #include "core/analysis/distributedrules.h"
+#include "core/analysis/enginecategories.h"
 
 #include <algorithm>
 
@@ -120,6 +121,17 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, bool ca
         if (sameRun)
             return { Category::Temporaries, "freed while preparing the batch" };
         return { Category::Inputs, "batch data moved to the device" };
+    case Phase::Rollout:
+    case Phase::Reference:
+    case Phase::Reward:
+    case Phase::WeightSync:
+    case Phase::Sleep:
+    case Phase::Wake:
+    case Phase::Offload:
+    case Phase::Reload: {
+        const CategoryVerdict v = iterationVerdict(born, features, sameRun, caughtByFailure);
+        return { v.category, v.reason };
+    }
     case Phase::Unknown:
         break;
     }
@@ -188,14 +200,20 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
         }
 
         Verdict v { Category::Unknown, "no evidence" };
-        const bool keptBeyondRun = alive
-            || (!older && spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)]);
-        const auto collective = a.stack == FrameTable::emptyStack()
+        // What an inference engine's stack says outright: a KV cache, the engine's copy of the weights.
+        const bool keptBeyondRun
+            = alive || older || spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)];
+        const auto engine = a.stack == FrameTable::emptyStack()
+            ? std::nullopt
+            : engineVerdict(f, features.engine(a.stack), a.phase, keptBeyondRun);
+        // Collectives' buffers and recomputed activations, before AccumulateGrad: FSDP reduces
+        // from a hook AccumulateGrad runs, and that buffer is not the gradient.
+        const auto collective = engine || a.stack == FrameTable::emptyStack()
             ? std::nullopt
             : distributedVerdict(a, distributed, distributedFacts, a.phase, keptBeyondRun);
-        if (collective) {
-            // Collectives' buffers and recomputed activations, before AccumulateGrad: FSDP reduces
-            // from a hook AccumulateGrad runs, and that buffer is not the gradient.
+        if (engine) {
+            v = { engine->category, engine->reason };
+        } else if (collective) {
             v = { collective->category, collective->reason };
         } else if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
             // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.

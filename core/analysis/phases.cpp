@@ -392,7 +392,9 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         } else if (evidence[i] == Evidence::Loose) {
             // Training-loop code outside any module: the loss right after a forward, otherwise
             // preparing the next batch.
-            if (current != Phase::Forward && current != Phase::Eval && current != Phase::Unknown)
+            // Within an RL iteration's stage the framework's own code is that stage's.
+            if (current != Phase::Forward && current != Phase::Eval && current != Phase::Unknown
+                && !isIterationPhase(current))
                 current = Phase::Data;
             out.eventPhase[i] = current;
         } else {

@@ -1,6 +1,7 @@
 #include "core/analysis/privatepools.h"
 
 #include "core/analysis/allocatorstate.h"
+#include "core/analysis/poolowners.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -254,8 +255,10 @@ PrivatePools privatePools(const Snapshot& snapshot, const DeviceAnalysis& device
     std::sort(result.dumpSegments.begin(), result.dumpSegments.end(),
         [](const PrivatePools::DumpSegment& a, const PrivatePools::DumpSegment& b) { return a.address < b.address; });
     const DeviceTrace* trace = snapshot.trace(device.device);
-    if (!trace)
+    if (!trace) {
+        namePoolHolders(snapshot, device, result);
         return result;
+    }
     if (!snapshot.entryPools.empty()) {
         result.entryPools = snapshot.entryPools;
         result.eventPool.reserve(trace->events.size());
@@ -263,6 +266,7 @@ PrivatePools privatePools(const Snapshot& snapshot, const DeviceAnalysis& device
             result.eventPool.push_back(e.pool);
     }
     privateSeries(*trace, result);
+    namePoolHolders(snapshot, device, result);
     if (!device.ooms.empty() && (result.hasPrivate() || messageBytes))
         result.atOom = compareAtOom(snapshot, device, *trace, result, device.ooms.back().eventIndex, messageBytes);
     return result;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/enginemarkers.h"
 #include "core/analysis/snapshotanalysis.h"
 
 #include <cstdint>
@@ -17,6 +18,19 @@ PoolOwner poolOwner(PoolId id);
 // "default pool", "CUDA graph pool (1, 0)", "MemPool (0, 1)".
 std::string poolName(PoolId id);
 
+// Whose memory a pool holds, read from the stacks of its live blocks (poolowners.h): a pool's id
+// says only who created it (a graph capture, a MemPool), not what lives in it.
+enum class PoolRole : uint8_t { Unknown, EngineKvCache, EngineWeights, Engine, TrainerState, CudaGraphs };
+
+struct PoolHolder
+{
+    PoolRole role = PoolRole::Unknown;
+    Engine engine = Engine::None; // the engine whose stacks hold most of it, for the engine roles
+    std::string text; // "vLLM's KV cache: its sleep-mode allocator pool (tag \"kv_cache\")"
+    uint64_t liveBytes = 0; // the live blocks' bytes the reading rests on
+    uint64_t roleBytes = 0; // of which the role's
+};
+
 // One pool at the dump, from the segments' `segment_pool_id` and their blocks. A private pool's
 // free bytes stay with it: only requests inside that graph capture or `use_mem_pool` can use them,
 // so for every other request they are reserved and unusable (the pool's fragmentation).
@@ -30,6 +44,7 @@ struct PoolAtDump
     uint64_t freeBytes = 0; // inactive blocks: cached by the pool
     uint64_t largestFreeBlock = 0;
     size_t liveBlocks = 0;
+    PoolHolder heldBy;
     bool isPrivate() const { return !id.isDefault(); }
 };
 

@@ -44,6 +44,7 @@ StackFeatures::StackFeatures(const Snapshot& snapshot)
     if (snapshot.frames) {
         m_stacks.resize(snapshot.frames->stackCount());
         m_frames.resize(snapshot.frames->frameCount(), 0);
+        m_frameEngine.resize(snapshot.frames->frameCount(), Engine::None);
     }
 }
 
@@ -115,6 +116,10 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     if (contains(name, "THPVariable_to(") || contains(name, "THPVariable_cuda(") || contains(name, "THPVariable_to_("))
         f |= FeatureTensorTo;
 
+    const EngineFrame engine = engineFrame(name, file);
+    f |= engine.features;
+    m_frameEngine[id.value] = engine.engine;
+
     cached |= f | computedBit;
     return f;
 }
@@ -131,8 +136,11 @@ struct FramePositions
     size_t backward = npos;
     size_t forward = npos;
     size_t evalEvidence = npos; // an eval-like name or an explicit no_grad/inference_mode frame
+    uint32_t iteration = 0; // the innermost RL stage marker
     void see(size_t index, uint32_t f)
     {
+        if (!iteration && (f & iterationFeatures))
+            iteration = f & iterationFeatures;
         auto mark = [&](size_t& slot, bool present) {
             if (present && slot == npos)
                 slot = index;
@@ -144,6 +152,25 @@ struct FramePositions
     }
 };
 
+Phase iterationPhase(uint32_t marker)
+{
+    if (marker & FeatureWake)
+        return Phase::Wake;
+    if (marker & FeatureSleep)
+        return Phase::Sleep;
+    if (marker & FeatureReload)
+        return Phase::Reload;
+    if (marker & FeatureOffload)
+        return Phase::Offload;
+    if (marker & FeatureWeightSync)
+        return Phase::WeightSync;
+    if (marker & FeatureReference)
+        return Phase::Reference;
+    if (marker & FeatureReward)
+        return Phase::Reward;
+    return Phase::Rollout;
+}
+
 Phase decidePhase(uint32_t f, const FramePositions& at)
 {
     // An optimizer frame inside which no module ran and no backward ran: the step's own work.
@@ -153,6 +180,14 @@ Phase decidePhase(uint32_t f, const FramePositions& at)
     // thread's stacks carry no Python frames at all.
     if (f & FeatureBackward)
         return Phase::Backward;
+    // An RL iteration's stage: the innermost marker (a wake-up inside the weight sync is the wake-up);
+    // the policy's own update has none and stays forward/backward/optimizer.
+    if (at.iteration)
+        return iterationPhase(at.iteration);
+    // An inference engine's code outside any marked stage: its start-up (weights, KV cache) is
+    // loading, everything else it runs is generation.
+    if (f & FeatureEngine)
+        return (f & (FeatureLoad | FeatureKvCache)) ? Phase::Load : Phase::Rollout;
     if (f & FeatureForward) {
         // A forward inside optimizer.step() is a closure's, which runs with grad enabled: the
         // optimizer's own @no_grad and the closure's @enable_grad both show as decorate_context,
@@ -188,6 +223,8 @@ const StackFeatures::Entry& StackFeatures::entry(StackId stack)
         at.see(index++, f);
         if (m_frames[frame.value] & forwardNameBit)
             e.topForward = frame; // innermost first: the last one seen is the outermost
+        if (e.engine == Engine::None)
+            e.engine = m_frameEngine[frame.value];
     }
     e.phase = decidePhase(e.features, at);
     return e;
@@ -201,6 +238,11 @@ uint32_t StackFeatures::features(StackId stack)
 FrameId StackFeatures::topForwardFrame(StackId stack)
 {
     return entry(stack).topForward;
+}
+
+Engine StackFeatures::engine(StackId stack)
+{
+    return entry(stack).engine;
 }
 
 Phase StackFeatures::phase(StackId stack)

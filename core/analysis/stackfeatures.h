@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/enginemarkers.h"
 #include "core/phase.h"
 #include "core/snapshot.h"
 
@@ -30,7 +31,24 @@ enum StackFeature : uint32_t {
     // Their results are the step's intermediates, never state kept across steps (state is made
     // by _init_group/_init_state, or inline in step() before PyTorch 2.0).
     FeatureOptimizerStepMath = 1u << 12,
+    // Inference engines and RL iterations (enginemarkers.h reads them off the frames).
+    FeatureEngine = 1u << 13, // vLLM, SGLang or TensorRT-LLM code
+    FeatureKvCache = 1u << 14, // a KV cache's allocation (engine or Hugging Face cache_utils)
+    FeatureRollout = 1u << 15,
+    FeatureReference = 1u << 16,
+    FeatureReward = 1u << 17,
+    FeatureWeightSync = 1u << 18,
+    FeatureSleep = 1u << 19,
+    FeatureWake = 1u << 20,
+    FeatureOffload = 1u << 21,
+    FeatureReload = 1u << 22,
+    FeatureMovesOptimizerState = 1u << 23, // an offload/reload named for the optimizer's state
+    FeatureMovesGradients = 1u << 24, // an offload/reload named for the gradients
 };
+
+// The RL iteration's stage markers; the innermost one decides a stack's phase (Phase::Rollout..).
+constexpr uint32_t iterationFeatures = FeatureRollout | FeatureReference | FeatureReward | FeatureWeightSync
+    | FeatureSleep | FeatureWake | FeatureOffload | FeatureReload;
 
 class StackFeatures
 {
@@ -45,6 +63,8 @@ public:
     // The outermost `forward` frame (the model's top-level forward), invalid when none. A
     // forward-only trace starts a new pass when this frame's line jumps back.
     FrameId topForwardFrame(StackId stack);
+    // The engine of the innermost engine frame (vLLM, SGLang, ...), None when no frame is an engine's.
+    Engine engine(StackId stack);
 
 private:
     struct Entry
@@ -52,6 +72,7 @@ private:
         uint32_t features = 0;
         FrameId topForward;
         Phase phase = Phase::Unknown;
+        Engine engine = Engine::None;
         bool computed = false;
     };
     const Entry& entry(StackId stack);
@@ -60,6 +81,7 @@ private:
     const Snapshot& m_snapshot;
     std::vector<Entry> m_stacks;
     std::vector<uint32_t> m_frames; // per frame: features | computedBit
+    std::vector<Engine> m_frameEngine; // per frame, set with its features
     static constexpr uint32_t computedBit = 1u << 31;
     static constexpr uint32_t forwardNameBit = 1u << 30;
 };

@@ -28,6 +28,7 @@ constexpr Entry entries[] = {
     { DiagnosisId::PendingFrees, "Freed memory waited for another stream" },
     { DiagnosisId::CommunicationBuffers, "Collectives' buffers are kept beyond need" },
     { DiagnosisId::GraphCapture, "CUDA graph capture holds memory eager execution would reuse" },
+    { DiagnosisId::ColocatedEngine, "Training and an inference engine do not both fit on the GPU" },
     // Not a cause but the honest fallback when no rule above is supported by the evidence.
     { DiagnosisId::WorkingSet, "Live tensors filled what this process could hold" },
 };

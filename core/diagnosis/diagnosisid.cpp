@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<DiagnosisId, 15> diagnosisIdNames { {
+constexpr NameTable<DiagnosisId, 16> diagnosisIdNames { {
     { DiagnosisId::Fragmentation, "fragmentation" },
     { DiagnosisId::FirstBackward, "first_backward" },
     { DiagnosisId::OptimizerStep2, "optimizer_step2" },
@@ -21,6 +21,7 @@ constexpr NameTable<DiagnosisId, 15> diagnosisIdNames { {
     { DiagnosisId::PendingFrees, "pending_frees" },
     { DiagnosisId::CommunicationBuffers, "communication_buffers" },
     { DiagnosisId::GraphCapture, "graph_capture" },
+    { DiagnosisId::ColocatedEngine, "colocated_engine" },
     { DiagnosisId::WorkingSet, "working_set" },
 } };
 

@@ -24,6 +24,7 @@ enum class DiagnosisId {
     PendingFrees,
     CommunicationBuffers,
     GraphCapture,
+    ColocatedEngine,
     WorkingSet,
 };
 

@@ -35,6 +35,7 @@ public:
         snapshotrules::pendingFrees(m_evidence, m_out);
         snapshotrules::communicationBuffers(m_evidence, m_out);
         snapshotrules::graphCapture(m_evidence, m_out);
+        snapshotrules::colocatedEngine(m_evidence, m_out);
         if (m_out.empty())
             snapshotrules::workingSet(m_evidence, m_out);
         RunFacts facts;

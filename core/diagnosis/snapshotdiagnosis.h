@@ -3,6 +3,7 @@
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis.h"
 #include "core/diagnosis/oomfacts.h"
+#include "core/planner/kvcache.h"
 
 #include <optional>
 #include <string>
@@ -23,6 +24,11 @@ struct SnapshotDiagnosisContext
     // message's "total capacity", nvidia-smi, a capture sidecar. A snapshot records none.
     std::optional<uint64_t> cardTotalBytes;
     std::string cardTotalSource; // "the OOM message", "nvidia-smi", "the capture sidecar"
+    // One token's KV cache for the model a config.json among the inputs describes (bf16, one GPU
+    // assumed: the inputs do not say the engine's dtype or tensor parallelism), for the colocated
+    // engine's evidence: tokens its KV cache holds, tokens a smaller share gives up.
+    std::optional<planner::KvCacheShape> kvShape;
+    std::string kvShapeSource; // "Qwen2.5-7B's config.json"
 };
 
 // Diagnoses from measured evidence: which phase and step failed, which band grew, step-over-step

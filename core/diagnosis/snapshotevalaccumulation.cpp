@@ -81,8 +81,11 @@ EvalTurnover evalTurnover(const SnapshotEvidence& e)
             ++turnover.freedCount;
             turnover.freedBytes += allocation.requestedSize;
         }
+        // An inference engine's or generate()'s KV cache is state it keeps for its sequences, not
+        // evaluation's outputs.
         const bool fixedState = allocation.category == Category::Parameters
-            || allocation.category == Category::OptimizerState || allocation.category == Category::Gradients;
+            || allocation.category == Category::OptimizerState || allocation.category == Category::Gradients
+            || allocation.category == Category::KvCache;
         if (allocation.olderThanTrace() && !fixedState && allocation.liveAfter(e.oom.eventIndex))
             turnover.olderDynamicBytes += allocation.requestedSize;
     }
@@ -127,7 +130,8 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         std::unordered_map<uint32_t, int> perSite;
         for (const auto& allocation : e.device.allocations) {
             if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
-                && allocation.allocEvent >= 0 && allocation.liveAfter(e.oom.eventIndex))
+                && allocation.category != Category::KvCache && allocation.allocEvent >= 0
+                && allocation.liveAfter(e.oom.eventIndex))
                 batches = std::max(batches, ++perSite[allocation.stack.value]);
         }
         e.evidence(d,

@@ -1,5 +1,6 @@
 #include "core/diagnosis/snapshotevidence.h"
 
+#include "core/analysis/enginecategories.h"
 #include "core/diagnosis/blockcount.h"
 #include "core/units.h"
 
@@ -127,6 +128,9 @@ void SnapshotEvidence::projectState()
 {
     TrainingStateInputs inputs;
     inputs.live = oom.liveByCategory;
+    // A colocated inference engine's copy of the weights is not trained: no gradients, no optimizer state.
+    uint64_t& weights = inputs.live[static_cast<size_t>(Category::Parameters)];
+    weights -= std::min(weights, engineWeightsLiveAfter(*analysis.snapshot, device, oom.eventIndex));
     inputs.peakSeen = profile.peakBands;
     // Failing while loading, the request is more of the weights.
     if (oom.phase == Phase::Load)

@@ -27,5 +27,8 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void workingSet(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+// A trainer and an inference engine (its KV cache, its weights) share the card: both sides'
+// memory at the failure, and the fixes that move one of them out of the failing phase.
+void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 
 } // namespace oomlens::snapshotrules

@@ -142,7 +142,9 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
     for (const auto& allocation : device.allocations) {
         if (allocation.phase != Phase::Eval || allocation.allocEvent < 0 || allocation.allocEvent > last)
             continue;
-        if (allocation.category == Category::Parameters || !allocation.liveAfter(last))
+        // Weights and a generate()'s KV cache are not outputs evaluation kept.
+        if (allocation.category == Category::Parameters || allocation.category == Category::KvCache
+            || !allocation.liveAfter(last))
             continue;
         result.evalRetainedBytes += allocation.requestedSize;
         ++result.evalRetainedCount;

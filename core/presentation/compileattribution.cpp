@@ -4,19 +4,37 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 namespace oomlens {
+
+namespace {
+
+std::string_view compileContextOf(const Snapshot& snapshot, const DeviceAnalysis& device, const Allocation& allocation)
+{
+    const DeviceTrace* trace = snapshot.trace(device.device);
+    if (!trace || allocation.allocEvent < 0 || static_cast<size_t>(allocation.allocEvent) >= trace->events.size())
+        return {};
+    const StringId context = trace->events[static_cast<size_t>(allocation.allocEvent)].compileContext;
+    return context.isValid() ? snapshot.strings->get(context) : std::string_view();
+}
+
+} // namespace
+
+CompileAttribution compileAttribution(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const Allocation& allocation, const GeneratedCodeFrames& generated)
+{
+    CompileAttribution result;
+    result.context = compileContextOf(snapshot, device, allocation);
+    result.generatedFrame = generated.innermost(allocation.stack);
+    return result;
+}
 
 CompileAttribution compileAttribution(
     const Snapshot& snapshot, const DeviceAnalysis& device, const Allocation& allocation)
 {
     CompileAttribution result;
-    if (const DeviceTrace* trace = snapshot.trace(device.device);
-        trace && allocation.allocEvent >= 0 && static_cast<size_t>(allocation.allocEvent) < trace->events.size()) {
-        const StringId context = trace->events[static_cast<size_t>(allocation.allocEvent)].compileContext;
-        if (context.isValid())
-            result.context = snapshot.strings->get(context);
-    }
+    result.context = compileContextOf(snapshot, device, allocation);
     if (allocation.stack.isValid()) {
         for (FrameId id : snapshot.frames->stack(allocation.stack)) {
             if (isCompilerGeneratedFile(snapshot.strings->get(snapshot.frames->frame(id).filename))) {
@@ -37,10 +55,23 @@ std::string frameSiteText(const Snapshot& snapshot, FrameId frame)
 
 std::vector<CompiledRegion> compiledRegions(const Snapshot& snapshot, const DeviceAnalysis& device, size_t maxSites)
 {
+    const GeneratedCodeFrames generated(*snapshot.frames, *snapshot.strings);
+    const DeviceTrace* trace = snapshot.trace(device.device);
+    bool anyContext = false;
+    if (trace) {
+        anyContext = std::any_of(trace->events.begin(), trace->events.end(),
+            [](const TraceEvent& event) { return event.compileContext.isValid(); });
+    }
+    // Neither a recorded compile_context nor a frame of generated code: nothing was compiled, and
+    // the allocations need not be looked at (the common case, and a million of them at 1M events).
+    if (!anyContext && !generated.any())
+        return {};
+
     std::map<std::string, CompiledRegion> byContext;
     std::map<std::string, std::map<std::string, uint64_t>> sites;
+    std::unordered_map<uint32_t, std::string> siteByStack; // a stack's user frame, named once
     for (const Allocation& allocation : device.allocations) {
-        const CompileAttribution attribution = compileAttribution(snapshot, device, allocation);
+        const CompileAttribution attribution = compileAttribution(snapshot, device, allocation, generated);
         if (!attribution.compiled())
             continue;
         const std::string context(attribution.context);
@@ -49,8 +80,14 @@ std::vector<CompiledRegion> compiledRegions(const Snapshot& snapshot, const Devi
         ++region.allocations;
         region.requestedBytes += allocation.requestedSize;
         region.largestBytes = std::max(region.largestBytes, allocation.requestedSize);
-        if (const auto frame = userFrame(*snapshot.frames, *snapshot.strings, allocation.stack))
-            sites[context][frameSiteText(snapshot, *frame)] += allocation.requestedSize;
+        auto site = siteByStack.find(allocation.stack.value);
+        if (site == siteByStack.end()) {
+            const auto frame = userFrame(*snapshot.frames, *snapshot.strings, allocation.stack);
+            site = siteByStack.emplace(allocation.stack.value, frame ? frameSiteText(snapshot, *frame) : std::string())
+                       .first;
+        }
+        if (!site->second.empty())
+            sites[context][site->second] += allocation.requestedSize;
     }
     std::vector<CompiledRegion> result;
     for (auto& [context, region] : byContext) {

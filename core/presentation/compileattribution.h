@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/snapshotanalysis.h"
+#include "core/presentation/generatedcodeframes.h"
 
 #include <optional>
 #include <string>
@@ -20,6 +21,10 @@ struct CompileAttribution
     bool compiled() const { return !context.empty() || generatedFrame.has_value(); }
 };
 
+// Over many allocations of one snapshot, pass its GeneratedCodeFrames, built once: the one-argument
+// form decides the frames of this allocation's stack from their file names each time.
+CompileAttribution compileAttribution(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const Allocation& allocation, const GeneratedCodeFrames& generated);
 CompileAttribution compileAttribution(
     const Snapshot& snapshot, const DeviceAnalysis& device, const Allocation& allocation);
 

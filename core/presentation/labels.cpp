@@ -50,6 +50,22 @@ std::string_view phaseLabel(Phase phase)
         return "Evaluation";
     case Phase::Data:
         return "Data loading";
+    case Phase::Rollout:
+        return "Rollout";
+    case Phase::Reference:
+        return "Reference pass";
+    case Phase::Reward:
+        return "Reward pass";
+    case Phase::WeightSync:
+        return "Weight sync";
+    case Phase::Sleep:
+        return "Sleep";
+    case Phase::Wake:
+        return "Wake-up";
+    case Phase::Offload:
+        return "Offload";
+    case Phase::Reload:
+        return "Reload";
     case Phase::Unknown:
         break;
     }
@@ -75,6 +91,8 @@ std::string_view inputKindLabel(InputKind kind)
         return "Capture sidecar";
     case InputKind::ModelConfig:
         return "Model config.json";
+    case InputKind::ProfilerTimeline:
+        return "torch.profiler memory timeline";
     case InputKind::Unknown:
         break;
     }

@@ -1,5 +1,6 @@
 #include "core/presentation/privatepoolsjson.h"
 
+#include "core/analysis/poolowners.h"
 #include "core/diagnosis/caselinks.h"
 
 namespace oomlens {
@@ -48,12 +49,18 @@ json privatePoolsToJson(const Case& input, const CaseAnalysis& analysis)
         }
         json list = json::array();
         for (const PoolAtDump& pool : pools->pools) {
-            list.push_back(
-                { { "id", { pool.id.first, pool.id.second } }, { "owner", poolOwnerName(poolOwner(pool.id)) },
-                    { "name", poolName(pool.id) }, { "segments", pool.segments.size() },
-                    { "reserved_bytes", pool.reservedBytes }, { "allocated_bytes", pool.allocatedBytes },
-                    { "pending_free_bytes", pool.pendingFreeBytes }, { "free_bytes", pool.freeBytes },
-                    { "largest_free_block", pool.largestFreeBlock }, { "live_blocks", pool.liveBlocks } });
+            list.push_back({ { "id", { pool.id.first, pool.id.second } },
+                { "owner", poolOwnerName(poolOwner(pool.id)) }, { "name", poolName(pool.id) },
+                { "segments", pool.segments.size() }, { "reserved_bytes", pool.reservedBytes },
+                { "allocated_bytes", pool.allocatedBytes }, { "pending_free_bytes", pool.pendingFreeBytes },
+                { "free_bytes", pool.freeBytes }, { "largest_free_block", pool.largestFreeBlock },
+                { "live_blocks", pool.liveBlocks },
+                { "held_by",
+                    { { "role", poolRoleName(pool.heldBy.role) },
+                        { "engine",
+                            pool.heldBy.engine == Engine::None ? json(nullptr) : json(engineName(pool.heldBy.engine)) },
+                        { "text", pool.heldBy.text }, { "live_bytes", pool.heldBy.liveBytes },
+                        { "role_bytes", pool.heldBy.roleBytes } } } });
         }
         json atOom = nullptr;
         if (pools->atOom) {

@@ -35,6 +35,7 @@ std::string ReportBuilder::build()
     writeComparison();
     writePlan();
     writeSnapshots();
+    writeProfilerTimelines();
     writeOomMessages();
     writeSummaries();
     writeCaptureAdvice();
@@ -172,6 +173,8 @@ void ReportBuilder::writeNavigation()
         link("snapshots", "Timeline and memory at the peak");
     if (reconcileCard(m_case, m_analysis).available())
         link("card", "The card's memory");
+    if (!m_case.profilerTimelines.empty())
+        link("profiler", "torch.profiler memory timeline");
     if (!m_case.text.oomMessages.empty())
         link("oom-messages", "OOM message explained");
     if (!m_case.text.summaries.empty())

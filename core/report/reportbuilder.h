@@ -39,6 +39,7 @@ private:
     void writePrivatePools(size_t index); // reportprivatepools.cpp
     void writePendingFrees(const SnapshotAnalysis& analysis, const DeviceAnalysis& device); // reportpendingfrees.cpp
     void writePinnedHostMemory(size_t index); // reportpinnedhost.cpp
+    void writeProfilerTimelines(); // reportprofiler.cpp
     void writeCaptureAdvice();
     void writeFooter();
 

@@ -1,5 +1,6 @@
 #include "core/report/reportbuilder.h"
 
+#include "core/analysis/poolowners.h"
 #include "core/presentation/privatepoolsjson.h"
 #include "core/units.h"
 
@@ -19,7 +20,7 @@ void ReportBuilder::writePrivatePools(size_t index)
             + " of it free but held: only the graph capture or the MemPool that owns a pool can use its free "
               "blocks, so for every other request they are as good as gone.");
     raw("\n<table class=\"pools\">\n<tr><th>Pool</th><th>Segments</th><th>Reserved</th><th>Allocated</th>"
-        "<th>Freed, in use by a stream</th><th>Free but held</th><th>Largest free block</th></tr>\n");
+        "<th>Freed, in use by a stream</th><th>Free but held</th><th>Largest free block</th><th>Holds</th></tr>\n");
     for (const PoolAtDump& pool : pools->pools) {
         raw("<tr><td>");
         text(poolName(pool.id));
@@ -30,6 +31,8 @@ void ReportBuilder::writePrivatePools(size_t index)
             raw("</td><td>");
             text(formatBytes(bytes));
         }
+        raw("</td><td>");
+        text(pool.heldBy.text.empty() ? std::string("\u2014") : pool.heldBy.text);
         raw("</td></tr>\n");
     }
     raw("</table>\n");

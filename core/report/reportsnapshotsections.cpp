@@ -338,7 +338,8 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
         text(card->label);
         raw("</span> ");
     }
-    for (Phase phase : { Phase::Load, Phase::Forward, Phase::Backward, Phase::Optimizer, Phase::Eval, Phase::Data }) {
+    for (int p = 1; p < phaseCount; ++p) {
+        const auto phase = static_cast<Phase>(p);
         bool present = false;
         for (const PhaseRun& run : series.phases)
             present = present || run.phase == phase;

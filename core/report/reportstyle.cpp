@@ -112,6 +112,10 @@ svg .block-unknown { fill: var(--block-unknown); }
 .phase-optimizer { fill: var(--phase-optimizer); background: var(--phase-optimizer); }
 .phase-eval { fill: var(--phase-eval); background: var(--phase-eval); }
 .phase-data { fill: var(--phase-data); background: var(--phase-data); }
+.phase-rollout { fill: rgba(22, 156, 156, 0.16); background: rgba(22, 156, 156, 0.16); }
+.phase-reference, .phase-reward { fill: rgba(122, 168, 46, 0.16); background: rgba(122, 168, 46, 0.16); }
+.phase-weight_sync { fill: rgba(192, 57, 107, 0.14); background: rgba(192, 57, 107, 0.14); }
+.phase-sleep, .phase-wake, .phase-offload, .phase-reload { fill: rgba(154, 132, 92, 0.16); background: rgba(154, 132, 92, 0.16); }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 0.88em; color: var(--muted); margin: 4px 0; }
 .swatch { display: inline-block; width: 11px; height: 11px; border-radius: 2px; margin-right: 4px; vertical-align: -1px;
   border: 1px solid var(--border); }

@@ -53,7 +53,7 @@ std::vector<PhaseRun> phaseRuns(const DeviceAnalysis& device, size_t eventCount,
     for (size_t b = 0; b < bucketCount; ++b) {
         const size_t first = (b * eventCount + bucketCount - 1) / bucketCount;
         const size_t end = ((b + 1) * eventCount + bucketCount - 1) / bucketCount;
-        std::array<uint32_t, 7> votes {};
+        std::array<uint32_t, phaseCount> votes {};
         for (size_t i = first; i < end; ++i)
             ++votes[static_cast<size_t>(device.eventPhase[i])];
         const auto phase = static_cast<Phase>(std::max_element(votes.begin(), votes.end()) - votes.begin());

@@ -140,6 +140,51 @@ TEXT = {
 }
 
 
+def sidecar():
+    """The capture helper's sidecar (product.md section 5), every key it writes, the OOM fields set."""
+    return {
+        "format": "oomlens-capture/1", "snapshot": "capture.pickle", "device": 0,
+        "device_name": "NVIDIA GeForce RTX 3090", "total_memory_bytes": 25438126080,
+        "nvidia_smi": TEXT["nvidia_smi.txt"].decode(), "torch_version": "2.7.1+cu126", "cuda_version": "12.6",
+        "alloc_conf": "max_split_size_mb:512,garbage_collection_threshold:0.8", "rank": 1, "world_size": 4,
+        "exception": TEXT["oom_new.txt"].decode(),
+        "oom": {"device": 0, "requested_bytes": 2147483648, "device_allocated_bytes": 23085449216,
+                "device_free_bytes": 1288490188},
+        "step": 12, "hostname": "node17", "pid": 28690, "time": "2026-11-24T02:15:00+0000",
+    }
+
+
+RULES_JSON = {"optimizer_state": ["adamw\\.py", "^step$"], "activations": "linear\\.py:forward"}
+RULES_YAML = b"""# first match wins
+optimizer_state:
+  - adamw\\.py
+  - ^step$
+activations: [linear\\.py, forward]
+parameters: '^train_step$'
+"""
+
+GPT2_CONFIG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 768, "n_head": 12,
+               "n_layer": 12, "n_positions": 1024, "vocab_size": 50257}
+LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+                "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+                "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+
+PLAN_FLAGS = {
+    "preset_zero3": b"model llama-2-7b\nbatch 4\nseq 4096\nprecision mixed-bf16\noptimizer adamw\n"
+                    b"zero 3\ngpus 8\nnodes 2\noffload optimizer\ncheckpointing every:2\ncard h100\n",
+    "custom_dims": b"layers 24\nhidden 2048\nheads 16\nkv-heads 4\nvocab 32000\nffn 8192\n"
+                   b"batch 8\nseq 2048\naccumulation 4\nattention eager\ncard 24GB\n",
+    "qlora": b"model mistral-7b\nlora-rank 16\nqlora\nlora-targets qv\noptimizer adamw-paged-8bit\n"
+             b"precision bf16\ncheckpointing full\ncard 16GB\n",
+    "params_only": b"params 1.3e9\noptimizer sgd\nprecision fp32\nbatch 1\nseq 512\n",
+    "megatron_3d": b"model llama-2-70b\ntp 8\npp 4\nvpp 2\nmicrobatches 16\nsequence-parallel\n"
+                   b"distributed-optimizer\ngpus 8\nnodes 8\nbatch 1\nseq 4096\ncard 80GB\n",
+    "serving": b"model llama-2-13b\ninference\nkv-dtype fp8\nweight-dtype int4\ngpu-memory-utilization 0.85\n"
+               b"batch 32\nseq 4096\ncard 24GB\n",
+}
+
+
 def write(folder, name, data):
     os.makedirs(os.path.join(HERE, folder), exist_ok=True)
     with open(os.path.join(HERE, folder, name), "wb") as f:
@@ -172,6 +217,22 @@ def main():
           buffer + NEXT_INPUT + TEXT["summary.txt"] + NEXT_INPUT + TEXT["nvidia_smi.txt"])
     write("case", "text_only", TEXT["traceback.txt"] + TEXT["alloc_conf.txt"] + NEXT_INPUT + TEXT["oom_old.txt"])
     write("case", "segment_list", pickle.dumps(segment_list(), protocol=2) + NEXT_INPUT + TEXT["oom_old.txt"])
+
+    side = json.dumps(sidecar(), indent=1).encode()
+    write("sidecar", "sidecar.oomlens.json", side)
+    write("sidecar", "sidecar_minimal.oomlens.json", json.dumps(
+        {"device_name": "NVIDIA A100-SXM4-40GB", "total_memory_bytes": 42505273344}).encode())
+    write("sidecar", "snapshot_then_sidecar", buffer + NEXT_INPUT + side)
+
+    write("rules", "rules.json", json.dumps(RULES_JSON).encode() + NEXT_INPUT + buffer)
+    write("rules", "rules.yaml", RULES_YAML + NEXT_INPUT + buffer)
+    write("rules", "rules_only.yaml", RULES_YAML)
+
+    write("config", "gpt2_config.json", json.dumps(GPT2_CONFIG, indent=2).encode())
+    write("config", "llama3_8b_config.json", json.dumps(LLAMA_CONFIG, indent=2).encode())
+
+    for name, data in PLAN_FLAGS.items():
+        write("plan", name, data)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #include "parsers/pickle/snapshotcontainer.h"
 
 #include "parsers/pickle/picklevalue.h"
+#include "parsers/text/textlines.h"
 
 #include <QByteArray>
 
@@ -16,6 +17,19 @@ namespace oomlens::pickle {
 namespace {
 
 constexpr size_t sniffWindow = 64 * 1024;
+
+// An entry's name as an error message may show it: the archive's bytes, so a newline or other
+// control byte would break the one-line error (the fuzz target `container` found one) and bytes
+// that are not UTF-8 would break the JSON. Control bytes become '?', the rest is made valid UTF-8.
+std::string printableName(std::string_view name)
+{
+    std::string shown(name.substr(0, 200));
+    for (char& c : shown) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            c = '?';
+    }
+    return text::sanitizedUtf8(shown);
+}
 
 DecodeError formatError(const std::string& message)
 {
@@ -215,10 +229,10 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
                 e += 4 + size;
             }
             if (local + 30 > zip.size() || zip.substr(local, 4) != std::string_view("PK\x03\x04", 4))
-                throw formatError("corrupt ZIP archive: bad local header for " + std::string(name));
+                throw formatError("corrupt ZIP archive: bad local header for " + printableName(name));
             const uint64_t data = local + 30 + little(zip, local + 26, 2) + little(zip, local + 28, 2);
             if (data > zip.size() || compressed > zip.size() - data)
-                throw formatError("truncated ZIP archive: " + std::string(name) + " runs past the end");
+                throw formatError("truncated ZIP archive: " + printableName(name) + " runs past the end");
             const auto raw = zip.substr(data, compressed);
             if (method == 0 || (method == 8 && !inflateData))
                 return raw;
@@ -226,7 +240,7 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
                 storage = inflate(raw, -MAX_WBITS, std::min(uncompressed + 1, maxInflatedBytes), cancel, "ZIP entry");
                 return storage;
             }
-            throw formatError("ZIP entry " + std::string(name) + " uses compression method " + std::to_string(method)
+            throw formatError("ZIP entry " + printableName(name) + " uses compression method " + std::to_string(method)
                 + "; only stored and deflated entries are supported");
         }
         p += 46 + nameLength + extraLength + commentLength;

@@ -395,6 +395,48 @@ bool isRepeat(const FoundOom& earlier, const FoundOom& later)
 
 } // namespace
 
+namespace {
+
+// The paste ends inside the message's first words: "RuntimeError: CUDA out of" after a complete
+// traceback. The words that are left still name the device and the kind; the message is the
+// phrase they begin, read as such and marked cut. Only the input's last line, only an exception's
+// text, and at least the device word and one more.
+std::optional<FoundOom> messageCutInItsPhrase(const TextLines& lines)
+{
+    size_t last = lines.size();
+    while (last > 0 && trimmed(lines[last - 1]).empty())
+        --last;
+    if (last == 0)
+        return std::nullopt;
+    const std::string_view line = trimmed(lines[last - 1]);
+    const size_t colon = line.find(": ");
+    if (colon == std::string_view::npos || colon == 0 || line.substr(0, colon).find(' ') != std::string_view::npos
+        || !(endsWith(line.substr(0, colon), "Error") || endsWith(line.substr(0, colon), "Exception")))
+        return std::nullopt;
+    const std::string_view words = trimmed(line.substr(colon + 2));
+    for (std::string_view phrase : { "CUDA out of memory.", "HIP out of memory.", "XPU out of memory.",
+             "NPU out of memory.", "MPS backend out of memory", "CUDA error: out of memory" }) {
+        if (words.size() >= phrase.find(' ') + 2 && words.size() < phrase.size() && startsWith(phrase, words)) {
+            const std::string completed = std::string(line.substr(0, colon + 2)) + std::string(phrase);
+            const TextLines alone(completed);
+            const auto anchor = findAnchor(alone[0], {});
+            if (!anchor)
+                return std::nullopt;
+            FoundOom message = assemble(alone, 0, *anchor);
+            message.firstLine = message.lastLine = last - 1;
+            message.message.sourceLine = lines.lineNumber(last - 1);
+            message.message.text = std::string(line);
+            message.message.truncated = true;
+            message.message.notes.push_back("the input ends inside the message (\"" + std::string(words)
+                + "\"): read as \"" + std::string(phrase) + "\" without its figures");
+            return message;
+        }
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
 std::vector<FoundOom> findOomMessages(const TextLines& lines)
 {
     std::vector<FoundOom> found;
@@ -427,6 +469,8 @@ std::vector<FoundOom> findOomMessages(const TextLines& lines)
         }
         found.push_back(std::move(message));
     }
+    if (auto cut = messageCutInItsPhrase(lines); cut && (found.empty() || found.back().lastLine < cut->firstLine))
+        found.push_back(std::move(*cut));
     foldBfcLogs(lines, found);
     for (FoundOom& message : found) {
         if (!message.repeatLines.empty())

@@ -200,9 +200,58 @@ std::string normalizedWhitespace(std::string_view text)
     return out;
 }
 
+namespace {
+
+bool isLogLevel(std::string_view word)
+{
+    for (std::string_view level : { "DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL" }) {
+        if (word == level)
+            return true;
+    }
+    return false;
+}
+
+// Digits and separators in a fixed shape: "dd-dd dd:dd:dd" is matched by "00-00 00:00:00".
+bool matchesShape(std::string_view text, std::string_view shape)
+{
+    if (text.size() < shape.size())
+        return false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] == '0' ? !isDigit(text[i]) : text[i] != shape[i])
+            return false;
+    }
+    return true;
+}
+
+// What a logger puts in front of each message it prints, tracebacks included; the length of that
+// prefix in `rest`, or 0.
+// vLLM: "ERROR 03-16 06:12:38 [multiproc_executor.py:375] "
+// Python logging's "%(asctime)s - %(name)s - %(levelname)s - ": "2024-11-01 10:20:10,863 - root - ERROR - "
+size_t loggerPrefixLength(std::string_view rest)
+{
+    const size_t space = rest.find(' ');
+    if (space != std::string_view::npos && isLogLevel(rest.substr(0, space))
+        && matchesShape(rest.substr(space + 1), "00-00 00:00:00 [")) {
+        const size_t close = rest.find("] ", space + 16);
+        if (close != std::string_view::npos && close < space + 16 + 80)
+            return close + 2;
+    }
+    if (matchesShape(rest, "0000-00-00 00:00:00,000 - ")) {
+        const size_t name = rest.find(" - ", 26);
+        if (name == std::string_view::npos || name > 26 + 80)
+            return 0;
+        const size_t level = rest.find(" - ", name + 3);
+        if (level != std::string_view::npos && isLogLevel(rest.substr(name + 3, level - name - 3)))
+            return level + 3;
+    }
+    return 0;
+}
+
+} // namespace
+
 std::string_view strippedLinePrefixes(std::string_view line)
 {
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 4; ++round) {
         const std::string_view rest = trimmedLeft(line);
         // torchrun: "[rank0]:", "[default0]:"
         if (startsWith(rest, "[rank") || startsWith(rest, "[default")) {
@@ -223,6 +272,10 @@ std::string_view strippedLinePrefixes(std::string_view line)
                     line.remove_prefix(1);
                 continue;
             }
+        }
+        if (const size_t logger = loggerPrefixLength(rest)) {
+            line = rest.substr(logger);
+            continue;
         }
         // srun --label: "0: ", "12: " at the very start of the line
         size_t digits = 0;

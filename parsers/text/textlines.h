@@ -7,7 +7,9 @@
 namespace oomlens::text {
 
 // The input cut into lines once, with what launchers put in front of every line removed
-// (`[rank0]:`, `(VllmWorker rank=1 pid=254)`, srun's `0: `), so the parsers see what Python printed.
+// (`[rank0]:`, `(VllmWorker rank=1 pid=254)`, srun's `0: `) and what loggers put before each message
+// (vLLM's `ERROR 03-16 06:12:38 [file.py:375]`, logging's `2024-11-01 10:20:10,863 - root - ERROR -`), so the
+// parsers see what Python printed.
 // Holds views into the text it was built from (or into its own cleaned copy).
 class TextLines
 {

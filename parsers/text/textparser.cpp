@@ -54,6 +54,23 @@ std::optional<size_t> chainedBlockBefore(const text::TracebackScan& scan, size_t
     return std::nullopt;
 }
 
+constexpr size_t printedAfterGapLines = 3;
+
+// The traceback that starts within a few lines after `line` (a header, a cut header or none) and
+// never reaches its exception line: the paste ends inside it.
+std::optional<size_t> tracebackPrintedAfter(const text::TracebackScan& scan, size_t line, const std::vector<char>& used)
+{
+    for (size_t b = 0; b < scan.blocks.size(); ++b) {
+        const TracebackBlock& block = scan.blocks[b];
+        if (used[b] || block.firstLine <= line || block.firstLine > line + printedAfterGapLines + 1)
+            continue;
+        if (!block.terminator && !block.info.frames.empty())
+            return b;
+        return std::nullopt;
+    }
+    return std::nullopt;
+}
+
 void adoptPhaseIfUnknown(TracebackInfo& info, const TracebackInfo& other)
 {
     if (info.phase != Phase::Unknown || other.phase == Phase::Unknown)
@@ -108,19 +125,30 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
         // 3. VS Code's debugger: "Exception has occurred: X", the message, then frames innermost first.
         const bool vscode = found.firstLine > 0
             && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
-        if (!vscode)
+        if (vscode) {
+            for (size_t b = 0; b < scan.blocks.size(); ++b) {
+                const TracebackBlock& block = scan.blocks[b];
+                if (used[b] || block.hasHeader || block.firstLine <= found.lastLine
+                    || block.firstLine > found.lastLine + 2)
+                    continue;
+                TracebackInfo info = block.info;
+                std::reverse(info.frames.begin(), info.frames.end());
+                info.truncated
+                    = !block.terminator && (info.frames.empty() || info.frames.front().function != "<module>");
+                text::decidePhase(info);
+                message.traceback = std::move(info);
+                used[b] = 1;
+                break;
+            }
             continue;
-        for (size_t b = 0; b < scan.blocks.size(); ++b) {
-            const TracebackBlock& block = scan.blocks[b];
-            if (used[b] || block.hasHeader || block.firstLine <= found.lastLine || block.firstLine > found.lastLine + 2)
-                continue;
-            TracebackInfo info = block.info;
-            std::reverse(info.frames.begin(), info.frames.end());
-            info.truncated = !block.terminator && (info.frames.empty() || info.frames.front().function != "<module>");
-            text::decidePhase(info);
-            message.traceback = std::move(info);
-            used[b] = 1;
-            break;
+        }
+        // 4. The message printed before its traceback: pre-1.0 PyTorch's "THCudaCheck FAIL ... out of
+        //    memory" comes from C before Python raises, and apps that catch the error (ComfyUI's
+        //    "!!! Exception during processing !!!") print it and then the traceback. Only a traceback
+        //    that starts right after and does not end in an exception of its own is this one's.
+        if (const auto after = tracebackPrintedAfter(scan, found.lastLine, used)) {
+            message.traceback = scan.blocks[*after].info;
+            used[*after] = 1;
         }
     }
 }

@@ -110,9 +110,43 @@ std::optional<TracebackFrame> parseOldIPythonFrame(std::string_view text)
     return frame;
 }
 
+// A frame line whose start the paste lost: `ils/_contextlib.py", line 120, in decorate_context`,
+// `/envs/x/lib/python3.6/site-packages/torch/nn/modules/module.py", line 605, in convert`. The closing
+// quote, the line number and the function still make it a frame; what is left of the path is kept.
+std::optional<TracebackFrame> parseCutFrameStart(std::string_view text)
+{
+    const size_t quote = text.find("\", line ");
+    if (quote == std::string_view::npos || quote == 0 || text.substr(0, quote).find('"') != std::string_view::npos)
+        return std::nullopt;
+    auto frame = parseFileFrame("\"" + std::string(text));
+    if (!frame || frame->line == 0 || frame->function.empty())
+        return std::nullopt;
+    return frame;
+}
+
+// A frame line behind something printed before it on the same line: "`ERROR:  File "/x/adam.py",
+// line 505, in _multi_tensor_adam" (a logger's level, the poster's inline-code backtick). Only the
+// full CPython form counts there, so prose that mentions a file is not read as a frame.
+std::optional<TracebackFrame> parsePrefixedFrame(std::string_view text)
+{
+    const size_t at = text.find(" File \"");
+    if (at == std::string_view::npos || text.substr(0, at).find('"') != std::string_view::npos)
+        return std::nullopt;
+    auto frame = parseFileFrame(text.substr(at + 6));
+    if (!frame || frame->line == 0 || frame->function.empty())
+        return std::nullopt;
+    return frame;
+}
+
 std::optional<std::pair<TracebackFrame, FrameStyle>> parseFrame(std::string_view line)
 {
     const std::string_view text = trimmed(line);
+    if (!startsWith(text, "File ")) {
+        if (auto frame = parsePrefixedFrame(text))
+            return std::make_pair(*frame, FrameStyle::Python);
+        if (auto frame = parseCutFrameStart(text))
+            return std::make_pair(*frame, FrameStyle::Python);
+    }
     if (startsWith(text, "File ")) {
         if (auto frame = parseFileFrame(text.substr(5))) {
             const bool ipython = text.size() > 5 && text[5] != '"' && !contains(text, ", line ");
@@ -134,6 +168,58 @@ std::optional<std::pair<TracebackFrame, FrameStyle>> parseFrame(std::string_view
     if (auto frame = parseOldIPythonFrame(text))
         return std::make_pair(*frame, FrameStyle::IPython);
     return std::nullopt;
+}
+
+// One hop of a call chain a poster condensed by hand: "torch/_tensor.py:623 backward".
+std::optional<TracebackFrame> parseChainHop(std::string_view hop)
+{
+    hop = trimmed(hop);
+    const size_t space = hop.find(' ');
+    if (space == std::string_view::npos)
+        return std::nullopt;
+    const std::string_view where = hop.substr(0, space);
+    const std::string_view function = trimmed(hop.substr(space + 1));
+    const size_t colon = where.rfind(':');
+    if (colon == std::string_view::npos || !endsWith(where.substr(0, colon), ".py") || function.empty())
+        return std::nullopt;
+    size_t end = 0;
+    const auto line = parseIntegerAt(where, colon + 1, &end);
+    if (!line || end != where.size() || *line >= 100000000)
+        return std::nullopt;
+    for (char c : function) {
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '<' || c == '>'))
+            return std::nullopt;
+    }
+    TracebackFrame frame;
+    frame.filename = std::string(where.substr(0, colon));
+    frame.line = static_cast<int>(*line);
+    frame.function = std::string(function);
+    return frame;
+}
+
+// "train_ft.py:1208 _forward_backward_step -> torch/_tensor.py:623 backward", and its continuation
+// "  -> autograd/graph.py:979 _engine_run_backward": frames outermost first, as CPython lists them.
+// Empty unless every hop reads as one (a lone hop only on a continuation line).
+std::vector<TracebackFrame> parseCallChain(std::string_view text)
+{
+    const bool continuation = startsWith(text, "->");
+    if (continuation)
+        text.remove_prefix(2);
+    else if (!contains(text, " -> "))
+        return {};
+    std::vector<TracebackFrame> frames;
+    size_t begin = 0;
+    while (begin <= text.size()) {
+        size_t arrow = text.find("->", begin);
+        if (arrow == std::string_view::npos)
+            arrow = text.size();
+        auto frame = parseChainHop(text.substr(begin, arrow - begin));
+        if (!frame)
+            return {};
+        frames.push_back(std::move(*frame));
+        begin = arrow + 2;
+    }
+    return frames;
 }
 
 // "--> 960   out_bufs = compiled.execute(input_bufs)", "   958   for i, x in ..."
@@ -245,6 +331,21 @@ TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& me
             continue;
         }
         if (!messageStarts[i]) {
+            if (std::vector<TracebackFrame> chain = parseCallChain(text); !chain.empty()) {
+                if (!open) {
+                    open = TracebackBlock {};
+                    open->firstLine = i;
+                    open->info.sourceLine = lines.lineNumber(i);
+                }
+                style = FrameStyle::Python;
+                frameIndent = indentation(line);
+                for (TracebackFrame& frame : chain)
+                    open->info.frames.push_back(std::move(frame));
+                open->lastLine = i;
+                lastWasFrame = false; // no source line follows a hand-condensed chain
+                blankRun = strayLines = 0;
+                continue;
+            }
             if (auto parsed = parseFrame(line)) {
                 if (!open) {
                     open = TracebackBlock {};
@@ -383,7 +484,10 @@ bool callsEvaluation(std::string_view code)
     return false;
 }
 
-// The user's loop calling the model: "out = model(batch)", "logits = self.model(input_ids).logits".
+// The user's loop calling the model: "out = model(batch)", "logits = self.model(input_ids).logits",
+// or running one of its methods: "self.model.sample(...)", "self.first_stage_model.decode(samples)"
+// (a model object's own computation; loading, generation and backward through it are read first
+// and outrank forward).
 bool callsModel(std::string_view code)
 {
     for (std::string_view call : { "model(", "net(", "module(" }) {
@@ -393,7 +497,72 @@ bool callsModel(std::string_view code)
                 return true;
         }
     }
+    for (size_t at = code.find("model."); at != std::string_view::npos; at = code.find("model.", at + 1)) {
+        size_t end = at + 6;
+        while (end < code.size() && (std::isalnum(static_cast<unsigned char>(code[end])) || code[end] == '_'))
+            ++end;
+        const std::string_view method = code.substr(at + 6, end - at - 6);
+        // Bookkeeping on the model object is not its computation (moving it is read as loading).
+        if (!method.empty() && end < code.size() && code[end] == '('
+            && !isAny(method,
+                { "step", "to", "cuda", "cpu", "half", "float", "bfloat16", "train", "eval", "zero_grad", "parameters",
+                    "named_parameters", "state_dict", "save_pretrained", "apply" }))
+            return true;
+    }
     return false;
+}
+
+// Where an optimizer's update runs: torch.optim, and the optimizer packages of other libraries
+// (fairseq/optim, bitsandbytes/optim, apex/optimizers, deepspeed's ops/adam).
+bool isOptimizerCode(const std::string& file)
+{
+    return contains(file, "/optim/") || startsWith(file, "optim/") || contains(file, "/optimizers/")
+        || contains(file, "/ops/adam/");
+}
+
+// The user's own function that assembles a batch before the model sees it: "get_batch",
+// "get_batch_pipe", "prepare_batch", "load_batch". Library helpers are not read by their names.
+bool isBatchBuilderName(std::string_view function, const std::string& file)
+{
+    if (isLibraryFile(file) || !contains(function, "batch"))
+        return false;
+    for (std::string_view verb : { "get_", "load_", "prepare_", "make_", "next_", "fetch_", "build_" }) {
+        if (startsWith(function, verb) || startsWith(function, std::string("_") + std::string(verb)))
+            return true;
+    }
+    return false;
+}
+
+// The script the user ran, when its own name says it evaluates: "python test.py", "eval.py",
+// "inference.py" (the <module> frame's file). Training scripts call the model too; a script
+// named for testing runs it without backward or optimizer, which outrank this when they show.
+bool isEvaluationScript(std::string_view function, const std::string& file)
+{
+    if (function != "<module>" || isLibraryFile(file))
+        return false;
+    std::string_view stem = file;
+    if (const size_t slash = stem.rfind('/'); slash != std::string_view::npos)
+        stem.remove_prefix(slash + 1);
+    if (!endsWith(stem, ".py"))
+        return false;
+    stem.remove_suffix(3);
+    return isAny(stem,
+        { "test", "eval", "evaluate", "evaluation", "validate", "validation", "val", "inference", "infer", "predict" });
+}
+
+// torch.no_grad / inference_mode as a decorator shows up as decorate_context. Around the user's own
+// function it marks evaluation or inference; libraries use it for their plumbing (loading weights,
+// optimizer steps, a warm-up run, target assignment inside a loss), and a decorated module's
+// forward sits inside a module call that the outer frames already place.
+bool isNoGradDecorator(const TracebackFrame& frame, const std::string& file)
+{
+    return bareFunction(frame.function) == "decorate_context"
+        && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py"));
+}
+
+bool isModuleCall(std::string_view function)
+{
+    return isAny(function, { "_call_impl", "_wrapped_call_impl", "__call__" });
 }
 
 // Code that only runs inside a model's forward: the layers of model libraries (diffusers'
@@ -410,9 +579,11 @@ bool isModelLibraryCode(const std::string& file)
     return false;
 }
 
-// The signature a frame carries, strongest first within the frame.
-std::optional<Phase> framePhase(const TracebackFrame& frame)
+// The signature frame `index` carries, strongest first within the frame; the frames around it
+// say whose code a no_grad decorator wraps.
+std::optional<Phase> framePhase(const std::vector<TracebackFrame>& frames, size_t index)
 {
+    const TracebackFrame& frame = frames[index];
     const std::string file = withForwardSlashes(frame.filename);
     const std::string_view function = bareFunction(frame.function);
     const std::string_view code = frame.code;
@@ -422,26 +593,36 @@ std::optional<Phase> framePhase(const TracebackFrame& frame)
             && (contains(file, "torch/_tensor.py") || contains(file, "torch/autograd/") || contains(file, "accelerate/")
                 || contains(file, "deepspeed/"))))
         return Phase::Backward;
-    if (contains(file, "torch/optim/") || contains(code, "optimizer.step(") || contains(code, "optim.step(")
+    if (isOptimizerCode(file) || contains(code, "optimizer.step(") || contains(code, "optim.step(")
         || contains(code, "scaler.step(") || startsWith(function, "_multi_tensor_adam")
         || startsWith(function, "_single_tensor_") || startsWith(function, "_fused_adam"))
         return Phase::Optimizer;
     if (contains(file, "torch/serialization.py") || contains(code, "torch.load(")
         || (isAny(function, { "_apply", "convert" }) && contains(file, "torch/nn/modules/module.py"))
         || contains(function, "from_pretrained") || contains(code, "from_pretrained(")
-        || contains(function, "load_state_dict") || contains(code, "load_state_dict(")
+        || contains(function, "load_state_dict")
+        || contains(code, "load_state_dict(")
+        // module._load_from_state_dict and the hooks that replace it: checkpoint weights materialised
+        || (contains(function, "load") && contains(function, "state_dict")) || contains(code, "_load_from_state_dict(")
         || function == "caching_allocator_warmup" || function == "load_checkpoint" || contains(code, "model.to(")
         || contains(code, "model.cuda(") || contains(function, "load_model") || contains(function, "unload")
         || contains(code, ".unload(")
         // `with torch.device("cuda"): model = Net()` builds the model through this hook
         || contains(file, "torch/utils/_device.py"))
         return Phase::Load;
-    if (contains(file, "torch/utils/data/") || contains(function, "collate") || contains(function, "pin_memory"))
+    if (contains(file, "torch/utils/data/") || contains(function, "collate") || contains(function, "pin_memory")
+        || isBatchBuilderName(function, file))
         return Phase::Data;
-    if ((function == "decorate_context"
-            && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py")))
-        || contains(file, "transformers/generation/") || contains(code, ".generate(") || contains(code, ".evaluate(")
-        || isEvaluationName(function, file) || callsEvaluation(code))
+    if (isNoGradDecorator(frame, file)) {
+        const bool insideModuleCall = std::any_of(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(index),
+            [](const TracebackFrame& outer) { return isModuleCall(bareFunction(outer.function)); });
+        const bool wrapsUserCode = index + 1 < frames.size()
+            && !isLibraryFile(withForwardSlashes(frames[index + 1].filename)) && !insideModuleCall;
+        if (wrapsUserCode)
+            return Phase::Eval;
+    }
+    if (isEvaluationScript(function, file) || contains(file, "transformers/generation/") || contains(code, ".generate(")
+        || contains(code, ".evaluate(") || isEvaluationName(function, file) || callsEvaluation(code))
         return Phase::Eval;
     if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" })
         || contains(code, "forward_call(")
@@ -496,7 +677,7 @@ void decidePhase(TracebackInfo& info)
             info.compiled = true;
         if (isModelLibraryCode(file))
             layer = &frame;
-        const auto phase = framePhase(frame);
+        const auto phase = framePhase(info.frames, static_cast<size_t>(&frame - info.frames.data()));
         // Ties go to the innermost frame: frames are stored outermost first.
         if (phase && priority(*phase) >= best) {
             best = priority(*phase);

@@ -204,12 +204,18 @@ void readOptimizer(std::string_view text, TrainingRecipe& said)
         said.optimizerVariant = "foreach";
 }
 
+// The evidence quotes the log's line, which may hold any bytes: cut on a character boundary and
+// made valid UTF-8, as everything that reaches the JSON must be (the fuzz target `text` found a
+// line of raw 0xb2 bytes that made dump() throw).
 std::string quoted(std::string_view line)
 {
-    std::string text(trimmed(line));
-    if (text.size() > evidenceChars)
-        text = text.substr(0, evidenceChars) + "...";
-    return text;
+    std::string_view text = trimmed(line);
+    if (text.size() <= evidenceChars)
+        return sanitizedUtf8(text);
+    size_t cut = evidenceChars;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut; // not inside a multi-byte character
+    return sanitizedUtf8(text.substr(0, cut)) + "...";
 }
 
 void merge(TrainingRecipe& into, const TrainingRecipe& said)

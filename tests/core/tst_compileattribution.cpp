@@ -5,6 +5,7 @@
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
 #include "core/presentation/compileattribution.h"
+#include "core/presentation/generatedcodeframes.h"
 #include "core/presentation/userframe.h"
 #include "parsers/inputloader.h"
 #include "parsers/snapshotreader.h"
@@ -78,6 +79,39 @@ private Q_SLOTS:
         QCOMPARE(regions[0].allocations, size_t(1));
         QCOMPARE(regions[0].requestedBytes, uint64_t(8) << 20);
         QCOMPARE(regions[0].topSites.at(0).first, std::string("model.py:52 forward"));
+    }
+
+    // The frames are decided once per snapshot (GeneratedCodeFrames): the same answers as
+    // deciding each allocation's stack from its file names, and none at all without generated code.
+    void generatedFramesDecidedOnceAgreeWithEachStack()
+    {
+        const SnapshotAnalysis a = test::analyzeTrace(compiled);
+        const Snapshot& snapshot = *a.snapshot;
+        const DeviceAnalysis& device = *a.primary();
+        const GeneratedCodeFrames generated(*snapshot.frames, *snapshot.strings);
+        QVERIFY(generated.any());
+        size_t generatedFrames = 0;
+        for (uint32_t id = 0; id < snapshot.frames->frameCount(); ++id) {
+            const bool expected
+                = isCompilerGeneratedFile(snapshot.strings->get(snapshot.frames->frame(FrameId(id)).filename));
+            QCOMPARE(generated.isGenerated(FrameId(id)), expected);
+            generatedFrames += expected;
+        }
+        QCOMPARE(generatedFrames, size_t(1));
+        for (const Allocation& allocation : device.allocations) {
+            const CompileAttribution once = compileAttribution(snapshot, device, allocation, generated);
+            const CompileAttribution each = compileAttribution(snapshot, device, allocation);
+            QCOMPARE(once.context, each.context);
+            QCOMPARE(once.generatedFrame.has_value(), each.generatedFrame.has_value());
+            if (once.generatedFrame)
+                QCOMPARE(once.generatedFrame->value, each.generatedFrame->value);
+        }
+
+        const SnapshotAnalysis eager = test::analyzeTrace("alloc e 4MiB fwd stack=model.py:head:80;train.py:main:9\n");
+        const GeneratedCodeFrames none(*eager.snapshot->frames, *eager.snapshot->strings);
+        QVERIFY(!none.any());
+        QVERIFY(!none.innermost(eager.primary()->allocations.at(0).stack));
+        QVERIFY(compiledRegions(*eager.snapshot, *eager.primary()).empty());
     }
 
     void fxOriginalTraceBecomesTheModelLine()

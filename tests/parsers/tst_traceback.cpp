@@ -229,6 +229,86 @@ private Q_SLOTS:
         QVERIFY(findings.tracebacks[0].truncated);
         QCOMPARE(findings.tracebacks[0].phase, Phase::Backward);
     }
+
+    // Issue 28: what real pastes look like. Each row is the phase the frames show, read through
+    // the paste's structure rather than its names.
+    void realPasteStructures_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("phase");
+        const std::string site = "/home/u/envs/x/lib/python3.10/site-packages/";
+        // Pre-1.0: the C-level check prints first, then Python's traceback, cut before its exception.
+        QTest::newRow("THCudaCheck first") << QString::fromStdString(
+            "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : out of memory\n"
+            "Traceback (most recent call last):\n"
+            + frame("train.py", 90, "<module>", "main()") + frame("train.py", 70, "main", "loss.backward()")
+            + "  File \"" + site + "torch/autograd/__init__.py\", line 89, in backward\n    allow_unrea")
+                                           << "backward";
+        // A complete traceback, then the message cut mid-word by the end of the paste.
+        QTest::newRow("message cut mid-word") << QString::fromStdString("Traceback (most recent call last):\n"
+            + frame("train.py", 40, "penalty", "grads = torch.autograd.grad(out, x, create_graph=True)") + "  File \""
+            + site + "torch/autograd/__init__.py\", line 275, in grad\n"
+            + "    return Variable._execution_engine.run_backward(\nRuntimeError: CUDA out of")
+                                              << "backward";
+        // Two ranks interleaved: rank 1's message, rank 0's traceback around it.
+        QTest::newRow("ranks interleaved") << QString::fromStdString(
+            "[rank0]: Traceback (most recent call last):\n"
+            "[rank0]:   File \"train.py\", line 60, in step\n"
+            "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+            "capacity of 79.15 GiB of which 1.00 GiB is free.\n"
+            "[rank0]:     optimizer.step()\n"
+            "[rank0]:   File \""
+            + site + "torch/optim/adamw.py\", line 220, in step\n[rank0]:     adamw(\n"
+            + "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+              "capacity of 79.15 GiB of which 1.00 GiB is free.\n")
+                                           << "optimizer";
+        // vLLM's logger before every line, after the worker's prefix.
+        QTest::newRow("logger prefixes") << QString::fromStdString(
+            "(VllmWorker rank=0 pid=1) ERROR 03-16 06:12:38 [executor.py:375] Traceback (most recent call last):\n"
+            "(VllmWorker rank=0 pid=1) ERROR 03-16 06:12:38 [executor.py:375]   File \"/w/runner.py\", line 12, in "
+            "run\n"
+            "(VllmWorker rank=0 pid=1) ERROR 03-16 06:12:38 [executor.py:375]     hidden = self.model(input_ids)\n"
+            "(VllmWorker rank=0 pid=1) ERROR 03-16 06:12:38 [executor.py:375]              ^^^^^^^^^^^^^^^^^^^^^\n"
+            "(VllmWorker rank=0 pid=1) ERROR 03-16 06:12:38 [executor.py:375] "
+            + oomLine + "\n") << "forward";
+        // The paste begins inside the first frame line.
+        QTest::newRow("frame line cut at its start")
+            << QString::fromStdString("ages/torch/nn/modules/module.py\", line 1150, in convert\n"
+                                      "    return t.to(device)\nRuntimeError: CUDA error: out of memory\n")
+            << "load";
+        // A poster's own condensed chain.
+        QTest::newRow("condensed chain") << QString::fromStdString(
+            "train.py:1208 step -> torch/_tensor.py:623 backward\n  -> autograd/graph.py:979 _engine_run_backward\n"
+            + oomLine + "\n") << "backward";
+        // no_grad around a module's forward inside the training loss is not evaluation.
+        QTest::newRow("no_grad inside a module call") << QString::fromStdString(
+            traceback(frame("train.py", 30, "step", "loss = criterion(pred, target)")
+                + frame(site + "torch/nn/modules/module.py", 1747, "_call_impl", "return forward_call(*args, **kwargs)")
+                + frame(site + "torch/utils/_contextlib.py", 116, "decorate_context", "return func(*args, **kwargs)")
+                + frame("/home/u/proj/assigner.py", 79, "forward", "scores = torch.where(mask, s, 0)")))
+                                                      << "forward";
+        // An optimizer package that is not torch.optim.
+        QTest::newRow("fairseq optimizer") << QString::fromStdString(
+            traceback(frame(site + "fairseq/optim/adam.py", 210, "step", "denom = exp_avg_sq.sqrt().add_(eps)")))
+                                           << "optimizer";
+        // A script named for evaluation calling the model.
+        QTest::newRow("test script") << QString::fromStdString(
+            traceback(frame("/home/u/reid/test.py", 162, "<module>", "feats = extract(model, loader)")
+                + frame("/home/u/reid/test.py", 112, "extract", "outputs = model(img)")))
+                                     << "eval";
+    }
+
+    void realPasteStructures()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, phase);
+        const TextFindings findings = parseText(text.toStdString());
+        QVERIFY(!findings.oomMessages.empty());
+        const std::string_view found = phaseName(findings.failingPhase());
+        QCOMPARE(QString::fromUtf8(found.data(), qsizetype(found.size())), phase);
+        // The diagnosis reads the message's own traceback: it must be linked, not left stray.
+        QVERIFY(findings.oomMessages.front().traceback || findings.oomMessages.size() > 1);
+    }
 };
 
 QTEST_GUILESS_MAIN(TestTraceback)

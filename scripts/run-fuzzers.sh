@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Short libFuzzer runs of every target in fuzz/ (fuzz/README.md), as CI runs them:
+#   scripts/run-fuzzers.sh [BUILD_DIR]      (default build/fuzz, made by `cmake --preset fuzz`)
+# Each target starts from its committed seeds (fuzz/corpus/<target>, read only) with a fixed seed
+# and runs OOMLENS_FUZZ_SECONDS seconds (default 30), as many targets at a time as there are cores.
+# A crash, leak, timeout or broken invariant fails the run; its reproducer is copied into
+# fuzz/corpus/<target>/crash-<hash>, where tests/parsers/tst_fuzzregression.cpp replays it once it
+# is committed (minimize it and give it a name that says what it hit; see fuzz/README.md).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir="${1:-build/fuzz}"
+seconds="${OOMLENS_FUZZ_SECONDS:-30}"
+jobs="${OOMLENS_FUZZ_JOBS:-$(nproc)}"
+targets=(text pickle container case sidecar rules config plan)
+work="$(mktemp -d /tmp/oomlens-fuzz.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+fuzz_one() {
+    local target="$1" binary="$build_dir/fuzz/fuzz_$1"
+    local dict=()
+    [ -f "fuzz/$target.dict" ] && dict=(-dict="fuzz/$target.dict")
+    [ "$target" = case ] || [ "$target" = sidecar ] && [ -f fuzz/text.dict ] && dict=(-dict=fuzz/text.dict)
+    mkdir -p "$work/$target/new" "$work/$target/artifacts"
+    # New inputs go to a scratch folder; the seeds stay as committed. -seed fixes the mutation
+    # sequence (the time bound still decides how far it gets); -timeout catches a hang on one input.
+    if nice -n 5 "$binary" "${dict[@]}" -seed=1 -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix="$work/$target/artifacts/" \
+        "$work/$target/new" "fuzz/corpus/$target" >"$work/$target/log" 2>&1; then
+        echo "fuzz_$target: ok ($(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$work/$target/log" \
+            | grep -o '[0-9]*$') inputs in ${seconds} s)"
+        return 0
+    fi
+    echo "fuzz_$target: FAILED" >&2
+    grep -E 'ERROR|invariant broken|SUMMARY|Test unit written' "$work/$target/log" | head -20 >&2
+    for artifact in "$work/$target/artifacts"/*; do
+        [ -f "$artifact" ] || continue
+        cp "$artifact" "fuzz/corpus/$target/$(basename "$artifact")"
+        echo "  reproducer kept as fuzz/corpus/$target/$(basename "$artifact")" >&2
+    done
+    return 1
+}
+
+for target in "${targets[@]}"; do
+    if [ ! -x "$build_dir/fuzz/fuzz_$target" ]; then
+        echo "no $build_dir/fuzz/fuzz_$target: build it with cmake --preset fuzz && cmake --build --preset fuzz" >&2
+        exit 2
+    fi
+done
+
+echo "Fuzzing ${#targets[@]} targets, ${seconds} s each, ${jobs} at a time"
+failed=0
+running=0
+pids=()
+for target in "${targets[@]}"; do
+    fuzz_one "$target" &
+    pids+=($!)
+    running=$((running + 1))
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n || failed=1
+        running=$((running - 1))
+    fi
+done
+while [ "$running" -gt 0 ]; do
+    wait -n || failed=1
+    running=$((running - 1))
+done
+exit "$failed"
