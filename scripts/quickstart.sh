@@ -19,6 +19,10 @@ if [ "$mode" = test ]; then
     # the tree is formatted with clang-format 14 (scripts/check-format.sh).
     packages+=(chromium xvfb xauth clang-format-14)
 fi
+if [ "$mode" = test ]; then
+    # `oomlens mcp` is tested with the reference MCP client of the TypeScript SDK (tests/mcp).
+    packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -52,6 +56,8 @@ app)
 test)
     # Every stage runs even after one fails, so that one CI run reports all of them.
     failed=()
+    # The MCP client tests' packages, pinned by tests/mcp/package-lock.json (ctest's mcp/sdk_client).
+    npm ci --prefix tests/mcp --no-audit --no-fund || failed+=("npm ci (tests/mcp)")
     (cd "$build_dir" && ctest --output-on-failure -j2) || failed+=("tests")
     # The sanitizer suites: core, parsers and the CLI under ASan + UBSan (CMakePresets.json).
     echo "Sanitizer build (preset asan-ci)"
