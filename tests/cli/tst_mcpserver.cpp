@@ -15,6 +15,19 @@
 
 #include <algorithm>
 
+// QCOMPARE cannot take nlohmann's json (Qt's qfloat16 overload asks json about an incomplete type):
+// both sides as json, shown as JSON text when they differ.
+#define JSON_COMPARE(actual, expected)                                                                                 \
+    do {                                                                                                               \
+        const oomlens::mcp::Json actualJson_ = (actual);                                                               \
+        const oomlens::mcp::Json expectedJson_ = (expected);                                                           \
+        if (!(actualJson_ == expectedJson_))                                                                           \
+            QFAIL(qPrintable(                                                                                          \
+                QStringLiteral("%1\n   Actual: %2\n   Expected: %3")                                                   \
+                    .arg(QStringLiteral(#actual), QString::fromStdString(actualJson_.dump().substr(0, 2000)),          \
+                        QString::fromStdString(expectedJson_.dump().substr(0, 2000)))));                               \
+    } while (false)
+
 // `oomlens mcp`, the Model Context Protocol server: the JSON-RPC and MCP lifecycle rules, every
 // tool's answer against the code the CLI answers with, the errors an agent gets for bad input,
 // the bounded case cache, and a plain stdio exchange with the built binary.
@@ -78,19 +91,20 @@ private Q_SLOTS:
         oomlens::mcp::McpServer server;
         for (const char* version : { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }) {
             const Json answer = message(server, request(1, "initialize", { { "protocolVersion", version } }));
-            QCOMPARE(answer["jsonrpc"], "2.0");
-            QCOMPARE(answer["id"], 1);
-            QCOMPARE(answer["result"]["protocolVersion"].get<std::string>(), std::string(version));
-            QCOMPARE(answer["result"]["serverInfo"]["name"], "oomlens");
+            JSON_COMPARE(answer["jsonrpc"], "2.0");
+            JSON_COMPARE(answer["id"], 1);
+            JSON_COMPARE(answer["result"]["protocolVersion"].get<std::string>(), std::string(version));
+            JSON_COMPARE(answer["result"]["serverInfo"]["name"], "oomlens");
             QVERIFY(answer["result"]["capabilities"].contains("tools"));
         }
         // A version we do not speak: the newest we do; the client decides whether to go on.
         const Json future = message(server, request(2, "initialize", { { "protocolVersion", "2099-01-01" } }));
-        QCOMPARE(future["result"]["protocolVersion"], "2025-11-25");
+        JSON_COMPARE(future["result"]["protocolVersion"], "2025-11-25");
         // The id comes back as it was sent, a string included.
         Json ping = request(3, "ping");
         ping["id"] = "abc";
-        QCOMPARE(message(server, ping), (Json { { "jsonrpc", "2.0" }, { "id", "abc" }, { "result", Json::object() } }));
+        JSON_COMPARE(
+            message(server, ping), (Json { { "jsonrpc", "2.0" }, { "id", "abc" }, { "result", Json::object() } }));
     }
 
     void notificationsAndResponsesGetNoAnswer()
@@ -116,27 +130,27 @@ private Q_SLOTS:
             return parsed;
         };
         Json error = errorOf("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ");
-        QCOMPARE(error["error"]["code"], -32700);
+        JSON_COMPARE(error["error"]["code"], -32700);
         QVERIFY(error["id"].is_null());
         error = errorOf("[]");
-        QCOMPARE(error["error"]["code"], -32600);
+        JSON_COMPARE(error["error"]["code"], -32600);
         error = errorOf(R"({"jsonrpc":"1.0","id":4,"method":"ping"})");
-        QCOMPARE(error["error"]["code"], -32600);
-        QCOMPARE(error["id"], 4);
+        JSON_COMPARE(error["error"]["code"], -32600);
+        JSON_COMPARE(error["id"], 4);
         error = errorOf(R"({"jsonrpc":"2.0","id":4,"method":7})");
-        QCOMPARE(error["error"]["code"], -32600);
+        JSON_COMPARE(error["error"]["code"], -32600);
         error = errorOf(R"({"jsonrpc":"2.0","id":null,"method":"ping"})");
-        QCOMPARE(error["error"]["code"], -32600);
+        JSON_COMPARE(error["error"]["code"], -32600);
         error = errorOf(R"("just a string")");
-        QCOMPARE(error["error"]["code"], -32600);
+        JSON_COMPARE(error["error"]["code"], -32600);
         error = errorOf(R"({"jsonrpc":"2.0","id":9,"method":"resources/read"})");
-        QCOMPARE(error["error"]["code"], -32601);
-        QCOMPARE(error["id"], 9);
+        JSON_COMPARE(error["error"]["code"], -32601);
+        JSON_COMPARE(error["id"], 9);
         error = errorOf(R"({"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"no_such_tool"}})");
-        QCOMPARE(error["error"]["code"], -32602);
+        JSON_COMPARE(error["error"]["code"], -32602);
         QVERIFY(error["error"]["message"].get<std::string>().find("no_such_tool") != std::string::npos);
         error = errorOf(R"({"jsonrpc":"2.0","id":11,"method":"tools/call","params":{}})");
-        QCOMPARE(error["error"]["code"], -32602);
+        JSON_COMPARE(error["error"]["code"], -32602);
 
         // An old-style batch: each element answered, notifications not.
         const std::optional<std::string> batch = server.handleLine(
@@ -144,9 +158,9 @@ private Q_SLOTS:
             R"({"jsonrpc":"2.0","id":2,"method":"nope"}])");
         QVERIFY(batch);
         const Json answers = Json::parse(*batch);
-        QCOMPARE(answers.size(), size_t(2));
-        QCOMPARE(answers[0]["id"], 1);
-        QCOMPARE(answers[1]["error"]["code"], -32601);
+        JSON_COMPARE(answers.size(), size_t(2));
+        JSON_COMPARE(answers[0]["id"], 1);
+        JSON_COMPARE(answers[1]["error"]["code"], -32601);
     }
 
     void toolsListHasSchemas()
@@ -157,14 +171,14 @@ private Q_SLOTS:
         std::vector<std::string> names;
         for (const Json& tool : tools) {
             names.push_back(tool["name"].get<std::string>());
-            QCOMPARE(tool["inputSchema"]["type"], "object");
-            QCOMPARE(tool["outputSchema"]["type"], "object");
+            JSON_COMPARE(tool["inputSchema"]["type"], "object");
+            JSON_COMPARE(tool["outputSchema"]["type"], "object");
             QVERIFY(!tool["description"].get<std::string>().empty());
         }
         for (const char* name :
             { "diagnose", "report", "compare", "plan", "live_at", "evidence", "step_peaks", "stack_history" })
             QVERIFY2(std::find(names.begin(), names.end(), name) != names.end(), name);
-        QCOMPARE(names.size(), size_t(8));
+        JSON_COMPARE(names.size(), size_t(8));
     }
 
     void diagnoseIsTheCliDocument()
@@ -173,26 +187,26 @@ private Q_SLOTS:
         const std::string traceback = scenario("first_backward.oom.txt");
         oomlens::mcp::McpServer server;
         const Json result = call(server, "diagnose", { { "inputs", { snapshot, traceback } } });
-        QCOMPARE(result["isError"], false);
+        JSON_COMPARE(result["isError"], false);
         // What `diagnose --json` prints for the same inputs.
         oomlens::Case input;
-        QCOMPARE(
+        JSON_COMPARE(
             oomlens::cli::loadInputs({ QString::fromStdString(snapshot), QString::fromStdString(traceback) }, input),
             0);
         const Json expected = oomlens::caseToJson(input, oomlens::analyzeCase(input));
-        QCOMPARE(result["structuredContent"], expected);
+        JSON_COMPARE(result["structuredContent"], expected);
         QVERIFY(!expected["diagnoses"].empty());
-        QCOMPARE(expected["diagnoses"][0]["id"], "first_backward");
+        JSON_COMPARE(expected["diagnoses"][0]["id"], "first_backward");
         // The text: a summary naming the diagnosis, then the whole result for clients that read only text.
         const std::string summary = result["content"][0]["text"].get<std::string>();
         QVERIFY2(summary.find("first_backward") != std::string::npos, summary.c_str());
-        QCOMPARE(Json::parse(result["content"][1]["text"].get<std::string>()), expected);
+        JSON_COMPARE(Json::parse(result["content"][1]["text"].get<std::string>()), expected);
 
         // Pasted text is an input like a file.
         const Json pasted = structured(server, "diagnose",
             { { "text", oomlens::test::readFile(QString::fromStdString(traceback)).toStdString() } });
-        QCOMPARE(pasted["inputs"][0]["path"], "(pasted)");
-        QCOMPARE(pasted["oom_messages"].size(), size_t(1));
+        JSON_COMPARE(pasted["inputs"][0]["path"], "(pasted)");
+        JSON_COMPARE(pasted["oom_messages"].size(), size_t(1));
     }
 
     void badInputIsAToolError()
@@ -216,9 +230,9 @@ private Q_SLOTS:
                     .find("unknown argument \"devise\"")
             != std::string::npos);
         const std::string notSnapshot = scenario("leak.oom.txt");
-        QCOMPARE(errorText(server, "live_at", { { "input", notSnapshot } }),
+        JSON_COMPARE(errorText(server, "live_at", { { "input", notSnapshot } }),
             "oomlens: " + notSnapshot + ": not a memory snapshot");
-        QCOMPARE(errorText(server, "live_at", { { "input", scenario("leak.pickle") }, { "device", 3 } }),
+        JSON_COMPARE(errorText(server, "live_at", { { "input", scenario("leak.pickle") }, { "device", 3 } }),
             "oomlens: " + scenario("leak.pickle") + ": the snapshot has no such device");
         QVERIFY(errorText(server, "live_at", { { "input", scenario("healthy.pickle") }, { "at", "oom" } })
                     .find("has no OOM event")
@@ -230,7 +244,7 @@ private Q_SLOTS:
                     .find("\"at\" is \"peak\", \"oom\"")
             != std::string::npos);
         // Nothing failed for good: the server still answers.
-        QCOMPARE(message(server, request(1, "ping"))["result"], Json::object());
+        JSON_COMPARE(message(server, request(1, "ping"))["result"], Json::object());
     }
 
     void liveAtTheOom()
@@ -243,57 +257,57 @@ private Q_SLOTS:
         const oomlens::CaseAnalysis analysis = oomlens::analyzeCase(input);
         const oomlens::DeviceAnalysis& device = *analysis.snapshots[0].primary();
         const oomlens::OomAnalysis& oom = device.ooms.front();
-        QCOMPARE(live["moment"]["event"], oom.eventIndex);
-        QCOMPARE(live["moment"]["phase"], "backward");
-        QCOMPARE(live["oom"]["requested_bytes"], oom.requestedBytes);
+        JSON_COMPARE(live["moment"]["event"], oom.eventIndex);
+        JSON_COMPARE(live["moment"]["phase"], "backward");
+        JSON_COMPARE(live["oom"]["requested_bytes"], oom.requestedBytes);
         const std::vector<uint32_t> liveSet = oomlens::liveAllocations(device, oom.eventIndex);
-        QCOMPARE(live["live_count"], liveSet.size());
+        JSON_COMPARE(live["live_count"], liveSet.size());
         for (int i = 0; i < oomlens::categoryCount; ++i) {
             const auto category = static_cast<oomlens::Category>(i);
-            QCOMPARE(live["live_bytes_by_category"][std::string(oomlens::categoryName(category))],
+            JSON_COMPARE(live["live_bytes_by_category"][std::string(oomlens::categoryName(category))],
                 oom.liveByCategory[static_cast<size_t>(i)]);
         }
         const Json& allocations = live["allocations"];
-        QCOMPARE(allocations.size(), size_t(5));
+        JSON_COMPARE(allocations.size(), size_t(5));
         uint64_t largest = 0;
         for (uint32_t index : liveSet)
             largest = std::max(largest, device.allocations[index].requestedSize);
-        QCOMPARE(allocations[0]["bytes"], largest);
+        JSON_COMPARE(allocations[0]["bytes"], largest);
         for (size_t i = 1; i < allocations.size(); ++i)
             QVERIFY(allocations[i - 1]["bytes"].get<uint64_t>() >= allocations[i]["bytes"].get<uint64_t>());
         for (const Json& allocation : allocations) {
             const oomlens::Allocation& a = device.allocations[allocation["allocation"].get<uint32_t>()];
-            QCOMPARE(allocation["bytes"], a.requestedSize);
-            QCOMPARE(allocation["category"], std::string(oomlens::categoryName(a.category)));
+            JSON_COMPARE(allocation["bytes"], a.requestedSize);
+            JSON_COMPARE(allocation["category"], std::string(oomlens::categoryName(a.category)));
             QVERIFY(a.liveAfter(oom.eventIndex));
         }
         // Stacks as file:line:function; "all" gives at least the user's frames.
         const Json all = structured(server, "live_at", { { "input", path }, { "top", 5 }, { "frames", "all" } });
-        QCOMPARE(all["at"], "oom"); // the default for a run that failed
+        JSON_COMPARE(all["at"], "oom"); // the default for a run that failed
         bool anyStack = false;
         for (size_t i = 0; i < allocations.size(); ++i) {
             QVERIFY(all["allocations"][i]["stack"].size() >= allocations[i]["stack"].size());
             for (const Json& frame : allocations[i]["stack"]) {
                 anyStack = true;
-                QVERIFY2(std::count(frame.get<std::string>().begin(), frame.get<std::string>().end(), ':') >= 2,
-                    frame.get<std::string>().c_str());
+                const std::string text = frame.get<std::string>();
+                QVERIFY2(std::count(text.begin(), text.end(), ':') >= 2, text.c_str());
             }
         }
         QVERIFY(anyStack);
 
         // The other moments.
         const Json peak = structured(server, "live_at", { { "input", path }, { "at", "peak" }, { "top", 0 } });
-        QCOMPARE(peak["moment"]["event"], device.peakEvent);
-        QCOMPARE(peak["live_bytes"], device.peakAllocatedBytes);
+        JSON_COMPARE(peak["moment"]["event"], device.peakEvent);
+        JSON_COMPARE(peak["live_bytes"], device.peakAllocatedBytes);
         const Json atEvent = structured(server, "live_at", { { "input", path }, { "at", "event:10" } });
-        QCOMPARE(atEvent["moment"]["event"], 10);
+        JSON_COMPARE(atEvent["moment"]["event"], 10);
         const Json before = structured(server, "live_at", { { "input", path }, { "at", "event:-1" } });
-        QCOMPARE(before["live_bytes"], device.initialAllocatedBytes);
+        JSON_COMPARE(before["live_bytes"], device.initialAllocatedBytes);
         const int64_t time = atEvent["moment"]["time_us"].get<int64_t>();
         const Json atTime
             = structured(server, "live_at", { { "input", path }, { "at", "time_us:" + std::to_string(time) } });
         QVERIFY(atTime["moment"]["event"].get<int64_t>() >= 10);
-        QCOMPARE(atTime["moment"]["time_us"], time);
+        JSON_COMPARE(atTime["moment"]["time_us"], time);
     }
 
     void aSnapshotIsDecodedOnce()
@@ -301,15 +315,15 @@ private Q_SLOTS:
         const std::string snapshot = scenario("leak.pickle");
         oomlens::mcp::McpServer server;
         structured(server, "diagnose", { { "inputs", { snapshot, scenario("leak.oom.txt") } } });
-        QCOMPARE(server.cache().reads(), uint64_t(1));
+        JSON_COMPARE(server.cache().reads(), uint64_t(1));
         // live_at, step_peaks and stack_history on the snapshot read with its traceback: no new read.
         structured(server, "live_at", { { "input", snapshot } });
         structured(server, "step_peaks", { { "input", snapshot } });
         structured(server, "evidence", { { "inputs", { snapshot, scenario("leak.oom.txt") } } });
-        QCOMPARE(server.cache().reads(), uint64_t(1));
+        JSON_COMPARE(server.cache().reads(), uint64_t(1));
         // Another device is another analysis.
         errorText(server, "live_at", { { "input", snapshot }, { "device", 1 } });
-        QCOMPARE(server.cache().reads(), uint64_t(2));
+        JSON_COMPARE(server.cache().reads(), uint64_t(2));
     }
 
     void theCacheIsBounded()
@@ -317,15 +331,15 @@ private Q_SLOTS:
         oomlens::mcp::McpServer server(2);
         for (const char* name : { "leak.pickle", "fragmentation.pickle", "other_process.pickle", "leak.pickle" })
             structured(server, "step_peaks", { { "input", scenario(name) } });
-        QCOMPARE(server.cache().size(), size_t(2));
-        QCOMPARE(server.cache().reads(), uint64_t(4)); // leak.pickle had been evicted
+        JSON_COMPARE(server.cache().size(), size_t(2));
+        JSON_COMPARE(server.cache().reads(), uint64_t(4)); // leak.pickle had been evicted
         structured(server, "live_at", { { "input", scenario("leak.pickle") } });
-        QCOMPARE(server.cache().reads(), uint64_t(4));
+        JSON_COMPARE(server.cache().reads(), uint64_t(4));
         // A case with an unreadable input is not kept.
         errorText(server, "diagnose", { { "inputs", { scenario("leak.pickle"), "/nonexistent/x.txt" } } });
         errorText(server, "diagnose", { { "inputs", { scenario("leak.pickle"), "/nonexistent/x.txt" } } });
-        QCOMPARE(server.cache().reads(), uint64_t(6));
-        QCOMPARE(server.cache().size(), size_t(2));
+        JSON_COMPARE(server.cache().reads(), uint64_t(6));
+        JSON_COMPARE(server.cache().size(), size_t(2));
     }
 
     void stepPeaksAndStackHistory()
@@ -359,8 +373,8 @@ private Q_SLOTS:
         uint64_t perStepCount = 0;
         for (const Json& step : history["per_step"])
             perStepCount += step["count"].get<uint64_t>();
-        QCOMPARE(history["allocation_count"], perStepCount);
-        QCOMPARE(history["distinct_stacks"], 1);
+        JSON_COMPARE(history["allocation_count"], perStepCount);
+        JSON_COMPARE(history["distinct_stacks"], 1);
         bool listed = false;
         for (const Json& allocation : history["allocations"])
             listed = listed || allocation["allocation"] == *kept;
@@ -381,21 +395,21 @@ private Q_SLOTS:
         oomlens::mcp::McpServer server;
         const std::vector<std::string> inputs { scenario("first_backward.pickle"), scenario("first_backward.oom.txt") };
         const Json evidence = structured(server, "evidence", { { "inputs", inputs }, { "top", 3 } });
-        QCOMPARE(evidence["diagnosis"]["index"], 0);
-        QCOMPARE(evidence["diagnosis"]["id"], "first_backward");
+        JSON_COMPARE(evidence["diagnosis"]["index"], 0);
+        JSON_COMPARE(evidence["diagnosis"]["id"], "first_backward");
         int linked = 0;
         for (const Json& item : evidence["evidence"]) {
             QVERIFY(!item["text"].get<std::string>().empty());
             if (item["link"].is_null())
                 continue;
             ++linked;
-            QCOMPARE(item["link"]["input"], inputs[0]);
-            QCOMPARE(item["moment"]["event"], item["link"]["event"]);
+            JSON_COMPARE(item["link"]["input"], inputs[0]);
+            JSON_COMPARE(item["moment"]["event"], item["link"]["event"]);
             QVERIFY(item["live_top"].size() <= 3);
         }
         QVERIFY(linked > 0);
         const Json byId = structured(server, "evidence", { { "inputs", inputs }, { "diagnosis", "first_backward" } });
-        QCOMPARE(byId["diagnosis"]["index"], 0);
+        JSON_COMPARE(byId["diagnosis"]["index"], 0);
         QVERIFY(errorText(server, "evidence", { { "inputs", inputs }, { "diagnosis", 99 } }).find("index from 0")
             != std::string::npos);
     }
@@ -410,8 +424,8 @@ private Q_SLOTS:
         if (!oomlens::test::oomlensBinary().isEmpty()) {
             const oomlens::test::CliRun cli = oomlens::test::runOomlens({ QStringLiteral("compare"),
                 QString::fromStdString(a), QString::fromStdString(b), QStringLiteral("--json") });
-            QCOMPARE(cli.exitCode, 0);
-            QCOMPARE(compared, Json::parse(cli.out.toStdString()));
+            JSON_COMPARE(cli.exitCode, 0);
+            JSON_COMPARE(compared, Json::parse(cli.out.toStdString()));
         }
         const Json windows
             = structured(server, "compare", { { "a", scenario("leak.pickle") }, { "windows", { "2:2", "3:3" } } });
@@ -426,12 +440,13 @@ private Q_SLOTS:
             = oomlens::cli::readPlanRun({ QStringLiteral("--model=gpt2"), QStringLiteral("--batch=8"),
                 QStringLiteral("--seq=512"), QStringLiteral("--precision=mixed-bf16"), QStringLiteral("--card=24GB") });
         QVERIFY(!run.stop);
-        QCOMPARE(plan, oomlens::planner::planToJson(run.result));
-        QCOMPARE(structured(server, "plan", { { "params", 1.3e9 }, { "qlora", false } })["plan"]["model"]["parameters"],
+        JSON_COMPARE(plan, oomlens::planner::planToJson(run.result));
+        JSON_COMPARE(
+            structured(server, "plan", { { "params", 1.3e9 }, { "qlora", false } })["plan"]["model"]["parameters"],
             1300000000);
-        QCOMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "batch", "x" } }),
+        JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "batch", "x" } }),
             "oomlens plan: --batch needs a number, got 'x'");
-        QCOMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "precision", "fp8" } }),
+        JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "precision", "fp8" } }),
             "oomlens plan: --precision does not know 'fp8' (see --help)");
         QVERIFY(errorText(server, "plan", { { "batch", 2 } }).find("give a model") != std::string::npos);
         QVERIFY(errorText(server, "plan", { { "model", "gpt2" }, { "help", true } }).find("unknown argument")
@@ -447,9 +462,9 @@ private Q_SLOTS:
         const Json written = structured(server, "report",
             { { "inputs", { scenario("first_backward.pickle"), scenario("first_backward.oom.txt") } },
                 { "output", output } });
-        QCOMPARE(written["path"], output);
-        QCOMPARE(written["bytes"], QFileInfo(QString::fromStdString(output)).size());
-        QCOMPARE(written["top_diagnosis"], "first_backward");
+        JSON_COMPARE(written["path"], output);
+        JSON_COMPARE(written["bytes"], QFileInfo(QString::fromStdString(output)).size());
+        JSON_COMPARE(written["top_diagnosis"], "first_backward");
         QVERIFY(oomlens::test::readFile(QString::fromStdString(output)).startsWith("<!DOCTYPE html>"));
         const std::string unwritable = "/nonexistent/dir/oom.html";
         const std::string error = errorText(
@@ -483,23 +498,23 @@ private Q_SLOTS:
         input += "this is not json\n";
         input += QByteArray::fromStdString(request(6, "ping").dump()) + '\n';
         const oomlens::test::CliRun run = oomlens::test::runOomlens({ QStringLiteral("mcp") }, input);
-        QCOMPARE(run.exitCode, 0);
+        JSON_COMPARE(run.exitCode, 0);
         const QList<QByteArray> lines = run.out.trimmed().split('\n');
-        QCOMPARE(lines.size(), 7);
+        JSON_COMPARE(lines.size(), 7);
         std::vector<Json> answers;
         for (const QByteArray& line : lines)
             answers.push_back(Json::parse(line.toStdString()));
-        QCOMPARE(answers[0]["id"], 1);
-        QCOMPARE(answers[0]["result"]["protocolVersion"], "2025-06-18");
-        QCOMPARE(answers[1]["result"]["tools"].size(), size_t(8));
-        QCOMPARE(answers[2]["result"]["isError"], false);
-        QCOMPARE(answers[2]["result"]["structuredContent"]["diagnoses"][0]["id"], "first_backward");
-        QCOMPARE(answers[3]["result"]["structuredContent"]["allocations"].size(), size_t(3));
-        QCOMPARE(answers[4]["result"]["isError"], true);
+        JSON_COMPARE(answers[0]["id"], 1);
+        JSON_COMPARE(answers[0]["result"]["protocolVersion"], "2025-06-18");
+        JSON_COMPARE(answers[1]["result"]["tools"].size(), size_t(8));
+        JSON_COMPARE(answers[2]["result"]["isError"], false);
+        JSON_COMPARE(answers[2]["result"]["structuredContent"]["diagnoses"][0]["id"], "first_backward");
+        JSON_COMPARE(answers[3]["result"]["structuredContent"]["allocations"].size(), size_t(3));
+        JSON_COMPARE(answers[4]["result"]["isError"], true);
         QVERIFY(answers[4]["result"]["content"][0]["text"].get<std::string>().starts_with(
             "oomlens: /nonexistent.pickle: "));
-        QCOMPARE(answers[5]["error"]["code"], -32700);
-        QCOMPARE(answers[6]["id"], 6);
+        JSON_COMPARE(answers[5]["error"]["code"], -32700);
+        JSON_COMPARE(answers[6]["id"], 6);
         // The logs went to stderr.
         QVERIFY2(run.err.contains("oomlens mcp"), run.err.constData());
         QVERIFY2(run.err.contains("/nonexistent.pickle"), run.err.constData());
