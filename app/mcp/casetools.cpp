@@ -46,10 +46,13 @@ ToolResult diagnose(const Json& json, CaseCache& cache)
 {
     const Arguments arguments("diagnose", json, { "inputs", "text", "device" });
     const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments));
+    if (!loaded->diagnoseDocument) {
+        loaded->diagnoseDocument = caseToJson(loaded->input, loaded->analysis);
+        if (loaded->job)
+            addJobToJson(*loaded->diagnoseDocument, *loaded->job);
+    }
     ToolResult result;
-    result.structured = caseToJson(loaded->input, loaded->analysis);
-    if (loaded->job)
-        addJobToJson(result.structured, *loaded->job);
+    result.structured = *loaded->diagnoseDocument;
     result.summary = diagnosisSummary(result.structured);
     return result;
 }

@@ -326,6 +326,20 @@ private Q_SLOTS:
         JSON_COMPARE(server.cache().reads(), uint64_t(2));
     }
 
+    void aJobsFailingRank()
+    {
+        // A folder of rank files is a job, as for `diagnose`: the job summary, then the failing
+        // rank's case, whose snapshot live_at then reads from the cache.
+        const std::string job = QString(oomlens::test::testDataDir() + QStringLiteral("/job")).toStdString();
+        oomlens::mcp::McpServer server;
+        const Json diagnosis = structured(server, "diagnose", { { "inputs", { job } } });
+        JSON_COMPARE(diagnosis["job"]["failing_rank"], 6);
+        JSON_COMPARE(server.cache().reads(), 1);
+        const Json live = structured(server, "live_at", { { "input", job + "/rank6.pickle" } });
+        JSON_COMPARE(live["at"], "oom");
+        JSON_COMPARE(server.cache().reads(), 1);
+    }
+
     void theCacheIsBounded()
     {
         oomlens::mcp::McpServer server(2);
