@@ -9,6 +9,7 @@
 #include "core/jsonexport.h"
 #include "core/planner/planjson.h"
 
+#include <QFile>
 #include <QFileInfo>
 #include <QTemporaryDir>
 #include <QTest>
@@ -354,6 +355,19 @@ private Q_SLOTS:
         errorText(server, "diagnose", { { "inputs", { scenario("leak.pickle"), "/nonexistent/x.txt" } } });
         JSON_COMPARE(server.cache().reads(), uint64_t(6));
         JSON_COMPARE(server.cache().size(), size_t(2));
+
+        // A file changed on disk is read again, not answered from the cache.
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString copy = dir.filePath(QStringLiteral("run.pickle"));
+        QVERIFY(QFile::copy(QString::fromStdString(scenario("leak.pickle")), copy));
+        const Json before = structured(server, "step_peaks", { { "input", copy.toStdString() } });
+        const uint64_t reads = server.cache().reads();
+        QVERIFY(QFile::remove(copy));
+        QVERIFY(QFile::copy(QString::fromStdString(scenario("fragmentation.pickle")), copy));
+        const Json after = structured(server, "step_peaks", { { "input", copy.toStdString() } });
+        JSON_COMPARE(server.cache().reads(), reads + 1);
+        QVERIFY(before["peak"] != after["peak"]);
     }
 
     void stepPeaksAndStackHistory()
