@@ -84,7 +84,6 @@ std::shared_ptr<const LoadedCase> CaseCache::read(const QStringList& paths, cons
             }
         }
     }
-    loaded->inputCount = static_cast<int>(paths.size()) + (request.text.empty() ? 0 : 1);
     loaded->errorLines = errors.lines();
     loaded->analysis = analyzeCase(loaded->input, options);
     return loaded;

@@ -35,7 +35,6 @@ struct LoadedCase
     std::optional<JobSummary> job;
     std::vector<std::string> errorLines; // "oomlens: PATH: reason", one per input that failed
     int failures = 0; // inputs that could not be read (a broken sidecar is only a warning)
-    int inputCount = 0; // after folders were expanded, the pasted text included
 
     // The snapshot read from `path` (compared as an absolute path), or -1.
     int snapshotIndexOf(const std::string& path) const;
