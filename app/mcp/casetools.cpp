@@ -327,7 +327,7 @@ std::vector<Tool> caseTools()
             caseInputSchema(
                 R"json(, "output": {"type": "string", "description": "Where to write the report (.html)."})json",
                 R"json("output")json"),
-            schema(reportOutput), report },
+            schema(reportOutput), report, true },
         Tool { "compare", "Compare two snapshots or two step windows",
             "Compares two snapshots (before and after a fix) or two step windows of one: the peaks, categories at "
             "the peak, and the allocation sites that grew or shrank, matched by stack, category and phase; the "

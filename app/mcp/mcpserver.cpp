@@ -129,8 +129,13 @@ Json McpServer::listTools() const
 {
     Json list = Json::array();
     for (const Tool& tool : tools()) {
+        // The hints of protocol 2025-03-26 on: nothing here reaches outside the machine, a repeated
+        // call answers the same, and only the report's file is written.
+        const Json annotations { { "title", tool.title }, { "readOnlyHint", !tool.writesFiles },
+            { "destructiveHint", tool.writesFiles }, { "idempotentHint", true }, { "openWorldHint", false } };
         list.push_back({ { "name", tool.name }, { "title", tool.title }, { "description", tool.description },
-            { "inputSchema", tool.inputSchema }, { "outputSchema", tool.outputSchema } });
+            { "inputSchema", tool.inputSchema }, { "outputSchema", tool.outputSchema },
+            { "annotations", annotations } });
     }
     return Json { { "tools", std::move(list) } };
 }

@@ -44,6 +44,9 @@ struct Tool
     Json inputSchema;
     Json outputSchema;
     std::function<ToolResult(const Json& arguments, CaseCache& cache)> call;
+    // Only `report` writes (a file the agent names, replaced if it exists); every other tool only
+    // reads. Told to clients as the tool's annotations, so they can allow the readers freely.
+    bool writesFiles = false;
 };
 
 // Every tool `oomlens mcp` offers, in the order tools/list gives them.

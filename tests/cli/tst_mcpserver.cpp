@@ -175,6 +175,7 @@ private Q_SLOTS:
             JSON_COMPARE(tool["inputSchema"]["type"], "object");
             JSON_COMPARE(tool["outputSchema"]["type"], "object");
             QVERIFY(!tool["description"].get<std::string>().empty());
+            JSON_COMPARE(tool["annotations"]["readOnlyHint"], tool["name"] != "report");
         }
         for (const char* name :
             { "diagnose", "report", "compare", "plan", "live_at", "evidence", "step_peaks", "stack_history" })
