@@ -37,7 +37,8 @@ std::string diagnosisSummary(const Json& document)
         text += ": " + top["summary"].get<std::string>();
     if (top.contains("fixes") && !top["fixes"].empty())
         text += "\nFirst fix: " + top["fixes"].front().value("title", std::string());
-    if (document.contains("job") && document["job"].is_object() && !document["job"]["failing_rank"].is_null())
+    if (document.contains("job") && document["job"].is_object() && document["job"].contains("failing_rank")
+        && !document["job"]["failing_rank"].is_null())
         text += "\nJob: rank " + document["job"]["failing_rank"].dump() + " failed first.";
     return text;
 }
