@@ -127,9 +127,13 @@ ToolResult compare(const Json& json, CaseCache& cache)
 
 // plan's keys are its command-line flags with '_' for '-'; they are handed to the command's own
 // reader, so the tool takes exactly what `oomlens plan` takes and says the same about bad values.
-constexpr const char* planValueFlags[] = { "model", "params", "layers", "hidden", "heads", "kv_heads", "vocab", "ffn",
-    "batch", "seq", "precision", "optimizer", "accumulation", "checkpointing", "attention", "gpus", "nodes", "zero",
-    "offload", "lora_rank", "lora_targets", "card", "snapshot", "device" };
+constexpr const char* planValueFlags[]
+    = { "model", "params", "layers", "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_per_token",
+          "expert_ffn", "shared_experts", "batch", "seq", "precision", "optimizer", "accumulation", "checkpointing",
+          "attention", "gpus", "nodes", "zero", "offload", "lora_rank", "lora_targets", "tp", "cp", "pp", "vpp",
+          "microbatches", "ep", "kv_dtype", "weight_dtype", "gpu_memory_utilization", "card", "snapshot", "device" };
+// The flags that take no value: true sets them.
+constexpr const char* planSwitches[] = { "qlora", "sequence_parallel", "distributed_optimizer", "inference" };
 
 std::string flagName(std::string key)
 {
@@ -143,7 +147,7 @@ std::string flagName(std::string key)
 ToolResult plan(const Json& json, CaseCache&)
 {
     std::vector<std::string> known(std::begin(planValueFlags), std::end(planValueFlags));
-    known.push_back("qlora");
+    known.insert(known.end(), std::begin(planSwitches), std::end(planSwitches));
     const Arguments arguments("plan", json, known);
     QStringList words;
     for (const char* key : planValueFlags) {
@@ -162,8 +166,10 @@ ToolResult plan(const Json& json, CaseCache&)
         // --flag=value: a value that starts with '-' stays the flag's value.
         words.append(QString::fromStdString(flagName(key) + "=" + text));
     }
-    if (arguments.optionalBoolean("qlora").value_or(false))
-        words.append(QStringLiteral("--qlora"));
+    for (const char* key : planSwitches) {
+        if (arguments.optionalBoolean(key).value_or(false))
+            words.append(QString::fromStdString(flagName(key)));
+    }
 
     cli::ErrorLineCapture errors;
     const cli::PlanRun run = cli::readPlanRun(words);
@@ -283,6 +289,17 @@ constexpr const char* planInput = R"json({
     "offload": {"type": "string", "enum": ["none", "optimizer", "all"]},
     "lora_rank": {"type": "integer"}, "qlora": {"type": "boolean"},
     "lora_targets": {"type": "string", "description": "all (default), attention or qv."},
+    "experts": {"type": "integer", "description": "Routed experts (mixture of experts)."},
+    "experts_per_token": {"type": "integer"}, "expert_ffn": {"type": "integer"}, "shared_experts": {"type": "integer"},
+    "tp": {"type": "integer", "description": "Tensor-parallel degree."},
+    "sequence_parallel": {"type": "boolean", "description": "With tp: Megatron's sequence parallelism."},
+    "cp": {"type": "integer", "description": "Context-parallel degree."},
+    "pp": {"type": "integer", "description": "Pipeline stages."}, "vpp": {"type": "integer"},
+    "microbatches": {"type": "integer"}, "ep": {"type": "integer", "description": "Expert-parallel degree."},
+    "distributed_optimizer": {"type": "boolean", "description": "Megatron's distributed optimizer."},
+    "inference": {"type": "boolean", "description": "Plan serving: batch concurrent sequences of seq tokens, the KV cache, vLLM's budget."},
+    "kv_dtype": {"type": "string"}, "weight_dtype": {"type": "string"},
+    "gpu_memory_utilization": {"type": "number", "description": "With inference: vLLM's share of the card (0.9)."},
     "card": {"type": ["string", "number"], "description": "16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes."},
     "snapshot": {"type": "string", "description": "A snapshot of a run of this set-up: calibrate by measurement."},
     "device": {"type": "integer", "minimum": 0}
@@ -337,7 +354,9 @@ std::vector<Tool> caseTools()
         Tool { "plan", "Plan a training run's GPU memory",
             "Plans a run's GPU memory before launching it (the `oomlens plan --json` object): bytes per GPU by "
             "band, the peak phase, host memory, whether it fits the card, the largest micro-batch that fits, the "
-            "fix ladder and a ds_config.json. Give \"snapshot\" to calibrate the formula by a measured run.",
+            "fix ladder and a ds_config.json; with tp/pp/cp/ep Megatron's layout per pipeline stage, with "
+            "inference the serving plan (KV cache, vLLM's budget). Give \"snapshot\" to calibrate the formula by a "
+            "measured run.",
             schema(planInput), schema(planOutput), plan },
     };
 }

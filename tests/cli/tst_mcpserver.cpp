@@ -473,6 +473,17 @@ private Q_SLOTS:
         JSON_COMPARE(
             structured(server, "plan", { { "params", 1.3e9 }, { "qlora", false } })["plan"]["model"]["parameters"],
             1300000000);
+        // The cluster-scale and serving flags, switches as booleans.
+        const Json serving = structured(server, "plan",
+            { { "model", "llama-2-7b" }, { "inference", true }, { "batch", 8 }, { "seq", 4096 }, { "card", "80GB" },
+                { "tp", 2 } });
+        const oomlens::cli::PlanRun servingRun = oomlens::cli::readPlanRun(
+            { QStringLiteral("--model=llama-2-7b"), QStringLiteral("--inference"), QStringLiteral("--batch=8"),
+                QStringLiteral("--seq=4096"), QStringLiteral("--card=80GB"), QStringLiteral("--tp=2") });
+        QVERIFY(!servingRun.stop);
+        JSON_COMPARE(serving, oomlens::planner::planToJson(servingRun.result));
+        JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "inference", "yes" } }),
+            "plan: \"inference\" must be true or false");
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "batch", "x" } }),
             "oomlens plan: --batch needs a number, got 'x'");
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "precision", "fp8" } }),

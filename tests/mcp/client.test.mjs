@@ -98,6 +98,20 @@ describe("every tool's result matches its outputSchema", () => {
         });
     }
 
+    test("plan at cluster scale and for serving", async () => {
+        const tool = tools.find((t) => t.name === "plan");
+        const validate = ajv.compile(tool.outputSchema);
+        for (const args of [
+            { model: "llama-2-70b", tp: 8, pp: 4, gpus: 8, nodes: 4, batch: 1, seq: 4096, card: "80GB",
+              sequence_parallel: true, distributed_optimizer: true },
+            { model: "llama-2-7b", inference: true, batch: 16, seq: 4096, card: "80GB", kv_dtype: "fp8" },
+        ]) {
+            const result = await client.callTool({ name: "plan", arguments: args });
+            assert.equal(result.isError, false, result.content?.[0]?.text);
+            assert.ok(validate(result.structuredContent), ajv.errorsText(validate.errors));
+        }
+    });
+
     test("the SDK's client really validates structuredContent", async () => {
         // A client that believes live_at promises a key the server never sends must refuse the result.
         const transport = new StdioClientTransport({ command: binary, args: ["mcp"], stderr: "ignore" });
