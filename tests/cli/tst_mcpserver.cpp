@@ -476,10 +476,10 @@ private Q_SLOTS:
         // The cluster-scale and serving flags, switches as booleans.
         const Json serving = structured(server, "plan",
             { { "model", "llama-2-7b" }, { "inference", true }, { "batch", 8 }, { "seq", 4096 }, { "card", "80GB" },
-                { "tp", 2 } });
-        const oomlens::cli::PlanRun servingRun = oomlens::cli::readPlanRun(
-            { QStringLiteral("--model=llama-2-7b"), QStringLiteral("--inference"), QStringLiteral("--batch=8"),
-                QStringLiteral("--seq=4096"), QStringLiteral("--card=80GB"), QStringLiteral("--tp=2") });
+                { "tp", 2 }, { "gpus", 2 } });
+        const oomlens::cli::PlanRun servingRun = oomlens::cli::readPlanRun({ QStringLiteral("--model=llama-2-7b"),
+            QStringLiteral("--inference"), QStringLiteral("--batch=8"), QStringLiteral("--seq=4096"),
+            QStringLiteral("--card=80GB"), QStringLiteral("--tp=2"), QStringLiteral("--gpus=2") });
         QVERIFY(!servingRun.stop);
         JSON_COMPARE(serving, oomlens::planner::planToJson(servingRun.result));
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "inference", "yes" } }),
