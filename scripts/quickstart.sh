@@ -22,6 +22,10 @@ if [ "$mode" = test ]; then
     # libFuzzer for the fuzz stage (clang++ and its fuzzer/sanitizer runtimes).
     packages+=(clang libclang-rt-14-dev)
 fi
+if [ "$mode" = test ]; then
+    # `oomlens mcp` is tested with the reference MCP client of the TypeScript SDK (tests/mcp).
+    packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -55,6 +59,8 @@ app)
 test)
     # Every stage runs even after one fails, so that one CI run reports all of them.
     failed=()
+    # The MCP client tests' packages, pinned by tests/mcp/package-lock.json (ctest's mcp/sdk_client).
+    npm ci --prefix tests/mcp --no-audit --no-fund || failed+=("npm ci (tests/mcp)")
     (cd "$build_dir" && ctest --output-on-failure -j2) || failed+=("tests")
     # The sanitizer suites: core, parsers and the CLI under ASan + UBSan (CMakePresets.json).
     echo "Sanitizer build (preset asan-ci)"

@@ -5,6 +5,7 @@
 #include "app/cli/diagnose.h"
 #include "app/cli/plancommand.h"
 #include "app/cli/report.h"
+#include "app/mcp/mcpcommand.h"
 
 #include <array>
 #include <cstdio>
@@ -23,6 +24,7 @@ const std::array commandTable {
         "plan a run's GPU memory: bands per GPU, fit, ladder, ds_config.json", runPlan },
     Command { "compare", "compare A B [--json] | compare A --window STEP:STEP --window STEP:STEP",
         "compare two snapshots, or two step windows of one", runCompare },
+    Command { "mcp", "mcp", "serve the tools to a coding agent (Model Context Protocol on stdio)", runMcp },
 };
 
 const Command* findCommand(const QString& name)

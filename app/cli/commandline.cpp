@@ -1,5 +1,7 @@
 #include "app/cli/commandline.h"
 
+#include "app/cli/errorlines.h"
+
 #include <cstdio>
 
 namespace oomlens::cli {
@@ -36,8 +38,8 @@ std::optional<int> CommandLine::parse(const QStringList& arguments)
 
 int CommandLine::usageError(const QString& message) const
 {
-    std::fprintf(stderr, "oomlens %s: %s\nusage: oomlens %s\n", qPrintable(m_command), qPrintable(message),
-        qPrintable(m_synopsis));
+    printErrorLine(QStringLiteral("oomlens %1: %2").arg(m_command, message));
+    std::fprintf(stderr, "usage: oomlens %s\n", qPrintable(m_synopsis));
     return 2;
 }
 

@@ -1,6 +1,7 @@
 #include "app/cli/comparecommand.h"
 
 #include "app/cli/commandline.h"
+#include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
 #include "app/cli/reportfile.h"
 #include "core/caseanalysis.h"
@@ -50,13 +51,13 @@ LoadedSnapshot loadSnapshot(const QString& path, const AnalysisOptions& options)
         return loaded;
     }
     if (loaded.input.snapshots.empty()) {
-        std::fprintf(stderr, "oomlens: %s: not a memory snapshot\n", qPrintable(path));
+        printErrorLine(notASnapshotError(path));
         loaded.status = 1;
         return loaded;
     }
     loaded.analysis = analyzeSnapshot(loaded.input.snapshots.front(), options);
     if (!loaded.analysis->primary()) {
-        std::fprintf(stderr, "oomlens: %s: the snapshot has no such device\n", qPrintable(path));
+        printErrorLine(noSuchDeviceError(path));
         loaded.status = 1;
     }
     return loaded;

@@ -1,5 +1,6 @@
 #include "app/cli/inputs.h"
 
+#include "app/cli/errorlines.h"
 #include "core/job/jobsummarizer.h"
 #include "parsers/inputloader.h"
 #include "parsers/snapshotfiles.h"
@@ -37,11 +38,23 @@ int loadInputs(const QStringList& paths, Case& into)
                 // A broken capture sidecar is a warning: the snapshot beside it was still read.
                 if (into.inputs[i].kind != InputKind::Sidecar)
                     ++failures;
-                std::fprintf(stderr, "oomlens: %s: %s\n", into.inputs[i].path.c_str(), into.inputs[i].error->c_str());
+                printErrorLine(QStringLiteral("oomlens: %1: %2")
+                                   .arg(QString::fromStdString(into.inputs[i].path),
+                                       QString::fromStdString(*into.inputs[i].error)));
             }
         }
     }
     return failures;
+}
+
+QString notASnapshotError(const QString& path)
+{
+    return QStringLiteral("oomlens: %1: not a memory snapshot").arg(path);
+}
+
+QString noSuchDeviceError(const QString& path)
+{
+    return QStringLiteral("oomlens: %1: the snapshot has no such device").arg(path);
 }
 
 QStringList expandFolders(const QStringList& paths)
@@ -91,7 +104,8 @@ LoadedJob loadJob(const QStringList& paths, const QStringList& rankFiles, const 
     for (const RankSummary& rank : job.summary.ranks) {
         if (!rank.readable()) {
             ++job.failures;
-            std::fprintf(stderr, "oomlens: %s: %s\n", rank.file.c_str(), rank.error.c_str());
+            printErrorLine(QStringLiteral("oomlens: %1: %2")
+                               .arg(QString::fromStdString(rank.file), QString::fromStdString(rank.error)));
         }
     }
 

@@ -15,6 +15,11 @@ namespace oomlens::cli {
 // inputs that failed.
 int loadInputs(const QStringList& paths, Case& into);
 
+// The lines `compare` and `plan --snapshot` print when an input that must be a snapshot is not
+// one, or lacks the device asked for (`oomlens mcp` returns the same lines).
+QString notASnapshotError(const QString& path);
+QString noSuchDeviceError(const QString& path);
+
 // A folder given as an input stands for the snapshot files in it (a job's output directory), by
 // name; a folder without any stays as it is, to be reported as unreadable.
 QStringList expandFolders(const QStringList& paths);

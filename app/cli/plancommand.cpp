@@ -1,6 +1,7 @@
 #include "app/cli/plancommand.h"
 
 #include "app/cli/commandline.h"
+#include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
 #include "app/cli/reportfile.h"
 #include "core/caseanalysis.h"
@@ -177,14 +178,13 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
         } else {
             QFile file(source);
             if (!file.open(QIODevice::ReadOnly)) {
-                std::fprintf(stderr, "oomlens: %s: %s (nor a preset name)\n", qPrintable(source),
-                    qPrintable(file.errorString()));
+                printErrorLine(QStringLiteral("oomlens: %1: %2 (nor a preset name)").arg(source, file.errorString()));
                 return 1;
             }
             const HfConfigResult parsed = modelFromHfConfig(file.readAll().toStdString());
             if (!parsed.model) {
-                std::fprintf(
-                    stderr, "oomlens: %s: not a model config.json: %s\n", qPrintable(source), parsed.error.c_str());
+                printErrorLine(QStringLiteral("oomlens: %1: not a model config.json: %2")
+                                   .arg(source, QString::fromStdString(parsed.error)));
                 return 1;
             }
             model = *parsed.model;
@@ -260,8 +260,9 @@ std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& 
 
 } // namespace
 
-int runPlan(const QStringList& arguments)
+PlanRun readPlanRun(const QStringList& arguments)
 {
+    PlanRun run;
     CommandLine commandLine("plan (--model FILE|PRESET | --params N) [set-up options] [--card NAME] [--json]",
         QStringLiteral(
             "Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
@@ -275,62 +276,81 @@ int runPlan(const QStringList& arguments)
         o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload, o.loraRank, o.qlora, o.loraTargets, o.tp,
         o.sequenceParallel, o.cp, o.pp, o.vpp, o.microbatches, o.ep, o.distributedOptimizer, o.inference, o.kvDtype,
         o.weightDtype, o.gpuMemoryUtilization, o.card, o.snapshot, o.device, o.json, o.report });
-    if (const std::optional<int> stop = commandLine.parse(arguments))
-        return *stop;
-    if (!parser.positionalArguments().isEmpty())
-        return commandLine.usageError(
+    if ((run.stop = commandLine.parse(arguments)))
+        return run;
+    if (!parser.positionalArguments().isEmpty()) {
+        run.stop = commandLine.usageError(
             QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().front()));
+        return run;
+    }
 
     ModelSpec model;
-    if (const auto stop = readModel(commandLine, o, model))
-        return *stop;
+    if ((run.stop = readModel(commandLine, o, model)))
+        return run;
     TrainingSetup setup;
-    if (const auto stop = readSetup(commandLine, o, setup))
-        return *stop;
+    if ((run.stop = readSetup(commandLine, o, setup)))
+        return run;
     std::optional<GpuCard> card;
     if (parser.isSet(o.card)) {
         card = cardFromText(parser.value(o.card).toStdString());
-        if (!card)
-            return commandLine.usageError(QStringLiteral("--card does not know '%1' (16GB, 24GB, 40GB, 48GB, 80GB, "
-                                                         "94GB, 141GB, a card name or a size)")
-                                              .arg(parser.value(o.card)));
+        if (!card) {
+            run.stop = commandLine.usageError(QStringLiteral("--card does not know '%1' (16GB, 24GB, 40GB, 48GB, 80GB, "
+                                                             "94GB, 141GB, a card name or a size)")
+                                                  .arg(parser.value(o.card)));
+            return run;
+        }
     }
 
-    AnalysisOptions analysisOptions;
-    if (!commandLine.readDevice(o.device, analysisOptions.device))
-        return 2;
+    if (!commandLine.readDevice(o.device, run.analysisOptions.device)) {
+        run.stop = 2;
+        return run;
+    }
     std::optional<SnapshotAnalysis> analysis;
-    Case input; // the --snapshot, which a --report shows beside the plan
     if (parser.isSet(o.snapshot)) {
-        if (loadInputs({ parser.value(o.snapshot) }, input) > 0)
-            return 1;
-        if (input.snapshots.empty()) {
-            std::fprintf(stderr, "oomlens: %s: not a memory snapshot\n", qPrintable(parser.value(o.snapshot)));
-            return 1;
+        const QString path = parser.value(o.snapshot);
+        if (loadInputs({ path }, run.input) > 0) {
+            run.stop = 1;
+            return run;
         }
-        analysis = analyzeSnapshot(input.snapshots.front(), analysisOptions);
+        if (run.input.snapshots.empty()) {
+            printErrorLine(notASnapshotError(path));
+            run.stop = 1;
+            return run;
+        }
+        analysis = analyzeSnapshot(run.input.snapshots.front(), run.analysisOptions);
         if (!analysis->primary()) {
-            std::fprintf(
-                stderr, "oomlens: %s: the snapshot has no such device\n", qPrintable(parser.value(o.snapshot)));
-            return 1;
+            printErrorLine(noSuchDeviceError(path));
+            run.stop = 1;
+            return run;
         }
     }
 
-    const PlanResult result = makePlan(model, setup, card, analysis ? analysis->primary() : nullptr);
-    if (parser.isSet(o.report)) {
-        const CaseAnalysis caseAnalysis = analyzeCase(input, analysisOptions);
+    run.result = makePlan(model, setup, card, analysis ? analysis->primary() : nullptr);
+    run.json = parser.isSet(o.json);
+    run.reportPath = parser.value(o.report);
+    return run;
+}
+
+int runPlan(const QStringList& arguments)
+{
+    const PlanRun run = readPlanRun(arguments);
+    if (run.stop)
+        return *run.stop;
+    if (!run.reportPath.isEmpty()) {
+        const CaseAnalysis caseAnalysis = analyzeCase(run.input, run.analysisOptions);
         report::ReportOptions reportOptions;
-        reportOptions.plan = &result;
+        reportOptions.plan = &run.result;
         reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
-        if (!writeReportFile(parser.value(o.report), report::buildHtmlReport(input, caseAnalysis, reportOptions)))
+        if (!writeReportFile(run.reportPath, report::buildHtmlReport(run.input, caseAnalysis, reportOptions)))
             return 1;
-        if (parser.value(o.report) == QLatin1String("-"))
+        if (run.reportPath == QLatin1String("-"))
             return 0; // the report is the output
     }
-    if (parser.isSet(o.json))
-        std::cout << planToJson(result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    if (run.json)
+        std::cout << planToJson(run.result).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                  << '\n';
     else
-        std::cout << planToText(result);
+        std::cout << planToText(run.result);
     std::cout.flush();
     return 0;
 }

@@ -1,5 +1,7 @@
 #include "app/cli/reportfile.h"
 
+#include "app/cli/errorlines.h"
+
 #include <QSaveFile>
 
 #include <cstdio>
@@ -18,7 +20,7 @@ bool writeReportFile(const QString& path, const std::string& html)
     if (!file.open(QIODevice::WriteOnly)
         || file.write(html.data(), static_cast<qint64>(html.size())) != static_cast<qint64>(html.size())
         || !file.commit()) {
-        std::fprintf(stderr, "oomlens: cannot write %s: %s\n", qPrintable(path), qPrintable(file.errorString()));
+        printErrorLine(QStringLiteral("oomlens: cannot write %1: %2").arg(path, file.errorString()));
         return false;
     }
     return true;

@@ -1,6 +1,6 @@
 #include "core/analysis/livequery.h"
 #include "core/compare/compareparts.h"
-#include "core/presentation/userframe.h"
+#include "core/presentation/stackframes.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,30 +10,6 @@
 namespace oomlens::compare {
 
 namespace {
-
-std::string frameText(const Snapshot& snapshot, FrameId id)
-{
-    const Frame& frame = snapshot.frames->frame(id);
-    return std::string(snapshot.strings->get(frame.filename)) + ':' + std::to_string(frame.line) + ':'
-        + std::string(snapshot.strings->get(frame.name));
-}
-
-// The user's frames of a stack, innermost first: what stays the same between two runs of one
-// script when addresses, tensor sizes and PyTorch's own frames do not matter.
-std::vector<std::string> userFrames(const Snapshot& snapshot, StackId stack)
-{
-    std::vector<std::string> frames;
-    for (FrameId id : snapshot.frames->stack(stack)) {
-        const std::string_view filename = snapshot.strings->get(snapshot.frames->frame(id).filename);
-        if (isPythonFile(filename) && !isPyTorchFile(filename))
-            frames.push_back(frameText(snapshot, id));
-    }
-    if (frames.empty()) {
-        if (const std::optional<FrameId> frame = userFrame(*snapshot.frames, *snapshot.strings, stack))
-            frames.push_back(frameText(snapshot, *frame));
-    }
-    return frames;
-}
 
 // Resolves allocations to site keys, each distinct (stack, category, phase) once: a trace of
 // millions of allocations has a few thousand of them.
@@ -52,7 +28,7 @@ public:
         if (found == m_keys.end()) {
             auto frames = m_frames.find(allocation.stack);
             if (frames == m_frames.end())
-                frames = m_frames.emplace(allocation.stack, userFrames(m_snapshot, allocation.stack)).first;
+                frames = m_frames.emplace(allocation.stack, userFrameTexts(m_snapshot, allocation.stack)).first;
             found = m_keys.emplace(packed, SiteKey { frames->second, allocation.category, allocation.phase }).first;
         }
         return found->second;

@@ -1,0 +1,139 @@
+#include "app/mcp/casecache.h"
+
+#include "app/cli/errorlines.h"
+#include "app/cli/inputs.h"
+#include "parsers/inputloader.h"
+
+#include <QDateTime>
+#include <QFileInfo>
+
+namespace oomlens::mcp {
+
+namespace {
+
+std::string absolutePath(const std::string& path)
+{
+    return QFileInfo(QString::fromStdString(path)).absoluteFilePath().toStdString();
+}
+
+} // namespace
+
+int LoadedCase::snapshotIndexOf(const std::string& path) const
+{
+    const std::string wanted = absolutePath(path);
+    for (const CaseInput& in : input.inputs) {
+        if (in.kind == InputKind::Snapshot && in.snapshotIndex >= 0 && absolutePath(in.path) == wanted)
+            return in.snapshotIndex;
+    }
+    return -1;
+}
+
+CaseCache::CaseCache(size_t capacity)
+    : m_capacity(capacity == 0 ? 1 : capacity)
+{ }
+
+std::vector<CaseCache::FileStamp> CaseCache::stamps(const QStringList& paths)
+{
+    std::vector<FileStamp> files;
+    for (const QString& path : paths) {
+        const QFileInfo info(path);
+        FileStamp stamp;
+        stamp.path = info.absoluteFilePath().toStdString();
+        if (info.exists()) {
+            stamp.size = info.size();
+            stamp.modifiedMs = info.lastModified().toMSecsSinceEpoch();
+        }
+        files.push_back(std::move(stamp));
+    }
+    return files;
+}
+
+bool CaseCache::unchanged(const Entry& entry)
+{
+    QStringList paths;
+    for (const FileStamp& file : entry.files)
+        paths.append(QString::fromStdString(file.path));
+    return stamps(paths) == entry.files;
+}
+
+std::shared_ptr<const LoadedCase> CaseCache::read(const QStringList& paths, const CaseRequest& request)
+{
+    ++m_reads;
+    auto loaded = std::make_shared<LoadedCase>();
+    AnalysisOptions options;
+    options.device = request.device;
+    // The CLI's own readers print each failure as one line on stderr; the capture keeps them.
+    cli::ErrorLineCapture errors;
+    const QStringList rankFiles = cli::jobRankFiles(paths);
+    if (!rankFiles.isEmpty()) {
+        cli::LoadedJob job = cli::loadJob(paths, rankFiles, options);
+        loaded->input = std::move(job.failingCase);
+        loaded->failures = job.failures;
+        loaded->job = std::move(job.summary);
+    } else {
+        loaded->failures = cli::loadInputs(paths, loaded->input);
+    }
+    if (!request.text.empty()) {
+        const size_t before = loaded->input.inputs.size();
+        addInput(loaded->input, "(pasted)", request.text);
+        for (size_t i = before; i < loaded->input.inputs.size(); ++i) {
+            if (loaded->input.inputs[i].error) {
+                ++loaded->failures;
+                cli::printErrorLine(QStringLiteral("oomlens: (pasted): %1")
+                                        .arg(QString::fromStdString(*loaded->input.inputs[i].error)));
+            }
+        }
+    }
+    loaded->errorLines = errors.lines();
+    loaded->analysis = analyzeCase(loaded->input, options);
+    return loaded;
+}
+
+void CaseCache::keep(Entry entry)
+{
+    m_entries.push_front(std::move(entry));
+    while (m_entries.size() > m_capacity)
+        m_entries.pop_back();
+}
+
+std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request)
+{
+    QStringList given;
+    for (const std::string& path : request.paths)
+        given.append(QString::fromStdString(path));
+    const QStringList paths = cli::expandFolders(given);
+    const std::vector<FileStamp> files = stamps(paths);
+    for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
+        if (it->files != files || it->text != request.text || it->device != request.device)
+            continue;
+        std::shared_ptr<const LoadedCase> found = it->loaded;
+        m_entries.splice(m_entries.begin(), m_entries, it); // most recently used first
+        return found;
+    }
+    std::shared_ptr<const LoadedCase> loaded = read(paths, request);
+    if (loaded->failures == 0)
+        keep(Entry { files, request.text, request.device, loaded });
+    return loaded;
+}
+
+CaseCache::SnapshotRef CaseCache::snapshot(const std::string& path, std::optional<int32_t> device)
+{
+    for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
+        if (it->device != device)
+            continue;
+        const int index = it->loaded->snapshotIndexOf(path);
+        if (index < 0 || !unchanged(*it))
+            continue;
+        SnapshotRef ref { it->loaded, index };
+        m_entries.splice(m_entries.begin(), m_entries, it);
+        return ref;
+    }
+    CaseRequest request;
+    request.paths = { path };
+    request.device = device;
+    std::shared_ptr<const LoadedCase> loaded = load(request);
+    const int index = loaded->input.snapshots.empty() ? -1 : 0;
+    return SnapshotRef { loaded, index };
+}
+
+} // namespace oomlens::mcp

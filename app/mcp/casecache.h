@@ -1,0 +1,101 @@
+#pragma once
+
+#include "core/case.h"
+#include "core/caseanalysis.h"
+#include "core/job/jobsummary.h"
+
+#include <QStringList>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomlens::mcp {
+
+// What an agent asks about: files (and pasted text) read together as one case, as `oomlens
+// diagnose` reads its INPUTs, for one device.
+struct CaseRequest
+{
+    std::vector<std::string> paths; // as given; folders stand for their snapshot files
+    std::string text; // pasted traceback, log or memory_summary(); empty for none
+    std::optional<int32_t> device;
+};
+
+// A case read and analyzed the way `diagnose` and `report` do it (app/cli/inputs.h): several
+// snapshot files are the ranks of one job, the failing rank diagnosed in full.
+struct LoadedCase
+{
+    Case input;
+    CaseAnalysis analysis;
+    std::optional<JobSummary> job;
+    std::vector<std::string> errorLines; // "oomlens: PATH: reason", one per input that failed
+    int failures = 0; // inputs that could not be read (a broken sidecar is only a warning)
+
+    // The snapshot read from `path` (compared as an absolute path), or -1.
+    int snapshotIndexOf(const std::string& path) const;
+
+    // The `diagnose --json` document, made on first use and kept with the case: building it walks
+    // every allocation's stack (compiled regions), ~0.9 s for a 300k-event trace, which an agent
+    // asking again should not pay twice. Mutable: the case is shared read-only, the server runs
+    // on one thread.
+    mutable std::optional<nlohmann::ordered_json> diagnoseDocument;
+};
+
+// The last few cases read, so that an agent's next question about the same files (diagnose,
+// then live_at at the OOM, then the stacks) does not decode a big snapshot again. Bounded by
+// count, oldest use evicted first; an entry whose files changed on disk (size or time) is read
+// anew. One thread: the server answers one message at a time.
+class CaseCache
+{
+public:
+    explicit CaseCache(size_t capacity = 3);
+
+    // The case for `request`: from the cache when the same files, text and device were read
+    // before and are unchanged, else read now. A case some of whose inputs failed is returned
+    // (with its error lines) but not kept.
+    std::shared_ptr<const LoadedCase> load(const CaseRequest& request);
+
+    // A snapshot file's analysis for `device`: from any cached case that read that file (the
+    // snapshot's analysis depends only on it and the device), else the file read alone.
+    struct SnapshotRef
+    {
+        std::shared_ptr<const LoadedCase> owner;
+        int index = -1; // into owner->input.snapshots / owner->analysis.snapshots; -1: not a snapshot
+    };
+    SnapshotRef snapshot(const std::string& path, std::optional<int32_t> device);
+
+    size_t size() const { return m_entries.size(); }
+    size_t capacity() const { return m_capacity; }
+    uint64_t reads() const { return m_reads; } // cases read from disk, for tests and logs
+
+private:
+    struct FileStamp
+    {
+        std::string path; // absolute
+        int64_t size = -1;
+        int64_t modifiedMs = 0;
+        friend bool operator==(const FileStamp&, const FileStamp&) = default;
+    };
+    struct Entry
+    {
+        std::vector<FileStamp> files;
+        std::string text;
+        std::optional<int32_t> device;
+        std::shared_ptr<const LoadedCase> loaded;
+    };
+    static std::vector<FileStamp> stamps(const QStringList& paths);
+    static bool unchanged(const Entry& entry);
+    std::shared_ptr<const LoadedCase> read(const QStringList& paths, const CaseRequest& request);
+    void keep(Entry entry);
+
+    size_t m_capacity;
+    std::list<Entry> m_entries; // most recently used first
+    uint64_t m_reads = 0;
+};
+
+} // namespace oomlens::mcp
