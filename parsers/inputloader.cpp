@@ -1,6 +1,7 @@
 #include "parsers/inputloader.h"
 
 #include "core/backgroundrelease.h"
+#include "core/job/ranksummaryfile.h"
 #include "core/planner/hfconfig.h"
 #include "parsers/filemapping.h"
 #include "parsers/sidecarinput.h"
@@ -59,6 +60,14 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         const int snapshotIndex = input.snapshotIndex;
         target.inputs.push_back(std::move(input));
         addEmbeddedSidecar(target, path, snapshotIndex);
+        return;
+    }
+    if (looksLikeRankSummary(bytes)) {
+        // The app and the CLI read summaries as the ranks of a job (parsers/jobgathering.h); one
+        // reaching a case's inputs came with files that are not rank files.
+        input.error = "an oomlens rank summary (from `oomlens summarize`): open it with the job's other rank files, "
+                      "not with a log or message";
+        target.inputs.push_back(std::move(input));
         return;
     }
     if (looksLikeCaptureSidecar(bytes)) {

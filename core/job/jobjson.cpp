@@ -48,6 +48,8 @@ nlohmann::ordered_json rankToJson(const RankSummary& rank)
                                                : nlohmann::ordered_json(nullptr);
     out["group"] = rank.group >= 0 ? nlohmann::ordered_json(rank.group) : nlohmann::ordered_json(nullptr);
     out["notes"] = rank.notes;
+    out["summary_file"]
+        = rank.summaryFile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rank.summaryFile);
     return out;
 }
 
@@ -88,6 +90,10 @@ nlohmann::ordered_json jobToJson(const JobSummary& job)
     out["group_tolerance"] = JobSummary::groupTolerance;
     out["notes"] = job.notes;
     out["workers"] = job.workers;
+    out["from_summaries"] = job.fromSummaries;
+    out["failing_snapshot_to_copy"] = job.failingSnapshotToCopy.empty()
+        ? nlohmann::ordered_json(nullptr)
+        : nlohmann::ordered_json(job.failingSnapshotToCopy);
     return out;
 }
 
@@ -95,10 +101,13 @@ void addJobToJson(nlohmann::ordered_json& document, const JobSummary& job)
 {
     nlohmann::ordered_json& inputs = document["inputs"];
     for (size_t i = 0; i < job.ranks.size(); ++i) {
-        if (job.failingRank && *job.failingRank == i)
-            continue; // already there, as the case's own input
         const RankSummary& rank = job.ranks[i];
-        inputs.push_back({ { "path", rank.file }, { "kind", "snapshot" },
+        const bool fromSummary = !rank.summaryFile.empty();
+        if (job.failingRank && *job.failingRank == i && !fromSummary)
+            continue; // already there, as the case's own input
+        // A rank read from a summary was given as that file (its snapshot may be far away).
+        inputs.push_back({ { "path", fromSummary ? rank.summaryFile : rank.file },
+            { "kind", fromSummary ? "rank_summary" : "snapshot" },
             { "error", rank.readable() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rank.error) } });
     }
     document["job"] = jobToJson(job);

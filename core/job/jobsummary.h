@@ -48,6 +48,11 @@ struct RankSummary
     int group = -1; // index into JobSummary::groups; -1 for a rank that could not be read
     std::vector<std::string> notes; // this rank only ("the file name says rank 3, its metadata rank 5")
 
+    // The `oomlens summarize` file this rank was read from (summarized where its snapshot lies, on
+    // the cluster); empty when it was summarized here from the snapshot itself. `file` is then
+    // the snapshot's path as it was given to `summarize`.
+    std::string summaryFile;
+
     bool readable() const { return error.empty(); }
     // Peak reserved over capacity, when the capacity is known: how close the rank came to the card.
     std::optional<double> capacityUse() const
@@ -94,6 +99,10 @@ struct JobSummary
     std::vector<std::string> notes; // job-level observations, most telling first
 
     size_t workers = 0; // decoding threads the summarizer used
+    size_t fromSummaries = 0; // ranks read from `oomlens summarize` files instead of their snapshots
+    // The failing rank came from a summary and its snapshot is not here to open in full: the
+    // snapshot's path where it was summarized, the file to copy. Empty otherwise.
+    std::string failingSnapshotToCopy;
     // Relative peak difference under which two ranks count as alike (see jobgrouping.cpp for why).
     static constexpr double groupTolerance = 0.05;
 
