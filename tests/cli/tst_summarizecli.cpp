@@ -130,7 +130,7 @@ private Q_SLOTS:
             QStringLiteral("metadata")); // worker-b's rank came from its capture sidecar, on the node
         QVERIFY(job[QStringLiteral("failing_snapshot_to_copy")].isNull());
         // The failing rank's snapshot is reachable at its recorded path: diagnosed in full, as before.
-        for (const QString key : { QStringLiteral("snapshots"), QStringLiteral("diagnoses") })
+        for (const QString& key : { QStringLiteral("snapshots"), QStringLiteral("diagnoses") })
             QCOMPARE(arrayText(mergedRoot, key), arrayText(directRoot, key));
         QCOMPARE(mergedRoot[QStringLiteral("snapshots")].toArray().size(), 1);
         // Every summary given is listed as an input.
@@ -281,7 +281,8 @@ private Q_SLOTS:
                 writeFile(path, QByteArray(R"({"segments": [], "device_traces": [[{"action": "alloc", )"));
                 continue;
             }
-            // Two pipeline stages (the second holds more weights); replicas differ by under 2 %.
+            // Two pipeline stages (the second holds more weights); replicas differ by under 2 %, and
+            // each rank's clock differs from the others' (its file with it, as real dumps do).
             const uint64_t weights = (r < rankCount / 2 ? 64 : 96) << 20;
             uint64_t activations = (32 << 20) + uint64_t(r % 8) * (64 << 10);
             std::optional<int64_t> oomTime;
@@ -289,7 +290,8 @@ private Q_SLOTS:
                 activations = 80 << 20;
                 oomTime = r == 901 ? 800'000 : 900'000; // 901 runs out first
             }
-            writeFile(path, QByteArray::fromStdString(oomlens::test::tinyJsonSnapshot(weights, activations, oomTime)));
+            writeFile(path,
+                QByteArray::fromStdString(oomlens::test::tinyJsonSnapshot(weights, activations, oomTime, 1000 + r)));
         }
 
         const QString out = m_dir.filePath(QStringLiteral("job1024-summaries"));

@@ -2,7 +2,7 @@
 
 namespace oomlens::test {
 
-std::string tinyJsonSnapshot(uint64_t weights, uint64_t activations, std::optional<int64_t> oomTime)
+std::string tinyJsonSnapshot(uint64_t weights, uint64_t activations, std::optional<int64_t> oomTime, int64_t clock)
 {
     // Innermost frame first, as PyTorch records them; the stacks the categorizer knows.
     const std::string load = R"([{"filename":"torch/nn/modules/module.py","name":"_apply","line":900},)"
@@ -12,7 +12,7 @@ std::string tinyJsonSnapshot(uint64_t weights, uint64_t activations, std::option
                                 R"({"filename":"torch/nn/modules/module.py","name":"_call_impl","line":1750},)"
                                 R"({"filename":"train.py","name":"train_step","line":40}])";
     std::string events;
-    int64_t time = 1000;
+    int64_t time = clock;
     uint64_t address = 0x7f0000000000ULL;
     const auto alloc = [&](uint64_t size, const std::string& frames) {
         events += std::string(events.empty() ? "" : ",") + R"({"action":"alloc","addr":)" + std::to_string(address)
