@@ -41,7 +41,19 @@ nlohmann::ordered_json rankToJson(const RankSummary& rank)
     for (int c = 0; c < categoryCount; ++c)
         categories[std::string(categoryName(static_cast<Category>(c)))] = rank.categoriesAtPeak[static_cast<size_t>(c)];
     out["categories_at_peak"] = std::move(categories);
+    nlohmann::ordered_json sites = nlohmann::ordered_json::array();
+    for (const auto& [site, bytes] : rank.topSitesAtPeak)
+        sites.push_back({ { "site", site }, { "bytes", bytes } });
+    out["top_sites_at_peak"] = std::move(sites);
     out["oom_time_us"] = optional(rank.oomTimeUs);
+    if (rank.oom) {
+        nlohmann::ordered_json atOom = nlohmann::ordered_json::object();
+        for (int c = 0; c < categoryCount; ++c)
+            atOom[std::string(categoryName(static_cast<Category>(c)))] = rank.categoriesAtOom[static_cast<size_t>(c)];
+        out["categories_at_oom"] = std::move(atOom);
+    } else {
+        out["categories_at_oom"] = nullptr;
+    }
     out["capacity_bytes"] = optional(rank.capacityBytes);
     out["device_name"] = optional(rank.deviceName);
     out["top_diagnosis"] = rank.topDiagnosisId ? nlohmann::ordered_json(diagnosisIdName(*rank.topDiagnosisId))

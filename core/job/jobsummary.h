@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace oomlens {
@@ -37,7 +38,14 @@ struct RankSummary
     int64_t peakTimeUs = 0;
     CategoryBytes categoriesAtPeak {}; // adds up to peakAllocatedBytes
 
+    // The call sites holding the most requested bytes at the peak ("model.py:12 forward", as the
+    // report names a site), largest first, at most RankSummary::topSiteCount: what a rank's peak is
+    // made of, readable from its summary without its snapshot.
+    std::vector<std::pair<std::string, uint64_t>> topSitesAtPeak;
+    static constexpr size_t topSiteCount = 5;
+
     bool oom = false; // the snapshot holds an oom event
+    CategoryBytes categoriesAtOom {}; // live at its first oom event; zero without one
     std::optional<int64_t> oomTimeUs; // time_us of its first oom event, when the trace carries time
     std::optional<uint64_t> capacityBytes; // the card (sidecar, nvidia-smi, linked message); unknown otherwise
     std::optional<std::string> deviceName;

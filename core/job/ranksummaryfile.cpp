@@ -119,6 +119,50 @@ const json* objectField(const json& object, const char* key)
     return value;
 }
 
+ordered categoriesToJson(const CategoryBytes& bytes)
+{
+    ordered categories = ordered::object();
+    for (int c = 0; c < categoryCount; ++c)
+        categories[std::string(categoryName(static_cast<Category>(c)))] = bytes[static_cast<size_t>(c)];
+    return categories;
+}
+
+ordered sitesToJson(const std::vector<std::pair<std::string, uint64_t>>& sites)
+{
+    ordered list = ordered::array();
+    for (const auto& [site, bytes] : sites)
+        list.push_back({ { "site", site }, { "bytes", bytes } });
+    return list;
+}
+
+void readCategories(const json& object, const char* key, CategoryBytes& into)
+{
+    const json* categories = objectField(object, key);
+    if (!categories)
+        return;
+    // A category a newer oomlens knows and this one does not counts as unknown, so the bands
+    // still add up to the peak.
+    for (const auto& [name, value] : categories->items()) {
+        if (!value.is_number_unsigned())
+            invalid("\"" + std::string(key) + "\"." + name + " is not a byte count");
+        into[static_cast<size_t>(categoryFromName(name))] += value.get<uint64_t>();
+    }
+}
+
+void readSites(const json& object, std::vector<std::pair<std::string, uint64_t>>& into)
+{
+    const json* sites = present(object, "top_sites_at_peak");
+    if (!sites)
+        return;
+    if (!sites->is_array())
+        invalid("\"top_sites_at_peak\" is not a list");
+    for (const json& site : *sites) {
+        if (!site.is_object())
+            invalid("\"top_sites_at_peak\" holds something other than sites");
+        into.emplace_back(stringField(site, "site").value_or(""), bytesField(site, "bytes").value_or(0));
+    }
+}
+
 ordered rankToJson(const RankSummary& rank)
 {
     ordered out;
@@ -132,11 +176,10 @@ ordered rankToJson(const RankSummary& rank)
     out["peak_allocated_bytes"] = rank.peakAllocatedBytes;
     out["peak_reserved_bytes"] = rank.peakReservedBytes;
     out["peak_time_us"] = rank.peakTimeUs;
-    ordered categories = ordered::object();
-    for (int c = 0; c < categoryCount; ++c)
-        categories[std::string(categoryName(static_cast<Category>(c)))] = rank.categoriesAtPeak[static_cast<size_t>(c)];
-    out["categories_at_peak"] = std::move(categories);
+    out["categories_at_peak"] = categoriesToJson(rank.categoriesAtPeak);
+    out["top_sites_at_peak"] = sitesToJson(rank.topSitesAtPeak);
     out["oom"] = rank.oom;
+    out["categories_at_oom"] = categoriesToJson(rank.categoriesAtOom);
     out["oom_time_us"] = orNull(rank.oomTimeUs);
     out["capacity_bytes"] = orNull(rank.capacityBytes);
     out["device_name"] = orNull(rank.deviceName);
@@ -158,16 +201,10 @@ void readRank(const json& object, RankSummary& rank)
     rank.peakAllocatedBytes = bytesField(object, "peak_allocated_bytes").value_or(0);
     rank.peakReservedBytes = bytesField(object, "peak_reserved_bytes").value_or(0);
     rank.peakTimeUs = integerField(object, "peak_time_us").value_or(0);
-    if (const json* categories = objectField(object, "categories_at_peak")) {
-        // A category a newer oomlens knows and this one does not counts as unknown, so the bands
-        // still add up to the peak.
-        for (const auto& [name, value] : categories->items()) {
-            if (!value.is_number_unsigned())
-                invalid("\"categories_at_peak\"." + name + " is not a byte count");
-            rank.categoriesAtPeak[static_cast<size_t>(categoryFromName(name))] += value.get<uint64_t>();
-        }
-    }
+    readCategories(object, "categories_at_peak", rank.categoriesAtPeak);
+    readSites(object, rank.topSitesAtPeak);
     rank.oom = boolField(object, "oom");
+    readCategories(object, "categories_at_oom", rank.categoriesAtOom);
     rank.oomTimeUs = integerField(object, "oom_time_us");
     rank.capacityBytes = bytesField(object, "capacity_bytes");
     rank.deviceName = stringField(object, "device_name");

@@ -38,7 +38,9 @@ SummarizedRank fullRank()
     rank.categoriesAtPeak[static_cast<size_t>(Category::Parameters)] = 20'000'000'000ULL;
     rank.categoriesAtPeak[static_cast<size_t>(Category::Activations)] = 50'000'000'000ULL;
     rank.categoriesAtPeak[static_cast<size_t>(Category::Unknown)] = 123;
+    rank.topSitesAtPeak = { { "model.py:12 forward", 40'000'000'000ULL }, { "train.py:80 main", 20'000'000'000ULL } };
     rank.oom = true;
+    rank.categoriesAtOom[static_cast<size_t>(Category::Activations)] = 51'000'000'000ULL;
     rank.oomTimeUs = 1'700'000'000'000'999LL;
     rank.capacityBytes = 80ULL << 30;
     rank.deviceName = "NVIDIA H100 80GB HBM3 \"é\"";
@@ -86,7 +88,9 @@ private Q_SLOTS:
         QCOMPARE(b.peakReservedBytes, a.peakReservedBytes);
         QCOMPARE(b.peakTimeUs, a.peakTimeUs);
         QVERIFY(b.categoriesAtPeak == a.categoriesAtPeak);
+        QVERIFY(b.topSitesAtPeak == a.topSitesAtPeak);
         QCOMPARE(b.oom, a.oom);
+        QVERIFY(b.categoriesAtOom == a.categoriesAtOom);
         QCOMPARE(b.oomTimeUs, a.oomTimeUs);
         QCOMPARE(b.capacityBytes, a.capacityBytes);
         QCOMPARE(b.deviceName, a.deviceName);
@@ -201,6 +205,14 @@ private Q_SLOTS:
         const JobSummary reference = gatherJob(direct).summary;
         QCOMPARE(reference.ranks.size(), size_t(4));
         QCOMPARE(reference.failing()->rank, 2);
+        // What the failing rank's peak is made of, by site and by category at the OOM.
+        const RankSummary& failing = *reference.failing();
+        QCOMPARE(failing.topSitesAtPeak.size(), size_t(2));
+        QVERIFY2(failing.topSitesAtPeak.front().first.find("model.py") != std::string::npos,
+            failing.topSitesAtPeak.front().first.c_str());
+        QCOMPARE(failing.topSitesAtPeak.front().second, uint64_t(96) << 20);
+        QCOMPARE(failing.categoriesAtOom[static_cast<size_t>(Category::Activations)], uint64_t(96) << 20);
+        QCOMPARE(failing.categoriesAtOom[static_cast<size_t>(Category::Parameters)], uint64_t(64) << 20);
 
         // Each rank summarized as `summarize` does, its summary put on the desk.
         for (size_t r = 0; r < snapshots.size(); ++r) {
