@@ -213,7 +213,8 @@ int runSummarize(const QStringList& arguments)
     std::vector<std::string> mine;
     QStringList mineNames;
     for (qsizetype i = part.index; i < all.size(); i += part.count) {
-        mine.push_back(all[i].toStdString());
+        // Recorded absolute: on the desktop, "copy /scratch/job/logs/rank6.pickle" says where it is.
+        mine.push_back(QFileInfo(all[i]).absoluteFilePath().toStdString());
         mineNames.append(names[i]);
     }
     if (!QDir().mkpath(outputDir)) {
