@@ -7,9 +7,8 @@ namespace oomlens {
 namespace {
 constexpr std::array<std::string_view, 7> phaseNames
     = { "unknown", "load", "forward", "backward", "optimizer", "eval", "data" };
-constexpr std::array<std::string_view, categoryCount> categoryNames
-    = { "parameters", "gradients", "optimizer_state", "activations", "temporaries", "inputs", "communication",
-          "kv_cache", "unknown" };
+constexpr std::array<std::string_view, categoryCount> categoryNames = { "parameters", "gradients", "optimizer_state",
+    "activations", "temporaries", "inputs", "communication", "kv_cache", "unknown" };
 } // namespace
 
 std::string_view phaseName(Phase phase)

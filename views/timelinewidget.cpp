@@ -1,5 +1,6 @@
 #include "views/timelinewidget.h"
 
+#include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
 #include "views/annotationstrip.h"
 #include "views/axistickers.h"
@@ -466,6 +467,8 @@ void TimelineWidget::applyColors()
     for (size_t i = 0; i < stackOrder.size(); ++i) {
         const QColor color = colors::category(stackOrder[i]);
         fills[i] = color;
+        if (!listedWhenEmpty(stackOrder[i]) && !(m_data && m_data->series().holds(stackOrder[i])))
+            continue;
         legend << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
                       .arg(color.name(), categoryText(stackOrder[i]));
     }

@@ -81,9 +81,9 @@ protected:
 
 private:
     // Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
-    static constexpr std::array<Category, categoryCount> stackOrder = { Category::Parameters, Category::Gradients,
-        Category::OptimizerState, Category::KvCache, Category::Inputs, Category::Communication, Category::Activations,
-        Category::Temporaries, Category::Unknown };
+    static constexpr std::array<Category, categoryCount> stackOrder
+        = { Category::Parameters, Category::Gradients, Category::OptimizerState, Category::KvCache, Category::Inputs,
+              Category::Communication, Category::Activations, Category::Temporaries, Category::Unknown };
 
     void buildStatic();
     void applyColors();

@@ -55,6 +55,8 @@ TimelineSeries::TimelineSeries(const DeviceAnalysis& d)
 {
     CategoryBytes current {};
     for (const Allocation& a : d.allocations) {
+        if (a.requestedSize > 0)
+            m_heldCategories |= 1u << unsigned(a.category);
         if (a.allocEvent < 0)
             apply(current, a.category, int64_t(a.requestedSize));
     }

@@ -33,6 +33,9 @@ public:
     uint64_t allocatedAt(int64_t event) const;
     uint64_t reservedAt(int64_t event) const;
     uint64_t maxAllocated() const { return m_maxAllocated; } // exact, over every event
+    // Whether any allocation of the device (in the trace or older) is of `category`: legends list
+    // the categories only some runs have (communication, kv_cache) where they hold memory.
+    bool holds(Category category) const { return m_heldCategories & (1u << unsigned(category)); }
     uint64_t maxReserved() const { return m_maxReserved; }
 
     struct Point
@@ -107,6 +110,7 @@ private:
     std::vector<ReservedPoint> m_reserved; // where the value changes; [0] is the value before the first event
     uint64_t m_maxAllocated = 0;
     uint64_t m_maxReserved = 0;
+    uint32_t m_heldCategories = 0; // bit per Category
 };
 
 uint64_t total(const CategoryBytes& bytes);

@@ -30,6 +30,11 @@ std::string_view categoryLabel(Category category)
     return "Unknown";
 }
 
+bool listedWhenEmpty(Category category)
+{
+    return category != Category::Communication && category != Category::KvCache;
+}
+
 std::string_view phaseLabel(Phase phase)
 {
     switch (phase) {

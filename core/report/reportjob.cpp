@@ -153,6 +153,10 @@ void ReportBuilder::writeJob()
     raw("\n<div class=\"legend\">");
     for (int c = 0; c < categoryCount; ++c) {
         const auto category = static_cast<Category>(c);
+        const bool held = std::any_of(job.ranks.begin(), job.ranks.end(),
+            [c](const RankSummary& rank) { return rank.categoriesAtPeak[static_cast<size_t>(c)] > 0; });
+        if (!held && !listedWhenEmpty(category))
+            continue;
         raw("<span><span class=\"swatch ");
         raw(categoryClass(category));
         raw("\"></span>");

@@ -323,6 +323,8 @@ void ReportBuilder::writeTimeline(const SnapshotAnalysis& analysis, const Device
     raw("\n<div class=\"legend\">");
     for (int c = 0; c < categoryCount; ++c) {
         const auto category = static_cast<Category>(c);
+        if (!listedWhenEmpty(category) && !curves.holds(category))
+            continue;
         raw("<span><span class=\"swatch ");
         raw(categoryClass(category));
         raw("\"></span>");
@@ -377,6 +379,10 @@ void ReportBuilder::writeBreakdown(const DeviceAnalysis& device)
     for (const BreakdownRow& row : rows)
         totals.push_back(std::accumulate(row.bytes.begin(), row.bytes.end(), uint64_t(0)));
     for (int c = 0; c < categoryCount; ++c) {
+        const bool empty = std::all_of(
+            rows.begin(), rows.end(), [c](const BreakdownRow& row) { return row.bytes[static_cast<size_t>(c)] == 0; });
+        if (empty && !listedWhenEmpty(static_cast<Category>(c)))
+            continue;
         raw("<tr><td><span class=\"swatch ");
         raw(categoryClass(static_cast<Category>(c)));
         raw("\"></span>");

@@ -213,7 +213,8 @@ private Q_SLOTS:
             labelWith(*overview.widget(), QStringLiteral("peak ") + peak + QStringLiteral(" allocated")).size() > 0);
 
         // Labels and colours: the app's legend and the report's legend and style sheet name each
-        // category the same way, in the same colour.
+        // category the same way, in the same colour; both leave out the categories only some runs
+        // have (communication, kv_cache) where they hold nothing.
         const QString legend = labelWith(timeline, QStringLiteral("&#9632;"));
         const bool dark = colors::darkPalette();
         for (int c = 0; c < categoryCount; ++c) {
@@ -221,22 +222,26 @@ private Q_SLOTS:
             const QString label = fromStd(categoryLabel(category));
             const QString key = fromStd(categoryName(category));
             const QString hex = fromStd(categoryColor(category, dark ? Theme::Dark : Theme::Light).hex());
-            QVERIFY2(
-                legend.contains(QStringLiteral("color:%1'>&#9632;</span>&nbsp;%2").arg(hex, label)), qPrintable(label));
-            QVERIFY2(html.contains(QStringLiteral("cat-%1\"></span>%2</span>").arg(key, label)), qPrintable(label));
+            const bool shown = listedWhenEmpty(category) || data->series().holds(category);
+            QCOMPARE(legend.contains(QStringLiteral("color:%1'>&#9632;</span>&nbsp;%2").arg(hex, label)), shown);
+            QCOMPARE(html.contains(QStringLiteral("cat-%1\"></span>%2</span>").arg(key, label)), shown);
             QVERIFY2(html.contains(QStringLiteral("--%1: %2;").arg(key, hex)), qPrintable(key));
             QCOMPARE(colors::category(category).name(), hex);
         }
 
         // What was live at the peak, category by category.
         const std::map<QString, QString> inReport = reportPeakBreakdown(html);
-        QCOMPARE(inReport.size(), size_t(categoryCount));
+        QVERIFY(inReport.size() >= 7); // the training categories are always listed
         const std::map<QString, QString> inApp
             = overviewPeakBreakdown(labelWith(*overview.widget(), QStringLiteral("At the peak: ")));
         QVERIFY(!inApp.empty());
         for (int c = 0; c < categoryCount; ++c) {
             const uint64_t bytes = device->categoriesAtPeak[size_t(c)];
             const QString label = fromStd(categoryLabel(Category(c)));
+            if (!inReport.count(label)) {
+                QVERIFY2(bytes == 0 && !listedWhenEmpty(Category(c)), qPrintable(label));
+                continue;
+            }
             QCOMPARE(inReport.at(label), fromStd(formatBytes(bytes)));
             if (bytes > 0)
                 QCOMPARE(inApp.at(label), fromStd(formatBytes(bytes)));
