@@ -68,7 +68,11 @@ int runDiagnose(const QStringList& arguments)
     } else {
         if (job)
             std::cout << jobToText(job->summary) << '\n' << failingRankHeading(job->summary) << "\n\n";
-        std::cout << caseToText(input, analysis);
+        // The failing rank's snapshot is on the cluster and nothing else was given: the heading
+        // and the notes said what to copy; an empty case's "nothing shows a failure" would not fit.
+        const bool nothingToDiagnose = job && !job->summary.failingSnapshotToCopy.empty() && input.inputs.empty();
+        if (!nothingToDiagnose)
+            std::cout << caseToText(input, analysis);
     }
     std::cout.flush();
     return failures > 0 ? 1 : 0;

@@ -107,7 +107,7 @@ std::string failingRankHeading(const JobSummary& job)
         + rankName(*rank) + " (" + rank->file + ")";
     // Read from a summary, with its snapshot left on the cluster: the notes say which file to copy.
     if (!job.failingSnapshotToCopy.empty())
-        return heading + ": its snapshot is not here, so only the other inputs follow ==";
+        return heading + ": its snapshot is not here; the notes say which file to copy ==";
     return heading + " ==";
 }
 
