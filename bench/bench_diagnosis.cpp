@@ -1,5 +1,5 @@
 // How often the first diagnosis is right: runs the whole pipeline (load inputs -> analyzeCase)
-// over the scenario families (A, B and the blind family C) and the pasted messages of
+// over the scenario families (A, B and the blind families C and D) and the pasted messages of
 // tests/data/text_b and text_c, and prints per family
 // and mode the accuracy of the top diagnosis, the confusion matrix (truth x top diagnosis), the
 // calibration table (confidence bucket -> share right) and, for messages, how many numeric
@@ -113,7 +113,9 @@ std::string shortId(const std::string& id)
     static const std::map<std::string, std::string> names { { "fragmentation", "frag" }, { "first_backward", "bwd1" },
         { "optimizer_step2", "opt2" }, { "longest_batch", "long" }, { "eval_accumulation", "eval" }, { "leak", "leak" },
         { "capacity", "cap" }, { "other_process", "other" }, { "memory_fraction_cap", "frac" },
-        { "large_allocation", "large" }, { "host_memory", "host" }, { "working_set", "work" }, { "(none)", "none" } };
+        { "large_allocation", "large" }, { "host_memory", "host" }, { "working_set", "work" },
+        { "pending_frees", "pend" }, { "communication_buffers", "comm" }, { "graph_capture", "graph" },
+        { "colocated_engine", "coloc" }, { "(none)", "none" } };
     const auto found = names.find(id);
     return found != names.end() ? found->second : id.substr(0, 6);
 }
@@ -135,12 +137,12 @@ void printReport(const char* title, const std::vector<Outcome>& outcomes, bool l
         tops.insert(o.top);
         ++cells[{ o.truth, o.top }];
     }
-    std::printf("%-19s", "truth \\ top");
+    std::printf("%-22s", "truth \\ top");
     for (const auto& top : tops)
         std::printf(" %6s", shortId(top).c_str());
     std::printf("\n");
     for (const auto& truth : truths) {
-        std::printf("%-19s", truth.c_str());
+        std::printf("%-22s", truth.c_str());
         for (const auto& top : tops) {
             const int n = cells[{ truth, top }];
             if (n == 0)
@@ -268,10 +270,11 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    std::printf(
-        "Top diagnosis against the labels (columns: frag fragmentation, bwd1 first_backward, opt2 "
-        "optimizer_step2,\nlong longest_batch, eval eval_accumulation, cap capacity, other other_process, "
-        "frac memory_fraction_cap,\nlarge large_allocation, host host_memory, work working_set, none no diagnosis)\n");
+    std::printf("Top diagnosis against the labels (columns: frag fragmentation, bwd1 first_backward, opt2 "
+                "optimizer_step2,\nlong longest_batch, eval eval_accumulation, cap capacity, other other_process, "
+                "frac memory_fraction_cap,\nlarge large_allocation, host host_memory, work working_set, pend "
+                "pending_frees, comm "
+                "communication_buffers,\ngraph graph_capture, coloc colocated_engine, none no diagnosis)\n");
     const QString familyA = data + QStringLiteral("/scenarios");
     const QString familyB = data + QStringLiteral("/scenarios_b");
     printReport("family A (tests/data/scenarios), snapshot alone", runFamily(familyA, false), listMisses);
@@ -283,5 +286,8 @@ int main(int argc, char** argv)
     printReport("family C (tests/data/scenarios_c), snapshot alone", runFamily(familyC, false), listMisses);
     printReport("family C, snapshot + OOM text + summary", runFamily(familyC, true), listMisses);
     runMessages(data + QStringLiteral("/text_c"), "text_c messages (tests/data/text_c), message alone", listMisses);
+    const QString familyD = data + QStringLiteral("/scenarios_d");
+    printReport("family D (tests/data/scenarios_d), snapshot alone", runFamily(familyD, false), listMisses);
+    printReport("family D, snapshot + OOM text", runFamily(familyD, true), listMisses);
     return 0;
 }

@@ -48,6 +48,17 @@ void WhatIfBars::setPlan(const planner::BandBytes& bands, uint64_t capacityBytes
     update();
 }
 
+void WhatIfBars::setStages(std::vector<planner::BandBytes> stages)
+{
+    m_stages = std::move(stages);
+    update();
+}
+
+int WhatIfBars::barCount() const
+{
+    return m_stages.empty() ? std::min(m_gpus, maxBars) : static_cast<int>(m_stages.size());
+}
+
 void WhatIfBars::setCalibration(const std::optional<planner::PlanCalibration>& calibration)
 {
     m_calibration = calibration;
@@ -109,9 +120,13 @@ std::optional<planner::Band> WhatIfBars::bandAt(QPoint point) const
         return std::nullopt;
     const uint64_t top = axisTop();
     const double bytes = static_cast<double>(area.bottom() - point.y()) / area.height() * static_cast<double>(top);
+    // With stages, the bar under the pointer; otherwise every bar is the same.
+    const int slot = std::max(area.width() / barCount(), 1);
+    const int bar = std::clamp((point.x() - area.left()) / slot, 0, barCount() - 1);
+    const planner::BandBytes& bands = m_stages.empty() ? m_bands : m_stages[static_cast<size_t>(bar)];
     uint64_t below = 0;
     for (int b = 0; b < planner::bandCount; ++b) {
-        below += m_bands[static_cast<size_t>(b)];
+        below += bands[static_cast<size_t>(b)];
         if (bytes < static_cast<double>(below))
             return static_cast<planner::Band>(b);
     }
@@ -151,14 +166,15 @@ void WhatIfBars::paintEvent(QPaintEvent*)
     painter.drawText(QRect(0, area.bottom() - metrics.height() / 2, area.left() - 6, metrics.height()),
         Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("0"));
 
-    const int bars = std::min(m_gpus, maxBars);
+    const int bars = barCount();
     const int slot = area.width() / bars;
-    const int barWidth = std::max(8, slot * 6 / 10);
+    const int barWidth = std::max(4, slot * 6 / 10);
     for (int g = 0; g < bars; ++g) {
         const int x = area.left() + g * slot + (slot - barWidth) / 2;
+        const planner::BandBytes& bands = m_stages.empty() ? m_bands : m_stages[static_cast<size_t>(g)];
         uint64_t below = 0;
         for (int b = 0; b < planner::bandCount; ++b) {
-            const uint64_t bytes = m_bands[static_cast<size_t>(b)];
+            const uint64_t bytes = bands[static_cast<size_t>(b)];
             if (bytes == 0)
                 continue;
             const int y0 = yOf(below);
@@ -166,6 +182,11 @@ void WhatIfBars::paintEvent(QPaintEvent*)
             painter.fillRect(
                 QRect(x, y1, barWidth, std::max(1, y0 - y1)), bandColor(static_cast<planner::Band>(b), palette()));
             below += bytes;
+        }
+        if (!m_stages.empty()) {
+            painter.drawText(QRect(x - slot / 4, area.bottom() + 4, barWidth + slot / 2, metrics.height()),
+                Qt::AlignHCenter, bars > 8 ? QString::number(g) : QStringLiteral("stage %1").arg(g));
+            continue;
         }
         const QString label = m_gpus > maxBars && g == 0 ? QStringLiteral("each of %1 GPUs").arg(m_gpus)
                                                          : QStringLiteral("GPU %1").arg(g);

@@ -6,11 +6,13 @@
 #include <QWidget>
 
 #include <optional>
+#include <vector>
 
 namespace oomlens {
 
 // Stacked bars, one per GPU (all ranks hold the same plan; past eight, one bar stands for them
-// all), banded in the timeline's category colours, with the card's capacity drawn across.
+// all), or with pipeline parallelism one per stage (a GPU of each), banded in the timeline's
+// category colours, with the card's capacity drawn across.
 class WhatIfBars : public QWidget
 {
     Q_OBJECT
@@ -18,6 +20,9 @@ public:
     explicit WhatIfBars(QWidget* parent = nullptr);
 
     void setPlan(const planner::BandBytes& bands, uint64_t capacityBytes, int gpus);
+    // One bar per pipeline stage (empty: one per GPU); `bands` of setPlan stays the busiest's.
+    void setStages(std::vector<planner::BandBytes> stages);
+    int barCount() const;
     // The measured starting point: each band's tooltip then says what the formula said for the
     // measured run, what the run held and their ratio (the factor every what-if carries).
     void setCalibration(const std::optional<planner::PlanCalibration>& calibration);
@@ -40,6 +45,7 @@ private:
 
     std::optional<planner::PlanCalibration> m_calibration;
     planner::BandBytes m_bands {};
+    std::vector<planner::BandBytes> m_stages;
     uint64_t m_capacity = 0;
     int m_gpus = 1;
 };

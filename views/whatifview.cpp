@@ -9,6 +9,7 @@
 #include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFontDatabase>
 #include <QFormLayout>
 #include <QGuiApplication>
@@ -73,8 +74,9 @@ WhatIfView::WhatIfView(QWidget* parent)
             text(optimizerName(OptimizerKind::AdamWFused)), text(optimizerName(OptimizerKind::AdamW8bitPaged)) });
     m_accumulation = number(this, "accumulation", 1, 4096, 1);
     // In Checkpointing's order: none, full, every K-th block (K beside it).
-    m_checkpointing = choices(
-        this, "checkpointing", { QStringLiteral("none"), QStringLiteral("full"), QStringLiteral("every K-th block") });
+    m_checkpointing = choices(this, "checkpointing",
+        { QStringLiteral("none"), QStringLiteral("full"), QStringLiteral("every K-th block"),
+            QStringLiteral("selective (attention core)") });
     m_checkpointEvery = number(this, "checkpointEvery", 2, 1024, 2);
     m_checkpointEvery->setPrefix(QStringLiteral("K = "));
     m_checkpointEvery->setEnabled(false);
@@ -90,6 +92,38 @@ WhatIfView::WhatIfView(QWidget* parent)
     m_loraRank->setSpecialValueText(QStringLiteral("off (full fine-tuning)"));
     m_qlora = new QCheckBox(QStringLiteral("4-bit base (QLoRA)"), this);
     m_qlora->setObjectName(QStringLiteral("qlora"));
+    m_tp = number(this, "tp", 1, 64, 1);
+    m_sequenceParallel = new QCheckBox(QStringLiteral("SP"), this);
+    m_sequenceParallel->setObjectName(QStringLiteral("sequenceParallel"));
+    m_sequenceParallel->setToolTip(
+        QStringLiteral("Sequence parallelism: the norms' and dropouts' activations split over TP too"));
+    m_cp = number(this, "cp", 1, 64, 1);
+    m_pp = number(this, "pp", 1, 128, 1);
+    m_vpp = number(this, "vpp", 1, 64, 1);
+    m_vpp->setToolTip(QStringLiteral("Model chunks per pipeline rank (interleaved 1F1B); 1: not interleaved"));
+    m_microbatches = number(this, "microbatches", 0, 4096, 0);
+    m_microbatches->setSpecialValueText(QStringLiteral("fill"));
+    m_microbatches->setToolTip(
+        QStringLiteral("Microbatches per pipeline per step; 'fill': enough to fill the pipeline"));
+    m_ep = number(this, "ep", 1, 256, 1);
+    m_distributedOptimizer = new QCheckBox(QStringLiteral("distributed optimizer (Megatron)"), this);
+    m_distributedOptimizer->setObjectName(QStringLiteral("distributedOptimizer"));
+    m_inference = new QCheckBox(QStringLiteral("serve (inference): micro-batch = concurrent sequences"), this);
+    m_inference->setObjectName(QStringLiteral("inference"));
+    m_kvDtype = choices(this, "kvDtype",
+        { text(kvDtypeName(KvDtype::Fp16)), text(kvDtypeName(KvDtype::Bf16)), text(kvDtypeName(KvDtype::Fp8)),
+            text(kvDtypeName(KvDtype::Fp32)) });
+    m_kvDtype->setCurrentIndex(1);
+    m_weights = choices(this, "weights",
+        { text(weightFormatName(WeightFormat::Auto)), text(weightFormatName(WeightFormat::Bf16)),
+            text(weightFormatName(WeightFormat::Fp8)), text(weightFormatName(WeightFormat::Int8)),
+            text(weightFormatName(WeightFormat::Int4)) });
+    m_gpuUtilization = new QDoubleSpinBox(this);
+    m_gpuUtilization->setObjectName(QStringLiteral("gpuMemoryUtilization"));
+    m_gpuUtilization->setRange(0.05, 1.0);
+    m_gpuUtilization->setSingleStep(0.05);
+    m_gpuUtilization->setValue(0.9);
+    m_gpuUtilization->setToolTip(QStringLiteral("vLLM's gpu_memory_utilization: the share of the card it may use"));
     m_card = new QComboBox(this);
     m_card->setObjectName(QStringLiteral("card"));
     for (const GpuCard& card : commonCards())
@@ -118,6 +152,24 @@ WhatIfView::WhatIfView(QWidget* parent)
     m_loraTargets = choices(this, "loraTargets",
         { QStringLiteral("all linear layers"), QStringLiteral("attention (q, k, v, o)"), QStringLiteral("q and v") });
     form->addRow(QStringLiteral("LoRA targets"), m_loraTargets);
+    const auto row = [this](std::initializer_list<std::pair<const char*, QWidget*>> widgets) {
+        auto* line = new QHBoxLayout;
+        for (const auto& [label, widget] : widgets) {
+            if (label[0] != '\0')
+                line->addWidget(new QLabel(QString::fromLatin1(label), this));
+            line->addWidget(widget);
+        }
+        line->addStretch(1);
+        return line;
+    };
+    form->addRow(QStringLiteral("Tensor parallel"), row({ { "", m_tp }, { "", m_sequenceParallel }, { "CP", m_cp } }));
+    form->addRow(
+        QStringLiteral("Pipeline"), row({ { "", m_pp }, { "VPP", m_vpp }, { "microbatches", m_microbatches } }));
+    form->addRow(QStringLiteral("Expert parallel"), row({ { "", m_ep } }));
+    form->addRow(QString(), m_distributedOptimizer);
+    form->addRow(QString(), m_inference);
+    form->addRow(QStringLiteral("Serving"),
+        row({ { "KV", m_kvDtype }, { "weights", m_weights }, { "GPU share", m_gpuUtilization } }));
     form->addRow(QStringLiteral("Card"), m_card);
     auto* measuredRun = new QPushButton(QStringLiteral("These settings are the measured run"), this);
     measuredRun->setObjectName(QStringLiteral("measuredRun"));
@@ -172,12 +224,15 @@ WhatIfView::WhatIfView(QWidget* parent)
             m_edited = true;
         recompute();
     };
-    for (QComboBox* box :
-        { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card, m_loraTargets })
+    for (QComboBox* box : { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card,
+             m_loraTargets, m_kvDtype, m_weights })
         connect(box, &QComboBox::currentIndexChanged, this, changed);
-    for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_checkpointEvery, m_gpus, m_nodes, m_loraRank })
+    for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_checkpointEvery, m_gpus, m_nodes, m_loraRank, m_tp,
+             m_cp, m_pp, m_vpp, m_microbatches, m_ep })
         connect(box, &QSpinBox::valueChanged, this, changed);
-    connect(m_qlora, &QCheckBox::toggled, this, changed);
+    for (QCheckBox* box : { m_qlora, m_sequenceParallel, m_distributedOptimizer, m_inference })
+        connect(box, &QCheckBox::toggled, this, changed);
+    connect(m_gpuUtilization, &QDoubleSpinBox::valueChanged, this, changed);
     connect(measuredRun, &QPushButton::clicked, this, &WhatIfView::useControlsAsMeasuredRun);
     recompute();
 }
@@ -237,6 +292,18 @@ TrainingSetup WhatIfView::setup() const
     // Targets mean nothing without adapters: full fine-tuning keeps the default.
     setup.loraTargets
         = setup.loraRank > 0 ? static_cast<LoraTargets>(m_loraTargets->currentIndex()) : LoraTargets::AllLinear;
+    setup.parallel.tensor = m_tp->value();
+    setup.parallel.sequenceParallel = m_sequenceParallel->isChecked();
+    setup.parallel.context = m_cp->value();
+    setup.parallel.pipeline = m_pp->value();
+    setup.parallel.virtualStages = m_vpp->value();
+    setup.parallel.microbatches = m_microbatches->value();
+    setup.parallel.expert = m_ep->value();
+    setup.parallel.distributedOptimizer = m_distributedOptimizer->isChecked();
+    setup.inference = m_inference->isChecked();
+    setup.kvDtype = static_cast<KvDtype>(m_kvDtype->currentIndex());
+    setup.weights = static_cast<WeightFormat>(m_weights->currentIndex());
+    setup.gpuMemoryUtilization = m_gpuUtilization->value();
     return setup;
 }
 
@@ -259,6 +326,18 @@ void WhatIfView::setSetup(const TrainingSetup& setup)
     m_loraRank->setValue(setup.loraRank);
     m_qlora->setChecked(setup.quantizedBase);
     m_loraTargets->setCurrentIndex(static_cast<int>(setup.loraTargets));
+    m_tp->setValue(setup.parallel.tensor);
+    m_sequenceParallel->setChecked(setup.parallel.sequenceParallel);
+    m_cp->setValue(setup.parallel.context);
+    m_pp->setValue(setup.parallel.pipeline);
+    m_vpp->setValue(setup.parallel.virtualStages);
+    m_microbatches->setValue(setup.parallel.microbatches);
+    m_ep->setValue(setup.parallel.expert);
+    m_distributedOptimizer->setChecked(setup.parallel.distributedOptimizer);
+    m_inference->setChecked(setup.inference);
+    m_kvDtype->setCurrentIndex(static_cast<int>(setup.kvDtype));
+    m_weights->setCurrentIndex(static_cast<int>(setup.weights));
+    m_gpuUtilization->setValue(setup.gpuMemoryUtilization);
     m_updating = false;
     recompute();
 }
@@ -323,6 +402,11 @@ void WhatIfView::showConfig()
     }
     const ModelSpec spec = model();
     const TrainingSetup current = setup();
+    if (current.inference) {
+        // Serving has no training configuration: the vLLM command line takes its place.
+        m_config->setPlainText(QString::fromStdString(vllmCommand(spec, current)));
+        return;
+    }
     switch (m_configKind->currentIndex()) {
     case 1:
         m_config->setPlainText(QString::fromStdString(fsdpSnippet(spec, current)));
@@ -341,6 +425,8 @@ void WhatIfView::recompute()
     if (m_updating)
         return;
     m_checkpointEvery->setEnabled(m_checkpointing->currentIndex() == static_cast<int>(Checkpointing::EveryK));
+    for (QWidget* serving : std::initializer_list<QWidget*> { m_kvDtype, m_weights, m_gpuUtilization })
+        serving->setEnabled(m_inference->isChecked());
     const TrainingSetup current = setup();
     const std::string problem = setupProblem(current);
     if (!problem.empty()) {
@@ -358,14 +444,38 @@ void WhatIfView::recompute()
     m_result = makeProjectedPlan(spec, current, chosen, m_calibration);
     const uint64_t capacity = chosen ? chosen->capacityBytes : 0;
     m_bars->setPlan(m_result.shown.perGpu, capacity, current.totalGpus());
+    std::vector<BandBytes> stages;
+    if (m_result.shown.stages.size() > 1) {
+        for (const StageMemory& stage : m_result.shown.stages)
+            stages.push_back(stage.perGpu);
+    }
+    m_bars->setStages(std::move(stages));
     const uint64_t total = m_result.shown.totalPerGpu;
-    QString words = QString::fromStdString(fitWords(total, capacity));
+    // Serving is held to vLLM's share of the card.
+    QString words = QString::fromStdString(fitWords(total, usableBytes(current, capacity)));
     words[0] = words[0].toUpper();
-    m_verdict->setText(QStringLiteral("%1 per GPU: %2.").arg(QString::fromStdString(formatBytes(total)), words));
+    m_verdict->setText(QStringLiteral("%1 per GPU%2: %3.")
+                           .arg(QString::fromStdString(formatBytes(total)),
+                               m_result.shown.stages.size() > 1
+                                   ? QStringLiteral(" (stage %1, the busiest)").arg(m_result.shown.busiestStage)
+                                   : QString(),
+                               words));
     QString details = QStringLiteral("Peak in %1; host memory per node %2.")
                           .arg(text(peakPhaseName(m_result.shown.peakPhase)),
                               QString::fromStdString(formatBytes(m_result.shown.hostBytes)));
-    if (m_result.maxMicroBatch > 0)
+    if (m_result.serving) {
+        const ServingFit& fit = *m_result.serving;
+        details = QStringLiteral("vLLM at %1 of the card: %2 tokens of KV cache (%3 per token per GPU), %4 sequences "
+                                 "of %5 tokens, or %6 tokens each for %7; this batch needs %8.")
+                      .arg(fit.gpuMemoryUtilization, 0, 'f', 2)
+                      .arg(fit.kvTokens)
+                      .arg(QString::fromStdString(formatBytes(m_result.shown.servingMemory.kvBytesPerToken)))
+                      .arg(fit.maxSequences)
+                      .arg(current.sequence)
+                      .arg(fit.maxContext)
+                      .arg(current.microBatch)
+                      .arg(fit.neededUtilization, 0, 'f', 2);
+    } else if (m_result.maxMicroBatch > 0)
         details += QStringLiteral(" Largest micro-batch on this card: %1.").arg(m_result.maxMicroBatch);
     else if (m_result.maxMicroBatch == 0)
         details += QStringLiteral(" Not even a micro-batch of 1 fits this card.");
@@ -379,6 +489,10 @@ void WhatIfView::recompute()
             : QStringLiteral(" Even with the paged optimizer state on the host it does not fit.");
     for (const std::string& note : m_result.shown.notes)
         details += QLatin1Char(' ') + QString::fromStdString(note);
+    for (const EstimatorFigure& figure : m_result.shown.estimators)
+        details += QStringLiteral(" %1: %2 (ours %3).")
+                       .arg(QString::fromStdString(figure.source), QString::fromStdString(formatBytes(figure.bytes)),
+                           QString::fromStdString(formatBytes(figure.plannerBytes)));
     m_details->setText(details);
     m_calibrationLabel->setVisible(m_calibration.has_value());
     if (m_calibration)

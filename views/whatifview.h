@@ -10,6 +10,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QPlainTextEdit;
 class QSpinBox;
@@ -19,7 +20,9 @@ namespace oomlens {
 class WhatIfBars;
 
 // "What if": a training set-up as controls and its memory per GPU as stacked bars in the
-// timeline's band colours, with the card's capacity across them and the verdict in words.
+// timeline's band colours, with the card's capacity across them and the verdict in words. With
+// pipeline parallelism the bars are the stages (a GPU of each); with serving checked, the KV
+// cache is a band and the verdict is vLLM's (the tokens of cache that fit).
 // Every change recomputes the plan on the spot (microseconds: no thread). With a measured run
 // (a snapshot's device), the bars start from the measured bands and every change is projected
 // from them (measured x formula(what-if) / formula(run)).
@@ -77,6 +80,19 @@ private:
     QSpinBox* m_loraRank = nullptr;
     QCheckBox* m_qlora = nullptr;
     QComboBox* m_loraTargets = nullptr;
+    // Model parallelism (Megatron's layout) and serving.
+    QSpinBox* m_tp = nullptr;
+    QCheckBox* m_sequenceParallel = nullptr;
+    QSpinBox* m_cp = nullptr;
+    QSpinBox* m_pp = nullptr;
+    QSpinBox* m_vpp = nullptr;
+    QSpinBox* m_microbatches = nullptr;
+    QSpinBox* m_ep = nullptr;
+    QCheckBox* m_distributedOptimizer = nullptr;
+    QCheckBox* m_inference = nullptr;
+    QComboBox* m_kvDtype = nullptr;
+    QComboBox* m_weights = nullptr;
+    QDoubleSpinBox* m_gpuUtilization = nullptr;
     QComboBox* m_card = nullptr;
     QLabel* m_verdict = nullptr;
     QLabel* m_details = nullptr;

@@ -25,7 +25,7 @@ struct PlanOptions
 {
     QCommandLineOption model { QStringLiteral("model"),
         QStringLiteral("A Hugging Face config.json, or a preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, "
-                       "llama-2-13b, llama-2-70b, llama-65b, mistral-7b."),
+                       "llama-2-13b, llama-2-70b, llama-65b, mistral-7b, llama-3-70b, mixtral-8x7b."),
         QStringLiteral("FILE") };
     QCommandLineOption params { QStringLiteral("params"), QStringLiteral("Parameter count (1.3e9 works)."),
         QStringLiteral("N") };
@@ -37,7 +37,16 @@ struct PlanOptions
     QCommandLineOption vocab { QStringLiteral("vocab"), QStringLiteral("Vocabulary size."), QStringLiteral("N") };
     QCommandLineOption ffn { QStringLiteral("ffn"), QStringLiteral("MLP inner size (default 4 x hidden)."),
         QStringLiteral("N") };
-    QCommandLineOption batch { QStringLiteral("batch"), QStringLiteral("Micro-batch per GPU (default 1)."),
+    QCommandLineOption experts { QStringLiteral("experts"), QStringLiteral("Routed experts per MoE layer."),
+        QStringLiteral("N") };
+    QCommandLineOption expertsPerToken { QStringLiteral("experts-per-token"),
+        QStringLiteral("Experts each token visits (top-k, default 1 with --experts)."), QStringLiteral("K") };
+    QCommandLineOption expertFfn { QStringLiteral("expert-ffn"),
+        QStringLiteral("An expert's MLP inner size (default --ffn)."), QStringLiteral("N") };
+    QCommandLineOption sharedExperts { QStringLiteral("shared-experts"),
+        QStringLiteral("Shared experts every token visits."), QStringLiteral("N") };
+    QCommandLineOption batch { QStringLiteral("batch"),
+        QStringLiteral("Micro-batch per GPU (default 1); with --inference the concurrent sequences."),
         QStringLiteral("N") };
     QCommandLineOption seq { QStringLiteral("seq"), QStringLiteral("Sequence length (default 1024)."),
         QStringLiteral("N") };
@@ -49,7 +58,9 @@ struct PlanOptions
     QCommandLineOption accumulation { QStringLiteral("accumulation"),
         QStringLiteral("Gradient accumulation steps (default 1)."), QStringLiteral("N") };
     QCommandLineOption checkpointing { QStringLiteral("checkpointing"),
-        QStringLiteral("none (default), full, or every:K (every K-th block)."), QStringLiteral("C") };
+        QStringLiteral(
+            "none (default), full, every:K (every K-th block) or selective (Megatron's: the attention core)."),
+        QStringLiteral("C") };
     QCommandLineOption attention { QStringLiteral("attention"), QStringLiteral("eager or sdpa (default)."),
         QStringLiteral("A") };
     QCommandLineOption gpus { QStringLiteral("gpus"), QStringLiteral("GPUs per node (default 1)."),
@@ -65,6 +76,34 @@ struct PlanOptions
     QCommandLineOption loraTargets { QStringLiteral("lora-targets"),
         QStringLiteral("With --lora-rank: adapters on all linear layers (default), attention (q, k, v, o) or qv."),
         QStringLiteral("T") };
+    QCommandLineOption tp { QStringLiteral("tp"), QStringLiteral("Tensor-parallel degree (default 1)."),
+        QStringLiteral("N") };
+    QCommandLineOption sequenceParallel { QStringLiteral("sequence-parallel"),
+        QStringLiteral(
+            "With --tp: split the norms' and dropouts' activations too (Megatron's sequence parallelism).") };
+    QCommandLineOption cp { QStringLiteral("cp"),
+        QStringLiteral("Context-parallel degree: the sequence split (default 1)."), QStringLiteral("N") };
+    QCommandLineOption pp { QStringLiteral("pp"), QStringLiteral("Pipeline stages (default 1)."), QStringLiteral("N") };
+    QCommandLineOption vpp { QStringLiteral("vpp"),
+        QStringLiteral("Model chunks per pipeline rank (interleaved 1F1B; default 1: not interleaved)."),
+        QStringLiteral("N") };
+    QCommandLineOption microbatches { QStringLiteral("microbatches"),
+        QStringLiteral("Microbatches per pipeline per step (default: enough to fill the pipeline)."),
+        QStringLiteral("M") };
+    QCommandLineOption ep { QStringLiteral("ep"), QStringLiteral("Expert-parallel degree (default 1)."),
+        QStringLiteral("N") };
+    QCommandLineOption distributedOptimizer { QStringLiteral("distributed-optimizer"),
+        QStringLiteral("Megatron's distributed optimizer: master weights and optimizer state sharded over data "
+                       "parallel.") };
+    QCommandLineOption inference { QStringLiteral("inference"),
+        QStringLiteral("Plan serving: --batch concurrent sequences of --seq tokens, the KV cache, vLLM's budget.") };
+    QCommandLineOption kvDtype { QStringLiteral("kv-dtype"),
+        QStringLiteral("With --inference: the KV cache's type, fp16, bf16 (default) or fp8."), QStringLiteral("T") };
+    QCommandLineOption weightDtype { QStringLiteral("weight-dtype"),
+        QStringLiteral("With --inference: the weights' format, auto (the precision's), bf16, fp8, int8 or int4."),
+        QStringLiteral("T") };
+    QCommandLineOption gpuMemoryUtilization { QStringLiteral("gpu-memory-utilization"),
+        QStringLiteral("With --inference: the share of the card vLLM may use (default 0.9)."), QStringLiteral("F") };
     QCommandLineOption card { QStringLiteral("card"),
         QStringLiteral("The GPU: 16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes/GiB."),
         QStringLiteral("NAME|BYTES") };
@@ -161,7 +200,9 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
     model.parameters = parameters;
     for (const auto& [option, field] : { std::pair { &o.layers, &model.layers }, std::pair { &o.hidden, &model.hidden },
              std::pair { &o.heads, &model.heads }, std::pair { &o.kvHeads, &model.kvHeads },
-             std::pair { &o.vocab, &model.vocab }, std::pair { &o.ffn, &model.ffn } }) {
+             std::pair { &o.vocab, &model.vocab }, std::pair { &o.ffn, &model.ffn },
+             std::pair { &o.experts, &model.experts }, std::pair { &o.expertsPerToken, &model.expertsPerToken },
+             std::pair { &o.expertFfn, &model.expertFfn }, std::pair { &o.sharedExperts, &model.sharedExperts } }) {
         if (!readInt(commandLine, *option, *field))
             return 2;
     }
@@ -185,9 +226,31 @@ std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& 
         || !readChoice(commandLine, o.offload, setup.offload, offloadFromName)
         || !readChoice(commandLine, o.loraTargets, setup.loraTargets, loraTargetsFromName))
         return 2;
+    Parallelism& parallel = setup.parallel;
+    if (!readInt(commandLine, o.tp, parallel.tensor) || !readInt(commandLine, o.cp, parallel.context)
+        || !readInt(commandLine, o.pp, parallel.pipeline) || !readInt(commandLine, o.vpp, parallel.virtualStages)
+        || !readInt(commandLine, o.microbatches, parallel.microbatches) || !readInt(commandLine, o.ep, parallel.expert))
+        return 2;
+    parallel.sequenceParallel = parser.isSet(o.sequenceParallel);
+    parallel.distributedOptimizer = parser.isSet(o.distributedOptimizer);
+    setup.inference = parser.isSet(o.inference);
+    if (!setup.inference
+        && (parser.isSet(o.kvDtype) || parser.isSet(o.weightDtype) || parser.isSet(o.gpuMemoryUtilization)))
+        return commandLine.usageError(
+            QStringLiteral("--kv-dtype, --weight-dtype and --gpu-memory-utilization plan serving: add --inference"));
+    if (!readChoice(commandLine, o.kvDtype, setup.kvDtype, kvDtypeFromName)
+        || !readChoice(commandLine, o.weightDtype, setup.weights, weightFormatFromName))
+        return 2;
+    if (parser.isSet(o.gpuMemoryUtilization)) {
+        bool ok = false;
+        setup.gpuMemoryUtilization = parser.value(o.gpuMemoryUtilization).toDouble(&ok);
+        if (!ok)
+            return commandLine.usageError(QStringLiteral("--gpu-memory-utilization needs a number such as 0.9"));
+    }
     if (parser.isSet(o.checkpointing) && !readCheckpointing(parser.value(o.checkpointing).toStdString(), setup))
-        return commandLine.usageError(QStringLiteral("--checkpointing does not know '%1' (none, full or every:K)")
-                                          .arg(parser.value(o.checkpointing)));
+        return commandLine.usageError(
+            QStringLiteral("--checkpointing does not know '%1' (none, full, selective or every:K)")
+                .arg(parser.value(o.checkpointing)));
     setup.quantizedBase = parser.isSet(o.qlora);
     const std::string problem = setupProblem(setup);
     if (!problem.empty())
@@ -203,12 +266,15 @@ int runPlan(const QStringList& arguments)
         QStringLiteral(
             "Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
             "whether it fits the card, the largest micro-batch, the fix ladder, a ds_config.json and its FSDP / "
-            "accelerate equivalents."));
+            "accelerate equivalents. With --tp/--pp/--cp/--ep, Megatron's layout per pipeline stage; with "
+            "--inference, serving: the KV cache and what vLLM makes of the card."));
     const PlanOptions o;
     QCommandLineParser& parser = commandLine.parser();
-    parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.batch, o.seq,
-        o.precision, o.optimizer, o.accumulation, o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload,
-        o.loraRank, o.qlora, o.loraTargets, o.card, o.snapshot, o.device, o.json, o.report });
+    parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.experts,
+        o.expertsPerToken, o.expertFfn, o.sharedExperts, o.batch, o.seq, o.precision, o.optimizer, o.accumulation,
+        o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload, o.loraRank, o.qlora, o.loraTargets, o.tp,
+        o.sequenceParallel, o.cp, o.pp, o.vpp, o.microbatches, o.ep, o.distributedOptimizer, o.inference, o.kvDtype,
+        o.weightDtype, o.gpuMemoryUtilization, o.card, o.snapshot, o.device, o.json, o.report });
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
     if (!parser.positionalArguments().isEmpty())

@@ -6,7 +6,8 @@ nlohmann::ordered_json deepSpeedConfig(const TrainingSetup& setup)
 {
     using Json = nlohmann::ordered_json;
     Json config;
-    config["train_batch_size"] = setup.microBatch * setup.gradientAccumulation * setup.totalGpus();
+    config["train_batch_size"] = setup.microBatch * setup.gradientAccumulation
+        * setup.parallel.dataParallel(setup.totalGpus()); // the data-parallel replicas
     config["train_micro_batch_size_per_gpu"] = setup.microBatch;
     config["gradient_accumulation_steps"] = setup.gradientAccumulation;
     config["gradient_clipping"] = 1.0;

@@ -95,7 +95,7 @@ std::string fsdpSnippet(const ModelSpec& model, const TrainingSetup& setup)
         py += "from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy, CPUOffloadPolicy  # PyTorch 2.6+; "
               "2.4-2.5: torch.distributed._composable.fsdp\n";
     }
-    if (setup.checkpointing != Checkpointing::None) {
+    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK) {
         py += "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing, "
               "checkpoint_wrapper\n";
     }
@@ -103,7 +103,7 @@ std::string fsdpSnippet(const ModelSpec& model, const TrainingSetup& setup)
     if (setup.precision == Precision::Bf16)
         py += "model = model.to(torch.bfloat16)  # pure bf16: weights, gradients and optimizer state\n";
 
-    if (setup.checkpointing != Checkpointing::None) {
+    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK) {
         // Checkpointing wraps the blocks before sharding, so that each wrapper holds a whole block.
         if (setup.checkpointing == Checkpointing::EveryK) {
             py += "# activation checkpointing on one block in every " + std::to_string(setup.checkpointEvery)

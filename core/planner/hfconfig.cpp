@@ -37,6 +37,44 @@ std::string text(const Json& config, const char* key)
     return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+double firstNumber(const Json& config, std::initializer_list<const char*> keys)
+{
+    for (const char* key : keys) {
+        const auto it = config.find(key);
+        if (it != config.end() && it->is_number() && it->get<double>() > 0)
+            return it->get<double>();
+    }
+    return 0;
+}
+
+// Mixture of experts and latent attention, in the three spellings in use: Mixtral's
+// num_local_experts, Qwen-MoE's num_experts with shared_expert_intermediate_size (one shared
+// expert), DeepSeek's n_routed_experts, n_shared_experts (each moe_intermediate_size wide) and
+// first_k_dense_replace, with MLA's q_lora_rank / kv_lora_rank / head dimensions.
+void readExperts(const Json& c, ModelSpec& model)
+{
+    model.experts = firstInt(c, { "num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts" });
+    if (model.experts > 0) {
+        model.expertsPerToken = firstInt(c, { "num_experts_per_tok", "moe_top_k", "top_k" });
+        model.expertFfn = firstInt(c, { "moe_intermediate_size", "expert_intermediate_size" });
+        model.denseLayers = firstInt(c, { "first_k_dense_replace" });
+        model.capacityFactor = firstNumber(c, { "capacity_factor", "moe_capacity_factor" });
+        if (const int shared = firstInt(c, { "shared_expert_intermediate_size" }); shared > 0) {
+            model.sharedExperts = 1;
+            model.sharedExpertFfn = shared;
+        } else {
+            model.sharedExperts = firstInt(c, { "n_shared_experts", "num_shared_experts" });
+        }
+    }
+    model.kvLoraRank = firstInt(c, { "kv_lora_rank" });
+    if (model.kvLoraRank > 0) {
+        model.qLoraRank = firstInt(c, { "q_lora_rank" }); // null in DeepSeek-V2-Lite: a full-rank query
+        model.qkNopeHeadDim = firstInt(c, { "qk_nope_head_dim" });
+        model.qkRopeHeadDim = firstInt(c, { "qk_rope_head_dim" });
+        model.vHeadDim = firstInt(c, { "v_head_dim" });
+    }
+}
+
 } // namespace
 
 HfConfigResult modelFromHfConfig(std::string_view jsonText)
@@ -68,7 +106,8 @@ HfConfigResult modelFromHfConfig(std::string_view jsonText)
     const std::string activation
         = text(c, "hidden_act").empty() ? text(c, "activation_function") : text(c, "hidden_act");
     model.gatedMlp = activation == "silu" || activation == "swiglu" || activation == "gelu_pytorch_tanh"
-        || type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "gemma";
+        || type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen2_moe"
+        || type == "gemma" || type == "deepseek_v2" || type == "deepseek_v3";
     // Older architectures with learned positions and LayerNorm (with biases everywhere).
     const bool learnedPositions = type == "gpt2" || type == "opt" || type == "gpt_bigcode" || type == "bert";
     if (learnedPositions)
@@ -77,6 +116,7 @@ HfConfigResult modelFromHfConfig(std::string_view jsonText)
     // PretrainedConfig defaults tie_word_embeddings to true; LLaMA-style configs say false.
     const auto tied = c.find("tie_word_embeddings");
     model.tiedEmbeddings = tied == c.end() || !tied->is_boolean() || tied->get<bool>();
+    readExperts(c, model);
     model.dropout = anyPositive(c,
         { "attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
             "attention_probs_dropout_prob", "dropout" });

@@ -14,9 +14,9 @@
 namespace oomlens::planner {
 
 // The planner's bands: the timeline's categories (inputs counted with activations, unknown
-// with temporaries) plus what no tensor accounts for.
-enum class Band { Parameters, Gradients, OptimizerState, Activations, Temporaries, Overhead };
-constexpr int bandCount = 6;
+// with temporaries, the KV cache when serving) plus what no tensor accounts for, last.
+enum class Band { Parameters, Gradients, OptimizerState, Activations, Temporaries, KvCache, Overhead };
+constexpr int bandCount = 7;
 using BandBytes = std::array<uint64_t, bandCount>; // indexed by Band
 
 // The JSON keys of per_gpu_bytes (product.md §5): "parameters", "optimizer_state", ...
@@ -30,6 +30,46 @@ std::string_view peakPhaseName(PeakPhase phase); // "forward", "backward", "opti
 // measured one.
 constexpr uint64_t cudaContextBytes = 512ull * 1024 * 1024; // CUDA context and kernels, outside PyTorch's reserve
 constexpr double allocatorSlackFraction = 0.08; // reserved but unallocated at the peak: seed 000's 5-15%
+
+// One pipeline stage: a GPU of it (every tensor-parallel rank of a stage holds the same).
+struct StageMemory
+{
+    int stage = 0;
+    int firstLayer = 0;
+    int layers = 0;
+    bool embedding = false; // the input embedding lives here (the first stage)
+    bool outputLayer = false; // the LM head, the final norm and the loss (the last stage)
+    uint64_t parameters = 0; // on one GPU: its share of the stage's dense weights and of its experts
+    // Microbatches whose activations the stage holds at once: 1F1B keeps min(PP - stage, M);
+    // interleaved, model chunks of a microbatch (each 1/VPP of the stage's layers).
+    int inFlight = 0;
+    double inFlightLayers = 0; // layers' worth of one microbatch's activations held at once
+    std::array<BandBytes, 3> byPhase {};
+    BandBytes perGpu {}; // at the stage's peak phase
+    uint64_t totalPerGpu = 0;
+    PeakPhase peakPhase = PeakPhase::Backward;
+};
+
+// A published estimator's figure for the same set-up, beside the planner's, and why they differ.
+struct EstimatorFigure
+{
+    std::string id; // "megatron", "deepspeed_zero2", "deepspeed_zero3"
+    std::string source; // "Megatron-LM theoretical_memory_usage.py", ...
+    uint64_t bytes = 0; // what the estimator says (its own scope: model states, or model states and activations)
+    uint64_t plannerBytes = 0; // the planner's figure for the same scope
+    std::string scope; // "model states", "model states and activations"
+    std::string reason; // why the two differ, or that they agree
+};
+
+// Serving: what the weights, the KV cache and the forward's workspace take on one GPU.
+struct ServingMemory
+{
+    uint64_t weightBytes = 0; // per GPU, at the serving format
+    uint64_t kvBytesPerToken = 0; // per GPU
+    uint64_t kvCacheBytes = 0; // for the set-up's sequences x tokens
+    uint64_t activationBytes = 0; // the forward's peak workspace for one step of the batch
+    uint64_t fixedBytes = 0; // everything but the KV cache, overhead included
+};
 
 // One GPU's memory over a training step for a model and set-up.
 struct MemoryPlan
@@ -54,9 +94,23 @@ struct MemoryPlan
     bool activationsModelled = false; // false without layers/hidden/heads
     ActivationEstimate activations;
     std::vector<std::string> notes; // assumptions worth saying next to the numbers
+
+    // Model parallelism (empty / 1 without it): every pipeline stage, the busiest of which gives
+    // the bands above, and the data-parallel degrees the states are sharded over.
+    std::vector<StageMemory> stages;
+    int busiestStage = 0;
+    int dataParallel = 1;
+    int expertDataParallel = 1;
+    uint64_t parametersPerGpu = 0; // on the busiest GPU
+    std::vector<EstimatorFigure> estimators;
+    bool serving = false;
+    ServingMemory servingMemory;
 };
 
 MemoryPlan planMemory(const ModelSpec& model, const TrainingSetup& setup);
+
+// Adds the CUDA context and the allocator's slack to a phase's tensor bands.
+BandBytes withOverhead(BandBytes bands);
 
 // Per-GPU bytes of a set-up: the formula's, or one projected from a measured run.
 using PlanTotal = std::function<uint64_t(const TrainingSetup&)>;

@@ -5,16 +5,99 @@
 
 namespace oomlens::planner {
 
-uint64_t ModelSpec::blockLinearParameters() const
+uint64_t ModelSpec::attentionParameters() const
+{
+    if (!hasDimensions())
+        return 0;
+    const uint64_t h = static_cast<uint64_t>(hidden);
+    if (latentAttention()) {
+        // DeepSeek's MLA: Q through a rank-q_lora_rank bottleneck (with its norm) or straight,
+        // K/V down to the kv_lora_rank latent plus the shared rotary key, up again per head, and
+        // the output projection from heads x v_head_dim.
+        const uint64_t a = static_cast<uint64_t>(heads);
+        const uint64_t qk = static_cast<uint64_t>(qkNopeHeadDim + qkRopeHeadDim);
+        const uint64_t qLora = static_cast<uint64_t>(qLoraRank);
+        const uint64_t kvLora = static_cast<uint64_t>(kvLoraRank);
+        const uint64_t query = qLora > 0 ? h * qLora + qLora + qLora * a * qk : h * a * qk;
+        const uint64_t keyValue = h * (kvLora + static_cast<uint64_t>(qkRopeHeadDim)) + kvLora
+            + kvLora * a * static_cast<uint64_t>(qkNopeHeadDim + vHeadDim);
+        return query + keyValue + a * static_cast<uint64_t>(vHeadDim) * h;
+    }
+    const uint64_t kv = static_cast<uint64_t>(kvDim());
+    return h * h + 2 * h * kv + h * h; // q, k, v, o
+}
+
+namespace {
+
+uint64_t mlpParameters(uint64_t hidden, uint64_t inner, bool gated)
+{
+    return (gated ? 3 : 2) * hidden * inner;
+}
+
+} // namespace
+
+uint64_t ModelSpec::denseMlpParameters() const
+{
+    return hasDimensions() ? mlpParameters(hidden, ffnOrDefault(), gatedMlp) : 0;
+}
+
+uint64_t ModelSpec::routedExpertParameters() const
+{
+    if (!hasDimensions() || !moe())
+        return 0;
+    return static_cast<uint64_t>(experts) * mlpParameters(hidden, expertFfnOrDefault(), gatedMlp);
+}
+
+uint64_t ModelSpec::sharedMoeParameters() const
+{
+    if (!hasDimensions() || !moe())
+        return 0;
+    const uint64_t shared
+        = static_cast<uint64_t>(sharedExperts) * mlpParameters(hidden, sharedExpertFfnOrDefault(), gatedMlp);
+    return shared + static_cast<uint64_t>(hidden) * static_cast<uint64_t>(experts); // and the router
+}
+
+uint64_t ModelSpec::blockExtraParameters() const
 {
     if (!hasDimensions())
         return 0;
     const uint64_t h = static_cast<uint64_t>(hidden);
     const uint64_t kv = static_cast<uint64_t>(kvDim());
     const uint64_t f = static_cast<uint64_t>(ffnOrDefault());
-    const uint64_t attention = h * h + 2 * h * kv + h * h; // q, k, v, o
-    const uint64_t mlp = (gatedMlp ? 3 : 2) * h * f;
-    return static_cast<uint64_t>(layers) * (attention + mlp);
+    if (!layerNormBiases)
+        return 2 * h; // two RMSNorm weights
+    uint64_t extras = h + 2 * kv + h; // q/k/v/o biases
+    extras += gatedMlp ? 2 * f + h : f + h; // MLP biases
+    return extras + 2 * 2 * h; // two LayerNorms, weight and bias
+}
+
+uint64_t ModelSpec::layerParameters(int index) const
+{
+    if (!hasDimensions())
+        return 0;
+    const uint64_t mlp = moeLayer(index) ? routedExpertParameters() + sharedMoeParameters() : denseMlpParameters();
+    return attentionParameters() + mlp + blockExtraParameters();
+}
+
+uint64_t ModelSpec::embeddingParameters() const
+{
+    return static_cast<uint64_t>(std::max(vocab, 0) + std::max(positions, 0))
+        * static_cast<uint64_t>(std::max(hidden, 0));
+}
+
+uint64_t ModelSpec::outputLayerParameters() const
+{
+    return tiedEmbeddings ? 0 : static_cast<uint64_t>(std::max(vocab, 0)) * static_cast<uint64_t>(std::max(hidden, 0));
+}
+
+uint64_t ModelSpec::blockLinearParameters() const
+{
+    if (!hasDimensions())
+        return 0;
+    uint64_t total = 0;
+    for (int layer = 0; layer < layers; ++layer)
+        total += layerParameters(layer) - blockExtraParameters();
+    return total;
 }
 
 uint64_t ModelSpec::countedParameters() const
@@ -22,21 +105,21 @@ uint64_t ModelSpec::countedParameters() const
     if (!hasDimensions() || vocab <= 0)
         return 0;
     const uint64_t h = static_cast<uint64_t>(hidden);
-    const uint64_t kv = static_cast<uint64_t>(kvDim());
-    const uint64_t f = static_cast<uint64_t>(ffnOrDefault());
-    const uint64_t v = static_cast<uint64_t>(vocab);
-    uint64_t perLayerExtras = 0;
-    if (layerNormBiases) {
-        perLayerExtras += h + 2 * kv + h; // q/k/v/o biases
-        perLayerExtras += gatedMlp ? 2 * f + h : f + h; // MLP biases
-        perLayerExtras += 2 * 2 * h; // two LayerNorms, weight and bias
-    } else {
-        perLayerExtras += 2 * h; // two RMSNorm weights
-    }
-    const uint64_t embeddings = v * h + static_cast<uint64_t>(positions) * h;
-    const uint64_t head = tiedEmbeddings ? 0 : v * h;
+    uint64_t blocks = 0;
+    for (int layer = 0; layer < layers; ++layer)
+        blocks += layerParameters(layer);
     const uint64_t finalNorm = layerNormBiases ? 2 * h : h;
-    return blockLinearParameters() + static_cast<uint64_t>(layers) * perLayerExtras + embeddings + head + finalNorm;
+    return blocks + embeddingParameters() + outputLayerParameters() + finalNorm;
+}
+
+uint64_t ModelSpec::activeParameters() const
+{
+    const uint64_t total = totalParameters();
+    if (!moe() || experts <= 0)
+        return total;
+    const uint64_t idleExperts = static_cast<uint64_t>(experts - std::min(topK(), experts));
+    const uint64_t perExpert = routedExpertParameters() / static_cast<uint64_t>(experts);
+    return total - idleExperts * perExpert * static_cast<uint64_t>(moeLayers());
 }
 
 uint64_t ModelSpec::largestLayerParameters() const
@@ -102,8 +185,19 @@ ModelSpec llamaLike(std::string name, int layers, int hidden, int heads, int kvH
     return model;
 }
 
+// Mixtral-8x7B-v0.1's config.json: 8 experts of 14336, top-2, GQA 32/8, untied head.
+ModelSpec mixtral8x7b()
+{
+    ModelSpec model = llamaLike("mixtral-8x7b", 32, 4096, 32, 8, 14336);
+    model.experts = 8;
+    model.expertsPerToken = 2;
+    return model;
+}
+
 std::vector<ModelSpec> presets()
 {
+    ModelSpec llama3 = llamaLike("llama-3-70b", 80, 8192, 64, 8, 28672);
+    llama3.vocab = 128256;
     return {
         gpt2Like("gpt2", 12, 768, 12),
         gpt2Like("gpt2-medium", 24, 1024, 16),
@@ -114,6 +208,8 @@ std::vector<ModelSpec> presets()
         llamaLike("llama-2-70b", 80, 8192, 64, 8, 28672),
         llamaLike("llama-65b", 80, 8192, 64, 64, 22016),
         llamaLike("mistral-7b", 32, 4096, 32, 8, 14336),
+        llama3,
+        mixtral8x7b(),
     };
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,12 +33,58 @@ struct ModelSpec
     bool gatedMlp = false; // SwiGLU-style MLP: gate, up and down projections
     bool layerNormBiases = false; // LayerNorm and linear biases (GPT-2) instead of bias-free RMSNorm (LLaMA)
     bool dropout = false; // dropout active in training: its masks are saved for backward
+    // Mixture of experts (Mixtral's num_local_experts, Qwen-MoE's num_experts, DeepSeek's
+    // n_routed_experts): the MLP of an MoE layer is `experts` routed MLPs of `expertFfn`, of which
+    // each token visits `expertsPerToken`, plus `sharedExperts` MLPs of `sharedExpertFfn` that
+    // every token visits, and a router (hidden x experts). The first `denseLayers` layers keep a
+    // dense MLP of `ffn` (DeepSeek's first_k_dense_replace). 0 experts: a dense model.
+    int experts = 0;
+    int expertsPerToken = 0;
+    int expertFfn = 0; // 0: ffn
+    int sharedExperts = 0;
+    int sharedExpertFfn = 0; // 0: expertFfn
+    int denseLayers = 0;
+    double capacityFactor = 0; // tokens an expert takes, over the even share; 0: dropless
+    // Multi-head latent attention (DeepSeek-V2/V3): Q and K/V go through low-rank projections and
+    // the cache keeps the kv_lora_rank latent plus the rotary key. 0 kvLoraRank: ordinary attention.
+    int qLoraRank = 0; // 0: a full-rank query projection
+    int kvLoraRank = 0;
+    int qkNopeHeadDim = 0;
+    int qkRopeHeadDim = 0;
+    int vHeadDim = 0;
 
     bool hasDimensions() const { return layers > 0 && hidden > 0 && heads > 0; }
     int kvHeadsOrHeads() const { return kvHeads > 0 ? kvHeads : heads; }
     int ffnOrDefault() const { return ffn > 0 ? ffn : 4 * hidden; }
     int headDim() const { return heads > 0 ? hidden / heads : 0; }
     int kvDim() const { return kvHeadsOrHeads() * headDim(); }
+    bool moe() const { return experts > 0; }
+    bool latentAttention() const { return kvLoraRank > 0; }
+    int expertFfnOrDefault() const { return expertFfn > 0 ? expertFfn : ffnOrDefault(); }
+    int sharedExpertFfnOrDefault() const { return sharedExpertFfn > 0 ? sharedExpertFfn : expertFfnOrDefault(); }
+    int topK() const { return expertsPerToken > 0 ? expertsPerToken : 1; }
+    // Layer `index` (0-based) has experts.
+    bool moeLayer(int index) const { return moe() && index >= denseLayers; }
+    int moeLayers() const { return moe() ? std::max(layers - denseLayers, 0) : 0; }
+
+    // One block's attention weights (q, k, v, o, or MLA's projections and their norms).
+    uint64_t attentionParameters() const;
+    // One dense MLP block's weights (ffn wide), and one MoE layer's routed experts, its shared
+    // experts with the router.
+    uint64_t denseMlpParameters() const;
+    uint64_t routedExpertParameters() const;
+    uint64_t sharedMoeParameters() const;
+    // The norms and biases of one block.
+    uint64_t blockExtraParameters() const;
+    // One whole block.
+    uint64_t layerParameters(int index) const;
+    // The input embedding (and learned positions), and the LM head's own matrix (0 when tied).
+    uint64_t embeddingParameters() const;
+    uint64_t outputLayerParameters() const;
+    // Routed experts over all layers: what expert parallelism splits.
+    uint64_t totalExpertParameters() const { return routedExpertParameters() * static_cast<uint64_t>(moeLayers()); }
+    // Parameters one token goes through (top-k of the routed experts): an MoE's "active" count.
+    uint64_t activeParameters() const;
 
     // Parameters counted from the dimensions (0 without them).
     uint64_t countedParameters() const;
@@ -53,7 +100,7 @@ struct ModelSpec
 };
 
 // gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, llama-2-13b, llama-2-70b, llama-65b,
-// mistral-7b; case-insensitive.
+// mistral-7b, llama-3-70b, mixtral-8x7b; case-insensitive.
 std::optional<ModelSpec> modelPreset(std::string_view name);
 std::vector<std::string> modelPresetNames();
 

@@ -48,8 +48,10 @@ BandBytes measuredBands(const DeviceAnalysis& device)
     bands[static_cast<size_t>(Band::OptimizerState)] = category(peak, Category::OptimizerState);
     bands[static_cast<size_t>(Band::Activations)]
         = category(peak, Category::Activations) + category(peak, Category::Inputs);
-    bands[static_cast<size_t>(Band::Temporaries)]
-        = category(peak, Category::Temporaries) + category(peak, Category::Unknown);
+    // Communication buffers (NCCL's, the gradient buckets') are transient from the planner's side.
+    bands[static_cast<size_t>(Band::Temporaries)] = category(peak, Category::Temporaries)
+        + category(peak, Category::Unknown) + category(peak, Category::Communication);
+    bands[static_cast<size_t>(Band::KvCache)] = category(peak, Category::KvCache);
     const uint64_t slack = device.peakReservedBytes > device.peakAllocatedBytes
         ? device.peakReservedBytes - device.peakAllocatedBytes
         : 0;

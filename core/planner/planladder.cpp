@@ -1,6 +1,7 @@
 #include "core/planner/planladder.h"
 
 #include <functional>
+#include <initializer_list>
 #include <optional>
 
 namespace oomlens::planner {
@@ -22,7 +23,121 @@ struct RungDefinition
     bool changesExperiment;
 };
 
-std::vector<RungDefinition> rungs(const ModelSpec& model, uint64_t capacityBytes, const PlanTotal& total)
+// The smallest of `degrees` that fits, else the largest that is valid; nullopt when none is
+// valid. `with` applies a degree to the set-up.
+template <typename With, typename Valid>
+std::optional<TrainingSetup> smallestFitting(const TrainingSetup& s, std::initializer_list<int> degrees, With with,
+    Valid valid, uint64_t capacityBytes, const PlanTotal& total)
+{
+    std::optional<TrainingSetup> largest;
+    for (int degree : degrees) {
+        TrainingSetup next = s;
+        with(next, degree);
+        if (!valid(degree) || !setupProblem(next).empty())
+            continue;
+        if (total(next) <= capacityBytes)
+            return next;
+        largest = next;
+    }
+    return largest;
+}
+
+std::string parallelChange(const char* name, int from, int to)
+{
+    return std::string(name) + " " + std::to_string(from) + " -> " + std::to_string(to);
+}
+
+// Model parallelism where sharding over data parallel is not enough: TP within a node (with
+// sequence parallelism, which costs nothing more), then PP across nodes, then EP for experts.
+std::vector<RungDefinition> parallelRungs(const ModelSpec& model, uint64_t capacityBytes, const PlanTotal& total)
+{
+    return {
+        { "tensor_parallel",
+            [model, capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
+                if (s.loraRank > 0 || s.gpusPerNode < 2 || s.parallel.tensor >= s.gpusPerNode)
+                    return std::nullopt;
+                const auto next = smallestFitting(
+                    s, { 2, 4, 8 },
+                    [](TrainingSetup& t, int degree) {
+                        t.parallel.tensor = degree;
+                        t.parallel.sequenceParallel = !t.inference;
+                    },
+                    [&](int degree) {
+                        return degree > s.parallel.tensor && degree <= s.gpusPerNode
+                            && (!model.hasDimensions() || model.heads % degree == 0);
+                    },
+                    capacityBytes, total);
+                if (!next)
+                    return std::nullopt;
+                return RungChange { parallelChange("tensor parallel", s.parallel.tensor, next->parallel.tensor)
+                        + (next->parallel.sequenceParallel ? " with sequence parallelism" : ""),
+                    *next };
+            },
+            false },
+        { "pipeline_parallel",
+            [model, capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
+                if (s.loraRank > 0 || s.totalGpus() < 2)
+                    return std::nullopt;
+                const auto next = smallestFitting(
+                    s, { 2, 4, 8, 16 }, [](TrainingSetup& t, int degree) { t.parallel.pipeline = degree; },
+                    [&](int degree) {
+                        return degree > s.parallel.pipeline && (!model.hasDimensions() || degree <= model.layers);
+                    },
+                    capacityBytes, total);
+                if (!next)
+                    return std::nullopt;
+                return RungChange { parallelChange("pipeline parallel", s.parallel.pipeline, next->parallel.pipeline),
+                    *next };
+            },
+            false },
+        { "expert_parallel",
+            [model, capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
+                if (!model.moe() || s.loraRank > 0)
+                    return std::nullopt;
+                const auto next = smallestFitting(
+                    s, { 2, 4, 8, 16, 32, 64 }, [](TrainingSetup& t, int degree) { t.parallel.expert = degree; },
+                    [&](int degree) { return degree > s.parallel.expert && model.experts % degree == 0; },
+                    capacityBytes, total);
+                if (!next)
+                    return std::nullopt;
+                return RungChange { parallelChange("expert parallel", s.parallel.expert, next->parallel.expert),
+                    *next };
+            },
+            false },
+    };
+}
+
+// Serving's rungs: an fp8 KV cache (half the bytes per token), then quantized weights.
+std::vector<RungDefinition> servingRungs(uint64_t capacityBytes, const PlanTotal& total)
+{
+    return {
+        { "kv_cache_fp8",
+            [](const TrainingSetup& s) -> std::optional<RungChange> {
+                if (kvDtypeBytes(s.kvDtype) <= 1)
+                    return std::nullopt;
+                TrainingSetup next = s;
+                next.kvDtype = KvDtype::Fp8;
+                return RungChange { "KV cache " + std::string(kvDtypeName(s.kvDtype)) + " -> fp8", next };
+            },
+            false },
+        { "quantize_weights",
+            [capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
+                if (s.weights == WeightFormat::Int4)
+                    return std::nullopt;
+                TrainingSetup next = s;
+                next.weights = s.weights == WeightFormat::Int8 || s.weights == WeightFormat::Fp8 ? WeightFormat::Int4
+                                                                                                 : WeightFormat::Fp8;
+                if (next.weights == WeightFormat::Fp8 && total(next) > capacityBytes)
+                    next.weights = WeightFormat::Int4;
+                return RungChange { "weights " + std::string(weightFormatName(s.weights)) + " -> "
+                        + std::string(weightFormatName(next.weights)),
+                    next };
+            },
+            true },
+    };
+}
+
+std::vector<RungDefinition> trainingRungs(const ModelSpec& model, uint64_t capacityBytes, const PlanTotal& total)
 {
     return {
         { "micro_batch",
@@ -89,7 +204,7 @@ std::vector<RungDefinition> rungs(const ModelSpec& model, uint64_t capacityBytes
             false },
         { "zero",
             [capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
-                if (s.totalGpus() < 2 || s.zeroStage >= 3 || s.loraRank > 0)
+                if (s.totalGpus() < 2 || s.zeroStage >= 3 || s.loraRank > 0 || s.parallel.distributedOptimizer)
                     return std::nullopt;
                 // The lowest stage that fits, else ZeRO-3.
                 TrainingSetup next = s;
@@ -105,7 +220,7 @@ std::vector<RungDefinition> rungs(const ModelSpec& model, uint64_t capacityBytes
             false },
         { "offload",
             [capacityBytes, total](const TrainingSetup& s) -> std::optional<RungChange> {
-                if (s.offload == Offload::All || s.loraRank > 0)
+                if (s.offload == Offload::All || s.loraRank > 0 || s.parallel.distributedOptimizer)
                     return std::nullopt;
                 TrainingSetup next = s;
                 next.zeroStage = std::max(s.zeroStage, 2);
@@ -142,6 +257,22 @@ std::vector<RungDefinition> rungs(const ModelSpec& model, uint64_t capacityBytes
     };
 }
 
+std::vector<RungDefinition> rungs(
+    const ModelSpec& model, const TrainingSetup& setup, uint64_t capacityBytes, const PlanTotal& total)
+{
+    std::vector<RungDefinition> ladder;
+    const std::vector<RungDefinition> parallel = parallelRungs(model, capacityBytes, total);
+    if (setup.inference) {
+        ladder = servingRungs(capacityBytes, total);
+        ladder.push_back(parallel.front()); // tensor parallelism
+        return ladder;
+    }
+    ladder = trainingRungs(model, capacityBytes, total);
+    // Model parallelism after ZeRO and offload, before LoRA changes the experiment.
+    ladder.insert(ladder.end() - 1, parallel.begin(), parallel.end());
+    return ladder;
+}
+
 } // namespace
 
 std::vector<LadderRung> climbLadder(
@@ -151,7 +282,7 @@ std::vector<LadderRung> climbLadder(
     if (total(setup) <= capacityBytes)
         return climbed;
     TrainingSetup current = setup;
-    for (const RungDefinition& rung : rungs(model, capacityBytes, total)) {
+    for (const RungDefinition& rung : rungs(model, setup, capacityBytes, total)) {
         const auto alone = rung.apply(setup);
         const auto onTop = rung.apply(current);
         if (!alone || !onTop)

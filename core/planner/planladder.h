@@ -8,11 +8,14 @@
 namespace oomlens::planner {
 
 // One rung of the fix ladder (README: micro-batch → bf16 → checkpointing → SDPA → 8-bit
-// optimizer → ZeRO → offload → LoRA/QLoRA) applied to a planned set-up. The ids are the
+// optimizer → ZeRO → offload → TP → PP → EP → LoRA/QLoRA; serving: fp8 KV cache → quantized
+// weights → TP) applied to a planned set-up. The ids are the
 // diagnosis' fix ids, so a plan and a diagnosis name the same change the same way.
 struct LadderRung
 {
-    std::string id; // "micro_batch", "bf16", "checkpointing", "sdpa", "optimizer_8bit", "zero", "offload", "lora"
+    std::string
+        id; // "micro_batch", "bf16", "checkpointing", "sdpa", "optimizer_8bit", "zero", "offload",
+            // "tensor_parallel", "pipeline_parallel", "expert_parallel", "lora", "kv_cache_fp8", "quantize_weights"
     std::string change; // "micro-batch 8 -> 4, accumulate 2"
     TrainingSetup alone; // the planned set-up with this rung only
     uint64_t aloneTotal = 0;

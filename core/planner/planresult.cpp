@@ -1,5 +1,8 @@
 #include "core/planner/planresult.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace oomlens::planner {
 
 PlanTotal PlanResult::total() const
@@ -10,6 +13,22 @@ PlanTotal PlanResult::total() const
         return projectFromMeasurement(calibration, planMemory(model, whatIf)).totalPerGpu;
     };
 }
+
+uint64_t usableBytes(const TrainingSetup& setup, uint64_t capacityBytes)
+{
+    if (!setup.inference)
+        return capacityBytes;
+    return static_cast<uint64_t>(static_cast<double>(capacityBytes) * setup.gpuMemoryUtilization);
+}
+
+namespace {
+
+int clampToInt(uint64_t value)
+{
+    return static_cast<int>(std::min<uint64_t>(value, static_cast<uint64_t>(std::numeric_limits<int>::max())));
+}
+
+} // namespace
 
 PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,
     const DeviceAnalysis* measured)
@@ -36,6 +55,23 @@ PlanResult makeProjectedPlan(const ModelSpec& model, const TrainingSetup& setup,
     if (calibration)
         result.shown = projectFromMeasurement(*calibration, result.formula);
     const PlanTotal total = result.total();
+    if (setup.inference) {
+        // Serving: the KV cache that fits decides the batch and the context, exactly.
+        for (const GpuCard& common : commonCards()) {
+            const ServingFit fit = fitServing(result.shown, setup, common.capacityBytes);
+            result.cards.push_back({ common, fit.fits, model.hasDimensions() ? clampToInt(fit.maxSequences) : -1 });
+        }
+        if (card) {
+            result.serving = fitServing(result.shown, setup, card->capacityBytes);
+            result.fits = result.serving->fits;
+            if (model.hasDimensions()) {
+                result.maxMicroBatch = clampToInt(result.serving->maxSequences);
+                result.maxSequence = clampToInt(result.serving->maxContext);
+            }
+            result.ladder = climbLadder(model, setup, usableBytes(setup, card->capacityBytes), total);
+        }
+        return result;
+    }
     for (const GpuCard& common : commonCards()) {
         CardFit fit { common, result.shown.totalPerGpu <= common.capacityBytes, -1 };
         fit.maxMicroBatch = maxMicroBatch(model, setup, common.capacityBytes, total);

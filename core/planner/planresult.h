@@ -4,6 +4,7 @@
 #include "core/planner/memoryplan.h"
 #include "core/planner/plancalibration.h"
 #include "core/planner/planladder.h"
+#include "core/planner/servingplan.h"
 
 #include <optional>
 #include <vector>
@@ -36,10 +37,14 @@ struct PlanResult
     int maxSequence = -1;
     std::vector<CardFit> cards; // the common cards, smallest first
     std::vector<LadderRung> ladder; // when it does not fit `card`
+    std::optional<ServingFit> serving; // --inference against `card`: vLLM's budget and the KV tokens that fit
 
     // The same pricing the result was built with (projected when calibrated).
     PlanTotal total() const;
 };
+
+// The bytes a plan may use on a card: all of it for training, vLLM's gpu_memory_utilization of it when serving.
+uint64_t usableBytes(const TrainingSetup& setup, uint64_t capacityBytes);
 
 // `measured`: the device of a snapshot taken from a run of exactly this set-up.
 PlanResult makePlan(const ModelSpec& model, const TrainingSetup& setup, const std::optional<GpuCard>& card,

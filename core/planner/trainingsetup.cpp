@@ -20,10 +20,18 @@ constexpr NameTable<OptimizerKind, 6> optimizerNames { {
     { OptimizerKind::AdamWFused, "adamw-fused" },
     { OptimizerKind::AdamW8bitPaged, "adamw-paged-8bit" },
 } };
-constexpr NameTable<Checkpointing, 3> checkpointingNames { {
+constexpr NameTable<Checkpointing, 4> checkpointingNames { {
     { Checkpointing::None, "none" },
     { Checkpointing::Full, "full" },
     { Checkpointing::EveryK, "every" },
+    { Checkpointing::Selective, "selective" },
+} };
+constexpr NameTable<WeightFormat, 5> weightFormatNames { {
+    { WeightFormat::Auto, "auto" },
+    { WeightFormat::Bf16, "bf16" },
+    { WeightFormat::Fp8, "fp8" },
+    { WeightFormat::Int8, "int8" },
+    { WeightFormat::Int4, "int4" },
 } };
 constexpr NameTable<Attention, 2> attentionNames { {
     { Attention::Eager, "eager" },
@@ -83,6 +91,31 @@ std::optional<Offload> offloadFromName(std::string_view name)
 {
     return valueNamed(offloadNames, name);
 }
+std::string_view weightFormatName(WeightFormat format)
+{
+    return nameIn(weightFormatNames, format);
+}
+std::optional<WeightFormat> weightFormatFromName(std::string_view name)
+{
+    return valueNamed(weightFormatNames, name);
+}
+
+double servingBytesPerWeight(const TrainingSetup& setup)
+{
+    switch (setup.weights) {
+    case WeightFormat::Bf16:
+        return 2.0;
+    case WeightFormat::Fp8:
+    case WeightFormat::Int8:
+        return 1.0;
+    case WeightFormat::Int4:
+        return 0.5 + 4.0 / 128; // a 16-bit scale and a 16-bit zero point per group of 128 weights
+    case WeightFormat::Auto:
+        break;
+    }
+    return setup.precision == Precision::Fp32 ? 4.0 : 2.0;
+}
+
 std::string_view loraTargetsName(LoraTargets targets)
 {
     return nameIn(loraTargetNames, targets);
@@ -98,6 +131,7 @@ int TrainingSetup::checkpointedBlocks(int layers) const
         return 0;
     switch (checkpointing) {
     case Checkpointing::None:
+    case Checkpointing::Selective:
         return 0;
     case Checkpointing::Full:
         return layers;
@@ -136,6 +170,38 @@ bool readCheckpointing(std::string_view text, TrainingSetup& setup)
     return true;
 }
 
+namespace {
+
+std::string parallelismProblem(const TrainingSetup& setup)
+{
+    const Parallelism& p = setup.parallel;
+    if (p.tensor < 1 || p.context < 1 || p.pipeline < 1 || p.virtualStages < 1 || p.expert < 1 || p.microbatches < 0)
+        return "--tp, --cp, --pp, --vpp, --ep and --microbatches must be at least 1";
+    const int gpus = setup.totalGpus();
+    if (gpus % p.modelParallelGpus() != 0)
+        return std::to_string(gpus) + " GPUs do not split into TP " + std::to_string(p.tensor) + " x CP "
+            + std::to_string(p.context) + " x PP " + std::to_string(p.pipeline)
+            + " (give --gpus and --nodes for the whole world)";
+    if (p.denseShardGroup(gpus) % p.expert != 0)
+        return "--ep " + std::to_string(p.expert) + " must divide data x context parallel ("
+            + std::to_string(p.denseShardGroup(gpus)) + ")";
+    if (p.sequenceParallel && p.tensor < 2)
+        return "sequence parallelism splits over the tensor-parallel group: give --tp 2 or more";
+    if (p.virtualStages > 1 && p.pipeline < 2)
+        return "--vpp (interleaved stages) needs --pp 2 or more";
+    if (p.distributedOptimizer && setup.zeroStage > 0)
+        return "the distributed optimizer and ZeRO both shard the optimizer: choose one";
+    if (p.any() && setup.loraRank > 0)
+        return "LoRA with tensor, pipeline or expert parallelism is not modelled";
+    if (setup.inference && (setup.loraRank > 0 || setup.zeroStage > 0))
+        return "--inference plans serving: no ZeRO and no LoRA";
+    if (setup.inference && (setup.gpuMemoryUtilization <= 0 || setup.gpuMemoryUtilization > 1))
+        return "--gpu-memory-utilization must be in (0, 1]";
+    return {};
+}
+
+} // namespace
+
 std::string setupProblem(const TrainingSetup& setup)
 {
     if (setup.microBatch < 1 || setup.sequence < 1 || setup.gradientAccumulation < 1)
@@ -156,11 +222,48 @@ std::string setupProblem(const TrainingSetup& setup)
         return "a 4-bit base (QLoRA) needs a LoRA rank";
     if (setup.loraTargets != LoraTargets::AllLinear && setup.loraRank == 0)
         return "LoRA targets need a LoRA rank";
-    return {};
+    return parallelismProblem(setup);
 }
+
+namespace {
+
+std::string describeParallelism(const TrainingSetup& setup)
+{
+    const Parallelism& p = setup.parallel;
+    std::string text;
+    const auto add = [&text](const std::string& part) { text += (text.empty() ? "" : " x ") + part; };
+    if (p.tensor > 1)
+        add("TP " + std::to_string(p.tensor) + (p.sequenceParallel ? " (SP)" : ""));
+    if (p.context > 1)
+        add("CP " + std::to_string(p.context));
+    if (p.pipeline > 1)
+        add("PP " + std::to_string(p.pipeline)
+            + (p.virtualStages > 1 ? " (VPP " + std::to_string(p.virtualStages) + ")" : ""));
+    add("DP " + std::to_string(p.dataParallel(setup.totalGpus())));
+    if (p.expert > 1)
+        text += ", EP " + std::to_string(p.expert);
+    if (p.pipeline > 1 && p.microbatches > 0)
+        text += ", " + std::to_string(p.microbatches) + " microbatches";
+    if (p.distributedOptimizer)
+        text += ", distributed optimizer";
+    return text;
+}
+
+} // namespace
 
 std::string describeSetup(const TrainingSetup& setup)
 {
+    if (setup.inference) {
+        std::string text = "serving " + std::to_string(setup.microBatch) + " x " + std::to_string(setup.sequence)
+            + " tokens, weights "
+            + (setup.weights == WeightFormat::Auto ? std::string(setup.precision == Precision::Fp32 ? "fp32" : "16-bit")
+                                                   : std::string(weightFormatName(setup.weights)))
+            + ", KV cache " + std::string(kvDtypeName(setup.kvDtype));
+        if (setup.parallel.tensor > 1 || setup.parallel.pipeline > 1)
+            text
+                += ", TP " + std::to_string(setup.parallel.tensor) + " x PP " + std::to_string(setup.parallel.pipeline);
+        return text;
+    }
     std::string text = "micro-batch " + std::to_string(setup.microBatch) + " x seq " + std::to_string(setup.sequence)
         + ", " + std::string(precisionName(setup.precision)) + ", " + std::string(optimizerName(setup.optimizer));
     if (setup.gradientAccumulation > 1)
@@ -173,6 +276,8 @@ std::string describeSetup(const TrainingSetup& setup)
     text += gpus > 1 ? " over " + std::to_string(gpus) + " GPUs" : std::string(setup.zeroStage > 0 ? " on 1 GPU" : "");
     if (setup.offload != Offload::None)
         text += ", offload " + std::string(offloadName(setup.offload));
+    if (setup.parallel.any())
+        text += ", " + describeParallelism(setup);
     if (setup.loraRank > 0)
         text += std::string(setup.quantizedBase ? ", QLoRA" : ", LoRA") + " rank " + std::to_string(setup.loraRank)
             + (setup.loraTargets == LoraTargets::AllLinear ? std::string()

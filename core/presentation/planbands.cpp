@@ -17,6 +17,8 @@ std::optional<Category> bandCategory(planner::Band band)
         return Category::Activations;
     case planner::Band::Temporaries:
         return Category::Temporaries;
+    case planner::Band::KvCache:
+        return Category::KvCache;
     case planner::Band::Overhead:
         break;
     }

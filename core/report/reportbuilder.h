@@ -27,6 +27,7 @@ private:
     void writeJob(); // reportjob.cpp
     void writeComparison(); // reportcompare.cpp
     void writePlan(); // reportplan.cpp
+    void writePlanLayout(const planner::PlanResult& plan); // reportplan.cpp
     void writeOomMessages();
     void writeSummaries();
     void writeSnapshots();

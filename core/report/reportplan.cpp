@@ -79,6 +79,71 @@ std::string planBarsSvg(const std::vector<PhaseBar>& bars, std::optional<uint64_
 
 } // namespace
 
+// Model parallelism's stages, serving's KV cache, and the published estimators beside ours.
+void ReportBuilder::writePlanLayout(const planner::PlanResult& plan)
+{
+    const planner::MemoryPlan& shown = plan.shown;
+    if (shown.serving) {
+        const planner::ServingMemory& serving = shown.servingMemory;
+        element("p",
+            "Serving: weights " + formatBytes(serving.weightBytes) + " per GPU, KV cache "
+                + formatBytes(serving.kvBytesPerToken) + " per token per GPU (" + formatBytes(serving.kvCacheBytes)
+                + " for " + std::to_string(plan.setup.microBatch) + " × " + std::to_string(plan.setup.sequence)
+                + " tokens), workspace " + formatBytes(serving.activationBytes) + ".");
+        if (plan.serving) {
+            const planner::ServingFit& fit = *plan.serving;
+            char share[16];
+            std::snprintf(share, sizeof share, "%.2f", fit.gpuMemoryUtilization);
+            char needed[16];
+            std::snprintf(needed, sizeof needed, "%.2f", fit.neededUtilization);
+            element("p",
+                "vLLM at gpu_memory_utilization " + std::string(share) + ": " + formatBytes(fit.kvBudgetBytes)
+                    + " for the KV cache, " + groupedNumber(static_cast<int64_t>(fit.kvTokens))
+                    + " tokens: " + std::to_string(fit.maxSequences) + " sequences of "
+                    + std::to_string(plan.setup.sequence) + " tokens, or " + std::to_string(fit.maxContext)
+                    + " tokens for each of " + std::to_string(plan.setup.microBatch)
+                    + ". This batch needs gpu_memory_utilization " + needed + ".");
+        }
+    }
+    if (shown.stages.size() > 1) {
+        raw("<h3>Pipeline stages</h3>\n<table class=\"plan-stages\">\n<tr><th>stage</th><th>layers</th>"
+            "<th>microbatches in flight</th><th>parameters per GPU</th><th>activations</th><th>total</th></tr>\n");
+        for (const planner::StageMemory& stage : shown.stages) {
+            raw("<tr>");
+            std::string name = std::to_string(stage.stage);
+            if (stage.embedding)
+                name += " (embedding)";
+            if (stage.outputLayer)
+                name += " (LM head)";
+            if (stage.stage == shown.busiestStage)
+                name += " — busiest";
+            element("td", name);
+            element("td", std::to_string(stage.firstLayer) + "–" + std::to_string(stage.firstLayer + stage.layers - 1),
+                "num");
+            element("td", std::to_string(stage.inFlight), "num");
+            element("td", groupedNumber(static_cast<int64_t>(stage.parameters)), "num");
+            element("td", formatBytes(stage.perGpu[static_cast<size_t>(Band::Activations)]), "num");
+            element("td", formatBytes(stage.totalPerGpu), "num");
+            raw("</tr>\n");
+        }
+        raw("</table>\n");
+    }
+    if (!shown.estimators.empty()) {
+        raw("<h3>Published estimators beside the planner</h3>\n<table class=\"plan-estimators\">\n"
+            "<tr><th>estimator</th><th>scope</th><th>its figure</th><th>the planner</th><th>why</th></tr>\n");
+        for (const planner::EstimatorFigure& figure : shown.estimators) {
+            raw("<tr>");
+            element("td", figure.source);
+            element("td", figure.scope);
+            element("td", formatBytes(figure.bytes), "num");
+            element("td", formatBytes(figure.plannerBytes), "num");
+            element("td", figure.reason);
+            raw("</tr>\n");
+        }
+        raw("</table>\n");
+    }
+}
+
 std::string ReportBuilder::planTitle() const
 {
     return "Memory plan: " + m_options.plan->model.name;
@@ -109,7 +174,8 @@ void ReportBuilder::writePlan()
         "Model " + plan.model.name + ", " + groupedNumber(static_cast<int64_t>(shown.parameterCount))
             + " parameters. Set-up: " + planner::describeSetup(plan.setup) + ".");
     if (plan.card) {
-        const std::string verdict = planner::fitWords(shown.totalPerGpu, plan.card->capacityBytes);
+        const std::string verdict
+            = planner::fitWords(shown.totalPerGpu, planner::usableBytes(plan.setup, plan.card->capacityBytes));
         element("p",
             "On " + plan.card->models + " (" + formatBytes(plan.card->capacityBytes) + " per GPU) the peak of "
                 + formatBytes(shown.totalPerGpu) + " in the " + std::string(planner::peakPhaseName(shown.peakPhase))
@@ -119,13 +185,25 @@ void ReportBuilder::writePlan()
     if (plan.calibration)
         element("p", "Calibrated by measurement: " + plan.calibration->summary + ".");
 
-    const std::vector<PhaseBar> bars { { "forward", shown.byPhase[0] }, { "backward", shown.byPhase[1] },
+    // Training keeps no KV cache: its band appears when serving.
+    const auto listed = [&shown](Band band) { return band != Band::KvCache || shown.serving; };
+    std::vector<PhaseBar> bars { { "forward", shown.byPhase[0] }, { "backward", shown.byPhase[1] },
         { "optimizer step", shown.byPhase[2] } };
+    if (shown.serving)
+        bars = { { "serving", shown.perGpu } };
+    else if (shown.stages.size() > 1) {
+        // Pipeline parallelism: a bar per stage, at its own peak.
+        bars.clear();
+        for (const planner::StageMemory& stage : shown.stages)
+            bars.push_back({ "stage " + std::to_string(stage.stage), stage.perGpu });
+    }
     raw("<div class=\"figure\">\n");
     raw(planBarsSvg(bars, plan.card ? std::optional(plan.card->capacityBytes) : std::nullopt));
     raw("\n<div class=\"legend\">");
     for (int b = 0; b < planner::bandCount; ++b) {
         const auto band = static_cast<Band>(b);
+        if (!listed(band))
+            continue;
         raw("<span><span class=\"swatch ");
         raw(bandClass(band));
         raw("\"></span>");
@@ -142,6 +220,8 @@ void ReportBuilder::writePlan()
     raw("</tr>\n");
     for (int b = 0; b < planner::bandCount; ++b) {
         const auto band = static_cast<Band>(b);
+        if (!listed(band))
+            continue;
         raw("<tr>");
         element("td", bandLabel(band));
         element("td", formatBytes(shown.perGpu[static_cast<size_t>(b)]), "num");
@@ -158,7 +238,8 @@ void ReportBuilder::writePlan()
     element("td", formatBytes(shown.totalPerGpu), "num");
     raw("</tr>\n</table>\n");
     element("p", "Host memory per node: " + formatBytes(shown.hostBytes) + ".");
-    if (plan.maxMicroBatch >= 0)
+    writePlanLayout(plan);
+    if (plan.maxMicroBatch >= 0 && !shown.serving)
         element("p",
             "Largest micro-batch that fits: " + std::to_string(plan.maxMicroBatch)
                 + "; longest sequence at micro-batch " + std::to_string(plan.setup.microBatch) + ": "
@@ -178,7 +259,8 @@ void ReportBuilder::writePlan()
             }
             raw("</td>");
             element("td", formatBytes(rung.climbedTotal), "num");
-            element("td", planner::fitWords(rung.climbedTotal, plan.card->capacityBytes));
+            element(
+                "td", planner::fitWords(rung.climbedTotal, planner::usableBytes(plan.setup, plan.card->capacityBytes)));
             element("td", formatBytes(rung.aloneTotal), "num");
             raw("</tr>\n");
         }

@@ -7,6 +7,8 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <cmath>
+
 // Runs the real `oomlens plan` as a user or a script would: the flags and JSON of product.md
 // §5 (Wave-2 commands), the readable table, the exit statuses, and the seeds' questions.
 class TestPlanCli : public QObject
@@ -292,6 +294,130 @@ private Q_SLOTS:
         QVERIFY(run.out.contains("measured ÷ formula"));
         QVERIFY(run.out.contains("id=\"diagnosis\"")); // the run failed: its diagnosis is there too
         QVERIFY(run.out.contains("id=\"snapshots\""));
+    }
+
+    // Issue 23: a 70B TP8 x PP4 plan as JSON: the layout echoed under setup, a plan per stage,
+    // the bands per phase, Megatron's figure beside ours.
+    void clusterScaleJson()
+    {
+        const QJsonObject plan = planJson({ QStringLiteral("--model"), fixture("llama-2-70b.config.json"),
+            QStringLiteral("--gpus"), QStringLiteral("8"), QStringLiteral("--nodes"), QStringLiteral("4"),
+            QStringLiteral("--tp"), QStringLiteral("8"), QStringLiteral("--pp"), QStringLiteral("4"),
+            QStringLiteral("--sequence-parallel"), QStringLiteral("--checkpointing"), QStringLiteral("selective"),
+            QStringLiteral("--seq"), QStringLiteral("4096"), QStringLiteral("--card"), QStringLiteral("80GB") });
+        const QJsonObject setup = plan.value(QStringLiteral("setup")).toObject();
+        QCOMPARE(setup.value(QStringLiteral("tp")).toInt(), 8);
+        QCOMPARE(setup.value(QStringLiteral("pp")).toInt(), 4);
+        QCOMPARE(setup.value(QStringLiteral("sequence_parallel")).toBool(), true);
+        QCOMPARE(setup.value(QStringLiteral("data_parallel")).toInt(), 1);
+        QCOMPARE(setup.value(QStringLiteral("checkpointing")).toString(), QStringLiteral("selective"));
+        const QJsonObject parallel = plan.value(QStringLiteral("parallel")).toObject();
+        const QJsonArray stages = parallel.value(QStringLiteral("stages")).toArray();
+        QCOMPARE(stages.size(), 4);
+        const int busiest = parallel.value(QStringLiteral("busiest_stage")).toInt();
+        QCOMPARE(stages.at(busiest).toObject().value(QStringLiteral("total_per_gpu_bytes")).toDouble(),
+            plan.value(QStringLiteral("total_per_gpu_bytes")).toDouble());
+        QCOMPARE(stages.at(0).toObject().value(QStringLiteral("in_flight")).toInt(), 4);
+        QCOMPARE(stages.at(3).toObject().value(QStringLiteral("in_flight")).toInt(), 1);
+        // phase_bands: what each phase holds, the peak's equal to per_gpu_bytes.
+        const QJsonObject phases = plan.value(QStringLiteral("phase_bands")).toObject();
+        for (const char* phase : { "forward", "backward", "optimizer_step" })
+            QVERIFY2(phases.value(QLatin1String(phase)).toObject().contains(QStringLiteral("activations")), phase);
+        QCOMPARE(phases.value(plan.value(QStringLiteral("peak_phase")).toString()).toObject(),
+            plan.value(QStringLiteral("per_gpu_bytes")).toObject());
+        QCOMPARE(
+            phases.value(QStringLiteral("optimizer_step")).toObject().value(QStringLiteral("activations")).toDouble(),
+            0.0);
+        const QJsonArray estimators = plan.value(QStringLiteral("estimators")).toArray();
+        QVERIFY(!estimators.isEmpty());
+        const QJsonObject megatron = estimators.at(0).toObject();
+        QCOMPARE(megatron.value(QStringLiteral("id")).toString(), QStringLiteral("megatron_weights_and_optimizer"));
+        // The same count, but for the final norm's 1/PP share Megatron puts on the first stage.
+        QVERIFY(std::abs(megatron.value(QStringLiteral("bytes")).toDouble()
+                    - megatron.value(QStringLiteral("planner_bytes")).toDouble())
+            < 8192 * 18);
+        QVERIFY(plan.value(QStringLiteral("inference")).isNull());
+    }
+
+    void mixtralExpertParallel()
+    {
+        const QJsonObject plan = planJson({ QStringLiteral("--model"), fixture("mixtral-8x7b.config.json"),
+            QStringLiteral("--gpus"), QStringLiteral("8"), QStringLiteral("--ep"), QStringLiteral("8"),
+            QStringLiteral("--distributed-optimizer"), QStringLiteral("--checkpointing"), QStringLiteral("full") });
+        const QJsonObject model = plan.value(QStringLiteral("model")).toObject();
+        QCOMPARE(model.value(QStringLiteral("experts")).toInt(), 8);
+        QCOMPARE(model.value(QStringLiteral("experts_per_token")).toInt(), 2);
+        QCOMPARE(model.value(QStringLiteral("parameters")).toDouble(), 46702792704.0);
+        const QJsonObject parallel = plan.value(QStringLiteral("parallel")).toObject();
+        QCOMPARE(parallel.value(QStringLiteral("data_parallel")).toInt(), 8);
+        QCOMPARE(parallel.value(QStringLiteral("expert_data_parallel")).toInt(), 1);
+        QCOMPARE(plan.value(QStringLiteral("setup")).toObject().value(QStringLiteral("ep")).toInt(), 8);
+    }
+
+    // Serving Llama-2-70B over 4 x 80 GB: the KV cache per token, what vLLM leaves for it.
+    void servingPlan()
+    {
+        const QStringList arguments { QStringLiteral("--model"), fixture("llama-2-70b.config.json"),
+            QStringLiteral("--inference"), QStringLiteral("--gpus"), QStringLiteral("4"), QStringLiteral("--tp"),
+            QStringLiteral("4"), QStringLiteral("--batch"), QStringLiteral("32"), QStringLiteral("--seq"),
+            QStringLiteral("4096"), QStringLiteral("--card"), QStringLiteral("80GB") };
+        const QJsonObject plan = planJson(arguments);
+        QCOMPARE(plan.value(QStringLiteral("setup")).toObject().value(QStringLiteral("kv_dtype")).toString(),
+            QStringLiteral("bf16"));
+        const QJsonObject inference = plan.value(QStringLiteral("inference")).toObject();
+        QCOMPARE(inference.value(QStringLiteral("kv_bytes_per_token")).toDouble(), 81920.0);
+        const QJsonObject vllm = inference.value(QStringLiteral("vllm")).toObject();
+        QVERIFY(vllm.value(QStringLiteral("kv_tokens")).toDouble() > 32 * 4096);
+        QCOMPARE(vllm.value(QStringLiteral("fits")).toBool(), true);
+        QCOMPARE(plan.value(QStringLiteral("fits")).toBool(), true);
+        QCOMPARE(plan.value(QStringLiteral("per_gpu_bytes")).toObject().value(QStringLiteral("kv_cache")).toDouble(),
+            32.0 * 4096 * 81920);
+        const Run text = oomlens(arguments);
+        QCOMPARE(text.exitCode, 0);
+        QVERIFY2(text.out.contains("GPU KV cache size"), text.out.constData());
+        QVERIFY2(text.out.contains("vllm serve llama --tensor-parallel-size 4 --gpu-memory-utilization 0.90 "
+                                   "--max-model-len 4096 --max-num-seqs 32"),
+            text.out.constData());
+        QVERIFY(inference.value(QStringLiteral("vllm_command")).toString().startsWith(QStringLiteral("vllm serve")));
+    }
+
+    // The report of a pipeline plan: a bar and a row per stage, the estimators beside ours; of a
+    // serving plan: the KV cache band and vLLM's tokens.
+    void clusterReports()
+    {
+        const Run pipeline = oomlens({ QStringLiteral("--model"), fixture("llama-2-70b.config.json"),
+            QStringLiteral("--gpus"), QStringLiteral("8"), QStringLiteral("--nodes"), QStringLiteral("4"),
+            QStringLiteral("--tp"), QStringLiteral("8"), QStringLiteral("--pp"), QStringLiteral("4"),
+            QStringLiteral("--card"), QStringLiteral("80GB"), QStringLiteral("--report"), QStringLiteral("-") });
+        QCOMPARE(pipeline.exitCode, 0);
+        QVERIFY(pipeline.out.contains("<h3>Pipeline stages</h3>"));
+        QVERIFY(pipeline.out.contains("Published estimators beside the planner"));
+        QVERIFY(pipeline.out.contains("in stage 3: "));
+        QVERIFY(!pipeline.out.contains("band cat-kv")); // training keeps no KV cache
+        const Run serving
+            = oomlens({ QStringLiteral("--model"), fixture("llama-2-70b.config.json"), QStringLiteral("--inference"),
+                QStringLiteral("--gpus"), QStringLiteral("4"), QStringLiteral("--tp"), QStringLiteral("4"),
+                QStringLiteral("--batch"), QStringLiteral("64"), QStringLiteral("--seq"), QStringLiteral("4096"),
+                QStringLiteral("--card"), QStringLiteral("80GB"), QStringLiteral("--report"), QStringLiteral("-") });
+        QCOMPARE(serving.exitCode, 0);
+        QVERIFY(serving.out.contains("band cat-kv"));
+        QVERIFY(serving.out.contains("vLLM at gpu_memory_utilization 0.90"));
+    }
+
+    void clusterUsageErrors()
+    {
+        QCOMPARE(oomlens({ QStringLiteral("--params"), QStringLiteral("7e9"), QStringLiteral("--kv-dtype"),
+                             QStringLiteral("fp8") })
+                     .exitCode,
+            2);
+        QCOMPARE(oomlens({ QStringLiteral("--params"), QStringLiteral("7e9"), QStringLiteral("--inference"),
+                             QStringLiteral("--kv-dtype"), QStringLiteral("int3") })
+                     .exitCode,
+            2);
+        const Run uneven = oomlens({ QStringLiteral("--params"), QStringLiteral("7e9"), QStringLiteral("--gpus"),
+            QStringLiteral("8"), QStringLiteral("--tp"), QStringLiteral("3") });
+        QCOMPARE(uneven.exitCode, 2);
+        QVERIFY2(uneven.err.contains("do not split"), uneven.err.constData());
     }
 };
 

@@ -101,6 +101,66 @@ private Q_SLOTS:
         QVERIFY(view.result().setupProblem.empty());
     }
 
+    // Pipeline parallelism draws a bar per stage; the controls reach the plan's layout.
+    void pipelineStagesAreBars()
+    {
+        WhatIfView view;
+        view.show();
+        view.setModel(QStringLiteral("llama-2-70b"));
+        TrainingSetup setup;
+        setup.sequence = 4096;
+        setup.gpusPerNode = 8;
+        setup.nodes = 4;
+        setup.parallel.tensor = 8;
+        setup.parallel.sequenceParallel = true;
+        setup.parallel.pipeline = 4;
+        view.setSetup(setup);
+        QCOMPARE(control<QSpinBox>(view, "pp")->value(), 4);
+        QCOMPARE(view.result().shown.stages.size(), size_t { 4 });
+        auto* bars = view.findChild<WhatIfBars*>();
+        QVERIFY(bars);
+        QCOMPARE(bars->barCount(), 4);
+        QVERIFY2(view.verdict().contains(QStringLiteral("stage 0")), qPrintable(view.verdict()));
+        // One pipeline stage fewer: the bars follow, and the busiest GPU holds more.
+        const uint64_t four = view.result().shown.totalPerGpu;
+        control<QSpinBox>(view, "pp")->setValue(2);
+        QCOMPARE(bars->barCount(), 2);
+        QVERIFY(view.result().shown.totalPerGpu > four);
+        QCOMPARE(view.setup().parallel.pipeline, 2);
+        // Back to one stage: one bar per GPU again.
+        control<QSpinBox>(view, "pp")->setValue(1);
+        QCOMPARE(bars->barCount(), 8);
+    }
+
+    // Serving: the KV cache becomes a band and the details give vLLM's tokens.
+    void servingShowsTheKvCache()
+    {
+        WhatIfView view;
+        view.show();
+        view.setModel(QStringLiteral("llama-2-70b"));
+        view.setCard(QStringLiteral("80GB"));
+        TrainingSetup setup;
+        setup.gpusPerNode = 4;
+        setup.parallel.tensor = 4;
+        setup.microBatch = 16;
+        setup.sequence = 4096;
+        view.setSetup(setup);
+        control<QCheckBox>(view, "inference")->setChecked(true);
+        QVERIFY(view.setup().inference);
+        QVERIFY(view.result().shown.serving);
+        QCOMPARE(view.result().shown.perGpu[static_cast<size_t>(Band::KvCache)], 16ull * 4096 * 80 * 1024);
+        QVERIFY(view.result().serving);
+        const QString details = view.findChild<QLabel*>(QStringLiteral("details"))->text();
+        QVERIFY2(details.contains(QStringLiteral("tokens of KV cache")), qPrintable(details));
+        // The config pane gives the vLLM command line instead of a training configuration.
+        QVERIFY2(view.configText().startsWith(QStringLiteral("vllm serve llama-2-70b --tensor-parallel-size 4")),
+            qPrintable(view.configText()));
+        const uint64_t bf16 = view.result().shown.totalPerGpu;
+        control<QComboBox>(view, "kvDtype")->setCurrentText(QStringLiteral("fp8"));
+        QCOMPARE(view.result().shown.perGpu[static_cast<size_t>(Band::KvCache)], 16ull * 4096 * 40 * 1024);
+        QVERIFY(view.result().shown.totalPerGpu < bf16);
+    }
+
     void impossibleSetupSaysWhy()
     {
         WhatIfView view;
