@@ -1,6 +1,7 @@
 #include "parsers/inputloader.h"
 
 #include "core/backgroundrelease.h"
+#include "core/job/ranksummaryfile.h"
 #include "core/planner/hfconfig.h"
 #include "parsers/filemapping.h"
 #include "parsers/profilertimelinereader.h"
@@ -60,6 +61,14 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         const int snapshotIndex = input.snapshotIndex;
         target.inputs.push_back(std::move(input));
         addEmbeddedSidecar(target, path, snapshotIndex);
+        return;
+    }
+    if (looksLikeRankSummary(bytes)) {
+        // The app and the CLI read summaries as the ranks of a job (parsers/jobgathering.h); one
+        // reaching a case's inputs came with files that are not rank files.
+        input.error = "an oomlens rank summary (from `oomlens summarize`): open it with the job's other rank files, "
+                      "not with a log or message";
+        target.inputs.push_back(std::move(input));
         return;
     }
     // Before the config and text checks: a chrome trace is a JSON object, a raw timeline often gzip.

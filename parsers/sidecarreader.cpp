@@ -1,5 +1,7 @@
 #include "parsers/sidecarreader.h"
 
+#include "core/job/ranksummaryfile.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -181,8 +183,9 @@ bool looksLikeCaptureSidecar(std::string_view bytes)
     if (!named)
         return false;
     const json object = json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    // An `oomlens summarize` file names the card too, but is a rank's summary, not its sidecar.
     return object.is_object() && hasKeyOf(object, distinctiveKeys) && !object.contains("segments")
-        && !object.contains("device_traces");
+        && !object.contains("device_traces") && !object.contains(std::string(rankSummaryKey));
 }
 
 std::vector<std::string> sidecarPathsFor(const std::string& snapshotPath)

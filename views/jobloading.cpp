@@ -1,7 +1,7 @@
 #include "views/jobloading.h"
 
-#include "core/job/jobsummarizer.h"
 #include "parsers/inputloader.h"
+#include "parsers/jobgathering.h"
 
 #include <QFileInfo>
 
@@ -24,22 +24,27 @@ LoadedJob loadJob(const QStringList& files, const AnalysisOptions& options, cons
     jobOptions.analysis = options;
     jobOptions.progress = progress;
     jobOptions.cancel = &cancel;
-    // addFile reads the capture sidecar beside each rank too, where the rank number may come from.
-    const RankLoader loadRank = [](const std::string& file) {
-        Case rankCase;
-        addFile(rankCase, file);
-        return rankCase;
-    };
-    job.summary = summarizeJob(paths, loadRank, jobOptions);
+    // Snapshots are summarized here, summaries read; the failing rank's snapshot is found.
+    GatheredJob gathered = gatherJob(paths, jobOptions);
+    job.summary = std::move(gathered.summary);
     if (cancel) {
         job.cancelled = true;
         return job;
     }
-    if (const RankSummary* failing = job.summary.failing()) {
+    if (!gathered.failingSnapshot.empty()) {
         auto loaded = std::make_shared<LoadedCase>();
-        addFile(loaded->input, failing->file);
+        addFile(loaded->input, gathered.failingSnapshot);
         loaded->analysis = analyzeCase(loaded->input, options);
-        loaded->title = QFileInfo(QString::fromStdString(failing->file)).fileName();
+        loaded->title = QFileInfo(QString::fromStdString(gathered.failingSnapshot)).fileName();
+        job.failingCase = std::move(loaded);
+        job.failingSnapshot = gathered.failingSnapshot;
+    } else if (!job.summary.failingSnapshotToCopy.empty()) {
+        // The job still has its answer, and the report its job section; the rank's own part says
+        // nothing until its snapshot is copied here (the notes say which file).
+        auto loaded = std::make_shared<LoadedCase>();
+        loaded->analysis = analyzeCase(loaded->input, options);
+        loaded->title = QStringLiteral("%1 (snapshot not here)")
+                            .arg(QFileInfo(QString::fromStdString(job.summary.failingSnapshotToCopy)).fileName());
         job.failingCase = std::move(loaded);
     }
     return job;

@@ -7,16 +7,22 @@
 
 #include <atomic>
 #include <functional>
+#include <string>
 
 namespace oomlens {
 
-// A job as the Job view holds it: every rank summarized by core's worker pool (no rank's decoded
-// snapshot kept), and the failing rank's file read again in full so that the report has the
-// diagnosis of the rank that failed.
+// A job as the Job view holds it: every rank snapshot summarized by core's worker pool (no rank's
+// decoded snapshot kept) and every rank summary read (parsers/jobgathering.h), and the failing
+// rank's snapshot read in full so that the report has the diagnosis of the rank that failed.
 struct LoadedJob
 {
     JobSummary summary;
-    LoadedCasePtr failingCase; // null when no rank could be read, or when cancelled
+    // Null when no rank could be read or when cancelled. When the failing rank came from a summary
+    // whose snapshot is not here (summary.failingSnapshotToCopy names it), an empty case.
+    LoadedCasePtr failingCase;
+    // Where the failing rank's snapshot was opened from (for a rank read from a summary, the
+    // snapshot found beside it may lie elsewhere than the path in its summary).
+    std::string failingSnapshot;
     bool cancelled = false;
 };
 

@@ -228,7 +228,10 @@ void JobView::showJob(const LoadedJob& job)
     figures << imbalanceText(summary);
     if (const uint64_t capacity = m_bars->capacityShown(); capacity > 0)
         figures << QStringLiteral("card %1").arg(bytesText(capacity));
-    figures << QStringLiteral("summarized by %1 worker threads").arg(summary.workers);
+    if (summary.fromSummaries > 0)
+        figures << QStringLiteral("%1 read from summaries").arg(summary.fromSummaries);
+    if (summary.workers > 0)
+        figures << QStringLiteral("summarized by %1 worker threads").arg(summary.workers);
     m_figures->setText(figures.join(QStringLiteral(" · ")));
 
     m_groups->clear();
@@ -320,8 +323,11 @@ void JobView::openRank(int rankIndex)
     if (rankIndex < 0 || size_t(rankIndex) >= m_job.summary.ranks.size())
         return;
     const RankSummary& rank = m_job.summary.ranks[size_t(rankIndex)];
-    if (rank.readable())
-        emit openRankRequested(QString::fromStdString(rank.file));
+    if (!rank.readable())
+        return;
+    const bool failing = m_job.summary.failingRank && *m_job.summary.failingRank == size_t(rankIndex);
+    emit openRankRequested(
+        QString::fromStdString(failing && !m_job.failingSnapshot.empty() ? m_job.failingSnapshot : rank.file));
 }
 
 } // namespace oomlens

@@ -1,6 +1,7 @@
 #include "views/mainwindow.h"
 
 #include "core/report/htmlreport.h"
+#include "parsers/ranksummaryfiles.h"
 #include "views/casewidget.h"
 #include "views/compareview.h"
 #include "views/emptystatewidget.h"
@@ -355,9 +356,9 @@ void MainWindow::openJobFolderDialog()
     const QString folder = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a job's folder"), directory);
     if (folder.isEmpty())
         return;
-    const QStringList files = snapshotFilesInFolder(folder);
+    const QStringList files = jobFilesInFolder(folder);
     if (files.isEmpty()) {
-        showBanner({ QStringLiteral("No snapshot files in %1").arg(folder) });
+        showBanner({ QStringLiteral("No snapshot or rank summary files in %1").arg(folder) });
         return;
     }
     if (files.size() == 1)

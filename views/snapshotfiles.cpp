@@ -1,16 +1,20 @@
 #include "views/snapshotfiles.h"
 
+#include "parsers/ranksummaryfiles.h"
+
 namespace oomlens {
 
 QStringList jobRankFiles(const QStringList& paths)
 {
-    if (paths.size() < 2)
-        return {};
+    bool summaries = false;
     for (const QString& path : paths) {
-        if (!isSnapshotFile(path))
+        const bool summary = isRankSummaryFile(path);
+        if (!summary && !isSnapshotFile(path))
             return {};
+        summaries = summaries || summary;
     }
-    return paths;
+    // A rank summary (`oomlens summarize`) means nothing but as a rank of a job, even alone.
+    return paths.size() >= 2 || (summaries && !paths.isEmpty()) ? paths : QStringList();
 }
 
 } // namespace oomlens

@@ -5,6 +5,7 @@
 #include "app/cli/diagnose.h"
 #include "app/cli/plancommand.h"
 #include "app/cli/report.h"
+#include "app/cli/summarize.h"
 #include "app/mcp/mcpcommand.h"
 
 #include <array>
@@ -22,6 +23,8 @@ const std::array commandTable {
     Command { "report", "report INPUT... -o report.html", "write the self-contained HTML report", runReport },
     Command { "plan", "plan (--model FILE|PRESET | --params N) [--card NAME] [--json] ...",
         "plan a run's GPU memory: bands per GPU, fit, ladder, ds_config.json", runPlan },
+    Command { "summarize", "summarize INPUT... -o DIR [--shard I/N]",
+        "one small summary per rank snapshot, to merge where you diagnose", runSummarize },
     Command { "compare", "compare A B [--json] | compare A --window STEP:STEP --window STEP:STEP",
         "compare two snapshots, or two step windows of one", runCompare },
     Command { "mcp", "mcp", "serve the tools to a coding agent (Model Context Protocol on stdio)", runMcp },

@@ -27,10 +27,10 @@ int runDiagnose(const QStringList& arguments)
         QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
     parser.addOptions({ json, device, rules });
     parser.addPositionalArgument(QStringLiteral("INPUT"),
-        QStringLiteral(
-            "Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
-            "'-' reads standard input. Several snapshot files (or a folder of them) are the ranks of one job: "
-            "the job summary comes first, then the failing rank's diagnosis."),
+        QStringLiteral("Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
+                       "'-' reads standard input. Several snapshot files (or a folder of them), or rank summaries from "
+                       "`oomlens summarize`, are the ranks of one job: "
+                       "the job summary comes first, then the failing rank's diagnosis."),
         QStringLiteral("INPUT..."));
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
@@ -68,7 +68,11 @@ int runDiagnose(const QStringList& arguments)
     } else {
         if (job)
             std::cout << jobToText(job->summary) << '\n' << failingRankHeading(job->summary) << "\n\n";
-        std::cout << caseToText(input, analysis);
+        // The failing rank's snapshot is on the cluster and nothing else was given: the heading
+        // and the notes said what to copy; an empty case's "nothing shows a failure" would not fit.
+        const bool nothingToDiagnose = job && !job->summary.failingSnapshotToCopy.empty() && input.inputs.empty();
+        if (!nothingToDiagnose)
+            std::cout << caseToText(input, analysis);
     }
     std::cout.flush();
     return failures > 0 ? 1 : 0;

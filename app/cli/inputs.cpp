@@ -3,6 +3,8 @@
 #include "app/cli/errorlines.h"
 #include "core/job/jobsummarizer.h"
 #include "parsers/inputloader.h"
+#include "parsers/jobgathering.h"
+#include "parsers/ranksummaryfiles.h"
 #include "parsers/snapshotfiles.h"
 
 #include <QFileInfo>
@@ -66,23 +68,31 @@ QStringList expandFolders(const QStringList& paths)
             expanded.append(path);
             continue;
         }
-        const QStringList snapshots = snapshotFilesInFolder(path);
-        if (snapshots.isEmpty())
+        const QStringList rankFiles = jobFilesInFolder(path);
+        if (rankFiles.isEmpty())
             expanded.append(path);
         else
-            expanded.append(snapshots);
+            expanded.append(rankFiles);
     }
     return expanded;
 }
 
 QStringList jobRankFiles(const QStringList& paths)
 {
-    QStringList snapshots;
+    QStringList rankFiles;
+    bool summaries = false;
     for (const QString& path : paths) {
-        if (path != QLatin1String("-") && isSnapshotFile(path))
-            snapshots.append(path);
+        if (path == QLatin1String("-"))
+            continue;
+        if (isRankSummaryFile(path)) {
+            summaries = true;
+            rankFiles.append(path);
+        } else if (isSnapshotFile(path)) {
+            rankFiles.append(path);
+        }
     }
-    return snapshots.size() >= 2 ? snapshots : QStringList();
+    // A rank summary means nothing but as a rank of a job, even alone.
+    return rankFiles.size() >= 2 || summaries ? rankFiles : QStringList();
 }
 
 Case loadRankFile(const std::string& path)
@@ -100,18 +110,23 @@ LoadedJob loadJob(const QStringList& paths, const QStringList& rankFiles, const 
         files.push_back(path.toStdString());
     JobOptions jobOptions;
     jobOptions.analysis = options;
-    job.summary = summarizeJob(files, loadRankFile, jobOptions);
+    GatheredJob gathered = gatherJob(files, jobOptions);
+    job.summary = std::move(gathered.summary);
     for (const RankSummary& rank : job.summary.ranks) {
         if (!rank.readable()) {
             ++job.failures;
-            printErrorLine(QStringLiteral("oomlens: %1: %2")
-                               .arg(QString::fromStdString(rank.file), QString::fromStdString(rank.error)));
+            // A summary's error is about the snapshot it names, or about the summary itself.
+            const std::string file = rank.summaryFile.empty() || rank.file == rank.summaryFile
+                ? rank.file
+                : rank.file + " (summarized in " + rank.summaryFile + ")";
+            printErrorLine(
+                QStringLiteral("oomlens: %1: %2").arg(QString::fromStdString(file), QString::fromStdString(rank.error)));
         }
     }
 
     QStringList failingInputs;
-    if (const RankSummary* failing = job.summary.failing())
-        failingInputs.append(QString::fromStdString(failing->file));
+    if (!gathered.failingSnapshot.empty())
+        failingInputs.append(QString::fromStdString(gathered.failingSnapshot));
     for (const QString& path : paths) {
         if (!rankFiles.contains(path))
             failingInputs.append(path);

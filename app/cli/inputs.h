@@ -24,17 +24,18 @@ QString noSuchDeviceError(const QString& path);
 // name; a folder without any stays as it is, to be reported as unreadable.
 QStringList expandFolders(const QStringList& paths);
 
-// The inputs that are snapshot files, judged by content (a map of the file, not a decode), when
-// there are at least two: the rank files of one job. Empty otherwise, and the inputs are one case.
+// The inputs that are snapshot files or rank summaries (`oomlens summarize`), judged by content (a
+// map of the file, not a decode), when there are at least two or any summary: the rank files of
+// one job. Empty otherwise, and the inputs are one case.
 QStringList jobRankFiles(const QStringList& paths);
 
 // One rank file read into a case of its own, with its capture sidecar: core/job's RankLoader.
 // Safe to call from several threads at once.
 Case loadRankFile(const std::string& path);
 
-// A job as `diagnose` and `report` take it: every rank summarized by the worker pool, then the
-// failing rank's file opened again in full, together with the inputs that are not rank files
-// (an OOM message or log given beside the ranks belongs to the rank that failed).
+// A job as `diagnose` and `report` take it: every rank snapshot summarized by the worker pool and
+// every rank summary read (parsers/jobgathering.h), then the failing rank's snapshot opened in full, together with the
+// inputs that are not rank files (an OOM message or log given beside the ranks belongs to the rank that failed).
 struct LoadedJob
 {
     JobSummary summary;

@@ -41,13 +41,27 @@ nlohmann::ordered_json rankToJson(const RankSummary& rank)
     for (int c = 0; c < categoryCount; ++c)
         categories[std::string(categoryName(static_cast<Category>(c)))] = rank.categoriesAtPeak[static_cast<size_t>(c)];
     out["categories_at_peak"] = std::move(categories);
+    nlohmann::ordered_json sites = nlohmann::ordered_json::array();
+    for (const auto& [site, bytes] : rank.topSitesAtPeak)
+        sites.push_back({ { "site", site }, { "bytes", bytes } });
+    out["top_sites_at_peak"] = std::move(sites);
     out["oom_time_us"] = optional(rank.oomTimeUs);
+    if (rank.oom) {
+        nlohmann::ordered_json atOom = nlohmann::ordered_json::object();
+        for (int c = 0; c < categoryCount; ++c)
+            atOom[std::string(categoryName(static_cast<Category>(c)))] = rank.categoriesAtOom[static_cast<size_t>(c)];
+        out["categories_at_oom"] = std::move(atOom);
+    } else {
+        out["categories_at_oom"] = nullptr;
+    }
     out["capacity_bytes"] = optional(rank.capacityBytes);
     out["device_name"] = optional(rank.deviceName);
     out["top_diagnosis"] = rank.topDiagnosisId ? nlohmann::ordered_json(diagnosisIdName(*rank.topDiagnosisId))
                                                : nlohmann::ordered_json(nullptr);
     out["group"] = rank.group >= 0 ? nlohmann::ordered_json(rank.group) : nlohmann::ordered_json(nullptr);
     out["notes"] = rank.notes;
+    out["summary_file"]
+        = rank.summaryFile.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rank.summaryFile);
     return out;
 }
 
@@ -88,6 +102,10 @@ nlohmann::ordered_json jobToJson(const JobSummary& job)
     out["group_tolerance"] = JobSummary::groupTolerance;
     out["notes"] = job.notes;
     out["workers"] = job.workers;
+    out["from_summaries"] = job.fromSummaries;
+    out["failing_snapshot_to_copy"] = job.failingSnapshotToCopy.empty()
+        ? nlohmann::ordered_json(nullptr)
+        : nlohmann::ordered_json(job.failingSnapshotToCopy);
     return out;
 }
 
@@ -95,10 +113,13 @@ void addJobToJson(nlohmann::ordered_json& document, const JobSummary& job)
 {
     nlohmann::ordered_json& inputs = document["inputs"];
     for (size_t i = 0; i < job.ranks.size(); ++i) {
-        if (job.failingRank && *job.failingRank == i)
-            continue; // already there, as the case's own input
         const RankSummary& rank = job.ranks[i];
-        inputs.push_back({ { "path", rank.file }, { "kind", "snapshot" },
+        const bool fromSummary = !rank.summaryFile.empty();
+        if (job.failingRank && *job.failingRank == i && !fromSummary)
+            continue; // already there, as the case's own input
+        // A rank read from a summary was given as that file (its snapshot may be far away).
+        inputs.push_back({ { "path", fromSummary ? rank.summaryFile : rank.file },
+            { "kind", fromSummary ? "rank_summary" : "snapshot" },
             { "error", rank.readable() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(rank.error) } });
     }
     document["job"] = jobToJson(job);

@@ -12,7 +12,8 @@ namespace oomlens {
 nlohmann::ordered_json jobToJson(const JobSummary& job);
 
 // Adds "job" to a `diagnose --json` document of the failing rank's case, and lists the other rank
-// files under "inputs" (kind "snapshot", their error or null) so that every input given is there.
+// files under "inputs" (kind "snapshot", or "rank_summary" for an `oomlens summarize` file; their
+// error or null) so that every input given is there.
 void addJobToJson(nlohmann::ordered_json& document, const JobSummary& job);
 
 } // namespace oomlens

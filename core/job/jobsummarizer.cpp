@@ -37,7 +37,8 @@ size_t jobWorkerCount(size_t files, size_t maxWorkers)
     return std::max<size_t>(1, std::min(limit, files));
 }
 
-JobSummary summarizeJob(const std::vector<std::string>& files, const RankLoader& load, const JobOptions& options)
+std::vector<RankSummary> summarizeRankFiles(
+    const std::vector<std::string>& files, const RankLoader& load, const JobOptions& options)
 {
     std::vector<RankSummary> ranks(files.size());
     std::atomic_size_t next { 0 };
@@ -48,6 +49,8 @@ JobSummary summarizeJob(const std::vector<std::string>& files, const RankLoader&
                 ranks[i] = unreadableRank(files[i], "loading was cancelled");
             else
                 ranks[i] = summarizeFile(files[i], load, options.analysis);
+            if (options.rankDone)
+                options.rankDone(i, ranks[i]);
             const size_t finished = ++done;
             if (options.progress)
                 options.progress(finished, files.size());
@@ -63,8 +66,13 @@ JobSummary summarizeJob(const std::vector<std::string>& files, const RankLoader&
             pool.emplace_back(work);
         work();
     }
-    JobSummary job = assembleJob(std::move(ranks));
-    job.workers = workers;
+    return ranks;
+}
+
+JobSummary summarizeJob(const std::vector<std::string>& files, const RankLoader& load, const JobOptions& options)
+{
+    JobSummary job = assembleJob(summarizeRankFiles(files, load, options));
+    job.workers = jobWorkerCount(files.size(), options.maxWorkers);
     return job;
 }
 

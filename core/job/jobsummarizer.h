@@ -24,10 +24,19 @@ struct JobOptions
     // Called from the worker threads after each rank, with ranks done so far and the total.
     std::function<void(size_t done, size_t total)> progress;
     const std::atomic_bool* cancel = nullptr; // ranks not started when it is set are left unread
+    // Called from the worker thread that made it with each rank's summary and the file's index,
+    // before the worker takes the next file: `oomlens summarize` writes the rank's file there.
+    std::function<void(size_t index, const RankSummary& rank)> rankDone;
 };
 
 // The decoding threads a job of `files` files gets: min(cores, files), at least one.
 size_t jobWorkerCount(size_t files, size_t maxWorkers = 0);
+
+// The pool alone: every file's RankSummary, in the order of `files`, not yet put together as a
+// job (summaries read from `oomlens summarize` files join them before assembleJob()). Uses
+// jobWorkerCount(files.size(), options.maxWorkers) threads.
+std::vector<RankSummary> summarizeRankFiles(
+    const std::vector<std::string>& files, const RankLoader& load, const JobOptions& options = {});
 
 // Summarizes every rank file of one job. A pool of jobWorkerCount() threads takes the files one
 // at a time: load → analyze → reduce to a RankSummary → drop the case, so at most `workers`

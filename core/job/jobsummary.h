@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace oomlens {
@@ -37,7 +38,14 @@ struct RankSummary
     int64_t peakTimeUs = 0;
     CategoryBytes categoriesAtPeak {}; // adds up to peakAllocatedBytes
 
+    // The call sites holding the most requested bytes at the peak ("model.py:12 forward", as the
+    // report names a site), largest first, at most RankSummary::topSiteCount: what a rank's peak is
+    // made of, readable from its summary without its snapshot.
+    std::vector<std::pair<std::string, uint64_t>> topSitesAtPeak;
+    static constexpr size_t topSiteCount = 5;
+
     bool oom = false; // the snapshot holds an oom event
+    CategoryBytes categoriesAtOom {}; // live at its first oom event; zero without one
     std::optional<int64_t> oomTimeUs; // time_us of its first oom event, when the trace carries time
     std::optional<uint64_t> capacityBytes; // the card (sidecar, nvidia-smi, linked message); unknown otherwise
     // Used on the card but not by PyTorch's allocator (card_reconciliation's rest of the card: CUDA
@@ -50,6 +58,11 @@ struct RankSummary
 
     int group = -1; // index into JobSummary::groups; -1 for a rank that could not be read
     std::vector<std::string> notes; // this rank only ("the file name says rank 3, its metadata rank 5")
+
+    // The `oomlens summarize` file this rank was read from (summarized where its snapshot lies, on
+    // the cluster); empty when it was summarized here from the snapshot itself. `file` is then
+    // the snapshot's path as it was given to `summarize`.
+    std::string summaryFile;
 
     bool readable() const { return error.empty(); }
     // Peak reserved over capacity, when the capacity is known: how close the rank came to the card.
@@ -97,6 +110,10 @@ struct JobSummary
     std::vector<std::string> notes; // job-level observations, most telling first
 
     size_t workers = 0; // decoding threads the summarizer used
+    size_t fromSummaries = 0; // ranks read from `oomlens summarize` files instead of their snapshots
+    // The failing rank came from a summary and its snapshot is not here to open in full: the
+    // snapshot's path where it was summarized, the file to copy. Empty otherwise.
+    std::string failingSnapshotToCopy;
     // Relative peak difference under which two ranks count as alike (see jobgrouping.cpp for why).
     static constexpr double groupTolerance = 0.05;
 

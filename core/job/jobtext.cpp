@@ -102,8 +102,13 @@ std::string failingRankHeading(const JobSummary& job)
     const RankSummary* rank = job.failing();
     if (!rank)
         return "== No rank could be read; the other inputs follow ==";
-    return std::string(job.failingIsClosestOnly() ? "== The rank closest to the limit: " : "== The failing rank: ")
-        + rankName(*rank) + " (" + rank->file + ") ==";
+    const std::string heading
+        = std::string(job.failingIsClosestOnly() ? "== The rank closest to the limit: " : "== The failing rank: ")
+        + rankName(*rank) + " (" + rank->file + ")";
+    // Read from a summary, with its snapshot left on the cluster: the notes say which file to copy.
+    if (!job.failingSnapshotToCopy.empty())
+        return heading + ": its snapshot is not here; the notes say which file to copy ==";
+    return heading + " ==";
 }
 
 std::string jobToText(const JobSummary& job)
@@ -115,6 +120,8 @@ std::string jobToText(const JobSummary& job)
     out += "Job: " + std::to_string(job.ranks.size()) + (job.ranks.size() == 1 ? " rank file" : " rank files");
     if (readable != job.ranks.size())
         out += " (" + std::to_string(readable) + " readable)";
+    if (job.fromSummaries > 0)
+        out += ", " + std::to_string(job.fromSummaries) + " read from summaries";
     if (job.workers > 0)
         out += ", summarized by " + std::to_string(job.workers) + (job.workers == 1 ? " worker" : " workers");
     out += "\n";

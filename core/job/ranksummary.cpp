@@ -2,6 +2,11 @@
 
 #include "core/job/rankname.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/compileattribution.h"
+#include "core/presentation/userframe.h"
+
+#include <algorithm>
+#include <unordered_map>
 
 namespace oomlens {
 
@@ -43,6 +48,32 @@ std::string firstError(const Case& rankCase)
     return "the file holds no memory snapshot";
 }
 
+// The user frames holding the most requested bytes right after the peak event (allocations older
+// than the trace included, as the peak counts them). Each stack's frame is looked up once.
+std::vector<std::pair<std::string, uint64_t>> topSitesAtPeak(const Snapshot& snapshot, const DeviceAnalysis& device)
+{
+    if (!snapshot.frames || !snapshot.strings)
+        return {};
+    std::unordered_map<uint32_t, std::string> siteOfStack;
+    std::unordered_map<std::string, uint64_t> bytesBySite;
+    for (const Allocation& allocation : device.allocations) {
+        if (!allocation.liveAfter(device.peakEvent))
+            continue;
+        auto [site, added] = siteOfStack.try_emplace(allocation.stack.value);
+        if (added) {
+            const std::optional<FrameId> frame = userFrame(*snapshot.frames, *snapshot.strings, allocation.stack);
+            site->second = frame ? frameSiteText(snapshot, *frame) : std::string("(no stack)");
+        }
+        bytesBySite[site->second] += allocation.requestedSize;
+    }
+    std::vector<std::pair<std::string, uint64_t>> sites(bytesBySite.begin(), bytesBySite.end());
+    const size_t kept = std::min(sites.size(), RankSummary::topSiteCount);
+    std::partial_sort(sites.begin(), sites.begin() + static_cast<std::ptrdiff_t>(kept), sites.end(),
+        [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+    sites.resize(kept);
+    return sites;
+}
+
 } // namespace
 
 RankSummary unreadableRank(const std::string& file, std::string error)
@@ -77,8 +108,11 @@ RankSummary summarizeRank(const std::string& file, const Case& rankCase, const C
     summary.peakReservedBytes = device->peakReservedBytes;
     summary.peakTimeUs = device->peakTimeUs;
     summary.categoriesAtPeak = device->categoriesAtPeak;
+    if (snapshot->snapshot)
+        summary.topSitesAtPeak = topSitesAtPeak(*snapshot->snapshot, *device);
     if (!device->ooms.empty()) {
         summary.oom = true;
+        summary.categoriesAtOom = device->ooms.front().liveByCategory;
         // Eras before PyTorch 2.1 record no time_us (0): which rank failed first cannot be told then.
         if (device->ooms.front().timeUs != 0)
             summary.oomTimeUs = device->ooms.front().timeUs;

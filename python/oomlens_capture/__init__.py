@@ -11,6 +11,11 @@ every CUDA out-of-memory error writes ``oomlens-…-rankR-….pickle`` plus
 exception, which the snapshot itself lacks — into ``./oomlens-dumps`` (or
 ``$OOMLENS_CAPTURE_DIR``). Open the .pickle with oomlens; the sidecar is read with it.
 
+When an ``oomlens`` executable is on the node's PATH, each dump is also summarized right
+away (``oomlens summarize``: a few KB, ``….oomlens-summary.json``), so that a job of many
+ranks is merged on a desktop from the summaries alone; ``install(summarize=False)`` turns
+that off.
+
 Optional: ``with oomlens_capture.step():`` around each training step marks steps on the
 timeline, and ``with oomlens_capture.guard():`` (or ``@oomlens_capture.guard()``) adds the
 exception text to the dump and re-raises it.
@@ -37,6 +42,7 @@ def install(
     stacks="python",
     annotate_steps=True,
     min_interval_s=5.0,
+    summarize=True,
 ):
     """Start recording and dump on every CUDA OOM. Safe to call twice (returns the first).
 
@@ -45,6 +51,8 @@ def install(
         (1 KiB per entry: 100 MB -> 102400 entries). max_entries overrides it.
     keep: dumps of this rank kept in the directory; older ones are deleted.
     stacks: "python" (small, fast) or "all" (adds C++ frames; files several times larger).
+    summarize: run `oomlens summarize` on each dump when an oomlens executable is on PATH
+        (seconds per 100 MB of snapshot, in the dying process; False skips it).
     """
     global _current
     if _current is not None:
@@ -63,6 +71,7 @@ def install(
         stacks=stacks,
         min_interval_s=min_interval_s,
         annotate=annotate_steps,
+        summarize=summarize,
     ).start()
     return _current
 

@@ -2,6 +2,8 @@
 
 import contextlib
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -21,6 +23,10 @@ DEFAULT_FILE_BUDGET_MB = 100
 # message and the failing frames are.
 MAX_EXCEPTION_CHARS = 64 * 1024
 
+# `oomlens summarize` decodes the snapshot once: seconds for 100 MB. A summarizer stuck on a
+# hung file system must not keep a dying rank alive for ever.
+SUMMARIZE_TIMEOUT_S = 600
+
 
 def max_entries_for(file_budget_mb):
     return max(1000, int(file_budget_mb * 1024 * 1024) // BYTES_PER_ENTRY)
@@ -34,7 +40,7 @@ def _log(message):
 
 
 class Capture:
-    def __init__(self, torch, directory, max_entries, keep, stacks, min_interval_s, annotate):
+    def __init__(self, torch, directory, max_entries, keep, stacks, min_interval_s, annotate, summarize=True):
         self._torch = torch
         self.directory = os.path.abspath(directory)
         self.max_entries = max_entries
@@ -42,6 +48,7 @@ class Capture:
         self.stacks = stacks
         self.min_interval_s = min_interval_s
         self.annotate = annotate
+        self.summarize = summarize
         self.recording = False
         self.active = False
         self.dumps = []  # snapshot paths written by this process, oldest first
@@ -177,6 +184,7 @@ class Capture:
             _sidecar.write(_rotation.sidecar_path(path), sidecar)
         except Exception as error:
             _log("wrote %s but not its sidecar: %s" % (path, error))
+        self._summarize(path)
         self.dumps.append(path)
         if oom is not None or exception_text is not None:
             # Only a dump for a failure can be completed by guard() with the exception text.
@@ -186,6 +194,27 @@ class Capture:
                 self.dumps.remove(removed)
         _log("wrote %s (open it with oomlens)" % path)
         return path
+
+    def _summarize(self, snapshot_path):
+        """`oomlens summarize` on our own dump, when an oomlens is on this node's PATH: the few-KB
+        summary that a job of many ranks is merged from on a desktop, written beside the dump
+        before the job dies. Returns the summary's path, or None."""
+        if not self.summarize:
+            return None
+        executable = shutil.which("oomlens")
+        if executable is None:
+            return None
+        command = [executable, "summarize", snapshot_path, "-o", os.path.dirname(snapshot_path), "--jobs", "1"]
+        try:
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, timeout=SUMMARIZE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError) as error:
+            _log("cannot summarize %s: %s" % (snapshot_path, error))
+            return None
+        if done.returncode != 0:
+            _log("oomlens summarize %s failed: %s" % (snapshot_path, done.stderr.decode(errors="replace").strip()))
+            return None
+        return _rotation.summary_path(snapshot_path)
 
     def record_exception(self, error):
         """Called for an OutOfMemoryError that reached guard(): the observer usually dumped
@@ -203,6 +232,7 @@ class Capture:
                     sidecar["exception"] = text
                     _sidecar.write(sidecar_path, sidecar)
                     self._last_dump = (last[0], last[1], True)
+                    self._summarize(last[1])  # again: the summary reads the sidecar too
                     return last[1]
                 except Exception as error:
                     _log("cannot add the exception to %s: %s" % (sidecar_path, error))

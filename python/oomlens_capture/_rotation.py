@@ -7,6 +7,8 @@ import time
 from ._sidecar import SIDECAR_SUFFIX
 
 SNAPSHOT_SUFFIX = ".pickle"
+# What `oomlens summarize` names a snapshot's summary: its name without the extension, then this.
+SUMMARY_SUFFIX = ".oomlens-summary.json"
 # Only names we wrote ourselves are ever rotated away, never anything else in the folder.
 _OUR_NAME = re.compile(r"^oomlens-\d{8}-\d{6}(?:-rank(\d+))?-pid\d+-\d+\.pickle$")
 
@@ -26,6 +28,12 @@ def sidecar_path(snapshot_path):
     return snapshot_path + SIDECAR_SUFFIX
 
 
+def summary_path(snapshot_path):
+    if snapshot_path.endswith(SNAPSHOT_SUFFIX):
+        return snapshot_path[: -len(SNAPSHOT_SUFFIX)] + SUMMARY_SUFFIX
+    return snapshot_path + SUMMARY_SUFFIX
+
+
 def _dumps_of(directory, rank):
     try:
         names = os.listdir(directory)
@@ -41,7 +49,7 @@ def _dumps_of(directory, rank):
 
 
 def rotate(directory, rank, keep):
-    """Delete all but the `keep` newest dumps of this rank (snapshot and sidecar).
+    """Delete all but the `keep` newest dumps of this rank (snapshot, sidecar and summary).
 
     Returns the removed snapshot paths.
     """
@@ -57,7 +65,7 @@ def rotate(directory, rank, keep):
     dumps = sorted(_dumps_of(directory, rank), key=age_key)
     removed = []
     for path in dumps[: max(0, len(dumps) - keep)]:
-        for victim in (path, sidecar_path(path)):
+        for victim in (path, sidecar_path(path), summary_path(path)):
             try:
                 os.remove(victim)
             except OSError:

@@ -378,6 +378,94 @@ class StepTest(CaptureTestCase):
         self.assertIsNone(self.sidecar_of(path)["exception"])
 
 
+class SummarizeTest(CaptureTestCase):
+    """Each dump summarized by the oomlens on PATH (here a stand-in recording its arguments)."""
+
+    def fake_oomlens(self, body="", status=0):
+        """An `oomlens` beside the fake nvidia-smi that logs its arguments and writes the summary."""
+        calls = os.path.join(self.tmp.name, "oomlens-calls")
+        script = (
+            "#!/bin/sh\n"
+            "echo \"$@\" >> %s\n"
+            "snapshot=\"$2\"\n"
+            "echo '{\"oomlens_rank_summary\": 1}' > \"${snapshot%%.pickle}.oomlens-summary.json\"\n"
+            "%s\nexit %d\n" % (calls, body, status)
+        )
+        path = os.path.join(self.tmp.name, "bin", "oomlens")
+        with open(path, "w") as out:
+            out.write(script)
+        os.chmod(path, stat.S_IRWXU)
+        return calls
+
+    def calls(self, log):
+        if not os.path.exists(log):
+            return []
+        with open(log) as source:
+            return [line.split() for line in source.read().splitlines()]
+
+    def test_each_dump_is_summarized_beside_it(self):
+        log = self.fake_oomlens()
+        self.install()
+        self.fire_observer()
+        [snapshot] = self.snapshots()
+        self.assertEqual(self.calls(log), [["summarize", snapshot, "-o", self.dir, "--jobs", "1"]])
+        self.assertTrue(os.path.exists(snapshot[: -len(".pickle")] + ".oomlens-summary.json"))
+
+    def test_again_once_guard_adds_the_exception(self):
+        log = self.fake_oomlens()
+        self.install()
+        with self.assertRaises(OutOfMemoryError):
+            with oomlens_capture.guard():
+                self.fire_observer()
+                raise OutOfMemoryError(OOM_TEXT)
+        [snapshot] = self.snapshots()
+        self.assertEqual(len(self.calls(log)), 2)
+        self.assertEqual(self.sidecar_of(snapshot)["exception"].count("CUDA out of memory"), 1)
+
+    def test_off_switch(self):
+        log = self.fake_oomlens()
+        self.install(summarize=False)
+        self.fire_observer()
+        self.assertEqual(len(self.snapshots()), 1)
+        self.assertEqual(self.calls(log), [])
+
+    def test_no_oomlens_on_path_is_quiet(self):
+        self.install()
+        self.fire_observer()
+        self.assertEqual(len(self.snapshots()), 1)
+        self.assertEqual([line for line in self.logs if "summar" in line], [])
+
+    def test_a_failing_summarize_is_logged_and_the_dump_kept(self):
+        self.fake_oomlens("echo 'oomlens: no room left' >&2", status=1)
+        self.install()
+        self.fire_observer()
+        self.assertEqual(len(self.snapshots()), 1)
+        self.assertTrue(any("no room left" in line for line in self.logs), self.logs)
+
+    def test_a_hanging_summarize_times_out(self):
+        self.fake_oomlens("exec %s 30" % SLEEP)
+        saved = _capture.SUMMARIZE_TIMEOUT_S
+        _capture.SUMMARIZE_TIMEOUT_S = 0.5
+        try:
+            started = time.monotonic()
+            self.install()
+            self.fire_observer()
+            self.assertLess(time.monotonic() - started, 10)
+        finally:
+            _capture.SUMMARIZE_TIMEOUT_S = saved
+        self.assertEqual(len(self.snapshots()), 1)
+        self.assertTrue(any("cannot summarize" in line for line in self.logs), self.logs)
+
+    def test_rotation_removes_the_summaries_too(self):
+        os.environ["RANK"] = "0"
+        self.fake_oomlens()
+        self.install(keep=2, min_interval_s=0)
+        for _ in range(4):
+            self.fire_observer()
+        self.assertEqual(len(self.snapshots()), 2)
+        self.assertEqual(len(glob.glob(os.path.join(self.dir, "*.oomlens-summary.json"))), 2)
+
+
 OOMLENS_BINARY = os.environ.get("OOMLENS_BINARY", "")
 
 
@@ -409,6 +497,33 @@ class EndToEndTest(CaptureTestCase):
         self.assertEqual(sidecar_input["sidecar"]["alloc_conf"], "expandable_segments:True")
         [message] = report["oom_messages"]
         self.assertEqual(message["requested_bytes"], 2 << 30)
+
+
+    def test_the_summary_the_helper_writes_stands_for_the_dump(self):
+        bin_dir = os.path.join(self.tmp.name, "bin")
+        os.symlink(os.path.abspath(OOMLENS_BINARY), os.path.join(bin_dir, "oomlens"))
+        os.environ["RANK"] = "5"
+        os.environ["WORLD_SIZE"] = "8"
+        self.install()
+        self.fire_observer()
+        [snapshot] = self.snapshots()
+        summary = snapshot[: -len(".pickle")] + ".oomlens-summary.json"
+        self.assertTrue(os.path.exists(summary), self.logs)
+        with open(summary, encoding="utf-8") as source:
+            written = json.load(source)
+        self.assertEqual(written["oomlens_rank_summary"], 1)
+        self.assertEqual(written["rank"], 5)
+        self.assertEqual(written["rank_source"], "metadata")
+        self.assertEqual(written["snapshot"]["path"], snapshot)
+        self.assertEqual(written["snapshot"]["size_bytes"], os.path.getsize(snapshot))
+        done = subprocess.run([OOMLENS_BINARY, "diagnose", "--json", summary], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60, check=False)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        report = json.loads(done.stdout)
+        self.assertEqual(report["job"]["from_summaries"], 1)
+        self.assertEqual(report["job"]["ranks"][0]["rank"], 5)
+        # The dump lies beside its summary: the rank is diagnosed in full from it.
+        self.assertEqual(len(report["snapshots"]), 1)
 
 
 if __name__ == "__main__":

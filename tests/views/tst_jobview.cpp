@@ -1,5 +1,7 @@
+#include "app/cli/summarize.h"
 #include "common/testutil.h"
 #include "core/job/jobsummary.h"
+#include "core/job/jobtext.h"
 #include "views/casewidget.h"
 #include "views/jobbars.h"
 #include "views/jobview.h"
@@ -9,6 +11,8 @@
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QListWidget>
 #include <QMimeData>
@@ -223,6 +227,63 @@ private slots:
         QVERIFY(html.contains(QStringLiteral("class=\"chart job-ranks\"")));
         QVERIFY(html.contains(QStringLiteral("<tr class=\"failing\"><td>6</td>")));
         QVERIFY(html.contains(QStringLiteral("id=\"diagnosis\""))); // the failing rank's own diagnosis follows
+    }
+
+    // Summaries written by `oomlens summarize` open as the job their snapshots make: the same
+    // table, groups and notes; the failing rank's snapshot opened from the path in its summary,
+    // or named as the file to copy when it is not here (the report is still written).
+    void summariesOpenAsTheSameJob()
+    {
+        QTemporaryDir directory;
+        const QString summaries = directory.filePath(QStringLiteral("summaries"));
+        QCOMPARE(cli::runSummarize({ jobDir(), QStringLiteral("-o"), summaries }), 0);
+        QStringList files;
+        for (const QString& name : QDir(summaries).entryList(QDir::Files, QDir::Name))
+            files << QDir(summaries).filePath(name);
+        QCOMPARE(files.size(), rankFiles().size());
+
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        window.openFiles(rankFiles());
+        JobView* direct = window.currentJob();
+        QVERIFY(direct && waitForJob(direct));
+        window.openFiles(files);
+        JobView* merged = window.currentJob();
+        QVERIFY(merged && merged != direct);
+        QVERIFY(waitForJob(merged));
+        const std::string directText = jobToText(direct->summary());
+        const std::string mergedText = jobToText(merged->summary());
+        QCOMPARE(mergedText.substr(mergedText.find('\n')), directText.substr(directText.find('\n')));
+        QCOMPARE(merged->summary().fromSummaries, size_t(files.size()));
+        QVERIFY(merged->failingCase());
+        QCOMPARE(merged->failingCase()->analysis.snapshots.size(), size_t(1));
+        QCOMPARE(merged->headline(), direct->headline());
+        QVERIFY(merged->findChild<QLabel*>(QStringLiteral("jobFigures"))
+                    ->text()
+                    .contains(QStringLiteral("%1 read from summaries").arg(files.size())));
+
+        // Summarized elsewhere, the snapshots not copied: the job is whole, the file to copy named.
+        const QString cluster = directory.filePath(QStringLiteral("cluster"));
+        QVERIFY(QDir().mkpath(cluster));
+        for (const QString& file : rankFiles())
+            QVERIFY(QFile::copy(file, cluster + QLatin1Char('/') + QFileInfo(file).fileName()));
+        const QString far = directory.filePath(QStringLiteral("far"));
+        QCOMPARE(cli::runSummarize({ cluster, QStringLiteral("-o"), far }), 0);
+        QVERIFY(QDir(cluster).removeRecursively());
+        window.openFiles({ QDir(far).filePath(QStringLiteral("rank6.oomlens-summary.json")),
+            QDir(far).filePath(QStringLiteral("rank5.oomlens-summary.json")) });
+        JobView* remote = window.currentJob();
+        QVERIFY(remote && waitForJob(remote));
+        QCOMPARE(remote->summary().failing()->rank, 6);
+        QVERIFY(
+            remote->notes()->item(0)->text().startsWith(QStringLiteral("the failing rank's snapshot is not here: copy ")
+                + cluster + QStringLiteral("/rank6.pickle")));
+        QVERIFY(remote->failingCase());
+        QVERIFY(remote->failingCase()->analysis.snapshots.empty());
+        const QString report = directory.filePath(QStringLiteral("far.html"));
+        QVERIFY(window.exportReport(report));
+        QVERIFY(QString::fromUtf8(test::readFile(report)).contains(QStringLiteral("<section id=\"job\">")));
     }
 
     void cancelStopsTheSummary()

@@ -1,0 +1,154 @@
+#include "parsers/jobgathering.h"
+
+#include "core/job/jobassembly.h"
+#include "core/job/ranksummary.h"
+#include "core/units.h"
+#include "parsers/inputloader.h"
+#include "parsers/ranksummaryfiles.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+#include <algorithm>
+#include <optional>
+
+namespace oomlens {
+
+namespace {
+
+Case loadRankSnapshot(const std::string& path)
+{
+    Case rankCase;
+    addFile(rankCase, path); // with the capture sidecar beside it, where the rank may be written
+    return rankCase;
+}
+
+struct SummaryEntry
+{
+    SummarizedRank summarized;
+    std::string givenSnapshot; // the same snapshot given here too, when it was
+};
+
+// Drops the summaries that describe a snapshot already described, and the snapshots given
+// directly whose content a summary already describes (remembering where that snapshot lies).
+void removeDuplicates(std::vector<SummaryEntry>& summaries, std::vector<std::string>& snapshots)
+{
+    std::vector<SummaryEntry> unique;
+    for (SummaryEntry& entry : summaries) {
+        const bool seen = std::any_of(unique.begin(), unique.end(),
+            [&](const SummaryEntry& kept) { return kept.summarized.snapshot.sameContent(entry.summarized.snapshot); });
+        if (!seen)
+            unique.push_back(std::move(entry));
+    }
+    summaries = std::move(unique);
+
+    std::vector<std::string> remaining;
+    for (const std::string& snapshot : snapshots) {
+        // Only a snapshot whose size some summary names is read through for its hash.
+        const auto size = static_cast<uint64_t>(QFileInfo(QString::fromStdString(snapshot)).size());
+        const bool candidate = std::any_of(summaries.begin(), summaries.end(),
+            [&](const SummaryEntry& entry) { return entry.summarized.snapshot.sizeBytes == size; });
+        SummaryEntry* described = nullptr;
+        if (candidate) {
+            const SnapshotIdentity identity = identifySnapshotFile(snapshot);
+            for (SummaryEntry& entry : summaries) {
+                if (entry.summarized.snapshot.sameContent(identity)) {
+                    described = &entry;
+                    break;
+                }
+            }
+        }
+        if (described)
+            described->givenSnapshot = snapshot;
+        else
+            remaining.push_back(snapshot);
+    }
+    snapshots = std::move(remaining);
+}
+
+// Where the snapshot a summary describes can be opened here: given on the command line, at the
+// path it was summarized under (a shared file system, or the same layout copied), or under its
+// own name beside the summary (copied next to it). Each is checked to be the same file.
+std::optional<std::string> reachableSnapshot(const SummaryEntry& entry)
+{
+    if (!entry.givenSnapshot.empty())
+        return entry.givenSnapshot;
+    const SnapshotIdentity& recorded = entry.summarized.snapshot;
+    const QString beside = QFileInfo(QString::fromStdString(entry.summarized.rank.summaryFile))
+                               .dir()
+                               .filePath(QFileInfo(QString::fromStdString(recorded.path)).fileName());
+    for (const std::string& candidate : { recorded.path, beside.toStdString() }) {
+        const QFileInfo info(QString::fromStdString(candidate));
+        if (!info.isFile() || static_cast<uint64_t>(info.size()) != recorded.sizeBytes)
+            continue;
+        if (identifySnapshotFile(candidate).sameContent(recorded))
+            return candidate;
+    }
+    return std::nullopt;
+}
+
+void findFailingSnapshot(GatheredJob& job, const std::vector<SummaryEntry>& summaries)
+{
+    const RankSummary* failing = job.summary.failing();
+    if (!failing)
+        return;
+    if (failing->summaryFile.empty()) {
+        job.failingSnapshot = failing->file;
+        return;
+    }
+    for (const SummaryEntry& entry : summaries) {
+        if (entry.summarized.rank.summaryFile != failing->summaryFile)
+            continue;
+        if (const std::optional<std::string> path = reachableSnapshot(entry)) {
+            job.failingSnapshot = *path;
+            return;
+        }
+        const SnapshotIdentity& snapshot = entry.summarized.snapshot;
+        job.summary.failingSnapshotToCopy = snapshot.path;
+        // First: without it the rank's diagnosis below is missing, and this says how to get it.
+        job.summary.notes.insert(job.summary.notes.begin(),
+            "the failing rank's snapshot is not here: copy " + snapshot.path + " (" + formatBytes(snapshot.sizeBytes)
+                + ") from where it was summarized and put it beside " + failing->summaryFile
+                + " (or give its path) for the rank's full diagnosis");
+        return;
+    }
+}
+
+} // namespace
+
+GatheredJob gatherJob(const std::vector<std::string>& files, const JobOptions& options)
+{
+    std::vector<std::string> snapshots;
+    std::vector<SummaryEntry> summaries;
+    std::vector<RankSummary> unreadableSummaries;
+    for (const std::string& file : files) {
+        if (!isRankSummaryFile(QString::fromStdString(file))) {
+            snapshots.push_back(file);
+            continue;
+        }
+        RankSummaryRead read = readRankSummaryFile(file);
+        if (read.summary) {
+            summaries.push_back({ std::move(*read.summary), {} });
+        } else {
+            RankSummary rank = unreadableRank(file, std::move(read.error));
+            rank.summaryFile = file;
+            unreadableSummaries.push_back(std::move(rank));
+        }
+    }
+    removeDuplicates(summaries, snapshots);
+
+    std::vector<RankSummary> ranks = summarizeRankFiles(snapshots, loadRankSnapshot, options);
+    for (const SummaryEntry& entry : summaries)
+        ranks.push_back(entry.summarized.rank);
+    for (RankSummary& rank : unreadableSummaries)
+        ranks.push_back(std::move(rank));
+
+    GatheredJob job;
+    job.summary = assembleJob(std::move(ranks));
+    job.summary.workers = snapshots.empty() ? 0 : jobWorkerCount(snapshots.size(), options.maxWorkers);
+    job.summary.fromSummaries = summaries.size();
+    findFailingSnapshot(job, summaries);
+    return job;
+}
+
+} // namespace oomlens
