@@ -21,10 +21,10 @@ if [ "$mode" = test ]; then
     packages+=(chromium xvfb xauth clang-format-14)
     # libFuzzer for the fuzz stage (clang++ and its fuzzer/sanitizer runtimes).
     packages+=(clang libclang-rt-14-dev)
-fi
-if [ "$mode" = test ]; then
-    # `oomlens mcp` is tested with the reference MCP client of the TypeScript SDK (tests/mcp).
-    packages+=(nodejs npm)
+    # `oomlens mcp` is tested with the reference MCP client of the TypeScript SDK (tests/mcp):
+    # Node.js and npm from Debian, unless the machine already has an npm (NodeSource's nodejs
+    # bundles one and conflicts with Debian's npm package).
+    command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 fi
 
 missing=()
