@@ -177,8 +177,13 @@ std::string poolHolderShort(const PoolHolder& holder)
 std::string poolLabel(const PrivatePools& pools, PoolId id)
 {
     std::string label = poolName(id);
+    // A graph pool holding graphs says nothing its name does not ("CUDA graph pool (1, 0)").
+    const auto saysMore = [&](const PoolHolder& holder) {
+        return holder.role != PoolRole::Unknown
+            && !(holder.role == PoolRole::CudaGraphs && poolOwner(id) == PoolOwner::CudaGraph);
+    };
     for (const PoolAtDump& pool : pools.pools) {
-        if (pool.id == id && pool.heldBy.role != PoolRole::Unknown)
+        if (pool.id == id && saysMore(pool.heldBy))
             return label + " \u00b7 " + poolHolderShort(pool.heldBy);
     }
     return label;

@@ -163,7 +163,8 @@ private slots:
         const qlonglong saved = pair["saved_per_block_bytes"].get<qlonglong>() * pair["blocks"].get<qlonglong>();
         QCOMPARE(shownDelta(view, Category::Activations, CompareView::CategoryDeltaColumn), -saved);
 
-        // Sites: largest |Δ at the peak| first, the recompute's temporaries marked as new in B.
+        // Sites: largest |Δ at the peak| first, the recompute's activations (product.md §3: what
+        // checkpointing recomputes inside backward stays activations) marked as new in B.
         QSortFilterProxyModel* sites = view->sitesProxy();
         QVERIFY(sites->rowCount() > 3);
         QCOMPARE(qsizetype(sites->rowCount()), qsizetype(expected.sites.size()));
@@ -178,7 +179,7 @@ private slots:
             = sites->index(0, CompareSitesModel::DeltaColumn).data(CompareSitesModel::SignedDeltaRole).toLongLong();
         QCOMPARE(std::llabs(topDelta), std::llabs(expected.sites.front().peakDelta()));
         const QString newSite = fileLineFunction(pair["new_site_frames"][0]);
-        const QString newCategory = categoryText(Category::Temporaries);
+        const QString newCategory = categoryText(Category::Activations);
         QCOMPARE(QString::fromStdString(pair["new_site_category"]), newCategory.toLower());
         const QString newPhase = QString::fromStdString(pair["new_site_phase"]);
         QCOMPARE(siteStatus(view, newSite, newCategory, newPhase), QStringLiteral("new in B"));
