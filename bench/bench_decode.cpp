@@ -5,6 +5,7 @@
 //   bench_decode FILE [--python /usr/bin/python3] [--skip-python]
 //   (bench_decode --child native|python FILE is the child mode it runs itself)
 
+#include "bench/processusage.h"
 #include "parsers/snapshotreader.h"
 
 #include <QCoreApplication>
@@ -19,22 +20,10 @@
 #include <fstream>
 #include <string>
 
+using oomlens::bench::cpuSeconds;
+using oomlens::bench::peakRssMiB;
+
 namespace {
-
-double cpuSeconds()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-        + static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-double peakRssMiB()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0; // Linux reports KiB
-}
 
 int runChild(const std::string& mode, const std::string& path)
 {

@@ -10,6 +10,7 @@
 // The rank files are generated first: bench/synthetictrace.h's training trace (E events; odd ranks
 // the Varying shape, so the job has two kinds of rank), written as a protocol-2 pickle the way
 // PyTorch's _dump_snapshot lays it out (frame lists memoized), one rank given an oom event.
+#include "bench/processusage.h"
 #include "bench/rankfilewriter.h"
 #include "bench/synthetictrace.h"
 #include "core/caseanalysis.h"
@@ -21,8 +22,6 @@
 #include <QFileInfo>
 #include <QProcess>
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,24 +32,10 @@
 #include <vector>
 
 using namespace oomlens;
+using oomlens::bench::cpuSeconds;
+using oomlens::bench::peakRssMiB;
 
 namespace {
-
-double cpuSeconds()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto seconds
-        = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-double peakRssMiB()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 // Reads every file once, so that each mode starts with the files in the page cache: without it the
 // first mode pays the disk reads and the comparison measures the disk.

@@ -20,6 +20,7 @@
 // --oom appends an oom event to the primary trace after decoding (gen_snapshot.py files have
 // none, and without one the diagnosis has nothing to do): a request of twice the peak reserved
 // bytes from the last allocation's stack.
+#include "bench/processusage.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
@@ -51,19 +52,13 @@
 #include <vector>
 
 using namespace oomlens;
+using oomlens::bench::peakRssMiB;
 
 namespace {
 
 const char* const stages[] = { "read", "decode", "analyze", "series", "diagnose" };
 // The stages before the app's first paint of the timeline (views/caseloader.h's TimelineFirst).
 constexpr size_t timelineStages = 4;
-
-double peakRssMiB()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 double cpuMs()
 {

@@ -11,6 +11,7 @@
 // bench/rankfilewriter.h. The S summaries are the R real ones written again under S rank numbers,
 // each naming a snapshot of its own (a hash of its own), one of them the rank that failed.
 #include "app/cli/summarize.h"
+#include "bench/processusage.h"
 #include "bench/rankfilewriter.h"
 #include "bench/synthetictrace.h"
 #include "core/job/jobjson.h"
@@ -25,8 +26,6 @@
 #include <QFileInfo>
 #include <QProcess>
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,24 +35,10 @@
 #include <vector>
 
 using namespace oomlens;
+using oomlens::bench::cpuSeconds;
+using oomlens::bench::peakRssMiB;
 
 namespace {
-
-double cpuSeconds()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto seconds
-        = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-double peakRssMiB()
-{
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
 
 QStringList filesIn(const QString& dir, const QString& pattern)
 {

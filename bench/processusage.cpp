@@ -1,0 +1,34 @@
+#include "bench/processusage.h"
+
+#include <sys/resource.h>
+
+namespace oomlens::bench {
+
+namespace {
+
+rusage selfUsage()
+{
+    rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage;
+}
+
+double seconds(const timeval& t)
+{
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
+} // namespace
+
+double cpuSeconds()
+{
+    const rusage usage = selfUsage();
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double peakRssMiB()
+{
+    return static_cast<double>(selfUsage().ru_maxrss) / 1024.0; // Linux reports KiB
+}
+
+} // namespace oomlens::bench
