@@ -119,8 +119,8 @@ LoadedJob loadJob(const QStringList& paths, const QStringList& rankFiles, const 
             const std::string file = rank.summaryFile.empty() || rank.file == rank.summaryFile
                 ? rank.file
                 : rank.file + " (summarized in " + rank.summaryFile + ")";
-            printErrorLine(
-                QStringLiteral("oomlens: %1: %2").arg(QString::fromStdString(file), QString::fromStdString(rank.error)));
+            printErrorLine(QStringLiteral("oomlens: %1: %2")
+                               .arg(QString::fromStdString(file), QString::fromStdString(rank.error)));
         }
     }
 
