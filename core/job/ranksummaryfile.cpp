@@ -182,6 +182,7 @@ ordered rankToJson(const RankSummary& rank)
     out["categories_at_oom"] = categoriesToJson(rank.categoriesAtOom);
     out["oom_time_us"] = orNull(rank.oomTimeUs);
     out["capacity_bytes"] = orNull(rank.capacityBytes);
+    out["rest_of_card_bytes"] = orNull(rank.restOfCardBytes); // outside PyTorch: the job's outlier note
     out["device_name"] = orNull(rank.deviceName);
     out["top_diagnosis"] = rank.topDiagnosisId ? ordered(diagnosisIdName(*rank.topDiagnosisId)) : ordered(nullptr);
     out["top_diagnosis_title"] = rank.topDiagnosisId ? ordered(rank.topDiagnosisTitle) : ordered(nullptr);
@@ -207,6 +208,7 @@ void readRank(const json& object, RankSummary& rank)
     readCategories(object, "categories_at_oom", rank.categoriesAtOom);
     rank.oomTimeUs = integerField(object, "oom_time_us");
     rank.capacityBytes = bytesField(object, "capacity_bytes");
+    rank.restOfCardBytes = bytesField(object, "rest_of_card_bytes");
     rank.deviceName = stringField(object, "device_name");
     if (const std::optional<std::string> id = stringField(object, "top_diagnosis")) {
         rank.topDiagnosisId = diagnosisIdFromName(*id);

@@ -43,6 +43,7 @@ SummarizedRank fullRank()
     rank.categoriesAtOom[static_cast<size_t>(Category::Activations)] = 51'000'000'000ULL;
     rank.oomTimeUs = 1'700'000'000'000'999LL;
     rank.capacityBytes = 80ULL << 30;
+    rank.restOfCardBytes = 2300ULL << 20;
     rank.deviceName = "NVIDIA H100 80GB HBM3 \"é\"";
     rank.topDiagnosisId = DiagnosisId::LongestBatch;
     rank.topDiagnosisTitle = "The longest batch did not fit";
@@ -93,6 +94,7 @@ private Q_SLOTS:
         QVERIFY(b.categoriesAtOom == a.categoriesAtOom);
         QCOMPARE(b.oomTimeUs, a.oomTimeUs);
         QCOMPARE(b.capacityBytes, a.capacityBytes);
+        QCOMPARE(b.restOfCardBytes, a.restOfCardBytes);
         QCOMPARE(b.deviceName, a.deviceName);
         QCOMPARE(b.topDiagnosisId, a.topDiagnosisId);
         QCOMPARE(b.topDiagnosisTitle, a.topDiagnosisTitle);
