@@ -123,7 +123,12 @@ MemoryPlan planParallel(const ModelSpec& given, const TrainingSetup& setup)
 
     const int pipeline = model.hasDimensions() ? std::min(p.pipeline, model.layers) : p.pipeline;
     const int microbatches = p.microbatchCap();
-    const int chunks = std::max(p.virtualStages, 1);
+    // A virtual stage holds at least one layer: more chunks than a stage has layers do not exist.
+    const int layersPerStage = model.hasDimensions() ? std::max(1, (model.layers + pipeline - 1) / pipeline) : 1;
+    const int chunks = std::clamp(p.virtualStages, 1, model.hasDimensions() ? layersPerStage : p.virtualStages);
+    if (chunks < p.virtualStages)
+        plan.notes.push_back("--vpp " + std::to_string(p.virtualStages) + " is more virtual stages than a stage's "
+            + std::to_string(layersPerStage) + " layers: counted as " + std::to_string(chunks) + ".");
     int first = 0;
     for (int stage = 0; stage < pipeline; ++stage) {
         StageMemory memory;
@@ -150,8 +155,8 @@ MemoryPlan planParallel(const ModelSpec& given, const TrainingSetup& setup)
             } else {
                 // Megatron's interleaved warm-up: (PP - k - 1)·2 + (VPP - 1)·PP forwards, and the
                 // one in progress, each a chunk of 1/VPP of the stage's layers.
-                memory.inFlight
-                    = std::min(2 * (pipeline - stage - 1) + (chunks - 1) * pipeline + 1, microbatches * chunks);
+                const int64_t warmUp = 2 * int64_t(pipeline - stage - 1) + int64_t(chunks - 1) * pipeline + 1;
+                memory.inFlight = int(std::min(warmUp, int64_t(microbatches) * chunks));
                 saved = layersBytes * static_cast<uint64_t>(memory.inFlight) / static_cast<uint64_t>(chunks);
                 memory.inFlightLayers = static_cast<double>(memory.layers) * memory.inFlight / chunks;
             }

@@ -1,5 +1,7 @@
 #include "parsers/pickle/jsonvaluereader.h"
 
+#include "parsers/text/textlines.h"
+
 #include <nlohmann/json.hpp>
 
 #include <vector>
@@ -41,6 +43,8 @@ public:
         // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 2: ".
         if (const auto colon = what.find(": "); colon != std::string::npos)
             what = what.substr(colon + 2);
+        // Its "last read: '…'" quotes the input's bytes, which may not be UTF-8: the error goes into JSON.
+        what = text::sanitizedUtf8(what);
         throw DecodeError(ErrorKind::Format, "not valid JSON at byte " + std::to_string(position) + ": " + what);
     }
 
