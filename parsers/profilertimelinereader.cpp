@@ -1,5 +1,7 @@
 #include "parsers/profilertimelinereader.h"
 
+#include "parsers/text/textlines.h"
+
 #include <nlohmann/json.hpp>
 
 #include <zlib.h>
@@ -367,10 +369,11 @@ ProfilerReadResult readProfilerFile(std::string_view bytes, const std::string& p
             return result;
         }
     } catch (const nlohmann::json::exception& error) {
-        result.error = std::string("the torch.profiler memory timeline is not valid JSON: ") + error.what();
+        // nlohmann quotes the last bytes it read, which may not be UTF-8: the error goes into JSON.
+        result.error = "the torch.profiler memory timeline is not valid JSON: " + text::sanitizedUtf8(error.what());
         return result;
     } catch (const std::exception& error) {
-        result.error = error.what();
+        result.error = text::sanitizedUtf8(error.what());
         return result;
     }
     for (auto& timeline : result.timelines) {

@@ -2,6 +2,7 @@
 
 #include "parsers/filemapping.h"
 #include "parsers/snapshotfiles.h"
+#include "parsers/text/textlines.h"
 
 #include <QDir>
 #include <QFile>
@@ -40,7 +41,7 @@ RankSummaryRead readRankSummaryFile(const std::string& path)
         result.summary = summarizedRankFromJson(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
         result.summary->rank.summaryFile = path;
     } catch (const std::exception& e) {
-        result.error = e.what();
+        result.error = text::sanitizedUtf8(e.what()); // a parse error quotes the file's bytes
     }
     return result;
 }
