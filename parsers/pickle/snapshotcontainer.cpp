@@ -228,7 +228,9 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
                 }
                 e += 4 + size;
             }
-            if (local + 30 > zip.size() || zip.substr(local, 4) != std::string_view("PK\x03\x04", 4))
+            // A ZIP64 offset is any 64-bit value: compare without adding to it.
+            if (local > zip.size() || zip.size() - local < 30
+                || zip.substr(local, 4) != std::string_view("PK\x03\x04", 4))
                 throw formatError("corrupt ZIP archive: bad local header for " + printableName(name));
             const uint64_t data = local + 30 + little(zip, local + 26, 2) + little(zip, local + 28, 2);
             if (data > zip.size() || compressed > zip.size() - data)
