@@ -140,19 +140,30 @@ ActivationEstimate estimateActivations(const ModelSpec& model, const TrainingSet
 uint64_t keptBlockBytes(
     const ModelSpec& model, const TrainingSetup& setup, const ActivationEstimate& estimate, int first, int count)
 {
-    uint64_t bytes = 0;
-    for (int layer = first; layer < first + count && layer < model.layers; ++layer) {
-        bool checkpointed = false;
-        if (setup.checkpointing == Checkpointing::Full)
-            checkpointed = true;
-        else if (setup.checkpointing == Checkpointing::EveryK)
-            checkpointed = setup.checkpointEvery <= 1 || layer % setup.checkpointEvery == 0;
-        if (checkpointed)
-            bytes += estimate.layerInputBytes;
-        else
-            bytes += model.moeLayer(layer) ? estimate.perMoeLayerBytes : estimate.perDenseLayerBytes;
-    }
-    return bytes;
+    // Counted, not walked: the ladder plans a model many times, and a config may claim any number
+    // of layers.
+    const int64_t begin = std::max(first, 0);
+    const int64_t end = std::min<int64_t>(int64_t(first) + count, model.layers);
+    if (end <= begin)
+        return 0;
+    // Checkpointed blocks in [a, b): all under Full (or every:1), blocks 0, K, 2K, ... under EveryK.
+    const auto checkpointedIn = [&](int64_t a, int64_t b) -> int64_t {
+        if (b <= a)
+            return 0;
+        if (setup.checkpointing == Checkpointing::Full
+            || (setup.checkpointing == Checkpointing::EveryK && setup.checkpointEvery <= 1))
+            return b - a;
+        if (setup.checkpointing != Checkpointing::EveryK)
+            return 0;
+        const int64_t k = setup.checkpointEvery;
+        return (b + k - 1) / k - (a + k - 1) / k;
+    };
+    const int64_t moeBegin = model.moe() ? std::clamp<int64_t>(model.denseLayers, begin, end) : end;
+    const int64_t checkpointed = checkpointedIn(begin, end);
+    const int64_t keptMoe = (end - moeBegin) - checkpointedIn(moeBegin, end);
+    const int64_t keptDense = (end - begin) - checkpointed - keptMoe;
+    return uint64_t(checkpointed) * estimate.layerInputBytes + uint64_t(keptMoe) * estimate.perMoeLayerBytes
+        + uint64_t(keptDense) * estimate.perDenseLayerBytes;
 }
 
 } // namespace oomlens::planner
