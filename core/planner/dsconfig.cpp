@@ -6,8 +6,16 @@ nlohmann::ordered_json deepSpeedConfig(const TrainingSetup& setup)
 {
     using Json = nlohmann::ordered_json;
     Json config;
-    config["train_batch_size"] = setup.microBatch * setup.gradientAccumulation
-        * setup.parallel.dataParallel(setup.totalGpus()); // the data-parallel replicas
+    // The data-parallel replicas' batch. Each factor may be up to 2^30 (the flags' bound): past
+    // 64 bits the figure is written as a floating-point number rather than wrapped.
+    const int64_t replicas = setup.parallel.dataParallel(setup.totalGpus());
+    int64_t trainBatch = 0;
+    if (__builtin_mul_overflow(int64_t(setup.microBatch), int64_t(setup.gradientAccumulation), &trainBatch)
+        || __builtin_mul_overflow(trainBatch, replicas, &trainBatch))
+        config["train_batch_size"]
+            = static_cast<double>(setup.microBatch) * setup.gradientAccumulation * static_cast<double>(replicas);
+    else
+        config["train_batch_size"] = trainBatch;
     config["train_micro_batch_size_per_gpu"] = setup.microBatch;
     config["gradient_accumulation_steps"] = setup.gradientAccumulation;
     config["gradient_clipping"] = 1.0;
