@@ -2,9 +2,10 @@
 // side with CPython's pickle.load of it: the built `oomlens` run as a shell runs it (diagnose, its
 // --json, report, compare, plan with --snapshot, a job of rank files), and the app's open
 // (bench_open --child-app: views/caseloader.h's CaseLoader::load up to the complete case, what the
-// window shows). Each path is its own child process, timed from spawn to exit with wait4(), so the
-// wall time includes starting the process and the peak RSS is the path's own; the runs are
-// interleaved (path 1..N, then again) so a noisy neighbour hits every path alike.
+// window shows), and the MCP server's diagnose (`oomlens mcp` given the handshake and one
+// tools/call of diagnose on its standard input: an agent's first question about the file). Each path is its own child
+// process, timed from spawn to exit with wait4(), so the wall time includes starting the process and the peak RSS is
+// the path's own; the runs are interleaved (path 1..N, then again) so a noisy neighbour hits every path alike.
 //
 //   bench_paths FILE [--runs N] [--oomlens PATH] [--bench-open PATH] [--job DIR] [--compare-with FILE]
 //               [--python PATH] [--skip-python] [--only NAME,NAME]
@@ -44,9 +45,9 @@ struct Outcome
     std::string output; // stdout, when asked for
 };
 
-// Runs argv with stdin from /dev/null and stdout to `capture` (a file) or /dev/null; stderr is kept
-// in a file and printed when the run fails.
-Outcome run(const std::vector<std::string>& argv, const std::string& capture = {})
+// Runs argv with stdin from `input` (a file; /dev/null when empty) and stdout to `capture` (a file) or
+// /dev/null; stderr is kept in a file and printed when the run fails.
+Outcome run(const std::vector<std::string>& argv, const std::string& capture = {}, const std::string& input = {})
 {
     Outcome outcome;
     std::vector<char*> args;
@@ -56,7 +57,7 @@ Outcome run(const std::vector<std::string>& argv, const std::string& capture = {
     const std::string errPath = "/tmp/bench_paths_stderr." + std::to_string(getpid());
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 0, input.empty() ? "/dev/null" : input.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(
         &actions, 1, capture.empty() ? "/dev/null" : capture.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -143,7 +144,31 @@ struct Path
     std::string what; // the command line, as the table prints it
     std::vector<std::string> argv;
     std::vector<Outcome> runs;
+    std::string input = {}; // the file on its standard input, if any
 };
+
+// What an agent's first question about FILE sends `oomlens mcp` (app/mcp/): the MCP handshake, then
+// one tools/call of diagnose. At the end of its input the server answers and exits, so the run is
+// the server's start, the read, decode and diagnosis, the answer and its exit.
+std::string writeMcpSession(const std::string& file, const std::string& path)
+{
+    std::string quoted;
+    for (const char c : file) {
+        if (c == '"' || c == '\\')
+            quoted += '\\';
+        quoted += c;
+    }
+    std::ofstream out(path);
+    out << R"({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", )"
+        << R"("capabilities": {}, "clientInfo": {"name": "bench_paths"}}})"
+        << "\n"
+        << R"({"jsonrpc": "2.0", "method": "notifications/initialized"})"
+        << "\n"
+        << R"({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diagnose", "arguments": )"
+        << R"({"inputs": [")" << quoted << R"("]}}})"
+        << "\n";
+    return path;
+}
 
 } // namespace
 
@@ -200,6 +225,9 @@ int main(int argc, char** argv)
     };
     if (!job.empty())
         paths.push_back({ "job", "oomlens diagnose JOB_DIR", { oomlens, "diagnose", job }, {} });
+    const std::string mcpSession = writeMcpSession(file, "/tmp/bench_paths_mcp." + std::to_string(getpid()) + ".jsonl");
+    paths.push_back(
+        { "mcp-diagnose", "oomlens mcp < initialize, tools/call diagnose FILE", { oomlens, "mcp" }, {}, mcpSession });
     if (access(benchOpen.c_str(), X_OK) == 0)
         paths.push_back(
             { "app-open", "bench_open --child-app FILE (CaseLoader::load)", { benchOpen, "--child-app", file }, {} });
@@ -219,13 +247,25 @@ int main(int argc, char** argv)
 
     for (int r = 0; r < runs; ++r) {
         for (Path& path : paths) {
-            Outcome outcome = run(path.argv);
+            const std::string answers = path.input.empty() ? std::string() : path.input + ".out";
+            Outcome outcome = run(path.argv, answers, path.input);
             if (!outcome.ok)
                 return 1;
+            if (!answers.empty()) {
+                std::remove(answers.c_str());
+                // A file the server could not read is a tool error in an answer, not an exit status.
+                if (outcome.output.find("\"isError\":false") == std::string::npos) {
+                    std::fprintf(
+                        stderr, "%s: no successful answer: %.400s\n", path.name.c_str(), outcome.output.c_str());
+                    return 1;
+                }
+                outcome.output.clear();
+            }
             path.runs.push_back(outcome);
         }
     }
     std::remove(report.c_str());
+    std::remove(mcpSession.c_str());
 
     double pickleMs = 0;
     double pickleRss = 0;
@@ -238,6 +278,8 @@ int main(int argc, char** argv)
         }
     }
 
+    std::string markdown; // the README's rows, printed last
+    const std::string loadBefore = loadAverage();
     std::printf("%-14s %-52s %10s %10s %10s %10s %10s %8s %10s\n", "path", "command", "best ms", "median ms", "CPU ms",
         "RSS MiB", "max RSS", "budget", "vs pickle");
     double textMedian = 0;
@@ -268,6 +310,20 @@ int main(int argc, char** argv)
         std::printf("%-14s %-52s %10.0f %10.0f %10.0f %10.1f %10.1f %8s %10s\n", path.name.c_str(), path.what.c_str(),
             *std::min_element(wall.begin(), wall.end()), med, median(cpu), rss, rssMax,
             path.name == "job" ? "-" : (rss <= pathBudget ? "within" : "OVER"), versus);
+        char row[512];
+        char rssCell[64];
+        if (path.name == "job")
+            std::snprintf(rssCell, sizeof rssCell, "%.0f", rss);
+        else
+            std::snprintf(rssCell, sizeof rssCell, "%.0f (%.0f)%s", rss, pathBudget, rss <= pathBudget ? "" : " over");
+        std::snprintf(row, sizeof row, "| %s | %s | %.0f / %.0f | %.0f | %s | %s |\n",
+            markdown.empty()
+                ? (std::string(file.substr(file.rfind('/') + 1)) + ", " + std::to_string(int(size + 0.5)) + " MiB, "
+                    + std::to_string(int64_t(events)) + " events, load " + loadBefore.substr(0, loadBefore.find(' ')))
+                      .c_str()
+                : "",
+            path.what.c_str(), *std::min_element(wall.begin(), wall.end()), med, median(cpu), rssCell, versus);
+        markdown += row;
     }
     if (pickleMs > 0)
         std::printf("%-14s %-52s %10.0f %10s %10s %10.1f\n", "pickle.load", "python3: pickle.load(f)", pickleMs, "", "",
@@ -283,5 +339,12 @@ int main(int argc, char** argv)
     if (textMedian > 0 && appMedian > 0)
         std::printf("diagnose / app open: %.2fx (target 1.5x)\n", textMedian / appMedian);
     std::printf("load average after: %s\n", loadAverage().c_str());
+    // bench/README.md's table is these rows, pasted: file, path, wall best / median ms, CPU ms
+    // (median), peak RSS MiB (median; budget), pickle.load's wall time over the path's.
+    std::printf("\nREADME rows (file | path | wall best / median ms | CPU ms | peak RSS MiB (budget) | pickle.load / "
+                "path):\n%s",
+        markdown.c_str());
+    if (pickleMs > 0)
+        std::printf("| | `pickle.load` | %.0f | | %.0f | |\n", pickleMs, pickleRss);
     return 0;
 }
