@@ -5,12 +5,6 @@
 #include <mutex>
 #include <thread>
 
-#if defined(__linux__)
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 namespace oomlens {
 
 namespace {
@@ -40,6 +34,20 @@ public:
         m_wake.notify_all();
     }
 
+    void releaseQueued()
+    {
+        std::unique_lock lock(m_mutex);
+        while (!m_queue.empty()) {
+            std::shared_ptr<void> owner = std::move(m_queue.front());
+            m_queue.pop_front();
+            lock.unlock();
+            owner.reset();
+            lock.lock();
+        }
+        if (!m_busy)
+            m_idle.notify_all();
+    }
+
     void wait()
     {
         std::unique_lock lock(m_mutex);
@@ -49,11 +57,11 @@ public:
 private:
     void run()
     {
-#if defined(__linux__)
-        // Releasing is never urgent: where both cores are busy (the analysis and the thread
-        // faulting its pages in, the timeline and the diagnosis) it waits for a free moment.
-        setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-#endif
+        // At the process's own priority. At nice 19 the thread got no CPU for seconds on a
+        // loaded machine (other processes' builds at nice 0), and the memory it was handed stayed
+        // resident through the analysis that followed: the peak grew by the file's size. The
+        // munmap it runs also holds the process's mmap lock, which the other threads' page
+        // faults wait for; a thread that holds it must not be starved.
         std::unique_lock lock(m_mutex);
         for (;;) {
             m_wake.wait(lock, [this] { return m_stop || !m_queue.empty(); });
@@ -97,6 +105,11 @@ void releaseInBackground(std::shared_ptr<void> owner)
 void waitForBackgroundReleases()
 {
     releaser().wait();
+}
+
+void finishQueuedReleasesHere()
+{
+    releaser().releaseQueued();
 }
 
 } // namespace oomlens

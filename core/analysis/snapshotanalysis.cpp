@@ -8,6 +8,7 @@
 #include "core/analysis/reconstruction.h"
 #include "core/analysis/series.h"
 #include "core/analysis/stackfeatures.h"
+#include "core/backgroundrelease.h"
 #include "core/pageprefaulter.h"
 
 #include <algorithm>
@@ -145,6 +146,8 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
     result.snapshot = snapshot;
     if (!snapshot || !snapshot->frames || !snapshot->strings)
         return result;
+    // The file's mapping and the decoder's tables go back before the analysis takes its memory.
+    finishQueuedReleasesHere();
 
     // A copy per analysis: matching caches per frame of this snapshot.
     std::optional<CategoryRules> rules;

@@ -2,6 +2,7 @@
 
 #include <QTest>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -73,6 +74,26 @@ private Q_SLOTS:
         kept.reset(); // the last reference: released here, on this thread
         QCOMPARE(log.order, std::vector<int> { 4 });
         QCOMPARE(log.threads.front(), std::this_thread::get_id());
+    }
+
+    void queuedReleasesAreTakenByACallerThatNeedsTheMemory()
+    {
+        // The background thread is busy with a slow release, or not scheduled at all: the caller
+        // takes what is queued, so that when the call returns at most the one release the thread
+        // is in the middle of is still to come.
+        Log log;
+        releaseInBackground(log.owner(1, std::chrono::milliseconds(300)));
+        releaseInBackground(log.owner(2));
+        releaseInBackground(log.owner(3));
+        finishQueuedReleasesHere();
+        {
+            std::lock_guard lock(log.mutex);
+            QVERIFY2(log.order.size() >= 2, "more than one release still to come");
+            QVERIFY(std::find(log.threads.begin(), log.threads.end(), std::this_thread::get_id()) != log.threads.end());
+        }
+        waitForBackgroundReleases();
+        QCOMPARE(log.order.size(), size_t(3));
+        finishQueuedReleasesHere(); // nothing queued: returns at once
     }
 
     void nothingToReleaseIsHarmless()
