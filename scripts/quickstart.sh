@@ -3,8 +3,9 @@
 #   scripts/quickstart.sh app    install what is missing, build, open the bundled example case
 #                                (without a display: print its diagnosis and write its report)
 #   scripts/quickstart.sh test   install what is missing, build, run the whole test suite, then
-#                                the sanitizer suites (ASan + UBSan, no GUI), short fuzzing runs of
-#                                every libFuzzer target and the format check
+#                                the sanitizer suites (ASan + UBSan: core, parsers and CLI, then the
+#                                GUI suites offscreen), short fuzzing runs of every libFuzzer target
+#                                and the format check
 # With CI=true (set by .ci/run) warnings are errors in the main build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,6 +69,15 @@ test)
         ctest --preset asan-ci || failed+=("sanitizer tests")
     else
         failed+=("sanitizer build")
+    fi
+    # The GUI suites (tests/views, offscreen) under ASan + UBSan and LeakSanitizer: only the views,
+    # their suites and the binary (the core and parser objects come from the cache of the build
+    # above). About 8 more minutes on 2 cores (bench/README.md, "The GUI under AddressSanitizer").
+    echo "Sanitizer build of the GUI suites (preset asan-gui)"
+    if cmake --preset asan-gui >/dev/null && cmake --build --preset asan-gui --parallel "$(nproc)"; then
+        ctest --preset asan-gui || failed+=("GUI sanitizer tests")
+    else
+        failed+=("GUI sanitizer build")
     fi
     # Short libFuzzer runs of every target from the committed seeds (fuzz/README.md,
     # scripts/run-fuzzers.sh; OOMLENS_FUZZ_SECONDS per target, default 30).
