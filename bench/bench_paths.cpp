@@ -242,8 +242,9 @@ int main(int argc, char** argv)
     const double budget = size + events * 100.0 / (1024.0 * 1024.0);
     std::printf("file: %s (%.1f MiB, %.0f trace events), budget %.1f MiB (file + 100 B/event)\n", file.c_str(), size,
         events, budget);
+    const std::string loadBefore = loadAverage();
     std::printf("oomlens: %s, %d runs per path, interleaved; load average before: %s\n", oomlens.c_str(), runs,
-        loadAverage().c_str());
+        loadBefore.c_str());
 
     for (int r = 0; r < runs; ++r) {
         for (Path& path : paths) {
@@ -279,7 +280,6 @@ int main(int argc, char** argv)
     }
 
     std::string markdown; // the README's rows, printed last
-    const std::string loadBefore = loadAverage();
     std::printf("%-14s %-52s %10s %10s %10s %10s %10s %8s %10s\n", "path", "command", "best ms", "median ms", "CPU ms",
         "RSS MiB", "max RSS", "budget", "vs pickle");
     double textMedian = 0;
