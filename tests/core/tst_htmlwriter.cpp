@@ -1,7 +1,13 @@
 #include "core/report/chartframe.h"
 #include "core/report/htmlwriter.h"
+#include "core/report/svgwriter.h"
 
 #include <QTest>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
 
 using namespace oomlens::report;
 
@@ -58,6 +64,42 @@ private slots:
         html.raw("<p>");
         QCOMPARE(html.finish(), std::string("<p>"));
         QCOMPARE(html.finish(), std::string());
+    }
+
+    // Coordinates are written to one decimal exactly as printf's "%.0f"/"%.1f" of the value rounded
+    // to tenths would write them (the reports' bytes do not depend on how).
+    void svgNumbersAsPrintfWritesThem()
+    {
+        const auto reference = [](double value) {
+            if (!std::isfinite(value))
+                value = 0;
+            const double rounded = std::round(value * 10.0) / 10.0;
+            char buffer[64];
+            std::snprintf(buffer, sizeof buffer, rounded == std::floor(rounded) ? "%.0f" : "%.1f", rounded);
+            return std::string(buffer);
+        };
+        const auto written = [](double value) {
+            SvgWriter svg(1, 1, {}, {});
+            svg.line(value, 0, 0, 0, {});
+            const std::string markup = svg.finish();
+            const size_t begin = markup.find("x1=\"") + 4;
+            return markup.substr(begin, markup.find('"', begin) - begin);
+        };
+        std::vector<double> values = { 0, -0.0, 0.04, -0.04, 0.05, -0.05, 0.25, 12.25, -7.96, 944, 71.95, 1e14, -1e14,
+            3e17, -3e17, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity() };
+        std::mt19937_64 random(27);
+        std::uniform_real_distribution<double> coordinate(-2000, 2000);
+        for (int i = 0; i < 100000; ++i)
+            values.push_back(coordinate(random));
+        for (int i = -20000; i <= 20000; ++i)
+            values.push_back(i / 100.0);
+        for (const double value : values) {
+            if (written(value) != reference(value))
+                QFAIL(qPrintable(QStringLiteral("%1: %2, printf %3")
+                                     .arg(value, 0, 'g', 17)
+                                     .arg(QString::fromStdString(written(value)))
+                                     .arg(QString::fromStdString(reference(value)))));
+        }
     }
 
     void byteAxisNeverClipsTheTop()
