@@ -1,11 +1,11 @@
 #include "core/report/reportbuilder.h"
 
 #include "core/analysis/allocatorstate.h"
+#include "core/analysis/userframe.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/cardtimeline.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
-#include "core/presentation/userframe.h"
 #include "core/report/charts.h"
 #include "core/report/htmlescape.h"
 #include "core/units.h"
@@ -122,14 +122,15 @@ std::string cardMarkup(const CardReconciliation& card)
         out += "<div class=\"figure\">\n<div class=\"cardbar\" style=\"display: flex; height: 22px; border: 1px "
                "solid var(--border); border-radius: 3px; overflow: hidden\">";
         for (const CardBand& band : card.bands) {
-            out += "<span data-band=\"" + band.key + "\" title=\"";
+            out += "<span data-band=\"" + std::string(cardBandName(band.kind)) + "\" title=\"";
             appendEscaped(out, band.label + ": " + formatBytes(band.bytes));
-            out += "\" style=\"width: " + percentWidth(band.bytes, total) + "%; background: " + bandColor(band.key)
-                + "\"></span>";
+            out += "\" style=\"width: " + percentWidth(band.bytes, total)
+                + "%; background: " + bandColor(cardBandName(band.kind)) + "\"></span>";
         }
         out += "</div>\n<div class=\"legend\">";
         for (const CardBand& band : card.bands) {
-            out += "<span><span class=\"swatch\" style=\"background: " + bandColor(band.key) + "\"></span>";
+            out += "<span><span class=\"swatch\" style=\"background: " + bandColor(cardBandName(band.kind))
+                + "\"></span>";
             appendEscaped(out, band.label + " " + formatBytes(band.bytes));
             out += "</span> ";
         }
