@@ -1,5 +1,6 @@
 #include "core/jsonexport.h"
 
+#include "core/presentation/allocationannotationsjson.h"
 #include "core/presentation/cardreconciliationjson.h"
 #include "core/presentation/compiledregionsjson.h"
 #include "core/presentation/pendingfreesjson.h"
@@ -258,6 +259,7 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);
     document["pending_frees"] = pendingFreesToJson(analysis);
     document["profiler_timelines"] = profilerTimelinesToJson(input, analysis);
+    document["allocation_annotations"] = allocationAnnotationsToJson(analysis);
     return document;
 }
 
