@@ -7,6 +7,7 @@
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
 #include "core/profilertimelinejson.h"
+#include "core/snapshotbackend.h"
 
 #include <algorithm>
 
@@ -143,7 +144,7 @@ json memorySummaryToJson(const MemorySummary& summary)
         { "abbreviated", summary.abbreviated }, { "truncated", summary.truncated } };
 }
 
-json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom)
+json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom, SnapshotBackend backend)
 {
     const Snapshot& snapshot = *analysis.snapshot;
     const int32_t device = analysis.primaryDevice;
@@ -181,7 +182,7 @@ json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* he
         { "capacity_bytes", headroom ? optionalToJson(headroom->capacityBytes) : json(nullptr) },
         { "headroom_bytes", headroom ? optionalToJson(headroom->headroomBytes) : json(nullptr) },
         { "rules_error", analysis.rulesError.empty() ? json(nullptr) : json(analysis.rulesError) },
-        { "warnings", snapshot.warnings } };
+        { "warnings", snapshot.warnings }, { "backend", snapshotBackendName(backend) } };
 }
 
 json diagnosisToJson(const Diagnosis& diagnosis)
@@ -242,7 +243,10 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
             if (candidate.snapshotIndex == static_cast<int>(i))
                 headroom = &candidate;
         }
-        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom));
+        const SnapshotBackend backend = analysis.snapshots[i].snapshot
+            ? snapshotBackend(*analysis.snapshots[i].snapshot, input.text.oomMessages)
+            : SnapshotBackend::Cuda;
+        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom, backend));
     }
     json diagnoses = json::array();
     for (const auto& diagnosis : analysis.diagnoses)

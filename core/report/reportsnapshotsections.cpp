@@ -237,8 +237,14 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
             path = input.path;
     }
     std::string heading = "Snapshot " + (path.empty() ? std::to_string(index + 1) : path);
+    // A snapshot another backend wrote in CUDA's format is named as such ("· Intel XPU device 0").
+    const SnapshotBackend backend = snapshotBackend(*analysis.snapshot, m_case.text.oomMessages);
+    const std::string backendWords
+        = backend == SnapshotBackend::Cuda ? std::string() : std::string(snapshotBackendLabel(backend)) + " ";
     if (device)
-        heading += " · device " + std::to_string(device->device);
+        heading += " · " + backendWords + "device " + std::to_string(device->device);
+    else if (!backendWords.empty())
+        heading += " · " + std::string(snapshotBackendLabel(backend));
     element("h3", heading);
     raw("\n");
     if (!device) {
@@ -255,7 +261,8 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         facts += "; this section shows device " + std::to_string(device->device) + ". ";
     }
     const DeviceTrace* trace = analysis.snapshot->trace(device->device);
-    const TraceHistory history = traceHistory(*analysis.snapshot, *device);
+    TraceHistory history = traceHistory(*analysis.snapshot, *device);
+    history.backend = backend;
     if (history.segmentsOnly()) {
         // Without allocations in the trace the only moment is the dump: no peak to speak of.
         facts += groupedNumber(static_cast<int64_t>(history.traceEvents)) + " trace events (no allocation), "
@@ -285,7 +292,7 @@ void ReportBuilder::writeSnapshot(size_t index, const SnapshotAnalysis& analysis
         if (captureAdviceReason().empty()) {
             element("p", historyAdvice(history), "note");
             raw("\n<pre><code>");
-            text(historyRecordingSnippet());
+            text(historyRecordingSnippet(backend));
             raw("</code></pre>\n");
         } else {
             // The capture section below has the recipe; one copy of it is enough.

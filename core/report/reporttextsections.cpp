@@ -2,6 +2,7 @@
 
 #include "core/presentation/explain.h"
 #include "core/presentation/messagenumbers.h"
+#include "core/snapshotbackend.h"
 #include "core/units.h"
 
 #include <array>
@@ -177,23 +178,27 @@ void ReportBuilder::writeCaptureAdvice()
         return;
     beginSection("capture", "How to capture a better snapshot");
     element("p", reason);
+    // In the words of the backend the case's snapshot came from: an XPU run records with torch.xpu.
+    SnapshotBackend backend = SnapshotBackend::Cuda;
+    for (size_t i = 0; i < m_case.snapshots.size() && backend == SnapshotBackend::Cuda; ++i)
+        backend = snapshotBackendOf(m_case, i);
+    const std::string memory(snapshotMemoryModule(backend));
+    const std::string device = memory.substr(0, memory.rfind('.')); // torch.xpu.memory -> torch.xpu
+    const std::string error
+        = backend == SnapshotBackend::Cuda ? "torch.cuda.OutOfMemoryError" : "torch.OutOfMemoryError";
     raw("\n<pre><code>");
-    text("import torch\n\n"
-         "# Start before the model and optimizer are built, so parameters and optimizer state get stacks too.\n"
-         "torch.cuda.memory._record_memory_history(max_entries=100000)\n\n"
-         "try:\n"
-         "    train()  # your training loop\n"
-         "except torch.cuda.OutOfMemoryError:\n"
-         "    torch.cuda.memory._dump_snapshot(\"oom_snapshot.pickle\")\n"
-         "    raise\n"
-         "finally:\n"
-         "    torch.cuda.memory._record_memory_history(enabled=None)  # stop recording\n");
+    text(std::string(backend == SnapshotBackend::Npu ? "import torch\nimport torch_npu\n\n" : "import torch\n\n")
+        + "# Start before the model and optimizer are built, so parameters and optimizer state get stacks too.\n"
+        + memory + "._record_memory_history(max_entries=100000)\n\n" + "try:\n" + "    train()  # your training loop\n"
+        + "except " + error + ":\n" + "    " + memory + "._dump_snapshot(\"oom_snapshot.pickle\")\n" + "    raise\n"
+        + "finally:\n" + "    " + memory + "._record_memory_history(enabled=None)  # stop recording\n");
     raw("</code></pre>\n");
     element("p",
         "max_entries bounds the ring buffer: each entry costs a few hundred bytes of host memory, so 100000 is "
         "cheap; raise it when the report says the trace was truncated. With several GPUs, dump one file per "
         "rank (for example oom_snapshot_rank0.pickle) and open the failing rank's file here together with its "
-        "log and the output of print(torch.cuda.memory_summary()).",
+        "log and the output of print("
+            + device + ".memory_summary()).",
         "note");
     endSection();
 }

@@ -209,6 +209,57 @@ def annotated_era():
     }
 
 
+def npu_segments():
+    """Ascend NPU (torch_npu.npu.memory._snapshot, history never recorded): CUDA's segment format,
+    the blocks' frames in torch_npu's Python package, which patches Module.to."""
+    base = 0x12C000000000
+    npu_to = [frame("to", "/usr/local/python3.10/lib/python3.10/site-packages/torch_npu/utils/_module.py", 120),
+              TRAIN]
+    return {
+        "segments": [
+            {"device": 0, "address": base, "total_size": 20 * MiB, "allocated_size": 16 * MiB,
+             "active_size": 16 * MiB, "requested_size": 16 * MiB, "stream": 0, "segment_type": "large",
+             "frames": npu_to,
+             "blocks": [
+                 {"address": base, "size": 16 * MiB, "requested_size": 16 * MiB, "state": "active_allocated",
+                  "frames": npu_to},
+                 {"address": base + 16 * MiB, "size": 4 * MiB, "requested_size": 0, "state": "inactive",
+                  "frames": []},
+             ]},
+        ],
+        "device_traces": [[]],
+    }
+
+
+def xpu_traces():
+    """Intel XPU (torch.xpu.memory._snapshot, stacks="all"): the C++ frames name XPU's caching
+    allocator; the stream is the SYCL queue's pointer."""
+    base = 0xFF0000000000
+    queue = 0x55D1C0FFEE00
+    xpu_alloc = frame("c10::xpu::XPUCachingAllocator::NativeCachingAllocator::malloc(signed char, unsigned long)",
+                      "??", 0)
+    stack = [xpu_alloc, FORWARD, TRAIN]
+    return {
+        "segments": [
+            {"device": 0, "address": base, "total_size": 8 * MiB, "allocated_size": 4 * MiB,
+             "active_size": 4 * MiB, "requested_size": 4 * MiB, "stream": queue, "segment_type": "large",
+             "frames": stack,
+             "blocks": [
+                 {"address": base, "size": 4 * MiB, "requested_size": 4 * MiB, "state": "active_allocated",
+                  "frames": stack},
+                 {"address": base + 4 * MiB, "size": 4 * MiB, "requested_size": 0, "state": "inactive",
+                  "frames": []},
+             ]},
+        ],
+        "device_traces": [[
+            {"action": "segment_alloc", "addr": base, "size": 8 * MiB, "stream": queue,
+             "time_us": 1780000000000000, "frames": stack},
+            {"action": "alloc", "addr": base, "size": 4 * MiB, "stream": queue, "time_us": 1780000000000010,
+             "frames": stack},
+        ]],
+    }
+
+
 def write(name, data):
     with open(os.path.join(HERE, name), "wb") as f:
         f.write(data)
@@ -249,6 +300,8 @@ def main():
     write("newest.json", json.dumps(newest, indent=1).encode("utf-8"))
     write("newest_memory_viz.html", memory_viz_html(buffer))
     write("annotated_tensors.pickle", pickle.dumps(annotated_era(), protocol=4))
+    write("npu_segments.pickle", pickle.dumps(npu_segments(), protocol=4))
+    write("xpu_traces.pickle", pickle.dumps(xpu_traces(), protocol=4))
 
 
 if __name__ == "__main__":
