@@ -117,6 +117,8 @@ json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore)
         { "notes", message.notes } };
     if (message.otherAllocationsBytes)
         result["other_allocations_bytes"] = *message.otherAllocationsBytes;
+    // The rank whose "[rankN]:" lines printed it; null without a launcher prefix.
+    result["rank"] = optionalToJson(message.rank);
     // Added after the first contract (keys are only ever added): what newer templates and logs carry.
     result["platform_limit_bytes"] = optionalToJson(message.platformLimitBytes);
     result["xla_buffers"] = message.xlaBuffers ? xlaBuffersToJson(*message.xlaBuffers) : json(nullptr);
@@ -264,6 +266,8 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["pending_frees"] = pendingFreesToJson(analysis);
     document["profiler_timelines"] = profilerTimelinesToJson(input, analysis);
     document["allocation_annotations"] = allocationAnnotationsToJson(analysis);
+    // Ranks whose own "[rankN]:" lines hold an OOM message, the failing rank first.
+    document["failed_ranks"] = input.text.failedRanks;
     return document;
 }
 
