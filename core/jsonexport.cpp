@@ -1,11 +1,13 @@
 #include "core/jsonexport.h"
 
+#include "core/presentation/allocationannotationsjson.h"
 #include "core/presentation/cardreconciliationjson.h"
 #include "core/presentation/compiledregionsjson.h"
 #include "core/presentation/pendingfreesjson.h"
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
 #include "core/profilertimelinejson.h"
+#include "core/snapshotbackend.h"
 
 #include <algorithm>
 
@@ -69,7 +71,7 @@ json xlaBuffersToJson(const XlaBufferStats& stats)
 // A kill of the host process for lack of RAM (the kernel's or a cgroup's OOM killer, exit 137).
 json hostKillToJson(const HostMemoryKill& kill)
 {
-    return { { "kind", kill.kind }, { "line", kill.line }, { "pid", optionalToJson(kill.pid) },
+    return { { "kind", hostKillKindName(kill.kind) }, { "line", kill.line }, { "pid", optionalToJson(kill.pid) },
         { "process", kill.process }, { "resident_bytes", optionalToJson(kill.residentBytes) },
         { "limit_bytes", optionalToJson(kill.limitBytes) }, { "source_line", kill.sourceLine } };
 }
@@ -115,6 +117,8 @@ json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore)
         { "notes", message.notes } };
     if (message.otherAllocationsBytes)
         result["other_allocations_bytes"] = *message.otherAllocationsBytes;
+    // The rank whose "[rankN]:" lines printed it; null without a launcher prefix.
+    result["rank"] = optionalToJson(message.rank);
     // Added after the first contract (keys are only ever added): what newer templates and logs carry.
     result["platform_limit_bytes"] = optionalToJson(message.platformLimitBytes);
     result["xla_buffers"] = message.xlaBuffers ? xlaBuffersToJson(*message.xlaBuffers) : json(nullptr);
@@ -142,7 +146,7 @@ json memorySummaryToJson(const MemorySummary& summary)
         { "abbreviated", summary.abbreviated }, { "truncated", summary.truncated } };
 }
 
-json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom)
+json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom, SnapshotBackend backend)
 {
     const Snapshot& snapshot = *analysis.snapshot;
     const int32_t device = analysis.primaryDevice;
@@ -180,7 +184,7 @@ json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* he
         { "capacity_bytes", headroom ? optionalToJson(headroom->capacityBytes) : json(nullptr) },
         { "headroom_bytes", headroom ? optionalToJson(headroom->headroomBytes) : json(nullptr) },
         { "rules_error", analysis.rulesError.empty() ? json(nullptr) : json(analysis.rulesError) },
-        { "warnings", snapshot.warnings } };
+        { "warnings", snapshot.warnings }, { "backend", snapshotBackendName(backend) } };
 }
 
 json diagnosisToJson(const Diagnosis& diagnosis)
@@ -197,7 +201,7 @@ json diagnosisToJson(const Diagnosis& diagnosis)
     }
     json fixes = json::array();
     for (const auto& fix : diagnosis.fixes) {
-        fixes.push_back({ { "id", fix.id }, { "title", fix.title }, { "detail", fix.detail },
+        fixes.push_back({ { "id", fixId(fix.kind) }, { "title", fix.title }, { "detail", fix.detail },
             { "snippet", fix.snippet }, { "projected_saving_bytes", optionalToJson(fix.projectedSavingBytes) },
             { "fits_after", optionalToJson(fix.fitsAfter) }, { "changes_experiment", fix.changesExperiment } });
     }
@@ -241,7 +245,10 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
             if (candidate.snapshotIndex == static_cast<int>(i))
                 headroom = &candidate;
         }
-        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom));
+        const SnapshotBackend backend = analysis.snapshots[i].snapshot
+            ? snapshotBackend(*analysis.snapshots[i].snapshot, input.text.oomMessages)
+            : SnapshotBackend::Cuda;
+        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom, backend));
     }
     json diagnoses = json::array();
     for (const auto& diagnosis : analysis.diagnoses)
@@ -258,6 +265,9 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);
     document["pending_frees"] = pendingFreesToJson(analysis);
     document["profiler_timelines"] = profilerTimelinesToJson(input, analysis);
+    document["allocation_annotations"] = allocationAnnotationsToJson(analysis);
+    // Ranks whose own "[rankN]:" lines hold an OOM message, the failing rank first.
+    document["failed_ranks"] = input.text.failedRanks;
     return document;
 }
 

@@ -1,5 +1,5 @@
+#include "core/analysis/userframe.h"
 #include "core/presentation/labels.h"
-#include "core/presentation/userframe.h"
 #include "core/report/reportsections.h"
 #include "core/units.h"
 
@@ -38,7 +38,7 @@ std::vector<const Allocation*> largestLiveAt(const DeviceAnalysis& device, int64
     return live;
 }
 
-// "forward (model.py:42)": the frame a reader recognises (presentation/userframe.h).
+// "forward (model.py:42)": the frame a reader recognises (analysis/userframe.h).
 std::string headlineFrame(const Snapshot& snapshot, StackId id)
 {
     const std::optional<FrameId> chosen = userFrame(*snapshot.frames, *snapshot.strings, id);

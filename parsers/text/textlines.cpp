@@ -1,20 +1,13 @@
 #include "parsers/text/textlines.h"
+#include "core/strings.h"
+
+#include "parsers/text/launcherranks.h"
 
 #include <algorithm>
 
 namespace oomlens::text {
 
 namespace {
-
-bool isSpace(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 size_t utf8SequenceLength(std::string_view text, size_t pos)
 {
@@ -128,31 +121,49 @@ TextLines::TextLines(std::string_view text)
         size_t end = source.find('\n', begin);
         if (end == std::string_view::npos)
             end = source.size();
-        m_lines.push_back(strippedLinePrefixes(source.substr(begin, end - begin)));
+        const std::string_view raw = source.substr(begin, end - begin);
+        if (const int rank = prefixRank(raw); rank >= 0) {
+            m_ranks.resize(m_lines.size(), -1);
+            m_ranks.push_back(rank);
+        } else if (!m_ranks.empty()) {
+            m_ranks.push_back(-1);
+        }
+        m_lines.push_back(strippedLinePrefixes(raw));
         if (end == source.size())
             break;
         begin = end + 1;
     }
     // A final newline does not start another line.
-    if (!m_lines.empty() && m_lines.back().empty() && !source.empty() && source.back() == '\n')
+    if (!m_lines.empty() && m_lines.back().empty() && !source.empty() && source.back() == '\n') {
         m_lines.pop_back();
+        if (m_ranks.size() > m_lines.size())
+            m_ranks.pop_back();
+    }
 }
 
-std::string_view trimmedLeft(std::string_view text)
+std::vector<int> TextLines::ranks() const
 {
-    size_t begin = 0;
-    while (begin < text.size() && isSpace(text[begin]))
-        ++begin;
-    return text.substr(begin);
+    std::vector<int> result;
+    for (const int rank : m_ranks) {
+        if (rank >= 0 && std::find(result.begin(), result.end(), rank) == result.end())
+            result.push_back(rank);
+    }
+    std::sort(result.begin(), result.end());
+    return result;
 }
 
-std::string_view trimmed(std::string_view text)
+TextLines TextLines::subset(const std::vector<size_t>& indices) const
 {
-    text = trimmedLeft(text);
-    size_t end = text.size();
-    while (end > 0 && isSpace(text[end - 1]))
-        --end;
-    return text.substr(0, end);
+    TextLines result;
+    result.m_lines.reserve(indices.size());
+    result.m_numbers.reserve(indices.size());
+    for (const size_t index : indices) {
+        result.m_lines.push_back(m_lines[index]);
+        result.m_numbers.push_back(lineNumber(index));
+        if (!m_ranks.empty())
+            result.m_ranks.push_back(m_ranks[index]);
+    }
+    return result;
 }
 
 size_t indentation(std::string_view line)
@@ -161,21 +172,6 @@ size_t indentation(std::string_view line)
     while (count < line.size() && (line[count] == ' ' || line[count] == '\t'))
         ++count;
     return count;
-}
-
-bool startsWith(std::string_view text, std::string_view prefix)
-{
-    return text.substr(0, prefix.size()) == prefix;
-}
-
-bool endsWith(std::string_view text, std::string_view suffix)
-{
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-bool contains(std::string_view text, std::string_view needle)
-{
-    return text.find(needle) != std::string_view::npos;
 }
 
 std::string normalizedWhitespace(std::string_view text)
@@ -254,7 +250,7 @@ std::string_view strippedLinePrefixes(std::string_view line)
     for (int round = 0; round < 4; ++round) {
         const std::string_view rest = trimmedLeft(line);
         // torchrun: "[rank0]:", "[default0]:"
-        if (startsWith(rest, "[rank") || startsWith(rest, "[default")) {
+        if (rest.starts_with("[rank") || rest.starts_with("[default")) {
             const size_t close = rest.find("]:");
             if (close != std::string_view::npos && close < 16) {
                 line = rest.substr(close + 2);
@@ -264,7 +260,7 @@ std::string_view strippedLinePrefixes(std::string_view line)
             }
         }
         // vLLM / Ray workers: "(VllmWorker rank=1 pid=254)", "(RayWorkerWrapper pid=3120, ip=10.0.0.2)"
-        if (startsWith(rest, "(")) {
+        if (rest.starts_with("(")) {
             const size_t close = rest.find(')');
             if (close != std::string_view::npos && close < 80 && contains(rest.substr(0, close), "pid=")) {
                 line = rest.substr(close + 1);
