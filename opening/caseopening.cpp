@@ -75,7 +75,7 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
         for (size_t i = before; i < into.inputs.size(); ++i) {
             const CaseInput& input = into.inputs[i];
             if (input.error)
-                failures.push_back({ input.path, *input.error, input.kind == InputKind::Sidecar });
+                failures.push_back({ input.path, *input.error, input.kind == InputKind::Sidecar, {} });
         }
     }
     return failures;

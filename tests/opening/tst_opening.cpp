@@ -197,6 +197,7 @@ private slots:
         QCOMPARE(opened.failedInputs(), 2);
         QCOMPARE(opened.failures[0].path, truncated.toStdString()); // the ranks in the order given
         QCOMPARE(opened.failures[1].path, summary.toStdString());
+        QCOMPARE(opened.failures[1].where(), summary.toStdString()); // the summary itself is broken
         QVERIFY(opened.failures[1].reason.find("\"oom\" is not true or false") != std::string::npos);
         QCOMPARE(opened.loaded->input.snapshots.size(), size_t(1));
 
