@@ -230,6 +230,25 @@ private slots:
         QCOMPARE(window.tabCount(), 3);
     }
 
+    // A log given with the ranks that cannot be read is shown as a case's would be; the job and
+    // the failing rank's diagnosis are still there.
+    void aJobShowsTheInputsItCouldNotRead()
+    {
+        MainWindow window;
+        const QString missing = QDir(jobDir()).filePath(QStringLiteral("train.log")); // not there
+        window.openFiles({ QDir(jobDir()).filePath(QStringLiteral("rank5.pickle")),
+            QDir(jobDir()).filePath(QStringLiteral("rank6.pickle")), missing });
+        JobView* job = window.currentJob();
+        QVERIFY(job);
+        QVERIFY(waitForJob(job));
+        QCOMPARE(job->summary().ranks.size(), size_t(2));
+        QCOMPARE(job->failures().size(), size_t(1));
+        QCOMPARE(QString::fromStdString(job->failures().front().path), missing);
+        QVERIFY2(window.bannerText().startsWith(QStringLiteral("train.log: ")), qPrintable(window.bannerText()));
+        QVERIFY(job->failingCase());
+        QCOMPARE(job->failingCase()->analysis.snapshots.size(), size_t(1));
+    }
+
     // A folder given to the app stands for its rank files, as `oomlens diagnose logs/` does.
     void aFolderOpensAsItsJob()
     {
