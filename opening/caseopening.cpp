@@ -62,7 +62,8 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
         report(doneBefore, text);
         SnapshotReadOptions readOptions;
         readOptions.cancel = options.cancel;
-        readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
+        if (options.progress)
+            readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
         const size_t before = into.inputs.size();
         if (request.isFile()) {
             addFile(into, request.path.toStdString(), readOptions);
@@ -74,7 +75,7 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
         for (size_t i = before; i < into.inputs.size(); ++i) {
             const CaseInput& input = into.inputs[i];
             if (input.error)
-                failures.push_back({ input.path, *input.error, input.kind == InputKind::Sidecar });
+                failures.push_back({ input.path, *input.error, input.kind == InputKind::Sidecar, {} });
         }
     }
     return failures;

@@ -25,6 +25,11 @@ QString failingCaseTitle(const GatheredJob& gathered)
 
 } // namespace
 
+std::string InputFailure::where() const
+{
+    return summarizedIn.empty() ? path : path + " (summarized in " + summarizedIn + ")";
+}
+
 Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, const OpenOptions& options)
 {
     std::vector<std::string> files;
@@ -46,10 +51,9 @@ Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, c
         if (rank.readable())
             continue;
         // A summary's error is about the snapshot it names, or about the summary itself.
-        const std::string file = rank.summaryFile.empty() || rank.file == rank.summaryFile
-            ? rank.file
-            : rank.file + " (summarized in " + rank.summaryFile + ")";
-        opened.failures.push_back({ file, rank.error });
+        const bool aboutItsSnapshot = !rank.summaryFile.empty() && rank.file != rank.summaryFile;
+        opened.failures.push_back(
+            { rank.file, rank.error, false, aboutItsSnapshot ? rank.summaryFile : std::string() });
     }
 
     // The failing rank read in full, with the text given beside the ranks: the job's diagnosis.

@@ -27,11 +27,14 @@ namespace oomlens {
 // command line, "NAME: reason" in the app's banner).
 struct InputFailure
 {
-    // As given (a text's name: "(pasted)", "-"); for a rank read from a summary whose snapshot
-    // failed, "FILE (summarized in SUMMARY)".
-    std::string path;
+    std::string path; // as given (a text's name: "(pasted)", "-")
     std::string reason;
     bool warningOnly = false; // a broken capture sidecar: the snapshot beside it was still read
+    // A rank read from a summary: the summary that named the snapshot `path` the reason is about.
+    std::string summarizedIn;
+
+    // The path, and the summary it was named in where there is one: "FILE (summarized in SUMMARY)".
+    std::string where() const;
 };
 
 struct OpenOptions

@@ -19,6 +19,13 @@ struct CaseLoader::Job
     QFutureWatcher<LoadOutcome>* watcher = nullptr;
 };
 
+QString failureLine(const InputFailure& failure)
+{
+    const QString shown = failure.path == "(pasted)" ? QStringLiteral("pasted text")
+                                                     : QFileInfo(QString::fromStdString(failure.path)).fileName();
+    return shown + QStringLiteral(": ") + QString::fromStdString(failure.reason);
+}
+
 CaseLoader::CaseLoader(QObject* parent)
     : QObject(parent)
 {
@@ -68,11 +75,8 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
         outcome.cancelled = true;
         return outcome;
     }
-    for (const InputFailure& failure : opened.failures) {
-        const QString shown = failure.path == "(pasted)" ? QStringLiteral("pasted text")
-                                                         : QFileInfo(QString::fromStdString(failure.path)).fileName();
-        outcome.errors << shown + QStringLiteral(": ") + QString::fromStdString(failure.reason);
-    }
+    for (const InputFailure& failure : opened.failures)
+        outcome.errors << failureLine(failure);
     if (opened.anyReadable())
         outcome.loaded = std::move(opened.loaded);
     return outcome;

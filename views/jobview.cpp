@@ -222,6 +222,7 @@ void JobView::showJob(const Opened& job)
     m_summary = job.job.value_or(JobSummary {});
     m_failingCase = m_summary.failing() ? job.loaded : nullptr;
     m_failingSnapshot = job.failingSnapshot;
+    m_failures = job.failures;
     const JobSummary& summary = m_summary;
     QString headline = toQString(failingRankSentence(summary));
     // The sentence names the file as given; the table beside it has the full path.

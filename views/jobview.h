@@ -56,6 +56,8 @@ public:
     // diagnosis; null when no rank could be read (or while summarizing). When the failing rank came
     // from a summary whose snapshot is not here (summary().failingSnapshotToCopy), no snapshot.
     LoadedCasePtr failingCase() const { return m_failingCase; }
+    // The rank files and the inputs beside them that could not be read, unreadable ranks first.
+    const std::vector<InputFailure>& failures() const { return m_failures; }
     QString headline() const;
     QTableWidget* ranksTable() const { return m_table; }
     JobBars* bars() const { return m_bars; }
@@ -82,6 +84,7 @@ private:
     // Where the failing rank's snapshot was opened from (for a rank read from a summary, the
     // snapshot found beside it may lie elsewhere than the path in its summary).
     std::string m_failingSnapshot;
+    std::vector<InputFailure> m_failures;
     bool m_busy = false;
     bool m_cancelled = false;
     std::shared_ptr<std::atomic_bool> m_cancel;

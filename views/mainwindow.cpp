@@ -188,11 +188,8 @@ JobView* MainWindow::openJob(const QStringList& rankFiles, const QStringList& be
             return;
         }
         QStringList unreadable;
-        for (const RankSummary& rank : job->summary().ranks) {
-            if (!rank.readable())
-                unreadable << QStringLiteral("%1: %2").arg(
-                    QFileInfo(QString::fromStdString(rank.file)).fileName(), QString::fromStdString(rank.error));
-        }
+        for (const InputFailure& failure : job->failures())
+            unreadable << failureLine(failure);
         if (!unreadable.isEmpty())
             showBanner(unreadable);
         statusBar()->showMessage(job->headline(), 10000);

@@ -35,34 +35,6 @@ struct CompareOptionsOnCommandLine
         QStringLiteral("N") };
 };
 
-// One input that must be a snapshot, read and analyzed; `status` is the exit status on failure.
-struct LoadedSnapshot
-{
-    Case input;
-    std::optional<SnapshotAnalysis> analysis;
-    int status = 0;
-};
-
-LoadedSnapshot loadSnapshot(const QString& path, const AnalysisOptions& options)
-{
-    LoadedSnapshot loaded;
-    if (loadInputs({ path }, loaded.input) > 0) {
-        loaded.status = 1;
-        return loaded;
-    }
-    if (loaded.input.snapshots.empty()) {
-        printErrorLine(notASnapshotError(path));
-        loaded.status = 1;
-        return loaded;
-    }
-    loaded.analysis = analyzeSnapshot(loaded.input.snapshots.front(), options);
-    if (!loaded.analysis->primary()) {
-        printErrorLine(noSuchDeviceError(path));
-        loaded.status = 1;
-    }
-    return loaded;
-}
-
 int writeReport(const QString& path, const Case& input, const AnalysisOptions& options, const Comparison& comparison)
 {
     const CaseAnalysis analysis = analyzeCase(input, options);
@@ -124,10 +96,10 @@ int runCompare(const QStringList& arguments)
     compareOptions.sourceB = paths.back().toStdString();
     // One after the other: reading both at once measured 1.4x the peak memory (two decodes in flight) for
     // no speed-up this machine could show.
-    const LoadedSnapshot a = loadSnapshot(paths.front(), analysisOptions);
+    const LoadedSnapshot a = loadSnapshotInput(paths.front(), analysisOptions);
     if (a.status != 0)
         return a.status;
-    const LoadedSnapshot b = windows.empty() ? loadSnapshot(paths.back(), analysisOptions) : LoadedSnapshot {};
+    const LoadedSnapshot b = windows.empty() ? loadSnapshotInput(paths.back(), analysisOptions) : LoadedSnapshot {};
     if (b.status != 0)
         return b.status;
 

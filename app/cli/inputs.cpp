@@ -39,7 +39,7 @@ int printFailures(const std::vector<InputFailure>& failures)
         if (!failure.warningOnly)
             ++failed;
         printErrorLine(QStringLiteral("oomlens: %1: %2")
-                           .arg(QString::fromStdString(failure.path), QString::fromStdString(failure.reason)));
+                           .arg(QString::fromStdString(failure.where()), QString::fromStdString(failure.reason)));
     }
     return failed;
 }
@@ -56,6 +56,34 @@ Opened openCommandLine(const QStringList& paths, const AnalysisOptions& options)
 int loadInputs(const QStringList& paths, Case& into)
 {
     return printFailures(readInputs(into, inputRequests(paths)));
+}
+
+LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& options)
+{
+    LoadedSnapshot loaded;
+    if (loadInputs({ path }, loaded.input) > 0) {
+        loaded.status = 1;
+        return loaded;
+    }
+    if (loaded.input.snapshots.empty()) {
+        printErrorLine(notASnapshotError(path));
+        loaded.status = 1;
+        return loaded;
+    }
+    loaded.analysis = analyzeSnapshot(loaded.input.snapshots.front(), options);
+    if (!loaded.analysis->primary()) {
+        printErrorLine(noSuchDeviceError(path));
+        loaded.status = 1;
+    }
+    return loaded;
+}
+
+QString caseInputsHelp()
+{
+    return QStringLiteral("Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
+                          "'-' reads standard input. Several snapshot files (or a folder of them), or rank summaries "
+                          "from `oomlens summarize`, are the ranks of one job: "
+                          "the job summary comes first, then the failing rank's diagnosis.");
 }
 
 QString notASnapshotError(const QString& path)

@@ -10,6 +10,7 @@
 #include <QList>
 #include <QStringList>
 
+#include <optional>
 #include <vector>
 
 namespace oomlens::cli {
@@ -29,6 +30,19 @@ Opened openCommandLine(const QStringList& paths, const AnalysisOptions& options)
 // Reads every INPUT into one case without analyzing it, each failure on stderr: `compare` and
 // `plan --snapshot` analyze the one snapshot they need. Returns the number of inputs that failed.
 int loadInputs(const QStringList& paths, Case& into);
+
+// One INPUT that must be a snapshot (`compare`, `plan --snapshot`), read and analyzed for
+// options.device; on failure its line is on stderr and `status` is the exit status.
+struct LoadedSnapshot
+{
+    Case input;
+    std::optional<SnapshotAnalysis> analysis;
+    int status = 0;
+};
+LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& options);
+
+// What `diagnose` and `report` say of their INPUT arguments in --help.
+QString caseInputsHelp();
 
 // The lines `compare` and `plan --snapshot` print when an input that must be a snapshot is not
 // one, or lacks the device asked for (`oomlens mcp` returns the same lines).

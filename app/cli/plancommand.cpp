@@ -307,22 +307,13 @@ PlanRun readPlanRun(const QStringList& arguments)
     }
     std::optional<SnapshotAnalysis> analysis;
     if (parser.isSet(o.snapshot)) {
-        const QString path = parser.value(o.snapshot);
-        if (loadInputs({ path }, run.input) > 0) {
-            run.stop = 1;
+        LoadedSnapshot snapshot = loadSnapshotInput(parser.value(o.snapshot), run.analysisOptions);
+        if (snapshot.status != 0) {
+            run.stop = snapshot.status;
             return run;
         }
-        if (run.input.snapshots.empty()) {
-            printErrorLine(notASnapshotError(path));
-            run.stop = 1;
-            return run;
-        }
-        analysis = analyzeSnapshot(run.input.snapshots.front(), run.analysisOptions);
-        if (!analysis->primary()) {
-            printErrorLine(noSuchDeviceError(path));
-            run.stop = 1;
-            return run;
-        }
+        run.input = std::move(snapshot.input);
+        analysis = std::move(snapshot.analysis);
     }
 
     run.result = makePlan(model, setup, card, analysis ? analysis->primary() : nullptr);

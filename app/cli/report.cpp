@@ -24,12 +24,7 @@ int runReport(const QStringList& arguments)
     const QCommandLineOption device(QStringLiteral("device"),
         QStringLiteral("Describe snapshot device N (default: the device of the OOM event)."), QStringLiteral("N"));
     parser.addOptions({ output, device });
-    parser.addPositionalArgument(QStringLiteral("INPUT"),
-        QStringLiteral("Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
-                       "'-' reads standard input. Several snapshot files (or a folder of them), or rank summaries from "
-                       "`oomlens summarize`, are the ranks of one job: "
-                       "the job summary comes first, then the failing rank's diagnosis."),
-        QStringLiteral("INPUT..."));
+    parser.addPositionalArgument(QStringLiteral("INPUT"), caseInputsHelp(), QStringLiteral("INPUT..."));
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
 

@@ -203,13 +203,62 @@ private slots:
         QCOMPARE(job->summary().ranks.size(), size_t(3));
         QCOMPARE(job->summary().failing()->rank, 6);
 
-        // With the OOM message beside them it is one case again (the message joins the snapshots).
+        // The ranks with their traceback are still a job, as on the command line: the traceback
+        // is read with the failing rank (opening/jobfiles.h's one rule).
+        const QString traceback = QDir(jobDir()).filePath(QStringLiteral("rank6.oom.txt"));
+        QVERIFY(dropFiles(window,
+            { QDir(jobDir()).filePath(QStringLiteral("rank5.pickle")), traceback,
+                QDir(jobDir()).filePath(QStringLiteral("rank6.pickle")) }));
+        JobView* withTraceback = window.currentJob();
+        QVERIFY(withTraceback && withTraceback != job);
+        QCOMPARE(window.caseCount(), 0);
+        QVERIFY(waitForJob(withTraceback));
+        QCOMPARE(withTraceback->summary().ranks.size(), size_t(2));
+        QCOMPARE(withTraceback->summary().failing()->rank, 6);
+        QVERIFY(withTraceback->failingCase());
+        const std::vector<CaseInput>& inputs = withTraceback->failingCase()->input.inputs;
+        QCOMPARE(inputs.size(), size_t(2));
+        QCOMPARE(QString::fromStdString(inputs.back().path), traceback);
+        QVERIFY(!withTraceback->failingCase()->input.text.oomMessages.empty());
+
+        // One snapshot with its OOM message is one case (the message joins the snapshot).
         QVERIFY(dropFiles(window,
             { QDir(jobDir()).filePath(QStringLiteral("rank6.pickle")),
                 QDir(jobDir()).filePath(QStringLiteral("rank6.oom.txt")) },
             Qt::ControlModifier));
         QVERIFY(QTest::qWaitFor([&] { return window.caseCount() == 1 && !window.isLoading(); }, 60000));
-        QCOMPARE(window.tabCount(), 2);
+        QCOMPARE(window.tabCount(), 3);
+    }
+
+    // A log given with the ranks that cannot be read is shown as a case's would be; the job and
+    // the failing rank's diagnosis are still there.
+    void aJobShowsTheInputsItCouldNotRead()
+    {
+        MainWindow window;
+        const QString missing = QDir(jobDir()).filePath(QStringLiteral("train.log")); // not there
+        window.openFiles({ QDir(jobDir()).filePath(QStringLiteral("rank5.pickle")),
+            QDir(jobDir()).filePath(QStringLiteral("rank6.pickle")), missing });
+        JobView* job = window.currentJob();
+        QVERIFY(job);
+        QVERIFY(waitForJob(job));
+        QCOMPARE(job->summary().ranks.size(), size_t(2));
+        QCOMPARE(job->failures().size(), size_t(1));
+        QCOMPARE(QString::fromStdString(job->failures().front().path), missing);
+        QVERIFY2(window.bannerText().startsWith(QStringLiteral("train.log: ")), qPrintable(window.bannerText()));
+        QVERIFY(job->failingCase());
+        QCOMPARE(job->failingCase()->analysis.snapshots.size(), size_t(1));
+    }
+
+    // A folder given to the app stands for its rank files, as `oomlens diagnose logs/` does.
+    void aFolderOpensAsItsJob()
+    {
+        MainWindow window;
+        window.openFiles({ jobDir() });
+        JobView* job = window.currentJob();
+        QVERIFY(job);
+        QVERIFY(waitForJob(job));
+        QCOMPARE(job->summary().ranks.size(), size_t(rankFiles().size()));
+        QCOMPARE(job->summary().failing()->rank, 6);
     }
 
     void exportWritesTheJobSection()
