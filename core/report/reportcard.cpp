@@ -76,41 +76,27 @@ void card(HtmlWriter& html, const ReportContext& context)
              "<th>from</th><th>what it means</th></tr>\n");
     std::optional<CardFigure::View> view;
     for (const CardFigure& figure : card.figures) {
-        html.raw("<tr><td>");
-        if (figure.view != view)
-            html.text(cardViewLabel(figure.view));
+        html.raw("<tr>");
+        // The view's name once, on its first figure.
+        html.element("td", figure.view != view ? cardViewLabel(figure.view) : std::string_view());
         view = figure.view;
-        html.raw("</td><td>");
-        html.text(figure.label);
-        html.raw("</td><td class=\"num\">");
-        html.text(figure.bytes ? formatBytes(*figure.bytes) : std::string("not given"));
-        html.raw("</td><td>");
-        html.text(figure.source);
-        html.raw("</td><td>");
-        html.text(figure.meaning);
-        html.raw("</td></tr>\n");
+        html.element("td", figure.label);
+        html.element("td", figure.bytes ? formatBytes(*figure.bytes) : std::string("not given"), "num");
+        html.element("td", figure.source);
+        html.element("td", figure.meaning);
+        html.raw("</tr>\n");
     }
     html.raw("</table>\n");
-    if (!card.notes.empty()) {
-        html.raw("<ul class=\"reading\">\n");
-        for (const std::string& note : card.notes) {
-            html.raw("<li>");
-            html.text(note);
-            html.raw("</li>\n");
-        }
-        html.raw("</ul>\n");
-    }
+    html.list(card.notes);
     if (!card.parts.empty()) {
         html.raw("<h3>The rest of the card: what it usually is</h3>\n<table>\n<tr><th>what</th><th>typical size</th>"
                  "<th>what to check</th></tr>\n");
         for (const RestOfCardPart& part : card.parts) {
-            html.raw("<tr><td>");
-            html.text(part.name);
-            html.raw("</td><td>");
-            html.text(part.typicalSize);
-            html.raw("</td><td>");
-            html.text(part.whatToCheck);
-            html.raw("</td></tr>\n");
+            html.raw("<tr>");
+            html.element("td", part.name);
+            html.element("td", part.typicalSize);
+            html.element("td", part.whatToCheck);
+            html.raw("</tr>\n");
         }
         html.raw("</table>\n");
     }
