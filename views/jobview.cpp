@@ -2,6 +2,7 @@
 
 #include "core/job/jobassembly.h"
 #include "core/job/jobtext.h"
+#include "core/units.h"
 #include "views/categorycolors.h"
 #include "views/jobbars.h"
 #include "views/viewutil.h"
@@ -34,9 +35,8 @@ QTableWidgetItem* cell(const QString& text, const QVariant& sortValue = {})
 
 QString imbalanceText(const JobSummary& job)
 {
-    return QStringLiteral("Imbalance %1× (max %2 / median %3 of peak allocated)")
-        .arg(job.imbalance, 0, 'f', 2)
-        .arg(bytesText(job.maxPeakBytes), bytesText(job.medianPeakBytes));
+    return QStringLiteral("Imbalance %1 (max %2 / median %3 of peak allocated)")
+        .arg(toQString(formatRatio(job.imbalance)), bytesText(job.maxPeakBytes), bytesText(job.medianPeakBytes));
 }
 
 } // namespace

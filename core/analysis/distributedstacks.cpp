@@ -1,4 +1,5 @@
 #include "core/analysis/distributedstacks.h"
+#include "core/strings.h"
 
 #include <string>
 #include <string_view>
@@ -6,11 +7,6 @@
 namespace oomlens {
 
 namespace {
-
-bool contains(std::string_view text, std::string_view part)
-{
-    return text.find(part) != std::string_view::npos;
-}
 
 // Filenames are whatever co_filename was (site-packages paths, relative paths, backslashes on
 // Windows); match the package-relative tail with either separator.

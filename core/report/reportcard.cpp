@@ -1,4 +1,5 @@
 #include "core/presentation/labels.h"
+#include "core/presentation/palette.h"
 #include "core/report/reportsections.h"
 #include "core/units.h"
 
@@ -8,21 +9,6 @@ namespace oomlens::report::sections {
 
 namespace {
 
-std::string_view bandColor(std::string_view key)
-{
-    if (key == "allocated")
-        return "var(--block-allocated)";
-    if (key == "cached_free")
-        return "var(--axis)";
-    if (key == "process_outside_allocator")
-        return "var(--warn)";
-    if (key == "other_processes")
-        return "var(--bad)";
-    if (key == "unattributed")
-        return "var(--block-unknown)";
-    return "var(--segment)";
-}
-
 std::string percentWidth(uint64_t part, uint64_t whole)
 {
     char buffer[16];
@@ -30,7 +16,7 @@ std::string percentWidth(uint64_t part, uint64_t whole)
     return buffer;
 }
 
-// The card's capacity as one bar by holder, with its legend.
+// The card's capacity as one bar by holder, with its legend, in the app's colours (palette.h).
 void cardBar(HtmlWriter& html, const CardReconciliation& card)
 {
     uint64_t total = 0;
@@ -40,19 +26,19 @@ void cardBar(HtmlWriter& html, const CardReconciliation& card)
              "solid var(--border); border-radius: 3px; overflow: hidden\">");
     for (const CardBand& band : card.bands) {
         html.raw("<span data-band=\"");
-        html.text(band.key);
+        html.text(cardBandName(band.kind));
         html.raw("\" title=\"");
         html.text(band.label + ": " + formatBytes(band.bytes));
         html.raw("\" style=\"width: ");
         html.text(percentWidth(band.bytes, total));
         html.raw("%; background: ");
-        html.text(bandColor(band.key));
+        html.text(cardBandColor(band.kind).hex());
         html.raw("\"></span>");
     }
     html.raw("</div>\n<div class=\"legend\">");
     for (const CardBand& band : card.bands) {
         html.raw("<span><span class=\"swatch\" style=\"background: ");
-        html.text(bandColor(band.key));
+        html.text(cardBandColor(band.kind).hex());
         html.raw("\"></span>");
         html.text(band.label + " " + formatBytes(band.bytes));
         html.raw("</span> ");

@@ -16,11 +16,6 @@ namespace {
 constexpr const PlotFrame& frame = frames::compareOverlay;
 constexpr size_t listedSites = 10; // new and vanished sites each
 
-std::string signedBytes(int64_t bytes)
-{
-    return bytes == 0 ? std::string("0") : formatSignedBytes(bytes);
-}
-
 std::string_view deltaClass(int64_t bytes)
 {
     if (bytes > 0)
@@ -151,7 +146,7 @@ void comparison(HtmlWriter& html, const ReportContext& context)
         html.element("th", label);
         html.element("td", formatBytes(x), "num");
         html.element("td", formatBytes(y), "num");
-        html.element("td", signedBytes(delta), deltaClass(delta));
+        html.element("td", formatBytesDelta(delta), deltaClass(delta));
         html.raw("</tr>\n");
     };
     const auto textRow = [&](std::string_view label, const std::string& x, const std::string& y) {
@@ -186,11 +181,11 @@ void comparison(HtmlWriter& html, const ReportContext& context)
         parts::categoryCell(html, category);
         html.element("td", formatBytes(a.peak.categories[i]), "num");
         html.element("td", formatBytes(b.peak.categories[i]), "num");
-        html.element(
-            "td", signedBytes(comparison.categoriesDeltaAtPeak[i]), deltaClass(comparison.categoriesDeltaAtPeak[i]));
+        html.element("td", formatBytesDelta(comparison.categoriesDeltaAtPeak[i]),
+            deltaClass(comparison.categoriesDeltaAtPeak[i]));
         if (comparison.categoriesDeltaAtOom) {
             const int64_t delta = (*comparison.categoriesDeltaAtOom)[i];
-            html.element("td", signedBytes(delta), deltaClass(delta));
+            html.element("td", formatBytesDelta(delta), deltaClass(delta));
         }
         html.raw("</tr>\n");
     }
@@ -234,10 +229,10 @@ void comparison(HtmlWriter& html, const ReportContext& context)
     for (size_t i = 0; i < shown; ++i) {
         const ComparedSite& site = comparison.sites[i];
         html.raw("<tr>");
-        html.element("td", signedBytes(site.peakDelta()), deltaClass(site.peakDelta()));
+        html.element("td", formatBytesDelta(site.peakDelta()), deltaClass(site.peakDelta()));
         html.element("td", formatBytes(site.a.peakBytes), "num");
         html.element("td", formatBytes(site.b.peakBytes), "num");
-        html.element("td", signedBytes(site.allocatedDelta()), "num");
+        html.element("td", formatBytesDelta(site.allocatedDelta()), "num");
         html.element("td", categoryLabel(site.key.category));
         html.element("td", phaseLabel(site.key.phase));
         siteCell(site.key);

@@ -7,12 +7,11 @@
 #include "core/report/charts.h"
 #include "core/report/reportsections.h"
 #include "core/report/svgwriter.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstdio>
 
 namespace oomlens::report::sections {
 
@@ -99,13 +98,6 @@ std::string rankPeaksSvg(const JobSummary& job)
     return svg.finish();
 }
 
-std::string ratio(double value)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2f", value);
-    return buffer;
-}
-
 } // namespace
 
 // The job section; written only when ReportOptions::job is set.
@@ -126,7 +118,7 @@ void job(HtmlWriter& html, const ReportContext& context)
     html.raw("</p>\n");
     if (job.medianPeakBytes > 0) {
         html.element("p",
-            "Imbalance " + ratio(job.imbalance) + ": the highest peak is " + formatBytes(job.maxPeakBytes)
+            "Imbalance " + formatRatio(job.imbalance) + ": the highest peak is " + formatBytes(job.maxPeakBytes)
                 + ", the median " + formatBytes(job.medianPeakBytes) + ".");
         html.raw("\n");
     }
@@ -181,9 +173,7 @@ void job(HtmlWriter& html, const ReportContext& context)
             const std::string peaks = group.minPeakBytes == group.maxPeakBytes
                 ? formatBytes(group.maxPeakBytes)
                 : formatBytes(group.minPeakBytes) + "–" + formatBytes(group.maxPeakBytes);
-            std::string mostly(categoryLabel(group.dominantCategory));
-            std::transform(mostly.begin(), mostly.end(), mostly.begin(),
-                [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            const std::string mostly = lowercase(categoryLabel(group.dominantCategory));
             groups.push_back(
                 "Group " + std::to_string(g + 1) + " — " + group.label + ": peak " + peaks + ", mostly " + mostly);
         }

@@ -26,13 +26,6 @@ std::string bandClass(Band band)
     return category ? categoryClass(*category) : "plan-overhead";
 }
 
-std::string ratioText(double ratio)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2f×", ratio);
-    return buffer;
-}
-
 struct PhaseBar
 {
     std::string label;
@@ -212,7 +205,7 @@ void plan(HtmlWriter& html, const ReportContext& context)
             const planner::BandCalibration& calibration = plan.calibration->band(band);
             html.element("td", formatBytes(calibration.formula), "num");
             html.element("td", formatBytes(calibration.measured), "num");
-            html.element("td", calibration.formula > 0 ? ratioText(calibration.ratio) : "–", "num");
+            html.element("td", calibration.formula > 0 ? formatRatio(calibration.ratio) : "–", "num");
         }
         html.raw("</tr>\n");
     }

@@ -1,5 +1,6 @@
 #include "parsers/text/trainingrecipe.h"
 
+#include "core/strings.h"
 #include "parsers/text/textlines.h"
 
 #include <algorithm>
@@ -168,7 +169,7 @@ std::string sharding(std::string_view text)
             }
             return "zero";
         }
-        if (startsWith(rest, "_optimization") || startsWith(rest, " offload") || startsWith(rest, "-offload"))
+        if (rest.starts_with("_optimization") || rest.starts_with(" offload") || rest.starts_with("-offload"))
             return "zero";
     }
     if (hasWord(text, "fsdp") || contains(text, "fullyshardeddataparallel"))
@@ -245,8 +246,8 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
         std::replace(file.begin(), file.end(), '\\', '/');
         const std::string& function = frame.function;
         std::string optimizer;
-        if (contains(file, "torch/optim/adamw.py") || startsWith(function, "_fused_adamw")
-            || startsWith(function, "_multi_tensor_adamw") || startsWith(function, "_single_tensor_adamw"))
+        if (contains(file, "torch/optim/adamw.py") || function.starts_with("_fused_adamw")
+            || function.starts_with("_multi_tensor_adamw") || function.starts_with("_single_tensor_adamw"))
             optimizer = "adamw";
         else if (contains(file, "torch/optim/adam.py"))
             optimizer = "adam";
@@ -259,9 +260,9 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
         const bool said = !optimizer.empty();
         if (said)
             ran.optimizer = optimizer;
-        if (startsWith(function, "_fused_")) {
+        if (function.starts_with("_fused_")) {
             ran.optimizerVariant = "fused";
-        } else if (startsWith(function, "_multi_tensor_")) {
+        } else if (function.starts_with("_multi_tensor_")) {
             ran.optimizerVariant = "foreach";
         }
         bool shaped = false;
@@ -276,7 +277,7 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
             ran.masterWeights = true;
             shaped = true;
         }
-        if (said || shaped || startsWith(function, "_fused_") || startsWith(function, "_multi_tensor_")) {
+        if (said || shaped || function.starts_with("_fused_") || function.starts_with("_multi_tensor_")) {
             const std::string where = "traceback: " + function + " in " + frame.filename;
             if (std::find(ran.evidence.begin(), ran.evidence.end(), where) == ran.evidence.end())
                 ran.evidence.push_back(where);

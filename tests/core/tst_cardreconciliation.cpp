@@ -4,7 +4,9 @@
 #include "core/jsonexport.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/cardtimeline.h"
+#include "core/presentation/palette.h"
 #include "core/report/htmlreport.h"
+#include "core/strings.h"
 #include "core/textreport.h"
 #include "core/units.h"
 #include "parsers/inputloader.h"
@@ -22,11 +24,6 @@ Case openFile(const QString& relative)
     Case input;
     addFile(input, QString(test::testDataDir() + QLatin1Char('/') + relative).toStdString());
     return input;
-}
-
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
 }
 
 // Figures printed to two decimals: "23.69 GiB" is within 5 MiB of the bytes it stands for.
@@ -83,7 +80,7 @@ private slots:
         QStringList keys;
         uint64_t sum = 0;
         for (const CardBand& band : card.bands) {
-            keys << QString::fromStdString(band.key);
+            keys << QString::fromStdString(std::string(cardBandName(band.kind)));
             sum += band.bytes;
         }
         QCOMPARE(keys.join(QLatin1Char(',')),
@@ -226,7 +223,7 @@ private slots:
         std::vector<std::string> keys;
         for (const CardBand& part : band->parts) {
             sum += part.bytes;
-            keys.push_back(part.key);
+            keys.push_back(std::string(cardBandName(part.kind)));
         }
         QCOMPARE(sum, band->outsideBytes);
         QCOMPARE(keys, (std::vector<std::string> { "process_outside_allocator", "other_processes", "unattributed" }));
@@ -303,6 +300,9 @@ private slots:
         QVERIFY(contains(html, "href=\"#card\""));
         QVERIFY(contains(html, "class=\"cardbar\""));
         QVERIFY(contains(html, "data-band=\"process_outside_allocator\""));
+        // The card bar in the app's colours: one palette for the report and the views.
+        QVERIFY(
+            contains(html, "background: " + cardBandColor(CardBandKind::ProcessOutsideAllocator).hex() + "\"></span>"));
         QVERIFY(contains(html, "This process outside PyTorch&#39;s allocator")
             || contains(html, "This process outside PyTorch's allocator"));
         QVERIFY(contains(html, "The rest of the card: what it usually is"));

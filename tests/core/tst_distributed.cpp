@@ -86,7 +86,7 @@ std::string reasonOf(const DeviceAnalysis& device, const Allocation& a)
 bool hasFix(const std::vector<Diagnosis>& diagnoses, const std::string& id)
 {
     return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) {
-        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id == id; });
+        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id() == id; });
     });
 }
 
@@ -227,13 +227,13 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnosisIdName(diagnoses.front().id), std::string_view("pending_frees"));
         const Diagnosis& d = diagnoses.front();
-        QCOMPARE(d.fixes.front().id, std::string("avoid_record_streams"));
+        QCOMPARE(d.fixes.front().id(), std::string("avoid_record_streams"));
         for (const Fix& f : d.fixes)
-            QVERIFY(f.id != "micro_batch");
+            QVERIFY(f.kind != FixKind::MicroBatch);
         // The program's own side stream: only waiting for it helps.
         const auto own = diagnoseSnapshot(test::analyzeTrace(pendingTrace("fwd")), {});
         QCOMPARE(own.front().id, DiagnosisId::PendingFrees);
-        QCOMPARE(own.front().fixes.front().id, std::string("synchronize_before_reuse"));
+        QCOMPARE(own.front().fixes.front().id(), std::string("synchronize_before_reuse"));
         // Fragmentation is there, but as the symptom.
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
@@ -268,7 +268,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const Diagnosis* d = test::findDiagnosis(diagnoses, DiagnosisId::CommunicationBuffers);
         QVERIFY(d);
         QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
-        QCOMPARE(d->fixes.front().id, std::string("reshard_after_forward"));
+        QCOMPARE(d->fixes.front().id(), std::string("reshard_after_forward"));
         QVERIFY(d->fixes.front().projectedSavingBytes);
         QCOMPARE(uint64_t(*d->fixes.front().projectedSavingBytes), 6 * 256 * MiB);
         // Two in flight are what a pipelined all-gather needs: no diagnosis.
@@ -287,7 +287,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
-        QCOMPARE(diagnoses.front().fixes.front().id, std::string("share_graph_pool"));
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("share_graph_pool"));
     }
 
     void jsonHasPendingFrees()
