@@ -53,36 +53,34 @@ std::string categoryClass(Category category)
 std::string breakdownSvg(const std::vector<BreakdownRow>& rows)
 {
     constexpr BarFrame frame = frames::breakdown;
-    constexpr double rowHeight = frame.rowHeight;
-    constexpr double barLeft = frame.barLeft;
-    constexpr double barRight = frame.barRight;
-    const double height = rowHeight * static_cast<double>(rows.size()) + 8;
+    const double height = frame.rowHeight * static_cast<double>(rows.size()) + 8;
     SvgWriter svg(frame.width, height, "chart breakdown", "Live memory by category");
     uint64_t widest = 1;
     for (const BreakdownRow& row : rows)
         widest = std::max(widest, std::accumulate(row.bytes.begin(), row.bytes.end(), uint64_t(0)));
     for (size_t r = 0; r < rows.size(); ++r) {
         const BreakdownRow& row = rows[r];
-        const double y = 8 + rowHeight * static_cast<double>(r);
+        const double y = 8 + frame.rowHeight * static_cast<double>(r);
         const uint64_t total = std::accumulate(row.bytes.begin(), row.bytes.end(), uint64_t(0));
-        svg.text(barLeft - 8, y + 17, row.label, "tick", SvgWriter::Anchor::End);
-        double x = barLeft;
+        svg.text(frame.barLeft - 8, y + 17, row.label, "tick", SvgWriter::Anchor::End);
+        double x = frame.barLeft;
         for (int c = 0; c < categoryCount; ++c) {
             const uint64_t bytes = row.bytes[static_cast<size_t>(c)];
             if (bytes == 0)
                 continue;
-            const double w = (barRight - barLeft) * static_cast<double>(bytes) / static_cast<double>(widest);
+            const double w
+                = (frame.barRight - frame.barLeft) * static_cast<double>(bytes) / static_cast<double>(widest);
             const auto category = static_cast<Category>(c);
             char share[16];
             std::snprintf(
                 share, sizeof share, "%.1f%%", 100.0 * static_cast<double>(bytes) / static_cast<double>(total));
-            svg.rect(x, y, w, rowHeight - 10, "band " + categoryClass(category),
+            svg.rect(x, y, w, frame.rowHeight - 10, "band " + categoryClass(category),
                 std::string(categoryLabel(category)) + " " + row.label + ": " + formatBytes(bytes) + " (" + share
                     + ")");
             x += w;
         }
         if (total == 0)
-            svg.text(barLeft + 4, y + 17, "nothing live", "tick");
+            svg.text(frame.barLeft + 4, y + 17, "nothing live", "tick");
     }
     return svg.finish();
 }
@@ -100,18 +98,15 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
         segments.resize(maxSegments);
 
     constexpr BarFrame frame = frames::allocatorMap;
-    constexpr double rowHeight = frame.rowHeight;
-    constexpr double barLeft = frame.barLeft;
-    constexpr double barRight = frame.barRight;
-    const double height = rowHeight * static_cast<double>(segments.size()) + 4;
+    const double height = frame.rowHeight * static_cast<double>(segments.size()) + 4;
     SvgWriter svg(frame.width, height, "chart allocator-map", "Segments and blocks of the caching allocator");
     const uint64_t widest = segments.empty() ? 1 : segments.front()->size;
-    const double scale = (barRight - barLeft) / static_cast<double>(widest);
+    const double scale = (frame.barRight - frame.barLeft) / static_cast<double>(widest);
     for (size_t r = 0; r < segments.size(); ++r) {
         const StateSegment& segment = *segments[r];
-        const double y = 2 + rowHeight * static_cast<double>(r);
-        svg.text(barLeft - 6, y + 11, formatBytes(segment.size), "tick small", SvgWriter::Anchor::End);
-        svg.rect(barLeft, y, static_cast<double>(segment.size) * scale, rowHeight - 3, "segment",
+        const double y = 2 + frame.rowHeight * static_cast<double>(r);
+        svg.text(frame.barLeft - 6, y + 11, formatBytes(segment.size), "tick small", SvgWriter::Anchor::End);
+        svg.rect(frame.barLeft, y, static_cast<double>(segment.size) * scale, frame.rowHeight - 3, "segment",
             std::string(segment.isLargePool ? "large" : "small") + " pool segment of " + formatBytes(segment.size)
                 + ", " + formatBytes(segment.freeBytes) + " free, largest free block "
                 + formatBytes(segment.largestFree) + (segment.isExpandable ? ", expandable" : ""));
@@ -133,15 +128,15 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
             const std::string tooltip = run->blocks == 1
                 ? run->tooltip
                 : std::to_string(run->blocks) + " blocks, " + formatBytes(run->bytes) + " in all";
-            svg.rect(run->left, y, std::max(0.5, run->right - run->left), rowHeight - 3, run->cssClass, tooltip);
+            svg.rect(run->left, y, std::max(0.5, run->right - run->left), frame.rowHeight - 3, run->cssClass, tooltip);
             run.reset();
         };
         const auto snap = [](double x) { return std::round(x * 2.0) / 2.0; };
         for (const StateBlock& block : segment.blocks) {
             const uint64_t start = block.address >= segment.address ? block.address - segment.address : 0;
             const uint64_t size = std::min(block.size, segment.size - std::min(segment.size, start));
-            const double left = snap(barLeft + static_cast<double>(start) * scale);
-            const double right = snap(barLeft + static_cast<double>(start + size) * scale);
+            const double left = snap(frame.barLeft + static_cast<double>(start) * scale);
+            const double right = snap(frame.barLeft + static_cast<double>(start + size) * scale);
             std::string cssClass = "block-pending";
             const Allocation* allocation = nullptr;
             if (block.allocation >= 0 && static_cast<size_t>(block.allocation) < device.allocations.size()) {

@@ -14,16 +14,7 @@ namespace oomlens::report::sections {
 namespace {
 
 constexpr const PlotFrame& frame = frames::compareOverlay;
-constexpr double plotLeft = frame.left;
-constexpr double plotRight = frame.right;
-constexpr double plotTop = frame.top;
-constexpr double plotBottom = frame.bottom;
 constexpr size_t listedSites = 10; // new and vanished sites each
-
-std::string signedBytes(int64_t bytes)
-{
-    return bytes == 0 ? std::string("0") : formatSignedBytes(bytes);
-}
 
 std::string_view deltaClass(int64_t bytes)
 {
@@ -49,15 +40,15 @@ std::string overlaySvg(const Comparison& comparison)
         "Allocated memory of " + comparison.a.label + " and " + comparison.b.label + " overlaid");
     const double top = static_cast<double>(std::max<uint64_t>(timeline.maxBytes, 1)) * 1.05;
     const auto x = [&](double position) {
-        return plotLeft + (plotRight - plotLeft) * position / std::max(timeline.axisEnd, 1e-9);
+        return frame.left + (frame.right - frame.left) * position / std::max(timeline.axisEnd, 1e-9);
     };
     const auto y
-        = [&](uint64_t bytes) { return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / top; };
+        = [&](uint64_t bytes) { return frame.bottom - (frame.bottom - frame.top) * static_cast<double>(bytes) / top; };
 
     const uint64_t step = binaryByteStep(static_cast<uint64_t>(top));
     for (uint64_t tick = 0; static_cast<double>(tick) <= top; tick += step) {
-        svg.line(plotLeft, y(tick), plotRight, y(tick), "grid");
-        svg.text(plotLeft - 6, y(tick) + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
+        svg.line(frame.left, y(tick), frame.right, y(tick), "grid");
+        svg.text(frame.left - 6, y(tick) + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
     }
     if (timeline.stepAligned) {
         // Real step numbers when both sides start at the same step, else offsets from each side's first.
@@ -65,24 +56,24 @@ std::string overlaySvg(const Comparison& comparison)
         const auto steps = static_cast<int64_t>(std::llround(timeline.axisEnd));
         const int64_t every = std::max<int64_t>(1, steps / 12);
         for (int64_t s = 0; s < steps; s += every) {
-            svg.line(x(static_cast<double>(s)), plotTop, x(static_cast<double>(s)), plotBottom, "grid");
-            svg.text(x(static_cast<double>(s)) + 3, plotBottom + 14,
+            svg.line(x(static_cast<double>(s)), frame.top, x(static_cast<double>(s)), frame.bottom, "grid");
+            svg.text(x(static_cast<double>(s)) + 3, frame.bottom + 14,
                 sameSteps ? "step " + std::to_string(timeline.firstStepA + s) : "step +" + std::to_string(s), "tick");
         }
-        svg.text((plotLeft + plotRight) / 2, plotBottom + 32,
+        svg.text((frame.left + frame.right) / 2, frame.bottom + 32,
             sameSteps ? std::string("steps aligned")
                       : "steps aligned: " + comparison.a.label + " from step " + std::to_string(timeline.firstStepA)
                     + ", " + comparison.b.label + " from step " + std::to_string(timeline.firstStepB),
             "axis-title", SvgWriter::Anchor::Middle);
     } else {
         for (int percent = 0; percent <= 100; percent += 20) {
-            svg.text(
-                x(percent / 100.0), plotBottom + 14, std::to_string(percent) + "%", "tick", SvgWriter::Anchor::Middle);
+            svg.text(x(percent / 100.0), frame.bottom + 14, std::to_string(percent) + "%", "tick",
+                SvgWriter::Anchor::Middle);
         }
-        svg.text((plotLeft + plotRight) / 2, plotBottom + 32, "time, from each run's first to last event", "axis-title",
-            SvgWriter::Anchor::Middle);
+        svg.text((frame.left + frame.right) / 2, frame.bottom + 32, "time, from each run's first to last event",
+            "axis-title", SvgWriter::Anchor::Middle);
     }
-    svg.line(plotLeft, plotBottom, plotRight, plotBottom, "axis");
+    svg.line(frame.left, frame.bottom, frame.right, frame.bottom, "axis");
 
     const auto drawSide = [&](bool sideB) {
         // A side may stop earlier (fewer steps): its band and line stop there too.
@@ -155,7 +146,7 @@ void comparison(HtmlWriter& html, const ReportContext& context)
         html.element("th", label);
         html.element("td", formatBytes(x), "num");
         html.element("td", formatBytes(y), "num");
-        html.element("td", signedBytes(delta), deltaClass(delta));
+        html.element("td", formatBytesDelta(delta), deltaClass(delta));
         html.raw("</tr>\n");
     };
     const auto textRow = [&](std::string_view label, const std::string& x, const std::string& y) {
@@ -190,11 +181,11 @@ void comparison(HtmlWriter& html, const ReportContext& context)
         parts::categoryCell(html, category);
         html.element("td", formatBytes(a.peak.categories[i]), "num");
         html.element("td", formatBytes(b.peak.categories[i]), "num");
-        html.element(
-            "td", signedBytes(comparison.categoriesDeltaAtPeak[i]), deltaClass(comparison.categoriesDeltaAtPeak[i]));
+        html.element("td", formatBytesDelta(comparison.categoriesDeltaAtPeak[i]),
+            deltaClass(comparison.categoriesDeltaAtPeak[i]));
         if (comparison.categoriesDeltaAtOom) {
             const int64_t delta = (*comparison.categoriesDeltaAtOom)[i];
-            html.element("td", signedBytes(delta), deltaClass(delta));
+            html.element("td", formatBytesDelta(delta), deltaClass(delta));
         }
         html.raw("</tr>\n");
     }
@@ -238,10 +229,10 @@ void comparison(HtmlWriter& html, const ReportContext& context)
     for (size_t i = 0; i < shown; ++i) {
         const ComparedSite& site = comparison.sites[i];
         html.raw("<tr>");
-        html.element("td", signedBytes(site.peakDelta()), deltaClass(site.peakDelta()));
+        html.element("td", formatBytesDelta(site.peakDelta()), deltaClass(site.peakDelta()));
         html.element("td", formatBytes(site.a.peakBytes), "num");
         html.element("td", formatBytes(site.b.peakBytes), "num");
-        html.element("td", signedBytes(site.allocatedDelta()), "num");
+        html.element("td", formatBytesDelta(site.allocatedDelta()), "num");
         html.element("td", categoryLabel(site.key.category));
         html.element("td", phaseLabel(site.key.phase));
         siteCell(site.key);

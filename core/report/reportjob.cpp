@@ -7,22 +7,17 @@
 #include "core/report/charts.h"
 #include "core/report/reportsections.h"
 #include "core/report/svgwriter.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <cstdio>
 
 namespace oomlens::report::sections {
 
 namespace {
 
 constexpr const PlotFrame& frame = frames::jobRanks;
-constexpr double plotLeft = frame.left;
-constexpr double plotRight = frame.right;
-constexpr double plotTop = frame.top;
-constexpr double plotBottom = frame.bottom;
 
 // The card, when every rank that knows it agrees: one line across the chart means one card size.
 std::optional<uint64_t> commonCapacity(const JobSummary& job)
@@ -51,25 +46,25 @@ std::string rankPeaksSvg(const JobSummary& job)
     top = std::max<uint64_t>(top, 1);
     const ByteAxis axis = byteAxisFor(top); // never clips the highest bar
     const auto yOf = [&](uint64_t bytes) {
-        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axis.max);
+        return frame.bottom - (frame.bottom - frame.top) * static_cast<double>(bytes) / static_cast<double>(axis.max);
     };
     drawByteGrid(svg, frame, axis);
 
-    const double slot = (plotRight - plotLeft) / static_cast<double>(std::max<size_t>(job.ranks.size(), 1));
+    const double slot = (frame.right - frame.left) / static_cast<double>(std::max<size_t>(job.ranks.size(), 1));
     const double barWidth = std::max(1.0, slot * 0.72);
     // Label every column while they are wide enough to read, else every n-th.
     const size_t labelEvery = std::max<size_t>(1, static_cast<size_t>(std::ceil(28.0 / slot)));
     for (size_t i = 0; i < job.ranks.size(); ++i) {
         const RankSummary& rank = job.ranks[i];
-        const double x = plotLeft + slot * static_cast<double>(i) + (slot - barWidth) / 2;
+        const double x = frame.left + slot * static_cast<double>(i) + (slot - barWidth) / 2;
         const double middle = x + barWidth / 2;
         const std::string name = rankName(rank);
         if (i % labelEvery == 0) {
-            svg.text(middle, plotBottom + 16, rank.rank >= 0 ? std::to_string(rank.rank) : "?", "tick",
+            svg.text(middle, frame.bottom + 16, rank.rank >= 0 ? std::to_string(rank.rank) : "?", "tick",
                 SvgWriter::Anchor::Middle);
         }
         if (!rank.readable()) {
-            svg.text(middle, plotBottom - 6, "×", "tick", SvgWriter::Anchor::Middle);
+            svg.text(middle, frame.bottom - 6, "×", "tick", SvgWriter::Anchor::Middle);
             continue;
         }
         svg.beginGroup("rank", name + " (" + rank.file + "): peak " + formatBytes(rank.peakAllocatedBytes));
@@ -97,17 +92,10 @@ std::string rankPeaksSvg(const JobSummary& job)
         }
     }
     if (capacity) {
-        svg.line(plotLeft, yOf(*capacity), plotRight, yOf(*capacity), "capacity-line");
-        svg.text(plotRight, yOf(*capacity) - 4, "card " + formatBytes(*capacity), "tick", SvgWriter::Anchor::End);
+        svg.line(frame.left, yOf(*capacity), frame.right, yOf(*capacity), "capacity-line");
+        svg.text(frame.right, yOf(*capacity) - 4, "card " + formatBytes(*capacity), "tick", SvgWriter::Anchor::End);
     }
     return svg.finish();
-}
-
-std::string ratio(double value)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2f", value);
-    return buffer;
 }
 
 } // namespace
@@ -130,7 +118,7 @@ void job(HtmlWriter& html, const ReportContext& context)
     html.raw("</p>\n");
     if (job.medianPeakBytes > 0) {
         html.element("p",
-            "Imbalance " + ratio(job.imbalance) + ": the highest peak is " + formatBytes(job.maxPeakBytes)
+            "Imbalance " + formatRatio(job.imbalance) + ": the highest peak is " + formatBytes(job.maxPeakBytes)
                 + ", the median " + formatBytes(job.medianPeakBytes) + ".");
         html.raw("\n");
     }
@@ -185,9 +173,7 @@ void job(HtmlWriter& html, const ReportContext& context)
             const std::string peaks = group.minPeakBytes == group.maxPeakBytes
                 ? formatBytes(group.maxPeakBytes)
                 : formatBytes(group.minPeakBytes) + "–" + formatBytes(group.maxPeakBytes);
-            std::string mostly(categoryLabel(group.dominantCategory));
-            std::transform(mostly.begin(), mostly.end(), mostly.begin(),
-                [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            const std::string mostly = lowercase(categoryLabel(group.dominantCategory));
             groups.push_back(
                 "Group " + std::to_string(g + 1) + " — " + group.label + ": peak " + peaks + ", mostly " + mostly);
         }

@@ -26,13 +26,6 @@ std::string bandClass(Band band)
     return category ? categoryClass(*category) : "plan-overhead";
 }
 
-std::string ratioText(double ratio)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2f×", ratio);
-    return buffer;
-}
-
 struct PhaseBar
 {
     std::string label;
@@ -44,34 +37,31 @@ struct PhaseBar
 std::string planBarsSvg(const std::vector<PhaseBar>& bars, std::optional<uint64_t> capacityBytes)
 {
     constexpr BarFrame frame = frames::planPhases;
-    constexpr double rowHeight = frame.rowHeight;
-    constexpr double barLeft = frame.barLeft;
-    constexpr double barRight = frame.barRight;
-    const double height = rowHeight * static_cast<double>(bars.size()) + 30;
+    const double height = frame.rowHeight * static_cast<double>(bars.size()) + 30;
     SvgWriter svg(frame.width, height, "chart plan", "Planned memory per GPU by phase and band");
     uint64_t widest = capacityBytes.value_or(1);
     for (const PhaseBar& bar : bars)
         widest = std::max(widest, planner::bandTotal(bar.bands));
-    const double scale = (barRight - barLeft) / static_cast<double>(std::max<uint64_t>(widest, 1));
+    const double scale = (frame.barRight - frame.barLeft) / static_cast<double>(std::max<uint64_t>(widest, 1));
     for (size_t r = 0; r < bars.size(); ++r) {
         const PhaseBar& bar = bars[r];
-        const double y = 8 + rowHeight * static_cast<double>(r);
-        svg.text(barLeft - 8, y + 17, bar.label, "tick", SvgWriter::Anchor::End);
-        double x = barLeft;
+        const double y = 8 + frame.rowHeight * static_cast<double>(r);
+        svg.text(frame.barLeft - 8, y + 17, bar.label, "tick", SvgWriter::Anchor::End);
+        double x = frame.barLeft;
         for (int b = 0; b < planner::bandCount; ++b) {
             const uint64_t bytes = bar.bands[static_cast<size_t>(b)];
             if (bytes == 0)
                 continue;
             const auto band = static_cast<Band>(b);
             const double w = scale * static_cast<double>(bytes);
-            svg.rect(x, y, w, rowHeight - 10, "band " + bandClass(band),
+            svg.rect(x, y, w, frame.rowHeight - 10, "band " + bandClass(band),
                 std::string(bandLabel(band)) + " in " + bar.label + ": " + formatBytes(bytes));
             x += w;
         }
         svg.text(x + 6, y + 17, formatBytes(planner::bandTotal(bar.bands)), "tick small");
     }
     if (capacityBytes) {
-        const double x = barLeft + scale * static_cast<double>(*capacityBytes);
+        const double x = frame.barLeft + scale * static_cast<double>(*capacityBytes);
         svg.line(x, 2, x, height - 18, "capacity-line");
         svg.text(x, height - 4, "card " + formatBytes(*capacityBytes), "tick small", SvgWriter::Anchor::Middle);
     }
@@ -215,7 +205,7 @@ void plan(HtmlWriter& html, const ReportContext& context)
             const planner::BandCalibration& calibration = plan.calibration->band(band);
             html.element("td", formatBytes(calibration.formula), "num");
             html.element("td", formatBytes(calibration.measured), "num");
-            html.element("td", calibration.formula > 0 ? ratioText(calibration.ratio) : "–", "num");
+            html.element("td", calibration.formula > 0 ? formatRatio(calibration.ratio) : "–", "num");
         }
         html.raw("</tr>\n");
     }

@@ -38,17 +38,6 @@ std::vector<const Allocation*> largestLiveAt(const DeviceAnalysis& device, int64
     return live;
 }
 
-// "forward (model.py:42)": the frame a reader recognises (analysis/userframe.h).
-std::string headlineFrame(const Snapshot& snapshot, StackId id)
-{
-    const std::optional<FrameId> chosen = userFrame(*snapshot.frames, *snapshot.strings, id);
-    if (!chosen)
-        return {};
-    const Frame& frame = snapshot.frames->frame(*chosen);
-    return std::string(snapshot.strings->get(frame.name)) + " (" + std::string(snapshot.strings->get(frame.filename))
-        + ":" + std::to_string(frame.line) + ")";
-}
-
 } // namespace
 
 // The largest allocations live at the peak (or the dump), each with its stack.
@@ -70,11 +59,9 @@ void topAllocations(HtmlWriter& html, const ReportContext& context, const ShownS
             + std::string(categoryLabel(allocation.category));
         const std::string when = whenLabel(allocation.phase, allocation.step);
         summary += " · allocated " + (when.empty() ? parts::eventLabel(allocation.allocEvent) : "in " + when);
-        if (snapshot.frames && snapshot.strings) {
-            const std::string frame = headlineFrame(snapshot, allocation.stack);
-            if (!frame.empty())
-                summary += " · " + frame;
-        }
+        // "forward (model.py:42)": the frame a reader recognises (analysis/userframe.h).
+        if (const std::string frame = userFrameLabel(snapshot, allocation.stack); !frame.empty())
+            summary += " · " + frame;
         if (allocation.reason < device.reasons.size())
             summary += " — " + device.reasons[allocation.reason];
         parts::stack(html, snapshot, allocation.stack, summary, context.options.maxStackFrames);

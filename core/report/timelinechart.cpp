@@ -16,10 +16,6 @@ namespace oomlens::report {
 namespace {
 
 constexpr const PlotFrame& frame = frames::timeline;
-constexpr double plotLeft = frame.left;
-constexpr double plotRight = frame.right;
-constexpr double plotTop = frame.top;
-constexpr double plotBottom = frame.bottom;
 constexpr int maxSpanRows = 3; // deeper record_function nesting is folded into the last row
 constexpr double spanRowHeight = 12;
 
@@ -119,17 +115,18 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
         series.maxReserved + (restOfCard ? restOfCard->maxOutside() : 0), capacityBytes.value_or(0), uint64_t(1) });
     const ByteAxis axis = byteAxisFor(top);
     const double eventSpan = std::max<double>(1.0, static_cast<double>(series.eventCount - 1));
-    const auto xOf
-        = [&](int64_t event) { return plotLeft + (plotRight - plotLeft) * static_cast<double>(event) / eventSpan; };
+    const auto xOf = [&](int64_t event) {
+        return frame.left + (frame.right - frame.left) * static_cast<double>(event) / eventSpan;
+    };
     const auto yOf = [&](uint64_t bytes) {
-        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axis.max);
+        return frame.bottom - (frame.bottom - frame.top) * static_cast<double>(bytes) / static_cast<double>(axis.max);
     };
 
     for (const PhaseRun& run : series.phases) {
         const std::string name(phaseName(run.phase));
         const double left = xOf(run.firstEvent);
-        const double right = series.eventCount > 1 ? xOf(run.lastEvent + 1) : plotRight;
-        svg.rect(left, plotTop, std::min(right, plotRight) - left, plotBottom - plotTop, "phase phase-" + name,
+        const double right = series.eventCount > 1 ? xOf(run.lastEvent + 1) : frame.right;
+        svg.rect(left, frame.top, std::min(right, frame.right) - left, frame.bottom - frame.top, "phase phase-" + name,
             std::string(phaseLabel(run.phase)) + ", events " + groupedNumber(run.firstEvent) + "–"
                 + groupedNumber(run.lastEvent));
     }
@@ -138,9 +135,9 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
     if (series.eventCount > 1) {
         const int64_t xStep = niceCountStep(series.eventCount);
         for (int64_t event = 0; event < series.eventCount; event += xStep) {
-            svg.line(xOf(event), plotBottom, xOf(event), plotBottom + 4, "axis");
-            const bool nearRightEdge = xOf(event) > plotRight - 32;
-            svg.text(xOf(event), plotBottom + 17, groupedNumber(event), "tick",
+            svg.line(xOf(event), frame.bottom, xOf(event), frame.bottom + 4, "axis");
+            const bool nearRightEdge = xOf(event) > frame.right - 32;
+            svg.text(xOf(event), frame.bottom + 17, groupedNumber(event), "tick",
                 nearRightEdge ? SvgWriter::Anchor::End : SvgWriter::Anchor::Middle);
         }
     }
@@ -148,7 +145,7 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
     if (series.lastTimeUs > series.firstTimeUs)
         axisTitle += ", " + formatDurationUs(series.lastTimeUs - series.firstTimeUs);
     axisTitle += ")";
-    svg.text((plotLeft + plotRight) / 2, frame.height - 10, axisTitle, "axis-title", SvgWriter::Anchor::Middle);
+    svg.text((frame.left + frame.right) / 2, frame.height - 10, axisTitle, "axis-title", SvgWriter::Anchor::Middle);
 
     // A single sample (no trace) still deserves a visible band: stretch it across the plot.
     std::vector<TimelineSeries::Point> points = series.points;
@@ -162,7 +159,7 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
         reserved.back().event = std::max<int64_t>(1, series.eventCount - 1);
     }
     const auto xOfEvent
-        = [&](int64_t event) { return series.eventCount > 1 ? xOf(event) : (event == 0 ? plotLeft : plotRight); };
+        = [&](int64_t event) { return series.eventCount > 1 ? xOf(event) : (event == 0 ? frame.left : frame.right); };
 
     std::vector<uint64_t> below(points.size(), 0);
     for (int c = 0; c < categoryCount; ++c) {
@@ -236,7 +233,7 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
     for (const ChartSpan& span : series.spans) {
         const double left = xOfEvent(span.firstEvent);
         const double right = std::max(left + 1, xOfEvent(std::min(span.lastEvent + 1, series.eventCount - 1)));
-        const double y = plotTop + 1 + spanRowHeight * span.depth;
+        const double y = frame.top + 1 + spanRowHeight * span.depth;
         svg.rect(left, y, right - left, spanRowHeight - 2, span.closed ? "span-bar" : "span-bar open",
             span.label + ": events " + groupedNumber(span.firstEvent) + "–" + groupedNumber(span.lastEvent)
                 + (span.closed ? "" : " (no end recorded)"));
@@ -247,17 +244,17 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
 
     if (capacityBytes) {
         const double y = yOf(*capacityBytes);
-        svg.line(plotLeft, y, plotRight, y, "capacity-line");
+        svg.line(frame.left, y, frame.right, y, "capacity-line");
         // Left-aligned: the peak and OOM markers usually crowd the right edge.
-        svg.text(plotLeft + 4, y - 4, "GPU capacity " + formatBytes(*capacityBytes), "marker-label");
+        svg.text(frame.left + 4, y - 4, "GPU capacity " + formatBytes(*capacityBytes), "marker-label");
     }
 
     for (const TimelineMarker& marker : markers) {
         const double x
-            = series.eventCount > 1 ? xOf(std::clamp<int64_t>(marker.event, 0, series.eventCount - 1)) : plotRight;
-        svg.line(x, plotTop - 8, x, plotBottom, marker.oom ? "marker oom-marker" : "marker peak-marker");
-        const bool rightHalf = x > (plotLeft + plotRight) / 2;
-        svg.text(rightHalf ? x - 4 : x + 4, plotTop - 10 + (marker.oom ? 0 : 12), marker.label, "marker-label",
+            = series.eventCount > 1 ? xOf(std::clamp<int64_t>(marker.event, 0, series.eventCount - 1)) : frame.right;
+        svg.line(x, frame.top - 8, x, frame.bottom, marker.oom ? "marker oom-marker" : "marker peak-marker");
+        const bool rightHalf = x > (frame.left + frame.right) / 2;
+        svg.text(rightHalf ? x - 4 : x + 4, frame.top - 10 + (marker.oom ? 0 : 12), marker.label, "marker-label",
             rightHalf ? SvgWriter::Anchor::End : SvgWriter::Anchor::Start);
     }
     return svg.finish();

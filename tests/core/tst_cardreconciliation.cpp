@@ -4,6 +4,7 @@
 #include "core/jsonexport.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/cardtimeline.h"
+#include "core/presentation/palette.h"
 #include "core/report/htmlreport.h"
 #include "core/strings.h"
 #include "core/textreport.h"
@@ -299,6 +300,9 @@ private slots:
         QVERIFY(contains(html, "href=\"#card\""));
         QVERIFY(contains(html, "class=\"cardbar\""));
         QVERIFY(contains(html, "data-band=\"process_outside_allocator\""));
+        // The card bar in the app's colours: one palette for the report and the views.
+        QVERIFY(
+            contains(html, "background: " + cardBandColor(CardBandKind::ProcessOutsideAllocator).hex() + "\"></span>"));
         QVERIFY(contains(html, "This process outside PyTorch&#39;s allocator")
             || contains(html, "This process outside PyTorch's allocator"));
         QVERIFY(contains(html, "The rest of the card: what it usually is"));
