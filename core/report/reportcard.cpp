@@ -40,19 +40,19 @@ void cardBar(HtmlWriter& html, const CardReconciliation& card)
              "solid var(--border); border-radius: 3px; overflow: hidden\">");
     for (const CardBand& band : card.bands) {
         html.raw("<span data-band=\"");
-        html.text(cardBandName(band.kind));
+        html.text(std::string(cardBandName(band.kind)));
         html.raw("\" title=\"");
         html.text(band.label + ": " + formatBytes(band.bytes));
         html.raw("\" style=\"width: ");
         html.text(percentWidth(band.bytes, total));
         html.raw("%; background: ");
-        html.text(bandColor(cardBandName(band.kind)));
+        html.text(bandColor(std::string(cardBandName(band.kind))));
         html.raw("\"></span>");
     }
     html.raw("</div>\n<div class=\"legend\">");
     for (const CardBand& band : card.bands) {
         html.raw("<span><span class=\"swatch\" style=\"background: ");
-        html.text(bandColor(cardBandName(band.kind)));
+        html.text(bandColor(std::string(cardBandName(band.kind))));
         html.raw("\"></span>");
         html.text(band.label + " " + formatBytes(band.bytes));
         html.raw("</span> ");
