@@ -7,10 +7,10 @@
 #include "core/analysis/snapshotanalysis.h"
 #include "parsers/snapshotreader.h"
 #include "views/allocatorstatewidget.h"
-#include "views/eventsmodel.h"
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
-#include "views/timelinedata.h"
+#include "views/models/eventsmodel.h"
+#include "views/plots/timelinedata.h"
 #include "views/timelinewidget.h"
 
 #include <QApplication>

@@ -2,6 +2,7 @@
 
 #include "core/case.h"
 #include "core/snapshot.h"
+#include "core/strings.h"
 
 #include <array>
 #include <optional>
@@ -41,11 +42,6 @@ bool hasDirectory(std::string_view path, std::string_view directory)
             return true;
     }
     return false;
-}
-
-bool contains(std::string_view text, std::string_view part)
-{
-    return text.find(part) != std::string_view::npos;
 }
 
 // The backend a frame's code belongs to, when it belongs to one other than CUDA. Python frames:

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/analysis/allocatorstate.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include <QWidget>
 

@@ -1,6 +1,6 @@
 #include "views/caseloader.h"
 
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include <QFileInfo>
 #include <QFutureWatcher>

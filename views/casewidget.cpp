@@ -8,8 +8,8 @@
 #include "views/liveallocationsview.h"
 #include "views/overviewpage.h"
 #include "views/pinnedhostview.h"
+#include "views/plots/timelinedata.h"
 #include "views/profilertimelineview.h"
-#include "views/timelinedata.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
 

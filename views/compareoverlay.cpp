@@ -1,7 +1,7 @@
 #include "views/compareoverlay.h"
 
-#include "views/axistickers.h"
-#include "views/plotstyle.h"
+#include "views/plots/axistickers.h"
+#include "views/plots/plotstyle.h"
 
 #include <QEvent>
 #include <QLabel>

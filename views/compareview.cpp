@@ -2,7 +2,7 @@
 
 #include "views/categorycolors.h"
 #include "views/compareoverlay.h"
-#include "views/comparesitesmodel.h"
+#include "views/models/comparesitesmodel.h"
 #include "views/timelinewidget.h"
 #include "views/viewutil.h"
 

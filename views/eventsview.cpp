@@ -1,6 +1,6 @@
 #include "views/eventsview.h"
 
-#include "views/eventsmodel.h"
+#include "views/models/eventsmodel.h"
 #include "views/viewutil.h"
 
 #include <QComboBox>

@@ -1,9 +1,9 @@
 #include "views/jobbars.h"
 
 #include "core/job/jobassembly.h"
-#include "views/axistickers.h"
 #include "views/categorycolors.h"
-#include "views/plotstyle.h"
+#include "views/plots/axistickers.h"
+#include "views/plots/plotstyle.h"
 #include "views/viewutil.h"
 
 #include <QEvent>

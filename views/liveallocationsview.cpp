@@ -1,8 +1,8 @@
 #include "views/liveallocationsview.h"
 
 #include "core/analysis/livequery.h"
-#include "views/allocationsmodel.h"
-#include "views/calltreemodel.h"
+#include "views/models/allocationsmodel.h"
+#include "views/models/calltreemodel.h"
 #include "views/viewutil.h"
 
 #include <QButtonGroup>

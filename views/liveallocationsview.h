@@ -1,6 +1,6 @@
 #pragma once
 
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include <QWidget>
 

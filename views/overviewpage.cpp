@@ -8,9 +8,9 @@
 #include "core/snapshotbackend.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
-#include "views/inputsmodel.h"
-#include "views/processesmodel.h"
-#include "views/summarymodel.h"
+#include "views/models/inputsmodel.h"
+#include "views/models/processesmodel.h"
+#include "views/models/summarymodel.h"
 #include "views/viewutil.h"
 
 #include <QFontDatabase>

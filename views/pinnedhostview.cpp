@@ -1,8 +1,8 @@
 #include "views/pinnedhostview.h"
 
 #include "core/units.h"
-#include "views/axistickers.h"
-#include "views/plotstyle.h"
+#include "views/plots/axistickers.h"
+#include "views/plots/plotstyle.h"
 
 #include <QEvent>
 #include <QLabel>

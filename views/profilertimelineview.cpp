@@ -2,10 +2,10 @@
 
 #include "core/presentation/labels.h"
 #include "core/units.h"
-#include "views/axistickers.h"
 #include "views/categorycolors.h"
-#include "views/plotstyle.h"
-#include "views/stackedbands.h"
+#include "views/plots/axistickers.h"
+#include "views/plots/plotstyle.h"
+#include "views/plots/stackedbands.h"
 #include "views/viewutil.h"
 
 #include <QComboBox>

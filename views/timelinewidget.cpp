@@ -2,11 +2,11 @@
 
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
-#include "views/annotationstrip.h"
-#include "views/axistickers.h"
 #include "views/categorycolors.h"
-#include "views/phaseshading.h"
-#include "views/stackedbands.h"
+#include "views/plots/annotationstrip.h"
+#include "views/plots/axistickers.h"
+#include "views/plots/phaseshading.h"
+#include "views/plots/stackedbands.h"
 #include "views/viewutil.h"
 
 #include <QComboBox>

@@ -4,7 +4,7 @@
 #include "core/analysis/privatepools.h"
 #include "core/phase.h"
 #include "core/presentation/cardtimeline.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include <QWidget>
 
@@ -66,7 +66,7 @@ public:
     QString describe(int64_t event, double bytesAtPointer) const;
 
     // PNG or SVG by the extension. A snapshot without history exports the allocator's state at
-    // the dump with the statement of what is missing (views/dumpstatepicture.h).
+    // the dump with the statement of what is missing (views/plots/dumpstatepicture.h).
     bool exportImage(const QString& path);
     QCustomPlot* plot() const { return m_plot; }
 

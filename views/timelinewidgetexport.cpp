@@ -1,7 +1,7 @@
 #include "views/timelinewidget.h"
 
 #include "views/categorycolors.h"
-#include "views/dumpstatepicture.h"
+#include "views/plots/dumpstatepicture.h"
 #include "views/viewutil.h"
 
 #include <QFileDialog>

@@ -1,6 +1,6 @@
 #include "common/tracebuilder.h"
-#include "views/annotationstrip.h"
-#include "views/timelinedata.h"
+#include "views/plots/annotationstrip.h"
+#include "views/plots/timelinedata.h"
 #include "views/timelinewidget.h"
 
 #include <QTest>

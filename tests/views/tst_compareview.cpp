@@ -2,9 +2,9 @@
 #include "core/compare/comparison.h"
 #include "views/casewidget.h"
 #include "views/compareoverlay.h"
-#include "views/comparesitesmodel.h"
 #include "views/compareview.h"
 #include "views/mainwindow.h"
+#include "views/models/comparesitesmodel.h"
 #include "views/viewutil.h"
 
 #include <QApplication>

@@ -14,7 +14,7 @@
 #include "parsers/inputloader.h"
 #include "views/categorycolors.h"
 #include "views/overviewpage.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 #include "views/timelinewidget.h"
 
 #include <QApplication>

@@ -1,10 +1,10 @@
 #include "common/tracebuilder.h"
-#include "views/allocationsmodel.h"
-#include "views/calltreemodel.h"
-#include "views/eventsmodel.h"
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
-#include "views/timelinedata.h"
+#include "views/models/allocationsmodel.h"
+#include "views/models/calltreemodel.h"
+#include "views/models/eventsmodel.h"
+#include "views/plots/timelinedata.h"
 
 #include <QAbstractItemModelTester>
 #include <QLineEdit>

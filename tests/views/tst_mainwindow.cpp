@@ -1,5 +1,4 @@
 #include "common/testutil.h"
-#include "views/allocationsmodel.h"
 #include "views/allocatorstatewidget.h"
 #include "views/casewidget.h"
 #include "views/categorycolors.h"
@@ -7,6 +6,7 @@
 #include "views/eventsview.h"
 #include "views/liveallocationsview.h"
 #include "views/mainwindow.h"
+#include "views/models/allocationsmodel.h"
 #include "views/overviewpage.h"
 #include "views/timelinewidget.h"
 #include "views/viewutil.h"

@@ -4,8 +4,8 @@
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "parsers/inputloader.h"
-#include "views/allocationsmodel.h"
 #include "views/allocatorstatewidget.h"
+#include "views/models/allocationsmodel.h"
 #include "views/timelinewidget.h"
 
 #include <QAbstractItemModelTester>

@@ -4,8 +4,8 @@
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/mainwindow.h"
+#include "views/plots/timelinedata.h"
 #include "views/settingsdialog.h"
-#include "views/timelinedata.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
 

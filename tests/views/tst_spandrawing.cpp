@@ -1,6 +1,6 @@
-#include "views/annotationstrip.h"
-#include "views/phaseshading.h"
-#include "views/spanpixels.h"
+#include "views/plots/annotationstrip.h"
+#include "views/plots/phaseshading.h"
+#include "views/plots/spanpixels.h"
 
 #include <QTemporaryDir>
 #include <QTest>

@@ -1,5 +1,5 @@
 #include "common/tracebuilder.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include <QTest>
 

@@ -6,7 +6,7 @@
 #include "views/caseloader.h"
 #include "views/casewidget.h"
 #include "views/mainwindow.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 #include "views/timelinewidget.h"
 
 #include <QApplication>

@@ -7,9 +7,9 @@
 #include "core/units.h"
 #include "opening/loadedcase.h"
 #include "parsers/inputloader.h"
-#include "views/dumpstatepicture.h"
 #include "views/overviewpage.h"
-#include "views/timelinedata.h"
+#include "views/plots/dumpstatepicture.h"
+#include "views/plots/timelinedata.h"
 #include "views/timelinewidget.h"
 
 #include <QApplication>

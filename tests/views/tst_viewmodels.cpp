@@ -1,10 +1,10 @@
 #include "common/tracebuilder.h"
-#include "views/allocationsmodel.h"
-#include "views/eventsmodel.h"
-#include "views/inputsmodel.h"
-#include "views/processesmodel.h"
-#include "views/summarymodel.h"
-#include "views/timelinedata.h"
+#include "views/models/allocationsmodel.h"
+#include "views/models/eventsmodel.h"
+#include "views/models/inputsmodel.h"
+#include "views/models/processesmodel.h"
+#include "views/models/summarymodel.h"
+#include "views/plots/timelinedata.h"
 
 #include <QAbstractItemModelTester>
 #include <QSortFilterProxyModel>

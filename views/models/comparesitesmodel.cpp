@@ -1,4 +1,4 @@
-#include "views/comparesitesmodel.h"
+#include "views/models/comparesitesmodel.h"
 
 #include "views/categorycolors.h"
 #include "views/viewutil.h"

@@ -1,7 +1,7 @@
-#include "views/phaseshading.h"
+#include "views/plots/phaseshading.h"
 
 #include "views/categorycolors.h"
-#include "views/spanpixels.h"
+#include "views/plots/spanpixels.h"
 
 #include <algorithm>
 #include <array>

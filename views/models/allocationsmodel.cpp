@@ -1,4 +1,4 @@
-#include "views/allocationsmodel.h"
+#include "views/models/allocationsmodel.h"
 
 #include "core/analysis/poolowners.h"
 #include "core/analysis/userframe.h"

@@ -1,4 +1,4 @@
-#include "views/dumpstatepicture.h"
+#include "views/plots/dumpstatepicture.h"
 
 #include "core/analysis/poolowners.h"
 #include "core/analysis/privatepools.h"

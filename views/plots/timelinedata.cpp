@@ -1,4 +1,4 @@
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include "core/analysis/recomputespans.h"
 

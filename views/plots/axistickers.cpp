@@ -1,4 +1,4 @@
-#include "views/axistickers.h"
+#include "views/plots/axistickers.h"
 
 #include <array>
 #include <cmath>

@@ -2,7 +2,7 @@
 
 #include "core/analysis/privatepools.h"
 #include "core/presentation/generatedcodeframes.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 
 #include <QAbstractTableModel>
 

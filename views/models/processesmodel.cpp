@@ -1,4 +1,4 @@
-#include "views/processesmodel.h"
+#include "views/models/processesmodel.h"
 
 #include "views/viewutil.h"
 

@@ -1,4 +1,4 @@
-#include "views/calltreemodel.h"
+#include "views/models/calltreemodel.h"
 
 #include "core/analysis/userframe.h"
 

@@ -1,4 +1,4 @@
-#include "views/plotstyle.h"
+#include "views/plots/plotstyle.h"
 
 #include "core/phase.h"
 #include "views/categorycolors.h"

@@ -1,4 +1,4 @@
-#include "views/stackedbands.h"
+#include "views/plots/stackedbands.h"
 
 #include <algorithm>
 #include <cmath>

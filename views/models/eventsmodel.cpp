@@ -1,4 +1,4 @@
-#include "views/eventsmodel.h"
+#include "views/models/eventsmodel.h"
 
 #include "core/analysis/poolowners.h"
 

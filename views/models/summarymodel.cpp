@@ -1,4 +1,4 @@
-#include "views/summarymodel.h"
+#include "views/models/summarymodel.h"
 
 #include "views/viewutil.h"
 

@@ -1,4 +1,4 @@
-#include "views/inputsmodel.h"
+#include "views/models/inputsmodel.h"
 
 #include "core/presentation/labels.h"
 #include "views/viewutil.h"

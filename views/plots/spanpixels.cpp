@@ -1,4 +1,4 @@
-#include "views/spanpixels.h"
+#include "views/plots/spanpixels.h"
 
 #include <qcustomplot.h>
 

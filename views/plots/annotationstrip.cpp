@@ -1,6 +1,6 @@
-#include "views/annotationstrip.h"
+#include "views/plots/annotationstrip.h"
 
-#include "views/spanpixels.h"
+#include "views/plots/spanpixels.h"
 
 #include <algorithm>
 
