@@ -1,11 +1,13 @@
 #include "core/jsonexport.h"
 
+#include "core/presentation/allocationannotationsjson.h"
 #include "core/presentation/cardreconciliationjson.h"
 #include "core/presentation/compiledregionsjson.h"
 #include "core/presentation/pendingfreesjson.h"
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
 #include "core/profilertimelinejson.h"
+#include "core/snapshotbackend.h"
 
 #include <algorithm>
 
@@ -115,6 +117,8 @@ json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore)
         { "notes", message.notes } };
     if (message.otherAllocationsBytes)
         result["other_allocations_bytes"] = *message.otherAllocationsBytes;
+    // The rank whose "[rankN]:" lines printed it; null without a launcher prefix.
+    result["rank"] = optionalToJson(message.rank);
     // Added after the first contract (keys are only ever added): what newer templates and logs carry.
     result["platform_limit_bytes"] = optionalToJson(message.platformLimitBytes);
     result["xla_buffers"] = message.xlaBuffers ? xlaBuffersToJson(*message.xlaBuffers) : json(nullptr);
@@ -142,7 +146,7 @@ json memorySummaryToJson(const MemorySummary& summary)
         { "abbreviated", summary.abbreviated }, { "truncated", summary.truncated } };
 }
 
-json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom)
+json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom, SnapshotBackend backend)
 {
     const Snapshot& snapshot = *analysis.snapshot;
     const int32_t device = analysis.primaryDevice;
@@ -180,7 +184,7 @@ json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* he
         { "capacity_bytes", headroom ? optionalToJson(headroom->capacityBytes) : json(nullptr) },
         { "headroom_bytes", headroom ? optionalToJson(headroom->headroomBytes) : json(nullptr) },
         { "rules_error", analysis.rulesError.empty() ? json(nullptr) : json(analysis.rulesError) },
-        { "warnings", snapshot.warnings } };
+        { "warnings", snapshot.warnings }, { "backend", snapshotBackendName(backend) } };
 }
 
 json diagnosisToJson(const Diagnosis& diagnosis)
@@ -241,7 +245,10 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
             if (candidate.snapshotIndex == static_cast<int>(i))
                 headroom = &candidate;
         }
-        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom));
+        const SnapshotBackend backend = analysis.snapshots[i].snapshot
+            ? snapshotBackend(*analysis.snapshots[i].snapshot, input.text.oomMessages)
+            : SnapshotBackend::Cuda;
+        snapshots.push_back(snapshotToJson(analysis.snapshots[i], headroom, backend));
     }
     json diagnoses = json::array();
     for (const auto& diagnosis : analysis.diagnoses)
@@ -258,6 +265,9 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);
     document["pending_frees"] = pendingFreesToJson(analysis);
     document["profiler_timelines"] = profilerTimelinesToJson(input, analysis);
+    document["allocation_annotations"] = allocationAnnotationsToJson(analysis);
+    // Ranks whose own "[rankN]:" lines hold an OOM message, the failing rank first.
+    document["failed_ranks"] = input.text.failedRanks;
     return document;
 }
 

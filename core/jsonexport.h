@@ -2,6 +2,7 @@
 
 #include "core/case.h"
 #include "core/caseanalysis.h"
+#include "core/snapshotbackend.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +16,9 @@ nlohmann::ordered_json caseToJson(const Case& input, const CaseAnalysis& analysi
 // after it are printed.
 nlohmann::ordered_json oomMessageToJson(const OomMessage& message, const MemoryLog& listedBefore = {});
 nlohmann::ordered_json memorySummaryToJson(const MemorySummary& summary);
-nlohmann::ordered_json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom = nullptr);
+// `backend`: who wrote the snapshot (core/snapshotbackend.h), the entry's "backend".
+nlohmann::ordered_json snapshotToJson(const SnapshotAnalysis& analysis, const SnapshotHeadroom* headroom = nullptr,
+    SnapshotBackend backend = SnapshotBackend::Cuda);
 nlohmann::ordered_json diagnosisToJson(const Diagnosis& diagnosis);
 
 } // namespace oomlens

@@ -165,6 +165,8 @@ struct OomMessage
     std::optional<TracebackInfo> traceback;
     std::vector<std::string> notes; // oddities noticed while parsing, in plain words
     size_t sourceLine = 0; // 1-based line in the input where the message starts
+    // The rank whose torchrun "[rankN]:" prefix the message's lines carry; nullopt without one.
+    std::optional<int> rank;
 
     // The template's name, else the backend's ("cublas"): what a sentence calls a message it has no
     // numbers from.
@@ -277,6 +279,9 @@ struct TextFindings
     std::vector<AllocConfSetting> allocConfs;
     std::vector<TracebackInfo> tracebacks; // tracebacks that carry no OOM message of their own
     std::vector<int> launcherRanks; // distinct ranks in torchrun's "[rankN]:" line prefixes, ascending
+    // Ranks whose own lines hold an OOM message, failing rank first (torchrun's first observed failure,
+    // else the first message printed), the others ascending; empty without rank prefixes.
+    std::vector<int> failedRanks;
     std::vector<HostMemoryKill> hostKills; // host RAM exhausted: OOM-killer lines, "Killed", exit 137
     bool empty() const
     {

@@ -5,6 +5,7 @@
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
+#include "core/snapshotbackend.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -69,12 +70,18 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
             if (item.snapshotIndex == static_cast<int>(i))
                 path = item.path;
         }
-        out << "\nSnapshot " << path << ", device " << snapshot.primaryDevice << '\n';
+        // Named when another backend wrote it in CUDA's format: "Snapshot x.pickle, Intel XPU device 0".
+        const SnapshotBackend backend
+            = snapshot.snapshot ? snapshotBackend(*snapshot.snapshot, input.text.oomMessages) : SnapshotBackend::Cuda;
+        out << "\nSnapshot " << path << ", "
+            << (backend == SnapshotBackend::Cuda ? std::string() : std::string(snapshotBackendLabel(backend)) + " ")
+            << "device " << snapshot.primaryDevice << '\n';
         if (!device) {
             out << "  no allocations recorded on this device\n";
             continue;
         }
-        const TraceHistory history = traceHistory(*snapshot.snapshot, *device);
+        TraceHistory history = traceHistory(*snapshot.snapshot, *device);
+        history.backend = backend;
         if (history.segmentsOnly()) {
             // No trace: the figures are the dump's, and a "peak" would only be the dump again.
             out << "  allocated at the dump " << formatBytes(device->peakAllocatedBytes) << '\n';

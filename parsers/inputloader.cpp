@@ -135,6 +135,7 @@ void appendFindings(TextFindings& into, TextFindings&& from)
     append(into.allocConfs, from.allocConfs);
     append(into.tracebacks, from.tracebacks);
     append(into.launcherRanks, from.launcherRanks);
+    append(into.failedRanks, from.failedRanks);
     append(into.hostKills, from.hostKills);
 }
 

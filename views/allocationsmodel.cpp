@@ -98,6 +98,8 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             return poolText(allocation);
         case CompiledColumn:
             return compiledText(allocation);
+        case NotesColumn:
+            return notesText(m_rows[size_t(index.row())]);
         }
         break;
     case SortRole:
@@ -118,6 +120,8 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             return poolText(allocation);
         case CompiledColumn:
             return compiledText(allocation);
+        case NotesColumn:
+            return notesText(m_rows[size_t(index.row())]);
         }
         break;
     case FilterRole: {
@@ -150,6 +154,10 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
             if (compiled.generatedFrame)
                 text += QStringLiteral(" (generated ") + toQString(frameSiteText(snapshot, *compiled.generatedFrame))
                     + QStringLiteral(")");
+        }
+        for (const AllocationAnnotation* note : m_data->allocationAnnotations().of(m_rows[size_t(index.row())])) {
+            if (note->event <= m_event)
+                text += QStringLiteral("\nAnnotated: ") + toQString(note->text);
         }
         const QString stack = stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 12);
         return stack.isEmpty() ? text : QString(text + QStringLiteral("\n\n") + stack);
@@ -187,6 +195,8 @@ QVariant AllocationsModel::headerData(int section, Qt::Orientation orientation, 
         return QStringLiteral("Pool");
     case CompiledColumn:
         return QStringLiteral("Compiled region");
+    case NotesColumn:
+        return QStringLiteral("Annotations");
     }
     return {};
 }
@@ -215,7 +225,19 @@ QString AllocationsModel::annotationText(int32_t allocationIndex) const
         if (event.userMetadata.isValid())
             text += toQString(m_data->snapshot().strings->get(event.userMetadata)) + QLatin1Char(' ');
     }
+    text += toQString(m_data->allocationAnnotations().joinedText(allocationIndex, " ")) + QLatin1Char(' ');
     return *m_annotationText.insert(allocationIndex, text);
+}
+
+QString AllocationsModel::notesText(int32_t allocationIndex) const
+{
+    // Only the notes made by the moment shown: at an earlier cursor the tensor was not yet annotated.
+    QStringList texts;
+    for (const AllocationAnnotation* note : m_data->allocationAnnotations().of(allocationIndex)) {
+        if (note->event <= m_event && !note->text.empty())
+            texts << toQString(note->text);
+    }
+    return texts.join(QStringLiteral("; "));
 }
 
 QString AllocationsModel::compiledText(const Allocation& allocation) const

@@ -28,6 +28,7 @@ public:
         LocationColumn,
         PoolColumn, // the allocator pool of its block: default, a CUDA graph's or a MemPool
         CompiledColumn, // the torch.compile region it ran in
+        NotesColumn, // what torch.cuda.memory._annotate_tensor attached to it by this moment
         ColumnCount
     };
     enum Roles { SortRole = Qt::UserRole, BytesRole, AllocationRole, FilterRole };
@@ -48,6 +49,7 @@ private:
     QString poolText(const Allocation& allocation) const;
     QString compiledText(const Allocation& allocation) const;
     QString annotationText(int32_t allocationIndex) const;
+    QString notesText(int32_t allocationIndex) const;
 
     std::shared_ptr<const TimelineData> m_data;
     PrivatePools m_pools; // derived once per timeline: which pool each block is in

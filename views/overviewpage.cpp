@@ -5,6 +5,7 @@
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/presentation/tracehistory.h"
+#include "core/snapshotbackend.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/inputsmodel.h"
@@ -194,6 +195,13 @@ void OverviewPage::addGlance(const LoadedCase& loaded)
             if (oom.step >= 0)
                 phase
                     += (phase.isEmpty() ? QString() : QStringLiteral(" ")) + QStringLiteral("of step %1").arg(oom.step);
+            break;
+        }
+    }
+    // A snapshot another backend wrote in CUDA's format says whose memory this is.
+    for (size_t i = 0; i < loaded.input.snapshots.size(); ++i) {
+        if (const SnapshotBackend backend = snapshotBackendOf(loaded.input, i); backend != SnapshotBackend::Cuda) {
+            parts.prepend(QStringLiteral("<b>%1</b> snapshot").arg(toQString(snapshotBackendLabel(backend))));
             break;
         }
     }

@@ -39,8 +39,10 @@ TimelineData::TimelineData(std::shared_ptr<const SnapshotAnalysis> analysis, int
         m_hasTime = m_eventCount > 1 && timeOf(m_eventCount - 1) > 0;
     }
     buildPhases();
-    if (m_device)
+    if (m_device) {
         m_spans = oomlens::annotationAndRecomputeSpans(*m_analysis->snapshot, *m_device);
+        m_allocationAnnotations = AllocationAnnotations(*m_analysis->snapshot, *m_device);
+    }
 }
 
 void TimelineData::buildPhases()

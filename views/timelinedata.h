@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/allocationannotations.h"
 #include "core/analysis/annotationspans.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
@@ -67,6 +68,8 @@ public:
     const std::vector<StepStart>& stepStarts() const { return m_stepStarts; }
     // record_function ranges and user metadata runs on this device (core/analysis/annotationspans.h).
     const std::vector<AnnotationSpan>& annotationSpans() const { return m_spans; }
+    // Notes `_annotate_tensor` attached to single allocations (core/analysis/allocationannotations.h).
+    const AllocationAnnotations& allocationAnnotations() const { return m_allocationAnnotations; }
 
 private:
     void buildPhases();
@@ -81,6 +84,7 @@ private:
     std::vector<PhaseRun> m_phaseRuns;
     std::vector<StepStart> m_stepStarts;
     std::vector<AnnotationSpan> m_spans;
+    AllocationAnnotations m_allocationAnnotations;
 };
 
 } // namespace oomlens

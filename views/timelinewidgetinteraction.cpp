@@ -65,6 +65,22 @@ QString TimelineWidget::describe(int64_t event, double bytesAtPointer) const
                                    "its allocation fell out of the ring buffer)</span>");
         if (allocation.reason < device->reasons.size())
             html += QStringLiteral("<br><i>%1</i>").arg(toQString(device->reasons[allocation.reason]).toHtmlEscaped());
+        for (const AllocationAnnotation* note : m_data->allocationAnnotations().of(allocationIndex))
+            html += QStringLiteral("<br>annotated: <b>%1</b>").arg(toQString(note->text).toHtmlEscaped());
+    }
+    if (const AllocationAnnotation* note = m_data->allocationAnnotations().atEvent(event)) {
+        // The action line ends "annotate " (an annotate entry records no size): the note follows it.
+        html += QStringLiteral("<b>%1</b>").arg(toQString(note->text).toHtmlEscaped());
+        if (note->allocation >= 0 && device) {
+            const Allocation& allocation = device->allocations[size_t(note->allocation)];
+            html += QStringLiteral("<br>on the %1 %2 allocation at 0x%3")
+                        .arg(bytesText(allocation.requestedSize), categoryText(allocation.category))
+                        .arg(note->address, 0, 16);
+        } else {
+            html += QStringLiteral(
+                "<br><span style='color:gray'>on 0x%1, whose allocation the trace does not hold</span>")
+                        .arg(note->address, 0, 16);
+        }
     }
     const Snapshot& snapshot = m_data->snapshot();
     if (traceEvent.compileContext.isValid()) {

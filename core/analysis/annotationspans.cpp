@@ -58,6 +58,10 @@ void addMetadataSpans(const Snapshot& snapshot, const DeviceTrace& trace, std::v
         spans.push_back(std::move(span));
     };
     for (size_t e = 0; e < trace.events.size(); ++e) {
+        // An `annotate` entry's user_metadata is the note it attaches to one allocation
+        // (allocationannotations.h), not the thread's current label: it neither ends nor starts a run.
+        if (trace.events[e].action == TraceAction::Annotate)
+            continue;
         const StringId metadata = trace.events[e].userMetadata;
         if (metadata == current)
             continue;

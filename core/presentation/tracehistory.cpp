@@ -36,6 +36,7 @@ std::string segmentsOnlySource(const Snapshot& snapshot, const TraceHistory& his
 TraceHistory traceHistory(const Snapshot& snapshot, const DeviceAnalysis& device)
 {
     TraceHistory history;
+    history.backend = snapshotBackendFromFrames(snapshot);
     if (const DeviceTrace* trace = snapshot.trace(device.device)) {
         history.traceEvents = trace->events.size();
         for (const TraceEvent& event : trace->events)
@@ -133,32 +134,34 @@ std::vector<std::string> historyStatement(const Snapshot& snapshot, const TraceH
 
 std::string historyAdvice(const TraceHistory& history)
 {
+    const std::string module(snapshotMemoryModule(history.backend));
     switch (history.coverage) {
     case TraceHistory::Coverage::Complete:
         return {};
     case TraceHistory::Coverage::SegmentsOnly:
-        return "To get a timeline, record the allocator's history from the start of the run with "
-               "torch.cuda.memory._record_memory_history(max_entries=100000) (PyTorch 2.1 or newer) and dump it "
-               "with torch.cuda.memory._dump_snapshot() after the failure — or let oomlens_capture do both.";
+        return "To get a timeline, record the allocator's history from the start of the run with " + module
+            + "._record_memory_history(max_entries=100000)"
+            + (history.backend == SnapshotBackend::Cuda ? " (PyTorch 2.1 or newer)" : "") + " and dump it with "
+            + module + "._dump_snapshot() after the failure — or let oomlens_capture do both.";
     case TraceHistory::Coverage::Wrapped:
-        return "To record more, raise max_entries: torch.cuda.memory._record_memory_history(max_entries="
-            + std::to_string(std::max<size_t>(100000, history.traceEvents * 4))
+        return "To record more, raise max_entries: " + module
+            + "._record_memory_history(max_entries=" + std::to_string(std::max<size_t>(100000, history.traceEvents * 4))
             + ") keeps a longer ring buffer (this trace kept " + std::to_string(history.traceEvents)
             + " entries; the file grows by a few hundred bytes per entry). Start recording before the model is "
               "built, and do not restart it with clear_history=True in between: both cut the beginning.";
     case TraceHistory::Coverage::LateStart:
         break;
     }
-    return "To see where the older memory came from, call torch.cuda.memory._record_memory_history(max_entries=100000) "
-           "before the model and the optimizer are created; recording that starts late, or restarts with "
-           "clear_history=True, cuts the beginning.";
+    return "To see where the older memory came from, call " + module
+        + "._record_memory_history(max_entries=100000) before the model and the optimizer are created; recording "
+          "that starts late, or restarts with clear_history=True, cuts the beginning.";
 }
 
-std::string historyRecordingSnippet()
+std::string historyRecordingSnippet(SnapshotBackend backend)
 {
-    return "torch.cuda.memory._record_memory_history(max_entries=100000)  # first thing, before the model is built\n"
-           "# ... the run, until it fails ...\n"
-           "torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")";
+    const std::string module(snapshotMemoryModule(backend));
+    return module + "._record_memory_history(max_entries=100000)  # first thing, before the model is built\n"
+        + "# ... the run, until it fails ...\n" + module + "._dump_snapshot(\"snapshot.pickle\")";
 }
 
 } // namespace oomlens

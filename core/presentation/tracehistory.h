@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/snapshotanalysis.h"
+#include "core/snapshotbackend.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -35,6 +36,10 @@ struct TraceHistory
     size_t liveBlocks = 0;
     uint64_t liveBlockBytes = 0;
     bool blocksHaveStacks = false; // categories can be told from the blocks' stacks
+    // Who wrote the snapshot, from its frames (core/snapshotbackend.h): the advice names its module
+    // (torch.xpu.memory, not torch.cuda.memory, for an XPU run). A consumer holding the case sets it
+    // from snapshotBackendOf, which also reads the OOM message beside the snapshot.
+    SnapshotBackend backend = SnapshotBackend::Cuda;
 
     // Older than the trace in all: ghost frees and the older blocks still live at the dump; their
     // requested bytes add up to DeviceAnalysis::initialAllocatedBytes.
@@ -59,6 +64,6 @@ std::vector<std::string> historyStatement(const Snapshot& snapshot, const TraceH
 std::string historyAdvice(const TraceHistory& history);
 
 // The lines to run, for a code block under the advice.
-std::string historyRecordingSnippet();
+std::string historyRecordingSnippet(SnapshotBackend backend = SnapshotBackend::Cuda);
 
 } // namespace oomlens

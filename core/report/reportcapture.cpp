@@ -10,23 +10,31 @@ void captureAdvice(HtmlWriter& html, const ReportContext& context)
         return;
     html.beginSection("capture", "How to capture a better snapshot");
     html.element("p", reason);
+    // In the words of the backend the case's snapshot came from: an XPU run records with torch.xpu.
+    SnapshotBackend backend = SnapshotBackend::Cuda;
+    for (const ShownSnapshot& shown : context.snapshots) {
+        if (shown.backend != SnapshotBackend::Cuda) {
+            backend = shown.backend;
+            break;
+        }
+    }
+    const std::string memory(snapshotMemoryModule(backend));
+    const std::string device = memory.substr(0, memory.rfind('.')); // torch.xpu.memory -> torch.xpu
+    const std::string error
+        = backend == SnapshotBackend::Cuda ? "torch.cuda.OutOfMemoryError" : "torch.OutOfMemoryError";
     html.raw("\n<pre><code>");
-    html.text("import torch\n\n"
-              "# Start before the model and optimizer are built, so parameters and optimizer state get stacks too.\n"
-              "torch.cuda.memory._record_memory_history(max_entries=100000)\n\n"
-              "try:\n"
-              "    train()  # your training loop\n"
-              "except torch.cuda.OutOfMemoryError:\n"
-              "    torch.cuda.memory._dump_snapshot(\"oom_snapshot.pickle\")\n"
-              "    raise\n"
-              "finally:\n"
-              "    torch.cuda.memory._record_memory_history(enabled=None)  # stop recording\n");
+    html.text(std::string(backend == SnapshotBackend::Npu ? "import torch\nimport torch_npu\n\n" : "import torch\n\n")
+        + "# Start before the model and optimizer are built, so parameters and optimizer state get stacks too.\n"
+        + memory + "._record_memory_history(max_entries=100000)\n\n" + "try:\n" + "    train()  # your training loop\n"
+        + "except " + error + ":\n" + "    " + memory + "._dump_snapshot(\"oom_snapshot.pickle\")\n" + "    raise\n"
+        + "finally:\n" + "    " + memory + "._record_memory_history(enabled=None)  # stop recording\n");
     html.raw("</code></pre>\n");
     html.element("p",
         "max_entries bounds the ring buffer: each entry costs a few hundred bytes of host memory, so 100000 is "
         "cheap; raise it when the report says the trace was truncated. With several GPUs, dump one file per "
         "rank (for example oom_snapshot_rank0.pickle) and open the failing rank's file here together with its "
-        "log and the output of print(torch.cuda.memory_summary()).",
+        "log and the output of print("
+            + device + ".memory_summary()).",
         "note");
     html.endSection();
 }

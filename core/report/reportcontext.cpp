@@ -88,8 +88,11 @@ ShownSnapshot showSnapshot(const Case& input, const SnapshotAnalysis& analysis, 
     if (!analysis.snapshot)
         return shown;
     shown.device = shownDevice(analysis);
-    if (shown.device)
+    shown.backend = snapshotBackend(*analysis.snapshot, input.text.oomMessages);
+    if (shown.device) {
         shown.history = traceHistory(*analysis.snapshot, *shown.device);
+        shown.history.backend = shown.backend;
+    }
     for (const CaseInput& caseInput : input.inputs) {
         if (caseInput.snapshotIndex == static_cast<int>(index))
             shown.path = caseInput.path;

@@ -4,6 +4,7 @@
 #include "core/presentation/cardtimeline.h"
 #include "core/presentation/tracehistory.h"
 #include "core/report/htmlreport.h"
+#include "core/snapshotbackend.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +23,9 @@ struct ShownSnapshot
     // (or the snapshot itself is missing).
     const DeviceAnalysis* device = nullptr;
     TraceHistory history; // of `device`; empty when there is none
+    // Who wrote it (core/snapshotbackend.h): its frames, else the case's OOM message; named in the
+    // heading when not CUDA, and the history advice speaks its module.
+    SnapshotBackend backend = SnapshotBackend::Cuda;
     std::string path; // the input it was read from; empty when none names it
 };
 

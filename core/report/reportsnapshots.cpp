@@ -57,7 +57,7 @@ void history(HtmlWriter& html, const ReportContext& context, const ShownSnapshot
     if (context.captureAdviceReason.empty()) {
         html.element("p", historyAdvice(history), "note");
         html.raw("\n<pre><code>");
-        html.text(historyRecordingSnippet());
+        html.text(historyRecordingSnippet(shown.backend));
         html.raw("</code></pre>\n");
     } else {
         // The capture section below has the recipe; one copy of it is enough.
@@ -72,8 +72,14 @@ void snapshot(HtmlWriter& html, const ReportContext& context, const ShownSnapsho
     if (!shown.analysis->snapshot)
         return;
     std::string heading = "Snapshot " + (shown.path.empty() ? std::to_string(shown.index + 1) : shown.path);
+    // A snapshot another backend wrote in CUDA's format is named as such ("· Intel XPU device 0").
+    const std::string backend
+        = shown.backend == SnapshotBackend::Cuda ? std::string() : std::string(snapshotBackendLabel(shown.backend));
     if (shown.device)
-        heading += " · device " + std::to_string(shown.device->device);
+        heading += " · " + (backend.empty() ? std::string() : backend + " ") + "device "
+            + std::to_string(shown.device->device);
+    else if (!backend.empty())
+        heading += " · " + backend;
     html.element("h3", heading);
     html.raw("\n");
     if (!shown.device) {

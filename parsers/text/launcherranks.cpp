@@ -21,6 +21,8 @@ int rankAt(std::string_view line, size_t pos)
     return digits == 0 || value > maxRank ? -1 : value;
 }
 
+} // namespace
+
 int prefixRank(std::string_view line)
 {
     const size_t start = line.find_first_not_of(" \t");
@@ -42,8 +44,6 @@ int prefixRank(std::string_view line)
     }
     return -1;
 }
-
-} // namespace
 
 std::vector<int> findLauncherRanks(std::string_view input)
 {

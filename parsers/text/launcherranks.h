@@ -10,4 +10,7 @@ namespace oomlens::text {
 // from an 8-GPU run, which is what sharding projections need to know.
 std::vector<int> findLauncherRanks(std::string_view input);
 
+// The rank one line's launcher prefix names; -1 for none.
+int prefixRank(std::string_view line);
+
 } // namespace oomlens::text

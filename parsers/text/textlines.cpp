@@ -1,6 +1,8 @@
 #include "parsers/text/textlines.h"
 #include "core/strings.h"
 
+#include "parsers/text/launcherranks.h"
+
 #include <algorithm>
 
 namespace oomlens::text {
@@ -119,14 +121,49 @@ TextLines::TextLines(std::string_view text)
         size_t end = source.find('\n', begin);
         if (end == std::string_view::npos)
             end = source.size();
-        m_lines.push_back(strippedLinePrefixes(source.substr(begin, end - begin)));
+        const std::string_view raw = source.substr(begin, end - begin);
+        if (const int rank = prefixRank(raw); rank >= 0) {
+            m_ranks.resize(m_lines.size(), -1);
+            m_ranks.push_back(rank);
+        } else if (!m_ranks.empty()) {
+            m_ranks.push_back(-1);
+        }
+        m_lines.push_back(strippedLinePrefixes(raw));
         if (end == source.size())
             break;
         begin = end + 1;
     }
     // A final newline does not start another line.
-    if (!m_lines.empty() && m_lines.back().empty() && !source.empty() && source.back() == '\n')
+    if (!m_lines.empty() && m_lines.back().empty() && !source.empty() && source.back() == '\n') {
         m_lines.pop_back();
+        if (m_ranks.size() > m_lines.size())
+            m_ranks.pop_back();
+    }
+}
+
+std::vector<int> TextLines::ranks() const
+{
+    std::vector<int> result;
+    for (const int rank : m_ranks) {
+        if (rank >= 0 && std::find(result.begin(), result.end(), rank) == result.end())
+            result.push_back(rank);
+    }
+    std::sort(result.begin(), result.end());
+    return result;
+}
+
+TextLines TextLines::subset(const std::vector<size_t>& indices) const
+{
+    TextLines result;
+    result.m_lines.reserve(indices.size());
+    result.m_numbers.reserve(indices.size());
+    for (const size_t index : indices) {
+        result.m_lines.push_back(m_lines[index]);
+        result.m_numbers.push_back(lineNumber(index));
+        if (!m_ranks.empty())
+            result.m_ranks.push_back(m_ranks[index]);
+    }
+    return result;
 }
 
 size_t indentation(std::string_view line)

@@ -21,11 +21,23 @@ public:
     size_t size() const { return m_lines.size(); }
     std::string_view operator[](size_t index) const { return m_lines[index]; }
     // 1-based line number in the original input for display and sourceLine fields.
-    size_t lineNumber(size_t index) const { return index + 1; }
+    size_t lineNumber(size_t index) const { return m_numbers.empty() ? index + 1 : m_numbers[index]; }
+    // The rank the line's launcher prefix named (torchrun's "[rankN]:", vLLM's "(VllmWorker rank=N pid=…)",
+    // launcherranks.h); -1 for none.
+    int rankOf(size_t index) const { return m_ranks.empty() ? -1 : m_ranks[index]; }
+    // Distinct ranks the prefixes name, ascending.
+    std::vector<int> ranks() const;
+    // Some of these lines, in the order given, keeping their original line numbers and ranks: one
+    // rank's lines out of a log where several ranks' lines interleave. Views into this object's
+    // text, which must outlive the subset.
+    TextLines subset(const std::vector<size_t>& indices) const;
 
 private:
+    TextLines() = default;
     std::string m_cleaned; // only used when the input needed cleaning (invalid UTF-8, ANSI colours, CR)
     std::vector<std::string_view> m_lines;
+    std::vector<size_t> m_numbers; // a subset's original line numbers; empty: index + 1
+    std::vector<int> m_ranks; // per line; empty when no line has a rank prefix
 };
 
 // trimmed, contains, isDigit and the rest the parsers share with core: core/strings.h.

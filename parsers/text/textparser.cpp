@@ -153,15 +153,11 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
     }
 }
 
-} // namespace
-
-TextFindings parseText(std::string_view input)
+// The failures in `lines`: the OOM messages, each with its traceback, the progress lines, parameter
+// counts and recipe the log printed before it, and the tracebacks that carry no message of their
+// own. One rank's lines at a time when several ranks' interleave.
+void findFailures(const text::TextLines& lines, TextFindings& findings)
 {
-    TextFindings findings;
-    if (trimmed(input).empty())
-        return findings;
-    const text::TextLines lines(input);
-
     std::vector<text::FoundOom> ooms = text::findOomMessages(lines);
     std::vector<char> messageStarts(lines.size(), 0);
     for (const text::FoundOom& found : ooms) {
@@ -199,6 +195,8 @@ TextFindings parseText(std::string_view input)
         // The frames decide; the message's own hint (XLA's peak-buffer ops) only where they cannot.
         if (found.message.traceback && found.message.traceback->phase != Phase::Unknown)
             found.message.phase = found.message.traceback->phase;
+        if (const int rank = lines.rankOf(found.firstLine); rank >= 0)
+            found.message.rank = rank;
         findings.oomMessages.push_back(std::move(found.message));
     }
     for (size_t b = 0; b < scan.blocks.size(); ++b) {
@@ -210,6 +208,111 @@ TextFindings parseText(std::string_view input)
             info.chained = true;
         findings.tracebacks.push_back(std::move(info));
     }
+}
+
+// torchrun's closing summary names the rank it saw fail first:
+//   Root Cause (first observed failure):
+//   [0]:
+//     rank      : 3 (local_rank: 3)
+std::optional<int> firstObservedFailure(const text::TextLines& lines)
+{
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (!contains(lines[i], "Root Cause (first observed failure)"))
+            continue;
+        for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
+            const std::string_view line = trimmed(lines[j]);
+            if (!line.starts_with("rank"))
+                continue;
+            const size_t colon = line.find(':');
+            if (colon == std::string_view::npos || trimmed(line.substr(4, colon - 4)) != "")
+                continue;
+            const std::string_view value = trimmed(line.substr(colon + 1));
+            int rank = 0;
+            size_t n = 0;
+            while (n < value.size() && n < 5 && value[n] >= '0' && value[n] <= '9')
+                rank = rank * 10 + (value[n++] - '0');
+            if (n > 0)
+                return rank;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string rankList(const std::vector<int>& ranks)
+{
+    std::string text;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        if (i > 0)
+            text += i + 1 == ranks.size() ? " and " : ", ";
+        text += std::to_string(ranks[i]);
+    }
+    return text;
+}
+
+// A log where several ranks print at once ("[rank0]:", "[rank1]:" lines interleaved) is read one
+// rank at a time, so that each message gets its own rank's traceback and progress lines, never a
+// neighbour's. The failing rank's message comes first: torchrun's first observed failure when the
+// log reaches its summary, else the first message printed. Lines without a prefix (the launcher's
+// own) are read on their own.
+void findFailuresByRank(const text::TextLines& lines, const std::vector<int>& ranks, TextFindings& findings)
+{
+    std::vector<std::vector<size_t>> byRank(ranks.size() + 1);
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const int rank = lines.rankOf(i);
+        const auto it = std::lower_bound(ranks.begin(), ranks.end(), rank);
+        byRank[rank >= 0 && it != ranks.end() && *it == rank ? size_t(it - ranks.begin()) + 1 : 0].push_back(i);
+    }
+    for (const std::vector<size_t>& indices : byRank) {
+        if (!indices.empty())
+            findFailures(lines.subset(indices), findings);
+    }
+    const auto byLine = [](const auto& a, const auto& b) { return a.sourceLine < b.sourceLine; };
+    std::stable_sort(findings.oomMessages.begin(), findings.oomMessages.end(), byLine);
+    std::stable_sort(findings.tracebacks.begin(), findings.tracebacks.end(), byLine);
+
+    std::vector<int> failed;
+    for (const OomMessage& message : findings.oomMessages) {
+        if (message.rank && std::find(failed.begin(), failed.end(), *message.rank) == failed.end())
+            failed.push_back(*message.rank);
+    }
+    if (failed.empty())
+        return;
+    const std::optional<int> rootCause = firstObservedFailure(lines);
+    int first = failed.front();
+    if (rootCause && std::find(failed.begin(), failed.end(), *rootCause) != failed.end())
+        first = *rootCause;
+    // The failing rank's first message to the front; the rest keep their order.
+    const auto firstMessage = std::find_if(findings.oomMessages.begin(), findings.oomMessages.end(),
+        [&](const OomMessage& message) { return message.rank == first; });
+    std::rotate(findings.oomMessages.begin(), firstMessage, firstMessage + 1);
+    std::sort(failed.begin(), failed.end());
+    findings.failedRanks.push_back(first);
+    for (const int rank : failed) {
+        if (rank != first)
+            findings.failedRanks.push_back(rank);
+    }
+    if (failed.size() > 1) {
+        OomMessage& message = findings.oomMessages.front();
+        message.notes.push_back("ranks " + rankList(failed) + " ran out of memory; this is rank "
+            + std::to_string(first) + "'s message, "
+            + (rootCause && *rootCause == first ? "the first failure torchrun observed" : "the first one printed")
+            + ", with its own traceback");
+    }
+}
+
+} // namespace
+
+TextFindings parseText(std::string_view input)
+{
+    TextFindings findings;
+    if (trimmed(input).empty())
+        return findings;
+    const text::TextLines lines(input);
+
+    if (const std::vector<int> ranks = lines.ranks(); ranks.size() > 1)
+        findFailuresByRank(lines, ranks, findings);
+    else
+        findFailures(lines, findings);
     findings.summaries = text::findMemorySummaries(lines);
     findings.nvidiaSmi = text::findNvidiaSmiTables(lines);
     findings.allocConfs = text::findAllocConfs(lines);

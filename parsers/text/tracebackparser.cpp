@@ -273,6 +273,29 @@ bool isChainSeparator(std::string_view text)
         || text.starts_with("The above exception was the direct cause");
 }
 
+// A paste that starts at the innermost frame's source line, its "File ..." line left behind:
+//    attn_weights = torch.matmul(query_states, key_states.transpose(2, 3))
+// torch.cuda.OutOfMemoryError: CUDA out of memory. ...
+// The indented line right before the message, with nothing before it, is that frame's code.
+std::optional<TracebackFrame> codeLineOpeningThePaste(const TextLines& lines, size_t messageLine)
+{
+    if (messageLine == 0)
+        return std::nullopt;
+    const std::string_view line = lines[messageLine - 1];
+    const std::string_view code = trimmed(line);
+    if (indentation(line) == 0 || code.empty() || !contains(code, "(") || looksLikeException(code))
+        return std::nullopt;
+    for (size_t before = 0; before + 1 < messageLine; ++before) {
+        const std::string_view text = trimmed(lines[before]);
+        if (!text.empty() && !text.starts_with("```"))
+            return std::nullopt;
+    }
+    TracebackFrame frame;
+    frame.filename = "(cut before this line)";
+    frame.code = std::string(code);
+    return frame;
+}
+
 } // namespace
 
 std::optional<TracebackFrame> parseFrameLine(std::string_view line)
@@ -354,6 +377,16 @@ TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& me
                 open->lastLine = i;
                 lastWasFrame = true;
                 blankRun = strayLines = 0;
+                continue;
+            }
+        }
+        if (!open && messageStarts[i]) {
+            if (auto frame = codeLineOpeningThePaste(lines, i)) {
+                open = TracebackBlock {};
+                open->firstLine = i - 1;
+                open->info.sourceLine = lines.lineNumber(i - 1);
+                open->info.frames.push_back(std::move(*frame));
+                close(i, false);
                 continue;
             }
         }
@@ -545,8 +578,11 @@ bool isEvaluationScript(std::string_view function, const std::string& file)
 // forward sits inside a module call that the outer frames already place.
 bool isNoGradDecorator(const TracebackFrame& frame, const std::string& file)
 {
+    // A first frame line the paste cut at its start keeps only the path's tail ("ils/_contextlib.py").
+    const std::string_view decoratorFile = "torch/utils/_contextlib.py";
+    const bool cutTail = file.size() >= 10 && file.find('/') != std::string::npos && decoratorFile.ends_with(file);
     return bareFunction(frame.function) == "decorate_context"
-        && (contains(file, "torch/utils/_contextlib.py") || contains(file, "grad_mode.py"));
+        && (contains(file, decoratorFile) || cutTail || contains(file, "grad_mode.py"));
 }
 
 bool isModuleCall(std::string_view function)
@@ -643,6 +679,68 @@ int priority(Phase phase)
     }
 }
 
+// A tensor made from sizes and values alone (torch.zeros, torch.empty, x.new_ones, torch.randn_like):
+// a buffer, a state or a test's allocation, which can belong to any phase, unlike an operation
+// whose result is computed from the tensors it is given.
+bool createsFromSizes(std::string_view code)
+{
+    for (std::string_view factory :
+        { "torch.zeros", "torch.empty", "torch.ones", "torch.full", "torch.rand", "torch.arange", "torch.tensor(",
+            "torch.eye(", "torch.linspace(", ".new_zeros(", ".new_empty(", ".new_ones(", ".new_full(", "_like(" }) {
+        if (contains(code, factory))
+            return true;
+    }
+    return false;
+}
+
+// A call through an attribute: a tensor's method or a module's function ("torch.cat(", "x.expand(",
+// "F.linear("), which runs in C++ when it is the innermost line. A bare call ("build_model(cfg)") is
+// as likely the user's own Python whose frames the paste left out, so it decides nothing.
+bool callsThroughAttribute(std::string_view code)
+{
+    for (size_t open = code.find('('); open != std::string_view::npos; open = code.find('(', open + 1)) {
+        size_t start = open;
+        while (start > 0
+            && (std::isalnum(static_cast<unsigned char>(code[start - 1])) || code[start - 1] == '_'
+                || code[start - 1] == '.'))
+            --start;
+        const std::string_view callee = code.substr(start, open - start);
+        const size_t dot = callee.rfind('.');
+        if (dot != std::string_view::npos && dot + 1 < callee.size())
+            return true;
+    }
+    return false;
+}
+
+// A traceback whose frames carry none of the signatures above can still say where the memory went:
+// the innermost frame's line is what ran when the allocation failed (CPython lists every Python
+// frame, so a line that calls a tensor operation is the one that allocated). Outside backward, the
+// optimizer, loading, data and evaluation, which all leave their own frames, the operations a run
+// executes are its forward computation (the model, the loss, a library's target assignment). The same
+// holds for a library function run under no_grad (torch's decorator frame) with nothing else shown:
+// a warm-up or inference pass. A `raise` line allocates nothing and a cut traceback may have lost the
+// innermost frames, so neither decides.
+template <typename Decide> void decideByElimination(const TracebackInfo& info, const Decide& decide)
+{
+    if (info.frames.empty() || info.truncated || info.exceptionLine.empty())
+        return;
+    const TracebackFrame& innermost = info.frames.back();
+    const std::string_view code = trimmed(innermost.code);
+    const bool raises = code.starts_with("raise ") || code == "raise";
+    const bool computes = !raises && callsThroughAttribute(code) && !code.starts_with("import ")
+        && !code.starts_with("from ") && !code.starts_with("assert ") && !createsFromSizes(code);
+    if (computes) {
+        decide(Phase::Forward, innermost);
+        return;
+    }
+    for (size_t i = 0; i < info.frames.size(); ++i) {
+        if (isNoGradDecorator(info.frames[i], withForwardSlashes(info.frames[i].filename))) {
+            decide(Phase::Forward, info.frames[i]);
+            return;
+        }
+    }
+}
+
 } // namespace
 
 void decidePhase(TracebackInfo& info)
@@ -675,6 +773,8 @@ void decidePhase(TracebackInfo& info)
     }
     if (info.phase == Phase::Unknown && layer)
         decide(Phase::Forward, *layer);
+    if (info.phase == Phase::Unknown)
+        decideByElimination(info, decide);
 }
 
 } // namespace oomlens::text

@@ -83,6 +83,9 @@ private Q_SLOTS:
             right, total, 100.0 * right / total, tracebackRight, tracebackRows, right - tracebackRight,
             total - tracebackRows, wrong, total - right - wrong);
         QVERIFY2(right * 100 >= total * 85, "the phase is right on fewer than 85% of the real pastes");
+        // Where it stands (49 of 50 when measured; the one miss, oom-077, is labelled evaluation from
+        // the prose while its frames show only a forward pass): a drop below 48 is a regression.
+        QVERIFY2(right >= 48 || total != 50, "the phase regressed below 48 of the 50 real pastes");
         // A wrong phase misleads where an unknown one only says less: keep them rare.
         QVERIFY2(wrong * 100 <= total * 10, "a wrong phase on more than 10% of the real pastes");
     }

@@ -231,7 +231,8 @@ private Q_SLOTS:
         QTest::addColumn<QString>("file");
         for (const char* name : { "era_segment_list.pickle", "era_history.pickle", "era_traces.pickle",
                  "newest_p0.pickle", "newest_p1.pickle", "newest_p2.pickle", "newest_p4.pickle", "newest_p5.pickle",
-                 "newest.pickle.gz", "newest_deflated.zip", "newest_memory_viz.html" })
+                 "newest.pickle.gz", "newest_deflated.zip", "newest_memory_viz.html", "annotated_tensors.pickle",
+                 "npu_segments.pickle", "xpu_traces.pickle" })
             QTest::newRow(name) << QString::fromLatin1(name);
     }
 

@@ -91,6 +91,23 @@ private Q_SLOTS:
         QTest::newRow("unknown") << QString::fromStdString(
             traceback(main + frame("test.py", 5, "test_big", "x = torch.zeros(1 << 34, device='cuda')")))
                                  << "unknown";
+        // No frame carries a phase's signature, but the innermost line computes from tensors: outside
+        // backward, the optimizer, loading and data that is the forward computation (a library's
+        // target assignment inside the loss here).
+        QTest::newRow("computation by elimination")
+            << QString::fromStdString(traceback(main + frame("train.py", 40, "main", "loss = criterion(preds, batch)")
+                   + frame(site + "ultralytics/utils/tal.py", 240, "select_candidates_in_gts",
+                       "bbox_deltas = torch.cat((xy_centers[None] - lt, rb - xy_centers[None]), dim=2)")))
+            << "forward";
+        // A library function under no_grad that re-raises: a warm-up or inference pass.
+        QTest::newRow("library no_grad re-raising") << QString::fromStdString(traceback(
+            frame(site + "torch/utils/_contextlib.py", 120, "decorate_context", "return func(*args, **kwargs)")
+            + frame(site + "vllm/v1/worker/gpu_model_runner.py", 4105, "_dummy_sampler_run", "raise RuntimeError(")))
+                                                    << "forward";
+        // A `raise` decides nothing by itself.
+        QTest::newRow("raise alone") << QString::fromStdString(
+            traceback(main + frame("/home/u/app/runner.py", 88, "run", "raise RuntimeError(msg)")))
+                                     << "unknown";
         // faulthandler: no comma before "in", no source lines.
         QTest::newRow("faulthandler") << QString::fromStdString(
             "Traceback (most recent call last):\n  File \"train.py\", line 88 in <module>\n"
@@ -244,6 +261,34 @@ private Q_SLOTS:
             + frame("train.py", 90, "<module>", "main()") + frame("train.py", 70, "main", "loss.backward()")
             + "  File \"" + site + "torch/autograd/__init__.py\", line 89, in backward\n    allow_unrea")
                                            << "backward";
+        // The paste starts at the innermost frame's code line, its File line left behind.
+        QTest::newRow("code line opens the paste") << QString::fromStdString(
+            " attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)\n"
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.23 GiB (GPU 0; 23.70 GiB total "
+            "capacity; 14.43 GiB already allocated; 7.99 GiB free; 14.71 GiB reserved in total by PyTorch)\n")
+                                                   << "forward";
+        // A frame line without its function, then a blank line before the message.
+        QTest::newRow("frame without function") << QString::fromStdString(
+            "File \"pkg/attention/backends/sdpa.py\", line 46\n  mask = mask.expand(B, Sq, Skv).unsqueeze(1)\n\n"
+            "torch.OutOfMemoryError: NPU out of memory.\nTried to allocate 14.90 GiB.\n")
+                                                << "forward";
+        // Jupyter's older traceback: "FILE in FUNC(ARGS)", numbered lines, the arrow on the failing one.
+        QTest::newRow("ipython numbered lines") << QString::fromStdString(site
+            + "ultralytics/yolo/utils/tal.py in select_candidates_in_gts(xy_centers, gt_bboxes, eps)\n"
+              "     23     lt, rb = gt_bboxes.view(-1, 1, 4).chunk(2, 2)\n"
+              "---> 24     bbox_deltas = torch.cat((xy_centers[None] - lt, rb - xy_centers[None]), dim=2)\n"
+              "     25     return bbox_deltas.amin(3).gt_(eps)\n\n"
+              "OutOfMemoryError: CUDA out of memory. Tried to allocate 4.98 GiB (GPU 0; 14.75 GiB total "
+              "capacity; 12.11 GiB already allocated; 1.03 GiB free; 12.29 GiB reserved in total by PyTorch)\n")
+                                                << "forward";
+        // The paste cut the first frame line's path to its tail: still torch's no_grad decorator, here
+        // around a library's warm-up run that re-raises the OOM in its own words.
+        QTest::newRow("cut decorator path") << QString::fromStdString(
+            "ils/_contextlib.py\", line 120, in decorate_context\n    return func(*args, **kwargs)\n"
+            "  File \""
+            + site + "vllm/v1/worker/gpu_model_runner.py\", line 4105, in _dummy_sampler_run\n    raise RuntimeError(\n"
+            + "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests.\n")
+                                            << "forward";
         // A complete traceback, then the message cut mid-word by the end of the paste.
         QTest::newRow("message cut mid-word") << QString::fromStdString("Traceback (most recent call last):\n"
             + frame("train.py", 40, "penalty", "grads = torch.autograd.grad(out, x, create_graph=True)") + "  File \""

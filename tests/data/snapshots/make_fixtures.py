@@ -160,6 +160,106 @@ def newest_era():
     }
 
 
+def annotated_era():
+    """PyTorch 2.14+ with torch.cuda.memory._annotate_tensor: `annotate` entries keyed to the base of
+    a live allocation, the text in user_metadata, the annotation site's frames. Two notes on one
+    tensor, one through a view (same base), one on a block reused at the same address, one on an
+    address whose allocation the ring buffer lost, and a _set_memory_metadata run they must not
+    break."""
+    base = 0x7F4000000000
+    t = 1770000000000000
+    site = [frame("pack_hook", "model.py", 88), TRAIN]
+    entry = dict(stream=0, compile_context="", user_metadata="")
+    run = dict(entry, user_metadata="epoch 1")
+    trace = [
+        dict(entry, action="segment_alloc", addr=base, size=64 * MiB, time_us=t, frames=FWD_STACK),
+        dict(run, action="alloc", addr=base, size=16 * MiB, time_us=t + 10, frames=FWD_STACK),
+        dict(run, action="alloc", addr=base + 16 * MiB, size=8 * MiB, time_us=t + 20, frames=FWD_STACK),
+        dict(entry, action="annotate", addr=base, size=0, time_us=t + 21, frames=site,
+             user_metadata="saved for backward"),
+        dict(entry, action="annotate", addr=base, size=0, time_us=t + 22, frames=site, user_metadata="layer 3 kv"),
+        dict(entry, action="annotate", addr=0x7F40DEAD0000, size=0, time_us=t + 23, frames=site,
+             user_metadata="lost"),
+        dict(run, action="free_requested", addr=base, size=16 * MiB, time_us=t + 30, frames=FWD_STACK),
+        dict(run, action="free_completed", addr=base, size=16 * MiB, time_us=t + 31, frames=FWD_STACK),
+        dict(run, action="alloc", addr=base, size=12 * MiB, time_us=t + 40, frames=BWD_STACK),
+        dict(entry, action="annotate", addr=base, size=0, time_us=t + 41, frames=[], user_metadata="grad bucket"),
+        dict(run, action="alloc", addr=base + 24 * MiB, size=4 * MiB, time_us=t + 50, frames=BWD_STACK),
+    ]
+    return {
+        "segments": [
+            {"device": 0, "address": base, "total_size": 64 * MiB, "allocated_size": 24 * MiB,
+             "active_size": 24 * MiB, "requested_size": 24 * MiB, "stream": 0, "segment_type": "large",
+             "segment_pool_id": (0, 0), "is_expandable": False, "frames": FWD_STACK,
+             "blocks": [
+                 {"address": base, "size": 12 * MiB, "requested_size": 12 * MiB, "state": "active_allocated",
+                  "frames": BWD_STACK},
+                 {"address": base + 12 * MiB, "size": 4 * MiB, "requested_size": 0, "state": "inactive",
+                  "frames": []},
+                 {"address": base + 16 * MiB, "size": 8 * MiB, "requested_size": 8 * MiB,
+                  "state": "active_allocated", "frames": FWD_STACK},
+                 {"address": base + 24 * MiB, "size": 4 * MiB, "requested_size": 4 * MiB,
+                  "state": "active_allocated", "frames": BWD_STACK},
+                 {"address": base + 28 * MiB, "size": 36 * MiB, "requested_size": 0, "state": "inactive",
+                  "frames": []},
+             ]},
+        ],
+        "device_traces": [trace],
+        "external_annotations": [],
+    }
+
+
+def npu_segments():
+    """Ascend NPU (torch_npu.npu.memory._snapshot, history never recorded): CUDA's segment format,
+    the blocks' frames in torch_npu's Python package, which patches Module.to."""
+    base = 0x12C000000000
+    npu_to = [frame("to", "/usr/local/python3.10/lib/python3.10/site-packages/torch_npu/utils/_module.py", 120),
+              TRAIN]
+    return {
+        "segments": [
+            {"device": 0, "address": base, "total_size": 20 * MiB, "allocated_size": 16 * MiB,
+             "active_size": 16 * MiB, "requested_size": 16 * MiB, "stream": 0, "segment_type": "large",
+             "frames": npu_to,
+             "blocks": [
+                 {"address": base, "size": 16 * MiB, "requested_size": 16 * MiB, "state": "active_allocated",
+                  "frames": npu_to},
+                 {"address": base + 16 * MiB, "size": 4 * MiB, "requested_size": 0, "state": "inactive",
+                  "frames": []},
+             ]},
+        ],
+        "device_traces": [[]],
+    }
+
+
+def xpu_traces():
+    """Intel XPU (torch.xpu.memory._snapshot, stacks="all"): the C++ frames name XPU's caching
+    allocator; the stream is the SYCL queue's pointer."""
+    base = 0xFF0000000000
+    queue = 0x55D1C0FFEE00
+    xpu_alloc = frame("c10::xpu::XPUCachingAllocator::NativeCachingAllocator::malloc(signed char, unsigned long)",
+                      "??", 0)
+    stack = [xpu_alloc, FORWARD, TRAIN]
+    return {
+        "segments": [
+            {"device": 0, "address": base, "total_size": 8 * MiB, "allocated_size": 4 * MiB,
+             "active_size": 4 * MiB, "requested_size": 4 * MiB, "stream": queue, "segment_type": "large",
+             "frames": stack,
+             "blocks": [
+                 {"address": base, "size": 4 * MiB, "requested_size": 4 * MiB, "state": "active_allocated",
+                  "frames": stack},
+                 {"address": base + 4 * MiB, "size": 4 * MiB, "requested_size": 0, "state": "inactive",
+                  "frames": []},
+             ]},
+        ],
+        "device_traces": [[
+            {"action": "segment_alloc", "addr": base, "size": 8 * MiB, "stream": queue,
+             "time_us": 1780000000000000, "frames": stack},
+            {"action": "alloc", "addr": base, "size": 4 * MiB, "stream": queue, "time_us": 1780000000000010,
+             "frames": stack},
+        ]],
+    }
+
+
 def write(name, data):
     with open(os.path.join(HERE, name), "wb") as f:
         f.write(data)
@@ -199,6 +299,9 @@ def main():
     write("newest_deflated.zip", torch_zip(pickle.dumps(newest, protocol=2), deflate=True))
     write("newest.json", json.dumps(newest, indent=1).encode("utf-8"))
     write("newest_memory_viz.html", memory_viz_html(buffer))
+    write("annotated_tensors.pickle", pickle.dumps(annotated_era(), protocol=4))
+    write("npu_segments.pickle", pickle.dumps(npu_segments(), protocol=4))
+    write("xpu_traces.pickle", pickle.dumps(xpu_traces(), protocol=4))
 
 
 if __name__ == "__main__":
