@@ -217,16 +217,16 @@ void findFailures(const text::TextLines& lines, TextFindings& findings)
 std::optional<int> firstObservedFailure(const text::TextLines& lines)
 {
     for (size_t i = 0; i < lines.size(); ++i) {
-        if (!text::contains(lines[i], "Root Cause (first observed failure)"))
+        if (!contains(lines[i], "Root Cause (first observed failure)"))
             continue;
         for (size_t j = i + 1; j < lines.size() && j < i + 8; ++j) {
-            const std::string_view line = text::trimmed(lines[j]);
+            const std::string_view line = trimmed(lines[j]);
             if (!line.starts_with("rank"))
                 continue;
             const size_t colon = line.find(':');
-            if (colon == std::string_view::npos || text::trimmed(line.substr(4, colon - 4)) != "")
+            if (colon == std::string_view::npos || trimmed(line.substr(4, colon - 4)) != "")
                 continue;
-            const std::string_view value = text::trimmed(line.substr(colon + 1));
+            const std::string_view value = trimmed(line.substr(colon + 1));
             int rank = 0;
             size_t n = 0;
             while (n < value.size() && n < 5 && value[n] >= '0' && value[n] <= '9')
@@ -305,7 +305,7 @@ void findFailuresByRank(const text::TextLines& lines, const std::vector<int>& ra
 TextFindings parseText(std::string_view input)
 {
     TextFindings findings;
-    if (text::trimmed(input).empty())
+    if (trimmed(input).empty())
         return findings;
     const text::TextLines lines(input);
 

@@ -287,7 +287,7 @@ std::optional<TracebackFrame> codeLineOpeningThePaste(const TextLines& lines, si
         return std::nullopt;
     for (size_t before = 0; before + 1 < messageLine; ++before) {
         const std::string_view text = trimmed(lines[before]);
-        if (!text.empty() && !startsWith(text, "```"))
+        if (!text.empty() && !text.starts_with("```"))
             return std::nullopt;
     }
     TracebackFrame frame;
@@ -580,7 +580,7 @@ bool isNoGradDecorator(const TracebackFrame& frame, const std::string& file)
 {
     // A first frame line the paste cut at its start keeps only the path's tail ("ils/_contextlib.py").
     const std::string_view decoratorFile = "torch/utils/_contextlib.py";
-    const bool cutTail = file.size() >= 10 && file.find('/') != std::string::npos && endsWith(decoratorFile, file);
+    const bool cutTail = file.size() >= 10 && file.find('/') != std::string::npos && decoratorFile.ends_with(file);
     return bareFunction(frame.function) == "decorate_context"
         && (contains(file, decoratorFile) || cutTail || contains(file, "grad_mode.py"));
 }
@@ -726,9 +726,9 @@ template <typename Decide> void decideByElimination(const TracebackInfo& info, c
         return;
     const TracebackFrame& innermost = info.frames.back();
     const std::string_view code = trimmed(innermost.code);
-    const bool raises = startsWith(code, "raise ") || code == "raise";
-    const bool computes = !raises && callsThroughAttribute(code) && !startsWith(code, "import ")
-        && !startsWith(code, "from ") && !startsWith(code, "assert ") && !createsFromSizes(code);
+    const bool raises = code.starts_with("raise ") || code == "raise";
+    const bool computes = !raises && callsThroughAttribute(code) && !code.starts_with("import ")
+        && !code.starts_with("from ") && !code.starts_with("assert ") && !createsFromSizes(code);
     if (computes) {
         decide(Phase::Forward, innermost);
         return;
