@@ -36,6 +36,15 @@ std::optional<DistributedVerdict> distributedVerdict(
         return DistributedVerdict { Category::Communication,
             "reduce-scatter input (the padded unsharded gradient FSDP reduces across ranks), "
             "freed once the collective is done" };
+    case CommunicationKind::ZeroIpgBuffer:
+        // Whatever its lifetime: it is reused bucket after bucket and never becomes a gradient.
+        return DistributedVerdict { Category::Communication,
+            "DeepSpeed ZeRO IPG buffer, allocated at reduce_bucket_size elements when backward starts (a second "
+            "one with overlap_comm): gradients are copied into it to be reduced across ranks" };
+    case CommunicationKind::DeferredGradient:
+        return DistributedVerdict { Category::Communication,
+            "unsharded gradient upcast to the reduce dtype and kept until a later micro-batch reduce-scatters it "
+            "(FSDP2 with set_requires_gradient_sync(False)): the reduce-scatter's input, deferred" };
     case CommunicationKind::DdpBucket:
         if (!facts.gradientsAllocatedApart)
             return DistributedVerdict { Category::Gradients,

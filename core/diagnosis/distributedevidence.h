@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/distributedstacks.h"
 #include "core/analysis/pendingfrees.h"
 #include "core/analysis/snapshotanalysis.h"
 
@@ -29,6 +30,11 @@ struct DistributedEvidence
     size_t communicationBuffers = 0; // live allocations banded communication
     uint64_t communicationBytes = 0;
     uint64_t ddpBucketBytes = 0; // DDP buckets holding copies of the gradients
+    uint64_t ipgBufferBytes = 0; // ZeRO's IPG buffers (reduce_bucket_size each)
+    uint64_t deferredGradientBytes = 0; // unsharded gradients kept for a deferred reduce-scatter
+    size_t deferredGradients = 0;
+    // What the failing request itself was for, from its frames: a bucket whose size is a setting.
+    CommunicationKind requestKind = CommunicationKind::None;
     uint64_t inFlightBytes = 0; // the two largest other buffers: what a pipelined collective needs
     // What a run keeping only the buffers in flight (and no duplicate DDP buckets) would free.
     uint64_t keptBeyondNeedBytes() const
@@ -37,7 +43,7 @@ struct DistributedEvidence
     }
     // How many buffers the most-repeated communicating line of code has live: one per layer or bucket.
     size_t buffersPerLine = 0;
-    std::string topLineText; // "torch/distributed/fsdp/_flat_param.py:unshard"
+    std::string topLineText; // "torch/distributed/fsdp/_flat_param.py:unshard:795", the innermost Python frame
 
     // CUDA graphs.
     bool oomInCapture = false; // the failing request came from inside a capture

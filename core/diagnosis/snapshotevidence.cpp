@@ -78,6 +78,8 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     fixes.checkpointingEvidence = distributed.checkpointingText;
     fixes.communicationBytes = distributed.communicationBytes;
     fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
+    fixes.ddpBucketCopyBytes = distributed.ddpBucketBytes;
+    fixes.deferredGradientBytes = distributed.deferredGradientBytes;
     fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
         distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
     fixes.graphPoolBytes = distributed.graphPoolReservedBytes;

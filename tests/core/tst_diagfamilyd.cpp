@@ -38,14 +38,11 @@ constexpr const char* noRuleYet = "rule not written yet (issue 22/24)";
 const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
-        { QStringLiteral("alone:ddp_llama32_1b_a100_bucket_copy_gradient_as_bucket_view_false"), noRuleYet },
         { QStringLiteral("alone:fsdp1_llama3_70b_h100_pending_unsharded_grads"), noRuleYet },
         { QStringLiteral("alone:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("alone:fsdp2_llama3_8b_l40s_no_gradient_sync_accumulation"), noRuleYet },
         { QStringLiteral("alone:fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits"),
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("alone:fsdp2_qwen25_32b_h100_reshard_after_forward_false"), noRuleYet },
         { QStringLiteral("alone:gptfast_llama3_70b_tp8_prefill_graph_allreduce_deferred"), noRuleYet },
         { QStringLiteral("alone:hf_trainer_qwen25_1_5b_l40s_gradient_checkpointing_long_document"),
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
@@ -53,7 +50,6 @@ const std::map<QString, const char*>& expectedFailures()
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
         { QStringLiteral("alone:openrlhf_llama3_8b_colocate_all_reference_pass_engine_awake"), noRuleYet },
         { QStringLiteral("alone:trl_grpo_qwen25_3b_h100_colocated_vllm_no_sleep_update"), noRuleYet },
-        { QStringLiteral("alone:zero2_llama3_8b_a100_40gb_ipg_buckets_5e9_overlap_comm"), noRuleYet },
         { QStringLiteral("bands:fsdp1_llama3_70b_h100_pending_unsharded_grads"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("bands:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
@@ -108,14 +104,11 @@ const std::map<QString, const char*>& expectedFailures()
             "checkpointing that is on is not recognised yet (issue 22)" },
         { QStringLiteral("ckpt:zero2_llama3_8b_a100_40gb_ipg_buckets_5e9_overlap_comm"),
             "checkpointing that is on is not recognised yet (issue 22)" },
-        { QStringLiteral("text:ddp_llama32_1b_a100_bucket_copy_gradient_as_bucket_view_false"), noRuleYet },
         { QStringLiteral("text:fsdp1_llama3_70b_h100_pending_unsharded_grads"), noRuleYet },
         { QStringLiteral("text:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("text:fsdp2_llama3_8b_l40s_no_gradient_sync_accumulation"), noRuleYet },
         { QStringLiteral("text:fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits"),
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("text:fsdp2_qwen25_32b_h100_reshard_after_forward_false"), noRuleYet },
         { QStringLiteral("text:gptfast_llama3_70b_tp8_prefill_graph_allreduce_deferred"), noRuleYet },
         { QStringLiteral("text:hf_trainer_qwen25_1_5b_l40s_gradient_checkpointing_long_document"),
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
@@ -123,7 +116,6 @@ const std::map<QString, const char*>& expectedFailures()
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
         { QStringLiteral("text:openrlhf_llama3_8b_colocate_all_reference_pass_engine_awake"), noRuleYet },
         { QStringLiteral("text:trl_grpo_qwen25_3b_h100_colocated_vllm_no_sleep_update"), noRuleYet },
-        { QStringLiteral("text:zero2_llama3_8b_a100_40gb_ipg_buckets_5e9_overlap_comm"), noRuleYet },
     };
     return rows;
 }

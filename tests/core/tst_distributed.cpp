@@ -7,6 +7,8 @@
 #include "core/analysis/pendingfrees.h"
 #include "core/analysis/recomputespans.h"
 #include "core/caseanalysis.h"
+#include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/ranking.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "core/job/jobassembly.h"
@@ -62,6 +64,23 @@ const std::string ddpBuckets
     = "stack=??:c10d::Reducer::initialize_buckets(std::vector<std::vector<unsigned long>>):0;"
       "torch/nn/parallel/distributed.py:_ddp_init_helper:1210;torch/nn/parallel/distributed.py:__init__:820;"
       "train.py:main:70";
+// ZeRO-1/2's backward allocates the IPG buffers itself, then runs the loss's backward under the
+// same frame: the first is the bucket, the second (autograd inside) is not.
+const std::string zeroIpgBuffer
+    = "stack=??:at::native::empty_cuda:0;deepspeed/runtime/zero/stage_1_and_2.py:backward:2037;"
+      "deepspeed/runtime/engine.py:backward:2100;train.py:train_step:43;train.py:main:90";
+const std::string zeroAutogradInside
+    = "stack=??:torch::autograd::AccumulateGrad::apply:0;torch/autograd/graph.py:_engine_run_backward:744;"
+      "torch/autograd/__init__.py:backward:266;torch/_tensor.py:backward:521;"
+      "deepspeed/runtime/fp16/loss_scaler.py:backward:63;deepspeed/runtime/zero/stage_1_and_2.py:backward:2062;"
+      "deepspeed/runtime/engine.py:backward:2100;train.py:train_step:43;train.py:main:90";
+// FSDP2 without gradient sync: the unsharded gradient upcast to reduce_dtype and kept.
+const std::string fsdp2DeferredGradient
+    = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_param.py:to_accumulated_grad_if_needed:725;"
+      "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:post_backward:470;"
+      "torch/distributed/fsdp/_fully_shard/_fsdp_state.py:_post_backward:280;"
+      "torch/autograd/graph.py:_engine_run_backward:744;torch/autograd/__init__.py:backward:266;"
+      "torch/_tensor.py:backward:521;train.py:train_step:43;train.py:main:90";
 const std::string megatronGradBuffer = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:560;"
                                        "megatron/core/distributed/distributed_data_parallel.py:__init__:200;"
                                        "train.py:main:70";
@@ -202,6 +221,80 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
             = test::analyzeTrace(trace({ "alloc w 64MiB load", "alloc b 64MiB " + ddpBuckets, "alloc a 8MiB fwd" }));
         for (const Allocation& a : views.primary()->allocations)
             QVERIFY(a.category != Category::Communication);
+    }
+
+    void zeroIpgBuffersAreCommunication()
+    {
+        const auto analysis = test::analyzeTrace(trace({ "alloc w 64MiB load", "alloc a 8MiB fwd",
+            "alloc ipg 32MiB " + zeroIpgBuffer, "alloc g 16MiB " + zeroAutogradInside }));
+        const DeviceAnalysis& device = *analysis.primary();
+        QCOMPARE(allocationOfSize(device, 32 * MiB).category, Category::Communication);
+        QVERIFY(reasonOf(device, allocationOfSize(device, 32 * MiB)).find("IPG") != std::string::npos);
+        // The gradient autograd makes under the same backward frame is no bucket.
+        QCOMPARE(allocationOfSize(device, 16 * MiB).category, Category::Gradients);
+    }
+
+    void zeroIpgBufferAboveTheDefaultIsTheCause()
+    {
+        // reduce_bucket_size 2e9 bf16 elements (4 GB): the first buffer fits, the second with
+        // overlap_comm fails. At DeepSpeed's default (at most 2 GB each) the two would fit.
+        const std::string text = trace({ "alloc w 1GiB load", "alloc a 1GiB fwd", "alloc ipg0 4GiB " + zeroIpgBuffer,
+            "oom 4GiB free=1GiB " + zeroIpgBuffer });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(diagnoses.front().fixes.front().id, std::string("bucket_sizes"));
+        if (const Diagnosis* backward = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward))
+            QVERIFY(backward->confidence < diagnoses.front().confidence);
+        // Buffers at the default size are no cause, however tight the card.
+        const std::string small = trace({ "alloc w 1GiB load", "alloc a 1GiB fwd", "alloc ipg0 900MiB " + zeroIpgBuffer,
+            "oom 900MiB free=100MiB " + zeroIpgBuffer });
+        QVERIFY(
+            !test::findDiagnosis(diagnoseSnapshot(test::analyzeTrace(small), {}), DiagnosisId::CommunicationBuffers));
+    }
+
+    void deferredGradientsAreCommunication()
+    {
+        std::string text = "alloc w 2GiB load\nalloc a 200MiB fwd\n";
+        for (int layer = 0; layer < 8; ++layer)
+            text += "alloc dg" + std::to_string(layer) + " 256MiB " + fsdp2DeferredGradient + "\n";
+        text += "oom 400MiB free=50MiB bwd\n";
+        const auto analysis = test::analyzeTrace(text);
+        QCOMPARE(allocationOfSize(*analysis.primary(), 256 * MiB).category, Category::Communication);
+        const auto diagnoses = diagnoseSnapshot(analysis, {});
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(diagnoses.front().fixes.front().id, std::string("sync_gradients_each_micro_batch"));
+        QVERIFY(diagnoses.front().fixes.front().projectedSavingBytes);
+        QCOMPARE(uint64_t(*diagnoses.front().fixes.front().projectedSavingBytes), 8 * 256 * MiB);
+    }
+
+    void ddpBucketCopiesLeadWithGradientAsBucketView()
+    {
+        const std::string text = trace({ "alloc w 1GiB load", "alloc b 1GiB " + ddpBuckets, "alloc a 512MiB fwd",
+            "alloc g 1GiB grad", "oom 768MiB free=100MiB bwd" });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        const Diagnosis* d = test::findDiagnosis(diagnoses, DiagnosisId::CommunicationBuffers);
+        QVERIFY(d);
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(d->fixes.front().id, std::string("gradient_as_bucket_view"));
+        QVERIFY(d->fixes.front().fitsAfter == std::optional<bool>(true));
+    }
+
+    void explainedSymptomStaysBelowItsCause()
+    {
+        // The text may confirm fragmentation after the snapshot's rules found its cause.
+        Diagnosis cause = makeDiagnosis(DiagnosisId::CommunicationBuffers, 0.9, {});
+        Diagnosis symptom = makeDiagnosis(DiagnosisId::Fragmentation, 0.95, {});
+        symptom.evidence.push_back(
+            { "ranked below communication_buffers" + std::string(explainsItMark) + "why", std::nullopt });
+        std::vector<Diagnosis> diagnoses { symptom, cause };
+        rankDiagnoses(diagnoses);
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QVERIFY(diagnoses[1].confidence < diagnoses.front().confidence);
+        // Without the cause present the symptom keeps its confidence.
+        std::vector<Diagnosis> alone { symptom };
+        rankDiagnoses(alone);
+        QCOMPARE(alone.front().confidence, 0.95);
     }
 
     void pendingFreesAreMeasured()
