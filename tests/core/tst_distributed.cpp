@@ -333,6 +333,30 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(fragmentation->confidence < d.confidence);
     }
 
+    void pendingBlocksAreNotKeptOutputs()
+    {
+        // A served model's collectives: each layer's output freed by the program, its reuse waiting on
+        // the NCCL stream (free_requested, no free_completed). The allocator holds those blocks, not
+        // the program: no evaluation outputs were kept.
+        auto run = [](bool pending) {
+            std::string text = "alloc w 1GiB load\n";
+            for (int layer = 0; layer < 8; ++layer) {
+                const std::string name = "y" + std::to_string(layer);
+                text += "alloc " + name + " 256MiB eval\n";
+                if (pending)
+                    text += "free_requested " + name + " eval\n";
+            }
+            return text + "oom 512MiB free=100MiB eval\n";
+        };
+        const auto held = diagnoseSnapshot(test::analyzeTrace(run(true)), {});
+        const Diagnosis* pendingEval = test::findDiagnosis(held, DiagnosisId::EvalAccumulation);
+        QVERIFY(!pendingEval || pendingEval->confidence < 0.85);
+        QCOMPARE(held.front().id, DiagnosisId::PendingFrees);
+        // The same tensors still referenced by the program are kept outputs.
+        const auto kept = diagnoseSnapshot(test::analyzeTrace(run(false)), {});
+        QCOMPARE(kept.front().id, DiagnosisId::EvalAccumulation);
+    }
+
     void otherStreamsCacheCannotServe()
     {
         // Two segments split by live blocks: 600 MiB free in pieces of 300 MiB.
