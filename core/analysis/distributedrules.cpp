@@ -56,6 +56,10 @@ std::optional<DistributedVerdict> distributedVerdict(
     case CommunicationKind::NcclPool:
         return DistributedVerdict { Category::Communication,
             "memory registered for NCCL (ncclMemAlloc MemPool, symmetric memory)" };
+    case CommunicationKind::ShardedParameter:
+        return DistributedVerdict { Category::Parameters,
+            "this rank's shard of a parameter, made by FSDP2's fully_shard (FSDPParam._init_sharded_param): the "
+            "parameters' storage" };
     }
     return std::nullopt;
 }

@@ -46,6 +46,16 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
         // gradient to reduce_dtype and keeps it for the micro-batch that will reduce-scatter it.
         if (fsdp2 && (name == "to_accumulated_grad_if_needed" || name == "accumulate_unsharded_grad_if_needed"))
             return decide(CommunicationKind::DeferredGradient);
+        // fully_shard replaces each parameter by its shard, copied out of the full tensor
+        // (_init_sharded_param; reset_sharded_param after a load or a .to()).
+        if (fsdp2 && (name == "_init_sharded_param" || name == "reset_sharded_param"))
+            return decide(CommunicationKind::ShardedParameter);
+        // fully_shard itself allocating (its FSDPParam construction inlined, no Python frame
+        // inside) makes the same shards; what it calls (the module's own init) is not.
+        if (fsdp2 && name == "fully_shard") {
+            kind = CommunicationKind::ShardedParameter;
+            return FrameVerdict::DecidedIfInnermost;
+        }
         if (contains(name, "reduce") || name == "post_backward")
             return decide(CommunicationKind::ReduceScatter);
         if (contains(name, "all_gather") || contains(name, "unshard") || contains(name, "prefetch"))
@@ -230,6 +240,8 @@ const char* communicationKindText(CommunicationKind kind)
         return "unsharded gradient kept for a deferred reduce-scatter";
     case CommunicationKind::NcclPool:
         return "NCCL-registered buffer";
+    case CommunicationKind::ShardedParameter:
+        return "sharded parameter";
     case CommunicationKind::None:
         break;
     }

@@ -30,6 +30,9 @@ enum class CommunicationKind : uint8_t {
     DeferredGradient,
     // Memory registered for NCCL: ncclMemAlloc'd MemPools, symmetric memory.
     NcclPool,
+    // Not a collective's buffer: this rank's shard of the parameters, made by FSDP2's fully_shard
+    // (FSDPParam._init_sharded_param). It is the parameters' storage on this rank.
+    ShardedParameter,
 };
 
 enum DistributedStackBit : uint8_t {

@@ -81,6 +81,17 @@ const std::string fsdp2DeferredGradient
       "torch/distributed/fsdp/_fully_shard/_fsdp_state.py:_post_backward:280;"
       "torch/autograd/graph.py:_engine_run_backward:744;torch/autograd/__init__.py:backward:266;"
       "torch/_tensor.py:backward:521;train.py:train_step:43;train.py:main:90";
+// FSDP2's fully_shard replacing each parameter by its shard, with and without the FSDPParam frame.
+const std::string fsdp2ShardedParam
+    = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_param.py:_init_sharded_param:380;"
+      "torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:210;"
+      "train.py:setup:60;train.py:main:70";
+const std::string fsdp2FullyShardInline
+    = "stack=??:at::native::empty_cuda:0;torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:210;"
+      "train.py:setup:60;train.py:main:70";
+const std::string fsdp2FullyShardCallsModel
+    = "stack=model.py:reset_parameters:30;torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:215;"
+      "train.py:setup:60;train.py:main:70";
 const std::string megatronGradBuffer = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:560;"
                                        "megatron/core/distributed/distributed_data_parallel.py:__init__:200;"
                                        "train.py:main:70";
@@ -204,6 +215,19 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QCOMPARE(allocationOfSize(device, 10 * MiB).category, Category::Gradients);
         // Megatron's contiguous grad buffer is the storage, whatever collective runs on it.
         QVERIFY(allocationOfSize(device, 50 * MiB).category != Category::Communication);
+    }
+
+    void fsdp2ShardedParametersAreParameters()
+    {
+        const auto analysis = test::analyzeTrace(
+            trace({ "alloc p1 48MiB " + fsdp2ShardedParam, "alloc p2 24MiB " + fsdp2FullyShardInline,
+                "alloc m 12MiB " + fsdp2FullyShardCallsModel, "alloc a 8MiB fwd", "oom 64MiB free=10MiB fwd" }));
+        const DeviceAnalysis& device = *analysis.primary();
+        QCOMPARE(allocationOfSize(device, 48 * MiB).category, Category::Parameters);
+        QCOMPARE(allocationOfSize(device, 24 * MiB).category, Category::Parameters);
+        QVERIFY(reasonOf(device, allocationOfSize(device, 48 * MiB)).find("fully_shard") != std::string::npos);
+        // What fully_shard calls is decided by its own frames, not as a shard.
+        QVERIFY(reasonOf(device, allocationOfSize(device, 12 * MiB)).find("fully_shard") == std::string::npos);
     }
 
     void ddpBucketsAreGradientsWhenTheyAreTheStorage()
