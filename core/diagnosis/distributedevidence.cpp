@@ -160,6 +160,23 @@ void measureStreams(const OomAnalysis& oom, const AllocatorState& state, Distrib
 
 } // namespace
 
+std::string checkpointingInSnapshots(const std::vector<SnapshotAnalysis>& snapshots)
+{
+    for (const SnapshotAnalysis& analysis : snapshots) {
+        if (!analysis.snapshot || !analysis.snapshot->frames || !analysis.snapshot->strings)
+            continue;
+        DistributedStacks stacks(*analysis.snapshot);
+        for (const DeviceAnalysis& device : analysis.devices) {
+            for (const Allocation& a : device.allocations) {
+                if (a.stack != FrameTable::emptyStack() && stacks.checkpointing(a.stack))
+                    return "the snapshot's stacks run under activation checkpointing's frames (torch.utils.checkpoint "
+                           "or a wrapper of it)";
+            }
+        }
+    }
+    return {};
+}
+
 DistributedEvidence distributedEvidence(
     const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom)
 {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace oomlens {
 
@@ -58,6 +59,10 @@ struct DistributedEvidence
     int64_t otherStream = 0; // the stream holding most of it
     size_t streams = 0; // streams with segments at the failure
 };
+
+// Activation checkpointing's frames in the stacks of any snapshot's devices: "the snapshot's stacks
+// run under torch/utils/checkpoint.py"; empty when none shows it.
+std::string checkpointingInSnapshots(const std::vector<SnapshotAnalysis>& snapshots);
 
 DistributedEvidence distributedEvidence(
     const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom);

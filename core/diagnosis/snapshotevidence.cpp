@@ -76,6 +76,12 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     distributed = distributedEvidence(analysis, device, oom);
     fixes.checkpointingOn = distributed.checkpointing;
     fixes.checkpointingEvidence = distributed.checkpointingText;
+    // The message's log may say what the stacks do not (frames cut short, stacks="python" of a
+    // recompute the engine thread ran): gradient_checkpointing=True before the failure.
+    if (!fixes.checkpointingOn && context.message && context.message->recipe.activationCheckpointing.value_or(false)) {
+        fixes.checkpointingOn = true;
+        fixes.checkpointingEvidence = context.message->recipe.checkpointingEvidence;
+    }
     fixes.communicationBytes = distributed.communicationBytes;
     fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
     fixes.ddpBucketCopyBytes = distributed.ddpBucketBytes;

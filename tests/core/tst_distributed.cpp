@@ -201,6 +201,70 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(hasFix(diagnoseOomMessage(plainFindings.oomMessages.front(), plainFindings), "checkpointing"));
     }
 
+    void checkpointingFromRecipeLines_data()
+    {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<bool>("on");
+        QTest::newRow("hf args") << "TrainingArguments(output_dir='out', bf16=True, gradient_checkpointing=True)"
+                                 << true;
+        QTest::newRow("hf dump") << "gradient_checkpointing=True," << true;
+        QTest::newRow("yaml") << "gradient_checkpointing: true" << true;
+        QTest::newRow("json") << R"({"per_device_train_batch_size": 4, "gradient_checkpointing": true})" << true;
+        QTest::newRow("flag") << "accelerate launch train.py --bf16 --gradient_checkpointing --max_steps 10" << true;
+        QTest::newRow("enable call") << "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={...})"
+                                     << true;
+        QTest::newRow("torchtune") << "enable_activation_checkpointing: True" << true;
+        QTest::newRow("megatron") << "  recompute_granularity ........................... full" << true;
+        QTest::newRow("megatron flag") << "torchrun pretrain_gpt.py --recompute-granularity selective" << true;
+        QTest::newRow("hf warning") << "`use_cache=True` is incompatible with gradient checkpointing. Setting "
+                                       "`use_cache=False`."
+                                    << true;
+        QTest::newRow("off") << "gradient_checkpointing=False," << false;
+        QTest::newRow("off yaml") << "activation_checkpointing: false" << false;
+        QTest::newRow("kwargs only") << "gradient_checkpointing_kwargs={'use_reentrant': False}" << false;
+        QTest::newRow("megatron none") << "  recompute_granularity ........................... None" << false;
+    }
+
+    void checkpointingFromRecipeLines()
+    {
+        QFETCH(QString, line);
+        QFETCH(bool, on);
+        // The log's recipe line, then a failure whose traceback shows no checkpointing frame.
+        const std::string log = line.toStdString() + "\n" + plainBackwardFailure;
+        const TextFindings findings = parseText(log);
+        QVERIFY(!findings.oomMessages.empty());
+        const OomMessage& message = findings.oomMessages.front();
+        QCOMPARE(message.recipe.activationCheckpointing.value_or(false), on);
+        const auto diagnoses = diagnoseOomMessage(message, findings);
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(hasFix(diagnoses, "checkpointing"), !on);
+        QCOMPARE(hasFix(diagnoses, "offload_checkpointed_inputs"), on);
+    }
+
+    void laterRecipeLineOverrides()
+    {
+        const std::string log
+            = "gradient_checkpointing: true\n# resumed with\ngradient_checkpointing=False\n" + plainBackwardFailure;
+        const TextFindings findings = parseText(log);
+        QCOMPARE(findings.oomMessages.front().recipe.activationCheckpointing, std::optional<bool>(false));
+        QVERIFY(hasFix(diagnoseOomMessage(findings.oomMessages.front(), findings), "checkpointing"));
+    }
+
+    void snapshotCheckpointingCarriesToTheText()
+    {
+        // The snapshot's stacks show checkpointing; the pasted message alone does not.
+        Case input;
+        input.snapshots.push_back(
+            test::traceSnapshot(trace({ "alloc w 1GiB load", "alloc in1 256MiB " + checkpointedForward,
+                "alloc r1 512MiB " + recomputeNonReentrant, "alloc g 1GiB grad", "oom 2GiB free=100MiB bwd" })));
+        input.text = parseText(plainBackwardFailure);
+        const CaseAnalysis analysis = analyzeCase(input);
+        QVERIFY(!analysis.diagnoses.empty());
+        QVERIFY(!hasFix(analysis.diagnoses, "checkpointing"));
+        // The message alone still gets the classic rung: nothing in it says checkpointing is on.
+        QVERIFY(hasFix(diagnoseText(input.text), "checkpointing"));
+    }
+
     void collectivesBandAsCommunication()
     {
         const auto analysis = test::analyzeTrace(
@@ -485,6 +549,13 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 private:
     // Collective outputs freed while NCCL's stream still uses them (record_stream): the allocator
     // reserves new segments meanwhile, gets the blocks back only when it synchronizes before failing.
+    static inline const std::string plainBackwardFailure = R"(Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 825, in _engine_run_backward
+    return Variable._execution_engine.run_backward(
+  File "/opt/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", line 330, in forward
+    attn_output = self.o_proj(attn_output)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.25 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process has 78.04 GiB memory in use. Of the allocated memory 70.10 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.
+)";
     static std::string pendingTrace(const std::string& collective = ncclCollective)
     {
         return trace({ "alloc w 1GiB load", "segment_alloc s1 1GiB", "alloc x1 512MiB " + collective + " in=s1",
