@@ -17,7 +17,7 @@
 #include "core/job/jobjson.h"
 #include "core/job/jobtext.h"
 #include "core/job/ranksummaryfile.h"
-#include "parsers/jobgathering.h"
+#include "opening/jobgathering.h"
 #include "parsers/ranksummaryfiles.h"
 
 #include <QCoreApplication>

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/diagnosis/diagnosisid.h"
+#include "core/diagnosis/fixkind.h"
 
 #include <cstdint>
 #include <optional>
@@ -26,13 +27,15 @@ struct Evidence
 
 struct Fix
 {
-    std::string id; // ladder step: "micro_batch", "bf16", "checkpointing", "expandable_segments", ...
+    FixKind kind = FixKind::MicroBatch; // the JSON and the plan spell it fixId(kind): "micro_batch", "bf16", ...
     std::string title;
     std::string detail;
     std::string snippet; // code or config, shown in a code block
     std::optional<int64_t> projectedSavingBytes;
     std::optional<bool> fitsAfter; // known only when the capacity and the bands are known
     bool changesExperiment = false;
+
+    std::string id() const { return std::string(fixId(kind)); }
 };
 
 // What the ranking step (core/diagnosis/ranking.h) weighs besides confidence: how fast the

@@ -69,7 +69,7 @@ json xlaBuffersToJson(const XlaBufferStats& stats)
 // A kill of the host process for lack of RAM (the kernel's or a cgroup's OOM killer, exit 137).
 json hostKillToJson(const HostMemoryKill& kill)
 {
-    return { { "kind", kill.kind }, { "line", kill.line }, { "pid", optionalToJson(kill.pid) },
+    return { { "kind", hostKillKindName(kill.kind) }, { "line", kill.line }, { "pid", optionalToJson(kill.pid) },
         { "process", kill.process }, { "resident_bytes", optionalToJson(kill.residentBytes) },
         { "limit_bytes", optionalToJson(kill.limitBytes) }, { "source_line", kill.sourceLine } };
 }
@@ -198,7 +198,7 @@ json diagnosisToJson(const Diagnosis& diagnosis)
     }
     json fixes = json::array();
     for (const auto& fix : diagnosis.fixes) {
-        fixes.push_back({ { "id", fix.id }, { "title", fix.title }, { "detail", fix.detail },
+        fixes.push_back({ { "id", fixId(fix.kind) }, { "title", fix.title }, { "detail", fix.detail },
             { "snippet", fix.snippet }, { "projected_saving_bytes", optionalToJson(fix.projectedSavingBytes) },
             { "fits_after", optionalToJson(fix.fitsAfter) }, { "changes_experiment", fix.changesExperiment } });
     }

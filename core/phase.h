@@ -30,7 +30,8 @@ enum class Phase : uint8_t {
     Offload,
     Reload
 };
-constexpr int phaseCount = 15;
+// Counted from the enum, so a phase added last cannot be left out of the tables sized by it.
+constexpr int phaseCount = static_cast<int>(Phase::Reload) + 1;
 
 // The stages only a colocated RL job (or an inference engine) has: not training's own phases.
 constexpr bool isIterationPhase(Phase phase)
@@ -55,7 +56,7 @@ enum class Category : uint8_t {
     KvCache,
     Unknown
 };
-constexpr int categoryCount = 9;
+constexpr int categoryCount = static_cast<int>(Category::Unknown) + 1;
 
 std::string_view categoryName(Category category);
 Category categoryFromName(std::string_view name);

@@ -13,7 +13,26 @@ constexpr NameTable<AllocatorBackend, 2> allocatorBackendNames { {
     { AllocatorBackend::CudaMallocAsync, "cudaMallocAsync" },
 } };
 
+constexpr NameTable<HostKillKind, 6> hostKillKindNames { {
+    { HostKillKind::KernelOomKiller, "kernel_oom_killer" },
+    { HostKillKind::Cgroup, "cgroup" },
+    { HostKillKind::DataloaderWorker, "dataloader_worker" },
+    { HostKillKind::SharedMemory, "shared_memory" },
+    { HostKillKind::Killed, "killed" },
+    { HostKillKind::Exit137, "exit_137" },
+} };
+
 } // namespace
+
+std::string_view hostKillKindName(HostKillKind kind)
+{
+    return nameIn(hostKillKindNames, kind);
+}
+
+std::optional<HostKillKind> hostKillKindFromName(std::string_view name)
+{
+    return valueNamed(hostKillKindNames, name);
+}
 
 std::string_view allocatorBackendName(AllocatorBackend backend)
 {

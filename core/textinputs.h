@@ -245,16 +245,26 @@ struct AllocConfSetting
     size_t sourceLine = 0;
 };
 
+// How a line says the host killed the process for lack of RAM.
+enum class HostKillKind : uint8_t {
+    KernelOomKiller, // "Out of memory: Killed process"
+    Cgroup, // "Memory cgroup out of memory", "oom-kill:constraint=CONSTRAINT_MEMCG", slurmstepd's oom-kill event,
+            // OOMKilled
+    DataloaderWorker, // "DataLoader worker (pid N) is killed by signal: Killed"
+    SharedMemory, // "... killed by signal: Bus error": /dev/shm is full
+    Killed, // a shell's "Killed"
+    Exit137, // exit status 137 = 128 + SIGKILL, torchrun's "exitcode: -9"
+};
+// The JSON's host_kills[].kind: "kernel_oom_killer", "cgroup", "dataloader_worker", "shared_memory",
+// "killed", "exit_137".
+std::string_view hostKillKindName(HostKillKind kind);
+std::optional<HostKillKind> hostKillKindFromName(std::string_view name);
+
 // One sign that the host ran out of RAM and the kernel (or a cgroup, or a container runtime) killed
 // the process: no CUDA message, often no Python traceback at all.
 struct HostMemoryKill
 {
-    // kernel_oom_killer ("Out of memory: Killed process"), cgroup ("Memory cgroup out of memory",
-    // "oom-kill:constraint=CONSTRAINT_MEMCG", slurmstepd's oom-kill event, OOMKilled),
-    // dataloader_worker ("DataLoader worker (pid N) is killed by signal: Killed"), shared_memory
-    // ("... killed by signal: Bus error": /dev/shm is full), killed (a shell's "Killed"),
-    // exit_137 (exit status 137 = 128 + SIGKILL, torchrun's "exitcode: -9")
-    std::string kind;
+    HostKillKind kind = HostKillKind::Killed;
     std::string line; // the line as printed, whitespace-normalized
     std::optional<int64_t> pid;
     std::string process; // the killed command when printed ("python")

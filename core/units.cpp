@@ -25,6 +25,18 @@ std::string formatSignedBytes(int64_t bytes)
     return (bytes < 0 ? "-" : "+") + formatBytes(magnitude);
 }
 
+std::string formatBytesDelta(int64_t bytes)
+{
+    return bytes == 0 ? std::string("0") : formatSignedBytes(bytes);
+}
+
+std::string formatRatio(double ratio, int decimals)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*fx", decimals, ratio);
+    return buffer;
+}
+
 std::string formatDurationUs(int64_t microseconds)
 {
     char buffer[64];

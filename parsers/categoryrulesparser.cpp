@@ -1,4 +1,5 @@
 #include "parsers/categoryrulesparser.h"
+#include "core/strings.h"
 
 #include <QFile>
 
@@ -8,18 +9,9 @@ namespace oomlens {
 
 namespace {
 
-std::string_view trim(std::string_view s)
-{
-    const auto first = s.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos)
-        return {};
-    const auto last = s.find_last_not_of(" \t\r");
-    return s.substr(first, last - first + 1);
-}
-
 std::string_view unquote(std::string_view s)
 {
-    s = trim(s);
+    s = trimmed(s);
     if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front())
         return s.substr(1, s.size() - 2);
     return s;
@@ -105,7 +97,7 @@ std::optional<CategoryRules> parseCategoryRules(std::string_view text, std::stri
         const std::string_view raw = text.substr(pos, end - pos);
         pos = end + 1;
         ++lineNumber;
-        const std::string_view line = trim(raw);
+        const std::string_view line = trimmed(raw);
         if (line.empty() || line.front() == '#' || line == "---")
             continue;
         const auto where = " (line " + std::to_string(lineNumber) + ")";
@@ -124,7 +116,7 @@ std::optional<CategoryRules> parseCategoryRules(std::string_view text, std::stri
             return std::nullopt;
         }
         currentKey = std::string(unquote(line.substr(0, colon)));
-        const std::string_view value = trim(line.substr(colon + 1));
+        const std::string_view value = trimmed(line.substr(colon + 1));
         if (value.empty())
             continue; // a block list follows
         if (value.front() == '[') {

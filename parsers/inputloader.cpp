@@ -64,7 +64,7 @@ void addInput(Case& target, const std::string& path, std::string_view bytes, con
         return;
     }
     if (looksLikeRankSummary(bytes)) {
-        // The app and the CLI read summaries as the ranks of a job (parsers/jobgathering.h); one
+        // The app and the CLI read summaries as the ranks of a job (opening/jobgathering.h); one
         // reaching a case's inputs came with files that are not rank files.
         input.error = "an oomlens rank summary (from `oomlens summarize`): open it with the job's other rank files, "
                       "not with a log or message";

@@ -1,6 +1,7 @@
 #include "parsers/sidecarreader.h"
 
 #include "core/job/ranksummaryfile.h"
+#include "core/strings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -105,17 +106,6 @@ template <size_t N> bool hasKeyOf(const json& object, const std::array<std::stri
     return std::any_of(keys.begin(), keys.end(), [&](std::string_view key) { return object.contains(key); });
 }
 
-std::string_view trimmedStart(std::string_view text)
-{
-    const size_t start = text.find_first_not_of(" \t\r\n");
-    return start == std::string_view::npos ? std::string_view() : text.substr(start);
-}
-
-bool endsWith(std::string_view text, std::string_view suffix)
-{
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 // The extension of the file name at the end of `path` (".gz"), empty when there is none.
 std::string_view lastExtension(std::string_view path)
 {
@@ -174,7 +164,7 @@ SidecarParseResult parseCaptureSidecar(std::string_view text, const std::string&
 
 bool looksLikeCaptureSidecar(std::string_view bytes)
 {
-    const std::string_view start = trimmedStart(bytes);
+    const std::string_view start = trimmedLeft(bytes);
     if (start.empty() || start.front() != '{' || bytes.size() > maxSidecarBytes)
         return false;
     // A cheap look before parsing: a snapshot's JSON conversion has none of these keys.
@@ -194,7 +184,7 @@ std::vector<std::string> sidecarPathsFor(const std::string& snapshotPath)
     static constexpr std::array<std::string_view, 7> snapshotExtensions
         = { ".pickle", ".pkl", ".pt", ".pth", ".json", ".html", ".bin" };
     std::vector<std::string> paths;
-    if (endsWith(snapshotPath, sidecarSuffix))
+    if (snapshotPath.ends_with(sidecarSuffix))
         return paths;
     std::string_view stem = snapshotPath;
     std::string_view extension = lastExtension(stem);

@@ -1,6 +1,7 @@
 #include "views/allocationsmodel.h"
 
 #include "core/analysis/poolowners.h"
+#include "core/analysis/userframe.h"
 #include "core/presentation/compileattribution.h"
 
 #include "views/categorycolors.h"

@@ -1,6 +1,6 @@
 #include "views/calltreemodel.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 #include "views/viewutil.h"
 

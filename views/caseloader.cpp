@@ -1,6 +1,5 @@
 #include "views/caseloader.h"
 
-#include "parsers/inputloader.h"
 #include "views/timelinedata.h"
 
 #include <QFileInfo>
@@ -10,7 +9,6 @@
 #include <QtConcurrent/QtConcurrentRun>
 
 #include <exception>
-#include <future>
 
 namespace oomlens {
 
@@ -39,106 +37,44 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
     const AnalysisOptions& options, const std::function<void(const TimelineFirst&)>& timelineReady,
     uint64_t timelineFirstFrom)
 {
+    OpenOptions openOptions;
+    openOptions.analysis = options;
+    openOptions.cancel = &cancel;
+    openOptions.progress = progress;
+    openOptions.timelineFirstFrom = timelineFirstFrom;
+    if (timelineReady) {
+        // The view's series are built on the opening's own first-stage thread, beside the
+        // diagnosis. The timeline aliases the case.
+        openOptions.timelineFirst = [&timelineReady](const LoadedCasePtr& partial) {
+            TimelineFirst first;
+            first.partial = partial;
+            first.snapshotIndex = 0;
+            first.device = partial->analysis.snapshots.front().primaryDevice;
+            first.timeline = std::make_shared<const TimelineData>(
+                std::shared_ptr<const SnapshotAnalysis>(partial, &partial->analysis.snapshots.front()), first.device);
+            timelineReady(first);
+        };
+    }
+
     LoadOutcome outcome;
-    auto loaded = std::make_shared<LoadedCase>();
-    if (base)
-        loaded->input = base->input;
-    loaded->title = base ? base->title : title;
-    const size_t firstNewInput = loaded->input.inputs.size();
-
-    // Progress is in bytes across all inputs; reading dominates, analysis gets the last 10%.
-    uint64_t totalBytes = 0;
-    for (const LoadRequest& request : requests)
-        totalBytes += request.path.isEmpty() ? uint64_t(request.text.size()) : uint64_t(QFileInfo(request.path).size());
-    totalBytes = std::max<uint64_t>(totalBytes, 1);
-    uint64_t doneBefore = 0;
-    int lastPermille = -1;
-    auto report = [&](uint64_t done, const QString& text) {
-        const int permille = int(900.0 * double(std::min(done, totalBytes)) / double(totalBytes));
-        if (permille != lastPermille && progress) {
-            lastPermille = permille;
-            progress(permille, text);
-        }
-    };
-
+    Opened opened;
     try {
-        for (const LoadRequest& request : requests) {
-            if (cancel) {
-                outcome.cancelled = true;
-                return outcome;
-            }
-            const QString name
-                = request.path.isEmpty() ? QStringLiteral("pasted text") : QFileInfo(request.path).fileName();
-            const QString text = QStringLiteral("Reading %1…").arg(name);
-            report(doneBefore, text);
-            SnapshotReadOptions readOptions;
-            readOptions.cancel = &cancel;
-            readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
-            if (request.path.isEmpty()) {
-                addInput(loaded->input, "(pasted)",
-                    std::string_view(request.text.constData(), size_t(request.text.size())), readOptions);
-                doneBefore += uint64_t(request.text.size());
-            } else {
-                addFile(loaded->input, request.path.toStdString(), readOptions);
-                doneBefore += uint64_t(QFileInfo(request.path).size());
-            }
-        }
-        if (cancel) {
-            outcome.cancelled = true;
-            return outcome;
-        }
-        if (progress)
-            progress(900, QStringLiteral("Analyzing…"));
-        loaded->analysis.snapshots = analyzeSnapshots(loaded->input, options);
-        if (cancel) {
-            outcome.cancelled = true;
-            return outcome;
-        }
-        uint64_t events = 0;
-        for (const auto& snapshot : loaded->input.snapshots)
-            events += snapshot ? snapshot->totalTraceEvents() : 0;
-        const bool staged
-            = timelineReady && !base && !loaded->analysis.snapshots.empty() && events >= timelineFirstFrom;
-        if (staged) {
-            // The view's series are built off the GUI thread, on a thread of their own while this
-            // one diagnoses: both only read the snapshots' analysis (the diagnosis writes the
-            // case's other members), and on a big trace either takes a few hundred milliseconds
-            // that the second core would otherwise spend idle. The timeline aliases the case.
-            auto timeline = std::async(std::launch::async, [&loaded, &timelineReady] {
-                TimelineFirst first;
-                first.partial = loaded;
-                first.snapshotIndex = 0;
-                first.device = loaded->analysis.snapshots.front().primaryDevice;
-                first.timeline = std::make_shared<const TimelineData>(
-                    std::shared_ptr<const SnapshotAnalysis>(loaded, &loaded->analysis.snapshots.front()), first.device);
-                timelineReady(first);
-            });
-            if (progress)
-                progress(950, QStringLiteral("Diagnosing…"));
-            diagnoseCase(loaded->input, loaded->analysis);
-            timeline.get(); // its exception, if any, is this load's
-        } else {
-            diagnoseCase(loaded->input, loaded->analysis);
-        }
+        opened = openCase(base, requests, title, openOptions);
     } catch (const std::exception& error) {
         outcome.errors << QStringLiteral("internal error while loading: %1").arg(QString::fromUtf8(error.what()));
         return outcome;
     }
-
-    bool anyReadable = false;
-    for (size_t i = 0; i < loaded->input.inputs.size(); ++i) {
-        const CaseInput& input = loaded->input.inputs[i];
-        anyReadable = anyReadable || !input.error;
-        if (i >= firstNewInput && input.error) {
-            const QString shown = input.path == "(pasted)" ? QStringLiteral("pasted text")
-                                                           : QFileInfo(QString::fromStdString(input.path)).fileName();
-            outcome.errors << shown + QStringLiteral(": ") + QString::fromStdString(*input.error);
-        }
+    if (opened.cancelled) {
+        outcome.cancelled = true;
+        return outcome;
     }
-    if (anyReadable)
-        outcome.loaded = std::move(loaded);
-    if (progress)
-        progress(1000, QStringLiteral("Done"));
+    for (const InputFailure& failure : opened.failures) {
+        const QString shown = failure.path == "(pasted)" ? QStringLiteral("pasted text")
+                                                         : QFileInfo(QString::fromStdString(failure.path)).fileName();
+        outcome.errors << shown + QStringLiteral(": ") + QString::fromStdString(failure.reason);
+    }
+    if (opened.anyReadable())
+        outcome.loaded = std::move(opened.loaded);
     return outcome;
 }
 

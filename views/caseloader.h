@@ -1,6 +1,8 @@
 #pragma once
 
-#include "views/loadedcase.h"
+#include "opening/loadedcase.h"
+#include "opening/loadrequest.h"
+#include "opening/opening.h"
 
 #include <QByteArray>
 #include <QHash>
@@ -13,15 +15,6 @@
 #include <memory>
 
 namespace oomlens {
-
-// A file to read, or text the user pasted or dropped.
-struct LoadRequest
-{
-    QString path; // file path; empty for pasted text
-    QByteArray text; // pasted or dropped text when path is empty
-    static LoadRequest file(const QString& path) { return { path, {} }; }
-    static LoadRequest pasted(const QByteArray& text) { return { {}, text }; }
-};
 
 class TimelineData;
 
@@ -46,8 +39,10 @@ struct LoadOutcome
     bool cancelled = false;
 };
 
-// Reads and analyzes inputs off the GUI thread. Each load gets a job id; the caller keeps the
-// id of the load it still wants and ignores the rest (a superseded load's result is dropped).
+// Opens a case off the GUI thread: opening/opening.h's openCase in a worker, its progress, the
+// timeline first and the outcome handed back as signals. Each load gets a job id; the caller
+// keeps the id of the load it still wants and ignores the rest (a superseded load's result is
+// dropped).
 class CaseLoader : public QObject
 {
     Q_OBJECT
@@ -69,13 +64,13 @@ public:
     // first (timelineReady), then the rest (finished); smaller ones arrive whole, in about the
     // time a staged first paint would take. 0 stages every new case with a snapshot.
     void setTimelineFirstFrom(uint64_t events) { m_timelineFirstFrom = events; }
-    static constexpr uint64_t defaultTimelineFirstFrom = 1'000'000;
+    static constexpr uint64_t defaultTimelineFirstFrom = OpenOptions::defaultTimelineFirstFrom;
 
-    // The work itself, synchronous; runs in the worker and in tests. `timelineReady`, when set,
-    // is called once the first stage of the analysis (core/caseanalysis.h) is done and the
-    // timeline's data is built, for a new case with a snapshot of at least `timelineFirstFrom`
-    // trace events; it runs on another thread than the caller's while the second stage (the
-    // diagnosis) runs, and always before this returns.
+    // The work itself, synchronous (openCase); runs in the worker and in tests. `timelineReady`,
+    // when set, is called once the first stage of the analysis is done and the timeline's data is
+    // built, for a new case with a snapshot of at least `timelineFirstFrom` trace events; it runs
+    // on another thread than the caller's while the second stage (the diagnosis) runs, and always
+    // before this returns (OpenOptions::timelineFirst).
     static LoadOutcome load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
         const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
         const AnalysisOptions& options = {}, const std::function<void(const TimelineFirst&)>& timelineReady = {},

@@ -2,8 +2,8 @@
 
 #include "core/diagnosis.h"
 #include "core/presentation/cardtimeline.h"
+#include "opening/loadedcase.h"
 #include "views/caseloader.h"
-#include "views/loadedcase.h"
 
 #include <QWidget>
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/phase.h"
+#include "core/presentation/palette.h"
 
 #include <QColor>
 
@@ -16,6 +17,8 @@ QColor defaultCategory(Category category);
 // A user's colour for a category (Settings); an invalid colour restores the default.
 void setCategoryOverride(Category category, const QColor& color);
 QColor phaseShade(Phase phase);
+QColor cardBand(CardBandKind kind);
+QColor fromRgb(Rgb rgb);
 QColor reservedLine();
 QColor peakMarker();
 QColor oomMarker();

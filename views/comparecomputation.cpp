@@ -1,6 +1,6 @@
 #include "views/comparecomputation.h"
 
-#include "views/timenormalisedoverlay.h"
+#include "core/compare/timenormalisedoverlay.h"
 
 namespace oomlens {
 

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/compare/comparison.h"
-#include "views/loadedcase.h"
+#include "opening/loadedcase.h"
 
 #include <QString>
 

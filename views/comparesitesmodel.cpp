@@ -9,18 +9,6 @@
 
 namespace oomlens {
 
-namespace {
-
-QString signedBytesText(int64_t delta)
-{
-    if (delta == 0)
-        return bytesText(0);
-    const QString magnitude = bytesText(static_cast<uint64_t>(std::llabs(delta)));
-    return (delta > 0 ? QStringLiteral("+") : QStringLiteral("−")) + magnitude;
-}
-
-} // namespace
-
 CompareSitesModel::CompareSitesModel(QObject* parent)
     : QAbstractTableModel(parent)
 { }
@@ -90,9 +78,9 @@ QVariant CompareSitesModel::data(const QModelIndex& index, int role) const
         case BColumn:
             return bytesText(compared->b.peakBytes);
         case DeltaColumn:
-            return signedBytesText(delta);
+            return bytesDeltaText(delta);
         case AllocatedDeltaColumn:
-            return signedBytesText(allocatedDelta);
+            return bytesDeltaText(allocatedDelta);
         case StatusColumn:
             return status;
         }

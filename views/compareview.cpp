@@ -33,13 +33,6 @@ namespace oomlens {
 
 namespace {
 
-QString signedBytes(int64_t delta)
-{
-    if (delta == 0)
-        return bytesText(0);
-    return (delta > 0 ? QStringLiteral("+") : QStringLiteral("−")) + bytesText(uint64_t(std::llabs(delta)));
-}
-
 QString momentText(const ComparedMoment& moment)
 {
     QString where = phaseText(moment.phase).toLower();
@@ -453,14 +446,14 @@ void CompareView::fillCategories(const Comparison& comparison)
         m_categories->setItem(row, CategoryNameColumn, name);
         m_categories->setItem(row, CategoryAColumn, cell(bytesText(a)));
         m_categories->setItem(row, CategoryBColumn, cell(bytesText(b)));
-        QTableWidgetItem* deltaItem = cell(signedBytes(delta));
+        QTableWidgetItem* deltaItem = cell(bytesDeltaText(delta));
         deltaItem->setData(Qt::UserRole, qlonglong(delta));
         // A diverging shade: the category's colour, stronger the larger its share of the change.
         QColor shade = colors::category(category);
         shade.setAlpha(delta == 0 ? 0 : 90);
         deltaItem->setBackground(shade);
         m_categories->setItem(row, CategoryDeltaColumn, deltaItem);
-        QTableWidgetItem* oomItem = cell(oom ? signedBytes(oomDelta) : QString());
+        QTableWidgetItem* oomItem = cell(oom ? bytesDeltaText(oomDelta) : QString());
         oomItem->setData(Qt::UserRole, qlonglong(oomDelta));
         m_categories->setItem(row, CategoryOomDeltaColumn, oomItem);
     }

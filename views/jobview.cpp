@@ -2,6 +2,7 @@
 
 #include "core/job/jobassembly.h"
 #include "core/job/jobtext.h"
+#include "core/units.h"
 #include "views/categorycolors.h"
 #include "views/jobbars.h"
 #include "views/viewutil.h"
@@ -34,9 +35,8 @@ QTableWidgetItem* cell(const QString& text, const QVariant& sortValue = {})
 
 QString imbalanceText(const JobSummary& job)
 {
-    return QStringLiteral("Imbalance %1× (max %2 / median %3 of peak allocated)")
-        .arg(job.imbalance, 0, 'f', 2)
-        .arg(bytesText(job.maxPeakBytes), bytesText(job.medianPeakBytes));
+    return QStringLiteral("Imbalance %1 (max %2 / median %3 of peak allocated)")
+        .arg(toQString(formatRatio(job.imbalance)), bytesText(job.maxPeakBytes), bytesText(job.medianPeakBytes));
 }
 
 } // namespace
@@ -131,7 +131,7 @@ JobView::JobView(QWidget* parent)
 
     connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
         const int rank = selectedRank();
-        m_open->setEnabled(rank >= 0 && m_job.summary.ranks[size_t(rank)].readable());
+        m_open->setEnabled(rank >= 0 && m_summary.ranks[size_t(rank)].readable());
     });
     connect(m_table, &QTableWidget::cellDoubleClicked, this, [this](int row, int) { openRank(row); });
     connect(m_open, &QPushButton::clicked, this, [this] { openRank(selectedRank()); });
@@ -148,7 +148,7 @@ JobView::~JobView()
         m_watcher->waitForFinished();
 }
 
-void JobView::start(const QStringList& files, const AnalysisOptions& options)
+void JobView::start(const QStringList& rankFiles, const AnalysisOptions& options, const QStringList& beside)
 {
     cancel();
     if (m_watcher) {
@@ -156,22 +156,22 @@ void JobView::start(const QStringList& files, const AnalysisOptions& options)
         m_watcher->waitForFinished();
         m_watcher->deleteLater();
     }
-    m_files = files;
+    m_files = rankFiles;
     m_busy = true;
     m_cancelled = false;
     m_cancel = std::make_shared<std::atomic_bool>(false);
-    m_headline->setText(QStringLiteral("Summarizing %1 rank files…").arg(files.size()));
+    m_headline->setText(QStringLiteral("Summarizing %1 rank files…").arg(rankFiles.size()));
     m_figures->clear();
-    m_progress->setRange(0, int(files.size()));
+    m_progress->setRange(0, int(rankFiles.size()));
     m_progress->setValue(0);
-    m_progressText->setText(QStringLiteral("0 of %1 ranks").arg(files.size()));
+    m_progressText->setText(QStringLiteral("0 of %1 ranks").arg(rankFiles.size()));
     m_busyRow->show();
 
-    m_watcher = new QFutureWatcher<LoadedJob>(this);
+    m_watcher = new QFutureWatcher<Opened>(this);
     connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
         m_busy = false;
         m_busyRow->hide();
-        LoadedJob job = m_watcher->future().resultCount() > 0 ? m_watcher->result() : LoadedJob {};
+        const Opened job = m_watcher->future().resultCount() > 0 ? m_watcher->result() : Opened {};
         m_cancelled = job.cancelled || (m_cancel && *m_cancel);
         if (m_cancelled) {
             m_headline->setText(QStringLiteral("Cancelled: the job was not summarized."));
@@ -192,8 +192,16 @@ void JobView::start(const QStringList& files, const AnalysisOptions& options)
             },
             Qt::QueuedConnection);
     };
-    m_watcher->setFuture(QtConcurrent::run(
-        [files, options, cancel = m_cancel, report] { return loadJob(files, options, *cancel, report); }));
+    QList<LoadRequest> besideRequests;
+    for (const QString& path : beside)
+        besideRequests.append(LoadRequest::file(path));
+    m_watcher->setFuture(QtConcurrent::run([rankFiles, besideRequests, options, cancel = m_cancel, report] {
+        OpenOptions openOptions;
+        openOptions.analysis = options;
+        openOptions.cancel = cancel.get();
+        openOptions.rankProgress = report;
+        return openJob(rankFiles, besideRequests, openOptions);
+    }));
 }
 
 void JobView::cancel()
@@ -209,10 +217,12 @@ QString JobView::headline() const
     return m_headline->text();
 }
 
-void JobView::showJob(const LoadedJob& job)
+void JobView::showJob(const Opened& job)
 {
-    m_job = job;
-    const JobSummary& summary = m_job.summary;
+    m_summary = job.job.value_or(JobSummary {});
+    m_failingCase = m_summary.failing() ? job.loaded : nullptr;
+    m_failingSnapshot = job.failingSnapshot;
+    const JobSummary& summary = m_summary;
     QString headline = toQString(failingRankSentence(summary));
     // The sentence names the file as given; the table beside it has the full path.
     if (const RankSummary* failing = summary.failing())
@@ -258,7 +268,7 @@ void JobView::showJob(const LoadedJob& job)
 
 void JobView::fillTable()
 {
-    const JobSummary& summary = m_job.summary;
+    const JobSummary& summary = m_summary;
     m_table->setRowCount(int(summary.ranks.size()));
     QColor failingShade = colors::oomMarker();
     failingShade.setAlpha(50);
@@ -320,14 +330,14 @@ void JobView::selectRank(int rankIndex)
 
 void JobView::openRank(int rankIndex)
 {
-    if (rankIndex < 0 || size_t(rankIndex) >= m_job.summary.ranks.size())
+    if (rankIndex < 0 || size_t(rankIndex) >= m_summary.ranks.size())
         return;
-    const RankSummary& rank = m_job.summary.ranks[size_t(rankIndex)];
+    const RankSummary& rank = m_summary.ranks[size_t(rankIndex)];
     if (!rank.readable())
         return;
-    const bool failing = m_job.summary.failingRank && *m_job.summary.failingRank == size_t(rankIndex);
+    const bool failing = m_summary.failingRank && *m_summary.failingRank == size_t(rankIndex);
     emit openRankRequested(
-        QString::fromStdString(failing && !m_job.failingSnapshot.empty() ? m_job.failingSnapshot : rank.file));
+        QString::fromStdString(failing && !m_failingSnapshot.empty() ? m_failingSnapshot : rank.file));
 }
 
 } // namespace oomlens

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "views/jobloading.h"
+#include "core/job/jobsummary.h"
+#include "opening/opening.h"
 
 #include <QFutureWatcher>
 #include <QStringList>
@@ -22,7 +23,8 @@ class JobBars;
 // A job of many rank files at once: per-rank peaks stacked by category against the card, the
 // failing rank (or the one that came closest, flagged as such), the imbalance, the groups of
 // ranks that look alike, the notes and a table of ranks. Summarized by core's worker pool off the
-// GUI thread, with progress and cancel; a double-click on a rank opens its file as a case.
+// GUI thread (opening/opening.h's openJob in a worker), with progress and cancel; a double-click
+// on a rank opens its file as a case.
 class JobView : public QWidget
 {
     Q_OBJECT
@@ -42,15 +44,18 @@ public:
     explicit JobView(QWidget* parent = nullptr);
     ~JobView() override;
 
-    void start(const QStringList& files, const AnalysisOptions& options = {});
+    // `beside`: the inputs given with the ranks (a log, a traceback), read into the failing rank's case.
+    void start(const QStringList& rankFiles, const AnalysisOptions& options = {}, const QStringList& beside = {});
     void cancel();
     bool isBusy() const { return m_busy; }
     bool wasCancelled() const { return m_cancelled; }
 
     const QStringList& files() const { return m_files; }
-    const JobSummary& summary() const { return m_job.summary; }
-    // The failing rank read in full, for the report's diagnosis.
-    LoadedCasePtr failingCase() const { return m_job.failingCase; }
+    const JobSummary& summary() const { return m_summary; }
+    // The failing rank read in full with the inputs given beside the ranks, for the report's
+    // diagnosis; null when no rank could be read (or while summarizing). When the failing rank came
+    // from a summary whose snapshot is not here (summary().failingSnapshotToCopy), no snapshot.
+    LoadedCasePtr failingCase() const { return m_failingCase; }
     QString headline() const;
     QTableWidget* ranksTable() const { return m_table; }
     JobBars* bars() const { return m_bars; }
@@ -68,15 +73,19 @@ signals:
     void openRankRequested(const QString& file);
 
 private:
-    void showJob(const LoadedJob& job);
+    void showJob(const Opened& job);
     void fillTable();
 
     QStringList m_files;
-    LoadedJob m_job;
+    JobSummary m_summary;
+    LoadedCasePtr m_failingCase;
+    // Where the failing rank's snapshot was opened from (for a rank read from a summary, the
+    // snapshot found beside it may lie elsewhere than the path in its summary).
+    std::string m_failingSnapshot;
     bool m_busy = false;
     bool m_cancelled = false;
     std::shared_ptr<std::atomic_bool> m_cancel;
-    QFutureWatcher<LoadedJob>* m_watcher = nullptr;
+    QFutureWatcher<Opened>* m_watcher = nullptr;
 
     QWidget* m_busyRow = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -1,6 +1,7 @@
 #include "views/mainwindow.h"
 
 #include "core/report/htmlreport.h"
+#include "opening/jobfiles.h"
 #include "parsers/ranksummaryfiles.h"
 #include "views/casewidget.h"
 #include "views/compareview.h"
@@ -10,7 +11,6 @@
 #include "views/mainmenus.h"
 #include "views/recentfiles.h"
 #include "views/settingsdialog.h"
-#include "views/snapshotfiles.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
 #include "views/windowscreenshots.h"
@@ -160,8 +160,9 @@ void MainWindow::openFiles(const QStringList& paths)
     QStringList absolute;
     for (const QString& path : paths)
         absolute << QFileInfo(path).absoluteFilePath();
+    absolute = expandFolders(absolute);
     if (const QStringList ranks = jobRankFiles(absolute); !ranks.isEmpty()) {
-        openJob(ranks);
+        openJob(ranks, besideRanks(absolute, ranks));
         return;
     }
     QList<LoadRequest> requests;
@@ -170,11 +171,11 @@ void MainWindow::openFiles(const QStringList& paths)
     load(nullptr, requests, titleFor(requests));
 }
 
-JobView* MainWindow::openJob(const QStringList& rankFiles)
+JobView* MainWindow::openJob(const QStringList& rankFiles, const QStringList& beside)
 {
     if (rankFiles.isEmpty())
         return nullptr;
-    m_recent->add(rankFiles);
+    m_recent->add(rankFiles + beside);
     auto* job = new JobView(m_cases);
     const QString title = QStringLiteral("Job: %1 ranks").arg(rankFiles.size());
     const int index = m_cases->addTab(job, title);
@@ -196,7 +197,7 @@ JobView* MainWindow::openJob(const QStringList& rankFiles)
             showBanner(unreadable);
         statusBar()->showMessage(job->headline(), 10000);
     });
-    job->start(rankFiles, m_settings.analysisOptions());
+    job->start(rankFiles, m_settings.analysisOptions(), beside);
     updateState();
     return job;
 }
@@ -341,13 +342,9 @@ void MainWindow::openJobDialog()
     const QString directory = m_recent->lastFolder();
     const QStringList paths = QFileDialog::getOpenFileNames(this, QStringLiteral("Open the rank files of one job"),
         directory, QStringLiteral("Snapshots (*.pickle *.pkl *.pt *.gz *.json);;All files (*)"));
-    if (paths.isEmpty())
-        return;
-    if (paths.size() == 1) {
-        openFiles(paths); // one rank is an ordinary case
-        return;
-    }
-    openJob(paths);
+    // The same rule as everywhere (one rank is an ordinary case; a log picked with the ranks
+    // belongs to the failing one).
+    openFiles(paths);
 }
 
 void MainWindow::openJobFolderDialog()
@@ -361,10 +358,7 @@ void MainWindow::openJobFolderDialog()
         showBanner({ QStringLiteral("No snapshot or rank summary files in %1").arg(folder) });
         return;
     }
-    if (files.size() == 1)
-        openFiles(files);
-    else
-        openJob(files);
+    openFiles(files);
 }
 
 void MainWindow::openExample()
@@ -628,14 +622,16 @@ void MainWindow::dropEvent(QDropEvent* event)
     if (requests.isEmpty())
         return;
     event->acceptProposedAction();
-    // Several snapshots dropped together are the ranks of one job (hold Shift to add them to the
-    // current case as before).
+    // Several snapshots dropped together are the ranks of one job, a log dropped with them the
+    // failing rank's (hold Shift to add them all to the current case instead).
     if (!(event->modifiers() & Qt::ShiftModifier)) {
         QStringList files;
-        for (const LoadRequest& request : std::as_const(requests))
-            files << request.path;
+        for (const LoadRequest& request : std::as_const(requests)) {
+            if (request.isFile())
+                files << request.path;
+        }
         if (const QStringList ranks = jobRankFiles(files); !ranks.isEmpty()) {
-            openJob(ranks);
+            openJob(ranks, besideRanks(files, ranks));
             statusBar()->showMessage(QStringLiteral("%1 snapshot files dropped together: opened as one job (hold "
                                                     "Shift while dropping to add them to the current case)")
                                          .arg(ranks.size()),

@@ -36,11 +36,14 @@ public:
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // Opens the files as one new case (command line, File ▸ Open); two or more snapshot files and
-    // nothing else are the ranks of one job and open as a Job tab instead.
+    // Opens the files as one new case (command line, File ▸ Open); a folder stands for its
+    // snapshots and rank summaries. When they make a job (opening/jobfiles.h: two or more
+    // snapshot files, or a rank summary) they open as a Job tab instead, the other files joining
+    // the failing rank's case.
     void openFiles(const QStringList& paths);
-    // Summarizes the rank files in a new Job tab (off the GUI thread); returns the tab.
-    JobView* openJob(const QStringList& rankFiles);
+    // Summarizes the rank files in a new Job tab (off the GUI thread), `beside` (a log, a
+    // traceback) read with the failing rank; returns the tab.
+    JobView* openJob(const QStringList& rankFiles, const QStringList& beside = {});
     // The Compare tab, made and filled with the open snapshots when there is none yet.
     CompareView* openCompare();
     // The open snapshots the Compare view can pick from, in tab order.

@@ -78,22 +78,6 @@ QString noDiagnosisText(const LoadedCase& loaded)
                           "memory snapshot or memory_summary() output of the failing run (drop or paste it here).");
 }
 
-// The card bar's colours: PyTorch's own memory in blues and greys, the rest in warning colours.
-QColor bandColor(const std::string& key)
-{
-    if (key == "allocated")
-        return QColor(0x2f, 0x6f, 0xb3);
-    if (key == "cached_free")
-        return QColor(0x8a, 0x96, 0xa3);
-    if (key == "process_outside_allocator")
-        return QColor(0xd0, 0x8a, 0x1e);
-    if (key == "other_processes")
-        return QColor(0xc6, 0x28, 0x28);
-    if (key == "unattributed")
-        return QColor(0x9a, 0x9a, 0xa2);
-    return QColor(0xd5, 0xdb, 0xe3);
-}
-
 // The card's capacity by holder as one rich-text bar, with its legend underneath.
 QString cardBarHtml(const CardReconciliation& card)
 {
@@ -107,9 +91,10 @@ QString cardBarHtml(const CardReconciliation& card)
         const int percent = std::max(1, int(std::lround(100.0 * double(band.bytes) / double(total))));
         cells += QStringLiteral("<td width='%1%' bgcolor='%2' height='18'></td>")
                      .arg(percent)
-                     .arg(bandColor(band.key).name());
+                     .arg(colors::cardBand(band.kind).name());
         legend += QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2&nbsp;<b>%3</b>&nbsp;&nbsp; ")
-                      .arg(bandColor(band.key).name(), toQString(band.label).toHtmlEscaped(), bytesText(band.bytes));
+                      .arg(colors::cardBand(band.kind).name(), toQString(band.label).toHtmlEscaped(),
+                          bytesText(band.bytes));
     }
     return QStringLiteral("<table width='100%' cellspacing='0' cellpadding='0'><tr>%1</tr></table>%2")
         .arg(cells, legend);

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/diagnosis.h"
-#include "views/loadedcase.h"
+#include "opening/loadedcase.h"
 
 #include <QScrollArea>
 

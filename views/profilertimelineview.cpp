@@ -6,6 +6,7 @@
 #include "views/categorycolors.h"
 #include "views/plotstyle.h"
 #include "views/stackedbands.h"
+#include "views/viewutil.h"
 
 #include <QComboBox>
 #include <QEvent>
@@ -17,15 +18,6 @@
 #include <qcustomplot.h>
 
 namespace oomlens {
-
-namespace {
-
-QString bytesText(uint64_t bytes)
-{
-    return QString::fromStdString(formatBytes(bytes));
-}
-
-} // namespace
 
 ProfilerTimelineView::ProfilerTimelineView(QWidget* parent)
     : QWidget(parent)

@@ -1,7 +1,7 @@
 #include "views/viewutil.h"
 
+#include "core/analysis/userframe.h"
 #include "core/presentation/labels.h"
-#include "core/presentation/userframe.h"
 #include "core/snapshot.h"
 #include "core/units.h"
 
@@ -15,6 +15,11 @@ namespace oomlens {
 QString bytesText(uint64_t bytes)
 {
     return QString::fromStdString(formatBytes(bytes));
+}
+
+QString bytesDeltaText(int64_t bytes)
+{
+    return QString::fromStdString(formatBytesDelta(bytes));
 }
 
 QString durationText(int64_t microseconds)
@@ -31,21 +36,6 @@ QString categoryText(Category category)
 {
     return toQString(categoryLabel(category));
 }
-
-namespace {
-
-QString frameLine(const FrameTable& frames, const StringTable& strings, FrameId id)
-{
-    const Frame& frame = frames.frame(id);
-    QString file = toQString(strings.get(frame.filename));
-    const qsizetype slash = file.lastIndexOf(QLatin1Char('/'));
-    if (slash >= 0)
-        file = file.mid(slash + 1);
-    return toQString(strings.get(frame.name)) + QStringLiteral(" (") + file + QLatin1Char(':')
-        + QString::number(frame.line) + QLatin1Char(')');
-}
-
-} // namespace
 
 int widestCategoryText(const QFontMetrics& metrics)
 {
@@ -66,7 +56,7 @@ int widestPhaseText(const QFontMetrics& metrics)
 QString topFrameText(const FrameTable& frames, const StringTable& strings, StackId stack)
 {
     const std::optional<FrameId> chosen = userFrame(frames, strings, stack);
-    return chosen ? frameLine(frames, strings, *chosen) : QString();
+    return chosen ? toQString(frameLabel(frames, strings, *chosen, FramePath::FileName)) : QString();
 }
 
 QString stackText(const FrameTable& frames, const StringTable& strings, StackId stack, int limit)
@@ -79,7 +69,7 @@ QString stackText(const FrameTable& frames, const StringTable& strings, StackId 
             lines << QStringLiteral("…");
             break;
         }
-        lines << frameLine(frames, strings, id);
+        lines << toQString(frameLabel(frames, strings, id, FramePath::FileName));
     }
     return lines.join(QLatin1Char('\n'));
 }

@@ -22,6 +22,8 @@ inline QString toQString(std::string_view text)
 }
 
 QString bytesText(uint64_t bytes);
+// A difference between two runs: "+1.10 GiB", "-5.60 GiB", "0" (formatBytesDelta).
+QString bytesDeltaText(int64_t bytes);
 QString durationText(int64_t microseconds);
 // "Backward", "Optimizer step": the phase as a person reads it.
 QString phaseText(Phase phase);

@@ -7,6 +7,7 @@
 #include "core/job/jobtext.h"
 #include "core/jsonexport.h"
 #include "core/textreport.h"
+#include "opening/jobfiles.h"
 #include "parsers/categoryrulesparser.h"
 
 #include <cstdio>
@@ -44,38 +45,31 @@ int runDiagnose(const QStringList& arguments)
         return commandLine.usageError(QStringLiteral("no INPUT given (use '-' to read standard input)"));
     const bool asJson = parser.isSet(json);
 
-    // Several snapshot files are the ranks of one job: each is summarized by the worker pool and
-    // only the failing rank is diagnosed in full, with the text inputs given beside the ranks.
-    const QStringList rankFiles = jobRankFiles(paths);
-    std::optional<LoadedJob> job;
-    Case input;
-    int failures = 0;
-    if (!rankFiles.isEmpty()) {
-        job = loadJob(paths, rankFiles, options);
-        input = std::move(job->failingCase);
-        failures = job->failures;
-    } else {
-        failures = loadInputs(paths, input);
-    }
-    const CaseAnalysis analysis = analyzeCase(input, options);
+    // Several snapshot files are the ranks of one job (opening/jobfiles.h): each is summarized by
+    // the worker pool and only the failing rank is diagnosed in full, with the text inputs given
+    // beside the ranks.
+    const Opened opened = openCommandLine(paths, options);
+    const std::optional<JobSummary>& job = opened.job;
+    const Case& input = opened.loaded->input;
+    const CaseAnalysis& analysis = opened.loaded->analysis;
     if (asJson) {
         nlohmann::ordered_json document = caseToJson(input, analysis);
         if (job)
-            addJobToJson(document, job->summary);
+            addJobToJson(document, *job);
         // A string that is not UTF-8 (a hostile snapshot's frame name) must not abort the whole
         // document: dump() throws on it unless told to write U+FFFD instead.
         std::cout << document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
     } else {
         if (job)
-            std::cout << jobToText(job->summary) << '\n' << failingRankHeading(job->summary) << "\n\n";
+            std::cout << jobToText(*job) << '\n' << failingRankHeading(*job) << "\n\n";
         // The failing rank's snapshot is on the cluster and nothing else was given: the heading
         // and the notes said what to copy; an empty case's "nothing shows a failure" would not fit.
-        const bool nothingToDiagnose = job && !job->summary.failingSnapshotToCopy.empty() && input.inputs.empty();
+        const bool nothingToDiagnose = job && !job->failingSnapshotToCopy.empty() && input.inputs.empty();
         if (!nothingToDiagnose)
             std::cout << caseToText(input, analysis);
     }
     std::cout.flush();
-    return failures > 0 ? 1 : 0;
+    return opened.failedInputs() > 0 ? 1 : 0;
 }
 
 } // namespace oomlens::cli

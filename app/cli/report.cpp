@@ -4,6 +4,7 @@
 #include "app/cli/inputs.h"
 #include "core/caseanalysis.h"
 #include "core/report/htmlreport.h"
+#include "opening/jobfiles.h"
 
 #include <QDateTime>
 #include <QSaveFile>
@@ -42,28 +43,20 @@ int runReport(const QStringList& arguments)
     if (inputs.isEmpty())
         return commandLine.usageError(QStringLiteral("no input files"));
 
-    // Several snapshot files are the ranks of one job: the report opens with the job section, then
-    // describes the failing rank (with the text inputs given beside the ranks).
-    const QStringList rankFiles = jobRankFiles(inputs);
-    std::optional<LoadedJob> job;
-    Case loaded;
-    int failures = 0;
-    if (!rankFiles.isEmpty()) {
-        job = loadJob(inputs, rankFiles, options);
-        loaded = std::move(job->failingCase);
-        failures = job->failures;
-    } else {
-        failures = loadInputs(inputs, loaded);
-    }
+    // Several snapshot files are the ranks of one job (opening/jobfiles.h): the report opens with
+    // the job section, then describes the failing rank (with the text inputs given beside the ranks).
+    const Opened opened = openCommandLine(inputs, options);
+    const int failures = opened.failedInputs();
     if (failures == inputs.size()) {
         std::fprintf(stderr, "oomlens: no input could be read; no report written\n");
         return 1;
     }
-    const CaseAnalysis analysis = analyzeCase(loaded, options);
+    const Case& loaded = opened.loaded->input;
+    const CaseAnalysis& analysis = opened.loaded->analysis;
     report::ReportOptions reportOptions;
     reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
-    if (job)
-        reportOptions.job = &job->summary;
+    if (opened.job)
+        reportOptions.job = &*opened.job;
     const std::string html = report::buildHtmlReport(loaded, analysis, reportOptions);
 
     if (outputPath == QLatin1String("-")) {

@@ -1,9 +1,9 @@
 #include "app/cli/summarize.h"
 
 #include "app/cli/commandline.h"
-#include "app/cli/inputs.h"
 #include "core/job/jobsummarizer.h"
 #include "core/job/ranksummaryfile.h"
+#include "opening/jobgathering.h"
 #include "parsers/categoryrulesparser.h"
 #include "parsers/ranksummaryfiles.h"
 #include "parsers/snapshotfiles.h"

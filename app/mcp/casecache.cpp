@@ -2,7 +2,8 @@
 
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
-#include "parsers/inputloader.h"
+#include "opening/jobfiles.h"
+#include "opening/opening.h"
 
 #include <QDateTime>
 #include <QFileInfo>
@@ -59,33 +60,23 @@ bool CaseCache::unchanged(const Entry& entry)
 std::shared_ptr<const LoadedCase> CaseCache::read(const QStringList& paths, const CaseRequest& request)
 {
     ++m_reads;
-    auto loaded = std::make_shared<LoadedCase>();
-    AnalysisOptions options;
-    options.device = request.device;
-    // The CLI's own readers print each failure as one line on stderr; the capture keeps them.
+    // Opened as `diagnose` opens its INPUTs (a job or one case, opening/opening.h), the pasted
+    // text last; the CLI's own lines are printed on stderr and kept by the capture.
     cli::ErrorLineCapture errors;
-    const QStringList rankFiles = cli::jobRankFiles(paths);
-    if (!rankFiles.isEmpty()) {
-        cli::LoadedJob job = cli::loadJob(paths, rankFiles, options);
-        loaded->input = std::move(job.failingCase);
-        loaded->failures = job.failures;
-        loaded->job = std::move(job.summary);
-    } else {
-        loaded->failures = cli::loadInputs(paths, loaded->input);
-    }
-    if (!request.text.empty()) {
-        const size_t before = loaded->input.inputs.size();
-        addInput(loaded->input, "(pasted)", request.text);
-        for (size_t i = before; i < loaded->input.inputs.size(); ++i) {
-            if (loaded->input.inputs[i].error) {
-                ++loaded->failures;
-                cli::printErrorLine(QStringLiteral("oomlens: (pasted): %1")
-                                        .arg(QString::fromStdString(*loaded->input.inputs[i].error)));
-            }
-        }
-    }
+    QList<LoadRequest> requests;
+    for (const QString& path : paths)
+        requests.append(LoadRequest::file(path)); // "-" is refused by the arguments: stdin is the protocol's
+    if (!request.text.empty())
+        requests.append(LoadRequest::pasted(QByteArray::fromStdString(request.text)));
+    OpenOptions options;
+    options.analysis.device = request.device;
+    Opened opened = openInputs(requests, options);
+    auto loaded = std::make_shared<LoadedCase>();
+    loaded->failures = cli::printFailures(opened.failures);
     loaded->errorLines = errors.lines();
-    loaded->analysis = analyzeCase(loaded->input, options);
+    loaded->input = std::move(opened.loaded->input);
+    loaded->analysis = std::move(opened.loaded->analysis);
+    loaded->job = std::move(opened.job);
     return loaded;
 }
 
@@ -101,7 +92,7 @@ std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request)
     QStringList given;
     for (const std::string& path : request.paths)
         given.append(QString::fromStdString(path));
-    const QStringList paths = cli::expandFolders(given);
+    const QStringList paths = expandFolders(given);
     const std::vector<FileStamp> files = stamps(paths);
     for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
         if (it->files != files || it->text != request.text || it->device != request.device)

@@ -26,7 +26,7 @@ struct CaseRequest
     std::optional<int32_t> device;
 };
 
-// A case read and analyzed the way `diagnose` and `report` do it (app/cli/inputs.h): several
+// A case read and analyzed the way `diagnose` and `report` do it (opening/opening.h): several
 // snapshot files are the ranks of one job, the failing rank diagnosed in full.
 struct LoadedCase
 {

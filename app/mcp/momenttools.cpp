@@ -8,6 +8,7 @@
 #include "app/mcp/toolinputs.h"
 #include "core/analysis/livequery.h"
 #include "core/analysis/series.h"
+#include "core/analysis/userframe.h"
 #include "core/diagnosis/stepprofile.h"
 #include "core/presentation/stackframes.h"
 #include "core/units.h"

@@ -1,16 +1,14 @@
 #include "core/analysis/distributedstacks.h"
 
+#include "core/analysis/userframe.h"
+#include "core/strings.h"
+
 #include <string>
 #include <string_view>
 
 namespace oomlens {
 
 namespace {
-
-bool contains(std::string_view text, std::string_view part)
-{
-    return text.find(part) != std::string_view::npos;
-}
 
 // Filenames are whatever co_filename was (site-packages paths, relative paths, backslashes on
 // Windows); match the package-relative tail with either separator.
@@ -171,7 +169,7 @@ const DistributedStacks::FrameFacts& DistributedStacks::frameFacts(FrameId id)
     const FrameVerdict verdict = communicationOf(file, name, f.kind);
     f.decidesCommunication = verdict != FrameVerdict::Undecided;
     f.decidesOnlyInnermost = verdict == FrameVerdict::DecidedIfInnermost;
-    f.python = file.size() >= 3 && file.substr(file.size() - 3) == ".py";
+    f.python = isPythonFile(file);
     const CheckpointFrame checkpoint = checkpointOf(file, name);
     f.checkpointing = checkpoint.checkpointing;
     f.recompute = checkpoint.recompute;

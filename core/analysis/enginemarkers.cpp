@@ -1,6 +1,7 @@
 #include "core/analysis/enginemarkers.h"
 
 #include "core/analysis/stackfeatures.h"
+#include "core/strings.h"
 
 #include <algorithm>
 #include <array>
@@ -9,26 +10,11 @@ namespace oomlens {
 
 namespace {
 
-bool contains(std::string_view text, std::string_view part)
-{
-    return text.find(part) != std::string_view::npos;
-}
-
-bool startsWith(std::string_view text, std::string_view prefix)
-{
-    return text.substr(0, prefix.size()) == prefix;
-}
-
-bool endsWith(std::string_view text, std::string_view suffix)
-{
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 // A package as a whole path component: verl's workers/rollout/vllm_rollout/ is not vLLM's code.
 bool inPackage(std::string_view filename, std::string_view package)
 {
     const std::string slashed = "/" + std::string(package) + "/";
-    return contains(filename, slashed) || startsWith(filename, slashed.substr(1));
+    return contains(filename, slashed) || filename.starts_with(slashed.substr(1));
 }
 
 Engine engineOf(std::string_view file)
@@ -50,7 +36,7 @@ bool isKvCacheAllocation(std::string_view name, std::string_view file, Engine en
         // _allocate_kv_cache_tensors. Not _initialize_kv_caches: it also runs the profiling forward.
         return name == "_allocate_kv_cache" || name == "_allocate_kv_cache_tensors"
             || name == "initialize_kv_cache_tensors" || name == "allocate_kv_cache"
-            || endsWith(file, "cache_engine.py");
+            || file.ends_with("cache_engine.py");
     case Engine::Sglang:
         // MHATokenToKVPool, MLATokenToKVPool, DoubleSparseTokenToKVPool and the request-to-token table.
         return contains(file, "mem_cache/memory_pool");
@@ -80,10 +66,10 @@ uint32_t iterationMarker(std::string_view name, std::string_view file)
         || (name == "sleep" && engineOf(file) != Engine::None)
         || (contains(file, "sharding_manager") && name == "__exit__"))
         return FeatureSleep;
-    if (startsWith(name, "offload_"))
+    if (name.starts_with("offload_"))
         return FeatureOffload;
-    if (startsWith(name, "load_fsdp_") || startsWith(name, "load_megatron_") || endsWith(name, "_to_gpu")
-        || startsWith(name, "onload") || startsWith(name, "reload_"))
+    if (name.starts_with("load_fsdp_") || name.starts_with("load_megatron_") || name.ends_with("_to_gpu")
+        || name.starts_with("onload") || name.starts_with("reload_"))
         return FeatureReload;
     if (contains(name, "update_weights") || contains(name, "update_weight_") || contains(name, "sync_weights")
         || contains(name, "sync_model_weights") || name == "_broadcast_to_vllm" || name == "_move_model_to_vllm"
@@ -95,7 +81,7 @@ uint32_t iterationMarker(std::string_view name, std::string_view file)
     if (contains(name, "compute_rm_score") || name == "compute_reward" || name == "compute_rewards")
         return FeatureReward;
     if (contains(name, "generate_sequences") || name == "_generate_and_score_completions" || name == "generate_samples"
-        || startsWith(name, "generate_rollout"))
+        || name.starts_with("generate_rollout"))
         return FeatureRollout;
     return 0;
 }
@@ -144,7 +130,7 @@ EngineFrame engineFrame(std::string_view name, std::string_view filename)
         result.features |= FeatureEngine;
         if (isEngineLoad(name))
             result.features |= FeatureLoad;
-    } else if (endsWith(filename, "transformers/cache_utils.py")) {
+    } else if (filename.ends_with("transformers/cache_utils.py")) {
         // Hugging Face's caches are a model's, not an engine's: no FeatureEngine, so a generate()
         // stays an evaluation unless an RL marker says rollout.
         result.engine = Engine::HuggingFace;

@@ -1,6 +1,7 @@
 #include "core/analysis/poolowners.h"
 
 #include "core/analysis/stackfeatures.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -10,11 +11,6 @@
 namespace oomlens {
 
 namespace {
-
-bool contains(std::string_view text, std::string_view part)
-{
-    return text.find(part) != std::string_view::npos;
-}
 
 // The live bytes of one pool by what holds them.
 struct PoolTally

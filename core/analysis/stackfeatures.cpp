@@ -1,4 +1,5 @@
 #include "core/analysis/stackfeatures.h"
+#include "core/strings.h"
 
 #include <algorithm>
 #include <array>
@@ -9,16 +10,6 @@
 namespace oomlens {
 
 namespace {
-
-bool contains(std::string_view text, std::string_view part)
-{
-    return text.find(part) != std::string_view::npos;
-}
-
-bool startsWith(std::string_view text, std::string_view prefix)
-{
-    return text.substr(0, prefix.size()) == prefix;
-}
 
 // Filenames are whatever co_filename was: absolute site-packages paths, relative paths, or on
 // Windows backslashes. Match the package-relative tail only.
@@ -33,7 +24,7 @@ bool isEvalName(std::string_view name)
         "infer", "test_step", "sample", "greedy_search", "beam_search", "_sample", "run_inference" };
     std::string lower(name.substr(0, 32));
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return startsWith(lower, p); });
+    return std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view p) { return lower.starts_with(p); });
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "core/compare/compareparts.h"
 #include "core/presentation/labels.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -11,13 +12,6 @@
 namespace oomlens::compare {
 
 namespace {
-
-std::string lowercase(std::string_view text)
-{
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
 
 // "the backward of step 1", "the optimizer step of step 2", "loading"; the step is left out
 // when two windows are compared (it differs by construction).

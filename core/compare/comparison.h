@@ -74,7 +74,7 @@ struct ComparisonSide
 
 // What matches an allocation across runs. Frames are the user-facing frames of the stack
 // (Python frames outside PyTorch, innermost first, as "file:line:function"); a stack without
-// any is keyed by its userFrame() (core/presentation/userframe.h); an allocation without a
+// any is keyed by its userFrame() (core/analysis/userframe.h); an allocation without a
 // recorded stack has no frames. Category and phase are those the analysis assigned.
 struct SiteKey
 {

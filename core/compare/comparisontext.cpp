@@ -1,6 +1,7 @@
 #include "core/compare/comparisontext.h"
 
 #include "core/presentation/labels.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -12,13 +13,10 @@ namespace {
 constexpr size_t labelWidth = 22;
 constexpr size_t valueWidth = 26;
 
-// Pads to `width` display columns; the few non-ASCII characters used here (–, →) are one column.
+// A column `width` display columns wide, and at least one space before the next.
 std::string pad(const std::string& text, size_t width)
 {
-    size_t columns = 0;
-    for (unsigned char c : text)
-        columns += (c & 0xC0) != 0x80 ? 1 : 0;
-    return columns >= width ? text + ' ' : text + std::string(width - columns, ' ');
+    return padRight(text + " ", width);
 }
 
 std::string row(const std::string& label, const std::string& a, const std::string& b, const std::string& delta = {})
@@ -35,11 +33,6 @@ std::string moment(const ComparedMoment& m)
     if (m.step >= 0)
         text += ", step " + std::to_string(m.step);
     return text;
-}
-
-std::string signedBytes(int64_t bytes)
-{
-    return bytes == 0 ? std::string("0") : formatSignedBytes(bytes);
 }
 
 // "/runs/before.pickle (device 0)", "step 3 of /runs/train.pickle (device 0)"
@@ -61,14 +54,14 @@ void categoryTable(std::string& out, const std::string& heading, const CategoryB
         if (a[i] == 0 && b[i] == 0)
             continue;
         out += row("  " + std::string(categoryLabel(static_cast<Category>(c))), formatBytes(a[i]), formatBytes(b[i]),
-            signedBytes(delta[i]));
+            formatBytesDelta(delta[i]));
     }
 }
 
 std::string siteLine(const ComparedSite& site)
 {
-    return "  " + pad(signedBytes(site.peakDelta()), 13) + pad(formatBytes(site.a.peakBytes), 13)
-        + pad(formatBytes(site.b.peakBytes), 13) + pad(signedBytes(site.allocatedDelta()), 14)
+    return "  " + pad(formatBytesDelta(site.peakDelta()), 13) + pad(formatBytes(site.a.peakBytes), 13)
+        + pad(formatBytes(site.b.peakBytes), 13) + pad(formatBytesDelta(site.allocatedDelta()), 14)
         + pad(std::string(categoryLabel(site.key.category)) + ", " + std::string(phaseLabel(site.key.phase)), 28)
         + siteLabel(site.key) + '\n';
 }
@@ -106,13 +99,13 @@ std::string comparisonToText(const Comparison& comparison, size_t topSites)
     std::string out = "A: " + sideTitle(a) + "\nB: " + sideTitle(b) + "\n\n";
     out += row("", "A", "B", "B - A");
     out += row("Peak allocated", formatBytes(a.peak.allocatedBytes), formatBytes(b.peak.allocatedBytes),
-        signedBytes(static_cast<int64_t>(b.peak.allocatedBytes) - static_cast<int64_t>(a.peak.allocatedBytes)));
+        formatBytesDelta(static_cast<int64_t>(b.peak.allocatedBytes) - static_cast<int64_t>(a.peak.allocatedBytes)));
     out += row("Peak at", moment(a.peak), moment(b.peak));
     out += row("Peak reserved", formatBytes(a.peakReservedBytes), formatBytes(b.peakReservedBytes),
-        signedBytes(static_cast<int64_t>(b.peakReservedBytes) - static_cast<int64_t>(a.peakReservedBytes)));
+        formatBytesDelta(static_cast<int64_t>(b.peakReservedBytes) - static_cast<int64_t>(a.peakReservedBytes)));
     out += row("Out of memory", a.oom ? moment(*a.oom) : "no", b.oom ? moment(*b.oom) : "no");
     out += row("Allocated in all", formatBytes(a.totalAllocatedBytes), formatBytes(b.totalAllocatedBytes),
-        signedBytes(static_cast<int64_t>(b.totalAllocatedBytes) - static_cast<int64_t>(a.totalAllocatedBytes)));
+        formatBytesDelta(static_cast<int64_t>(b.totalAllocatedBytes) - static_cast<int64_t>(a.totalAllocatedBytes)));
     out += row("Steps", std::to_string(a.stepCount), std::to_string(b.stepCount));
 
     categoryTable(out, "At the peak", a.peak.categories, b.peak.categories, comparison.categoriesDeltaAtPeak);

@@ -1,6 +1,6 @@
 #include "core/diagnosis/batchscaling.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -14,18 +14,6 @@ bool hasSite(const Snapshot& snapshot, StackId stack)
 {
     return snapshot.frames && stack.isValid() && stack != FrameTable::emptyStack()
         && stack.value < snapshot.frames->stackCount() && !snapshot.frames->stack(stack).empty();
-}
-
-std::string siteName(const Snapshot& snapshot, StackId stack)
-{
-    if (!snapshot.frames || !snapshot.strings)
-        return {};
-    const auto frame = userFrame(*snapshot.frames, *snapshot.strings, stack);
-    if (!frame)
-        return {};
-    const Frame& f = snapshot.frames->frame(*frame);
-    return std::string(snapshot.strings->get(f.name)) + " (" + std::string(snapshot.strings->get(f.filename)) + ":"
-        + std::to_string(f.line) + ")";
 }
 
 } // namespace
@@ -97,7 +85,7 @@ std::optional<BatchScaling> measureBatchScaling(const Snapshot& snapshot, const 
     }
     if (result.largestNowEvent >= 0) {
         result.largestStack = StackId(largestStack);
-        result.largestWhere = siteName(snapshot, result.largestStack);
+        result.largestWhere = userFrameLabel(snapshot, result.largestStack);
     }
     for (const StepProfile& step : profile.steps) {
         if (step.step < failing.step)

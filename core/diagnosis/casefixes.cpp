@@ -29,7 +29,7 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
 {
     switch (kind) {
     case FixKind::StopOtherProcess: {
-        Fix fix { "stop_other_process", "Free the card from the other process",
+        Fix fix { FixKind::StopOtherProcess, "Free the card from the other process",
             "Another process holds memory on this GPU: a second run, a notebook kernel, a zombie from a crashed "
             "job, or a desktop session. Stop it, or wait for it, before starting the run.",
             "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv\n"
@@ -51,14 +51,14 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::ChooseGpu:
-        return Fix { "choose_gpu", "Run on a GPU nobody else uses",
+        return Fix { FixKind::ChooseGpu, "Run on a GPU nobody else uses",
             "Check which GPU the job actually landed on: CUDA_VISIBLE_DEVICES must be set before PyTorch "
             "initializes CUDA, and a launcher or notebook may override it.",
             "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv\n"
             "CUDA_VISIBLE_DEVICES=1 python train.py   # set before torch touches CUDA",
             std::nullopt, std::nullopt, false };
     case FixKind::MemoryFraction: {
-        Fix fix { "memory_fraction", "Raise or remove the per-process memory limit",
+        Fix fix { FixKind::MemoryFraction, "Raise or remove the per-process memory limit",
             "set_per_process_memory_fraction caps what this process may allocate, whatever the card has free. "
             "Find where it is set (your code, a framework, a test harness) and raise it.",
             "torch.cuda.set_per_process_memory_fraction(0.95, device=0)\n"
@@ -70,13 +70,13 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::MpsWatermark:
-        return Fix { "mps_watermark", "Raise the MPS high-watermark limit",
+        return Fix { FixKind::MpsWatermark, "Raise the MPS high-watermark limit",
             "MPS refuses allocations above a fraction of the machine's recommended working set. Raising the "
             "ratio lets it use more unified memory, at the risk of swapping or freezing the whole system.",
             "PYTORCH_MPS_HIGH_WATERMARK_RATIO=1.4 python train.py   # 0.0 removes the limit entirely", std::nullopt,
             std::nullopt, false };
     case FixKind::EvalAccumulation: {
-        Fix fix { "eval_accumulation_steps", "Move predictions to the CPU while evaluating",
+        Fix fix { FixKind::EvalAccumulation, "Move predictions to the CPU while evaluating",
             "Outputs appended to a list during evaluation stay on the GPU until the loop ends; the Hugging Face "
             "Trainer does this by default. Move them to the CPU every few batches.",
             "# Hugging Face Trainer\n"
@@ -91,14 +91,14 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::EvalBatchSize:
-        return Fix { "eval_batch_size", "Set a smaller evaluation batch",
+        return Fix { FixKind::EvalBatchSize, "Set a smaller evaluation batch",
             "Without gradients a bigger batch is tempting, but one huge batch (or the whole validation set at "
             "once) still needs its activations and temporaries at the same time.",
             "TrainingArguments(per_device_eval_batch_size=8)\n"
             "eval_loader = DataLoader(eval_set, batch_size=8)",
             std::nullopt, std::nullopt, false };
     case FixKind::ReleaseReferences: {
-        Fix fix { "release_references", "Stop keeping tensors alive across steps",
+        Fix fix { FixKind::ReleaseReferences, "Stop keeping tensors alive across steps",
             "Something keeps a reference from one step to the next: a loss accumulated as a tensor keeps its whole "
             "graph, outputs stored in a list keep their storage.",
             "total_loss += loss.item()              # not: total_loss += loss\n"
@@ -108,7 +108,7 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::OptimizerForeach: {
-        Fix fix { "optimizer_foreach", "Budget for the first optimizer step",
+        Fix fix { FixKind::OptimizerForeach, "Budget for the first optimizer step",
             "Adam creates its two moment buffers at the first optimizer.step(), not at construction, so the "
             "peak after step 1 is higher than step 1 itself. The multi-tensor (foreach) path also allocates "
             "temporaries for a whole parameter group at once; foreach=False trades speed for a lower spike.",
@@ -122,7 +122,7 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::LengthBucketing: {
-        Fix fix { "length_bucketing", "Size for the longest batch: cap and bucket lengths",
+        Fix fix { FixKind::LengthBucketing, "Size for the longest batch: cap and bucket lengths",
             "Peak activation memory follows the longest sample in a batch, not the average. Put long samples "
             "together in small batches and set a hard maximum length, then test with the longest batch first.",
             "TrainingArguments(group_by_length=True)\n"
@@ -134,7 +134,7 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         return fix;
     }
     case FixKind::LoadToCpu:
-        return Fix { "load_to_cpu", "Load the checkpoint to the CPU first",
+        return Fix { FixKind::LoadToCpu, "Load the checkpoint to the CPU first",
             "torch.load restores tensors to the device they were saved from, so a checkpoint saved on GPU lands "
             "on the GPU next to the model it is loaded into.",
             "state = torch.load(path, map_location=\"cpu\")\n"

@@ -120,7 +120,7 @@ void mergeDiagnoses(std::vector<Diagnosis>& into, std::vector<Diagnosis> incomin
         }
         for (auto& fix : diagnosis.fixes) {
             auto same = std::find_if(
-                existing->fixes.begin(), existing->fixes.end(), [&](const Fix& f) { return f.id == fix.id; });
+                existing->fixes.begin(), existing->fixes.end(), [&](const Fix& f) { return f.kind == fix.kind; });
             if (same == existing->fixes.end())
                 existing->fixes.push_back(std::move(fix));
             else if (!same->projectedSavingBytes && fix.projectedSavingBytes)

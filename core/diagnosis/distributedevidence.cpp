@@ -3,6 +3,7 @@
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/distributedstacks.h"
 #include "core/analysis/privatepools.h"
+#include "core/analysis/userframe.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -56,8 +57,7 @@ void measureCheckpointing(const DeviceAnalysis& device, DistributedStacks& stack
 std::optional<FrameId> innermostPythonFrame(const Snapshot& snapshot, StackId stack)
 {
     for (FrameId id : snapshot.frames->stack(stack)) {
-        const std::string_view file = snapshot.strings->get(snapshot.frames->frame(id).filename);
-        if (file.size() >= 3 && file.substr(file.size() - 3) == ".py")
+        if (isPythonFile(snapshot.strings->get(snapshot.frames->frame(id).filename)))
             return id;
     }
     return std::nullopt;

@@ -24,7 +24,8 @@ void projectSaving(Fix& fix, const std::string& what, uint64_t saving, const Fix
 
 Fix avoidRecordStreams(const FixContext& context)
 {
-    Fix fix { "avoid_record_streams", "Stop collectives from holding freed blocks (TORCH_NCCL_AVOID_RECORD_STREAMS=1)",
+    Fix fix { FixKind::AvoidRecordStreams,
+        "Stop collectives from holding freed blocks (TORCH_NCCL_AVOID_RECORD_STREAMS=1)",
         "A tensor used by a collective on NCCL's stream is tagged with record_stream; when the program frees it the "
         "allocator may not hand the block out again until that stream's work is done, so every step holds its "
         "collectives' buffers longer than needed. With this setting ProcessGroupNCCL keeps the tensors alive itself "
@@ -40,7 +41,7 @@ Fix avoidRecordStreams(const FixContext& context)
 
 Fix fsdp2()
 {
-    return Fix { "fsdp2", "Move to FSDP2 (fully_shard), which does not use record_stream",
+    return Fix { FixKind::Fsdp2, "Move to FSDP2 (fully_shard), which does not use record_stream",
         "FSDP2 manages its all-gather and reduce-scatter buffers with explicit stream waits instead of "
         "record_stream, so freed buffers are reusable when the program frees them and memory is deterministic.",
         "from torch.distributed.fsdp import fully_shard   # torch >= 2.6 (torch.distributed._composable.fsdp before)\n"
@@ -52,7 +53,7 @@ Fix fsdp2()
 
 Fix synchronizeBeforeReuse()
 {
-    return Fix { "synchronize_before_reuse", "Wait for the side stream before freeing its tensors",
+    return Fix { FixKind::SynchronizeBeforeReuse, "Wait for the side stream before freeing its tensors",
         "A block freed while another stream may still use it is held until an event recorded on that stream "
         "completes. Waiting for the stream (or its event) before dropping the last reference lets the allocator "
         "reuse the block immediately, at the cost of some overlap.",
@@ -65,7 +66,7 @@ Fix synchronizeBeforeReuse()
 
 Fix reshardAfterForward(const FixContext& context)
 {
-    Fix fix { "reshard_after_forward", "Reshard parameters after forward",
+    Fix fix { FixKind::ReshardAfterForward, "Reshard parameters after forward",
         "All-gathered (unsharded) parameters kept from forward to backward hold a full copy of every layer's "
         "weights per rank; resharding frees each layer's copy after its forward and all-gathers it again in "
         "backward (one more all-gather per layer).",
@@ -84,7 +85,7 @@ Fix reshardAfterForward(const FixContext& context)
 
 Fix fewerAllGathersInFlight(const FixContext& context)
 {
-    Fix fix { "fewer_all_gathers_in_flight", "Limit how many all-gathers run ahead",
+    Fix fix { FixKind::FewerAllGathersInFlight, "Limit how many all-gathers run ahead",
         "Prefetching gathers the next layers' parameters while the current one computes; each prefetched layer "
         "holds its unsharded copy. Fewer in flight trades some overlap for memory.",
         "# FSDP1\n"
@@ -102,7 +103,7 @@ Fix fewerAllGathersInFlight(const FixContext& context)
 
 Fix bucketSizes(const FixContext& context)
 {
-    Fix fix { "bucket_sizes", "Smaller communication buckets",
+    Fix fix { FixKind::BucketSizes, "Smaller communication buckets",
         "DDP copies gradients into buckets of bucket_cap_mb each (and keeps them for the whole run unless the "
         "gradients are views of them); ZeRO gathers gradients in IPG buckets of reduce_bucket_size and "
         "parameters in allgather_bucket_size. Smaller buckets, or gradients as views of the buckets, hold less.",
@@ -119,7 +120,7 @@ Fix bucketSizes(const FixContext& context)
 
 Fix gradientAsBucketView(const FixContext& context)
 {
-    Fix fix { "gradient_as_bucket_view", "Make the gradients views of DDP's buckets (gradient_as_bucket_view=True)",
+    Fix fix { FixKind::GradientAsBucketView, "Make the gradients views of DDP's buckets (gradient_as_bucket_view=True)",
         "With gradient_as_bucket_view=False DDP's Reducer allocates its buckets once, at wrapping, and copies every "
         "gradient into them for the all-reduce: the run holds each gradient twice, for as long as the gradients "
         "live. With True the gradients are views into the buckets and the copy is gone (as PyTorch's DDP "
@@ -131,7 +132,7 @@ Fix gradientAsBucketView(const FixContext& context)
 
 Fix syncGradientsEachMicroBatch(const FixContext& context)
 {
-    Fix fix { "sync_gradients_each_micro_batch", "Reduce-scatter the gradients every micro-batch",
+    Fix fix { FixKind::SyncGradientsEachMicroBatch, "Reduce-scatter the gradients every micro-batch",
         "Skipping gradient synchronisation for the first micro-batches (FSDP2's set_requires_gradient_sync(False), "
         "no_sync) keeps every layer's unsharded gradient, upcast to the reduce dtype, until the last micro-batch: "
         "a full unsharded gradient per rank. Reducing every micro-batch keeps only the sharded gradient, at the "
@@ -148,7 +149,7 @@ Fix syncGradientsEachMicroBatch(const FixContext& context)
 
 Fix shareGraphPool(const FixContext& context)
 {
-    Fix fix { "share_graph_pool", "Capture the graphs into one shared memory pool",
+    Fix fix { FixKind::ShareGraphPool, "Capture the graphs into one shared memory pool",
         "Each CUDA graph captured with its own pool keeps that pool's memory for as long as the graph lives, even "
         "what it freed during capture: eager execution would have reused it. Graphs that run one after another "
         "can share one pool.",
@@ -164,7 +165,7 @@ Fix shareGraphPool(const FixContext& context)
 
 Fix fewerGraphShapes()
 {
-    return Fix { "fewer_graph_shapes", "Capture fewer or smaller shapes",
+    return Fix { FixKind::FewerGraphShapes, "Capture fewer or smaller shapes",
         "Every captured batch size or sequence length is a graph with its own memory; capture the sizes the run "
         "uses (or pad to a few buckets) and the largest only once.",
         "# vLLM\n"
@@ -176,7 +177,7 @@ Fix fewerGraphShapes()
 
 Fix eagerFallback()
 {
-    return Fix { "eager_fallback", "Run without CUDA graphs",
+    return Fix { FixKind::EagerFallback, "Run without CUDA graphs",
         "Eager execution reuses freed memory across the whole program; it costs the launch overhead graphs save.",
         "LLM(model, enforce_eager=True)                      # vLLM\n"
         "torch.compile(model, mode=\"max-autotune-no-cudagraphs\")\n"
@@ -186,7 +187,7 @@ Fix eagerFallback()
 
 Fix offloadCheckpointedInputs(const FixContext& context)
 {
-    Fix fix { "offload_checkpointed_inputs", "Offload the checkpointed inputs to the CPU",
+    Fix fix { FixKind::OffloadCheckpointedInputs, "Offload the checkpointed inputs to the CPU",
         "Activation checkpointing is already on"
             + (context.checkpointingEvidence.empty() ? std::string() : " (" + context.checkpointingEvidence + ")")
             + ": what stays on the card is each block's input, plus one block's activations while backward "

@@ -50,7 +50,7 @@ bool measuredEmpty(const MemoryBudget& budget, uint64_t bytes)
 
 Fix microBatch(const FixContext& context)
 {
-    Fix fix { "micro_batch", "Halve the micro-batch and accumulate gradients",
+    Fix fix { FixKind::MicroBatch, "Halve the micro-batch and accumulate gradients",
         "Activations grow with the batch; two half batches with gradient accumulation train the same "
         "effective batch in the same number of optimizer steps.",
         "# plain PyTorch: the loader now yields half the batch\n"
@@ -75,7 +75,7 @@ Fix microBatch(const FixContext& context)
 Fix bf16(const FixContext& context)
 {
     const std::string device = autocastDevice(context.backend);
-    Fix fix { "bf16", "Run forward and backward under bf16 autocast",
+    Fix fix { FixKind::Bf16, "Run forward and backward under bf16 autocast",
         "Activations saved for backward are stored in 16 bits instead of 32; bf16 keeps fp32's range, so no "
         "loss scaling is needed (needs Ampere or newer on NVIDIA). The optimizer still updates fp32 weights.",
         "with torch.autocast(\"" + device
@@ -98,7 +98,7 @@ Fix bf16(const FixContext& context)
 
 Fix checkpointing(const FixContext& context)
 {
-    Fix fix { "checkpointing", "Checkpoint activations block by block",
+    Fix fix { FixKind::Checkpointing, "Checkpoint activations block by block",
         "Only each block's input is kept; its inner activations are recomputed during backward, "
         "for about 20-30% more compute.",
         "from torch.utils.checkpoint import checkpoint\n"
@@ -143,7 +143,7 @@ std::optional<Fix> expandableSegments(const FixContext& context)
     if (context.expandableSegmentsOn || context.asyncAllocator || !hasCachingAllocatorKnobs(context.backend))
         return std::nullopt;
     const std::string variable = allocConfVariable(context.backend);
-    Fix fix { "expandable_segments", "Let the allocator grow segments instead of splitting them",
+    Fix fix { FixKind::ExpandableSegments, "Let the allocator grow segments instead of splitting them",
         "With expandable segments the cache maps more memory into one growing segment, so freed space stays "
         "contiguous and a request no longer fails while gigabytes sit in split blocks.",
         variable
@@ -175,7 +175,7 @@ std::optional<Fix> maxSplitSize(const FixContext& context)
     if (context.maxSplitSizeSet || context.asyncAllocator || !hasCachingAllocatorKnobs(context.backend))
         return std::nullopt;
     const std::string variable = allocConfVariable(context.backend);
-    return Fix { "max_split_size", "Stop the allocator from splitting large cached blocks",
+    return Fix { FixKind::MaxSplitSize, "Stop the allocator from splitting large cached blocks",
         "Blocks above the limit are never split for smaller tensors, so big cached blocks stay whole for big "
         "requests. The older knob, for PyTorch before 2.1 or when expandable segments misbehave.",
         variable + "=max_split_size_mb:128 python train.py", std::nullopt, std::nullopt, false };
@@ -183,7 +183,7 @@ std::optional<Fix> maxSplitSize(const FixContext& context)
 
 Fix sdpa(const FixContext& context)
 {
-    Fix fix { "sdpa", "Use fused attention (SDPA / FlashAttention)",
+    Fix fix { FixKind::Sdpa, "Use fused attention (SDPA / FlashAttention)",
         "Fused attention never materializes the seq x seq score matrix, so attention memory grows linearly "
         "with sequence length instead of quadratically. Same maths, no accuracy change.",
         "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
@@ -202,7 +202,7 @@ Fix sdpa(const FixContext& context)
 
 Fix shorterSequences()
 {
-    return Fix { "shorter_sequences", "Shorten sequences or lower the resolution",
+    return Fix { FixKind::ShorterSequences, "Shorten sequences or lower the resolution",
         "Activation memory grows with sequence length (quadratically for naive attention) and with image "
         "size. This changes what the model sees: declare it and re-check results.",
         "tokenizer(texts, truncation=True, max_length=1024)   # was 2048\n"
@@ -214,7 +214,7 @@ std::optional<Fix> optimizer8bit(const FixContext& context)
 {
     if (measuredEmpty(context.budget, context.budget.band(Category::OptimizerState)))
         return std::nullopt;
-    Fix fix { "optimizer_8bit", "Keep Adam's state in 8 bits",
+    Fix fix { FixKind::Optimizer8bit, "Keep Adam's state in 8 bits",
         "Adam keeps two fp32 moments, 8 bytes per parameter; bitsandbytes stores them in 8 bits, about 2 bytes. "
         "Paged variants also spill the state to CPU on spikes. Convergence is usually unchanged; compare the loss "
         "curve.",
@@ -255,7 +255,7 @@ std::optional<Fix> zero(const FixContext& context)
         }
     }
     const std::string stageText = std::to_string(stage);
-    Fix fix { "zero", "Shard training state across GPUs (ZeRO-" + stageText + " / FSDP)",
+    Fix fix { FixKind::Zero, "Shard training state across GPUs (ZeRO-" + stageText + " / FSDP)",
         "Data-parallel ranks each keep a full copy of optimizer state, gradients and parameters; ZeRO-1 shards "
         "the optimizer state, ZeRO-2 also the gradients, ZeRO-3 (FSDP FULL_SHARD) also the parameters.",
         "// DeepSpeed ds_config.json\n"
@@ -287,7 +287,7 @@ std::optional<Fix> offload(const FixContext& context)
 {
     if (measuredEmpty(context.budget, context.budget.fixedStateBytes()))
         return std::nullopt;
-    Fix fix { "offload", "Offload optimizer state (and parameters) to CPU or NVMe",
+    Fix fix { FixKind::Offload, "Offload optimizer state (and parameters) to CPU or NVMe",
         "The last resort on one GPU: the state lives in host memory and crosses PCIe every step, several times slower.",
         "// DeepSpeed ds_config.json\n"
         "{\n"
@@ -310,7 +310,7 @@ std::optional<Fix> lora(const FixContext& context)
     if (measuredEmpty(
             context.budget, context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients)))
         return std::nullopt;
-    Fix fix { "lora", "Fine-tune adapters instead of the whole model (LoRA / QLoRA)",
+    Fix fix { FixKind::Lora, "Fine-tune adapters instead of the whole model (LoRA / QLoRA)",
         "The base weights are frozen and only small low-rank adapters get gradients and optimizer state; QLoRA "
         "also stores the frozen base in 4 bits. This trains a different, smaller set of weights: it changes the "
         "experiment.",
@@ -389,7 +389,7 @@ void appendFixes(std::vector<Fix>& fixes, std::initializer_list<FixKind> kinds, 
         auto fix = makeFix(kind, context);
         if (!fix)
             continue;
-        const bool present = std::any_of(fixes.begin(), fixes.end(), [&](const Fix& f) { return f.id == fix->id; });
+        const bool present = std::any_of(fixes.begin(), fixes.end(), [&](const Fix& f) { return f.kind == fix->kind; });
         if (!present)
             fixes.push_back(std::move(*fix));
     }

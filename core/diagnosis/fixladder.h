@@ -2,6 +2,7 @@
 
 #include "core/backend.h"
 #include "core/diagnosis.h"
+#include "core/diagnosis/fixkind.h"
 #include "core/diagnosis/memorybudget.h"
 
 #include <initializer_list>
@@ -10,52 +11,6 @@
 #include <vector>
 
 namespace oomlens {
-
-// Every fix oomlens can recommend. The ladder rungs (product.md §3) come first in ladder order;
-// the case-specific ones remove a cause and are listed before the ladder by the diagnoses.
-enum class FixKind {
-    MicroBatch,
-    Bf16,
-    Checkpointing,
-    ExpandableSegments,
-    MaxSplitSize,
-    Sdpa,
-    ShorterSequences,
-    Optimizer8bit,
-    Zero,
-    Offload,
-    Lora,
-    StopOtherProcess,
-    ChooseGpu,
-    MemoryFraction,
-    MpsWatermark,
-    EvalAccumulation,
-    EvalBatchSize,
-    ReleaseReferences,
-    OptimizerForeach,
-    LengthBucketing,
-    LoadToCpu,
-    // Host RAM, not the card (hostmemoryfixes.cpp): never offered for a VRAM OOM.
-    HostFewerWorkers,
-    HostSharedDataset,
-    HostPinMemory,
-    HostLazyCheckpoint,
-    HostMemoryLimit,
-    HostSharedMemory,
-    // What distributed training and CUDA graphs add (distributedfixes.cpp).
-    AvoidRecordStreams,
-    Fsdp2,
-    SynchronizeBeforeReuse,
-    ReshardAfterForward,
-    FewerAllGathersInFlight,
-    BucketSizes,
-    GradientAsBucketView,
-    SyncGradientsEachMicroBatch,
-    ShareGraphPool,
-    FewerGraphShapes,
-    EagerFallback,
-    OffloadCheckpointedInputs,
-};
 
 struct FixContext
 {

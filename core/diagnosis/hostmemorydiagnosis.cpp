@@ -15,13 +15,13 @@ namespace {
 // nothing else in a training job sends SIGKILL to a worker (0.85). A full /dev/shm kills a worker
 // with SIGBUS (0.8). A bare "Killed" or exit status 137 is SIGKILL from someone: most often the OOM
 // killer, but a scheduler's time limit, preemption or a user's kill -9 look the same (0.6).
-double strength(const std::string& kind)
+double strength(HostKillKind kind)
 {
-    if (kind == "kernel_oom_killer" || kind == "cgroup")
+    if (kind == HostKillKind::KernelOomKiller || kind == HostKillKind::Cgroup)
         return 0.9;
-    if (kind == "dataloader_worker")
+    if (kind == HostKillKind::DataloaderWorker)
         return 0.85;
-    if (kind == "shared_memory")
+    if (kind == HostKillKind::SharedMemory)
         return 0.8;
     return 0.6;
 }
@@ -29,19 +29,19 @@ double strength(const std::string& kind)
 std::string describe(const HostMemoryKill& kill)
 {
     std::string text;
-    if (kill.kind == "kernel_oom_killer")
+    if (kill.kind == HostKillKind::KernelOomKiller)
         text = "the kernel's OOM killer ended ";
-    else if (kill.kind == "cgroup")
+    else if (kill.kind == HostKillKind::Cgroup)
         text = "the job's memory cgroup (its RAM limit) was exceeded and its OOM killer ended ";
-    else if (kill.kind == "dataloader_worker")
+    else if (kill.kind == HostKillKind::DataloaderWorker)
         text = "a DataLoader worker was killed by SIGKILL, the OOM killer's signal: ";
-    else if (kill.kind == "shared_memory")
+    else if (kill.kind == HostKillKind::SharedMemory)
         text = "a DataLoader worker died of SIGBUS, which is what a full /dev/shm does: ";
-    else if (kill.kind == "killed")
+    else if (kill.kind == HostKillKind::Killed)
         text = "the shell reports the process \"Killed\" (SIGKILL, usually the OOM killer): ";
     else
         text = "exit status 137 / signal -9 means SIGKILL, usually the OOM killer: ";
-    if (kill.kind == "kernel_oom_killer" || kill.kind == "cgroup") {
+    if (kill.kind == HostKillKind::KernelOomKiller || kill.kind == HostKillKind::Cgroup) {
         text += kill.process.empty() ? std::string("a process") : kill.process;
         if (kill.pid)
             text += " (pid " + std::to_string(*kill.pid) + ")";
@@ -55,11 +55,9 @@ std::string describe(const HostMemoryKill& kill)
         + (kill.sourceLine ? " at line " + std::to_string(kill.sourceLine) : "");
 }
 
-bool anyKind(const std::vector<HostMemoryKill>& kills, std::initializer_list<const char*> kinds)
+bool anyKind(const std::vector<HostMemoryKill>& kills, HostKillKind kind)
 {
-    return std::any_of(kills.begin(), kills.end(), [&](const HostMemoryKill& kill) {
-        return std::any_of(kinds.begin(), kinds.end(), [&](const char* kind) { return kill.kind == kind; });
-    });
+    return std::any_of(kills.begin(), kills.end(), [&](const HostMemoryKill& kill) { return kill.kind == kind; });
 }
 
 bool loadingWhenKilled(const TextFindings& findings)
@@ -108,9 +106,9 @@ std::optional<Diagnosis> diagnoseHostMemory(const TextFindings& findings)
                            "fixes (smaller micro-batch, checkpointing, sharding) do not change host RAM",
         std::nullopt });
 
-    const bool workers = anyKind(kills, { "dataloader_worker" });
-    const bool sharedMemory = anyKind(kills, { "shared_memory" });
-    const bool cgroup = anyKind(kills, { "cgroup" });
+    const bool workers = anyKind(kills, HostKillKind::DataloaderWorker);
+    const bool sharedMemory = anyKind(kills, HostKillKind::SharedMemory);
+    const bool cgroup = anyKind(kills, HostKillKind::Cgroup);
     const bool loading = loadingWhenKilled(findings);
     if (sharedMemory && !workers)
         d.summary = "A DataLoader worker died because /dev/shm, the shared memory batches travel through, is full.";

@@ -10,7 +10,7 @@ std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext&)
 {
     switch (kind) {
     case FixKind::HostFewerWorkers:
-        return Fix { "fewer_workers", "Use fewer DataLoader workers and prefetch less",
+        return Fix { FixKind::HostFewerWorkers, "Use fewer DataLoader workers and prefetch less",
             "Every worker is a separate process with its own copy of whatever the dataset object holds, plus "
             "prefetch_factor batches in flight. Eight workers over a dataset that keeps a few GiB in Python "
             "objects need eight times that in RAM.",
@@ -23,7 +23,8 @@ std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext&)
             "TrainingArguments(dataloader_num_workers=2, dataloader_prefetch_factor=2)",
             std::nullopt, std::nullopt, false };
     case FixKind::HostSharedDataset:
-        return Fix { "shared_dataset", "Keep the dataset in memory-mapped or shared storage, not per-worker copies",
+        return Fix { FixKind::HostSharedDataset,
+            "Keep the dataset in memory-mapped or shared storage, not per-worker copies",
             "Python lists and dicts are copied page by page into each forked worker as soon as it touches them "
             "(reference counts write to every object). Arrays in a memory-mapped file or Arrow table are shared "
             "by all workers and read from the page cache.",
@@ -34,7 +35,7 @@ std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext&)
             "ds = datasets.load_from_disk(\"data/\")            # not ds.to_pandas() / list(ds)",
             std::nullopt, std::nullopt, false };
     case FixKind::HostPinMemory:
-        return Fix { "pin_memory_off", "Turn off pinned host buffers",
+        return Fix { FixKind::HostPinMemory, "Turn off pinned host buffers",
             "pin_memory=True page-locks a copy of every batch in host RAM; page-locked memory cannot be swapped "
             "and counts fully against a container's limit.",
             "loader = DataLoader(dataset, batch_size=32, num_workers=2, pin_memory=False)\n"
@@ -43,7 +44,7 @@ std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext&)
             "TrainingArguments(dataloader_pin_memory=False)",
             std::nullopt, std::nullopt, false };
     case FixKind::HostLazyCheckpoint:
-        return Fix { "lazy_checkpoint_load", "Load checkpoints memory-mapped, to the CPU, one rank at a time",
+        return Fix { FixKind::HostLazyCheckpoint, "Load checkpoints memory-mapped, to the CPU, one rank at a time",
             "torch.load reads the whole checkpoint into RAM, and every rank on the node does it at once: eight "
             "ranks loading a 30 GiB checkpoint need 240 GiB. mmap=True reads tensors lazily from the file; "
             "Hugging Face loads shards one by one with low_cpu_mem_usage.",
@@ -54,7 +55,7 @@ std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext&)
             "AutoModelForCausalLM.from_pretrained(name, low_cpu_mem_usage=True, torch_dtype=torch.bfloat16)",
             std::nullopt, std::nullopt, false };
     case FixKind::HostMemoryLimit:
-        return Fix { "raise_host_limit", "Raise the job's or container's memory limit",
+        return Fix { FixKind::HostMemoryLimit, "Raise the job's or container's memory limit",
             "A cgroup limit (Slurm --mem, a Kubernetes memory limit, docker --memory) kills the job when it is "
             "passed, even with free RAM on the machine. Ask for more, or check that the limit is what you meant.",
             "#SBATCH --mem=128G                   # Slurm: per node\n"
@@ -66,7 +67,7 @@ std::optional<Fix> makeHostMemoryFix(FixKind kind, const FixContext&)
             "sacct -j <jobid> --format=JobID,MaxRSS,ReqMem,State",
             std::nullopt, std::nullopt, false };
     case FixKind::HostSharedMemory:
-        return Fix { "shared_memory_size", "Give the container a larger /dev/shm",
+        return Fix { FixKind::HostSharedMemory, "Give the container a larger /dev/shm",
             "DataLoader workers hand batches to the main process through shared memory; Docker's default /dev/shm "
             "is 64 MiB, and a worker dies with SIGBUS when it is full.",
             "docker run --shm-size=16g ...       # or --ipc=host\n"

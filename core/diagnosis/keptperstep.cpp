@@ -1,6 +1,6 @@
 #include "core/diagnosis/keptperstep.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 #include <algorithm>
 #include <map>
@@ -13,18 +13,6 @@ namespace {
 bool isTrainingState(Category category)
 {
     return category == Category::Parameters || category == Category::Gradients || category == Category::OptimizerState;
-}
-
-std::string siteName(const Snapshot& snapshot, StackId stack)
-{
-    if (!snapshot.frames || !snapshot.strings)
-        return {};
-    const auto frame = userFrame(*snapshot.frames, *snapshot.strings, stack);
-    if (!frame)
-        return {};
-    const Frame& f = snapshot.frames->frame(*frame);
-    return std::string(snapshot.strings->get(f.name)) + " (" + std::string(snapshot.strings->get(f.filename)) + ":"
-        + std::to_string(f.line) + ")";
 }
 
 struct Group
@@ -102,7 +90,7 @@ std::optional<KeptPerStep> findKeptPerStep(
             best = found;
     }
     if (best)
-        best->where = siteName(snapshot, best->stack);
+        best->where = userFrameLabel(snapshot, best->stack);
     return best;
 }
 

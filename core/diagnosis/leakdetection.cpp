@@ -1,6 +1,6 @@
 #include "core/diagnosis/leakdetection.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 #include <algorithm>
 #include <string_view>
@@ -21,14 +21,8 @@ uint64_t liveBefore(const DeviceAnalysis& device, int64_t event)
 // The leaking site named by the frame the app and the report name it by (userframe.h).
 std::string siteOf(const Snapshot& snapshot, StackId stack)
 {
-    if (!snapshot.frames || !snapshot.strings || !stack.isValid() || stack.value >= snapshot.frames->stackCount())
-        return "(no stack recorded)";
-    const std::optional<FrameId> id = userFrame(*snapshot.frames, *snapshot.strings, stack);
-    if (!id)
-        return "(no stack recorded)";
-    const Frame& frame = snapshot.frames->frame(*id);
-    return std::string(snapshot.strings->get(frame.filename)) + ":" + std::string(snapshot.strings->get(frame.name))
-        + ":" + std::to_string(frame.line);
+    const std::string label = userFrameLabel(snapshot, stack);
+    return label.empty() ? std::string("(no stack recorded)") : label;
 }
 
 // What training itself keeps: weights, gradients, optimizer state, and the buffers the distributed

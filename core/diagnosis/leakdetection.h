@@ -26,7 +26,7 @@ struct LeakFinding
     uint64_t growth = 0; // last − first
     struct Site
     {
-        std::string where; // the innermost frame outside torch, "model.py:forward:12"
+        std::string where; // the user frame's label (core/analysis/userframe.h): "forward (model.py:12)"
         uint64_t bytes = 0;
         int count = 0;
     };

@@ -50,7 +50,7 @@ void qualifyOneOffFixes(std::vector<Diagnosis>& candidates, const RunFacts& fact
         why = diagnosisIdText(*facts.phaseGrowthCause) + " makes the failing phase need more than the steps before it";
     for (Diagnosis& d : candidates) {
         for (Fix& fix : d.fixes) {
-            if ((fix.id != "expandable_segments" && fix.id != "max_split_size") || fix.fitsAfter != true)
+            if ((fix.kind != FixKind::ExpandableSegments && fix.kind != FixKind::MaxSplitSize) || fix.fitsAfter != true)
                 continue;
             fix.fitsAfter = false;
             fix.detail += " That lets this request through, not the run" + (why.empty() ? "" : ": " + why) + ".";

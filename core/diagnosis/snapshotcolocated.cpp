@@ -93,7 +93,8 @@ void project(Fix& fix, const std::string& what, uint64_t saving, const MemoryBud
 
 Fix offloadTrainer(const Sides& s, Phase phase, const MemoryBudget& budget)
 {
-    Fix fix { "offload_trainer_during_rollout", "Offload the trainer's parameters and optimizer state during rollout",
+    Fix fix { FixKind::OffloadTrainerDuringRollout,
+        "Offload the trainer's parameters and optimizer state during rollout",
         "The policy's training state is not used while the engine generates: move it to the host before rollout "
         "and back for the update (the engine sleeps meanwhile).",
         "# verl (FSDP or Megatron workers)\n"
@@ -116,7 +117,7 @@ Fix offloadTrainer(const Sides& s, Phase phase, const MemoryBudget& budget)
 
 Fix engineFraction(const Sides& s, const SnapshotEvidence& e)
 {
-    Fix fix { "engine_memory_fraction", "Give the engine a smaller share of the card",
+    Fix fix { FixKind::EngineMemoryFraction, "Give the engine a smaller share of the card",
         "vLLM sizes its KV cache to fill gpu_memory_utilization of the whole card, SGLang to mem_fraction_static, "
         "whatever the trainer holds beside it; a smaller share leaves the trainer room and costs only concurrent "
         "sequences (generation gets slower, not different).",
@@ -147,7 +148,7 @@ Fix engineFraction(const Sides& s, const SnapshotEvidence& e)
 
 Fix engineBatch(const Sides& s, const MemoryBudget& budget)
 {
-    Fix fix { "engine_max_num_seqs", "Generate fewer sequences at once, or shorter ones",
+    Fix fix { FixKind::EngineMaxNumSeqs, "Generate fewer sequences at once, or shorter ones",
         "The engine's forward and sampling scratch grows with the sequences it batches (max_num_seqs, "
         "max_num_batched_tokens) and their length (max_model_len); Hugging Face's generate grows its KV cache with "
         "the batch. Shorter responses change the experiment.",
@@ -167,7 +168,7 @@ Fix engineBatch(const Sides& s, const MemoryBudget& budget)
 
 Fix sleepEngine(const Sides& s, const MemoryBudget& budget)
 {
-    Fix fix { "free_engine_cache_before_update", "Free the engine's KV cache (and weights) before the update",
+    Fix fix { FixKind::FreeEngineCacheBeforeUpdate, "Free the engine's KV cache (and weights) before the update",
         "The engine's cache is not used while the trainer updates: put it to sleep after rollout and wake it for "
         "the next one (vLLM sleep level 1 discards the KV cache and offloads its weights to the host).",
         "# vLLM\n"
@@ -188,7 +189,7 @@ Fix sleepEngine(const Sides& s, const MemoryBudget& budget)
 
 Fix bucketedSync(const Sides& s, const MemoryBudget& budget)
 {
-    Fix fix { "bucketed_weight_sync", "Sync the weights to the engine bucket by bucket",
+    Fix fix { FixKind::BucketedWeightSync, "Sync the weights to the engine bucket by bucket",
         "Gathering every updated weight before handing it to the engine needs a second full copy on the card; "
         "sending them in fixed-size buckets needs one bucket.",
         "# verl\n"
@@ -206,7 +207,7 @@ Fix bucketedSync(const Sides& s, const MemoryBudget& budget)
 
 Fix moreGpus(const Sides& s, const MemoryBudget& budget)
 {
-    Fix fix { "more_rollout_gpus", "Spread the rollout over more GPUs",
+    Fix fix { FixKind::MoreRolloutGpus, "Spread the rollout over more GPUs",
         "Tensor parallelism splits the engine's weights and KV cache across its GPUs; or give the rollout GPUs of "
         "its own instead of sharing the trainer's.",
         "# verl\n"

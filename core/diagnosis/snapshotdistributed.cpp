@@ -3,9 +3,9 @@
 // machinery holds rather than the model's tensors, so none of their fixes is a smaller batch.
 #include "core/diagnosis/snapshotrules.h"
 
+#include "core/analysis/userframe.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/ranking.h"
-#include "core/presentation/userframe.h"
 #include "core/units.h"
 
 #include <algorithm>

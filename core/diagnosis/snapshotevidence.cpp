@@ -296,9 +296,7 @@ uint64_t median(std::vector<uint64_t> values)
 
 std::string times(double factor)
 {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.1fx", factor);
-    return buffer;
+    return formatRatio(factor, 1);
 }
 
 RunOutlook dynamicOutlook()

@@ -24,7 +24,7 @@ Diagnosis diagnosePlatformLimit(const OomFacts& f, const FixContext& fixes)
                 + "; a platform limit, not exhausted memory, refused it");
     d.summary = "Intel's XPU runtime on this GPU cannot allocate one block larger than " + formatBytes(limit) + "; the "
         + formatBytes(*f.request) + " tensor has to be split, whatever memory is free.";
-    d.fixes.push_back(Fix { "split_tensor", "Split the tensor into pieces below the per-block limit",
+    d.fixes.push_back(Fix { FixKind::SplitTensor, "Split the tensor into pieces below the per-block limit",
         "Process the batch, the sequence or the attention heads in chunks so that no single tensor passes "
             + formatBytes(limit) + ". Memory that is free does not help: the limit is per allocation.",
         "# chunk the work so each piece stays under the limit\n"

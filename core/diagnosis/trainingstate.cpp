@@ -1,6 +1,7 @@
 #include "core/diagnosis/trainingstate.h"
 
 #include "core/optimizerknowledge.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -14,17 +15,10 @@ namespace oomlens {
 
 namespace {
 
-std::string lower(std::string_view text)
-{
-    std::string result(text);
-    std::transform(result.begin(), result.end(), result.begin(), [](unsigned char c) { return std::tolower(c); });
-    return result;
-}
-
 // Module.half()/.bfloat16(), Tensor.half(), and helpers named for a 16-bit conversion.
 bool namesHalf(std::string_view name)
 {
-    const std::string text = lower(name);
+    const std::string text = lowercase(name);
     if (text == "half" || text == "bfloat16")
         return true;
     for (const char* needle : { "bf16", "fp16", "float16" }) {
@@ -63,7 +57,7 @@ PrecisionEvidence weightPrecision(const Snapshot& snapshot, const DeviceAnalysis
                 result.evidence = "the weights were made by " + std::string(name) + "() (16-bit)";
                 return result;
             }
-            if (!weights && autocast.empty() && lower(name).find("autocast") != std::string::npos)
+            if (!weights && autocast.empty() && lowercase(name).find("autocast") != std::string::npos)
                 autocast = std::string(name);
         }
     }

@@ -23,13 +23,6 @@ constexpr double unevenStages = 1.25;
 // Below this a category is noise (a few buffers) and its ratios mean nothing.
 constexpr uint64_t meaningfulBytes = 16 * MiB;
 
-std::string times(double ratio)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.1f×", ratio);
-    return buffer;
-}
-
 uint64_t median(std::vector<uint64_t> values)
 {
     if (values.empty())
@@ -82,7 +75,7 @@ void noteUnevenPeaks(const JobSummary& job, std::vector<std::string>& notes)
     for (const RankSummary& rank : job.ranks) {
         if (rank.readable() && rank.peakAllocatedBytes == job.maxPeakBytes) {
             notes.push_back("peaks are uneven: " + rankName(rank) + " peaks at " + formatBytes(rank.peakAllocatedBytes)
-                + ", " + times(job.imbalance) + " the median rank's " + formatBytes(job.medianPeakBytes));
+                + ", " + formatRatio(job.imbalance, 1) + " the median rank's " + formatBytes(job.medianPeakBytes));
             return;
         }
     }
@@ -113,8 +106,8 @@ void noteStateOutliers(const JobSummary& job, std::vector<std::string>& notes)
         std::transform(label.begin(), label.end(), label.begin(),
             [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
         notes.push_back(rankListLabel(job.ranks, heavy) + (heavy.size() == 1 ? " holds " : " hold ")
-            + times(static_cast<double>(most) / static_cast<double>(typical)) + " the median rank's " + label + " ("
-            + formatBytes(most) + " vs " + formatBytes(typical)
+            + formatRatio(static_cast<double>(most) / static_cast<double>(typical), 1) + " the median rank's " + label
+            + " (" + formatBytes(most) + " vs " + formatBytes(typical)
             + "): a ZeRO/FSDP shard larger than the others, or state that is not sharded there");
     }
 }

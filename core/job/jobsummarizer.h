@@ -13,8 +13,8 @@
 namespace oomlens {
 
 // Reads one rank file into a case of its own (the snapshot and its capture sidecar). core/ reads
-// no files: the CLI and the app pass parsers/inputloader.h's addFile (app/cli/inputs.h has one
-// ready, loadRankFile), tests pass a builder. Called from several threads at once.
+// no files: the CLI and the app pass parsers/inputloader.h's addFile (opening/jobgathering.h has
+// one ready, loadRankFile), tests pass a builder. Called from several threads at once.
 using RankLoader = std::function<Case(const std::string& file)>;
 
 struct JobOptions

@@ -2,6 +2,7 @@
 
 #include "core/job/jobassembly.h"
 #include "core/presentation/labels.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -17,33 +18,6 @@ std::string ratio(double value)
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%.2f", value);
     return buffer;
-}
-
-// Columns are counted in characters, not bytes: "—" and "–" are three bytes of UTF-8.
-size_t displayWidth(const std::string& text)
-{
-    return static_cast<size_t>(
-        std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-std::string padLeft(const std::string& text, size_t width)
-{
-    const size_t shown = displayWidth(text);
-    return shown >= width ? text : std::string(width - shown, ' ') + text;
-}
-
-std::string padRight(const std::string& text, size_t width)
-{
-    const size_t shown = displayWidth(text);
-    return shown >= width ? text : text + std::string(width - shown, ' ');
-}
-
-std::string lowercase(std::string_view text)
-{
-    std::string out(text);
-    std::transform(
-        out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "core/job/rankname.h"
+#include "core/strings.h"
 
 #include <array>
 #include <regex>
@@ -11,14 +12,6 @@ namespace {
 // A rank has at most this many digits: 64k ranks is beyond today's largest jobs, while a
 // timestamp (1757253255) or a date (20261124) is longer.
 constexpr size_t maxRankDigits = 5;
-
-std::string lowercase(std::string_view text)
-{
-    std::string out(text);
-    for (char& c : out)
-        c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    return out;
-}
 
 // The file name without its snapshot extensions: "rank3.pickle.gz" → "rank3".
 std::string stem(std::string name)

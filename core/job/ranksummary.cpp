@@ -1,9 +1,9 @@
 #include "core/job/ranksummary.h"
 
+#include "core/analysis/userframe.h"
 #include "core/job/rankname.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/compileattribution.h"
-#include "core/presentation/userframe.h"
 
 #include <algorithm>
 #include <unordered_map>

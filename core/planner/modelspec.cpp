@@ -1,4 +1,5 @@
 #include "core/planner/modelspec.h"
+#include "core/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -213,18 +214,11 @@ std::vector<ModelSpec> presets()
     };
 }
 
-std::string lower(std::string_view text)
-{
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
-
 } // namespace
 
 std::optional<ModelSpec> modelPreset(std::string_view name)
 {
-    const std::string wanted = lower(name);
+    const std::string wanted = lowercase(name);
     for (ModelSpec& model : presets()) {
         if (model.name == wanted)
             return model;

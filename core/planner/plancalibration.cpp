@@ -14,13 +14,6 @@ uint64_t category(const CategoryBytes& bytes, Category which)
     return bytes[static_cast<size_t>(which)];
 }
 
-std::string ratioText(double ratio)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2fx", ratio);
-    return buffer;
-}
-
 // The formula's bands at the phase the measured peak fell in: a snapshot that peaked in the
 // optimizer step has no activations to compare with.
 const BandBytes& formulaBandsFor(const MemoryPlan& plan, const DeviceAnalysis& measured)
@@ -97,7 +90,7 @@ PlanCalibration calibratePlan(const MemoryPlan& formulaForRun, const DeviceAnaly
         calibration.summary = "the snapshot shows no categorized memory at its peak to compare with";
     } else {
         calibration.summary = "the formula says " + formatBytes(shown.formula) + " of " + name + "; this run measured "
-            + formatBytes(shown.measured) + (shown.ratio > 0 ? " (" + ratioText(shown.ratio) + ")" : std::string());
+            + formatBytes(shown.measured) + (shown.ratio > 0 ? " (" + formatRatio(shown.ratio) + ")" : std::string());
     }
     return calibration;
 }

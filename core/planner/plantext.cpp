@@ -1,6 +1,7 @@
 #include "core/planner/plantext.h"
 
 #include "core/planner/fsdpconfig.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -11,16 +12,6 @@ namespace oomlens::planner {
 
 namespace {
 
-std::string padLeft(const std::string& text, size_t width)
-{
-    return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
-}
-
-std::string padRight(const std::string& text, size_t width)
-{
-    return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
-}
-
 std::string bandLabel(Band band)
 {
     std::string name(bandName(band));
@@ -29,13 +20,6 @@ std::string bandLabel(Band band)
             c = ' ';
     }
     return name;
-}
-
-std::string ratioText(double ratio)
-{
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.2fx", ratio);
-    return buffer;
 }
 
 std::string millions(uint64_t count)
@@ -147,7 +131,7 @@ std::string planToText(const PlanResult& result)
         if (calibrated) {
             const BandCalibration& c = result.calibration->band(band);
             out << padLeft(formatBytes(c.formula), 12) << padLeft(formatBytes(c.measured), 12)
-                << padLeft(c.formula > 0 ? ratioText(c.ratio) : "-", 8);
+                << padLeft(c.formula > 0 ? formatRatio(c.ratio) : "-", 8);
         }
         out << '\n';
     }

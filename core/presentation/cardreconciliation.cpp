@@ -198,18 +198,18 @@ void addBands(CardReconciliation& result, const OomFacts& facts)
     const uint64_t processOutside = std::min(facts.selfNonPyTorchBytes.value_or(0), outside);
     const uint64_t others = std::min(facts.otherProcessBytes, outside - processOutside);
     const uint64_t rest = outside - processOutside - others;
-    const auto add = [&](std::string key, std::string label, uint64_t bytes) {
+    const auto add = [&](CardBandKind kind, std::string label, uint64_t bytes) {
         if (bytes > 0)
-            result.bands.push_back({ std::move(key), std::move(label), bytes });
+            result.bands.push_back({ kind, std::move(label), bytes });
     };
-    add("allocated", "Allocated (tensors)", *facts.allocated);
-    add("cached_free", "Cached, unallocated", *facts.reserved - *facts.allocated);
-    add("process_outside_allocator", "This process outside PyTorch", processOutside);
-    add("other_processes", "Other processes", others);
-    add("unattributed",
+    add(CardBandKind::Allocated, "Allocated (tensors)", *facts.allocated);
+    add(CardBandKind::CachedFree, "Cached, unallocated", *facts.reserved - *facts.allocated);
+    add(CardBandKind::ProcessOutsideAllocator, "This process outside PyTorch", processOutside);
+    add(CardBandKind::OtherProcesses, "Other processes", others);
+    add(CardBandKind::Unattributed,
         facts.selfProcessBytes ? "Not attributed to a listed process" : "Outside PyTorch (context, libraries, others)",
         rest);
-    add("free", "Free", *facts.free);
+    add(CardBandKind::Free, "Free", *facts.free);
 }
 
 void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& input)

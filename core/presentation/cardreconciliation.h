@@ -2,6 +2,7 @@
 
 #include "core/case.h"
 #include "core/caseanalysis.h"
+#include "core/presentation/cardbandkind.h"
 
 #include <cstdint>
 #include <optional>
@@ -30,8 +31,7 @@ struct CardFigure
 // One slice of the card's capacity, left to right; the slices add up to the card's total.
 struct CardBand
 {
-    std::string
-        key; // "allocated", "cached_free", "process_outside_allocator", "other_processes", "unattributed", "free"
+    CardBandKind kind = CardBandKind::Unattributed; // the JSON's key is cardBandName(kind)
     std::string label;
     uint64_t bytes = 0;
 };

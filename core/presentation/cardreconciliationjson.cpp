@@ -20,7 +20,7 @@ json cardReconciliationToJson(const Case& input, const CaseAnalysis& analysis)
     }
     json bands = json::array();
     for (const CardBand& band : card.bands)
-        bands.push_back({ { "key", band.key }, { "label", band.label }, { "bytes", band.bytes } });
+        bands.push_back({ { "key", cardBandName(band.kind) }, { "label", band.label }, { "bytes", band.bytes } });
     json parts = json::array();
     for (const RestOfCardPart& part : card.parts) {
         parts.push_back({ { "key", part.key }, { "name", part.name }, { "typical_size", part.typicalSize },

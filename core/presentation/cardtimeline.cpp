@@ -19,13 +19,15 @@ std::optional<CardTimelineBand> cardTimelineBand(const CardReconciliation& card)
     // The card's capacity by holder, without PyTorch's own slices and the free memory.
     uint64_t named = 0;
     for (const CardBand& part : card.bands) {
-        if (part.key == "allocated" || part.key == "cached_free" || part.key == "free")
+        if (part.kind == CardBandKind::Allocated || part.kind == CardBandKind::CachedFree
+            || part.kind == CardBandKind::Free)
             continue;
         band.parts.push_back(part);
         named += part.bytes;
     }
     if (band.parts.empty() || named != band.outsideBytes)
-        band.parts = { { "outside_allocator", "Outside PyTorch (context, libraries, others)", band.outsideBytes } };
+        band.parts
+            = { { CardBandKind::OutsideAllocator, "Outside PyTorch (context, libraries, others)", band.outsideBytes } };
     band.label = "Outside PyTorch at the OOM, " + formatBytes(band.outsideBytes) + " (";
     for (size_t i = 0; i < band.parts.size(); ++i)
         band.label += (i ? "; " : "") + band.parts[i].label + " " + formatBytes(band.parts[i].bytes);

@@ -1,6 +1,6 @@
 #include "core/presentation/compileattribution.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 #include <algorithm>
 #include <map>
@@ -44,13 +44,6 @@ CompileAttribution compileAttribution(
         }
     }
     return result;
-}
-
-std::string frameSiteText(const Snapshot& snapshot, FrameId frame)
-{
-    const Frame& f = snapshot.frames->frame(frame);
-    return std::string(snapshot.strings->get(f.filename)) + ":" + std::to_string(f.line) + " "
-        + std::string(snapshot.strings->get(f.name));
 }
 
 std::vector<CompiledRegion> compiledRegions(const Snapshot& snapshot, const DeviceAnalysis& device, size_t maxSites)

@@ -13,7 +13,7 @@ namespace oomlens {
 // What torch.compile tells about one allocation: the region it ran in (the trace entry's
 // compile_context, recorded with `_record_memory_history(compile_context=True)`, e.g.
 // "Torch-Compiled Region: 0/0") and the generated code frame it came from. The model line is
-// the user frame (core/presentation/userframe.h), found past the generated code.
+// the user frame (core/analysis/userframe.h), found past the generated code.
 struct CompileAttribution
 {
     std::string_view context; // empty outside compiled regions or when not recorded
@@ -40,8 +40,5 @@ struct CompiledRegion
 
 std::vector<CompiledRegion> compiledRegions(
     const Snapshot& snapshot, const DeviceAnalysis& device, size_t maxSites = 5);
-
-// "file:line function" of a frame, as the report and the JSON name a site.
-std::string frameSiteText(const Snapshot& snapshot, FrameId frame);
 
 } // namespace oomlens

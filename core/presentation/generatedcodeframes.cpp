@@ -1,6 +1,6 @@
 #include "core/presentation/generatedcodeframes.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 #include "core/snapshot.h"
 
 namespace oomlens {

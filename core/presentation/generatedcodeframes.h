@@ -12,7 +12,7 @@ class FrameTable;
 class StringTable;
 
 // Which frames of one snapshot are torch.compile's generated code (isCompilerGeneratedFile,
-// core/presentation/userframe.h), decided once per distinct file name: frames and stacks are
+// core/analysis/userframe.h), decided once per distinct file name: frames and stacks are
 // interned, so a million allocations share a few thousand frames and far fewer file names.
 // Walking a stack then reads one byte per frame, and a snapshot without generated code (the
 // common case) walks none: any() is false and every lookup answers at once.

@@ -1,7 +1,7 @@
 #include "core/presentation/pendingfreesjson.h"
 
 #include "core/analysis/pendingfrees.h"
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 namespace oomlens {
 

@@ -1,16 +1,9 @@
 #include "core/presentation/stackframes.h"
 
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 #include "core/snapshot.h"
 
 namespace oomlens {
-
-std::string frameText(const Snapshot& snapshot, FrameId id)
-{
-    const Frame& frame = snapshot.frames->frame(id);
-    return std::string(snapshot.strings->get(frame.filename)) + ':' + std::to_string(frame.line) + ':'
-        + std::string(snapshot.strings->get(frame.name));
-}
 
 std::vector<std::string> userFrameTexts(const Snapshot& snapshot, StackId stack)
 {

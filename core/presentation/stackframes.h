@@ -9,11 +9,8 @@ namespace oomlens {
 
 struct Snapshot;
 
-// A frame as the JSON names it: "file:line:function".
-std::string frameText(const Snapshot& snapshot, FrameId frame);
-
-// The user's frames of a stack, innermost first, as frameText: the Python frames outside
-// PyTorch's own package, else the one userFrame() (core/presentation/userframe.h) names; empty for
+// The user's frames of a stack, innermost first, as frameText (core/analysis/userframe.h): the Python frames outside
+// PyTorch's own package, else the one userFrame() (core/analysis/userframe.h) names; empty for
 // an allocation without a recorded stack. What stays the same between two runs of one script,
 // and what a reader recognises as their code: compare matches sites by it, `oomlens mcp` shows it.
 std::vector<std::string> userFrameTexts(const Snapshot& snapshot, StackId stack);

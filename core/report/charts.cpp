@@ -1,6 +1,7 @@
 #include "core/report/charts.h"
 
 #include "core/presentation/labels.h"
+#include "core/report/chartframe.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
@@ -51,12 +52,12 @@ std::string categoryClass(Category category)
 
 std::string breakdownSvg(const std::vector<BreakdownRow>& rows)
 {
-    constexpr double width = 960;
-    constexpr double rowHeight = 34;
-    constexpr double barLeft = 120;
-    constexpr double barRight = 944;
+    constexpr BarFrame frame = frames::breakdown;
+    constexpr double rowHeight = frame.rowHeight;
+    constexpr double barLeft = frame.barLeft;
+    constexpr double barRight = frame.barRight;
     const double height = rowHeight * static_cast<double>(rows.size()) + 8;
-    SvgWriter svg(width, height, "chart breakdown", "Live memory by category");
+    SvgWriter svg(frame.width, height, "chart breakdown", "Live memory by category");
     uint64_t widest = 1;
     for (const BreakdownRow& row : rows)
         widest = std::max(widest, std::accumulate(row.bytes.begin(), row.bytes.end(), uint64_t(0)));
@@ -98,12 +99,12 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
     if (segments.size() > maxSegments)
         segments.resize(maxSegments);
 
-    constexpr double width = 960;
-    constexpr double rowHeight = 16;
-    constexpr double barLeft = 130;
-    constexpr double barRight = 944;
+    constexpr BarFrame frame = frames::allocatorMap;
+    constexpr double rowHeight = frame.rowHeight;
+    constexpr double barLeft = frame.barLeft;
+    constexpr double barRight = frame.barRight;
     const double height = rowHeight * static_cast<double>(segments.size()) + 4;
-    SvgWriter svg(width, height, "chart allocator-map", "Segments and blocks of the caching allocator");
+    SvgWriter svg(frame.width, height, "chart allocator-map", "Segments and blocks of the caching allocator");
     const uint64_t widest = segments.empty() ? 1 : segments.front()->size;
     const double scale = (barRight - barLeft) / static_cast<double>(widest);
     for (size_t r = 0; r < segments.size(); ++r) {

@@ -1,10 +1,11 @@
-#include "core/report/reportbuilder.h"
 
 #include "core/job/jobassembly.h"
 #include "core/job/jobsummary.h"
 #include "core/job/jobtext.h"
 #include "core/presentation/labels.h"
+#include "core/report/chartframe.h"
 #include "core/report/charts.h"
+#include "core/report/reportsections.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
@@ -13,25 +14,15 @@
 #include <cmath>
 #include <cstdio>
 
-namespace oomlens::report {
+namespace oomlens::report::sections {
 
 namespace {
 
-constexpr double chartWidth = 960;
-constexpr double chartHeight = 300;
-constexpr double plotLeft = 72;
-constexpr double plotRight = 944;
-constexpr double plotTop = 28;
-constexpr double plotBottom = 268;
-
-// Binary steps, as the timeline's axis (timelinechart.cpp): ticks read like the sizes in OOM messages.
-uint64_t byteStep(uint64_t maximum)
-{
-    uint64_t step = 1;
-    while (maximum / step > 5)
-        step *= 2;
-    return step;
-}
+constexpr const PlotFrame& frame = frames::jobRanks;
+constexpr double plotLeft = frame.left;
+constexpr double plotRight = frame.right;
+constexpr double plotTop = frame.top;
+constexpr double plotBottom = frame.bottom;
 
 // The card, when every rank that knows it agrees: one line across the chart means one card size.
 std::optional<uint64_t> commonCapacity(const JobSummary& job)
@@ -52,21 +43,17 @@ std::optional<uint64_t> commonCapacity(const JobSummary& job)
 // OOM marked above their column.
 std::string rankPeaksSvg(const JobSummary& job)
 {
-    SvgWriter svg(chartWidth, chartHeight, "chart job-ranks", "Peak allocated memory of every rank, by category");
+    SvgWriter svg(frame.width, frame.height, "chart job-ranks", "Peak allocated memory of every rank, by category");
     const std::optional<uint64_t> capacity = commonCapacity(job);
     uint64_t top = std::max<uint64_t>(job.maxPeakBytes, capacity.value_or(0));
     for (const RankSummary& rank : job.ranks)
         top = std::max(top, rank.peakReservedBytes);
     top = std::max<uint64_t>(top, 1);
-    const uint64_t step = byteStep(top);
-    const uint64_t axisMax = (top / step + 1) * step; // never clip the highest bar
+    const ByteAxis axis = byteAxisFor(top); // never clips the highest bar
     const auto yOf = [&](uint64_t bytes) {
-        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axisMax);
+        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axis.max);
     };
-    for (uint64_t tick = 0; tick <= axisMax; tick += step) {
-        svg.line(plotLeft, yOf(tick), plotRight, yOf(tick), tick == 0 ? "axis" : "grid");
-        svg.text(plotLeft - 6, yOf(tick) + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
-    }
+    drawByteGrid(svg, frame, axis);
 
     const double slot = (plotRight - plotLeft) / static_cast<double>(std::max<size_t>(job.ranks.size(), 1));
     const double barWidth = std::max(1.0, slot * 0.72);
@@ -126,76 +113,72 @@ std::string ratio(double value)
 } // namespace
 
 // The job section; written only when ReportOptions::job is set.
-void ReportBuilder::writeJob()
+void job(HtmlWriter& html, const ReportContext& context)
 {
-    if (!m_options.job)
+    if (!context.options.job)
         return;
-    const JobSummary& job = *m_options.job;
-    beginSection("job", "Job: every rank");
+    const JobSummary& job = *context.options.job;
+    html.beginSection("job", "Job: every rank");
 
-    raw("<p><strong>");
-    text(job.failingIsClosestOnly() ? "Closest to the limit: " : "Failing rank: ");
-    raw("</strong>");
-    text(failingRankSentence(job));
+    html.raw("<p><strong>");
+    html.text(job.failingIsClosestOnly() ? "Closest to the limit: " : "Failing rank: ");
+    html.raw("</strong>");
+    html.text(failingRankSentence(job));
     if (job.failing()) {
-        raw(" <a href=\"#diagnosis\">Its diagnosis</a> and <a href=\"#snapshots\">its timeline</a> follow.");
+        html.raw(" <a href=\"#diagnosis\">Its diagnosis</a> and <a href=\"#snapshots\">its timeline</a> follow.");
     }
-    raw("</p>\n");
+    html.raw("</p>\n");
     if (job.medianPeakBytes > 0) {
-        element("p",
+        html.element("p",
             "Imbalance " + ratio(job.imbalance) + ": the highest peak is " + formatBytes(job.maxPeakBytes)
                 + ", the median " + formatBytes(job.medianPeakBytes) + ".");
-        raw("\n");
+        html.raw("\n");
     }
 
-    raw("<div class=\"figure\">\n");
-    raw(rankPeaksSvg(job));
-    raw("\n<div class=\"legend\">");
-    for (int c = 0; c < categoryCount; ++c) {
-        const auto category = static_cast<Category>(c);
-        const bool held = std::any_of(job.ranks.begin(), job.ranks.end(),
-            [c](const RankSummary& rank) { return rank.categoriesAtPeak[static_cast<size_t>(c)] > 0; });
-        if (!held && !listedWhenEmpty(category))
-            continue;
-        raw("<span><span class=\"swatch ");
-        raw(categoryClass(category));
-        raw("\"></span>");
-        text(categoryLabel(category));
-        raw("</span> ");
-    }
-    raw("<span><span class=\"swatch reserved\"></span>peak reserved</span></div>\n</div>\n");
+    html.raw("<div class=\"figure\">\n");
+    html.svg(rankPeaksSvg(job));
+    html.raw("\n<div class=\"legend\">");
+    parts::categoryLegend(html, [&job](Category category) {
+        return std::any_of(job.ranks.begin(), job.ranks.end(),
+            [category](const RankSummary& rank) { return rank.categoriesAtPeak[static_cast<size_t>(category)] > 0; });
+    });
+    html.legendEntry("reserved", "peak reserved");
+    html.raw("</div>\n</div>\n");
 
-    raw("<table>\n<tr><th>rank</th><th>peak allocated</th><th>peak reserved</th><th>card</th><th>OOM</th>"
-        "<th>group</th><th>top diagnosis</th><th>file</th></tr>\n");
+    html.raw("<table>\n<tr><th>rank</th><th>peak allocated</th><th>peak reserved</th><th>card</th><th>OOM</th>"
+             "<th>group</th><th>top diagnosis</th><th>file</th></tr>\n");
     for (size_t i = 0; i < job.ranks.size(); ++i) {
         const RankSummary& rank = job.ranks[i];
-        raw(job.failingRank && *job.failingRank == i ? "<tr class=\"failing\">" : "<tr>");
-        element("td", rank.rank >= 0 ? std::to_string(rank.rank) : "?");
+        if (job.failingRank && *job.failingRank == i)
+            html.raw("<tr class=\"failing\">");
+        else
+            html.raw("<tr>");
+        html.element("td", rank.rank >= 0 ? std::to_string(rank.rank) : "?");
         if (!rank.readable()) {
-            raw("<td colspan=\"6\"><span class=\"badge error\">not read</span> ");
-            text(rank.error);
-            raw("</td>");
+            html.raw("<td colspan=\"6\"><span class=\"badge error\">not read</span> ");
+            html.text(rank.error);
+            html.raw("</td>");
         } else {
-            element("td", formatBytes(rank.peakAllocatedBytes));
-            element("td", formatBytes(rank.peakReservedBytes));
-            element("td", rank.capacityBytes ? formatBytes(*rank.capacityBytes) : "—");
+            html.element("td", formatBytes(rank.peakAllocatedBytes));
+            html.element("td", formatBytes(rank.peakReservedBytes));
+            html.element("td", rank.capacityBytes ? formatBytes(*rank.capacityBytes) : "—");
             if (rank.oom)
-                raw("<td><span class=\"badge error\">OOM</span></td>");
+                html.raw("<td><span class=\"badge error\">OOM</span></td>");
             else
-                element("td", "—");
-            element("td", std::to_string(rank.group + 1));
-            element("td", rank.topDiagnosisTitle.empty() ? "—" : rank.topDiagnosisTitle);
+                html.element("td", "—");
+            html.element("td", std::to_string(rank.group + 1));
+            html.element("td", rank.topDiagnosisTitle.empty() ? "—" : rank.topDiagnosisTitle);
         }
-        element("td", rank.file);
-        raw("</tr>\n");
+        html.element("td", rank.file);
+        html.raw("</tr>\n");
     }
-    raw("</table>\n");
+    html.raw("</table>\n");
 
     if (!job.groups.empty()) {
-        element("h3",
+        html.element("h3",
             "Ranks that look alike (peaks within " + std::to_string(static_cast<int>(JobSummary::groupTolerance * 100))
                 + "% and the same mix of categories)");
-        raw("\n");
+        html.raw("\n");
         std::vector<std::string> groups;
         for (size_t g = 0; g < job.groups.size(); ++g) {
             const RankGroup& group = job.groups[g];
@@ -208,7 +191,7 @@ void ReportBuilder::writeJob()
             groups.push_back(
                 "Group " + std::to_string(g + 1) + " — " + group.label + ": peak " + peaks + ", mostly " + mostly);
         }
-        writeList(groups);
+        html.list(groups);
     }
     std::vector<std::string> notes = job.notes;
     for (const RankSummary& rank : job.ranks) {
@@ -216,11 +199,11 @@ void ReportBuilder::writeJob()
             notes.push_back(rankName(rank) + ": " + note);
     }
     if (!notes.empty()) {
-        element("h3", "Notes");
-        raw("\n");
-        writeList(notes);
+        html.element("h3", "Notes");
+        html.raw("\n");
+        html.list(notes);
     }
-    endSection();
+    html.endSection();
 }
 
-} // namespace oomlens::report
+} // namespace oomlens::report::sections

@@ -1,13 +1,14 @@
-#include "core/report/reportbuilder.h"
 
 #include "core/analysis/pinnedhostmemory.h"
+#include "core/report/chartframe.h"
 #include "core/report/charts.h"
+#include "core/report/reportsections.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
 #include <algorithm>
 
-namespace oomlens::report {
+namespace oomlens::report::sections {
 
 namespace {
 
@@ -15,8 +16,9 @@ namespace {
 // most about `columns` steps: per column the highest moment, so the peak keeps its height.
 std::string pinnedHostSvg(const PinnedHostTimeline& host, std::optional<int64_t> oomTimeUs, size_t columns)
 {
-    const double width = 720, height = 200, left = 64, right = 12, top = 10, bottom = 28;
-    const double plotWidth = width - left - right, plotHeight = height - top - bottom;
+    constexpr PlotFrame frame = frames::pinnedHost;
+    const double left = frame.left, top = frame.top, height = frame.height;
+    const double plotWidth = frame.plotWidth(), plotHeight = frame.plotHeight();
     // The host allocator's state holds after its last entry: the chart runs on to the GPU's OOM
     // when that came later.
     const int64_t first = host.firstTimeUs();
@@ -51,7 +53,7 @@ std::string pinnedHostSvg(const PinnedHostTimeline& host, std::optional<int64_t>
     area.emplace_back(left + plotWidth, y(0));
     line.emplace_back(left + plotWidth, line.back().second);
 
-    SvgWriter svg(width, height, "chart", "Pinned host memory over time");
+    SvgWriter svg(frame.width, height, "chart", "Pinned host memory over time");
     for (uint64_t tick : { uint64_t(0), topBytes / 2, topBytes }) {
         svg.line(left, y(tick), left + plotWidth, y(tick), "grid");
         svg.text(left - 6, y(tick) + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
@@ -75,15 +77,17 @@ std::string pinnedHostSvg(const PinnedHostTimeline& host, std::optional<int64_t>
 
 // Pinned host memory (record_pinned_host_memory=True): host RAM, its own chart and figures, so
 // that nobody reads it as part of the GPU's memory.
-void ReportBuilder::writePinnedHostMemory(size_t index)
+void pinnedHostMemory(HtmlWriter& html, const ShownSnapshot& shown)
 {
-    if (index >= m_analysis.snapshots.size() || !m_analysis.snapshots[index].snapshot)
+    if (!shown.analysis->snapshot)
         return;
-    const SnapshotAnalysis& analysis = m_analysis.snapshots[index];
+    const SnapshotAnalysis& analysis = *shown.analysis;
     const auto host = pinnedHostTimeline(*analysis.snapshot);
     if (!host)
         return;
-    raw("<h3 id=\"pinned-host-" + std::to_string(index) + "\">Pinned host memory</h3>\n");
+    html.raw("<h3 id=\"pinned-host-");
+    html.text(std::to_string(shown.index));
+    html.raw("\">Pinned host memory</h3>\n");
     std::string facts = "PyTorch's pinned host allocator (pin_memory=True, DataLoader's pinning thread, non_blocking "
                         "copies) held "
         + formatBytes(host->reservedAtDump) + " of host RAM in " + std::to_string(host->segmentsAtDump)
@@ -93,31 +97,33 @@ void ReportBuilder::writePinnedHostMemory(size_t index)
         facts += "; at most " + formatBytes(host->peakReserved) + " pinned and " + formatBytes(host->peakAllocated)
             + " handed out over its " + groupedNumber(static_cast<int64_t>(host->points.size() - 1)) + " trace events";
     facts += ". This is host RAM: none of it counts toward the GPU's reserved or allocated memory above.";
-    element("p", facts);
+    html.element("p", facts);
     const DeviceAnalysis* device = analysis.primary();
     std::optional<int64_t> oomTime;
     if (device && !device->ooms.empty()) {
         oomTime = device->ooms.front().timeUs;
         if (const auto state = host->at(*oomTime))
-            element("p",
+            html.element("p",
                 "At the GPU's OOM the host allocator held " + formatBytes(state->reserved) + " pinned, "
                     + formatBytes(state->allocated) + " of it handed out.");
     }
     if (host->hasTrace()) {
-        raw("\n<div class=\"figure\">");
-        raw(pinnedHostSvg(*host, oomTime, 240));
-        raw("</div>\n<div class=\"legend\"><span><span class=\"swatch host-allocated\"></span>handed out</span>"
-            "<span><span class=\"swatch reserved\"></span>pinned (reserved)</span></div>\n");
+        html.raw("\n<div class=\"figure\">");
+        html.svg(pinnedHostSvg(*host, oomTime, 240));
+        html.raw("</div>\n<div class=\"legend\">");
+        html.legendEntry("host-allocated", "handed out");
+        html.legendEntry("reserved", "pinned (reserved)");
+        html.raw("</div>\n");
     } else {
-        element("p", "The snapshot has the host allocator's segments but no host trace events.", "note");
+        html.element("p", "The snapshot has the host allocator's segments but no host trace events.", "note");
     }
     if (host->olderAllocated > 0)
-        element("p",
+        html.element("p",
             formatBytes(host->olderAllocated)
                 + " of pinned memory was handed out before the host trace began (its ring buffer wrapped, or "
                   "recording started late).",
             "note");
-    raw("\n");
+    html.raw("\n");
 }
 
-} // namespace oomlens::report
+} // namespace oomlens::report::sections

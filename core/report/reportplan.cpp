@@ -3,8 +3,9 @@
 #include "core/planner/planresult.h"
 #include "core/planner/plantext.h"
 #include "core/presentation/planbands.h"
+#include "core/report/chartframe.h"
 #include "core/report/charts.h"
-#include "core/report/reportbuilder.h"
+#include "core/report/reportsections.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
@@ -12,7 +13,7 @@
 #include <cstdio>
 #include <optional>
 
-namespace oomlens::report {
+namespace oomlens::report::sections {
 
 namespace {
 
@@ -42,12 +43,12 @@ struct PhaseBar
 // line is always inside the chart: "short by 6 GiB" is seen, not only read.
 std::string planBarsSvg(const std::vector<PhaseBar>& bars, std::optional<uint64_t> capacityBytes)
 {
-    constexpr double width = 960;
-    constexpr double rowHeight = 34;
-    constexpr double barLeft = 130;
-    constexpr double barRight = 900;
+    constexpr BarFrame frame = frames::planPhases;
+    constexpr double rowHeight = frame.rowHeight;
+    constexpr double barLeft = frame.barLeft;
+    constexpr double barRight = frame.barRight;
     const double height = rowHeight * static_cast<double>(bars.size()) + 30;
-    SvgWriter svg(width, height, "chart plan", "Planned memory per GPU by phase and band");
+    SvgWriter svg(frame.width, height, "chart plan", "Planned memory per GPU by phase and band");
     uint64_t widest = capacityBytes.value_or(1);
     for (const PhaseBar& bar : bars)
         widest = std::max(widest, planner::bandTotal(bar.bands));
@@ -77,15 +78,13 @@ std::string planBarsSvg(const std::vector<PhaseBar>& bars, std::optional<uint64_
     return svg.finish();
 }
 
-} // namespace
-
 // Model parallelism's stages, serving's KV cache, and the published estimators beside ours.
-void ReportBuilder::writePlanLayout(const planner::PlanResult& plan)
+void planLayout(HtmlWriter& html, const planner::PlanResult& plan)
 {
     const planner::MemoryPlan& shown = plan.shown;
     if (shown.serving) {
         const planner::ServingMemory& serving = shown.servingMemory;
-        element("p",
+        html.element("p",
             "Serving: weights " + formatBytes(serving.weightBytes) + " per GPU, KV cache "
                 + formatBytes(serving.kvBytesPerToken) + " per token per GPU (" + formatBytes(serving.kvCacheBytes)
                 + " for " + std::to_string(plan.setup.microBatch) + " × " + std::to_string(plan.setup.sequence)
@@ -96,7 +95,7 @@ void ReportBuilder::writePlanLayout(const planner::PlanResult& plan)
             std::snprintf(share, sizeof share, "%.2f", fit.gpuMemoryUtilization);
             char needed[16];
             std::snprintf(needed, sizeof needed, "%.2f", fit.neededUtilization);
-            element("p",
+            html.element("p",
                 "vLLM at gpu_memory_utilization " + std::string(share) + ": " + formatBytes(fit.kvBudgetBytes)
                     + " for the KV cache, " + groupedNumber(static_cast<int64_t>(fit.kvTokens))
                     + " tokens: " + std::to_string(fit.maxSequences) + " sequences of "
@@ -106,10 +105,10 @@ void ReportBuilder::writePlanLayout(const planner::PlanResult& plan)
         }
     }
     if (shown.stages.size() > 1) {
-        raw("<h3>Pipeline stages</h3>\n<table class=\"plan-stages\">\n<tr><th>stage</th><th>layers</th>"
-            "<th>microbatches in flight</th><th>parameters per GPU</th><th>activations</th><th>total</th></tr>\n");
+        html.raw("<h3>Pipeline stages</h3>\n<table class=\"plan-stages\">\n<tr><th>stage</th><th>layers</th>"
+                 "<th>microbatches in flight</th><th>parameters per GPU</th><th>activations</th><th>total</th></tr>\n");
         for (const planner::StageMemory& stage : shown.stages) {
-            raw("<tr>");
+            html.raw("<tr>");
             std::string name = std::to_string(stage.stage);
             if (stage.embedding)
                 name += " (embedding)";
@@ -117,73 +116,63 @@ void ReportBuilder::writePlanLayout(const planner::PlanResult& plan)
                 name += " (LM head)";
             if (stage.stage == shown.busiestStage)
                 name += " — busiest";
-            element("td", name);
-            element("td", std::to_string(stage.firstLayer) + "–" + std::to_string(stage.firstLayer + stage.layers - 1),
-                "num");
-            element("td", std::to_string(stage.inFlight), "num");
-            element("td", groupedNumber(static_cast<int64_t>(stage.parameters)), "num");
-            element("td", formatBytes(stage.perGpu[static_cast<size_t>(Band::Activations)]), "num");
-            element("td", formatBytes(stage.totalPerGpu), "num");
-            raw("</tr>\n");
+            html.element("td", name);
+            html.element("td",
+                std::to_string(stage.firstLayer) + "–" + std::to_string(stage.firstLayer + stage.layers - 1), "num");
+            html.element("td", std::to_string(stage.inFlight), "num");
+            html.element("td", groupedNumber(static_cast<int64_t>(stage.parameters)), "num");
+            html.element("td", formatBytes(stage.perGpu[static_cast<size_t>(Band::Activations)]), "num");
+            html.element("td", formatBytes(stage.totalPerGpu), "num");
+            html.raw("</tr>\n");
         }
-        raw("</table>\n");
+        html.raw("</table>\n");
     }
     if (!shown.estimators.empty()) {
-        raw("<h3>Published estimators beside the planner</h3>\n<table class=\"plan-estimators\">\n"
-            "<tr><th>estimator</th><th>scope</th><th>its figure</th><th>the planner</th><th>why</th></tr>\n");
+        html.raw("<h3>Published estimators beside the planner</h3>\n<table class=\"plan-estimators\">\n"
+                 "<tr><th>estimator</th><th>scope</th><th>its figure</th><th>the planner</th><th>why</th></tr>\n");
         for (const planner::EstimatorFigure& figure : shown.estimators) {
-            raw("<tr>");
-            element("td", figure.source);
-            element("td", figure.scope);
-            element("td", formatBytes(figure.bytes), "num");
-            element("td", formatBytes(figure.plannerBytes), "num");
-            element("td", figure.reason);
-            raw("</tr>\n");
+            html.raw("<tr>");
+            html.element("td", figure.source);
+            html.element("td", figure.scope);
+            html.element("td", formatBytes(figure.bytes), "num");
+            html.element("td", formatBytes(figure.plannerBytes), "num");
+            html.element("td", figure.reason);
+            html.raw("</tr>\n");
         }
-        raw("</table>\n");
+        html.raw("</table>\n");
     }
 }
 
-std::string ReportBuilder::planTitle() const
-{
-    return "Memory plan: " + m_options.plan->model.name;
-}
+} // namespace
 
-std::string ReportBuilder::planSubtitle() const
+// The plan of ReportOptions::plan: its verdict against the card, the bands per phase, the ladder
+// of fixes, the common cards and the configuration files for the set-up.
+void plan(HtmlWriter& html, const ReportContext& context)
 {
-    const planner::PlanResult& plan = *m_options.plan;
-    std::string subtitle = planner::describeSetup(plan.setup);
-    if (plan.card)
-        subtitle += " · " + plan.card->models + " (" + formatBytes(plan.card->capacityBytes) + ")";
-    return subtitle;
-}
-
-void ReportBuilder::writePlan()
-{
-    if (!m_options.plan)
+    if (!context.options.plan)
         return;
-    const planner::PlanResult& plan = *m_options.plan;
-    beginSection("plan", plan.calibration ? "Memory plan, projected from this run" : "Memory plan");
+    const planner::PlanResult& plan = *context.options.plan;
+    html.beginSection("plan", plan.calibration ? "Memory plan, projected from this run" : "Memory plan");
     if (!plan.setupProblem.empty()) {
-        element("p", "The set-up cannot be planned: " + plan.setupProblem, "note");
-        endSection();
+        html.element("p", "The set-up cannot be planned: " + plan.setupProblem, "note");
+        html.endSection();
         return;
     }
     const planner::MemoryPlan& shown = plan.shown;
-    element("p",
+    html.element("p",
         "Model " + plan.model.name + ", " + groupedNumber(static_cast<int64_t>(shown.parameterCount))
             + " parameters. Set-up: " + planner::describeSetup(plan.setup) + ".");
     if (plan.card) {
         const std::string verdict
             = planner::fitWords(shown.totalPerGpu, planner::usableBytes(plan.setup, plan.card->capacityBytes));
-        element("p",
+        html.element("p",
             "On " + plan.card->models + " (" + formatBytes(plan.card->capacityBytes) + " per GPU) the peak of "
                 + formatBytes(shown.totalPerGpu) + " in the " + std::string(planner::peakPhaseName(shown.peakPhase))
                 + " phase: " + verdict + ".",
             plan.fits.value_or(false) ? "verdict fits" : "verdict short");
     }
     if (plan.calibration)
-        element("p", "Calibrated by measurement: " + plan.calibration->summary + ".");
+        html.element("p", "Calibrated by measurement: " + plan.calibration->summary + ".");
 
     // Training keeps no KV cache: its band appears when serving.
     const auto listed = [&shown](Band band) { return band != Band::KvCache || shown.serving; };
@@ -197,110 +186,107 @@ void ReportBuilder::writePlan()
         for (const planner::StageMemory& stage : shown.stages)
             bars.push_back({ "stage " + std::to_string(stage.stage), stage.perGpu });
     }
-    raw("<div class=\"figure\">\n");
-    raw(planBarsSvg(bars, plan.card ? std::optional(plan.card->capacityBytes) : std::nullopt));
-    raw("\n<div class=\"legend\">");
+    html.raw("<div class=\"figure\">\n");
+    html.svg(planBarsSvg(bars, plan.card ? std::optional(plan.card->capacityBytes) : std::nullopt));
+    html.raw("\n<div class=\"legend\">");
     for (int b = 0; b < planner::bandCount; ++b) {
         const auto band = static_cast<Band>(b);
         if (!listed(band))
             continue;
-        raw("<span><span class=\"swatch ");
-        raw(bandClass(band));
-        raw("\"></span>");
-        text(bandLabel(band));
-        raw("</span> ");
+        html.legendEntry(bandClass(band), bandLabel(band));
+        html.raw(" ");
     }
-    raw("</div>\n</div>\n");
+    html.raw("</div>\n</div>\n");
 
-    raw("<table class=\"plan-bands\">\n<tr><th>per GPU at the peak</th><th>");
-    text(plan.calibration ? "projected" : "bytes");
-    raw("</th>");
+    html.raw("<table class=\"plan-bands\">\n<tr><th>per GPU at the peak</th><th>");
+    html.text(plan.calibration ? "projected" : "bytes");
+    html.raw("</th>");
     if (plan.calibration)
-        raw("<th>formula</th><th>measured</th><th>measured ÷ formula</th>");
-    raw("</tr>\n");
+        html.raw("<th>formula</th><th>measured</th><th>measured ÷ formula</th>");
+    html.raw("</tr>\n");
     for (int b = 0; b < planner::bandCount; ++b) {
         const auto band = static_cast<Band>(b);
         if (!listed(band))
             continue;
-        raw("<tr>");
-        element("td", bandLabel(band));
-        element("td", formatBytes(shown.perGpu[static_cast<size_t>(b)]), "num");
+        html.raw("<tr>");
+        html.element("td", bandLabel(band));
+        html.element("td", formatBytes(shown.perGpu[static_cast<size_t>(b)]), "num");
         if (plan.calibration) {
             const planner::BandCalibration& calibration = plan.calibration->band(band);
-            element("td", formatBytes(calibration.formula), "num");
-            element("td", formatBytes(calibration.measured), "num");
-            element("td", calibration.formula > 0 ? ratioText(calibration.ratio) : "–", "num");
+            html.element("td", formatBytes(calibration.formula), "num");
+            html.element("td", formatBytes(calibration.measured), "num");
+            html.element("td", calibration.formula > 0 ? ratioText(calibration.ratio) : "–", "num");
         }
-        raw("</tr>\n");
+        html.raw("</tr>\n");
     }
-    raw("<tr>");
-    element("th", "total");
-    element("td", formatBytes(shown.totalPerGpu), "num");
-    raw("</tr>\n</table>\n");
-    element("p", "Host memory per node: " + formatBytes(shown.hostBytes) + ".");
-    writePlanLayout(plan);
+    html.raw("<tr>");
+    html.element("th", "total");
+    html.element("td", formatBytes(shown.totalPerGpu), "num");
+    html.raw("</tr>\n</table>\n");
+    html.element("p", "Host memory per node: " + formatBytes(shown.hostBytes) + ".");
+    planLayout(html, plan);
     if (plan.maxMicroBatch >= 0 && !shown.serving)
-        element("p",
+        html.element("p",
             "Largest micro-batch that fits: " + std::to_string(plan.maxMicroBatch)
                 + "; longest sequence at micro-batch " + std::to_string(plan.setup.microBatch) + ": "
                 + std::to_string(plan.maxSequence) + ".");
 
     if (plan.card && !plan.ladder.empty()) {
-        raw("<h3>The ladder, cheapest first</h3>\n<table class=\"plan-ladder\">\n<tr><th>rung</th><th>change</th>"
-            "<th>with the rungs before</th><th>verdict</th><th>alone</th></tr>\n");
+        html.raw("<h3>The ladder, cheapest first</h3>\n<table class=\"plan-ladder\">\n<tr><th>rung</th><th>change</th>"
+                 "<th>with the rungs before</th><th>verdict</th><th>alone</th></tr>\n");
         for (const planner::LadderRung& rung : plan.ladder) {
-            raw("<tr>");
-            element("td", rung.id);
-            raw("<td>");
-            text(rung.change);
+            html.raw("<tr>");
+            html.element("td", rung.id);
+            html.raw("<td>");
+            html.text(rung.change);
             if (rung.changesExperiment) {
-                raw(" ");
-                element("span", "changes the experiment", "badge experiment");
+                html.raw(" ");
+                html.element("span", "changes the experiment", "badge experiment");
             }
-            raw("</td>");
-            element("td", formatBytes(rung.climbedTotal), "num");
-            element(
+            html.raw("</td>");
+            html.element("td", formatBytes(rung.climbedTotal), "num");
+            html.element(
                 "td", planner::fitWords(rung.climbedTotal, planner::usableBytes(plan.setup, plan.card->capacityBytes)));
-            element("td", formatBytes(rung.aloneTotal), "num");
-            raw("</tr>\n");
+            html.element("td", formatBytes(rung.aloneTotal), "num");
+            html.raw("</tr>\n");
         }
-        raw("</table>\n");
+        html.raw("</table>\n");
     }
 
-    raw("<h3>Common cards</h3>\n<table class=\"plan-cards\">\n<tr><th>card</th><th>models</th><th>per GPU</th>"
-        "<th>verdict</th><th>largest micro-batch</th></tr>\n");
+    html.raw("<h3>Common cards</h3>\n<table class=\"plan-cards\">\n<tr><th>card</th><th>models</th><th>per GPU</th>"
+             "<th>verdict</th><th>largest micro-batch</th></tr>\n");
     for (const planner::CardFit& fit : plan.cards) {
-        raw("<tr>");
-        element("td", fit.card.name);
-        element("td", fit.card.models);
-        element("td", formatBytes(fit.card.capacityBytes), "num");
-        element("td", fit.fits ? "fits" : "does not fit");
+        html.raw("<tr>");
+        html.element("td", fit.card.name);
+        html.element("td", fit.card.models);
+        html.element("td", formatBytes(fit.card.capacityBytes), "num");
+        html.element("td", fit.fits ? "fits" : "does not fit");
         // 0: not even one sample fits; -1: activations were not modelled (no layer dimensions).
-        element("td",
+        html.element("td",
             fit.maxMicroBatch > 0        ? std::to_string(fit.maxMicroBatch)
                 : fit.maxMicroBatch == 0 ? "none"
                                          : "–",
             "num");
-        raw("</tr>\n");
+        html.raw("</tr>\n");
     }
-    raw("</table>\n");
+    html.raw("</table>\n");
 
     if (plan.setup.zeroStage > 0 || plan.setup.totalGpus() > 1) {
-        raw("<h3>ds_config.json for this set-up</h3>\n<pre><code>");
-        text(planner::deepSpeedConfig(plan.setup).dump(2));
-        raw("</code></pre>\n");
+        html.raw("<h3>ds_config.json for this set-up</h3>\n<pre><code>");
+        html.text(planner::deepSpeedConfig(plan.setup).dump(2));
+        html.raw("</code></pre>\n");
         // The same set-up for PyTorch FSDP and for accelerate launch, for those not on DeepSpeed.
-        raw("<h3>FSDP equivalent</h3>\n<pre><code>");
-        text(planner::fsdpSnippet(plan.model, plan.setup));
-        raw("</code></pre>\n<h3>accelerate config</h3>\n<pre><code>");
-        text(planner::accelerateConfig(plan.model, plan.setup));
-        raw("</code></pre>\n");
+        html.raw("<h3>FSDP equivalent</h3>\n<pre><code>");
+        html.text(planner::fsdpSnippet(plan.model, plan.setup));
+        html.raw("</code></pre>\n<h3>accelerate config</h3>\n<pre><code>");
+        html.text(planner::accelerateConfig(plan.model, plan.setup));
+        html.raw("</code></pre>\n");
     }
     if (!shown.notes.empty()) {
-        raw("<h3>Assumptions</h3>\n");
-        writeList(shown.notes);
+        html.raw("<h3>Assumptions</h3>\n");
+        html.list(shown.notes);
     }
-    endSection();
+    html.endSection();
 }
 
-} // namespace oomlens::report
+} // namespace oomlens::report::sections

@@ -1,13 +1,13 @@
-#include "core/report/reportbuilder.h"
 
 #include "core/presentation/labels.h"
 #include "core/profilercomparison.h"
 #include "core/report/charts.h"
+#include "core/report/reportsections.h"
 #include "core/units.h"
 
 #include <algorithm>
 
-namespace oomlens::report {
+namespace oomlens::report::sections {
 
 namespace {
 
@@ -61,23 +61,23 @@ std::string profilerName(ProfilerCategory category)
 // torch.profiler's memory timelines: PyTorch's categorisation over time, drawn in ours (the
 // mapping in core/profilertimeline.h), PyTorch's names at the peak, and beside a snapshot of the
 // same run the two categorisations side by side.
-void ReportBuilder::writeProfilerTimelines()
+void profilerTimelines(HtmlWriter& html, const ReportContext& context)
 {
-    if (m_case.profilerTimelines.empty())
+    if (context.input.profilerTimelines.empty())
         return;
-    beginSection("profiler", "torch.profiler memory timeline");
-    const std::vector<ProfilerComparison> comparisons = compareProfilerWithSnapshots(m_case, m_analysis);
-    for (size_t t = 0; t < m_case.profilerTimelines.size(); ++t) {
-        const ProfilerTimeline& timeline = m_case.profilerTimelines[t];
+    html.beginSection("profiler", "torch.profiler memory timeline");
+    const std::vector<ProfilerComparison> comparisons = compareProfilerWithSnapshots(context.input, context.analysis);
+    for (size_t t = 0; t < context.input.profilerTimelines.size(); ++t) {
+        const ProfilerTimeline& timeline = context.input.profilerTimelines[t];
         const ProfilerTimeline::Point* peak = timeline.peak();
         if (!peak)
             continue;
         std::string heading = timeline.path;
         if (timeline.device)
             heading += " · " + *timeline.device;
-        element("h3", heading);
+        html.element("h3", heading);
         const auto peakIndex = static_cast<int64_t>(peak - timeline.points.data());
-        element("p",
+        html.element("p",
             "torch.profiler (" + std::string(profilerTimelineFormatName(timeline.format)) + " export) recorded "
                 + groupedNumber(static_cast<int64_t>(timeline.events)) + " memory events over "
                 + formatDurationUs(timeline.lastTimeUs() - timeline.firstTimeUs()) + "; at most "
@@ -87,68 +87,59 @@ void ReportBuilder::writeProfilerTimelines()
                             + " existed before profiling began."
                                                  : std::string()));
         for (const std::string& warning : timeline.warnings)
-            element("p", warning, "note");
-        raw("<div class=\"figure\">\n");
+            html.element("p", warning, "note");
+        html.raw("<div class=\"figure\">\n");
         // Fewer columns than a snapshot's timeline: the profiler's points are already one per time.
-        raw(timelineSvg(profilerChartData(timeline, std::min<size_t>(m_options.timelineBuckets, 400)),
+        html.svg(timelineSvg(profilerChartData(timeline, std::min<size_t>(context.options.timelineBuckets, 400)),
             { { peakIndex, "peak " + formatBytes(clampedTotal(*peak)), false } }, std::nullopt));
-        raw("\n<div class=\"legend\">");
-        for (int c = 0; c < categoryCount; ++c) {
-            const auto category = static_cast<Category>(c);
-            // PyTorch's categories map to none of communication or kv_cache: listed only as the
-            // snapshot legends list them, when empty too.
-            if (!listedWhenEmpty(category))
-                continue;
-            raw("<span><span class=\"swatch ");
-            raw(categoryClass(category));
-            raw("\"></span>");
-            text(categoryLabel(category));
-            raw("</span> ");
-        }
-        raw("</div></div>\n");
+        html.raw("\n<div class=\"legend\">");
+        // PyTorch's categories map to none of communication or kv_cache: listed only as the
+        // snapshot legends list them, when empty too.
+        parts::categoryLegend(html, [](Category) { return false; });
+        html.raw("</div></div>\n");
 
-        raw("<table class=\"profiler-categories\">\n<tr><th>PyTorch's category</th><th>At the peak</th>"
-            "<th>Shown as</th></tr>\n");
+        html.raw("<table class=\"profiler-categories\">\n<tr><th>PyTorch's category</th><th>At the peak</th>"
+                 "<th>Shown as</th></tr>\n");
         for (int p = 0; p < profilerCategoryCount; ++p) {
             const auto category = static_cast<ProfilerCategory>(p);
-            raw("<tr>");
-            element("td", profilerName(category));
-            element(
+            html.raw("<tr>");
+            html.element("td", profilerName(category));
+            html.element(
                 "td", formatBytes(static_cast<uint64_t>(std::max<int64_t>(peak->bytes[static_cast<size_t>(p)], 0))));
-            element("td", categoryLabel(oomlensCategory(category)));
-            raw("</tr>\n");
+            html.element("td", categoryLabel(oomlensCategory(category)));
+            html.raw("</tr>\n");
         }
-        raw("</table>\n");
+        html.raw("</table>\n");
 
         for (const ProfilerComparison& comparison : comparisons) {
             if (comparison.timelineIndex != t)
                 continue;
-            element("p",
+            html.element("p",
                 "Beside the snapshot of device " + std::to_string(comparison.snapshotDevice)
                     + ", each at its own peak: oomlens reads each allocation's stack, the profiler the autograd "
                       "graph.");
-            raw("<table class=\"profiler-comparison\">\n<tr><th>Category</th><th>Snapshot</th><th>Profiler</th>"
-                "<th>PyTorch's categories</th></tr>\n");
+            html.raw("<table class=\"profiler-comparison\">\n<tr><th>Category</th><th>Snapshot</th><th>Profiler</th>"
+                     "<th>PyTorch's categories</th></tr>\n");
             for (const ProfilerComparisonRow& row : comparison.rows) {
                 std::string sources;
                 for (ProfilerCategory source : row.profilerSources)
                     sources += (sources.empty() ? "" : ", ") + profilerName(source);
-                raw("<tr>");
-                element("td", categoryLabel(row.category));
-                element("td", formatBytes(row.snapshotBytes));
-                element("td", formatBytes(row.profilerBytes));
-                element("td", sources);
-                raw("</tr>\n");
+                html.raw("<tr>");
+                html.element("td", categoryLabel(row.category));
+                html.element("td", formatBytes(row.snapshotBytes));
+                html.element("td", formatBytes(row.profilerBytes));
+                html.element("td", sources);
+                html.raw("</tr>\n");
             }
-            raw("<tr>");
-            element("th", "Total");
-            element("td", formatBytes(comparison.snapshotPeakBytes));
-            element("td", formatBytes(comparison.profilerPeakBytes));
-            element("td", "");
-            raw("</tr>\n</table>\n");
+            html.raw("<tr>");
+            html.element("th", "Total");
+            html.element("td", formatBytes(comparison.snapshotPeakBytes));
+            html.element("td", formatBytes(comparison.profilerPeakBytes));
+            html.element("td", "");
+            html.raw("</tr>\n</table>\n");
         }
     }
-    endSection();
+    html.endSection();
 }
 
-} // namespace oomlens::report
+} // namespace oomlens::report::sections

@@ -3,7 +3,9 @@
 #include "core/report/htmlescape.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace oomlens::report {
@@ -23,16 +25,30 @@ SvgWriter::SvgWriter(double width, double height, std::string_view cssClass, std
 
 void SvgWriter::number(double value)
 {
-    // One decimal is sub-pixel at any sensible print size and keeps the file small.
+    // One decimal is sub-pixel at any sensible print size and keeps the file small. A timeline has
+    // tens of thousands of coordinates, so they are written from integers rather than by printf
+    // ("%.0f" or "%.1f" of the value rounded to tenths, "-0" included, as printf writes them).
     if (!std::isfinite(value))
         value = 0;
-    char buffer[32];
-    const double rounded = std::round(value * 10.0) / 10.0;
-    if (rounded == std::floor(rounded))
-        std::snprintf(buffer, sizeof buffer, "%.0f", rounded);
-    else
-        std::snprintf(buffer, sizeof buffer, "%.1f", rounded);
-    m_out += buffer;
+    const double tenths = std::round(value * 10.0);
+    if (std::fabs(tenths) > 1e15) {
+        char buffer[32];
+        const double rounded = tenths / 10.0;
+        std::snprintf(buffer, sizeof buffer, rounded == std::floor(rounded) ? "%.0f" : "%.1f", rounded);
+        m_out += buffer;
+        return;
+    }
+    const auto scaled = static_cast<int64_t>(tenths);
+    if (scaled < 0 || (scaled == 0 && std::signbit(tenths)))
+        m_out += '-';
+    const uint64_t magnitude = scaled < 0 ? static_cast<uint64_t>(-scaled) : static_cast<uint64_t>(scaled);
+    char buffer[24];
+    const auto end = std::to_chars(buffer, buffer + sizeof buffer, magnitude / 10).ptr;
+    m_out.append(buffer, end);
+    if (magnitude % 10 != 0) {
+        m_out += '.';
+        m_out += static_cast<char>('0' + magnitude % 10);
+    }
 }
 
 void SvgWriter::attribute(std::string_view name, std::string_view value)

@@ -3,6 +3,7 @@
 #include "core/analysis/annotationspans.h"
 #include "core/analysis/recomputespans.h"
 #include "core/presentation/labels.h"
+#include "core/report/chartframe.h"
 #include "core/report/svgwriter.h"
 #include "core/units.h"
 
@@ -14,23 +15,13 @@ namespace oomlens::report {
 
 namespace {
 
-constexpr double chartWidth = 960;
-constexpr double chartHeight = 340;
-constexpr double plotLeft = 72;
-constexpr double plotRight = 944;
-constexpr double plotTop = 24;
-constexpr double plotBottom = 296;
+constexpr const PlotFrame& frame = frames::timeline;
+constexpr double plotLeft = frame.left;
+constexpr double plotRight = frame.right;
+constexpr double plotTop = frame.top;
+constexpr double plotBottom = frame.bottom;
 constexpr int maxSpanRows = 3; // deeper record_function nesting is folded into the last row
 constexpr double spanRowHeight = 12;
-
-// Binary steps (256 MiB, 512 MiB, 1 GiB, ...) so ticks read like the sizes in OOM messages.
-uint64_t niceByteStep(uint64_t maximum)
-{
-    uint64_t step = 1;
-    while (maximum / step > 5)
-        step *= 2;
-    return step;
-}
 
 int64_t niceCountStep(int64_t maximum)
 {
@@ -123,17 +114,15 @@ TimelineChartData timelineChartData(
 std::string timelineSvg(const TimelineChartData& series, const std::vector<TimelineMarker>& markers,
     std::optional<uint64_t> capacityBytes, const CardTimelineBand* restOfCard)
 {
-    SvgWriter svg(chartWidth, chartHeight, "chart timeline", "Allocated memory by category over the trace");
+    SvgWriter svg(frame.width, frame.height, "chart timeline", "Allocated memory by category over the trace");
     const uint64_t top = std::max({ series.maxAllocated,
         series.maxReserved + (restOfCard ? restOfCard->maxOutside() : 0), capacityBytes.value_or(0), uint64_t(1) });
-    const uint64_t step = niceByteStep(top);
-    // Round the axis up past the highest value so the peak is never clipped.
-    const uint64_t axisMax = (top / step + 1) * step;
+    const ByteAxis axis = byteAxisFor(top);
     const double eventSpan = std::max<double>(1.0, static_cast<double>(series.eventCount - 1));
     const auto xOf
         = [&](int64_t event) { return plotLeft + (plotRight - plotLeft) * static_cast<double>(event) / eventSpan; };
     const auto yOf = [&](uint64_t bytes) {
-        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axisMax);
+        return plotBottom - (plotBottom - plotTop) * static_cast<double>(bytes) / static_cast<double>(axis.max);
     };
 
     for (const PhaseRun& run : series.phases) {
@@ -145,11 +134,7 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
                 + groupedNumber(run.lastEvent));
     }
 
-    for (uint64_t tick = 0; tick <= axisMax; tick += step) {
-        const double y = yOf(tick);
-        svg.line(plotLeft, y, plotRight, y, tick == 0 ? "axis" : "grid");
-        svg.text(plotLeft - 6, y + 4, formatAxisBytes(tick), "tick", SvgWriter::Anchor::End);
-    }
+    drawByteGrid(svg, frame, axis);
     if (series.eventCount > 1) {
         const int64_t xStep = niceCountStep(series.eventCount);
         for (int64_t event = 0; event < series.eventCount; event += xStep) {
@@ -163,7 +148,7 @@ std::string timelineSvg(const TimelineChartData& series, const std::vector<Timel
     if (series.lastTimeUs > series.firstTimeUs)
         axisTitle += ", " + formatDurationUs(series.lastTimeUs - series.firstTimeUs);
     axisTitle += ")";
-    svg.text((plotLeft + plotRight) / 2, chartHeight - 10, axisTitle, "axis-title", SvgWriter::Anchor::Middle);
+    svg.text((plotLeft + plotRight) / 2, frame.height - 10, axisTitle, "axis-title", SvgWriter::Anchor::Middle);
 
     // A single sample (no trace) still deserves a visible band: stretch it across the plot.
     std::vector<TimelineSeries::Point> points = series.points;

@@ -1,5 +1,6 @@
 #include "parsers/text/allocconfparser.h"
 
+#include "core/strings.h"
 #include "parsers/text/textlines.h"
 
 #include <string>
@@ -106,9 +107,9 @@ std::vector<AllocConfSetting> findAllocConfs(const TextLines& lines)
                     break;
                 bool statementStart = before.empty();
                 for (std::string_view lead : { "export", "set", "env", "$env:", "$", ";", "&&", "ENV" })
-                    statementStart = statementStart || endsWith(before, lead);
+                    statementStart = statementStart || before.ends_with(lead);
                 if (statementStart) {
-                    setting.source = endsWith(before, "export") ? "export" : "env";
+                    setting.source = before.ends_with("export") ? "export" : "env";
                     value = valueAt(text, at + name.size() + 1);
                 }
                 break;

@@ -1,5 +1,6 @@
 #include "parsers/text/hostmemoryparser.h"
 
+#include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
@@ -8,11 +9,6 @@
 namespace oomlens::text {
 
 namespace {
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 // "anon-rss:98765432kB" -> bytes; the kernel prints kB (KiB).
 std::optional<uint64_t> kilobytesAfter(std::string_view line, std::string_view marker)
@@ -74,7 +70,7 @@ bool isShellKilledLine(std::string_view text)
     if (after.empty() && (contains(before, "it/s") || contains(before, "s/it") || contains(before, "%|")))
         return true;
     // "[1]+" job number, or "script: line N: PID"
-    if (before.front() == '[' && (endsWith(before, "]+") || endsWith(before, "]-") || endsWith(before, "]")))
+    if (before.front() == '[' && (before.ends_with("]+") || before.ends_with("]-") || before.ends_with("]")))
         return true;
     return contains(before, ": line ") && isDigit(before.back());
 }
@@ -99,12 +95,13 @@ std::optional<HostMemoryKill> parseLine(std::string_view raw)
     HostMemoryKill kill;
     if (const size_t at = text.find("Killed process "); at != std::string_view::npos
         && (contains(text, "Out of memory") || contains(text, "out of memory") || contains(text, "-rss:"))) {
-        kill.kind = contains(text, "Memory cgroup") || contains(text, "memory cgroup") ? "cgroup" : "kernel_oom_killer";
+        kill.kind = contains(text, "Memory cgroup") || contains(text, "memory cgroup") ? HostKillKind::Cgroup
+                                                                                       : HostKillKind::KernelOomKiller;
         kill.pid = pidAfter(text, "Killed process ");
         kill.process = processAfter(text, at);
         kill.residentBytes = kilobytesAfter(text, "anon-rss:");
     } else if (contains(text, "oom-kill:constraint=")) {
-        kill.kind = contains(text, "CONSTRAINT_MEMCG") ? "cgroup" : "kernel_oom_killer";
+        kill.kind = contains(text, "CONSTRAINT_MEMCG") ? HostKillKind::Cgroup : HostKillKind::KernelOomKiller;
         kill.pid = pidAfter(text, ",pid=");
         if (const size_t task = text.find(",task="); task != std::string_view::npos) {
             const size_t end = text.find(',', task + 6);
@@ -112,24 +109,24 @@ std::optional<HostMemoryKill> parseLine(std::string_view raw)
         }
     } else if ((contains(text, "oom-kill event") || contains(text, "oom_kill event"))
         && (contains(text, "slurmstepd") || contains(text, "cgroup"))) {
-        kill.kind = "cgroup";
+        kill.kind = HostKillKind::Cgroup;
     } else if (contains(text, "OOMKilled")) {
-        kill.kind = "cgroup"; // Kubernetes: the container passed its memory limit
+        kill.kind = HostKillKind::Cgroup; // Kubernetes: the container passed its memory limit
     } else if (contains(text, "memory: usage ") && contains(text, ", limit ") && contains(text, "failcnt")) {
-        kill.kind = "cgroup";
+        kill.kind = HostKillKind::Cgroup;
         kill.limitBytes = kilobytesAfter(text, ", limit ");
     } else if (const size_t worker = text.find("DataLoader worker (pid"); worker != std::string_view::npos) {
         if (contains(text, "killed by signal: Killed"))
-            kill.kind = "dataloader_worker";
+            kill.kind = HostKillKind::DataloaderWorker;
         else if (contains(text, "killed by signal: Bus error"))
-            kill.kind = "shared_memory";
+            kill.kind = HostKillKind::SharedMemory;
         else
             return std::nullopt;
         kill.pid = pidAfter(text, "DataLoader worker (pid ");
     } else if (isShellKilledLine(text)) {
-        kill.kind = "killed";
+        kill.kind = HostKillKind::Killed;
     } else if (hasExitStatus137(text)) {
-        kill.kind = "exit_137";
+        kill.kind = HostKillKind::Exit137;
         kill.pid = pidAfter(text, "(pid: ");
     } else {
         return std::nullopt;

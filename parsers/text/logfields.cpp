@@ -1,5 +1,6 @@
 #include "parsers/text/logfields.h"
 
+#include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 
 #include <cctype>
@@ -11,11 +12,6 @@ namespace oomlens::text {
 namespace {
 
 constexpr size_t maxFieldsPerLine = 64;
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 bool isAlpha(char c)
 {
@@ -39,15 +35,6 @@ bool isSeparator(char c)
     return c == ' ' || c == '\t' || c == ':' || c == '=' || c == '#' || c == '\'' || c == '"' || c == '[' || c == '(';
 }
 
-std::string lowered(std::string_view text)
-{
-    std::string out;
-    out.reserve(text.size());
-    for (char c : text)
-        out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    return out;
-}
-
 // "torch.cuda.memory_allocated()" -> "memory_allocated"; "(MiB)" -> "mib".
 std::string cleanedName(std::string_view raw)
 {
@@ -61,7 +48,7 @@ std::string cleanedName(std::string_view raw)
     const size_t dot = name.rfind('.');
     if (dot != std::string::npos)
         name = name.substr(dot + 1);
-    return lowered(name);
+    return lowercase(name);
 }
 
 // A size unit written as part of a name: "mem_gb", "memory (MiB)", "allocated_bytes".
@@ -114,7 +101,7 @@ Name nameBefore(std::string_view line, size_t valueBegin)
             --start;
         if (start > 0 && isKeyChar(line[start - 1]))
             return {}; // "v2 loss": not a word of its own
-        return lowered(line.substr(start, at - 1 - start));
+        return lowercase(line.substr(start, at - 1 - start));
     };
     if (const uint64_t unit = unitOfName(name.key); unit != 0 && name.key.find('_') == std::string::npos) {
         name.unit = unit;
@@ -227,7 +214,7 @@ std::vector<LogField> logFields(std::string_view line)
         size_t wordEnd = word;
         while (wordEnd < line.size() && isAlpha(line[wordEnd]))
             ++wordEnd;
-        field.after = lowered(line.substr(word, wordEnd - word));
+        field.after = lowercase(line.substr(word, wordEnd - word));
         if (!field.after.empty() && wordEnd < line.size() && line[wordEnd] == '/')
             field.after += '/';
         at = end;

@@ -1,5 +1,6 @@
 #include "parsers/text/nvidiasmiparser.h"
 
+#include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
@@ -65,11 +66,11 @@ std::optional<NvidiaSmiGpu> csvGpu(
     for (size_t c = 0; c < columns.size(); ++c) {
         const std::string_view column = columns[c];
         const std::string_view cell = cells[c];
-        if (startsWith(column, "memory.used") || startsWith(column, "memory.total")) {
+        if (column.starts_with("memory.used") || column.starts_with("memory.total")) {
             const auto value = parseIntegerAt(cell, 0);
             if (!value || *value > (uint64_t(1) << 40) || !contains(cell, "MiB"))
                 return std::nullopt;
-            (startsWith(column, "memory.used") ? gpu.usedBytes : gpu.totalBytes) = static_cast<uint64_t>(*value) * mib;
+            (column.starts_with("memory.used") ? gpu.usedBytes : gpu.totalBytes) = static_cast<uint64_t>(*value) * mib;
             sawMemory = true;
         } else if (column == "index") {
             const auto index = parseIntegerAt(cell, 0);
@@ -133,7 +134,7 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
             current.cudaVersion = versionAfter(text, "CUDA Version:");
             continue;
         }
-        if (startsWith(text, "GPU:") && text.size() < 12) {
+        if (text.starts_with("GPU:") && text.size() < 12) {
             if (auto gpu = parseIntegerAt(text, 4); gpu && *gpu < 4096) {
                 ensure(i);
                 listGpu = static_cast<int>(*gpu);
@@ -149,7 +150,7 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
         if (text.empty() || text.size() > 200)
             continue;
         const QString row = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
-        if (listGpu >= 0 && startsWith(text, "process ")) {
+        if (listGpu >= 0 && text.starts_with("process ")) {
             const auto match = listProcess.match(row);
             if (match.hasMatch()) {
                 GpuProcess process;

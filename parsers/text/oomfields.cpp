@@ -1,5 +1,6 @@
 #include "parsers/text/oomfields.h"
 
+#include "core/strings.h"
 #include "parsers/text/oomtemplates.h"
 #include "parsers/text/textlines.h"
 
@@ -41,11 +42,6 @@ VersionRange exceptionRange(std::string_view exception)
     if (exception == "OutOfMemoryError")
         return { 113, openEnd };
     return {};
-}
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
 }
 
 uint64_t dtypeBytes(std::string_view type)
@@ -210,8 +206,8 @@ void parseNearOom(OomFamily family, std::string_view body, OomMessage& message)
     message.probable = true;
     switch (family) {
     case OomFamily::CudaRuntime:
-        message.backend = startsWith(body, "HIP") ? Backend::Hip : Backend::CudaRuntime;
-        message.templateId = startsWith(body, "HIP") ? OomTemplate::HipRuntime : OomTemplate::CudaRuntime;
+        message.backend = body.starts_with("HIP") ? Backend::Hip : Backend::CudaRuntime;
+        message.templateId = body.starts_with("HIP") ? OomTemplate::HipRuntime : OomTemplate::CudaRuntime;
         refineFromRuntimeTail(body, message);
         break;
     case OomFamily::CudaDriver:

@@ -1,5 +1,6 @@
 #include "parsers/text/oommessage.h"
 
+#include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 #include "parsers/text/xlastats.h"
@@ -59,13 +60,13 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
         if (best)
             break; // later occurrences start later
         const std::string_view before = line.substr(0, at);
-        if (endsWith(before, "MPS backend ")) {
+        if (before.ends_with("MPS backend ")) {
             consider(best, OomFamily::Mps, at - 12);
             continue;
         }
         bool matched = false;
         for (std::string_view word : deviceWords) {
-            if (endsWith(before, " ") && endsWith(before.substr(0, before.size() - 1), word)) {
+            if (before.ends_with(" ") && before.substr(0, before.size() - 1).ends_with(word)) {
                 consider(best, OomFamily::Caching, at - word.size() - 1);
                 matched = true;
                 break;
@@ -73,11 +74,11 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
         }
         if (matched)
             continue;
-        if (endsWith(before, "CUDA error: ") || endsWith(before, "HIP error: ")) {
-            consider(best, OomFamily::CudaRuntime, at - (endsWith(before, "HIP error: ") ? 11 : 12));
-        } else if (endsWith(before, "CUDA driver error: ")) {
+        if (before.ends_with("CUDA error: ") || before.ends_with("HIP error: ")) {
+            consider(best, OomFamily::CudaRuntime, at - (before.ends_with("HIP error: ") ? 11 : 12));
+        } else if (before.ends_with("CUDA driver error: ")) {
             consider(best, OomFamily::CudaDriver, at - 19);
-        } else if (endsWith(before, "(") && contains(line, "would exceed allowed memory")) {
+        } else if (before.ends_with("(") && contains(line, "would exceed allowed memory")) {
             const size_t allocation = line.find("Allocation on device");
             consider(best, OomFamily::MallocAsync, allocation == std::string_view::npos ? at : allocation);
         } else if (const size_t thc = before.find("cuda runtime error (2)"); thc != std::string_view::npos) {
@@ -146,7 +147,7 @@ bool isIdentifierChar(char c)
 
 bool looksLikeExceptionClass(std::string_view name)
 {
-    return endsWith(name, "Error") || endsWith(name, "Exception") || endsWith(name, "Exhausted");
+    return name.ends_with("Error") || name.ends_with("Exception") || name.ends_with("Exhausted");
 }
 
 // "torch.OutOfMemoryError: CUDA out of memory" -> "torch.OutOfMemoryError", with where it starts.
@@ -177,7 +178,7 @@ bool isStructural(std::string_view line)
     for (std::string_view lead : { "```", "~~~", "Traceback (most recent", "File \"", "During handling",
              "The above exception", "Exception raised from", "frame #", "|", "---", "===", "___",
              "Exception has occurred", "ERROR", "WARNING", "INFO", "DEBUG", ">>>", "$ " }) {
-        if (startsWith(text, lead))
+        if (text.starts_with(lead))
             return true;
     }
     if (text.size() > 2 && text[0] == '[' && text[1] >= '0' && text[1] <= '9')
@@ -210,7 +211,7 @@ bool continuesMessage(OomFamily family, std::string_view sofar, std::string_view
     if (family == OomFamily::MallocAsync) {
         for (std::string_view lead :
             { "Currently allocated", "Requested", "Device limit", "Free (according", "PyTorch limit", ":" }) {
-            if (startsWith(next, lead))
+            if (next.starts_with(lead))
                 return true;
         }
         return false;
@@ -222,7 +223,7 @@ bool continuesMessage(OomFamily family, std::string_view sofar, std::string_view
         return true;
     for (std::string_view lead : { "If ", "See ", "(https", "Of the", "Including", "Process ", "GPU ", "Tried",
              "documentation", "fragmentation", "Please", "Use ", "and ", "is ", "with " }) {
-        if (startsWith(next, lead))
+        if (next.starts_with(lead))
             return true;
     }
     return false;
@@ -232,7 +233,7 @@ bool onlyBlankAfter(const TextLines& lines, size_t index)
 {
     for (size_t i = index + 1; i < lines.size(); ++i) {
         const std::string_view text = trimmed(lines[i]);
-        if (!text.empty() && !startsWith(text, "```") && !startsWith(text, "~~~") && text != "`")
+        if (!text.empty() && !text.starts_with("```") && !text.starts_with("~~~") && text != "`")
             return false;
     }
     return true;
@@ -241,14 +242,14 @@ bool onlyBlankAfter(const TextLines& lines, size_t index)
 // "Exception raised from malloc at ...:NNN (most recent call first):" + "frame #N: ..." lines.
 size_t skipCppTail(const TextLines& lines, size_t last, OomMessage& message)
 {
-    if (last + 1 >= lines.size() || !startsWith(trimmed(lines[last + 1]), "Exception raised from"))
+    if (last + 1 >= lines.size() || !trimmed(lines[last + 1]).starts_with("Exception raised from"))
         return last;
     ++last;
-    while (last + 1 < lines.size() && startsWith(trimmed(lines[last + 1]), "frame #"))
+    while (last + 1 < lines.size() && trimmed(lines[last + 1]).starts_with("frame #"))
         ++last;
     message.notes.push_back("the C++ stack trace after the message (\"Exception raised from ...\") was left out");
     const std::string_view final = trimmed(lines[last]);
-    if (last + 1 == lines.size() && startsWith(final, "frame #") && !endsWith(final, ")"))
+    if (last + 1 == lines.size() && final.starts_with("frame #") && !final.ends_with(")"))
         message.truncated = true;
     return last;
 }
@@ -289,7 +290,7 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
     if (message.exception.empty() && index > 0) {
         // VS Code's debugger: "Exception has occurred: RuntimeError" on the line above.
         const std::string_view above = trimmed(lines[index - 1]);
-        if (startsWith(above, "Exception has occurred: "))
+        if (above.starts_with("Exception has occurred: "))
             message.exception = std::string(trimmed(above.substr(24)));
     }
     // XLA puts the size before RESOURCE_EXHAUSTED in some wordings, so its whole log line is read
@@ -341,10 +342,10 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
         // "[[{{node ...}}]]" and the report_tensor_allocations_upon_oom hint belong to the message.
         while (last + 1 < lines.size()) {
             const std::string_view next = trimmed(lines[last + 1]);
-            if (!startsWith(next, "[[") && !startsWith(next, "Hint:"))
+            if (!next.starts_with("[[") && !next.starts_with("Hint:"))
                 break;
             ++last;
-            if (last + 1 == lines.size() && startsWith(next, "Hint:") && !endsWith(next, "."))
+            if (last + 1 == lines.size() && next.starts_with("Hint:") && !next.ends_with("."))
                 message.truncated = true;
         }
     } else if (!isParagraphFamily(anchor.family)) {
@@ -411,12 +412,12 @@ std::optional<FoundOom> messageCutInItsPhrase(const TextLines& lines)
     const std::string_view line = trimmed(lines[last - 1]);
     const size_t colon = line.find(": ");
     if (colon == std::string_view::npos || colon == 0 || line.substr(0, colon).find(' ') != std::string_view::npos
-        || !(endsWith(line.substr(0, colon), "Error") || endsWith(line.substr(0, colon), "Exception")))
+        || !(line.substr(0, colon).ends_with("Error") || line.substr(0, colon).ends_with("Exception")))
         return std::nullopt;
     const std::string_view words = trimmed(line.substr(colon + 2));
     for (std::string_view phrase : { "CUDA out of memory.", "HIP out of memory.", "XPU out of memory.",
              "NPU out of memory.", "MPS backend out of memory", "CUDA error: out of memory" }) {
-        if (words.size() >= phrase.find(' ') + 2 && words.size() < phrase.size() && startsWith(phrase, words)) {
+        if (words.size() >= phrase.find(' ') + 2 && words.size() < phrase.size() && phrase.starts_with(words)) {
             const std::string completed = std::string(line.substr(0, colon + 2)) + std::string(phrase);
             const TextLines alone(completed);
             const auto anchor = findAnchor(alone[0], {});

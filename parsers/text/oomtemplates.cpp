@@ -1,5 +1,6 @@
 #include "parsers/text/oomtemplates.h"
 
+#include "core/strings.h"
 #include "parsers/text/oomfields.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
@@ -12,11 +13,6 @@
 namespace oomlens::text {
 
 namespace {
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 void addReservedFromParts(OomMessage& message)
 {
@@ -40,7 +36,7 @@ void parseProcesses(std::string_view body, OomMessage& message)
         const std::string_view subject = body.substr(start, hasAt - start);
         if (contains(subject, "this process")) {
             usage.self = true;
-        } else if (startsWith(subject, "Process ")) {
+        } else if (subject.starts_with("Process ")) {
             if (auto pid = parseIntegerAt(subject, 8))
                 usage.pid = static_cast<int64_t>(*pid);
         } else {
@@ -91,7 +87,7 @@ void parseParenthesisedClauses(
                 setSize(message.freeBytes, size, message, "the free memory");
             else if (rest == "allowed")
                 setSize(message.allowedBytes, size, message, "the allowed memory");
-            else if (startsWith(rest, "reserved in total")) {
+            else if (rest.starts_with("reserved in total")) {
                 setSize(message.reservedBytes, size, message, "the reserved memory");
                 sawReserved = true;
             } else if (rest == "cached") {
@@ -174,7 +170,7 @@ void parseCaching(std::string_view body, OomMessage& message)
         if (candidate.word == word)
             message.backend = candidate.backend;
     }
-    const bool platformLimit = startsWith(body, "Current platform can NOT allocate");
+    const bool platformLimit = body.starts_with("Current platform can NOT allocate");
     const bool headless = word == "Tried" || word == "(GPU";
     if (platformLimit)
         parsePlatformLimit(body, message);
@@ -390,7 +386,7 @@ bool oomMessageComplete(OomFamily family, std::string_view body)
             if (contains(body, end) && (end != "to avoid fragmentation." || contains(body, "reserved in total")))
                 return true;
         }
-        return endsWith(body, "reserved in total by PyTorch)");
+        return body.ends_with("reserved in total by PyTorch)");
     case OomFamily::Mps:
         return contains(body, "(may cause system failure).")
             || (contains(body, " pool.") && !contains(body, "max allowed"));
@@ -420,7 +416,7 @@ size_t oomMessageEnd(OomFamily family, std::string_view body)
         if (end == std::string_view::npos) {
             // T1 without its hint ends at the parenthesis; anything after it is someone else's text.
             const size_t reserved = after("reserved in total by PyTorch)");
-            if (reserved != std::string_view::npos && !startsWith(body.substr(reserved), " If reserved"))
+            if (reserved != std::string_view::npos && !body.substr(reserved).starts_with(" If reserved"))
                 end = reserved;
             else if (const size_t npuHint = after("to avoid fragmentation."); npuHint != std::string_view::npos)
                 end = npuHint;

@@ -1,5 +1,6 @@
 #include "parsers/text/parametercount.h"
 
+#include "core/strings.h"
 #include "parsers/text/textlines.h"
 
 #include <cctype>
@@ -12,11 +13,6 @@ namespace {
 
 constexpr size_t longestLine = 1000;
 constexpr uint64_t mostParameters = uint64_t(1) << 50; // far beyond any model: a misread number
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 bool isAlpha(char c)
 {
@@ -88,11 +84,6 @@ std::optional<uint64_t> countBefore(std::string_view text, size_t phraseStart)
     return countAt(text, start);
 }
 
-bool endsWithText(std::string_view text, std::string_view suffix)
-{
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
 enum class CountKind { None, Trainable, Total };
 
 // What the words before "param" say the count is, and where that phrase starts.
@@ -100,17 +91,17 @@ CountKind kindBefore(std::string_view before, size_t* phraseStart)
 {
     for (std::string_view negation :
         { "non-trainable ", "non_trainable_", "non trainable ", "untrainable ", "frozen " }) {
-        if (endsWithText(before, negation))
+        if (before.ends_with(negation))
             return CountKind::None;
     }
     for (std::string_view words : { "trainable ", "trainable_" }) {
-        if (endsWithText(before, words)) {
+        if (before.ends_with(words)) {
             *phraseStart = before.size() - words.size();
             return CountKind::Trainable;
         }
     }
     for (std::string_view words : { "all ", "total ", "total_", "number of ", "num ", "num_", "n_", "# ", "#" }) {
-        if (endsWithText(before, words)) {
+        if (before.ends_with(words)) {
             *phraseStart = before.size() - words.size();
             return CountKind::Total;
         }

@@ -1,4 +1,5 @@
 #include "parsers/text/sizeparse.h"
+#include "core/strings.h"
 
 #include <array>
 #include <utility>
@@ -8,11 +9,6 @@ namespace oomlens::text {
 namespace {
 
 __extension__ typedef unsigned __int128 uint128;
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 bool isAlpha(char c)
 {

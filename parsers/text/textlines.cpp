@@ -1,20 +1,11 @@
 #include "parsers/text/textlines.h"
+#include "core/strings.h"
 
 #include <algorithm>
 
 namespace oomlens::text {
 
 namespace {
-
-bool isSpace(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 size_t utf8SequenceLength(std::string_view text, size_t pos)
 {
@@ -138,44 +129,12 @@ TextLines::TextLines(std::string_view text)
         m_lines.pop_back();
 }
 
-std::string_view trimmedLeft(std::string_view text)
-{
-    size_t begin = 0;
-    while (begin < text.size() && isSpace(text[begin]))
-        ++begin;
-    return text.substr(begin);
-}
-
-std::string_view trimmed(std::string_view text)
-{
-    text = trimmedLeft(text);
-    size_t end = text.size();
-    while (end > 0 && isSpace(text[end - 1]))
-        --end;
-    return text.substr(0, end);
-}
-
 size_t indentation(std::string_view line)
 {
     size_t count = 0;
     while (count < line.size() && (line[count] == ' ' || line[count] == '\t'))
         ++count;
     return count;
-}
-
-bool startsWith(std::string_view text, std::string_view prefix)
-{
-    return text.substr(0, prefix.size()) == prefix;
-}
-
-bool endsWith(std::string_view text, std::string_view suffix)
-{
-    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-bool contains(std::string_view text, std::string_view needle)
-{
-    return text.find(needle) != std::string_view::npos;
 }
 
 std::string normalizedWhitespace(std::string_view text)
@@ -254,7 +213,7 @@ std::string_view strippedLinePrefixes(std::string_view line)
     for (int round = 0; round < 4; ++round) {
         const std::string_view rest = trimmedLeft(line);
         // torchrun: "[rank0]:", "[default0]:"
-        if (startsWith(rest, "[rank") || startsWith(rest, "[default")) {
+        if (rest.starts_with("[rank") || rest.starts_with("[default")) {
             const size_t close = rest.find("]:");
             if (close != std::string_view::npos && close < 16) {
                 line = rest.substr(close + 2);
@@ -264,7 +223,7 @@ std::string_view strippedLinePrefixes(std::string_view line)
             }
         }
         // vLLM / Ray workers: "(VllmWorker rank=1 pid=254)", "(RayWorkerWrapper pid=3120, ip=10.0.0.2)"
-        if (startsWith(rest, "(")) {
+        if (rest.starts_with("(")) {
             const size_t close = rest.find(')');
             if (close != std::string_view::npos && close < 80 && contains(rest.substr(0, close), "pid=")) {
                 line = rest.substr(close + 1);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/strings.h"
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,12 +28,8 @@ private:
     std::vector<std::string_view> m_lines;
 };
 
-std::string_view trimmed(std::string_view text);
-std::string_view trimmedLeft(std::string_view text);
+// trimmed, contains, isDigit and the rest the parsers share with core: core/strings.h.
 size_t indentation(std::string_view line);
-bool startsWith(std::string_view text, std::string_view prefix);
-bool endsWith(std::string_view text, std::string_view suffix);
-bool contains(std::string_view text, std::string_view needle);
 
 // Collapses every run of whitespace (spaces, tabs, newlines, NBSP) into one space and trims both ends:
 // users re-wrap messages, terminals insert line breaks, and loggers pad with tabs.

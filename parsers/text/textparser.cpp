@@ -123,8 +123,8 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
             continue;
         }
         // 3. VS Code's debugger: "Exception has occurred: X", the message, then frames innermost first.
-        const bool vscode = found.firstLine > 0
-            && text::startsWith(text::trimmed(lines[found.firstLine - 1]), "Exception has occurred");
+        const bool vscode
+            = found.firstLine > 0 && trimmed(lines[found.firstLine - 1]).starts_with("Exception has occurred");
         if (vscode) {
             for (size_t b = 0; b < scan.blocks.size(); ++b) {
                 const TracebackBlock& block = scan.blocks[b];
@@ -158,7 +158,7 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
 TextFindings parseText(std::string_view input)
 {
     TextFindings findings;
-    if (text::trimmed(input).empty())
+    if (trimmed(input).empty())
         return findings;
     const text::TextLines lines(input);
 
@@ -246,7 +246,7 @@ InputKind classifyText(std::string_view input, const TextFindings& findings)
         size_t end = input.find('\n', begin);
         if (end == std::string_view::npos)
             end = input.size();
-        if (!text::trimmed(input.substr(begin, end - begin)).empty())
+        if (!trimmed(input.substr(begin, end - begin)).empty())
             ++nonEmpty;
         begin = end + 1;
     }

@@ -1,5 +1,6 @@
 #include "parsers/text/tracebackparser.h"
 
+#include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
@@ -13,11 +14,6 @@ namespace oomlens::text {
 namespace {
 
 enum class FrameStyle : uint8_t { Python, IPython };
-
-bool isDigit(char c)
-{
-    return c >= '0' && c <= '9';
-}
 
 std::string withForwardSlashes(std::string_view path)
 {
@@ -58,7 +54,7 @@ std::optional<TracebackFrame> parseFileFrame(std::string_view text)
         if (comma == std::string_view::npos)
             return std::nullopt;
         std::string_view name = text.substr(0, comma);
-        if (endsWith(name, "\""))
+        if (name.ends_with("\""))
             name.remove_suffix(1);
         const size_t colon = name.rfind(':');
         if (colon != std::string_view::npos && colon + 1 < name.size() && isDigit(name[colon + 1])) {
@@ -69,7 +65,7 @@ std::optional<TracebackFrame> parseFileFrame(std::string_view text)
         frame.filename = std::string(name);
         rest = text.substr(comma);
     }
-    if (startsWith(rest, ", line ")) {
+    if (rest.starts_with(", line ")) {
         size_t end = 0;
         const auto line = parseIntegerAt(rest, 7, &end);
         if (!line)
@@ -78,9 +74,9 @@ std::optional<TracebackFrame> parseFileFrame(std::string_view text)
         rest = rest.substr(end);
     }
     // ", in func" (CPython) or " in func" (faulthandler)
-    if (startsWith(rest, ", in "))
+    if (rest.starts_with(", in "))
         frame.function = std::string(trimmed(rest.substr(5)));
-    else if (startsWith(rest, " in "))
+    else if (rest.starts_with(" in "))
         frame.function = std::string(trimmed(rest.substr(4)));
     else if (!trimmed(rest).empty() && trimmed(rest) != ",")
         return std::nullopt; // a lone "," is a frame line cut at the end of a paste
@@ -98,7 +94,7 @@ std::optional<TracebackFrame> parseOldIPythonFrame(std::string_view text)
     const std::string_view file = text.substr(0, in);
     if (file.find(' ') != std::string_view::npos)
         return std::nullopt;
-    if (!endsWith(file, ".py") && !startsWith(file, "<ipython-input"))
+    if (!file.ends_with(".py") && !file.starts_with("<ipython-input"))
         return std::nullopt;
     const std::string_view call = text.substr(in + 4);
     const size_t paren = call.find('(');
@@ -141,20 +137,20 @@ std::optional<TracebackFrame> parsePrefixedFrame(std::string_view text)
 std::optional<std::pair<TracebackFrame, FrameStyle>> parseFrame(std::string_view line)
 {
     const std::string_view text = trimmed(line);
-    if (!startsWith(text, "File ")) {
+    if (!text.starts_with("File ")) {
         if (auto frame = parsePrefixedFrame(text))
             return std::make_pair(*frame, FrameStyle::Python);
         if (auto frame = parseCutFrameStart(text))
             return std::make_pair(*frame, FrameStyle::Python);
     }
-    if (startsWith(text, "File ")) {
+    if (text.starts_with("File ")) {
         if (auto frame = parseFileFrame(text.substr(5))) {
             const bool ipython = text.size() > 5 && text[5] != '"' && !contains(text, ", line ");
             return std::make_pair(*frame, ipython ? FrameStyle::IPython : FrameStyle::Python);
         }
         return std::nullopt;
     }
-    if (startsWith(text, "Cell In[")) {
+    if (text.starts_with("Cell In[")) {
         TracebackFrame frame;
         const size_t comma = text.find(", line ");
         frame.filename = std::string(text.substr(0, comma));
@@ -180,7 +176,7 @@ std::optional<TracebackFrame> parseChainHop(std::string_view hop)
     const std::string_view where = hop.substr(0, space);
     const std::string_view function = trimmed(hop.substr(space + 1));
     const size_t colon = where.rfind(':');
-    if (colon == std::string_view::npos || !endsWith(where.substr(0, colon), ".py") || function.empty())
+    if (colon == std::string_view::npos || !where.substr(0, colon).ends_with(".py") || function.empty())
         return std::nullopt;
     size_t end = 0;
     const auto line = parseIntegerAt(where, colon + 1, &end);
@@ -202,7 +198,7 @@ std::optional<TracebackFrame> parseChainHop(std::string_view hop)
 // Empty unless every hop reads as one (a lone hop only on a continuation line).
 std::vector<TracebackFrame> parseCallChain(std::string_view text)
 {
-    const bool continuation = startsWith(text, "->");
+    const bool continuation = text.starts_with("->");
     if (continuation)
         text.remove_prefix(2);
     else if (!contains(text, " -> "))
@@ -227,7 +223,7 @@ bool parseNumberedLine(std::string_view line, bool* arrow, int* number, std::str
 {
     std::string_view text = trimmed(line);
     *arrow = false;
-    if (startsWith(text, "-")) {
+    if (text.starts_with("-")) {
         size_t dashes = 0;
         while (dashes < text.size() && text[dashes] == '-')
             ++dashes;
@@ -252,7 +248,7 @@ bool isMarkerLine(std::string_view text)
 
 bool isElision(std::string_view text)
 {
-    return text == "..." || (startsWith(text, "...<") && endsWith(text, ">..."));
+    return text == "..." || (text.starts_with("...<") && text.ends_with(">..."));
 }
 
 bool looksLikeException(std::string_view text)
@@ -265,7 +261,7 @@ bool looksLikeException(std::string_view text)
     if (name.empty() || (end < text.size() && text[end] != ':'))
         return false;
     for (std::string_view suffix : { "Error", "Exception", "Exit", "Interrupt", "Warning", "Failure", "Exhausted" }) {
-        if (endsWith(name, suffix))
+        if (name.ends_with(suffix))
             return true;
     }
     return false;
@@ -273,8 +269,8 @@ bool looksLikeException(std::string_view text)
 
 bool isChainSeparator(std::string_view text)
 {
-    return startsWith(text, "During handling of the above exception")
-        || startsWith(text, "The above exception was the direct cause");
+    return text.starts_with("During handling of the above exception")
+        || text.starts_with("The above exception was the direct cause");
 }
 
 } // namespace
@@ -369,7 +365,7 @@ TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& me
                 close(std::nullopt, false);
             continue;
         }
-        if (isMarkerLine(text) || isElision(text) || startsWith(text, "-----") || startsWith(text, "```"))
+        if (isMarkerLine(text) || isElision(text) || text.starts_with("-----") || text.starts_with("```"))
             continue;
         blankRun = 0;
         if (open->info.frames.empty()) {
@@ -429,13 +425,6 @@ bool isAny(std::string_view value, std::initializer_list<std::string_view> optio
     return std::find(options.begin(), options.end(), value) != options.end();
 }
 
-std::string lowered(std::string_view text)
-{
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
-
 // Evaluation as the user's own code names it: eval_epoch, evaluate, run_validation, val_step,
 // compute_metrics, predict_batch, test_step. torch.compile's eval_frame and TF's Tensor.eval are
 // not evaluation, and neither is Python's builtin eval.
@@ -456,15 +445,15 @@ bool isEvaluationName(std::string_view function, const std::string& file)
     // files are read by their names.
     if (function.empty() || function == "eval" || isLibraryFile(file))
         return false;
-    const std::string name = lowered(function);
+    const std::string name = lowercase(function);
     const std::string_view n = name;
-    if (startsWith(n, "eval") || contains(n, "_eval") || contains(n, "evaluat") || contains(n, "validat")
-        || contains(n, "compute_metric") || startsWith(n, "predict") || contains(n, "_predict")
+    if (n.starts_with("eval") || contains(n, "_eval") || contains(n, "evaluat") || contains(n, "validat")
+        || contains(n, "compute_metric") || n.starts_with("predict") || contains(n, "_predict")
         || contains(n, "prediction")
         || isAny(n,
             { "generate", "inference", "run_inference", "test_step", "test_epoch", "test_loop", "val_step", "val_epoch",
                 "val_loop", "run_val", "validation_step" })
-        || startsWith(n, "val_") || endsWith(n, "_val"))
+        || n.starts_with("val_") || n.ends_with("_val"))
         return true;
     return false;
 }
@@ -516,7 +505,7 @@ bool callsModel(std::string_view code)
 // (fairseq/optim, bitsandbytes/optim, apex/optimizers, deepspeed's ops/adam).
 bool isOptimizerCode(const std::string& file)
 {
-    return contains(file, "/optim/") || startsWith(file, "optim/") || contains(file, "/optimizers/")
+    return contains(file, "/optim/") || file.starts_with("optim/") || contains(file, "/optimizers/")
         || contains(file, "/ops/adam/");
 }
 
@@ -527,7 +516,7 @@ bool isBatchBuilderName(std::string_view function, const std::string& file)
     if (isLibraryFile(file) || !contains(function, "batch"))
         return false;
     for (std::string_view verb : { "get_", "load_", "prepare_", "make_", "next_", "fetch_", "build_" }) {
-        if (startsWith(function, verb) || startsWith(function, std::string("_") + std::string(verb)))
+        if (function.starts_with(verb) || function.starts_with(std::string("_") + std::string(verb)))
             return true;
     }
     return false;
@@ -543,7 +532,7 @@ bool isEvaluationScript(std::string_view function, const std::string& file)
     std::string_view stem = file;
     if (const size_t slash = stem.rfind('/'); slash != std::string_view::npos)
         stem.remove_prefix(slash + 1);
-    if (!endsWith(stem, ".py"))
+    if (!stem.ends_with(".py"))
         return false;
     stem.remove_suffix(3);
     return isAny(stem,
@@ -594,8 +583,8 @@ std::optional<Phase> framePhase(const std::vector<TracebackFrame>& frames, size_
                 || contains(file, "deepspeed/"))))
         return Phase::Backward;
     if (isOptimizerCode(file) || contains(code, "optimizer.step(") || contains(code, "optim.step(")
-        || contains(code, "scaler.step(") || startsWith(function, "_multi_tensor_adam")
-        || startsWith(function, "_single_tensor_") || startsWith(function, "_fused_adam"))
+        || contains(code, "scaler.step(") || function.starts_with("_multi_tensor_adam")
+        || function.starts_with("_single_tensor_") || function.starts_with("_fused_adam"))
         return Phase::Optimizer;
     if (contains(file, "torch/serialization.py") || contains(code, "torch.load(")
         || (isAny(function, { "_apply", "convert" }) && contains(file, "torch/nn/modules/module.py"))

@@ -1,5 +1,6 @@
 #include "parsers/text/trainingrecipe.h"
 
+#include "core/strings.h"
 #include "parsers/text/textlines.h"
 
 #include <algorithm>
@@ -169,7 +170,7 @@ std::string sharding(std::string_view text)
             }
             return "zero";
         }
-        if (startsWith(rest, "_optimization") || startsWith(rest, " offload") || startsWith(rest, "-offload"))
+        if (rest.starts_with("_optimization") || rest.starts_with(" offload") || rest.starts_with("-offload"))
             return "zero";
     }
     if (hasWord(text, "fsdp") || contains(text, "fullyshardeddataparallel"))
@@ -205,16 +206,16 @@ std::optional<bool> activationCheckpointing(std::string_view text)
                 ++value;
             const std::string_view rest = text.substr(value);
             for (std::string_view on : { "true", "1", "yes", "on", "full", "selective", "enabled", "unsloth" }) {
-                if (startsWith(rest, on) && (rest.size() == on.size() || !isWordChar(rest[on.size()])))
+                if (rest.starts_with(on) && (rest.size() == on.size() || !isWordChar(rest[on.size()])))
                     return true;
             }
             for (std::string_view off : { "false", "0", "no", "none", "off", "null", "disabled" }) {
-                if (startsWith(rest, off) && (rest.size() == off.size() || !isWordChar(rest[off.size()])))
+                if (rest.starts_with(off) && (rest.size() == off.size() || !isWordChar(rest[off.size()])))
                     return false;
             }
             // A bare command-line flag: "--gradient_checkpointing" followed by another flag or nothing.
             const bool flag = at >= 2 && text.substr(at - 2, 2) == "--";
-            if (flag && (rest.empty() || startsWith(rest, "-")))
+            if (flag && (rest.empty() || rest.starts_with("-")))
                 return true;
         }
     }
@@ -294,8 +295,8 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
         std::replace(file.begin(), file.end(), '\\', '/');
         const std::string& function = frame.function;
         std::string optimizer;
-        if (contains(file, "torch/optim/adamw.py") || startsWith(function, "_fused_adamw")
-            || startsWith(function, "_multi_tensor_adamw") || startsWith(function, "_single_tensor_adamw"))
+        if (contains(file, "torch/optim/adamw.py") || function.starts_with("_fused_adamw")
+            || function.starts_with("_multi_tensor_adamw") || function.starts_with("_single_tensor_adamw"))
             optimizer = "adamw";
         else if (contains(file, "torch/optim/adam.py"))
             optimizer = "adam";
@@ -308,9 +309,9 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
         const bool said = !optimizer.empty();
         if (said)
             ran.optimizer = optimizer;
-        if (startsWith(function, "_fused_")) {
+        if (function.starts_with("_fused_")) {
             ran.optimizerVariant = "fused";
-        } else if (startsWith(function, "_multi_tensor_")) {
+        } else if (function.starts_with("_multi_tensor_")) {
             ran.optimizerVariant = "foreach";
         }
         bool shaped = false;
@@ -325,7 +326,7 @@ TrainingRecipe recipeOfFrames(const TracebackInfo& traceback)
             ran.masterWeights = true;
             shaped = true;
         }
-        if (said || shaped || startsWith(function, "_fused_") || startsWith(function, "_multi_tensor_")) {
+        if (said || shaped || function.starts_with("_fused_") || function.starts_with("_multi_tensor_")) {
             const std::string where = "traceback: " + function + " in " + frame.filename;
             if (std::find(ran.evidence.begin(), ran.evidence.end(), where) == ran.evidence.end())
                 ran.evidence.push_back(where);

@@ -1,5 +1,6 @@
 #include "parsers/text/xlastats.h"
 
+#include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
@@ -52,7 +53,7 @@ BfcStats readBfcStats(const TextLines& lines, size_t from, size_t to)
         const std::string_view line = lines[i];
         if (!contains(line, ":"))
             continue;
-        if (auto v = statInteger(line, "Limit:"); v && startsWith(trimmed(line), "Limit:"))
+        if (auto v = statInteger(line, "Limit:"); v && trimmed(line).starts_with("Limit:"))
             stats.limit = v;
         else if (auto v = statInteger(line, "Stats: Limit:"))
             stats.limit = v;

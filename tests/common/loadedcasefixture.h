@@ -2,8 +2,8 @@
 
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
+#include "opening/loadedcase.h"
 #include "parsers/inputloader.h"
-#include "views/loadedcase.h"
 
 #include <memory>
 

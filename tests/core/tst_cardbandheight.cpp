@@ -3,6 +3,7 @@
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/cardtimeline.h"
 #include "core/report/htmlreport.h"
+#include "core/strings.h"
 #include "core/units.h"
 
 #include <QTest>
@@ -10,11 +11,6 @@
 using namespace oomlens;
 
 namespace {
-
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
 
 // A snapshot of `trace` with a capture sidecar that gives the card's total, 16 GiB.
 Case withSidecar(std::string_view trace)

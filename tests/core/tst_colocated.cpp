@@ -196,7 +196,7 @@ private Q_SLOTS:
         const Diagnosis& top = analysis.diagnoses.front();
         QCOMPARE(top.id, DiagnosisId::ColocatedEngine);
         QVERIFY(top.fixes.size() >= 3);
-        QCOMPARE(top.fixes.front().id, std::string("offload_trainer_during_rollout"));
+        QCOMPARE(top.fixes.front().id(), std::string("offload_trainer_during_rollout"));
         // Weights 4 GiB + Adam 8 GiB move to the host for the rollout.
         QCOMPARE(top.fixes.front().projectedSavingBytes.value_or(0), int64_t(12 * GiB));
         bool poolLine = false;
@@ -233,10 +233,10 @@ private Q_SLOTS:
         for (const Diagnosis& d : analysis.diagnoses)
             colocated = d.id == DiagnosisId::ColocatedEngine ? &d : colocated;
         QVERIFY(colocated);
-        QCOMPARE(colocated->fixes.front().id, std::string("engine_memory_fraction"));
+        QCOMPARE(colocated->fixes.front().id(), std::string("engine_memory_fraction"));
         bool sleepFix = false;
         for (const Fix& fix : colocated->fixes) {
-            if (fix.id == "free_engine_cache_before_update")
+            if (fix.kind == FixKind::FreeEngineCacheBeforeUpdate)
                 sleepFix = fix.projectedSavingBytes.value_or(0) == int64_t(12 * GiB);
         }
         QVERIFY(sleepFix);
@@ -267,7 +267,7 @@ private Q_SLOTS:
         QVERIFY(colocated);
         std::vector<std::string> ids;
         for (const Fix& fix : colocated->fixes)
-            ids.push_back(fix.id);
+            ids.push_back(fix.id());
         // No engine share to lower: the cache grows with the batch of sequences.
         QVERIFY(std::find(ids.begin(), ids.end(), "engine_memory_fraction") == ids.end());
         QVERIFY(std::find(ids.begin(), ids.end(), "engine_max_num_seqs") != ids.end());

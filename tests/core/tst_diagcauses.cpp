@@ -90,7 +90,7 @@ private Q_SLOTS:
         QVERIFY(d.confidence >= 0.8);
         QVERIFY(anyEvidence(d, "3.00 GiB of the step's own intermediates"));
         QVERIFY(anyEvidence(d, "the state training keeps fits"));
-        QCOMPARE(d.fixes.front().id, std::string("optimizer_foreach"));
+        QCOMPARE(d.fixes.front().id(), std::string("optimizer_foreach"));
         QCOMPARE(d.fixes.front().projectedSavingBytes, std::optional<int64_t>(3 * GiB));
     }
 
@@ -115,7 +115,8 @@ private Q_SLOTS:
         const Diagnosis* backward = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward);
         QVERIFY(backward);
         QVERIFY(anyEvidence(*backward, "ranked below a cause its fixes can remove"));
-        QVERIFY(capacity.fixes.front().id != "checkpointing" && capacity.fixes.front().id != "micro_batch");
+        QVERIFY(capacity.fixes.front().kind != FixKind::Checkpointing
+            && capacity.fixes.front().kind != FixKind::MicroBatch);
     }
 
     // Without a precision marker the projection is the fp32 one, and says so: 4 x 6 = 24 GiB,
@@ -154,7 +155,7 @@ private Q_SLOTS:
         const Diagnosis& leak = diagnoses.front();
         QVERIFY(anyEvidence(leak, "about 200.00 MiB per step"));
         QVERIFY(anyEvidence(leak, "4 of 5"));
-        QVERIFY(anyEvidence(leak, "train.py:train_step:42 (4 allocations, 800.00 MiB)"));
+        QVERIFY(anyEvidence(leak, "train_step (train.py:42) (4 allocations, 800.00 MiB)"));
         QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity));
     }
 
@@ -180,14 +181,14 @@ private Q_SLOTS:
         // request through, not the evaluation, and go after the fixes that can.
         for (const Diagnosis& d : diagnoses) {
             for (const Fix& fix : d.fixes) {
-                if (fix.id == "expandable_segments") {
+                if (fix.kind == FixKind::ExpandableSegments) {
                     QCOMPARE(fix.fitsAfter, std::optional<bool>(false));
                     QVERIFY(fix.detail.find("not the run: eval_accumulation adds 1024.00 MiB per evaluation batch")
                         != std::string::npos);
                 }
             }
         }
-        QVERIFY(fragmentation->fixes.front().id != "expandable_segments");
+        QVERIFY(fragmentation->fixes.front().kind != FixKind::ExpandableSegments);
     }
 
     // The first forward pass holds 4 GiB of activations and asks for 1.75 GiB; 3 GiB sit free in
@@ -309,7 +310,7 @@ private Q_SLOTS:
         QVERIFY2(anyEvidence(d, "over 3 call sites seen in both, the failing step's tensors are 4.0x"),
             d.evidence.front().text.c_str());
         QVERIFY(anyEvidence(d, "against at most 333.00 MiB the trace shows any earlier step holding"));
-        QCOMPARE(d.fixes.front().id, std::string("length_bucketing"));
+        QCOMPARE(d.fixes.front().id(), std::string("length_bucketing"));
     }
 
     // The same ring-buffered run with a steady batch: the failing step allocates what the others

@@ -149,7 +149,7 @@ bool enablesCheckpointing(const Fix& fix)
     const QString name = QString::fromStdString(fix.title);
     if (name.contains(QStringLiteral("offload"), Qt::CaseInsensitive))
         return false; // CPU offload of the checkpointed inputs is what is left to offer
-    return fix.id == "checkpointing" || title.match(name).hasMatch()
+    return fix.kind == FixKind::Checkpointing || title.match(name).hasMatch()
         || snippet.match(QString::fromStdString(fix.snippet)).hasMatch();
 }
 

@@ -6,6 +6,7 @@
 #include "core/diagnosis/fixladder.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
+#include "core/strings.h"
 #include "core/units.h"
 #include "parsers/snapshotreader.h"
 #include "parsers/text/textparser.h"
@@ -41,11 +42,6 @@ FixContext handBudget()
 std::optional<int64_t> gib(double value)
 {
     return static_cast<int64_t>(value * static_cast<double>(GiB));
-}
-
-bool contains(const std::string& text, const std::string& needle)
-{
-    return text.find(needle) != std::string::npos;
 }
 
 } // namespace
@@ -110,7 +106,7 @@ private Q_SLOTS:
         context.caseSavingBytes = GiB;
         const auto fix = makeFix(static_cast<FixKind>(kind), context);
         QVERIFY(fix);
-        QCOMPARE(QString::fromStdString(fix->id), id);
+        QCOMPARE(QString::fromStdString(fix->id()), id);
         QCOMPARE(fix->projectedSavingBytes, gib(savedGiB));
         QCOMPARE(fix->fitsAfter, std::optional<bool>(true));
         const std::string spare
@@ -196,7 +192,7 @@ private Q_SLOTS:
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         const Fix& fix = fragmentation->fixes.front();
-        QCOMPARE(fix.id, std::string("expandable_segments"));
+        QCOMPARE(fix.id(), std::string("expandable_segments"));
         QVERIFY2(contains(fix.detail, "it would fit with 1.80 GiB to spare"), fix.detail.c_str());
         QCOMPARE(fix.fitsAfter, std::optional<bool>(true));
     }

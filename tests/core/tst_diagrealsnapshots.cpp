@@ -24,7 +24,7 @@ CaseAnalysis analyzeCorpusFile(const QString& name)
 bool anyFix(const std::vector<Diagnosis>& diagnoses, const std::string& id)
 {
     return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) {
-        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id == id; });
+        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id() == id; });
     });
 }
 
@@ -94,7 +94,7 @@ private Q_SLOTS:
         QVERIFY(live[size_t(Category::Activations)] > 20 * GiB);
         QCOMPARE(live[size_t(Category::OptimizerState)], uint64_t(0));
         QVERIFY2(!anyFix(analysis.diagnoses, "optimizer_8bit"), text.c_str());
-        QVERIFY2(analysis.diagnoses.front().fixes.front().id == "micro_batch", text.c_str());
+        QVERIFY2(analysis.diagnoses.front().fixes.front().id() == "micro_batch", text.c_str());
         QVERIFY2(text.find("optimizer_step2") == std::string::npos, text.c_str());
     }
 };

@@ -184,7 +184,7 @@ private Q_SLOTS:
             const auto diagnoses = diagnoseText(findingsFrom(fixture));
             for (const auto& d : diagnoses) {
                 for (const auto& fix : d.fixes)
-                    QVERIFY2(fix.id != "expandable_segments", diagnosisIdText(d.id).c_str());
+                    QVERIFY2(fix.kind != FixKind::ExpandableSegments, diagnosisIdText(d.id).c_str());
             }
         }
     }
@@ -198,7 +198,7 @@ private Q_SLOTS:
         const auto diagnoses = diagnoseText(findingsFrom(fixture));
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
-        QCOMPARE(QString::fromStdString(fragmentation->fixes.front().id), QStringLiteral("expandable_segments"));
+        QCOMPARE(QString::fromStdString(fragmentation->fixes.front().id()), QStringLiteral("expandable_segments"));
         QCOMPARE(*fragmentation->fixes.front().projectedSavingBytes, static_cast<int64_t>(6 * GiB));
         QCOMPARE(*fragmentation->fixes.front().fitsAfter, true);
         QVERIFY(fragmentation->confidence >= 0.8);
@@ -237,7 +237,7 @@ private Q_SLOTS:
         QVERIFY(other);
         QVERIFY(other->evidence.front().text.find("932170") != std::string::npos);
         QVERIFY(other->evidence.front().text.find("6.88 GiB") != std::string::npos);
-        QCOMPARE(QString::fromStdString(other->fixes.front().id), QStringLiteral("stop_other_process"));
+        QCOMPARE(QString::fromStdString(other->fixes.front().id()), QStringLiteral("stop_other_process"));
         QCOMPARE(other->fixes.front().fitsAfter, std::optional<bool>(true));
     }
 

@@ -71,7 +71,7 @@ private Q_SLOTS:
         QCOMPARE(diagnoses.size(), size_t(1));
         QCOMPARE(diagnoses.front().id, DiagnosisId::LargeAllocation);
         QVERIFY(diagnoses.front().confidence >= 0.9);
-        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("split_tensor"));
+        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("split_tensor"));
         QVERIFY(mentions(diagnoses.front(), "platform"));
     }
 
@@ -94,7 +94,7 @@ private Q_SLOTS:
         QCOMPARE(std::count_if(diagnoses.begin(), diagnoses.end(),
                      [](const Diagnosis& d) { return d.id == DiagnosisId::LargeAllocation; }),
             std::ptrdiff_t(1));
-        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("micro_batch"));
+        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("micro_batch"));
         QVERIFY(mentions(diagnoses.front(), "12.50 GiB of temporaries"));
         QVERIFY(mentions(diagnoses.front(), "single arena"));
     }
@@ -109,7 +109,7 @@ private Q_SLOTS:
         QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         QVERIFY(diagnoses.front().confidence >= 0.75);
         QVERIFY(mentions(diagnoses.front(), "13015864320 trainable parameters"));
-        QVERIFY(diagnoses.front().fixes.front().id != "micro_batch");
+        QVERIFY(diagnoses.front().fixes.front().id() != "micro_batch");
     }
 
     void phaseNamesWhatFilledTheCard()
@@ -156,16 +156,16 @@ private Q_SLOTS:
         QVERIFY(!top.title.empty());
         QVERIFY(!top.fixes.empty());
         for (const auto& fix : top.fixes)
-            QVERIFY2(!vramFixIds().count(fix.id), fix.id.c_str());
+            QVERIFY2(!vramFixIds().count(fix.id()), fix.id().c_str());
     }
 
     void workerKillLeadsWithWorkerFixes()
     {
         const auto diagnoses = diagnoseFixture("host/dataloader_worker.txt");
-        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("fewer_workers"));
+        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("fewer_workers"));
         const auto& fixes = diagnoses.front().fixes;
         for (const char* id : { "shared_dataset", "pin_memory_off", "raise_host_limit", "lazy_checkpoint_load" })
-            QVERIFY2(std::any_of(fixes.begin(), fixes.end(), [&](const Fix& f) { return f.id == id; }), id);
+            QVERIFY2(std::any_of(fixes.begin(), fixes.end(), [&](const Fix& f) { return f.id() == id; }), id);
     }
 
     void cudaOomLeadsAKilledLog()
@@ -180,7 +180,7 @@ private Q_SLOTS:
             if (d.id == DiagnosisId::HostMemory)
                 continue;
             for (const auto& fix : d.fixes)
-                QVERIFY(fix.id.find("workers") == std::string::npos);
+                QVERIFY(fix.id().find("workers") == std::string::npos);
         }
     }
 
@@ -218,7 +218,7 @@ private Q_SLOTS:
         const auto diagnoses = diagnoseFixture("diag/leak_log.txt");
         QCOMPARE(diagnoses.front().id, DiagnosisId::Leak);
         QVERIFY(mentions(diagnoses.front(), "4.10 GiB at step 50"));
-        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id), QStringLiteral("release_references"));
+        QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("release_references"));
     }
 
     void oneMuchLongerSequenceIsTheLongestBatch()

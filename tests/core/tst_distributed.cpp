@@ -116,7 +116,7 @@ std::string reasonOf(const DeviceAnalysis& device, const Allocation& a)
 bool hasFix(const std::vector<Diagnosis>& diagnoses, const std::string& id)
 {
     return std::any_of(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) {
-        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id == id; });
+        return std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.id() == id; });
     });
 }
 
@@ -331,7 +331,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
-        QCOMPARE(diagnoses.front().fixes.front().id, std::string("bucket_sizes"));
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("bucket_sizes"));
         if (const Diagnosis* backward = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward))
             QVERIFY(backward->confidence < diagnoses.front().confidence);
         // Buffers at the default size are no cause, however tight the card.
@@ -351,7 +351,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QCOMPARE(allocationOfSize(*analysis.primary(), 256 * MiB).category, Category::Communication);
         const auto diagnoses = diagnoseSnapshot(analysis, {});
         QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
-        QCOMPARE(diagnoses.front().fixes.front().id, std::string("sync_gradients_each_micro_batch"));
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("sync_gradients_each_micro_batch"));
         QVERIFY(diagnoses.front().fixes.front().projectedSavingBytes);
         QCOMPARE(uint64_t(*diagnoses.front().fixes.front().projectedSavingBytes), 8 * 256 * MiB);
     }
@@ -364,7 +364,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const Diagnosis* d = test::findDiagnosis(diagnoses, DiagnosisId::CommunicationBuffers);
         QVERIFY(d);
         QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
-        QCOMPARE(d->fixes.front().id, std::string("gradient_as_bucket_view"));
+        QCOMPARE(d->fixes.front().id(), std::string("gradient_as_bucket_view"));
         QVERIFY(d->fixes.front().fitsAfter == std::optional<bool>(true));
     }
 
@@ -408,13 +408,13 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnosisIdName(diagnoses.front().id), std::string_view("pending_frees"));
         const Diagnosis& d = diagnoses.front();
-        QCOMPARE(d.fixes.front().id, std::string("avoid_record_streams"));
+        QCOMPARE(d.fixes.front().id(), std::string("avoid_record_streams"));
         for (const Fix& f : d.fixes)
-            QVERIFY(f.id != "micro_batch");
+            QVERIFY(f.kind != FixKind::MicroBatch);
         // The program's own side stream: only waiting for it helps.
         const auto own = diagnoseSnapshot(test::analyzeTrace(pendingTrace("fwd")), {});
         QCOMPARE(own.front().id, DiagnosisId::PendingFrees);
-        QCOMPARE(own.front().fixes.front().id, std::string("synchronize_before_reuse"));
+        QCOMPARE(own.front().fixes.front().id(), std::string("synchronize_before_reuse"));
         // Fragmentation is there, but as the symptom.
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
@@ -473,7 +473,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const Diagnosis* d = test::findDiagnosis(diagnoses, DiagnosisId::CommunicationBuffers);
         QVERIFY(d);
         QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
-        QCOMPARE(d->fixes.front().id, std::string("reshard_after_forward"));
+        QCOMPARE(d->fixes.front().id(), std::string("reshard_after_forward"));
         QVERIFY(d->fixes.front().projectedSavingBytes);
         QCOMPARE(uint64_t(*d->fixes.front().projectedSavingBytes), 6 * 256 * MiB);
         // Two in flight are what a pipelined all-gather needs: no diagnosis.
@@ -492,7 +492,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
-        QCOMPARE(diagnoses.front().fixes.front().id, std::string("share_graph_pool"));
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("share_graph_pool"));
     }
 
     void jsonHasPendingFrees()

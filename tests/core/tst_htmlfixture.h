@@ -137,7 +137,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     diagnosis.evidence.push_back({ "activations 1.00 GiB live at the OOM in backward of step 2", std::nullopt });
     diagnosis.evidence.push_back({ "largest stack: " + hostileAttribute, std::nullopt });
     Fix bf16;
-    bf16.id = "bf16";
+    bf16.kind = FixKind::Bf16;
     bf16.title = "bf16 autocast";
     bf16.detail = "Halves the activations.";
     bf16.snippet = "with torch.autocast(\"cuda\", dtype=torch.bfloat16):\n    loss = model(x) < 1 && y > 2";
@@ -145,7 +145,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     bf16.fitsAfter = false;
     diagnosis.fixes.push_back(bf16);
     Fix lora;
-    lora.id = "lora";
+    lora.kind = FixKind::Lora;
     lora.title = "LoRA";
     lora.detail = "Train adapters instead of every weight.";
     lora.changesExperiment = true;

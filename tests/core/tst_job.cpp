@@ -268,7 +268,7 @@ private Q_SLOTS:
         ranks[0].categoriesAtPeak[static_cast<size_t>(Category::OptimizerState)] = 8 * GiB;
         ranks[0].peakAllocatedBytes += 4 * GiB;
         const JobSummary job = assembleJob(ranks);
-        QVERIFY2(anyNoteContains(job, "rank 0 holds 2.0× the median rank's optimizer state"), jobToText(job).c_str());
+        QVERIFY2(anyNoteContains(job, "rank 0 holds 2.0x the median rank's optimizer state"), jobToText(job).c_str());
 
         // Two pipeline stages holding 5 and 10 GiB of weights.
         std::vector<RankSummary> stages { rank(0, 20 * GiB), rank(1, 20 * GiB), rank(2, 40 * GiB), rank(3, 40 * GiB) };

@@ -1,7 +1,7 @@
+#include "core/analysis/userframe.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/presentation/palette.h"
-#include "core/presentation/userframe.h"
 #include "core/snapshot.h"
 #include "core/units.h"
 

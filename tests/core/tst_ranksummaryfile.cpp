@@ -3,7 +3,7 @@
 #include "core/job/jobassembly.h"
 #include "core/job/jobtext.h"
 #include "core/job/ranksummaryfile.h"
-#include "parsers/jobgathering.h"
+#include "opening/jobgathering.h"
 #include "parsers/ranksummaryfiles.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/snapshotreader.h"

@@ -4,6 +4,7 @@
 #include "core/jsonexport.h"
 #include "core/presentation/tracehistory.h"
 #include "core/report/htmlreport.h"
+#include "core/strings.h"
 #include "core/textreport.h"
 #include "core/units.h"
 #include "parsers/inputloader.h"
@@ -19,11 +20,6 @@ Case openFile(const QString& relative)
     Case input;
     addFile(input, QString(test::testDataDir() + QLatin1Char('/') + relative).toStdString());
     return input;
-}
-
-bool contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
 }
 
 bool anyContains(const std::vector<std::string>& lines, const std::string& needle)

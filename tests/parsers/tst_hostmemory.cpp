@@ -17,7 +17,7 @@ class TestHostMemory : public QObject
     static bool hasKind(const TextFindings& findings, const std::string& kind)
     {
         return std::any_of(findings.hostKills.begin(), findings.hostKills.end(),
-            [&](const HostMemoryKill& kill) { return kill.kind == kind; });
+            [&](const HostMemoryKill& kill) { return hostKillKindName(kill.kind) == kind; });
     }
 
 private Q_SLOTS:
@@ -63,9 +63,9 @@ private Q_SLOTS:
                         "Memory cgroup out of memory: Killed process 7001 (python3) total-vm:40000000kB, "
                         "anon-rss:33000000kB, file-rss:0kB, shmem-rss:0kB\n");
         QCOMPARE(findings.hostKills.size(), size_t(2));
-        QCOMPARE(findings.hostKills[0].kind, std::string("cgroup"));
+        QCOMPARE(findings.hostKills[0].kind, HostKillKind::Cgroup);
         QCOMPARE(findings.hostKills[0].limitBytes.value_or(0), uint64_t(33554432) * 1024);
-        QCOMPARE(findings.hostKills[1].kind, std::string("cgroup"));
+        QCOMPARE(findings.hostKills[1].kind, HostKillKind::Cgroup);
         QCOMPARE(findings.hostKills[1].pid.value_or(0), int64_t(7001));
     }
 

@@ -138,7 +138,7 @@ private slots:
 
         // Imbalance, the card, groups and notes as core summarized them.
         auto* figures = job->findChild<QLabel*>(QStringLiteral("jobFigures"));
-        QVERIFY(figures->text().contains(QStringLiteral("Imbalance %1×").arg(summary.imbalance, 0, 'f', 2)));
+        QVERIFY(figures->text().contains(QStringLiteral("Imbalance %1x").arg(summary.imbalance, 0, 'f', 2)));
         QCOMPARE(job->bars()->capacityShown(), expected["capacity_bytes"].get<uint64_t>());
         QCOMPARE(job->groups()->count(), int(summary.groups.size()));
         QVERIFY(job->groups()->item(0)->text().startsWith(QString::fromStdString(summary.groups.front().label)));

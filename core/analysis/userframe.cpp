@@ -1,4 +1,4 @@
-#include "core/presentation/userframe.h"
+#include "core/analysis/userframe.h"
 
 #include "core/snapshot.h"
 
@@ -83,6 +83,40 @@ std::optional<FrameId> userFrame(const FrameTable& frames, const StringTable& st
             python = id;
     }
     return python ? *python : nativeWorkFrame(frames, strings, view);
+}
+
+std::string frameLabel(const FrameTable& frames, const StringTable& strings, FrameId id, FramePath path)
+{
+    const Frame& frame = frames.frame(id);
+    std::string_view file = strings.get(frame.filename);
+    if (path == FramePath::FileName) {
+        const size_t slash = file.find_last_of('/');
+        if (slash != std::string_view::npos)
+            file = file.substr(slash + 1);
+    }
+    return std::string(strings.get(frame.name)) + " (" + std::string(file) + ":" + std::to_string(frame.line) + ")";
+}
+
+std::string userFrameLabel(const Snapshot& snapshot, StackId stack)
+{
+    if (!snapshot.frames || !snapshot.strings || !stack.isValid() || stack.value >= snapshot.frames->stackCount())
+        return {};
+    const std::optional<FrameId> frame = userFrame(*snapshot.frames, *snapshot.strings, stack);
+    return frame ? frameLabel(*snapshot.frames, *snapshot.strings, *frame) : std::string();
+}
+
+std::string frameText(const Snapshot& snapshot, FrameId id)
+{
+    const Frame& frame = snapshot.frames->frame(id);
+    return std::string(snapshot.strings->get(frame.filename)) + ':' + std::to_string(frame.line) + ':'
+        + std::string(snapshot.strings->get(frame.name));
+}
+
+std::string frameSiteText(const Snapshot& snapshot, FrameId id)
+{
+    const Frame& frame = snapshot.frames->frame(id);
+    return std::string(snapshot.strings->get(frame.filename)) + ":" + std::to_string(frame.line) + " "
+        + std::string(snapshot.strings->get(frame.name));
 }
 
 } // namespace oomlens

@@ -2,13 +2,16 @@
 
 #include "core/ids.h"
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace oomlens {
 
 class FrameTable;
 class StringTable;
+struct Snapshot;
 
 // True for a Python source file that belongs to PyTorch itself: a path with a `torch`
 // directory ("torch/nn/modules/module.py", ".../site-packages/torch/optim/adam.py",
@@ -26,5 +29,18 @@ bool isCompilerGeneratedFile(std::string_view filename);
 // frames that come first in stacks='all' recordings. nullopt for an empty or invalid
 // stack. The app and the report both name allocations by this frame.
 std::optional<FrameId> userFrame(const FrameTable& frames, const StringTable& strings, StackId stack);
+
+// A frame in words, each form written here once.
+// The label a sentence and a table use: "forward (model.py:42)"; FileName keeps only the last
+// path component, for the app's narrow columns.
+enum class FramePath : uint8_t { Full, FileName };
+std::string frameLabel(
+    const FrameTable& frames, const StringTable& strings, FrameId frame, FramePath path = FramePath::Full);
+// The user frame's label, empty when the stack has none (or the snapshot no frames).
+std::string userFrameLabel(const Snapshot& snapshot, StackId stack);
+// As the JSON names a frame of a stack: "model.py:42:forward" (`oomlens mcp`, compare's sites).
+std::string frameText(const Snapshot& snapshot, FrameId frame);
+// As the report and the JSON name an allocation site: "model.py:42 forward".
+std::string frameSiteText(const Snapshot& snapshot, FrameId frame);
 
 } // namespace oomlens

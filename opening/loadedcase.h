@@ -9,8 +9,9 @@
 
 namespace oomlens {
 
-// One open case as the GUI holds it: the inputs and their analysis, immutable once built.
-// Adding inputs to a case produces a new LoadedCase; views swap to it as a whole.
+// One opened case: the inputs and their analysis, immutable once built. The app's views hold it
+// as a whole (adding inputs to a case produces a new LoadedCase; views swap to it), the CLI and
+// the MCP server read it once.
 struct LoadedCase
 {
     Case input;

@@ -2,8 +2,8 @@
 
 // A job put together from what the person has: rank snapshots (summarized here by core/job's
 // worker pool) and rank summaries written by `oomlens summarize` where the snapshots lie, mixed
-// freely. The CLI's `diagnose`/`report` and the app's Job tab both call this; neither reads
-// summaries itself.
+// freely. opening/opening.h's openJob calls this for the CLI, the app's Job tab and the MCP
+// server; none of them reads summaries itself.
 
 #include "core/job/jobsummarizer.h"
 #include "core/job/jobsummary.h"
@@ -12,6 +12,10 @@
 #include <vector>
 
 namespace oomlens {
+
+// One rank file read into a case of its own, with its capture sidecar (where the rank may be
+// written): core/job's RankLoader. Safe to call from several threads at once.
+Case loadRankFile(const std::string& path);
 
 struct GatheredJob
 {

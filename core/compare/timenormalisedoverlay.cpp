@@ -1,4 +1,4 @@
-#include "views/timenormalisedoverlay.h"
+#include "core/compare/timenormalisedoverlay.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "parsers/jobgathering.h"
+#include "opening/jobgathering.h"
 
 #include "core/job/jobassembly.h"
 #include "core/job/ranksummary.h"
@@ -15,13 +15,6 @@
 namespace oomlens {
 
 namespace {
-
-Case loadRankSnapshot(const std::string& path)
-{
-    Case rankCase;
-    addFile(rankCase, path); // with the capture sidecar beside it, where the rank may be written
-    return rankCase;
-}
 
 struct SummaryEntry
 {
@@ -116,6 +109,13 @@ void findFailingSnapshot(GatheredJob& job, const std::vector<SummaryEntry>& summ
 
 } // namespace
 
+Case loadRankFile(const std::string& path)
+{
+    Case rankCase;
+    addFile(rankCase, path); // with the capture sidecar beside it, where the rank may be written
+    return rankCase;
+}
+
 GatheredJob gatherJob(const std::vector<std::string>& files, const JobOptions& options)
 {
     std::vector<std::string> snapshots;
@@ -137,7 +137,7 @@ GatheredJob gatherJob(const std::vector<std::string>& files, const JobOptions& o
     }
     removeDuplicates(summaries, snapshots);
 
-    std::vector<RankSummary> ranks = summarizeRankFiles(snapshots, loadRankSnapshot, options);
+    std::vector<RankSummary> ranks = summarizeRankFiles(snapshots, loadRankFile, options);
     for (const SummaryEntry& entry : summaries)
         ranks.push_back(entry.summarized.rank);
     for (RankSummary& rank : unreadableSummaries)

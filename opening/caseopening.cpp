@@ -1,0 +1,128 @@
+#include "opening/opening.h"
+
+#include "parsers/inputloader.h"
+
+#include <QFileInfo>
+
+#include <algorithm>
+#include <future>
+
+namespace oomlens {
+
+namespace {
+
+bool cancelled(const OpenOptions& options)
+{
+    return options.cancel && *options.cancel;
+}
+
+uint64_t requestBytes(const LoadRequest& request)
+{
+    return request.isFile() ? uint64_t(QFileInfo(request.path).size()) : uint64_t(request.text.size());
+}
+
+} // namespace
+
+int Opened::failedInputs() const
+{
+    return int(std::count_if(
+        failures.begin(), failures.end(), [](const InputFailure& failure) { return !failure.warningOnly; }));
+}
+
+bool Opened::anyReadable() const
+{
+    return loaded && std::any_of(loaded->input.inputs.begin(), loaded->input.inputs.end(), [](const CaseInput& input) {
+        return !input.error;
+    });
+}
+
+std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& requests, const OpenOptions& options)
+{
+    // Progress is in bytes across all inputs: reading dominates, the analysis gets the last 10%.
+    uint64_t totalBytes = 0;
+    for (const LoadRequest& request : requests)
+        totalBytes += requestBytes(request);
+    totalBytes = std::max<uint64_t>(totalBytes, 1);
+    uint64_t doneBefore = 0;
+    int lastPermille = -1;
+    const auto report = [&](uint64_t done, const QString& text) {
+        const int permille = int(900.0 * double(std::min(done, totalBytes)) / double(totalBytes));
+        if (permille != lastPermille && options.progress) {
+            lastPermille = permille;
+            options.progress(permille, text);
+        }
+    };
+
+    std::vector<InputFailure> failures;
+    for (const LoadRequest& request : requests) {
+        if (cancelled(options))
+            break;
+        const QString name = request.isFile() ? QFileInfo(request.path).fileName() : QStringLiteral("pasted text");
+        const QString text = QStringLiteral("Reading %1…").arg(name);
+        report(doneBefore, text);
+        SnapshotReadOptions readOptions;
+        readOptions.cancel = options.cancel;
+        readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
+        const size_t before = into.inputs.size();
+        if (request.isFile()) {
+            addFile(into, request.path.toStdString(), readOptions);
+        } else {
+            addInput(into, request.textName.toStdString(),
+                std::string_view(request.text.constData(), size_t(request.text.size())), readOptions);
+        }
+        doneBefore += requestBytes(request);
+        for (size_t i = before; i < into.inputs.size(); ++i) {
+            const CaseInput& input = into.inputs[i];
+            if (input.error)
+                failures.push_back({ input.path, *input.error, input.kind == InputKind::Sidecar });
+        }
+    }
+    return failures;
+}
+
+Opened openCase(
+    const LoadedCasePtr& base, const QList<LoadRequest>& requests, const QString& title, const OpenOptions& options)
+{
+    Opened opened;
+    auto loaded = std::make_shared<LoadedCase>();
+    if (base)
+        loaded->input = base->input;
+    loaded->title = base ? base->title : title;
+
+    opened.failures = readInputs(loaded->input, requests, options);
+    if (cancelled(options)) {
+        opened.cancelled = true;
+        return opened;
+    }
+    if (options.progress)
+        options.progress(900, QStringLiteral("Analyzing…"));
+    loaded->analysis.snapshots = analyzeSnapshots(loaded->input, options.analysis);
+    if (cancelled(options)) {
+        opened.cancelled = true;
+        return opened;
+    }
+    uint64_t events = 0;
+    for (const auto& snapshot : loaded->input.snapshots)
+        events += snapshot ? snapshot->totalTraceEvents() : 0;
+    const bool staged
+        = options.timelineFirst && !base && !loaded->analysis.snapshots.empty() && events >= options.timelineFirstFrom;
+    if (staged) {
+        // The first stage is handed over on a thread of its own while this one diagnoses: the
+        // app builds the timeline's series there, and both only read the snapshots' analysis (the
+        // diagnosis writes the case's other members). On a big trace either takes a few hundred
+        // milliseconds that the second core would otherwise spend idle.
+        auto first = std::async(std::launch::async, [&loaded, &options] { options.timelineFirst(loaded); });
+        if (options.progress)
+            options.progress(950, QStringLiteral("Diagnosing…"));
+        diagnoseCase(loaded->input, loaded->analysis);
+        first.get(); // its exception, if any, is this opening's
+    } else {
+        diagnoseCase(loaded->input, loaded->analysis);
+    }
+    opened.loaded = std::move(loaded);
+    if (options.progress)
+        options.progress(1000, QStringLiteral("Done"));
+    return opened;
+}
+
+} // namespace oomlens

@@ -1,0 +1,23 @@
+#pragma once
+
+// Which inputs make a job: the one rule the CLI, the app and the MCP server share.
+
+#include <QStringList>
+
+namespace oomlens {
+
+// A folder given as an input stands for the snapshots and rank summaries in it (a job's output
+// directory), by name; a folder without any stays as it is, to be reported as unreadable.
+QStringList expandFolders(const QStringList& paths);
+
+// The rank files of one job among `paths`: the snapshot files and rank summaries (`oomlens
+// summarize`), judged by content (a map of the file, not a decode), when there are at least two
+// or any summary. Each snapshot is one process, so two of them are two ranks, never one case;
+// the other inputs (a launcher's log, a traceback) belong to the rank that failed. Empty when
+// the inputs are one case. "-" (standard input) is text, never a rank.
+QStringList jobRankFiles(const QStringList& paths);
+
+// The paths that are not among `rankFiles`: what a job's failing rank reads beside its snapshot.
+QStringList besideRanks(const QStringList& paths, const QStringList& rankFiles);
+
+} // namespace oomlens

@@ -1,0 +1,92 @@
+#pragma once
+
+// The one way in: files and pasted text turned into an analyzed case, or into a job of many ranks
+// with its failing rank's case, for the CLI, the app and the MCP server alike. Which files make a
+// job is opening/jobfiles.h's one rule. The front ends keep only their wrappers: the app its
+// worker threads and signals (views/caseloader.h, the Job view), the CLI standard input and its
+// stderr lines (app/cli/inputs.h), the MCP server its cache (app/mcp/casecache.h).
+
+#include "core/job/jobsummary.h"
+#include "opening/loadedcase.h"
+#include "opening/loadrequest.h"
+
+#include <QList>
+#include <QStringList>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomlens {
+
+// One input that could not be read, as each front end words it ("oomlens: PATH: reason" on the
+// command line, "NAME: reason" in the app's banner).
+struct InputFailure
+{
+    // As given (a text's name: "(pasted)", "-"); for a rank read from a summary whose snapshot
+    // failed, "FILE (summarized in SUMMARY)".
+    std::string path;
+    std::string reason;
+    bool warningOnly = false; // a broken capture sidecar: the snapshot beside it was still read
+};
+
+struct OpenOptions
+{
+    AnalysisOptions analysis; // --device, --rules; applied to every rank of a job too
+    const std::atomic_bool* cancel = nullptr; // checked between inputs and stages, and by the decoder
+    // A case: permille done (reading the inputs' bytes is 0–900, the analysis the rest) and what
+    // is being done ("Reading rank0.pickle…"); on the opening thread, each value once.
+    std::function<void(int permille, const QString& text)> progress;
+    // A job: ranks summarized so far and their total, from the summarizer's worker threads.
+    std::function<void(size_t done, size_t total)> rankProgress;
+    // The timeline first: for a new case whose snapshots hold at least `timelineFirstFrom` trace
+    // events in all, called once the first stage of the analysis (core/caseanalysis.h) is done,
+    // on a thread of its own while the diagnosis runs, and always before openCase returns.
+    // `partial` is the very case openCase then returns, still being completed: until then only
+    // its `input`, `title` and `analysis.snapshots` may be read. Not used for a job's case.
+    std::function<void(const LoadedCasePtr& partial)> timelineFirst;
+    uint64_t timelineFirstFrom = defaultTimelineFirstFrom;
+    // Smaller cases arrive whole in about the time a staged first paint would take.
+    static constexpr uint64_t defaultTimelineFirstFrom = 1'000'000;
+};
+
+struct Opened
+{
+    // The case; for a job, the failing rank's snapshot opened in full together with the inputs
+    // given beside the ranks (empty of snapshots when the failing rank came from a summary whose
+    // snapshot is not here: job->failingSnapshotToCopy names it). Null only when cancelled.
+    std::shared_ptr<LoadedCase> loaded;
+    std::optional<JobSummary> job; // set when the inputs were a job
+    // A job: where the failing rank's snapshot was opened from (for a rank read from a summary,
+    // the snapshot found beside it may lie elsewhere than the path in its summary).
+    std::string failingSnapshot;
+    std::vector<InputFailure> failures; // in the order read; a job's unreadable ranks first
+    bool cancelled = false;
+
+    int failedInputs() const; // the failures but the warnings
+    bool anyReadable() const; // whether any input of the case was read (a base case's included)
+};
+
+// Reads `requests` into `into` without analyzing them; the failures of these requests. Stops
+// before the next request once options.cancel is set.
+std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& requests, const OpenOptions& options = {});
+
+// One case: `base`'s inputs (null: a new case titled `title`) and `requests` read, then analyzed;
+// no job rule applied. The failures are those of `requests` only.
+Opened openCase(const LoadedCasePtr& base, const QList<LoadRequest>& requests, const QString& title,
+    const OpenOptions& options = {});
+
+// A job of `rankFiles` (snapshots and rank summaries, mixed: opening/jobgathering.h), then the
+// failing rank's snapshot opened in full with `beside`, the inputs given beside the ranks (a
+// launcher's log, a traceback), which belong to the rank that failed.
+Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, const OpenOptions& options = {});
+
+// The requests as the user means them: a job when jobRankFiles() finds one among the files (the
+// other requests then join the failing rank's case), else one case.
+Opened openInputs(const QList<LoadRequest>& requests, const OpenOptions& options = {});
+
+} // namespace oomlens
