@@ -2,6 +2,7 @@
 
 #include "core/diagnosis/caselinks.h"
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/distributedevidence.h"
 #include "core/diagnosis/oomfacts.h"
 #include "core/diagnosis/ranking.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
@@ -138,7 +139,22 @@ void diagnoseCase(const Case& input, CaseAnalysis& result)
     // confirm is dropped rather than shown beside the measurement.
     const bool haveMeasured = !measured.empty();
     result.diagnoses = std::move(measured);
-    std::vector<Diagnosis> fromText = diagnoseText(text);
+    // The run's recipe is one: checkpointing the snapshot's stacks show on is on for the text's
+    // ladder too, which would otherwise recommend turning it on.
+    std::vector<Diagnosis> fromText;
+    const std::string checkpointingSeen = checkpointingInSnapshots(result.snapshots);
+    if (!checkpointingSeen.empty() && !text.oomMessages.empty()) {
+        TextFindings withSnapshotRecipe = text;
+        for (OomMessage& message : withSnapshotRecipe.oomMessages) {
+            if (message.recipe.activationCheckpointing.value_or(false))
+                continue;
+            message.recipe.activationCheckpointing = true;
+            message.recipe.checkpointingEvidence = checkpointingSeen;
+        }
+        fromText = diagnoseText(withSnapshotRecipe);
+    } else {
+        fromText = diagnoseText(text);
+    }
     std::vector<Diagnosis> textOnly;
     for (auto& diagnosis : fromText) {
         // A snapshot records the GPU's allocator only: other processes, a per-process cap and the

@@ -91,6 +91,7 @@ json trainingRecipeToJson(const TrainingRecipe& recipe)
     return { { "weight_precision", stringOrNull(recipe.weightPrecision) }, { "autocast", recipe.autocast },
         { "master_weights", recipe.masterWeights }, { "optimizer", stringOrNull(recipe.optimizer) },
         { "optimizer_variant", stringOrNull(recipe.optimizerVariant) }, { "sharding", stringOrNull(recipe.sharding) },
+        { "activation_checkpointing", optionalToJson(recipe.activationCheckpointing) },
         { "evidence", recipe.evidence } };
 }
 

@@ -120,10 +120,15 @@ struct TrainingRecipe
     std::string optimizer; // "adamw", "adam", "adamw-8bit", "sgd", "adafactor", "lion"
     std::string optimizerVariant; // "fused", "foreach", "paged", "offload" (state kept on the host)
     std::string sharding; // "zero1", "zero2", "zero3", "fsdp": state split across GPUs; empty when not said
+    // Activation checkpointing as the log sets it (gradient_checkpointing=True, --recompute-granularity
+    // full): nullopt when not said, false when a line turns it off; the line that said it last.
+    std::optional<bool> activationCheckpointing;
+    std::string checkpointingEvidence;
     std::vector<std::string> evidence; // "line 2: Using fused AdamW, lr=1e-5, bf16 autocast, fp32 weights"
     bool empty() const
     {
-        return weightPrecision.empty() && !autocast && !masterWeights && optimizer.empty() && sharding.empty();
+        return weightPrecision.empty() && !autocast && !masterWeights && optimizer.empty() && sharding.empty()
+            && !activationCheckpointing;
     }
 };
 

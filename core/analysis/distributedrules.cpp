@@ -36,6 +36,15 @@ std::optional<DistributedVerdict> distributedVerdict(
         return DistributedVerdict { Category::Communication,
             "reduce-scatter input (the padded unsharded gradient FSDP reduces across ranks), "
             "freed once the collective is done" };
+    case CommunicationKind::ZeroIpgBuffer:
+        // Whatever its lifetime: it is reused bucket after bucket and never becomes a gradient.
+        return DistributedVerdict { Category::Communication,
+            "DeepSpeed ZeRO IPG buffer, allocated at reduce_bucket_size elements when backward starts (a second "
+            "one with overlap_comm): gradients are copied into it to be reduced across ranks" };
+    case CommunicationKind::DeferredGradient:
+        return DistributedVerdict { Category::Communication,
+            "unsharded gradient upcast to the reduce dtype and kept until a later micro-batch reduce-scatters it "
+            "(FSDP2 with set_requires_gradient_sync(False)): the reduce-scatter's input, deferred" };
     case CommunicationKind::DdpBucket:
         if (!facts.gradientsAllocatedApart)
             return DistributedVerdict { Category::Gradients,
@@ -47,6 +56,10 @@ std::optional<DistributedVerdict> distributedVerdict(
     case CommunicationKind::NcclPool:
         return DistributedVerdict { Category::Communication,
             "memory registered for NCCL (ncclMemAlloc MemPool, symmetric memory)" };
+    case CommunicationKind::ShardedParameter:
+        return DistributedVerdict { Category::Parameters,
+            "this rank's shard of a parameter, made by FSDP2's fully_shard (FSDPParam._init_sharded_param): the "
+            "parameters' storage" };
     }
     return std::nullopt;
 }

@@ -1,4 +1,6 @@
 #include "core/analysis/distributedstacks.h"
+
+#include "core/analysis/userframe.h"
 #include "core/strings.h"
 
 #include <string>
@@ -25,7 +27,7 @@ bool inFile(std::string_view file, std::string_view tail)
 // What one frame decides about the collectives, innermost frame first. `Storage` stops the search:
 // the buffer is the gradient or parameter storage itself (Megatron's contiguous param-and-grad
 // buffer), whatever collective runs on it later.
-enum class FrameVerdict : uint8_t { Undecided, Storage, Decided };
+enum class FrameVerdict : uint8_t { Undecided, Storage, Decided, DecidedIfInnermost };
 
 FrameVerdict communicationOf(std::string_view file, std::string_view name, CommunicationKind& kind)
 {
@@ -38,6 +40,20 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
     const bool fsdp2
         = inFile(file, "torch/distributed/_composable/fsdp/") || inFile(file, "torch/distributed/fsdp/_fully_shard/");
     if (fsdp2 || inFile(file, "torch/distributed/fsdp/")) {
+        // FSDP2 without gradient sync (set_requires_gradient_sync(False)) upcasts each unsharded
+        // gradient to reduce_dtype and keeps it for the micro-batch that will reduce-scatter it.
+        if (fsdp2 && (name == "to_accumulated_grad_if_needed" || name == "accumulate_unsharded_grad_if_needed"))
+            return decide(CommunicationKind::DeferredGradient);
+        // fully_shard replaces each parameter by its shard, copied out of the full tensor
+        // (_init_sharded_param; reset_sharded_param after a load or a .to()).
+        if (fsdp2 && (name == "_init_sharded_param" || name == "reset_sharded_param"))
+            return decide(CommunicationKind::ShardedParameter);
+        // fully_shard itself allocating (its FSDPParam construction inlined, no Python frame
+        // inside) makes the same shards; what it calls (the module's own init) is not.
+        if (fsdp2 && name == "fully_shard") {
+            kind = CommunicationKind::ShardedParameter;
+            return FrameVerdict::DecidedIfInnermost;
+        }
         if (contains(name, "reduce") || name == "post_backward")
             return decide(CommunicationKind::ReduceScatter);
         if (contains(name, "all_gather") || contains(name, "unshard") || contains(name, "prefetch"))
@@ -63,6 +79,14 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
     // DeepSpeed ZeRO: stage 1/2 IPG buckets and their reduction; stage 3's parameter all-gather
     // (partition_parameters, the parameter coordinator's fetch) and its gradient reduction.
     if (inFile(file, "deepspeed/runtime/zero/")) {
+        // ZeRO-1/2's backward allocates the IPG buffers (torch.empty(reduce_bucket_size), a second one
+        // with overlap_comm) and then runs the loss's backward under the same frame: only what it
+        // allocates itself, with no Python frame inside, is the bucket.
+        if (inFile(file, "deepspeed/runtime/zero/stage_1_and_2.py")
+            && (name == "backward" || name == "backward_prologue" || name == "_backward_prologue")) {
+            kind = CommunicationKind::ZeroIpgBuffer;
+            return FrameVerdict::DecidedIfInnermost;
+        }
         if (contains(name, "all_gather") || contains(name, "allgather") || contains(name, "fetch_sub_module"))
             return decide(CommunicationKind::AllGather);
         if (contains(name, "ipg") || contains(name, "reduce") || contains(name, "average_tensor")
@@ -142,7 +166,10 @@ const DistributedStacks::FrameFacts& DistributedStacks::frameFacts(FrameId id)
     const Frame& frame = m_snapshot.frames->frame(id);
     const std::string_view name = m_snapshot.strings->get(frame.name);
     const std::string_view file = m_snapshot.strings->get(frame.filename);
-    f.decidesCommunication = communicationOf(file, name, f.kind) != FrameVerdict::Undecided;
+    const FrameVerdict verdict = communicationOf(file, name, f.kind);
+    f.decidesCommunication = verdict != FrameVerdict::Undecided;
+    f.decidesOnlyInnermost = verdict == FrameVerdict::DecidedIfInnermost;
+    f.python = isPythonFile(file);
     const CheckpointFrame checkpoint = checkpointOf(file, name);
     f.checkpointing = checkpoint.checkpointing;
     f.recompute = checkpoint.recompute;
@@ -162,12 +189,14 @@ const DistributedStacks::Entry& DistributedStacks::entry(StackId stack)
     e.computed = true;
     bool communicationDecided = false;
     bool forwardInside = false; // a model forward frame seen inside (innermost of) the frames so far
+    bool pythonInside = false; // a Python frame seen inside
     for (FrameId id : m_snapshot.frames->stack(stack)) {
         const FrameFacts& f = frameFacts(id);
-        if (!communicationDecided && f.decidesCommunication) {
+        if (!communicationDecided && f.decidesCommunication && !(f.decidesOnlyInnermost && pythonInside)) {
             communicationDecided = true;
             e.kind = f.kind;
         }
+        pythonInside |= f.python;
         if (f.checkpointing)
             e.bits |= StackCheckpointing;
         // The recomputation is the model's forward run *inside* backward's checkpoint frame; the
@@ -203,8 +232,14 @@ const char* communicationKindText(CommunicationKind kind)
         return "DDP bucket";
     case CommunicationKind::ZeroBucket:
         return "ZeRO IPG bucket";
+    case CommunicationKind::ZeroIpgBuffer:
+        return "ZeRO IPG buffer (reduce_bucket_size)";
+    case CommunicationKind::DeferredGradient:
+        return "unsharded gradient kept for a deferred reduce-scatter";
     case CommunicationKind::NcclPool:
         return "NCCL-registered buffer";
+    case CommunicationKind::ShardedParameter:
+        return "sharded parameter";
     case CommunicationKind::None:
         break;
     }

@@ -22,8 +22,17 @@ enum class CommunicationKind : uint8_t {
     DdpBucket,
     // DeepSpeed ZeRO-1/2/3's IPG (independent partition gradient) buckets and their reduce path.
     ZeroBucket,
+    // The IPG buffer itself: ZeRO-1/2's backward allocates it with torch.empty(reduce_bucket_size)
+    // before running autograd (two of them with overlap_comm), so its size is the setting, not the model.
+    ZeroIpgBuffer,
+    // An unsharded gradient kept in the reduce dtype until a later micro-batch reduce-scatters it
+    // (FSDP2's set_requires_gradient_sync(False): FSDPParam.to_accumulated_grad_if_needed).
+    DeferredGradient,
     // Memory registered for NCCL: ncclMemAlloc'd MemPools, symmetric memory.
     NcclPool,
+    // Not a collective's buffer: this rank's shard of the parameters, made by FSDP2's fully_shard
+    // (FSDPParam._init_sharded_param). It is the parameters' storage on this rank.
+    ShardedParameter,
 };
 
 enum DistributedStackBit : uint8_t {
@@ -62,6 +71,10 @@ private:
     {
         CommunicationKind kind = CommunicationKind::None;
         bool decidesCommunication = false; // a collective's frame, or the storage itself (kind None)
+        // The frame decides only as the innermost Python frame: it allocates the buffer itself, while
+        // the Python frames it calls (autograd, the model) allocate everything else under it.
+        bool decidesOnlyInnermost = false;
+        bool python = false;
         bool checkpointing = false;
         bool recompute = false;
         bool graphCapture = false;

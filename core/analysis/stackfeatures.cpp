@@ -71,7 +71,13 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
             || inTorch(file, "deepspeed/runtime/activation_checkpointing/checkpointing.py")))
         f |= FeatureBackward;
 
-    if (inTorch(file, "torch/optim/") || inTorch(file, "torch\\optim\\") || inTorch(file, "torch/nn/utils/clip_grad"))
+    // Optimizers outside torch.optim subclass torch.optim.Optimizer and create their state the same
+    // way, lazily in their first step(): Transformer Engine's and apex's fused Adam, DeepSpeed's,
+    // bitsandbytes' 8-bit ones, Megatron-Core's optimizer wrappers.
+    if (inTorch(file, "torch/optim/") || inTorch(file, "torch\\optim\\") || inTorch(file, "torch/nn/utils/clip_grad")
+        || inTorch(file, "transformer_engine/pytorch/optimizers/") || inTorch(file, "apex/optimizers/")
+        || inTorch(file, "deepspeed/ops/adam/") || inTorch(file, "bitsandbytes/optim/")
+        || inTorch(file, "megatron/core/optimizer/"))
         f |= FeatureOptimizer;
     if (name == "_init_group" || name == "_init_state" || contains(name, "init_state"))
         f |= FeatureOptimizerInit;

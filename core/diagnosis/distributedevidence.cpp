@@ -3,10 +3,12 @@
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/distributedstacks.h"
 #include "core/analysis/privatepools.h"
+#include "core/analysis/userframe.h"
 #include "core/units.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -50,23 +52,48 @@ void measureCheckpointing(const DeviceAnalysis& device, DistributedStacks& stack
         : "activation checkpointing frames (torch.utils.checkpoint or a wrapper of it) are in the stacks";
 }
 
+// The innermost Python frame: the line of the program (or framework) that made the buffer; the
+// frames inside it are the allocator's and the operator's, the same for every buffer.
+std::optional<FrameId> innermostPythonFrame(const Snapshot& snapshot, StackId stack)
+{
+    for (FrameId id : snapshot.frames->stack(stack)) {
+        if (isPythonFile(snapshot.strings->get(snapshot.frames->frame(id).filename)))
+            return id;
+    }
+    return std::nullopt;
+}
+
 void measureCommunication(const Snapshot& snapshot, const DeviceAnalysis& device, const OomAnalysis& oom,
     DistributedStacks& stacks, DistributedEvidence& out)
 {
+    if (oom.stack != FrameTable::emptyStack())
+        out.requestKind = stacks.communication(oom.stack);
     std::vector<uint64_t> others;
-    std::unordered_map<uint32_t, size_t> perLine; // innermost frame -> live buffers
+    std::unordered_map<uint32_t, size_t> perLine; // innermost Python frame -> live buffers
     for (const Allocation& a : device.allocations) {
         if (a.category != Category::Communication || !a.liveAfter(oom.eventIndex))
             continue;
         ++out.communicationBuffers;
         out.communicationBytes += a.requestedSize;
-        if (stacks.communication(a.stack) == CommunicationKind::DdpBucket)
+        switch (stacks.communication(a.stack)) {
+        case CommunicationKind::DdpBucket:
             out.ddpBucketBytes += a.requestedSize;
-        else
+            break;
+        case CommunicationKind::ZeroIpgBuffer:
+            out.ipgBufferBytes += a.requestedSize;
             others.push_back(a.requestedSize);
-        const auto frames = snapshot.frames->stack(a.stack);
-        if (!frames.empty())
-            ++perLine[frames[0].value];
+            break;
+        case CommunicationKind::DeferredGradient:
+            out.deferredGradientBytes += a.requestedSize;
+            ++out.deferredGradients;
+            others.push_back(a.requestedSize);
+            break;
+        default:
+            others.push_back(a.requestedSize);
+            break;
+        }
+        if (const auto frame = innermostPythonFrame(snapshot, a.stack))
+            ++perLine[frame->value];
     }
     std::sort(others.begin(), others.end(), std::greater<>());
     for (size_t i = 0; i < std::min<size_t>(2, others.size()); ++i)
@@ -132,6 +159,23 @@ void measureStreams(const OomAnalysis& oom, const AllocatorState& state, Distrib
 }
 
 } // namespace
+
+std::string checkpointingInSnapshots(const std::vector<SnapshotAnalysis>& snapshots)
+{
+    for (const SnapshotAnalysis& analysis : snapshots) {
+        if (!analysis.snapshot || !analysis.snapshot->frames || !analysis.snapshot->strings)
+            continue;
+        DistributedStacks stacks(*analysis.snapshot);
+        for (const DeviceAnalysis& device : analysis.devices) {
+            for (const Allocation& a : device.allocations) {
+                if (a.stack != FrameTable::emptyStack() && stacks.checkpointing(a.stack))
+                    return "the snapshot's stacks run under activation checkpointing's frames (torch.utils.checkpoint "
+                           "or a wrapper of it)";
+            }
+        }
+    }
+    return {};
+}
 
 DistributedEvidence distributedEvidence(
     const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom)

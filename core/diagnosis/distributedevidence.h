@@ -1,10 +1,12 @@
 #pragma once
 
+#include "core/analysis/distributedstacks.h"
 #include "core/analysis/pendingfrees.h"
 #include "core/analysis/snapshotanalysis.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace oomlens {
 
@@ -29,6 +31,11 @@ struct DistributedEvidence
     size_t communicationBuffers = 0; // live allocations banded communication
     uint64_t communicationBytes = 0;
     uint64_t ddpBucketBytes = 0; // DDP buckets holding copies of the gradients
+    uint64_t ipgBufferBytes = 0; // ZeRO's IPG buffers (reduce_bucket_size each)
+    uint64_t deferredGradientBytes = 0; // unsharded gradients kept for a deferred reduce-scatter
+    size_t deferredGradients = 0;
+    // What the failing request itself was for, from its frames: a bucket whose size is a setting.
+    CommunicationKind requestKind = CommunicationKind::None;
     uint64_t inFlightBytes = 0; // the two largest other buffers: what a pipelined collective needs
     // What a run keeping only the buffers in flight (and no duplicate DDP buckets) would free.
     uint64_t keptBeyondNeedBytes() const
@@ -37,7 +44,7 @@ struct DistributedEvidence
     }
     // How many buffers the most-repeated communicating line of code has live: one per layer or bucket.
     size_t buffersPerLine = 0;
-    std::string topLineText; // "torch/distributed/fsdp/_flat_param.py:unshard"
+    std::string topLineText; // "torch/distributed/fsdp/_flat_param.py:unshard:795", the innermost Python frame
 
     // CUDA graphs.
     bool oomInCapture = false; // the failing request came from inside a capture
@@ -52,6 +59,10 @@ struct DistributedEvidence
     int64_t otherStream = 0; // the stream holding most of it
     size_t streams = 0; // streams with segments at the failure
 };
+
+// Activation checkpointing's frames in the stacks of any snapshot's devices: "the snapshot's stacks
+// run under torch/utils/checkpoint.py"; empty when none shows it.
+std::string checkpointingInSnapshots(const std::vector<SnapshotAnalysis>& snapshots);
 
 DistributedEvidence distributedEvidence(
     const SnapshotAnalysis& analysis, const DeviceAnalysis& device, const OomAnalysis& oom);

@@ -118,6 +118,35 @@ Fix bucketSizes(const FixContext& context)
     return fix;
 }
 
+Fix gradientAsBucketView(const FixContext& context)
+{
+    Fix fix { FixKind::GradientAsBucketView, "Make the gradients views of DDP's buckets (gradient_as_bucket_view=True)",
+        "With gradient_as_bucket_view=False DDP's Reducer allocates its buckets once, at wrapping, and copies every "
+        "gradient into them for the all-reduce: the run holds each gradient twice, for as long as the gradients "
+        "live. With True the gradients are views into the buckets and the copy is gone (as PyTorch's DDP "
+        "documentation notes, detach_() can then not be called on the gradients).",
+        "model = DDP(model, device_ids=[rank], gradient_as_bucket_view=True)", std::nullopt, std::nullopt, false };
+    projectSaving(fix, "the bucket copy of the gradients is gone", context.ddpBucketCopyBytes, context);
+    return fix;
+}
+
+Fix syncGradientsEachMicroBatch(const FixContext& context)
+{
+    Fix fix { FixKind::SyncGradientsEachMicroBatch, "Reduce-scatter the gradients every micro-batch",
+        "Skipping gradient synchronisation for the first micro-batches (FSDP2's set_requires_gradient_sync(False), "
+        "no_sync) keeps every layer's unsharded gradient, upcast to the reduce dtype, until the last micro-batch: "
+        "a full unsharded gradient per rank. Reducing every micro-batch keeps only the sharded gradient, at the "
+        "cost of one reduce-scatter per micro-batch; keeping the unsharded gradient in the compute dtype "
+        "(reduce_dtype=bfloat16) halves what is held instead.",
+        "model.set_requires_gradient_sync(True)   # every micro-batch, not only the last\n"
+        "# or hold less while deferring:\n"
+        "fully_shard(block, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16))",
+        std::nullopt, std::nullopt, false };
+    projectSaving(
+        fix, "the unsharded gradients kept between micro-batches are gone", context.deferredGradientBytes, context);
+    return fix;
+}
+
 Fix shareGraphPool(const FixContext& context)
 {
     Fix fix { FixKind::ShareGraphPool, "Capture the graphs into one shared memory pool",
@@ -193,6 +222,10 @@ std::optional<Fix> makeDistributedFix(FixKind kind, const FixContext& context)
         return fewerAllGathersInFlight(context);
     case FixKind::BucketSizes:
         return bucketSizes(context);
+    case FixKind::GradientAsBucketView:
+        return gradientAsBucketView(context);
+    case FixKind::SyncGradientsEachMicroBatch:
+        return syncGradientsEachMicroBatch(context);
     case FixKind::ShareGraphPool:
         return shareGraphPool(context);
     case FixKind::FewerGraphShapes:

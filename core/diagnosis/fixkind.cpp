@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<FixKind, 44> fixIds { {
+constexpr NameTable<FixKind, 46> fixIds { {
     { FixKind::MicroBatch, "micro_batch" },
     { FixKind::Bf16, "bf16" },
     { FixKind::Checkpointing, "checkpointing" },
@@ -40,6 +40,8 @@ constexpr NameTable<FixKind, 44> fixIds { {
     { FixKind::ReshardAfterForward, "reshard_after_forward" },
     { FixKind::FewerAllGathersInFlight, "fewer_all_gathers_in_flight" },
     { FixKind::BucketSizes, "bucket_sizes" },
+    { FixKind::GradientAsBucketView, "gradient_as_bucket_view" },
+    { FixKind::SyncGradientsEachMicroBatch, "sync_gradients_each_micro_batch" },
     { FixKind::ShareGraphPool, "share_graph_pool" },
     { FixKind::FewerGraphShapes, "fewer_graph_shapes" },
     { FixKind::EagerFallback, "eager_fallback" },

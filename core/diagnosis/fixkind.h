@@ -44,6 +44,8 @@ enum class FixKind : uint8_t {
     ReshardAfterForward,
     FewerAllGathersInFlight,
     BucketSizes,
+    GradientAsBucketView,
+    SyncGradientsEachMicroBatch,
     ShareGraphPool,
     FewerGraphShapes,
     EagerFallback,

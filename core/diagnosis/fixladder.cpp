@@ -371,6 +371,8 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context)
     case FixKind::ReshardAfterForward:
     case FixKind::FewerAllGathersInFlight:
     case FixKind::BucketSizes:
+    case FixKind::GradientAsBucketView:
+    case FixKind::SyncGradientsEachMicroBatch:
     case FixKind::ShareGraphPool:
     case FixKind::FewerGraphShapes:
     case FixKind::EagerFallback:

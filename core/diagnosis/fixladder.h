@@ -33,6 +33,8 @@ struct FixContext
     // Bytes of the communication band, and how many such buffers are live at the failure.
     uint64_t communicationBytes = 0;
     uint64_t communicationKeptBytes = 0; // what fewer buffers in flight would free
+    uint64_t ddpBucketCopyBytes = 0; // DDP buckets holding a second copy of the gradients
+    uint64_t deferredGradientBytes = 0; // unsharded gradients kept for a deferred reduce-scatter
     // Bytes held by pending frees that a fix of their cause makes reusable.
     uint64_t pendingFreeBytes = 0;
     uint64_t graphPoolBytes = 0; // reserved by CUDA graphs' private pools

@@ -25,10 +25,13 @@ std::string siteOf(const Snapshot& snapshot, StackId stack)
     return label.empty() ? std::string("(no stack recorded)") : label;
 }
 
+// What training itself keeps: weights, gradients, optimizer state, and the buffers the distributed
+// machinery holds for its collectives (a deferred reduce-scatter's unsharded gradients grow over the
+// micro-batches that skip the sync, and the framework frees them at the one that syncs).
 bool isTrainingState(const Allocation& allocation)
 {
     return allocation.category == Category::Parameters || allocation.category == Category::OptimizerState
-        || allocation.category == Category::Gradients;
+        || allocation.category == Category::Gradients || allocation.category == Category::Communication;
 }
 
 // Weights, gradients and optimizer state live right before each of `events`: what training keeps

@@ -86,6 +86,25 @@ void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
     std::rotate(cap, cap + 1, cause + 1);
 }
 
+// A symptom whose cause the rules found stays below that cause: merging the text may have
+// confirmed the symptom's own numbers (the split cache is real), not made it the cause.
+void keepExplainedBelowTheirCause(std::vector<Diagnosis>& diagnoses)
+{
+    for (Diagnosis& d : diagnoses) {
+        for (const Evidence& line : d.evidence) {
+            const std::string_view text = line.text;
+            const size_t mark = text.find(explainsItMark);
+            if (text.rfind("ranked below ", 0) != 0 || mark == std::string_view::npos)
+                continue;
+            const std::string_view causeId = text.substr(13, mark - 13);
+            for (const Diagnosis& cause : diagnoses) {
+                if (&cause != &d && diagnosisIdText(cause.id) == causeId && d.confidence > cause.confidence - 0.05)
+                    d.confidence = std::max(0.05, cause.confidence - 0.05);
+            }
+        }
+    }
+}
+
 } // namespace
 
 void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
@@ -149,6 +168,7 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
 
 void rankDiagnoses(std::vector<Diagnosis>& diagnoses)
 {
+    keepExplainedBelowTheirCause(diagnoses);
     sortDiagnoses(diagnoses);
     std::stable_partition(diagnoses.begin(), diagnoses.end(),
         [](const Diagnosis& d) { return !(d.outlook && d.outlook->leadingFixFitsRun == false); });

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oomlens {
@@ -39,8 +40,16 @@ struct RunFacts
 // first fix cannot make the run fit gets that reason as evidence.
 void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts);
 
+// Marks a "ranked below <id>" evidence line whose diagnosis is a symptom or a consequence of that
+// cause (the split cache pending frees left behind, a first backward whose failing request was a
+// collective's bucket): "ranked below pending_frees, which explains it: ...". The relation holds
+// whatever later sources add, so rankDiagnoses keeps such a diagnosis below its cause.
+inline constexpr std::string_view explainsItMark = ", which explains it: ";
+
 // Most likely cause first: candidates whose first fix cannot make the run fit go after those
 // that can or where that is unknown; then by confidence, then catalogue order (sortDiagnoses).
+// A diagnosis explained by another one present (explainsItMark) stays below it, even where the
+// text confirmed the symptom after the snapshot's rules had ranked it.
 void rankDiagnoses(std::vector<Diagnosis>& diagnoses);
 
 } // namespace oomlens

@@ -5,6 +5,7 @@
 
 #include "core/analysis/userframe.h"
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/ranking.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -80,7 +81,7 @@ void rankFragmentationBelow(
         if (d.id != DiagnosisId::Fragmentation || d.confidence < cause.confidence - 0.05)
             continue;
         d.confidence = std::max(0.05, cause.confidence - 0.05);
-        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + ": " + why);
+        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
     }
 }
 
@@ -161,17 +162,69 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         rankFragmentationBelow(e, out, out.back(), why);
 }
 
+namespace {
+
+// ZeRO-1/2's IPG buffer when reduce_bucket_size is left at DeepSpeed's default of 5e8 elements,
+// counted at 4 bytes (the widest dtype it buckets). A larger buffer is a size someone set.
+constexpr uint64_t defaultIpgBufferBytes = 500'000'000ull * 4;
+
+// A cause that tells why the failing phase ran out ranks above a rule whose story (activations
+// and new gradients of the first backward, Adam's new state) does not describe the memory that
+// failed to fit.
+void rankBelow(const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, DiagnosisId id,
+    const std::string& why)
+{
+    for (Diagnosis& d : out) {
+        if (d.id != id || d.confidence < cause.confidence - 0.05)
+            continue;
+        d.confidence = std::max(0.05, cause.confidence - 0.05);
+        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
+    }
+}
+
+} // namespace
+
 void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
     const DistributedEvidence& c = e.distributed;
     const uint64_t request = e.oom.requestedBytes;
     const uint64_t kept = c.keptBeyondNeedBytes();
+    if (request == 0)
+        return;
     // A pipelined collective needs the buffer it works on and the one it prefetches; the rest are
     // kept per layer or per bucket. Only when they alone would have served the request are they a cause.
-    if (c.communicationBuffers == 0 || request == 0 || kept < request)
+    const bool keptCause = c.communicationBuffers > 0 && kept >= request;
+    // Or the failing request is itself a ZeRO IPG buffer: ZeRO-1/2 allocates one (two with
+    // overlap_comm) of reduce_bucket_size elements when backward starts, whatever the model, so
+    // their size is a setting; it is the cause when the run fits with them at DeepSpeed's default.
+    const bool requestIsIpg = c.requestKind == CommunicationKind::ZeroIpgBuffer;
+    const uint64_t bucketBytes = requestIsIpg ? request + c.ipgBufferBytes : 0;
+    const uint64_t atDefault = requestIsIpg ? (1 + c.ipgBufferBytes / request) * defaultIpgBufferBytes : 0;
+    const uint64_t bucketSaving = bucketBytes > atDefault ? bucketBytes - atDefault : 0;
+    const auto spareWithDefaultBuckets = e.fixes.budget.spareAfter(bucketSaving);
+    const bool bucketCause = bucketSaving > 0 && (!spareWithDefaultBuckets || *spareWithDefaultBuckets >= 0);
+    if (!keptCause && !bucketCause)
         return;
-    const double share = safeRatio(c.communicationBytes, e.fixes.budget.liveBytes);
-    Diagnosis d = makeDiagnosis(DiagnosisId::CommunicationBuffers, 0.55 + 0.35 * clamp01(share / 0.3), {});
+    const double share = safeRatio(c.communicationBytes + (bucketCause ? request : 0), e.fixes.budget.liveBytes);
+    double confidence = 0.55 + 0.35 * clamp01(share / 0.3);
+    // The memory the fix removes is pure overhead (a second copy of the gradients, buffers kept
+    // past their collective, a bucket above its default) and without it the run fits: it is the
+    // cause, whatever else the phase holds.
+    const uint64_t removable = bucketCause             ? bucketSaving
+        : c.ddpBucketBytes * 2 >= c.communicationBytes ? c.ddpBucketBytes
+                                                       : kept;
+    const auto spare = e.fixes.budget.spareAfter(removable);
+    if (spare && *spare >= 0)
+        confidence = std::max(confidence, 0.9);
+    Diagnosis d = makeDiagnosis(DiagnosisId::CommunicationBuffers, confidence, {});
+    if (bucketCause)
+        e.evidence(d,
+            "the failing " + formatBytes(request) + " request is itself a ZeRO IPG buffer (allocated by "
+                + "stage_1_and_2.py's backward), and " + formatBytes(bucketBytes)
+                + " of IPG buffers would be live with it; at DeepSpeed's default reduce_bucket_size (5e8 elements) "
+                + "they would hold at most " + formatBytes(atDefault)
+                + (spareWithDefaultBuckets ? ", and the request would fit" : ""),
+            e.oom.eventIndex);
     e.evidence(d,
         "the communication band holds " + formatBytes(c.communicationBytes) + " in "
             + std::to_string(c.communicationBuffers) + " buffers at the OOM in " + e.where() + " ("
@@ -186,20 +239,47 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
             formatBytes(c.ddpBucketBytes)
                 + " are DDP buckets holding copies of gradients that are also allocated apart "
                   "(gradient_as_bucket_view=False)");
-    e.evidence(d,
-        formatBytes(kept) + " beyond the two largest buffers a pipelined collective has in flight ("
-            + formatBytes(c.inFlightBytes) + "), more than the " + formatBytes(request) + " request");
-    d.summary = "Buffers of collectives (all-gathered parameters, reduce-scatter inputs, buckets) are kept alive "
-                "beyond the one or two in flight: "
-        + formatBytes(kept) + " that exists only to move data between ranks.";
-    if (c.ddpBucketBytes * 2 >= c.communicationBytes)
+    if (c.deferredGradientBytes > 0)
+        e.evidence(d,
+            formatBytes(c.deferredGradientBytes) + " are " + std::to_string(c.deferredGradients)
+                + " unsharded gradients kept in the reduce dtype for a reduce-scatter deferred to a later "
+                  "micro-batch (set_requires_gradient_sync(False))");
+    if (keptCause)
+        e.evidence(d,
+            formatBytes(kept) + " beyond the two largest buffers a pipelined collective has in flight ("
+                + formatBytes(c.inFlightBytes) + "), more than the " + formatBytes(request) + " request");
+    d.summary = bucketCause
+        ? "The failing request is one of ZeRO's IPG buffers, whose size is the reduce_bucket_size setting: "
+            + formatBytes(bucketBytes) + " of buckets exist only to move gradients between ranks."
+        : "Buffers of collectives (all-gathered parameters, reduce-scatter inputs, buckets) are kept alive beyond "
+          "the one or two in flight: "
+            + formatBytes(kept) + " that exists only to move data between ranks.";
+    if (c.ddpBucketBytes * 2 >= c.communicationBytes && c.ddpBucketBytes > 0)
+        appendFixes(d.fixes, { FixKind::GradientAsBucketView, FixKind::BucketSizes, FixKind::FewerAllGathersInFlight },
+            e.fixes);
+    else if (bucketCause)
         appendFixes(
             d.fixes, { FixKind::BucketSizes, FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight }, e.fixes);
+    else if (c.deferredGradientBytes * 2 >= c.communicationBytes)
+        appendFixes(d.fixes,
+            { FixKind::SyncGradientsEachMicroBatch, FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight },
+            e.fixes);
     else
         appendFixes(
             d.fixes, { FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight, FixKind::BucketSizes }, e.fixes);
     d.outlook = dynamicOutlook();
     out.push_back(std::move(d));
+    const Diagnosis& cause = out.back();
+    if (bucketCause)
+        rankBelow(e, out, cause, DiagnosisId::FirstBackward,
+            "the failing request is a ZeRO IPG buffer, not an activation or a gradient");
+    // Buffers kept beyond need that outweigh the whole unused cache: without them the request fits
+    // even if none of that cache could be reused, so the split cache is where the overflow showed,
+    // not why.
+    if (keptCause && kept >= e.fixes.budget.fragmentedBytes)
+        rankFragmentationBelow(e, out, cause,
+            "the " + formatBytes(kept) + " of communication buffers kept beyond need are more than the "
+                + formatBytes(e.fixes.budget.fragmentedBytes) + " of unused cache");
 }
 
 void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)

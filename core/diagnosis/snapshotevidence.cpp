@@ -76,8 +76,16 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     distributed = distributedEvidence(analysis, device, oom);
     fixes.checkpointingOn = distributed.checkpointing;
     fixes.checkpointingEvidence = distributed.checkpointingText;
+    // The message's log may say what the stacks do not (frames cut short, stacks="python" of a
+    // recompute the engine thread ran): gradient_checkpointing=True before the failure.
+    if (!fixes.checkpointingOn && context.message && context.message->recipe.activationCheckpointing.value_or(false)) {
+        fixes.checkpointingOn = true;
+        fixes.checkpointingEvidence = context.message->recipe.checkpointingEvidence;
+    }
     fixes.communicationBytes = distributed.communicationBytes;
     fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
+    fixes.ddpBucketCopyBytes = distributed.ddpBucketBytes;
+    fixes.deferredGradientBytes = distributed.deferredGradientBytes;
     fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
         distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
     fixes.graphPoolBytes = distributed.graphPoolReservedBytes;
@@ -143,6 +151,21 @@ void SnapshotEvidence::projectState()
         inputs.optimizerStateBuilt |= earlier && step.hasOptimizer;
     }
     inputs.backwardCompleted |= oom.phase == Phase::Optimizer;
+    // Optimizers make their state lazily inside step(), all of a rank's at once (torch.optim and
+    // the fused ones alike); state live at the failure that an earlier step made, or that existed
+    // before the trace while the failure is outside an optimizer step, is the whole of it. That is
+    // also what a sharded optimizer holds (ZeRO, Megatron's distributed optimizer, FSDP: 1/N of the
+    // moments per rank), which a projection from the weights would overstate N times.
+    for (const Allocation& allocation : device.allocations) {
+        if (allocation.category != Category::OptimizerState || !allocation.liveAfter(oom.eventIndex))
+            continue;
+        const bool earlierStep = allocation.step >= 0 && oom.step >= 0 && allocation.step < oom.step;
+        const bool beforeTraceOutsideStep = allocation.olderThanTrace() && oom.phase != Phase::Optimizer;
+        if (earlierStep || beforeTraceOutsideStep) {
+            inputs.optimizerStateBuilt = true;
+            break;
+        }
+    }
     if (!training) {
         inputs.backwardCompleted = true;
         inputs.optimizerStateBuilt = true;

@@ -142,9 +142,13 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
     for (const auto& allocation : device.allocations) {
         if (allocation.phase != Phase::Eval || allocation.allocEvent < 0 || allocation.allocEvent > last)
             continue;
-        // Weights and a generate()'s KV cache are not outputs evaluation kept.
+        // Weights and a generate()'s KV cache are not outputs evaluation kept; nor is a block the
+        // program already freed whose reuse waits on another stream's work (free_requested, no
+        // free_completed yet: record_stream, a collective's buffer): the allocator holds it, not
+        // the program.
+        const bool releasedByProgram = allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= last;
         if (allocation.category == Category::Parameters || allocation.category == Category::KvCache
-            || !allocation.liveAfter(last))
+            || !allocation.liveAfter(last) || releasedByProgram)
             continue;
         result.evalRetainedBytes += allocation.requestedSize;
         ++result.evalRetainedCount;

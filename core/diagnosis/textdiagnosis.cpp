@@ -85,6 +85,10 @@ FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
     fixes.otherProcessBytes = facts.otherProcessBytes;
     fixes.allowedBytes = facts.allowed;
     fixes.checkpointingEvidence = checkpointingInTracebacks(context);
+    // Or the recipe says so: a gradient_checkpointing=True line before the failure (or the
+    // snapshot opened beside the text showed its frames).
+    if (fixes.checkpointingEvidence.empty() && facts.recipe.activationCheckpointing.value_or(false))
+        fixes.checkpointingEvidence = facts.recipe.checkpointingEvidence;
     fixes.checkpointingOn = !fixes.checkpointingEvidence.empty();
 
     MemoryBudget& budget = fixes.budget;

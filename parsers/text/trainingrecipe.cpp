@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -177,6 +178,50 @@ std::string sharding(std::string_view text)
     return {};
 }
 
+// Activation checkpointing as a recipe line sets it: HF's gradient_checkpointing=True (and the
+// TrainingArguments dump, YAML "gradient_checkpointing: true", "--gradient_checkpointing"),
+// model.gradient_checkpointing_enable(), torchtune's enable_activation_checkpointing, FSDP/Accelerate's
+// activation_checkpointing, Megatron's --recompute-granularity full|selective / --recompute-activations
+// and DeepSpeed's checkpoint_activations. nullopt: the line does not say; false: it says off.
+std::optional<bool> activationCheckpointing(std::string_view text)
+{
+    // transformers warns "`use_cache=True` is incompatible with gradient checkpointing" only when
+    // a model trains with it on.
+    if (contains(text, "gradient_checkpointing_enable(") || contains(text, "checkpoint_wrapper(")
+        || contains(text, "incompatible with gradient checkpointing"))
+        return true;
+    for (std::string_view key : { "gradient_checkpointing", "gradient-checkpointing", "activation_checkpointing",
+             "activation-checkpointing", "recompute_granularity", "recompute-granularity", "recompute_activations",
+             "recompute-activations", "checkpoint_activations", "checkpoint-activations" }) {
+        for (size_t at = text.find(key); at != std::string_view::npos; at = text.find(key, at + 1)) {
+            const size_t end = at + key.size();
+            // The key itself, not a longer one ("gradient_checkpointing_kwargs"); "enable_" or "use_"
+            // before it still names the same setting.
+            if ((at > 0 && isWordChar(text[at - 1]))
+                || (end < text.size() && (isWordChar(text[end]) || text[end] == '_')))
+                continue;
+            size_t value = end;
+            // Megatron prints its arguments as "recompute_granularity ....... full".
+            while (value < text.size() && std::string_view(" \"':=.").find(text[value]) != std::string_view::npos)
+                ++value;
+            const std::string_view rest = text.substr(value);
+            for (std::string_view on : { "true", "1", "yes", "on", "full", "selective", "enabled", "unsloth" }) {
+                if (rest.starts_with(on) && (rest.size() == on.size() || !isWordChar(rest[on.size()])))
+                    return true;
+            }
+            for (std::string_view off : { "false", "0", "no", "none", "off", "null", "disabled" }) {
+                if (rest.starts_with(off) && (rest.size() == off.size() || !isWordChar(rest[off.size()])))
+                    return false;
+            }
+            // A bare command-line flag: "--gradient_checkpointing" followed by another flag or nothing.
+            const bool flag = at >= 2 && text.substr(at - 2, 2) == "--";
+            if (flag && (rest.empty() || rest.starts_with("-")))
+                return true;
+        }
+    }
+    return std::nullopt;
+}
+
 void readOptimizer(std::string_view text, TrainingRecipe& said)
 {
     const bool eightBit
@@ -231,6 +276,10 @@ void merge(TrainingRecipe& into, const TrainingRecipe& said)
         into.optimizerVariant = said.optimizerVariant;
     if (!said.sharding.empty() && (into.sharding.empty() || said.sharding != "zero"))
         into.sharding = said.sharding;
+    if (said.activationCheckpointing) {
+        into.activationCheckpointing = said.activationCheckpointing;
+        into.checkpointingEvidence = said.checkpointingEvidence;
+    }
     for (const std::string& line : said.evidence) {
         if (std::find(into.evidence.begin(), into.evidence.end(), line) == into.evidence.end())
             into.evidence.push_back(line);
@@ -310,9 +359,12 @@ std::vector<RecipeLine> findRecipeLines(const TextLines& lines)
         recipe.said.masterWeights = masterWeights(text);
         recipe.said.sharding = sharding(text);
         readOptimizer(text, recipe.said);
+        recipe.said.activationCheckpointing = activationCheckpointing(text);
         if (recipe.said.empty() && recipe.said.optimizerVariant.empty())
             continue;
         recipe.said.evidence.push_back("line " + std::to_string(lines.lineNumber(i)) + ": " + quoted(line));
+        if (recipe.said.activationCheckpointing)
+            recipe.said.checkpointingEvidence = "the log sets it, " + recipe.said.evidence.back();
         found.push_back(std::move(recipe));
     }
     return found;

@@ -7,6 +7,8 @@
 #include "core/analysis/pendingfrees.h"
 #include "core/analysis/recomputespans.h"
 #include "core/caseanalysis.h"
+#include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/ranking.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "core/job/jobassembly.h"
@@ -62,6 +64,34 @@ const std::string ddpBuckets
     = "stack=??:c10d::Reducer::initialize_buckets(std::vector<std::vector<unsigned long>>):0;"
       "torch/nn/parallel/distributed.py:_ddp_init_helper:1210;torch/nn/parallel/distributed.py:__init__:820;"
       "train.py:main:70";
+// ZeRO-1/2's backward allocates the IPG buffers itself, then runs the loss's backward under the
+// same frame: the first is the bucket, the second (autograd inside) is not.
+const std::string zeroIpgBuffer
+    = "stack=??:at::native::empty_cuda:0;deepspeed/runtime/zero/stage_1_and_2.py:backward:2037;"
+      "deepspeed/runtime/engine.py:backward:2100;train.py:train_step:43;train.py:main:90";
+const std::string zeroAutogradInside
+    = "stack=??:torch::autograd::AccumulateGrad::apply:0;torch/autograd/graph.py:_engine_run_backward:744;"
+      "torch/autograd/__init__.py:backward:266;torch/_tensor.py:backward:521;"
+      "deepspeed/runtime/fp16/loss_scaler.py:backward:63;deepspeed/runtime/zero/stage_1_and_2.py:backward:2062;"
+      "deepspeed/runtime/engine.py:backward:2100;train.py:train_step:43;train.py:main:90";
+// FSDP2 without gradient sync: the unsharded gradient upcast to reduce_dtype and kept.
+const std::string fsdp2DeferredGradient
+    = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_param.py:to_accumulated_grad_if_needed:725;"
+      "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:post_backward:470;"
+      "torch/distributed/fsdp/_fully_shard/_fsdp_state.py:_post_backward:280;"
+      "torch/autograd/graph.py:_engine_run_backward:744;torch/autograd/__init__.py:backward:266;"
+      "torch/_tensor.py:backward:521;train.py:train_step:43;train.py:main:90";
+// FSDP2's fully_shard replacing each parameter by its shard, with and without the FSDPParam frame.
+const std::string fsdp2ShardedParam
+    = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_param.py:_init_sharded_param:380;"
+      "torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:210;"
+      "train.py:setup:60;train.py:main:70";
+const std::string fsdp2FullyShardInline
+    = "stack=??:at::native::empty_cuda:0;torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:210;"
+      "train.py:setup:60;train.py:main:70";
+const std::string fsdp2FullyShardCallsModel
+    = "stack=model.py:reset_parameters:30;torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:215;"
+      "train.py:setup:60;train.py:main:70";
 const std::string megatronGradBuffer = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:560;"
                                        "megatron/core/distributed/distributed_data_parallel.py:__init__:200;"
                                        "train.py:main:70";
@@ -171,6 +201,70 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(hasFix(diagnoseOomMessage(plainFindings.oomMessages.front(), plainFindings), "checkpointing"));
     }
 
+    void checkpointingFromRecipeLines_data()
+    {
+        QTest::addColumn<QString>("line");
+        QTest::addColumn<bool>("on");
+        QTest::newRow("hf args") << "TrainingArguments(output_dir='out', bf16=True, gradient_checkpointing=True)"
+                                 << true;
+        QTest::newRow("hf dump") << "gradient_checkpointing=True," << true;
+        QTest::newRow("yaml") << "gradient_checkpointing: true" << true;
+        QTest::newRow("json") << R"({"per_device_train_batch_size": 4, "gradient_checkpointing": true})" << true;
+        QTest::newRow("flag") << "accelerate launch train.py --bf16 --gradient_checkpointing --max_steps 10" << true;
+        QTest::newRow("enable call") << "model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={...})"
+                                     << true;
+        QTest::newRow("torchtune") << "enable_activation_checkpointing: True" << true;
+        QTest::newRow("megatron") << "  recompute_granularity ........................... full" << true;
+        QTest::newRow("megatron flag") << "torchrun pretrain_gpt.py --recompute-granularity selective" << true;
+        QTest::newRow("hf warning") << "`use_cache=True` is incompatible with gradient checkpointing. Setting "
+                                       "`use_cache=False`."
+                                    << true;
+        QTest::newRow("off") << "gradient_checkpointing=False," << false;
+        QTest::newRow("off yaml") << "activation_checkpointing: false" << false;
+        QTest::newRow("kwargs only") << "gradient_checkpointing_kwargs={'use_reentrant': False}" << false;
+        QTest::newRow("megatron none") << "  recompute_granularity ........................... None" << false;
+    }
+
+    void checkpointingFromRecipeLines()
+    {
+        QFETCH(QString, line);
+        QFETCH(bool, on);
+        // The log's recipe line, then a failure whose traceback shows no checkpointing frame.
+        const std::string log = line.toStdString() + "\n" + plainBackwardFailure;
+        const TextFindings findings = parseText(log);
+        QVERIFY(!findings.oomMessages.empty());
+        const OomMessage& message = findings.oomMessages.front();
+        QCOMPARE(message.recipe.activationCheckpointing.value_or(false), on);
+        const auto diagnoses = diagnoseOomMessage(message, findings);
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(hasFix(diagnoses, "checkpointing"), !on);
+        QCOMPARE(hasFix(diagnoses, "offload_checkpointed_inputs"), on);
+    }
+
+    void laterRecipeLineOverrides()
+    {
+        const std::string log
+            = "gradient_checkpointing: true\n# resumed with\ngradient_checkpointing=False\n" + plainBackwardFailure;
+        const TextFindings findings = parseText(log);
+        QCOMPARE(findings.oomMessages.front().recipe.activationCheckpointing, std::optional<bool>(false));
+        QVERIFY(hasFix(diagnoseOomMessage(findings.oomMessages.front(), findings), "checkpointing"));
+    }
+
+    void snapshotCheckpointingCarriesToTheText()
+    {
+        // The snapshot's stacks show checkpointing; the pasted message alone does not.
+        Case input;
+        input.snapshots.push_back(
+            test::traceSnapshot(trace({ "alloc w 1GiB load", "alloc in1 256MiB " + checkpointedForward,
+                "alloc r1 512MiB " + recomputeNonReentrant, "alloc g 1GiB grad", "oom 2GiB free=100MiB bwd" })));
+        input.text = parseText(plainBackwardFailure);
+        const CaseAnalysis analysis = analyzeCase(input);
+        QVERIFY(!analysis.diagnoses.empty());
+        QVERIFY(!hasFix(analysis.diagnoses, "checkpointing"));
+        // The message alone still gets the classic rung: nothing in it says checkpointing is on.
+        QVERIFY(hasFix(diagnoseText(input.text), "checkpointing"));
+    }
+
     void collectivesBandAsCommunication()
     {
         const auto analysis = test::analyzeTrace(
@@ -185,6 +279,19 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QCOMPARE(allocationOfSize(device, 10 * MiB).category, Category::Gradients);
         // Megatron's contiguous grad buffer is the storage, whatever collective runs on it.
         QVERIFY(allocationOfSize(device, 50 * MiB).category != Category::Communication);
+    }
+
+    void fsdp2ShardedParametersAreParameters()
+    {
+        const auto analysis = test::analyzeTrace(
+            trace({ "alloc p1 48MiB " + fsdp2ShardedParam, "alloc p2 24MiB " + fsdp2FullyShardInline,
+                "alloc m 12MiB " + fsdp2FullyShardCallsModel, "alloc a 8MiB fwd", "oom 64MiB free=10MiB fwd" }));
+        const DeviceAnalysis& device = *analysis.primary();
+        QCOMPARE(allocationOfSize(device, 48 * MiB).category, Category::Parameters);
+        QCOMPARE(allocationOfSize(device, 24 * MiB).category, Category::Parameters);
+        QVERIFY(reasonOf(device, allocationOfSize(device, 48 * MiB)).find("fully_shard") != std::string::npos);
+        // What fully_shard calls is decided by its own frames, not as a shard.
+        QVERIFY(reasonOf(device, allocationOfSize(device, 12 * MiB)).find("fully_shard") == std::string::npos);
     }
 
     void ddpBucketsAreGradientsWhenTheyAreTheStorage()
@@ -202,6 +309,80 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
             = test::analyzeTrace(trace({ "alloc w 64MiB load", "alloc b 64MiB " + ddpBuckets, "alloc a 8MiB fwd" }));
         for (const Allocation& a : views.primary()->allocations)
             QVERIFY(a.category != Category::Communication);
+    }
+
+    void zeroIpgBuffersAreCommunication()
+    {
+        const auto analysis = test::analyzeTrace(trace({ "alloc w 64MiB load", "alloc a 8MiB fwd",
+            "alloc ipg 32MiB " + zeroIpgBuffer, "alloc g 16MiB " + zeroAutogradInside }));
+        const DeviceAnalysis& device = *analysis.primary();
+        QCOMPARE(allocationOfSize(device, 32 * MiB).category, Category::Communication);
+        QVERIFY(reasonOf(device, allocationOfSize(device, 32 * MiB)).find("IPG") != std::string::npos);
+        // The gradient autograd makes under the same backward frame is no bucket.
+        QCOMPARE(allocationOfSize(device, 16 * MiB).category, Category::Gradients);
+    }
+
+    void zeroIpgBufferAboveTheDefaultIsTheCause()
+    {
+        // reduce_bucket_size 2e9 bf16 elements (4 GB): the first buffer fits, the second with
+        // overlap_comm fails. At DeepSpeed's default (at most 2 GB each) the two would fit.
+        const std::string text = trace({ "alloc w 1GiB load", "alloc a 1GiB fwd", "alloc ipg0 4GiB " + zeroIpgBuffer,
+            "oom 4GiB free=1GiB " + zeroIpgBuffer });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("bucket_sizes"));
+        if (const Diagnosis* backward = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward))
+            QVERIFY(backward->confidence < diagnoses.front().confidence);
+        // Buffers at the default size are no cause, however tight the card.
+        const std::string small = trace({ "alloc w 1GiB load", "alloc a 1GiB fwd", "alloc ipg0 900MiB " + zeroIpgBuffer,
+            "oom 900MiB free=100MiB " + zeroIpgBuffer });
+        QVERIFY(
+            !test::findDiagnosis(diagnoseSnapshot(test::analyzeTrace(small), {}), DiagnosisId::CommunicationBuffers));
+    }
+
+    void deferredGradientsAreCommunication()
+    {
+        std::string text = "alloc w 2GiB load\nalloc a 200MiB fwd\n";
+        for (int layer = 0; layer < 8; ++layer)
+            text += "alloc dg" + std::to_string(layer) + " 256MiB " + fsdp2DeferredGradient + "\n";
+        text += "oom 400MiB free=50MiB bwd\n";
+        const auto analysis = test::analyzeTrace(text);
+        QCOMPARE(allocationOfSize(*analysis.primary(), 256 * MiB).category, Category::Communication);
+        const auto diagnoses = diagnoseSnapshot(analysis, {});
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("sync_gradients_each_micro_batch"));
+        QVERIFY(diagnoses.front().fixes.front().projectedSavingBytes);
+        QCOMPARE(uint64_t(*diagnoses.front().fixes.front().projectedSavingBytes), 8 * 256 * MiB);
+    }
+
+    void ddpBucketCopiesLeadWithGradientAsBucketView()
+    {
+        const std::string text = trace({ "alloc w 1GiB load", "alloc b 1GiB " + ddpBuckets, "alloc a 512MiB fwd",
+            "alloc g 1GiB grad", "oom 768MiB free=100MiB bwd" });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        const Diagnosis* d = test::findDiagnosis(diagnoses, DiagnosisId::CommunicationBuffers);
+        QVERIFY(d);
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QCOMPARE(d->fixes.front().id(), std::string("gradient_as_bucket_view"));
+        QVERIFY(d->fixes.front().fitsAfter == std::optional<bool>(true));
+    }
+
+    void explainedSymptomStaysBelowItsCause()
+    {
+        // The text may confirm fragmentation after the snapshot's rules found its cause.
+        Diagnosis cause = makeDiagnosis(DiagnosisId::CommunicationBuffers, 0.9, {});
+        Diagnosis symptom = makeDiagnosis(DiagnosisId::Fragmentation, 0.95, {});
+        symptom.evidence.push_back(
+            { "ranked below communication_buffers" + std::string(explainsItMark) + "why", std::nullopt });
+        std::vector<Diagnosis> diagnoses { symptom, cause };
+        rankDiagnoses(diagnoses);
+        QCOMPARE(diagnoses.front().id, DiagnosisId::CommunicationBuffers);
+        QVERIFY(diagnoses[1].confidence < diagnoses.front().confidence);
+        // Without the cause present the symptom keeps its confidence.
+        std::vector<Diagnosis> alone { symptom };
+        rankDiagnoses(alone);
+        QCOMPARE(alone.front().confidence, 0.95);
     }
 
     void pendingFreesAreMeasured()
@@ -238,6 +419,30 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence < d.confidence);
+    }
+
+    void pendingBlocksAreNotKeptOutputs()
+    {
+        // A served model's collectives: each layer's output freed by the program, its reuse waiting on
+        // the NCCL stream (free_requested, no free_completed). The allocator holds those blocks, not
+        // the program: no evaluation outputs were kept.
+        auto run = [](bool pending) {
+            std::string text = "alloc w 1GiB load\n";
+            for (int layer = 0; layer < 8; ++layer) {
+                const std::string name = "y" + std::to_string(layer);
+                text += "alloc " + name + " 256MiB eval\n";
+                if (pending)
+                    text += "free_requested " + name + " eval\n";
+            }
+            return text + "oom 512MiB free=100MiB eval\n";
+        };
+        const auto held = diagnoseSnapshot(test::analyzeTrace(run(true)), {});
+        const Diagnosis* pendingEval = test::findDiagnosis(held, DiagnosisId::EvalAccumulation);
+        QVERIFY(!pendingEval || pendingEval->confidence < 0.85);
+        QCOMPARE(held.front().id, DiagnosisId::PendingFrees);
+        // The same tensors still referenced by the program are kept outputs.
+        const auto kept = diagnoseSnapshot(test::analyzeTrace(run(false)), {});
+        QCOMPARE(kept.front().id, DiagnosisId::EvalAccumulation);
     }
 
     void otherStreamsCacheCannotServe()
@@ -344,6 +549,13 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
 private:
     // Collective outputs freed while NCCL's stream still uses them (record_stream): the allocator
     // reserves new segments meanwhile, gets the blocks back only when it synchronizes before failing.
+    static inline const std::string plainBackwardFailure = R"(Traceback (most recent call last):
+  File "/opt/venv/lib/python3.11/site-packages/torch/autograd/graph.py", line 825, in _engine_run_backward
+    return Variable._execution_engine.run_backward(
+  File "/opt/venv/lib/python3.11/site-packages/transformers/models/llama/modeling_llama.py", line 330, in forward
+    attn_output = self.o_proj(attn_output)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.25 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process has 78.04 GiB memory in use. Of the allocated memory 70.10 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but unallocated.
+)";
     static std::string pendingTrace(const std::string& collective = ncclCollective)
     {
         return trace({ "alloc w 1GiB load", "segment_alloc s1 1GiB", "alloc x1 512MiB " + collective + " in=s1",
