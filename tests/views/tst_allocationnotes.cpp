@@ -1,6 +1,6 @@
 #include "common/snapshotbytes.h"
 #include "common/testutil.h"
-#include "views/allocationsmodel.h"
+#include "views/models/allocationsmodel.h"
 #include "views/timelinedata.h"
 #include "views/timelinewidget.h"
 
