@@ -382,9 +382,12 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
     return found;
 }
 
-bool isRepeat(const FoundOom& earlier, const FoundOom& later)
+bool isRepeat(const TextLines& lines, const FoundOom& earlier, const FoundOom& later)
 {
-    if (later.firstLine - earlier.lastLine > repeatWindowLines || earlier.family != later.family)
+    // Lines of the input, not of `lines`: one rank's lines of an interleaved log are a subset, and
+    // two of its failures far apart in the log are close in the subset.
+    const size_t apart = lines.lineNumber(later.firstLine) - lines.lineNumber(earlier.lastLine);
+    if (apart > repeatWindowLines || earlier.family != later.family)
         return false;
     const std::string& a = earlier.core;
     const std::string& b = later.core;
@@ -448,8 +451,8 @@ std::vector<FoundOom> findOomMessages(const TextLines& lines)
             continue;
         FoundOom message = assemble(lines, i, *anchor);
         i = message.lastLine;
-        auto earlier
-            = std::find_if(found.rbegin(), found.rend(), [&](const FoundOom& e) { return isRepeat(e, message); });
+        auto earlier = std::find_if(
+            found.rbegin(), found.rend(), [&](const FoundOom& e) { return isRepeat(lines, e, message); });
         if (earlier != found.rend()) {
             // Keep the fuller copy's fields, the first one's position.
             if (earlier->message.truncated && !message.message.truncated) {

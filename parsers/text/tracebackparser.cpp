@@ -277,6 +277,8 @@ bool isChainSeparator(std::string_view text)
 //    attn_weights = torch.matmul(query_states, key_states.transpose(2, 3))
 // torch.cuda.OutOfMemoryError: CUDA out of memory. ...
 // The indented line right before the message, with nothing before it, is that frame's code.
+constexpr std::string_view cutBeforeThisLine = "(cut before this line)";
+
 std::optional<TracebackFrame> codeLineOpeningThePaste(const TextLines& lines, size_t messageLine)
 {
     if (messageLine == 0)
@@ -291,7 +293,7 @@ std::optional<TracebackFrame> codeLineOpeningThePaste(const TextLines& lines, si
             return std::nullopt;
     }
     TracebackFrame frame;
-    frame.filename = "(cut before this line)";
+    frame.filename = std::string(cutBeforeThisLine);
     frame.code = std::string(code);
     return frame;
 }
@@ -752,6 +754,12 @@ void decidePhase(TracebackInfo& info)
         std::string where = frame.filename;
         if (frame.line > 0)
             where += ':' + std::to_string(frame.line);
+        if (frame.function.empty() && !frame.code.empty()) {
+            // A frame line without its function, or only the code line the paste starts with.
+            info.phaseEvidence = frame.code
+                + (frame.filename == cutBeforeThisLine ? std::string(" — the paste's first line") : " at " + where);
+            return;
+        }
         info.phaseEvidence = std::string(frame.function) + " in " + where;
         if (!frame.code.empty())
             info.phaseEvidence += " (" + frame.code + ")";
