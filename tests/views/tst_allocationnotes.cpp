@@ -1,7 +1,7 @@
 #include "common/snapshotbytes.h"
 #include "common/testutil.h"
 #include "views/models/allocationsmodel.h"
-#include "views/timelinedata.h"
+#include "views/plots/timelinedata.h"
 #include "views/timelinewidget.h"
 
 #include <QAbstractItemModelTester>
