@@ -6,6 +6,7 @@
 #include "views/plots/annotationstrip.h"
 #include "views/plots/axistickers.h"
 #include "views/plots/phaseshading.h"
+#include "views/plots/plotstyle.h"
 #include "views/plots/stackedbands.h"
 #include "views/viewutil.h"
 
@@ -467,17 +468,8 @@ void TimelineWidget::applyColors()
 {
     const QPalette palette = this->palette();
     const QColor text = palette.color(QPalette::WindowText);
-    QColor grid = text;
-    grid.setAlpha(40);
-    m_plot->setBackground(palette.color(QPalette::Base));
-    for (QCPAxis* axis : { m_plot->xAxis, m_plot->yAxis, m_plot->xAxis2 }) {
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-        axis->setTickLabelColor(text);
-        axis->setLabelColor(text);
-        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-    }
+    stylePlot(m_plot, palette);
+    styleAxis(m_plot->xAxis2, palette);
     m_plot->xAxis2->grid()->setVisible(false);
 
     QStringList legend;

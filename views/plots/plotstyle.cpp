@@ -9,20 +9,24 @@
 
 namespace oomlens {
 
-void stylePlot(QCustomPlot* plot, const QPalette& palette)
+void styleAxis(QCPAxis* axis, const QPalette& palette)
 {
     const QColor text = palette.color(QPalette::WindowText);
     QColor grid = text;
     grid.setAlpha(40);
+    axis->setBasePen(QPen(text));
+    axis->setTickPen(QPen(text));
+    axis->setSubTickPen(QPen(text));
+    axis->setTickLabelColor(text);
+    axis->setLabelColor(text);
+    axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+}
+
+void stylePlot(QCustomPlot* plot, const QPalette& palette)
+{
     plot->setBackground(palette.color(QPalette::Base));
-    for (QCPAxis* axis : { plot->xAxis, plot->yAxis }) {
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-        axis->setTickLabelColor(text);
-        axis->setLabelColor(text);
-        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-    }
+    styleAxis(plot->xAxis, palette);
+    styleAxis(plot->yAxis, palette);
 }
 
 QString categoryLegendHtml()
