@@ -4,7 +4,7 @@
 #include "core/analysis/privatepools.h"
 #include "core/analysis/stackfeatures.h"
 #include "core/diagnosis/catalogue.h"
-#include "core/presentation/labels.h"
+#include "core/phasewords.h"
 #include "core/units.h"
 
 #include <algorithm>

@@ -1,8 +1,5 @@
 #include "core/presentation/labels.h"
 
-#include <algorithm>
-#include <cctype>
-
 namespace oomlens {
 
 std::string_view categoryLabel(Category category)
@@ -35,43 +32,6 @@ bool listedWhenEmpty(Category category)
     return category != Category::Communication && category != Category::KvCache;
 }
 
-std::string_view phaseLabel(Phase phase)
-{
-    switch (phase) {
-    case Phase::Load:
-        return "Loading";
-    case Phase::Forward:
-        return "Forward";
-    case Phase::Backward:
-        return "Backward";
-    case Phase::Optimizer:
-        return "Optimizer step";
-    case Phase::Eval:
-        return "Evaluation";
-    case Phase::Data:
-        return "Data loading";
-    case Phase::Rollout:
-        return "Rollout";
-    case Phase::Reference:
-        return "Reference pass";
-    case Phase::Reward:
-        return "Reward pass";
-    case Phase::WeightSync:
-        return "Weight sync";
-    case Phase::Sleep:
-        return "Sleep";
-    case Phase::Wake:
-        return "Wake-up";
-    case Phase::Offload:
-        return "Offload";
-    case Phase::Reload:
-        return "Reload";
-    case Phase::Unknown:
-        break;
-    }
-    return "Unknown";
-}
-
 std::string_view inputKindLabel(InputKind kind)
 {
     switch (kind) {
@@ -97,14 +57,6 @@ std::string_view inputKindLabel(InputKind kind)
         break;
     }
     return "Unrecognized";
-}
-
-std::string phaseInSentence(Phase phase)
-{
-    std::string words(phaseLabel(phase));
-    std::transform(
-        words.begin(), words.end(), words.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return words;
 }
 
 } // namespace oomlens

@@ -2,6 +2,7 @@
 
 #include "core/case.h"
 #include "core/phase.h"
+#include "core/phasewords.h"
 
 #include <string>
 #include <string_view>
@@ -9,19 +10,15 @@
 namespace oomlens {
 
 // The names a person reads, shared by the app and the HTML report: "Optimizer state" where
-// categoryName() gives the JSON key "optimizer_state", "Optimizer step" for Phase::Optimizer.
+// categoryName() gives the JSON key "optimizer_state" (the phases' are in core/phasewords.h).
 std::string_view categoryLabel(Category category);
 // Whether legends and tables list the category when it holds nothing. The training categories
 // are always listed (a forward-only run's "Gradients: 0" is an answer); communication and
 // kv_cache exist only in distributed or serving runs and are listed where they hold memory.
 bool listedWhenEmpty(Category category);
-std::string_view phaseLabel(Phase phase);
 
 // What an input was recognized as: "Memory snapshot" where inputKindName() gives the JSON's
 // "snapshot", "OOM message" for "oom_message".
 std::string_view inputKindLabel(InputKind kind);
-
-// The phase's label inside a sentence, as the app writes it: "failed in optimizer step".
-std::string phaseInSentence(Phase phase);
 
 } // namespace oomlens
