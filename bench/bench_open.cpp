@@ -36,7 +36,6 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +51,7 @@
 #include <vector>
 
 using namespace oomlens;
+using oomlens::bench::currentRssMiB;
 using oomlens::bench::peakRssMiB;
 
 namespace {
@@ -62,22 +62,7 @@ constexpr size_t timelineStages = 4;
 
 double cpuMs()
 {
-    rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    const auto ms
-        = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
-    return ms(usage.ru_utime) + ms(usage.ru_stime);
-}
-
-double currentRssMiB()
-{
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024.0;
-    }
-    return 0;
+    return oomlens::bench::cpuSeconds() * 1e3;
 }
 
 std::string loadAverage()

@@ -9,6 +9,7 @@
 // idle, the background releases (core/backgroundrelease.h) are done and malloc_trim has returned glibc's free memory;
 // caches filled by the first open (fonts, styles, Qt's) stay, so the figure to read is the growth between round 10 and
 // round N.
+#include "bench/processusage.h"
 #include "core/backgroundrelease.h"
 #include "views/casewidget.h"
 #include "views/mainwindow.h"
@@ -25,35 +26,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
 using namespace oomlens;
+using oomlens::bench::currentRssMiB;
+using oomlens::bench::peakRssMiB;
 
 namespace {
-
-double currentRssMiB()
-{
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024.0;
-    }
-    return 0;
-}
-
-double peakRssMiB()
-{
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmHWM:", 0) == 0)
-            return std::stod(line.substr(6)) / 1024.0;
-    }
-    return 0;
-}
 
 // Runs the event loop until `done` holds or the time is up (what QTest::qWaitFor does).
 template <typename Done> bool waitFor(Done done, int timeoutMs)

@@ -1,5 +1,8 @@
 #include "bench/processusage.h"
 
+#include <fstream>
+#include <string>
+
 #include <sys/resource.h>
 
 namespace oomlens::bench {
@@ -29,6 +32,17 @@ double cpuSeconds()
 double peakRssMiB()
 {
     return static_cast<double>(selfUsage().ru_maxrss) / 1024.0; // Linux reports KiB
+}
+
+double currentRssMiB()
+{
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.starts_with("VmRSS:"))
+            return std::stod(line.substr(6)) / 1024.0;
+    }
+    return 0;
 }
 
 } // namespace oomlens::bench

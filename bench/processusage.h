@@ -7,5 +7,6 @@ namespace oomlens::bench {
 
 double cpuSeconds(); // user + system
 double peakRssMiB(); // the resident set's high-water mark
+double currentRssMiB(); // the resident set now (VmRSS), for growth between two moments
 
 } // namespace oomlens::bench
