@@ -40,11 +40,7 @@ private:
     std::vector<int> m_ranks; // per line; empty when no line has a rank prefix
 };
 
-// trimmed, contains, isDigit and the rest the parsers share with core: core/strings.h (text::trimmed
-// and text::contains name the same functions).
-using oomlens::contains;
-using oomlens::trimmed;
-using oomlens::trimmedLeft;
+// trimmed, contains, isDigit and the rest the parsers share with core: core/strings.h.
 size_t indentation(std::string_view line);
 
 // Collapses every run of whitespace (spaces, tabs, newlines, NBSP) into one space and trims both ends:
