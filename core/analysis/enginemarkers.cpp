@@ -76,12 +76,18 @@ uint32_t iterationMarker(std::string_view name, std::string_view file)
         || name == "_sync_fsdp_params_to_vllm"
         || (contains(file, "sharding_manager") && (name == "__enter__" || name == "update_params")))
         return FeatureWeightSync;
-    if (contains(name, "ref_log_prob"))
+    // OpenRLHF's make_experience scores the samples generate_samples made, all under @torch.no_grad():
+    // the actor's old log-probs, the reference model's (initial_model), the critic's values and the
+    // reward model's scores: forward-only passes of the trainer's side that create no gradients and
+    // no optimizer state. Not make_experience_list, which also calls generate_samples (the rollout).
+    // Its Actor.generate (older releases generate inside make_experience) stays the rollout: the
+    // innermost marker decides.
+    if (contains(name, "ref_log_prob") || (name == "make_experience" && inPackage(file, "openrlhf")))
         return FeatureReference;
     if (contains(name, "compute_rm_score") || name == "compute_reward" || name == "compute_rewards")
         return FeatureReward;
     if (contains(name, "generate_sequences") || name == "_generate_and_score_completions" || name == "generate_samples"
-        || name.starts_with("generate_rollout"))
+        || name.starts_with("generate_rollout") || (name == "generate" && inPackage(file, "openrlhf")))
         return FeatureRollout;
     return 0;
 }

@@ -31,7 +31,8 @@ struct EngineFrame
 //                 SGLang mem_cache/memory_pool.py (MHA/MLA token-to-KV pools); Hugging Face
 //                 cache_utils.py (StaticCache, OffloadedCache and the others);
 //   RL stages:    rollout (verl generate_sequences, TRL _generate_and_score_completions, OpenRLHF
-//                 generate_samples, slime generate_rollout), reference (…ref_log_prob), reward
+//                 generate_samples and Actor.generate, slime generate_rollout), reference
+//                 (…ref_log_prob; OpenRLHF make_experience, its forward-only scoring passes), reward
 //                 (compute_rm_score, compute_reward(s)), weight sync (update_weights*, sync_weights,
 //                 verl's sharding manager __enter__, OpenRLHF _broadcast_to_vllm, TRL
 //                 _move_model_to_vllm), sleep/wake (vLLM sleep / wake_up, SGLang

@@ -330,8 +330,17 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             d, formatBytes(s.weightSync) + " of weight-sync buffers were live: the weights on their way to the engine");
     sleepEvidence(e, d);
 
-    // The ladder of product.md §3, each fix only where it acts on the failing phase.
-    if (!isTrainerPhase(phase))
+    // The ladder of product.md §3, each fix only where it acts on the failing phase. Its rung is
+    // whichever side idles in that phase: during the trainer's phases (the update, the reference
+    // and reward passes) the engine's KV cache and weights serve nobody, and sleeping it returns
+    // all of them (vLLM sleep level 1 discards the cache and moves the weights to the host; SGLang
+    // releases its memory occupation), where a smaller share returns a tenth of the card per 0.1.
+    // That whole release leads, as offloading the idle trainer leads during rollout, and it is
+    // the fix the ranking judges: whether the failing phase fits once the engine is asleep.
+    const bool trainerSide = isTrainerPhase(phase);
+    if (trainerSide)
+        d.fixes.push_back(sleepEngine(s, budget));
+    if (!trainerSide)
         d.fixes.push_back(offloadTrainer(s, phase, budget));
     // A share of the card is an engine's setting; Hugging Face's caches grow with the batch instead.
     const bool engineSizesItsCache = s.engine != Engine::None && s.engine != Engine::HuggingFace;
@@ -339,7 +348,7 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         d.fixes.push_back(engineFraction(s, e));
     if (phase == Phase::Rollout && (s.engineOther > 0 || s.engine == Engine::HuggingFace))
         d.fixes.push_back(engineBatch(s, budget));
-    if (!isEnginePhase(phase))
+    if (!trainerSide && !isEnginePhase(phase))
         d.fixes.push_back(sleepEngine(s, budget));
     if (phase == Phase::WeightSync || s.weightSync > 0)
         d.fixes.push_back(bucketedSync(s, budget));

@@ -114,8 +114,11 @@ bool SnapshotEvidence::limitRefusedSegment() const
 
 int32_t SnapshotEvidence::firstTrainingStep() const
 {
+    // optimizer.step() reads the gradients a backward wrote: a step whose optimizer ran trained,
+    // even where the trace began after its backward (a late-started or wrapped history shows only
+    // the step's tail; an RL iteration's update before its next rollout is one).
     for (const auto& step : profile.steps) {
-        if (step.step >= 1 || step.hasBackward)
+        if (step.step >= 1 || step.hasBackward || step.hasOptimizer)
             return step.step;
     }
     return 1;
