@@ -114,6 +114,13 @@ private Q_SLOTS:
             engineFrame("offload_fsdp_model_to_cpu", "/opt/verl/verl/utils/fsdp_utils.py").features & FeatureOffload);
         QVERIFY(
             engineFrame("compute_ref_log_prob", "/opt/verl/verl/workers/fsdp_workers.py").features & FeatureReference);
+        // OpenRLHF: make_experience scores the samples (reference, reward, values, old log-probs) under
+        // no_grad; make_experience_list also generates, and generate_samples / Actor.generate are the rollout.
+        QVERIFY(engineFrame("make_experience", "/x/openrlhf/trainer/ppo_utils/experience_maker.py").features
+            & FeatureReference);
+        QCOMPARE(engineFrame("make_experience_list", "/x/openrlhf/trainer/ppo_utils/experience_maker.py").features, 0u);
+        QVERIFY(engineFrame("generate", "/x/openrlhf/models/actor.py").features & FeatureRollout);
+        QCOMPARE(engineFrame("make_experience", "/x/coati/experience_maker/naive.py").features, 0u);
         // Training's own names stay training's.
         QCOMPARE(engineFrame("forward", "/x/torch/nn/modules/linear.py").features, 0u);
         QCOMPARE(engineFrame("load_state_dict", "/x/torch/nn/modules/module.py").features, 0u);
@@ -233,13 +240,76 @@ private Q_SLOTS:
         for (const Diagnosis& d : analysis.diagnoses)
             colocated = d.id == DiagnosisId::ColocatedEngine ? &d : colocated;
         QVERIFY(colocated);
-        QCOMPARE(colocated->fixes.front().id(), std::string("engine_memory_fraction"));
+        // The engine idles through the update: sleeping it (all 12 GiB) leads, a smaller share follows.
+        QCOMPARE(colocated->fixes.front().id(), std::string("free_engine_cache_before_update"));
         bool sleepFix = false;
         for (const Fix& fix : colocated->fixes) {
             if (fix.kind == FixKind::FreeEngineCacheBeforeUpdate)
                 sleepFix = fix.projectedSavingBytes.value_or(0) == int64_t(12 * GiB);
         }
         QVERIFY(sleepFix);
+    }
+
+    // The update of a later iteration, the trace started after the previous one's backward (only its
+    // optimizer.step() creating Adam's state is seen), the engine awake beside it. Halving the engine's
+    // share (5 GiB) would not carry the update's 6 GiB request and 1 GiB of gradients; sleeping the
+    // engine (12 GiB) would. Neither is this the run's first backward: the optimizer stepped before.
+    void laterUpdateBesideAwakeEngine()
+    {
+        const char* trlUpdate = "stack=\"/x/trl/trainer/grpo_trainer.py:train_step:140\"";
+        const std::string trlRollout = std::string("stack=\"/x/vllm/model_executor/models/qwen2.py:forward:338;")
+            + "/x/vllm/worker/model_runner.py:execute_model:1742;/x/vllm/entrypoints/llm.py:generate:465;"
+            + "/x/trl/trainer/grpo_trainer.py:_generate_and_score_completions:900\"";
+        const std::string text = std::string("before w 1GiB load\n") + "before ew 2GiB " + vllmWeights + "\n"
+            + "before kv 10GiB " + vllmKv + "\n" + "alloc s 2GiB optinit\n" + "alloc r 256MiB " + trlRollout
+            + "\nfree r none\n" + "alloc b 64MiB " + trlUpdate + "\nalloc x 4GiB fwd\nalloc y 4GiB fwd\n"
+            + "oom 6GiB free=100MiB bwd\n";
+        Case input;
+        input.snapshots.push_back(test::traceSnapshot(text));
+        const CaseAnalysis analysis = analyzeCase(input);
+        QVERIFY(!analysis.diagnoses.empty());
+        const Diagnosis& top = analysis.diagnoses.front();
+        QCOMPARE(top.id, DiagnosisId::ColocatedEngine);
+        QCOMPARE(top.fixes.front().kind, FixKind::FreeEngineCacheBeforeUpdate);
+        QCOMPARE(top.fixes.front().projectedSavingBytes.value_or(0), int64_t(12 * GiB));
+        QVERIFY(top.outlook);
+        QVERIFY(top.outlook->leadingFixFitsRun != std::optional<bool>(false));
+        for (const Diagnosis& d : analysis.diagnoses) {
+            if (d.id == DiagnosisId::FirstBackward)
+                QVERIFY2(d.confidence < 0.5, "the optimizer stepped before this backward: not the first");
+        }
+    }
+
+    // OpenRLHF with --colocate_all_models: make_experience's reference pass fails on its logits while
+    // the vLLM engine stays awake. A forward-only pass creates no gradients or optimizer state, so
+    // its need is the request, which sleeping the engine covers.
+    void referencePassBesideAwakeEngine()
+    {
+        const std::string reference = std::string("stack=\"/x/openrlhf/models/actor.py:forward:231;")
+            + "/x/torch/nn/modules/module.py:_call_impl:1750;/x/openrlhf/trainer/ray/launcher.py:forward:140;"
+            + "/x/openrlhf/trainer/ppo_utils/experience_maker.py:make_experience:420;"
+            + "/x/openrlhf/trainer/ppo_trainer.py:fit:240\"";
+        const std::string samples = std::string("stack=\"/x/vllm/model_executor/models/llama.py:forward:338;")
+            + "/x/vllm/entrypoints/llm.py:generate:465;"
+            + "/x/openrlhf/trainer/ppo_utils/experience_maker.py:generate_samples:160;"
+            + "/x/openrlhf/trainer/ppo_utils/experience_maker.py:make_experience_list:300\"";
+        const std::string text = std::string("alloc w 4GiB load\n") + "alloc ew 2GiB " + vllmWeights + "\n"
+            + "alloc kv 10GiB " + vllmKv + "\n" + "alloc r 256MiB " + samples + "\nfree r none\n" + "alloc l 3GiB "
+            + reference + "\n" + "oom 6GiB free=100MiB " + reference + "\n";
+        Case input;
+        input.snapshots.push_back(test::traceSnapshot(text));
+        const CaseAnalysis analysis = analyzeCase(input);
+        const DeviceAnalysis& device = *analysis.snapshots[0].primary();
+        QCOMPARE(device.allocations[3].phase, Phase::Rollout);
+        QCOMPARE(device.ooms.back().phase, Phase::Reference);
+        QVERIFY(!analysis.diagnoses.empty());
+        const Diagnosis& top = analysis.diagnoses.front();
+        QCOMPARE(top.id, DiagnosisId::ColocatedEngine);
+        QCOMPARE(top.fixes.front().kind, FixKind::FreeEngineCacheBeforeUpdate);
+        QVERIFY(top.outlook);
+        QVERIFY(top.outlook->leadingFixFitsRun != std::optional<bool>(false));
+        for (const Evidence& line : top.evidence)
+            QVERIFY2(line.text.find("still to be created") == std::string::npos, line.text.c_str());
     }
 
     // TRL-style: the policy generates with Hugging Face's cache inside the RL trainer's rollout.
