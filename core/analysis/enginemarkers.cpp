@@ -76,13 +76,17 @@ uint32_t iterationMarker(std::string_view name, std::string_view file)
         || name == "_sync_fsdp_params_to_vllm"
         || (contains(file, "sharding_manager") && (name == "__enter__" || name == "update_params")))
         return FeatureWeightSync;
-    // OpenRLHF's make_experience scores the samples generate_samples made, all under @torch.no_grad():
+    // OpenRLHF's experience maker scores the samples generate_samples made, all under @torch.no_grad():
     // the actor's old log-probs, the reference model's (initial_model), the critic's values and the
     // reward model's scores: forward-only passes of the trainer's side that create no gradients and
-    // no optimizer state. Not make_experience_list, which also calls generate_samples (the rollout).
-    // Its Actor.generate (older releases generate inside make_experience) stays the rollout: the
+    // no optimizer state. make_experience, and make_experience_batch in the releases that score a
+    // whole rollout at once; not make_experience_list, which also calls generate_samples (the
+    // rollout), nor the replay buffer's make_experience_batch (CPU items into a batch). Its
+    // Actor.generate (older releases generate inside make_experience) stays the rollout: the
     // innermost marker decides.
-    if (contains(name, "ref_log_prob") || (name == "make_experience" && inPackage(file, "openrlhf")))
+    const bool openRlhfScoring = (name == "make_experience" || name == "make_experience_batch")
+        && inPackage(file, "openrlhf") && contains(file, "experience_maker");
+    if (contains(name, "ref_log_prob") || openRlhfScoring)
         return FeatureReference;
     if (contains(name, "compute_rm_score") || name == "compute_reward" || name == "compute_rewards")
         return FeatureReward;

@@ -120,6 +120,9 @@ private Q_SLOTS:
             & FeatureReference);
         QCOMPARE(engineFrame("make_experience_list", "/x/openrlhf/trainer/ppo_utils/experience_maker.py").features, 0u);
         QVERIFY(engineFrame("generate", "/x/openrlhf/models/actor.py").features & FeatureRollout);
+        QVERIFY(engineFrame("make_experience_batch", "/x/openrlhf/trainer/ppo_utils/experience_maker.py").features
+            & FeatureReference);
+        QCOMPARE(engineFrame("make_experience_batch", "/x/openrlhf/trainer/ppo_utils/replay_buffer.py").features, 0u);
         QCOMPARE(engineFrame("make_experience", "/x/coati/experience_maker/naive.py").features, 0u);
         // Training's own names stay training's.
         QCOMPARE(engineFrame("forward", "/x/torch/nn/modules/linear.py").features, 0u);
