@@ -167,6 +167,12 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
     DistributedFacts distributedFacts;
     distributedFacts.gradientsAllocatedApart = std::any_of(out.allocations.begin(), out.allocations.end(),
         [&](const Allocation& a) { return (features.features(a.stack) & FeatureAccumulateGrad) != 0; });
+    for (const Allocation& a : out.allocations) {
+        uint32_t& last = distributed.communication(a.stack) == CommunicationKind::ZeroOptimizerInit
+            ? distributedFacts.zeroMasterLine
+            : distributedFacts.gradBufferLine;
+        last = std::max(last, distributed.constructorLine(a.stack));
+    }
 
     Reasons reasons(out.reasons);
     std::unordered_map<uint32_t, CategoryRules::Match> ruleCache;
