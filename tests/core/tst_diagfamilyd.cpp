@@ -47,8 +47,6 @@ const std::map<QString, const char*>& expectedFailures()
             "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
         { QStringLiteral("alone:openrlhf_llama3_8b_colocate_all_reference_pass_engine_awake"), noRuleYet },
         { QStringLiteral("alone:trl_grpo_qwen25_3b_h100_colocated_vllm_no_sleep_update"), noRuleYet },
-        { QStringLiteral("bands:fsdp1_llama3_70b_h100_pending_unsharded_grads"),
-            "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("bands:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("bands:fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits"),
