@@ -347,6 +347,15 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
             if (a.allocEvent >= 0 && a.stack == stack)
                 stack = FrameTable::emptyStack();
         }
+        // A released segment says nothing about where the program is: the allocator records the
+        // context of the request whose retry released it, or, without one (empty_cache, a
+        // context that records only allocations), the context the segment was first mapped in,
+        // possibly many steps ago (CUDACachingAllocator's release_block:
+        // `context ? context : block->context_when_segment_allocated`). The first is the next
+        // request's own frames, the second misleads: an evaluation that releases cached
+        // segments of the training step would read as backward.
+        if (e.action == TraceAction::SegmentFree || e.action == TraceAction::SegmentUnmap)
+            stack = FrameTable::emptyStack();
         const Phase p = stack == FrameTable::emptyStack() ? Phase::Unknown : features.phase(stack);
         out.eventPhase[i] = p;
         if (p != Phase::Unknown)
