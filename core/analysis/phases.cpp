@@ -157,6 +157,11 @@ void labelSteps(
             // Lightning's closure, after the update in others): it neither ends nor starts one.
             if (p == Phase::Optimizer && (features.features(events[i].stack) & FeatureZeroGrad))
                 continue;
+            // Evaluation between training steps (Trainer's evaluate every eval_steps) belongs to the
+            // step it follows: the next training step still starts where its data or forward
+            // follows the optimizer, whatever evaluation ran in between.
+            if (p == Phase::Eval && (hasOptimizer || hasBackward))
+                continue;
             bool starts = false;
             if (hasOptimizer || hasBackward) {
                 const bool entering = p == Phase::Forward || p == Phase::Data;

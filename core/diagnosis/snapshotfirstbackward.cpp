@@ -1,41 +1,20 @@
 #include "core/diagnosis/snapshotrules.h"
 
-#include "core/analysis/stackfeatures.h"
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/earlierstep.h"
 #include "core/units.h"
 
 namespace oomlens::snapshotrules {
-
-namespace {
-
-// Optimizer state that step() creates lazily on its first call (_init_group: Adam's moments,
-// SGD's momentum), live and older than the trace: optimizer.step() ran before the trace began,
-// after a backward. Step numbers count the steps the trace shows, so its first step is not the
-// run's first. State built in a constructor (DeepSpeed's ZeRO optimizer runs one step on zero
-// gradients while it initialises) proves nothing and is left out. Returns its bytes.
-uint64_t stateOfAnEarlierStep(const SnapshotEvidence& e)
-{
-    StackFeatures features(*e.analysis.snapshot);
-    uint64_t bytes = 0;
-    for (const Allocation& allocation : e.device.allocations) {
-        if (!allocation.olderThanTrace() || allocation.category != Category::OptimizerState
-            || allocation.phase != Phase::Optimizer || !allocation.liveAfter(e.oom.eventIndex))
-            continue;
-        const uint32_t f = features.features(allocation.stack);
-        if ((f & FeatureOptimizerInit) && !(f & FeatureLoad))
-            bytes += allocation.requestedSize;
-    }
-    return bytes;
-}
-
-} // namespace
 
 void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
     if (e.oom.phase != Phase::Backward)
         return;
     const bool firstInTrace = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
-    const uint64_t earlierState = firstInTrace ? stateOfAnEarlierStep(e) : 0;
+    // Optimizer state a completed step created, older than the trace: the trace's first step is not
+    // the run's (earlierstep.h).
+    const uint64_t earlierState
+        = firstInTrace ? optimizerStateOfAnEarlierStep(*e.analysis.snapshot, e.device, e.oom.eventIndex) : 0;
     const bool first = firstInTrace && earlierState == 0;
     const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
     // A later backward that fails where the step before peaked in its own backward, needing at the

@@ -49,6 +49,25 @@ std::string failingStepOnly(const std::string& olderThanTrace)
     return trace + "alloc l 1MiB loss\noom 1GiB free=100MiB bwd\n";
 }
 
+// The failing step of a run whose earlier steps ran before the trace: weights (8 x 256 MiB) and
+// Adam's moments (16 x 256 MiB, one per parameter tensor and moment) older than it, `cache`
+// (segments the earlier steps left), the end of the previous step's update, then the batch, three
+// 200 MiB layer activations, the logits (3 GiB) and their fp32 copy (6 GiB) from two lines of the
+// model's head, and backward's 6 GiB gradient of that copy fails.
+std::string longDocument(const std::string& cache)
+{
+    std::string trace;
+    for (int tensor = 0; tensor < 8; ++tensor)
+        trace += "before p" + std::to_string(tensor) + " 256MiB load\n";
+    for (int tensor = 0; tensor < 16; ++tensor)
+        trace += "before m" + std::to_string(tensor) + " 256MiB optinit\n";
+    trace += cache + "alloc u 1MiB opt\nfree u opt\nalloc in 1MiB data\n";
+    for (int layer = 1; layer <= 3; ++layer)
+        trace += "alloc a" + std::to_string(layer) + " 200MiB " + modelSite(10 * layer) + "\n";
+    return trace + "alloc logits 3GiB " + modelSite(90) + "\nalloc upcast 6GiB " + modelSite(91)
+        + "\noom 6GiB free=500MiB bwd\n";
+}
+
 } // namespace
 
 class TestDiagControls : public QObject
@@ -106,6 +125,39 @@ private Q_SLOTS:
         QVERIFY(!firstRun.empty());
         QVERIFY2(firstRun.front().id == DiagnosisId::FirstBackward, test::diagnosisNames(firstRun).c_str());
         QVERIFY(firstRun.front().confidence >= 0.8);
+    }
+
+    // A long document after many shorter batches, the ring buffer holding only the end of the step
+    // before (its optimizer) and the failing step. Weights 2 GiB and Adam's moments 4 GiB (made by an
+    // earlier step's optimizer.step()) are older than the trace; the cache the earlier steps left
+    // holds two 1 GiB segments besides them: reserved at the step's start is about 8 GiB, 2 GiB above
+    // what was live, so no earlier step grew by more than 2 GiB, and no earlier tensor was larger
+    // than 1 GiB. The failing step's logits (3 GiB), their fp32 copy (6 GiB) and its gradient
+    // (6 GiB, the failing request) outgrow every cached segment from three call sites, and it
+    // needs 0.6 + 3 + 6 + 6 = 15.6 GiB: about 7.8x the room. A longer batch, not the first backward.
+    void longerBatchBeyondATraceShorterThanAStep()
+    {
+        const std::string trace = longDocument("segment c1 0x7e0000000000 1GiB large\n"
+                                               "segment c2 0x7e8000000000 1GiB large\n");
+        const auto diagnoses = diagnose(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::LongestBatch, test::diagnosisNames(diagnoses).c_str());
+        const Diagnosis& longest = diagnoses.front();
+        QCOMPARE(longest.confidence, 0.7);
+        QVERIFY2(anyEvidence(longest, "the high-water mark the earlier steps left"), longest.evidence[0].text.c_str());
+        QVERIFY(anyEvidence(longest,
+            "3 call sites of this step asked for tensors up to 6.00 GiB, 6.0x the largest "
+            "segment cached then (1024.00 MiB)"));
+        const Diagnosis* first = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward);
+        QVERIFY(first && first->confidence < 0.5);
+    }
+
+    // The same step where the earlier steps had left a 7 GiB segment in the cache: they made tensors
+    // as large as these, so the cache says nothing of a longer batch.
+    void stepThatFitsTheCachedSegmentsIsNotALongerBatch()
+    {
+        const auto diagnoses = diagnose(longDocument("segment c1 0x7e0000000000 7GiB large\n"));
+        QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::LongestBatch), test::diagnosisNames(diagnoses).c_str());
     }
 
     // Hugging Face Trainer evaluates after training with no eval_accumulation_steps: every batch's

@@ -39,8 +39,6 @@ const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
         { QStringLiteral("alone:fsdp1_llama3_70b_h100_pending_unsharded_grads"), noRuleYet },
-        { QStringLiteral("alone:hf_trainer_qwen25_1_5b_l40s_gradient_checkpointing_long_document"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
         { QStringLiteral("alone:openrlhf_llama3_8b_colocate_all_reference_pass_engine_awake"), noRuleYet },
         { QStringLiteral("alone:trl_grpo_qwen25_3b_h100_colocated_vllm_no_sleep_update"), noRuleYet },
         { QStringLiteral("bands:fsdp1_llama3_70b_h100_pending_unsharded_grads"),
@@ -74,8 +72,6 @@ const std::map<QString, const char*>& expectedFailures()
         { QStringLiteral("bands:zero2_llama3_8b_a100_40gb_ipg_buckets_5e9_overlap_comm"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("text:fsdp1_llama3_70b_h100_pending_unsharded_grads"), noRuleYet },
-        { QStringLiteral("text:hf_trainer_qwen25_1_5b_l40s_gradient_checkpointing_long_document"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
         { QStringLiteral("text:openrlhf_llama3_8b_colocate_all_reference_pass_engine_awake"), noRuleYet },
         { QStringLiteral("text:trl_grpo_qwen25_3b_h100_colocated_vllm_no_sleep_update"), noRuleYet },
     };

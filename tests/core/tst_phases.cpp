@@ -276,6 +276,28 @@ private Q_SLOTS:
             QCOMPARE(span.phase, Phase::Eval);
     }
 
+    void evaluationBetweenStepsStartsNoStep()
+    {
+        // Trainer evaluates after step 1 (evaluate every eval_steps): its frames name it, model
+        // call or not. Step 2 starts where its data follows step 1's optimizer, evaluation in
+        // between; the evaluation belongs to step 1.
+        const std::string predict
+            = "\"stack=transformers/trainer.py:_prepare_input:3644;"
+              "transformers/trainer.py:prediction_step:4464;"
+              "transformers/trainer.py:evaluation_loop:4245;transformers/trainer.py:evaluate:4051\"";
+        const std::string text = "alloc in1 1MiB data\nalloc f1 4MiB fwd\nalloc b1 4MiB bwd\nfree f1 bwd\nfree b1 bwd\n"
+                                 "alloc o1 1MiB opt\nfree o1 opt\nfree in1 none\n"
+                                 "alloc e1 1MiB "
+            + predict + "\nalloc e2 4MiB eval\nfree e2 eval\nfree e1 none\n"
+            + "alloc in2 1MiB data\nalloc f2 4MiB fwd\noom 4MiB free=1MiB bwd\n";
+        QCOMPARE(phaseOf(text, "e1"), Phase::Eval);
+        QCOMPARE(stepOf(text, "e1"), 1);
+        QCOMPARE(stepOf(text, "e2"), 1);
+        QCOMPARE(stepOf(text, "in2"), 2);
+        QCOMPARE(stepOf(text, "f2"), 2);
+        QCOMPARE(test::analyzeTrace(text).primary()->stepCount, 2);
+    }
+
     void stepsFromPattern_data()
     {
         QTest::addColumn<QString>("forward");
