@@ -56,7 +56,9 @@ struct Verdict
     const char* reason;
 };
 
-Verdict olderWithoutFrames(const Allocation& a, Phase freedIn, uint32_t freeFeatures)
+// `freedByUnwinding`: freed after the device's last out-of-memory event, as the error unwound the
+// failing step.
+Verdict olderWithoutFrames(const Allocation& a, Phase freedIn, uint32_t freeFeatures, bool freedByUnwinding)
 {
     if (a.freeEvent < 0)
         return { Category::Parameters,
@@ -70,6 +72,12 @@ Verdict olderWithoutFrames(const Allocation& a, Phase freedIn, uint32_t freeFeat
         return { Category::Gradients,
             "older than the trace and freed by zero_grad "
             "(no stack recorded; lower confidence)" };
+    // The exception drops the failing step's autograd graph and its frames' locals: what it frees
+    // was held from before the trace to the failure, which in a step is what forward saved.
+    if (freedByUnwinding)
+        return { Category::Activations,
+            "older than the trace and freed when the out-of-memory error unwound the failing step (its graph's saved "
+            "tensors dropped): assumed activations (no stack recorded; lower confidence)" };
     return { Category::Unknown, "older than the trace, no stack recorded, lifetime not conclusive" };
 }
 
@@ -167,6 +175,12 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
     DistributedFacts distributedFacts;
     distributedFacts.gradientsAllocatedApart = std::any_of(out.allocations.begin(), out.allocations.end(),
         [&](const Allocation& a) { return (features.features(a.stack) & FeatureAccumulateGrad) != 0; });
+    for (const Allocation& a : out.allocations) {
+        uint32_t& last = distributed.communication(a.stack) == CommunicationKind::ZeroOptimizerInit
+            ? distributedFacts.zeroMasterLine
+            : distributedFacts.gradBufferLine;
+        last = std::max(last, distributed.constructorLine(a.stack));
+    }
 
     Reasons reasons(out.reasons);
     std::unordered_map<uint32_t, CategoryRules::Match> ruleCache;
@@ -224,7 +238,8 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
             // they say nothing about what it was, so decide by lifetime.
             const uint32_t freeFeatures
                 = alive ? 0u : features.features(events[static_cast<size_t>(a.freeEvent)].stack);
-            v = olderWithoutFrames(a, freedIn, freeFeatures);
+            const bool freedByUnwinding = !alive && !failures.empty() && a.freeEvent > failures.back();
+            v = olderWithoutFrames(a, freedIn, freeFeatures, freedByUnwinding);
         } else {
             const bool sameRun = !older && !alive
                 && spanOf[static_cast<size_t>(a.allocEvent)] == spanOf[static_cast<size_t>(a.freeEvent)];

@@ -56,6 +56,26 @@ std::optional<DistributedVerdict> distributedVerdict(
     case CommunicationKind::NcclPool:
         return DistributedVerdict { Category::Communication,
             "memory registered for NCCL (ncclMemAlloc MemPool, symmetric memory)" };
+    case CommunicationKind::ContiguousBuffer:
+        if (stacks.constructorLine(a.stack) >= facts.gradBufferLine)
+            return DistributedVerdict { Category::Gradients,
+                "Megatron-Core's contiguous gradient buffer (_ParamAndGradBuffer.grad_data): every parameter's "
+                "main_grad is a view of it, and the gradient reduction runs on it in place" };
+        return DistributedVerdict { Category::Parameters,
+            "Megatron-Core's contiguous parameter buffer (_ParamAndGradBuffer.param_data, made with the "
+            "distributed optimizer): every parameter's .data is a view of it" };
+    case CommunicationKind::ZeroOptimizerInit:
+        if (stacks.constructorLine(a.stack) >= facts.zeroMasterLine)
+            return DistributedVerdict { Category::OptimizerState,
+                "DeepSpeed ZeRO's fp32 master partition (single_partition_of_fp32_groups), cloned from this "
+                "rank's share of the flat parameters: master weights are optimizer state" };
+        return DistributedVerdict { Category::Parameters,
+            "DeepSpeed ZeRO's flat parameter buffer (bit16_groups_flat): every parameter of the group is a "
+            "view of it" };
+    case CommunicationKind::ZeroMasterPartition:
+        return DistributedVerdict { Category::OptimizerState,
+            "DeepSpeed ZeRO-3's fp32 master partition (_create_fp32_partitions): master weights are optimizer "
+            "state" };
     case CommunicationKind::ShardedParameter:
         return DistributedVerdict { Category::Parameters,
             "this rank's shard of a parameter, made by FSDP2's fully_shard (FSDPParam._init_sharded_param): the "

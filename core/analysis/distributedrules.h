@@ -23,6 +23,15 @@ struct DistributedFacts
     // copy of them (gradient_as_bucket_view=False); without such allocations the gradients are
     // views of the buckets and the buckets are the gradient storage.
     bool gradientsAllocatedApart = false;
+    // Megatron-Core's _ParamAndGradBuffer allocates param_data (only with the distributed
+    // optimizer) and then grad_data, a few lines further down the same constructor, in every
+    // version: the last line that allocates a buffer is the gradients', an earlier one the
+    // parameters'. With one line only, it is grad_data (param_data is the optional one).
+    uint32_t gradBufferLine = 0;
+    // DeepSpeed's ZeRO-1/2 constructor moves each flattened bf16/fp16 parameter group to the GPU
+    // and, further down the same loop, clones this rank's fp32 master partition from it: the
+    // last line that allocates is the master partition's, earlier ones the parameters'.
+    uint32_t zeroMasterLine = 0;
 };
 
 // nullopt: the stack says nothing distributed; the phase rules decide.

@@ -3,6 +3,7 @@
 #include "core/analysis/userframe.h"
 #include "core/strings.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 
@@ -79,6 +80,14 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
     // DeepSpeed ZeRO: stage 1/2 IPG buckets and their reduction; stage 3's parameter all-gather
     // (partition_parameters, the parameter coordinator's fetch) and its gradient reduction.
     if (inFile(file, "deepspeed/runtime/zero/")) {
+        // The optimizers' own state, made where the optimizer is constructed: only what the
+        // constructor allocates itself (its helpers and the first optimizer step run under it).
+        if (inFile(file, "deepspeed/runtime/zero/stage_1_and_2.py") && name == "__init__") {
+            kind = CommunicationKind::ZeroOptimizerInit;
+            return FrameVerdict::DecidedIfInnermost;
+        }
+        if (inFile(file, "deepspeed/runtime/zero/stage3.py") && name == "_create_fp32_partitions")
+            return decide(CommunicationKind::ZeroMasterPartition);
         // ZeRO-1/2's backward allocates the IPG buffers (torch.empty(reduce_bucket_size), a second one
         // with overlap_comm) and then runs the loss's backward under the same frame: only what it
         // allocates itself, with no Python frame inside, is the bucket.
@@ -95,9 +104,15 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
         return FrameVerdict::Undecided;
     }
     // Megatron-LM: the contiguous param-and-grad buffer *is* the storage (main_grad, the
-    // parameters); the sequence/tensor-parallel mappings gather and scatter along a dimension.
-    if (inFile(file, "megatron/core/distributed/param_and_grad_buffer.py"))
+    // parameters): its constructor allocates it (grad_buffer.py before Megatron-Core 0.6 held the
+    // gradients only); whatever else runs in those files works on views of it. The
+    // sequence/tensor-parallel mappings gather and scatter along a dimension.
+    if (inFile(file, "megatron/core/distributed/param_and_grad_buffer.py")
+        || inFile(file, "megatron/core/distributed/grad_buffer.py")) {
+        if (name == "__init__")
+            return decide(CommunicationKind::ContiguousBuffer);
         return FrameVerdict::Storage;
+    }
     if (inFile(file, "megatron/core/tensor_parallel/mappings.py")) {
         if (contains(name, "reduce_scatter"))
             return decide(CommunicationKind::ReduceScatter);
@@ -168,6 +183,8 @@ const DistributedStacks::FrameFacts& DistributedStacks::frameFacts(FrameId id)
     const std::string_view file = m_snapshot.strings->get(frame.filename);
     const FrameVerdict verdict = communicationOf(file, name, f.kind);
     f.decidesCommunication = verdict != FrameVerdict::Undecided;
+    if (f.kind == CommunicationKind::ContiguousBuffer || f.kind == CommunicationKind::ZeroOptimizerInit)
+        f.bufferLine = static_cast<uint32_t>(std::max(frame.line, 1));
     f.decidesOnlyInnermost = verdict == FrameVerdict::DecidedIfInnermost;
     f.python = isPythonFile(file);
     const CheckpointFrame checkpoint = checkpointOf(file, name);
@@ -195,6 +212,7 @@ const DistributedStacks::Entry& DistributedStacks::entry(StackId stack)
         if (!communicationDecided && f.decidesCommunication && !(f.decidesOnlyInnermost && pythonInside)) {
             communicationDecided = true;
             e.kind = f.kind;
+            e.bufferLine = f.bufferLine;
         }
         pythonInside |= f.python;
         if (f.checkpointing)
@@ -240,6 +258,12 @@ const char* communicationKindText(CommunicationKind kind)
         return "NCCL-registered buffer";
     case CommunicationKind::ShardedParameter:
         return "sharded parameter";
+    case CommunicationKind::ContiguousBuffer:
+        return "Megatron param-and-grad buffer";
+    case CommunicationKind::ZeroOptimizerInit:
+        return "ZeRO flat parameters or fp32 master partition";
+    case CommunicationKind::ZeroMasterPartition:
+        return "ZeRO-3 fp32 master partition";
     case CommunicationKind::None:
         break;
     }

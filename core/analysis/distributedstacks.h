@@ -33,6 +33,18 @@ enum class CommunicationKind : uint8_t {
     // Not a collective's buffer: this rank's shard of the parameters, made by FSDP2's fully_shard
     // (FSDPParam._init_sharded_param). It is the parameters' storage on this rank.
     ShardedParameter,
+    // Not a collective's buffer either: Megatron-Core's contiguous param-and-grad buffer
+    // (_ParamAndGradBuffer), the storage every parameter's .data (param_data, with the distributed
+    // optimizer) or .main_grad (grad_data) is a view of, whatever collective later runs on it.
+    // Which of the two one allocation is, the line that made it says (constructorLine).
+    ContiguousBuffer,
+    // What DeepSpeed's ZeRO-1/2 optimizer allocates in its constructor itself: each parameter
+    // group flattened into one bf16/fp16 buffer the parameters become views of (the parameters'
+    // storage), then this rank's fp32 master partition cloned from it (optimizer state, as the
+    // ZeRO paper counts master weights). Which of the two, the line says (constructorLine).
+    ZeroOptimizerInit,
+    // ZeRO-3's fp32 master partitions (DeepSpeedZeroOptimizer_Stage3._create_fp32_partitions).
+    ZeroMasterPartition,
 };
 
 enum DistributedStackBit : uint8_t {
@@ -53,6 +65,8 @@ public:
     explicit DistributedStacks(const Snapshot& snapshot);
 
     CommunicationKind communication(StackId stack);
+    // The line of the constructor frame for a ContiguousBuffer or ZeroOptimizerInit stack, 0 otherwise.
+    uint32_t constructorLine(StackId stack) { return entry(stack).bufferLine; }
     uint8_t bits(StackId stack);
     bool checkpointing(StackId stack) { return bits(stack) & StackCheckpointing; }
     bool recompute(StackId stack) { return bits(stack) & StackRecompute; }
@@ -64,13 +78,14 @@ private:
         CommunicationKind kind = CommunicationKind::None;
         uint8_t bits = 0;
         bool computed = false;
+        uint32_t bufferLine = 0;
     };
     const Entry& entry(StackId stack);
     // What one frame says, computed once per frame: stacks share most of their frames.
     struct FrameFacts
     {
         CommunicationKind kind = CommunicationKind::None;
-        bool decidesCommunication = false; // a collective's frame, or the storage itself (kind None)
+        bool decidesCommunication = false; // a collective's frame, or the storage itself
         // The frame decides only as the innermost Python frame: it allocates the buffer itself, while
         // the Python frames it calls (autograd, the model) allocate everything else under it.
         bool decidesOnlyInnermost = false;
@@ -80,6 +95,7 @@ private:
         bool graphCapture = false;
         bool forward = false;
         bool computed = false;
+        uint32_t bufferLine = 0; // the frame's line, for a ContiguousBuffer or ZeroOptimizerInit verdict
     };
     const FrameFacts& frameFacts(FrameId frame);
 

@@ -41,6 +41,8 @@ void breakdown(HtmlWriter& html, const ShownSnapshot& shown);
 void allocatorMap(HtmlWriter& html, const ReportContext& context, const ShownSnapshot& shown);
 void privatePools(HtmlWriter& html, const ReportContext& context, const ShownSnapshot& shown);
 void pendingFrees(HtmlWriter& html, const ReportContext& context, const ShownSnapshot& shown);
+// The notes the program attached to its allocations (torch.cuda.memory._annotate_tensor).
+void annotations(HtmlWriter& html, const ReportContext& context, const ShownSnapshot& shown);
 void topAllocations(HtmlWriter& html, const ReportContext& context, const ShownSnapshot& shown);
 // Also written for a snapshot without a GPU device: host memory has its own.
 void pinnedHostMemory(HtmlWriter& html, const ShownSnapshot& shown);

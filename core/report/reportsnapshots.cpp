@@ -97,6 +97,7 @@ void snapshot(HtmlWriter& html, const ReportContext& context, const ShownSnapsho
     allocatorMap(html, context, shown);
     privatePools(html, context, shown);
     pendingFrees(html, context, shown);
+    annotations(html, context, shown);
     topAllocations(html, context, shown);
     pinnedHostMemory(html, shown);
 }

@@ -1,3 +1,4 @@
+#include "core/analysis/allocationannotations.h"
 #include "core/analysis/userframe.h"
 #include "core/presentation/labels.h"
 #include "core/report/reportsections.h"
@@ -53,6 +54,7 @@ void topAllocations(HtmlWriter& html, const ReportContext& context, const ShownS
         html.element("p", "Nothing was live at the peak.", "note");
         return;
     }
+    const AllocationAnnotations notes(snapshot, device);
     for (size_t i = 0; i < top.size(); ++i) {
         const Allocation& allocation = *top[i];
         std::string summary = std::to_string(i + 1) + ". " + formatBytes(allocation.requestedSize) + " · "
@@ -64,6 +66,11 @@ void topAllocations(HtmlWriter& html, const ReportContext& context, const ShownS
             summary += " · " + frame;
         if (allocation.reason < device.reasons.size())
             summary += " — " + device.reasons[allocation.reason];
+        if (!notes.empty()) {
+            const int32_t index = static_cast<int32_t>(&allocation - device.allocations.data());
+            if (const std::string text = notes.joinedText(index); !text.empty())
+                summary += " · note: " + text;
+        }
         parts::stack(html, snapshot, allocation.stack, summary, context.options.maxStackFrames);
     }
 }

@@ -4,6 +4,7 @@
 #include "core/analysis/annotationspans.h"
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
+#include "core/report/htmlreport.h"
 #include "parsers/inputloader.h"
 
 #include <QTest>
@@ -116,6 +117,23 @@ private Q_SLOTS:
         QVERIFY(notes[3].at("site").is_null());
         QCOMPARE(notes[3].at("allocation").at("requested_bytes").get<uint64_t>(), 12 * MiB);
         QCOMPARE(notes[3].at("allocation").at("live_at_dump").get<bool>(), true);
+    }
+
+    // The report lists every note with the allocation it names, and the largest allocations carry
+    // their notes.
+    void reportListsThem()
+    {
+        const QByteArray bytes = fixtureBytes();
+        Case input;
+        addInput(input, "annotated_tensors.pickle", test::view(bytes));
+        const std::string html = report::buildHtmlReport(input, analyzeCase(input));
+        const size_t section = html.find("<h3>Annotations</h3>");
+        QVERIFY(section != std::string::npos);
+        const std::string table = html.substr(section, html.find("</table>", section) - section);
+        for (const char* text : { "saved for backward", "layer 3 kv", "lost", "grad bucket", "pack_hook (model.py:88)",
+                 "16.00 MiB", "12.00 MiB", "not in the trace", "live at the dump" })
+            QVERIFY2(table.find(text) != std::string::npos, text);
+        QVERIFY(html.find("· note: saved for backward; layer 3 kv</summary>") != std::string::npos);
     }
 };
 

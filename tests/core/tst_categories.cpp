@@ -333,6 +333,29 @@ alloc act2 900MiB fwd
         QCOMPARE(result.primary()->stepCount, 2);
     }
 
+    void olderFreedByTheUnwindingIsActivations()
+    {
+        // The ring buffer began mid-forward: the layers' saved inputs are older than the trace and
+        // carry no frames. The out-of-memory error unwinds the step and drops its graph: what it
+        // frees then was held for backward. Freed in forward before the failure, it stays unknown.
+        const char* text = R"(
+before w 400MiB load
+before saved 224MiB none
+before early 96MiB none
+alloc act 224MiB fwd
+free early fwd
+oom 2GiB free=100MiB fwd
+free saved none
+free act none
+)";
+        const auto result = test::analyzeTrace(text);
+        const Allocation* saved = byName(result, text, "saved");
+        QVERIFY(saved);
+        QCOMPARE(saved->category, Category::Activations);
+        QVERIFY(result.primary()->reasons[saved->reason].find("unwound") != std::string::npos);
+        QCOMPARE(byName(result, text, "early")->category, Category::Unknown);
+    }
+
     void optimizerInBackwardHookIsOptimizerState()
     {
         // optimizer.step() from a post-accumulate-grad hook: AccumulateGrad is outside the step,

@@ -95,6 +95,28 @@ const std::string fsdp2FullyShardCallsModel
 const std::string megatronGradBuffer = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:560;"
                                        "megatron/core/distributed/distributed_data_parallel.py:__init__:200;"
                                        "train.py:main:70";
+// Megatron-Core's _ParamAndGradBuffer constructor: param_data (distributed optimizer) a few lines
+// above grad_data.
+const std::string megatronParamData = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:592;"
+                                      "megatron/core/distributed/distributed_data_parallel.py:__init__:246;"
+                                      "train.py:main:70";
+const std::string megatronGradData = "stack=megatron/core/distributed/param_and_grad_buffer.py:__init__:608;"
+                                     "megatron/core/distributed/distributed_data_parallel.py:__init__:246;"
+                                     "train.py:main:70";
+// DeepSpeed's ZeRO-1/2 constructor: the flat bf16 group moved to the GPU, then the fp32 master
+// partition cloned from it further down; what its helpers allocate under it is theirs.
+const std::string zeroFlatParameters
+    = "stack=??:at::native::empty_cuda:0;deepspeed/runtime/zero/stage_1_and_2.py:__init__:352;"
+      "deepspeed/runtime/engine.py:_configure_zero_optimizer:1604;train.py:main:70";
+const std::string zeroMasterPartition
+    = "stack=??:at::native::empty_cuda:0;deepspeed/runtime/zero/stage_1_and_2.py:__init__:380;"
+      "deepspeed/runtime/engine.py:_configure_zero_optimizer:1604;train.py:main:70";
+const std::string zeroInitHelper
+    = "stack=deepspeed/runtime/zero/stage_1_and_2.py:initialize_gradient_partitioning_data_structures:700;"
+      "deepspeed/runtime/zero/stage_1_and_2.py:__init__:455;"
+      "deepspeed/runtime/engine.py:_configure_zero_optimizer:1604;train.py:main:70";
+const std::string zero3MasterPartition = "stack=deepspeed/runtime/zero/stage3.py:_create_fp32_partitions:950;"
+                                         "deepspeed/runtime/zero/stage3.py:__init__:330;train.py:main:70";
 const std::string graphCaptureStack = "stack=model.py:forward:12;torch/nn/modules/module.py:_call_impl:1750;"
                                       "torch/cuda/graphs.py:__enter__:186;serve.py:capture:40;serve.py:main:90";
 
@@ -292,6 +314,33 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(reasonOf(device, allocationOfSize(device, 48 * MiB)).find("fully_shard") != std::string::npos);
         // What fully_shard calls is decided by its own frames, not as a shard.
         QVERIFY(reasonOf(device, allocationOfSize(device, 12 * MiB)).find("fully_shard") == std::string::npos);
+    }
+
+    // The buffers the frameworks allocate as the state's own storage band as what they store: the
+    // line of the constructor that made each tells which of its buffers it is.
+    void frameworkStorageBandsAsWhatItStores()
+    {
+        const auto megatron = test::analyzeTrace(trace({ "alloc p 40MiB " + megatronParamData,
+            "alloc g 80MiB " + megatronGradData, "alloc a 8MiB fwd", "oom 64MiB free=10MiB fwd" }));
+        QCOMPARE(allocationOfSize(*megatron.primary(), 40 * MiB).category, Category::Parameters);
+        QCOMPARE(allocationOfSize(*megatron.primary(), 80 * MiB).category, Category::Gradients);
+        QVERIFY(reasonOf(*megatron.primary(), allocationOfSize(*megatron.primary(), 80 * MiB)).find("main_grad")
+            != std::string::npos);
+        // Without the distributed optimizer there is one buffer only, grad_data.
+        const auto gradsOnly = test::analyzeTrace(
+            trace({ "alloc w 40MiB load", "alloc g 80MiB " + megatronGradData, "alloc a 8MiB fwd" }));
+        QCOMPARE(allocationOfSize(*gradsOnly.primary(), 80 * MiB).category, Category::Gradients);
+
+        const auto zero = test::analyzeTrace(
+            trace({ "alloc flat 64MiB " + zeroFlatParameters, "alloc master 16MiB " + zeroMasterPartition,
+                "alloc part 6MiB " + zeroInitHelper, "alloc m3 12MiB " + zero3MasterPartition, "alloc a 8MiB fwd" }));
+        const DeviceAnalysis& device = *zero.primary();
+        QCOMPARE(allocationOfSize(device, 64 * MiB).category, Category::Parameters);
+        QCOMPARE(allocationOfSize(device, 16 * MiB).category, Category::OptimizerState);
+        QVERIFY(reasonOf(device, allocationOfSize(device, 16 * MiB)).find("master") != std::string::npos);
+        QCOMPARE(allocationOfSize(device, 12 * MiB).category, Category::OptimizerState);
+        // A helper the constructor calls is not the constructor's own buffer.
+        QVERIFY(reasonOf(device, allocationOfSize(device, 6 * MiB)).find("ZeRO") == std::string::npos);
     }
 
     void ddpBucketsAreGradientsWhenTheyAreTheStorage()
