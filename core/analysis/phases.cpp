@@ -157,6 +157,11 @@ void labelSteps(
             // Lightning's closure, after the update in others): it neither ends nor starts one.
             if (p == Phase::Optimizer && (features.features(events[i].stack) & FeatureZeroGrad))
                 continue;
+            // Evaluation between training steps (Trainer's evaluate every eval_steps) belongs to the
+            // step it follows: the next training step still starts where its data or forward
+            // follows the optimizer, whatever evaluation ran in between.
+            if (p == Phase::Eval && (hasOptimizer || hasBackward))
+                continue;
             bool starts = false;
             if (hasOptimizer || hasBackward) {
                 const bool entering = p == Phase::Forward || p == Phase::Data;
@@ -347,6 +352,15 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
             if (a.allocEvent >= 0 && a.stack == stack)
                 stack = FrameTable::emptyStack();
         }
+        // A released segment says nothing about where the program is: the allocator records the
+        // context of the request whose retry released it, or, without one (empty_cache, a
+        // context that records only allocations), the context the segment was first mapped in,
+        // possibly many steps ago (CUDACachingAllocator's release_block:
+        // `context ? context : block->context_when_segment_allocated`). The first is the next
+        // request's own frames, the second misleads: an evaluation that releases cached
+        // segments of the training step would read as backward.
+        if (e.action == TraceAction::SegmentFree || e.action == TraceAction::SegmentUnmap)
+            stack = FrameTable::emptyStack();
         const Phase p = stack == FrameTable::emptyStack() ? Phase::Unknown : features.phase(stack);
         out.eventPhase[i] = p;
         if (p != Phase::Unknown)

@@ -100,6 +100,16 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
         f |= FeatureNoGrad;
     if (isEvalName(name))
         f |= FeatureEvalName;
+    // Hugging Face Trainer runs prediction_step's model call under `with torch.no_grad()`, and
+    // evaluation_loop/prediction_loop only call it and gather (pad, concatenate, move) what it
+    // returned; Lightning's evaluation loop runs under its no-grad context (`_no_grad_context`).
+    // Their own allocations, the outputs kept per batch included, carry no module frame, and
+    // without a forward frame the eval-like name alone would not say evaluation.
+    if (((name == "evaluation_loop" || name == "prediction_loop" || name == "prediction_step")
+            && (inTorch(file, "transformers/trainer.py") || inTorch(file, "transformers/trainer_seq2seq.py")))
+        || inTorch(file, "lightning/pytorch/loops/evaluation_loop.py")
+        || inTorch(file, "pytorch_lightning/loops/evaluation_loop.py"))
+        f |= FeatureEvalLoop;
 
     if (name == "_apply" || name == "load_state_dict" || name == "_load_from_state_dict" || name == "from_pretrained"
         || name == "reset_parameters" || name == "to_empty" || name == "_load_state_dict_into_model"
@@ -185,6 +195,10 @@ Phase decidePhase(uint32_t f, const FramePositions& at)
     // loading, everything else it runs is generation.
     if (f & FeatureEngine)
         return (f & (FeatureLoad | FeatureKvCache)) ? Phase::Load : Phase::Rollout;
+    // Inside a framework's evaluation loop nothing is differentiated: the model's forward and the
+    // loop's own gathering of its outputs alike.
+    if (f & FeatureEvalLoop)
+        return Phase::Eval;
     if (f & FeatureForward) {
         // A forward inside optimizer.step() is a closure's, which runs with grad enabled: the
         // optimizer's own @no_grad and the closure's @enable_grad both show as decorate_context,

@@ -44,6 +44,10 @@ enum StackFeature : uint32_t {
     FeatureReload = 1u << 22,
     FeatureMovesOptimizerState = 1u << 23, // an offload/reload named for the optimizer's state
     FeatureMovesGradients = 1u << 24, // an offload/reload named for the gradients
+    // A training framework's evaluation loop, which runs everything under it with grad disabled:
+    // Hugging Face Trainer's evaluation_loop/prediction_loop/prediction_step, Lightning's
+    // evaluation loop. What it allocates is evaluation, model frames or not.
+    FeatureEvalLoop = 1u << 25,
 };
 
 // The RL iteration's stage markers; the innermost one decides a stack's phase (Phase::Rollout..).

@@ -1,8 +1,10 @@
 #include "core/diagnosis/batchscaling.h"
 
+#include "core/analysis/allocatorstate.h"
 #include "core/analysis/userframe.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -91,6 +93,41 @@ std::optional<BatchScaling> measureBatchScaling(const Snapshot& snapshot, const 
         if (step.step < failing.step)
             result.earlierPeakDynamic = std::max(result.earlierPeakDynamic, step.peakDynamic);
     }
+    return result;
+}
+
+std::optional<CacheBeforeStep> measureCacheBeforeStep(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const StepProfile& failing, int64_t untilEvent)
+{
+    const DeviceTrace* trace = snapshot.trace(device.device);
+    if (!trace || failing.firstEvent <= 0 || untilEvent < failing.firstEvent
+        || untilEvent >= static_cast<int64_t>(trace->events.size()))
+        return std::nullopt;
+    const AllocatorState before = allocatorStateAt(snapshot, device, failing.firstEvent - 1);
+    CacheBeforeStep result;
+    result.reservedBytes = before.reservedBytes;
+    for (const StateSegment& segment : before.segments) {
+        if (segment.isLargePool)
+            result.largestSegment = std::max(result.largestSegment, segment.size);
+    }
+    if (result.largestSegment == 0)
+        return result;
+    // Requests of the failing step (the failing one included) that no cached segment could hold
+    // even at two thirds of their size, by call stack; a frameless request counts as one site.
+    std::set<uint32_t> sites;
+    for (int64_t i = failing.firstEvent; i <= untilEvent; ++i) {
+        const TraceEvent& event = trace->events[static_cast<size_t>(i)];
+        if (event.action != TraceAction::Alloc && event.action != TraceAction::Oom)
+            continue;
+        if (2 * event.size < 3 * result.largestSegment)
+            continue;
+        sites.insert(event.stack.value);
+        if (event.size > result.largestRequest) {
+            result.largestRequest = event.size;
+            result.largestRequestEvent = i;
+        }
+    }
+    result.outgrowingSites = static_cast<int>(sites.size());
     return result;
 }
 

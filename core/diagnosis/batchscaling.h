@@ -34,4 +34,25 @@ struct BatchScaling
 std::optional<BatchScaling> measureBatchScaling(const Snapshot& snapshot, const DeviceAnalysis& device,
     const DeviceProfile& profile, const StepProfile& failing, int64_t untilEvent);
 
+// What the allocator's cache says about the steps before the failing one, where the trace holds
+// none of them whole. The caching allocator keeps every segment it reserved until empty_cache, an
+// out-of-memory retry or the garbage-collection threshold releases it, so at the failing step's
+// start the cache is the high-water mark of what earlier steps needed: their peak fit in what was
+// reserved then, and each of their requests above 1 MiB fit in one of its segments (a block lives
+// in one segment). A longer batch grows every tensor with a token dimension; its largest (the
+// logits, the loss's fp32 copy, their gradients) outgrow every cached segment together, from
+// several call sites, where one oversized tensor is one site.
+struct CacheBeforeStep
+{
+    uint64_t reservedBytes = 0; // reserved right before the failing step's first event
+    uint64_t largestSegment = 0; // the largest large-pool segment then
+    int outgrowingSites = 0; // call stacks whose failing-step request is >= 1.5x that segment
+    uint64_t largestRequest = 0; // the largest of those requests
+    int64_t largestRequestEvent = -1;
+};
+
+// Null when the trace holds no event before the failing step.
+std::optional<CacheBeforeStep> measureCacheBeforeStep(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const StepProfile& failing, int64_t untilEvent);
+
 } // namespace oomlens

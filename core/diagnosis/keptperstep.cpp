@@ -19,15 +19,37 @@ struct Group
 {
     int live = 0;
     int olderThanStep = 0;
+    int olderThanTrace = 0;
     int evicted = 0;
     std::map<int32_t, int> madePerStep; // in-trace, by step
     int64_t latestEvent = -1;
+    Phase phase = Phase::Unknown; // of the first member: one stack, one phase
+    Category category = Category::Unknown;
 };
+
+// Whether the trace holds a whole training step before the failing one: only then could it have
+// shown a kept reference being taken.
+bool traceHoldsAStepBefore(const DeviceProfile& profile, int32_t failingStep)
+{
+    return std::any_of(profile.steps.begin(), profile.steps.end(),
+        [&](const StepProfile& step) { return step.step >= 1 && step.step < failingStep && step.complete; });
+}
+
+// Loop code's own tensors: no module, optimizer, backward, loading, evaluation or engine frame
+// decided their phase (Data is the loop's code between steps), and nothing categorised them as
+// state, a collective's buffer or a cache.
+bool madeByTheLoop(const Group& group)
+{
+    const bool loopPhase = group.phase == Phase::Unknown || group.phase == Phase::Data;
+    const bool dynamic = group.category == Category::Unknown || group.category == Category::Activations
+        || group.category == Category::Temporaries || group.category == Category::Inputs;
+    return loopPhase && dynamic;
+}
 
 } // namespace
 
-std::optional<KeptPerStep> findKeptPerStep(
-    const Snapshot& snapshot, const DeviceAnalysis& device, const DeviceProfile& profile, int64_t untilEvent)
+std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const DeviceProfile& profile, int64_t untilEvent, std::optional<uint64_t> shortfallBytes)
 {
     if (untilEvent < 0 || untilEvent >= static_cast<int64_t>(device.eventStep.size()) || !snapshot.frames)
         return std::nullopt;
@@ -54,22 +76,47 @@ std::optional<KeptPerStep> findKeptPerStep(
                 && device.eventStep[static_cast<size_t>(allocation.freeEvent)] > allocation.step);
         if (!live && !(freed && outlivedStep))
             continue;
-        Group& group = groups[{ stack.value, allocation.requestedSize }];
+        const auto [it, inserted] = groups.try_emplace({ stack.value, allocation.requestedSize });
+        Group& group = it->second;
+        if (inserted) {
+            group.phase = allocation.phase;
+            group.category = allocation.category;
+        }
         if (!live) {
             ++group.evicted;
             continue;
         }
         ++group.live;
         group.olderThanStep += madeBeforeStep ? 1 : 0;
+        group.olderThanTrace += allocation.olderThanTrace() ? 1 : 0;
         if (!allocation.olderThanTrace() && allocation.step >= 0) {
             ++group.madePerStep[allocation.step];
             group.latestEvent = std::max(group.latestEvent, allocation.allocEvent);
         }
     }
+    const bool rateVisible = traceHoldsAStepBefore(profile, failingStep);
     std::optional<KeptPerStep> best;
     for (const auto& [key, group] : groups) {
-        if (group.live < 3 || group.olderThanStep == 0 || group.madePerStep.empty() || group.evicted > 0)
+        if (group.live < 3 || group.olderThanStep == 0 || group.evicted > 0)
             continue;
+        if (group.madePerStep.empty()) {
+            // Nothing of it in the trace: read from the live set alone, where the trace could not
+            // have shown a step adding (see keptperstep.h).
+            const uint64_t bytes = key.second * static_cast<uint64_t>(group.live);
+            if (!shortfallBytes || rateVisible || group.olderThanTrace != group.live || !madeByTheLoop(group)
+                || bytes < *shortfallBytes)
+                continue;
+            KeptPerStep found;
+            found.stack = StackId(key.first);
+            found.tensorBytes = key.second;
+            found.live = group.live;
+            found.olderThanStep = group.olderThanStep;
+            found.perStep = 1;
+            found.rateUnseen = true;
+            if (!best || found.liveBytes() > best->liveBytes())
+                best = found;
+            continue;
+        }
         // One set per step: the survivors outnumber what one step makes, or the trace shows a
         // second step adding to them.
         std::vector<int> counts;

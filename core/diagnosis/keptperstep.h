@@ -26,13 +26,27 @@ struct KeptPerStep
     int live = 0; // how many are live at the failure
     int olderThanStep = 0; // of those, made before the failing step began
     int perStep = 0; // how many one step adds (the median over the trace's steps that added any)
+    // The trace holds no whole step before the failing one, so it cannot show the site adding:
+    // every kept tensor is older than it. perStep is then 1 (what one reference kept per step
+    // adds), not a measurement.
+    bool rateUnseen = false;
     int64_t latestEvent = -1; // the newest one's allocation
     uint64_t liveBytes() const { return tensorBytes * static_cast<uint64_t>(live); }
     uint64_t perStepBytes() const { return tensorBytes * static_cast<uint64_t>(perStep); }
 };
 
 // The largest such group live at untilEvent, if any holds at least three tensors.
-std::optional<KeptPerStep> findKeptPerStep(
-    const Snapshot& snapshot, const DeviceAnalysis& device, const DeviceProfile& profile, int64_t untilEvent);
+//
+// A ring buffer that kept less than a step before the failure cannot show any step adding (the
+// reference is taken once per step, at a point the trace may not reach). There the kept set is
+// read from the live tensors alone, and only where nothing else explains them: at least three of
+// one size from one line of the training loop itself (no module, optimizer, loading, evaluation
+// or framework frame decides their phase: not a layer's activations of the failing step, not
+// state), none of them made or freed in the trace, and together more than the failing request
+// lacked (without them the request fits: they are what filled the card). `shortfallBytes` is what
+// the request lacked; nullopt where the failure is not in a training step (inference, evaluation),
+// which keeps no per-step reference to read this way.
+std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const DeviceProfile& profile, int64_t untilEvent, std::optional<uint64_t> shortfallBytes);
 
 } // namespace oomlens

@@ -130,8 +130,7 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         std::unordered_map<uint32_t, int> perSite;
         for (const auto& allocation : e.device.allocations) {
             if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
-                && allocation.category != Category::KvCache && allocation.allocEvent >= 0
-                && allocation.liveAfter(e.oom.eventIndex)
+                && allocation.category != Category::KvCache && allocation.liveAfter(e.oom.eventIndex)
                 && !(allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= e.oom.eventIndex))
                 batches = std::max(batches, ++perSite[allocation.stack.value]);
         }

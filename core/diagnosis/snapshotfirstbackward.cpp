@@ -1,6 +1,7 @@
 #include "core/diagnosis/snapshotrules.h"
 
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/earlierstep.h"
 #include "core/units.h"
 
 namespace oomlens::snapshotrules {
@@ -9,16 +10,23 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
     if (e.oom.phase != Phase::Backward)
         return;
-    const bool first = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
+    const bool firstInTrace = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
+    // Optimizer state a completed step created, older than the trace: the trace's first step is not
+    // the run's (earlierstep.h).
+    const uint64_t earlierState
+        = firstInTrace ? optimizerStateOfAnEarlierStep(*e.analysis.snapshot, e.device, e.oom.eventIndex) : 0;
+    const bool first = firstInTrace && earlierState == 0;
     const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
     // A later backward that fails where the step before peaked in its own backward, needing at the
     // failure at least what that peak held, is the same overflow one step on: the earlier backward
     // only just fit (often after the allocator emptied its cache), this one did not. Nothing grew
     // in between that another rule would name first (leak, a longer batch, the lazy state: each
     // judged on its own evidence).
+    // Only a step the trace shows from its start has a known peak: step 0 is what the trace opened
+    // in, and when it holds a backward it is the tail of a step that began before the trace.
     const StepProfile* previous = first ? nullptr : e.profile.step(e.oom.step - 1);
-    const bool previousPeakedInBackward = previous && previous->complete && previous->peakEvent >= 0
-        && static_cast<size_t>(previous->peakEvent) < e.device.eventPhase.size()
+    const bool previousPeakedInBackward = previous && previous->step >= 1 && previous->complete
+        && previous->peakEvent >= 0 && static_cast<size_t>(previous->peakEvent) < e.device.eventPhase.size()
         && e.device.eventPhase[static_cast<size_t>(previous->peakEvent)] == Phase::Backward;
     // And the working set itself reached the ceiling: the cache's free blocks together could not
     // have served the request even unsplit (when they could, the layout failed, not the size).
@@ -40,6 +48,11 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     e.evidence(
         d, "the OOM is in " + e.where() + (state == 0 ? ", before any optimizer state exists" : ""), e.oom.eventIndex);
     e.evidence(d, "live at the failure: " + e.bandsText());
+    if (earlierState > 0)
+        e.evidence(d,
+            formatBytes(earlierState)
+                + " of optimizer state that optimizer.step() creates on its first call is older than the trace: "
+                  "a step completed before it began, so this is not the run's first backward");
     if (sameOverflowAgain)
         e.evidence(d,
             "step " + std::to_string(previous->step) + " peaked in its backward at " + formatBytes(previous->peakLive)

@@ -25,15 +25,25 @@ std::string completedStepOfTheSameWork(const SnapshotEvidence& e)
 // A trace too short to compare step starts: the leak is read from what it kept (keptperstep.h).
 // 0.8: many same-sized tensors from one line of code that outlived their steps, the trace showing
 // that line still adding one set per step and freeing none, is what a kept reference looks like;
-// a cache (which evicts) and a step's own activations (made inside it) are ruled out. Kept tensors
-// under 5% of what the process could hold are not what filled it.
+// a cache (which evicts) and a step's own activations (made inside it) are ruled out. 0.7 where
+// the trace, shorter than a step, cannot show the line adding: the live set alone (one size, one
+// line of the loop itself, none made or freed in view, more than the request lacked) is the
+// evidence, and a deliberately GPU-resident collection (a preloaded dataset) would look the same.
+// Kept tensors under 5% of what the process could hold are not what filled it.
 bool keptTensorsLeak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
-    const auto kept = findKeptPerStep(*e.analysis.snapshot, e.device, e.profile, e.oom.eventIndex);
     const uint64_t usable = *e.fixes.budget.usableBytes;
+    const uint64_t needed = e.oom.allocatedBytes + e.oom.requestedBytes;
+    // A reference kept per training step: read from the live set alone only where a training step
+    // failed (keptperstep.h).
+    const bool inTrainingStep = e.isTrainingRun()
+        && (e.oom.phase == Phase::Forward || e.oom.phase == Phase::Backward || e.oom.phase == Phase::Optimizer
+            || e.oom.phase == Phase::Data);
+    const auto kept = findKeptPerStep(*e.analysis.snapshot, e.device, e.profile, e.oom.eventIndex,
+        inTrainingStep ? std::optional<uint64_t>(needed > usable ? needed - usable : 0) : std::nullopt);
     if (!kept || kept->perStepBytes() < MiB || safeRatio(kept->liveBytes(), usable) < 0.05)
         return false;
-    Diagnosis d = makeDiagnosis(DiagnosisId::Leak, 0.8, {});
+    Diagnosis d = makeDiagnosis(DiagnosisId::Leak, kept->rateUnseen ? 0.7 : 0.8, {});
     const std::string where = kept->where.empty() ? "one call stack" : kept->where;
     e.evidence(d,
         std::to_string(kept->live) + " tensors of " + formatBytes(kept->tensorBytes) + " from " + where
@@ -41,23 +51,37 @@ bool keptTensorsLeak(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             + percentText(kept->liveBytes(), usable)
             + " of what this process could hold), besides weights, gradients and optimizer state",
         e.oom.eventIndex);
-    e.evidence(d,
-        std::to_string(kept->olderThanStep) + " of them were made before step " + std::to_string(e.oom.step)
-            + " began and outlived their step; a loop that keeps nothing frees every step's tensors by its end");
-    e.evidence(d,
-        "the trace shows that code adding " + std::to_string(kept->perStep) + " per step ("
-            + formatBytes(kept->perStepBytes()) + ") and freeing none of them: the "
-            + std::to_string(kept->olderThanStep) + " older ones are about "
-            + std::to_string(kept->olderThanStep / std::max(1, kept->perStep)) + " steps' worth",
-        kept->latestEvent);
+    if (kept->rateUnseen) {
+        e.evidence(d,
+            "all of them are older than the trace and none was freed in it; that line is the training loop's own "
+            "code, outside the model and the optimizer: a reference kept per step (a list of outputs) leaves "
+            "exactly this, one tensor per step that ran; without them the failing request would have fit");
+        e.evidence(d,
+            "the trace holds less than one step before the failure, so it cannot show the line adding; if it adds "
+            "one per step, the "
+                + std::to_string(kept->live) + " are about " + std::to_string(kept->live) + " steps' worth");
+    } else {
+        e.evidence(d,
+            std::to_string(kept->olderThanStep) + " of them were made before step " + std::to_string(e.oom.step)
+                + " began and outlived their step; a loop that keeps nothing frees every step's tensors by its end");
+        e.evidence(d,
+            "the trace shows that code adding " + std::to_string(kept->perStep) + " per step ("
+                + formatBytes(kept->perStepBytes()) + ") and freeing none of them: the "
+                + std::to_string(kept->olderThanStep) + " older ones are about "
+                + std::to_string(kept->olderThanStep / std::max(1, kept->perStep)) + " steps' worth",
+            kept->latestEvent);
+    }
     if (const uint64_t spare = usable > e.oom.allocatedBytes ? usable - e.oom.allocatedBytes : 0;
         spare >= kept->perStepBytes())
         e.evidence(d,
             "at " + formatBytes(kept->perStepBytes()) + " per step, the " + formatBytes(spare)
                 + " this process had left lasts about " + std::to_string(spare / kept->perStepBytes())
                 + " more steps, whatever else is fixed");
-    d.summary = "Every step keeps " + formatBytes(kept->perStepBytes()) + " more alive from " + where + " ("
-        + formatBytes(kept->liveBytes()) + " by now); the run fails once that adds up.";
+    d.summary = kept->rateUnseen ? std::to_string(kept->live) + " tensors of " + formatBytes(kept->tensorBytes)
+            + " from " + where + " stay alive (" + formatBytes(kept->liveBytes())
+            + "), as a reference kept every step leaves them; the run fails once they add up."
+                                 : "Every step keeps " + formatBytes(kept->perStepBytes()) + " more alive from " + where
+            + " (" + formatBytes(kept->liveBytes()) + " by now); the run fails once that adds up.";
     FixContext fixes = e.fixes;
     fixes.caseSavingBytes = kept->liveBytes();
     fixes.caseFitsBecause = completedStepOfTheSameWork(e);

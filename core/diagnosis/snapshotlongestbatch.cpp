@@ -2,6 +2,7 @@
 
 #include "core/diagnosis/batchscaling.h"
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/earlierstep.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -57,12 +58,34 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const bool measuredSites = scaling && scaling->matchedSites >= 3;
     const bool scaled = measuredSites && scaling->ratio >= 1.5 && heldNow > scaling->earlierPeakDynamic;
     const bool sitesUnchanged = measuredSites && scaling->matchedSites >= 5 && scaling->ratio < 1.2;
-    if (!grew && !scaled)
+
+    // No earlier step whole in the trace, none of its tensors seen by site: what the earlier steps
+    // needed is bounded by the cache they left (batchscaling.h's CacheBeforeStep), once a completed
+    // step is known to have run before the trace (optimizer state its step() created). Their
+    // growth fit in what was reserved at the failing step's start less what was live then; the
+    // failing step needs 1.5x that or more, and its largest tensors outgrow every cached segment
+    // from two call sites or more (one site is one oversized tensor, large_allocation's case).
+    // Optimizer state created since does not pass: the earlier step's tensors fit the cache.
+    std::optional<CacheBeforeStep> cache;
+    double cacheFactor = 0.0;
+    uint64_t cacheRoom = 0;
+    if (!grew && !scaled && growth.size() < 2 && !measuredSites
+        && optimizerStateOfAnEarlierStep(*e.analysis.snapshot, e.device, e.oom.eventIndex) > 0) {
+        cache = measureCacheBeforeStep(*e.analysis.snapshot, e.device, *failing, e.oom.eventIndex);
+        const uint64_t startLive = failing->startLive();
+        cacheRoom = cache && cache->reservedBytes > startLive ? cache->reservedBytes - startLive : 0;
+        cacheFactor = safeRatio(needed, cacheRoom);
+    }
+    const bool outgrewCache = cache && cacheRoom > 0 && cache->outgrowingSites >= 2 && cacheFactor >= 1.5;
+    if (!grew && !scaled && !outgrewCache)
         return;
 
     double confidence = 0.0;
     if (grew)
         confidence = 0.55 + 0.3 * clamp01((factor - 1.5) / 2.0);
+    // Bounded rather than measured: at most 0.7.
+    if (outgrewCache)
+        confidence = std::min(0.7, 0.55 + 0.3 * clamp01((cacheFactor - 1.5) / 2.0));
     if (scaled)
         confidence = std::max(confidence, 0.6 + 0.25 * clamp01((scaling->ratio - 1.5) / 1.5));
     if (sitesUnchanged)
@@ -111,16 +134,39 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         attention = attention
             || (scaling->largestStack != FrameTable::emptyStack() && e.isQuadraticStack(scaling->largestStack));
     }
+    if (outgrewCache) {
+        e.evidence(d,
+            "step " + std::to_string(e.oom.step) + " needed at least " + formatBytes(needed)
+                + " of activations and temporaries, " + times(cacheFactor) + " the " + formatBytes(cacheRoom)
+                + " any earlier step could have grown by: the allocator had " + formatBytes(cache->reservedBytes)
+                + " reserved when this step began, the high-water mark the earlier steps left, less the "
+                + formatBytes(failing->startLive()) + " live then",
+            e.oom.eventIndex);
+        e.evidence(d,
+            std::to_string(cache->outgrowingSites) + " call sites of this step asked for tensors up to "
+                + formatBytes(cache->largestRequest) + ", "
+                + times(safeRatio(cache->largestRequest, cache->largestSegment)) + " the largest segment cached then ("
+                + formatBytes(cache->largestSegment)
+                + "), which held the largest tensor of every earlier step: the tensors that grow with the tokens grew",
+            cache->largestRequestEvent);
+        e.evidence(d,
+            "the trace holds no earlier step whole; optimizer state older than it shows that steps completed before "
+            "it began");
+    }
     if (sitesUnchanged)
         e.evidence(d,
             "but the same code allocated the same sizes as before (" + times(scaling->ratio) + " over "
                 + std::to_string(scaling->matchedSites) + " call sites): the batch did not grow, something else did");
 
     const uint64_t excess = grew ? (needed > typical ? needed - typical : 0)
-                                 : (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0);
+        : scaled                 ? (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0)
+                                 : (needed > cacheRoom ? needed - cacheRoom : 0);
     d.summary = grew ? "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about "
             + times(factor) + " as demanding, as the longest sequences in a variable-length dataset are."
-                     : "Step " + std::to_string(e.oom.step)
+        : !scaled ? "Step " + std::to_string(e.oom.step) + " needs about " + times(cacheFactor)
+            + " what any earlier step could have, and its largest tensors outgrew everything the cache held: a "
+              "longer batch, as the longest sequences in a variable-length dataset are."
+                  : "Step " + std::to_string(e.oom.step)
             + "'s batch is longer than those before it: the same code allocated about " + times(scaling->ratio)
             + " as much, and its activations no longer fit beside the state that earlier steps held with room to "
               "spare.";

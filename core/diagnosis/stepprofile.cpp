@@ -139,8 +139,10 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
         result.steps.push_back(profile);
     }
 
+    // Outputs kept before the ring buffer's window count as much as those it still shows: an
+    // allocation older than the trace has its phase from its own frames.
     for (const auto& allocation : device.allocations) {
-        if (allocation.phase != Phase::Eval || allocation.allocEvent < 0 || allocation.allocEvent > last)
+        if (allocation.phase != Phase::Eval || allocation.allocEvent > last)
             continue;
         // Weights and a generate()'s KV cache are not outputs evaluation kept; nor is a block the
         // program already freed whose reuse waits on another stream's work (free_requested, no
@@ -152,7 +154,8 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
             continue;
         result.evalRetainedBytes += allocation.requestedSize;
         ++result.evalRetainedCount;
-        if (result.firstEvalRetainedEvent < 0 || allocation.allocEvent < result.firstEvalRetainedEvent)
+        if (!allocation.olderThanTrace()
+            && (result.firstEvalRetainedEvent < 0 || allocation.allocEvent < result.firstEvalRetainedEvent))
             result.firstEvalRetainedEvent = allocation.allocEvent;
     }
     return result;

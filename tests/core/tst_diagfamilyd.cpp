@@ -39,15 +39,7 @@ const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
         { QStringLiteral("alone:fsdp1_llama3_70b_h100_pending_unsharded_grads"), noRuleYet },
-        { QStringLiteral("alone:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("alone:fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("alone:hf_trainer_qwen25_1_5b_l40s_gradient_checkpointing_long_document"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
         { QStringLiteral("bands:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
-            "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
-        { QStringLiteral("bands:fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("bands:gptfast_llama3_70b_tp8_prefill_graph_allreduce_deferred"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
@@ -72,12 +64,6 @@ const std::map<QString, const char*>& expectedFailures()
         { QStringLiteral("bands:vllm_qwen25_7b_h100_prompt_logprobs_40k_tokens"),
             "bands of communication, kv_cache and sharded state not written yet (issue 22/24)" },
         { QStringLiteral("text:fsdp1_llama3_70b_h100_pending_unsharded_grads"), noRuleYet },
-        { QStringLiteral("text:fsdp2_llama32_3b_l4_checkpointed_logits_kept_leak"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("text:fsdp2_qwen25_1_5b_a10g_trainer_eval_keeps_logits"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
-        { QStringLiteral("text:hf_trainer_qwen25_1_5b_l40s_gradient_checkpointing_long_document"),
-            "classic rule misled by the distributed or checkpointed recipe (issue 22)" },
     };
     return rows;
 }

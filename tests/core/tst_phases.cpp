@@ -240,6 +240,64 @@ private Q_SLOTS:
         QCOMPARE(d->allocations[0].category, Category::Activations);
     }
 
+    void releasedSegmentsAreNotEvidence()
+    {
+        // The allocator releases a cached segment with the context it was first mapped in when no
+        // request's context is at hand (empty_cache, context='alloc'): here a backward's. The
+        // forward before it goes on: the loose loop code after it is the loss, not the next batch.
+        const std::string text = "segment s0 0x7f0000000000 64MiB large\n"
+                                 "alloc f 4MiB fwd\nsegment_free s0 bwd\nalloc l 4KiB stack=train.py:main:9\n";
+        const auto result = test::analyzeTrace(text);
+        const auto* d = result.primary();
+        QCOMPARE(d->eventPhase[1], Phase::Forward); // the segment_free event itself
+        QCOMPARE(phaseOf(text, "l"), Phase::Forward);
+    }
+
+    void trainerEvaluationLoopIsEval()
+    {
+        // Hugging Face Trainer's prediction_step runs the model under torch.no_grad(), and
+        // evaluation_loop gathers its outputs; stacks cut short show neither the module call nor
+        // a no_grad frame. The trace holds evaluation only, releasing the training step's cached
+        // segments (their backward frames) on the way: nothing here is backward.
+        const std::string predict
+            = "stack=transformers/trainer.py:prediction_step:4470;"
+              "transformers/trainer.py:evaluation_loop:4254;transformers/trainer.py:evaluate:4100";
+        const std::string gather = "stack=transformers/trainer_pt_utils.py:add:347;"
+                                   "transformers/trainer.py:evaluation_loop:4283;transformers/trainer.py:evaluate:4100";
+        const std::string text = "segment s0 0x7f0000000000 64MiB large\n"
+                                 "alloc h1 70MiB "
+            + predict + "\nfree h1 none\nalloc o1 600MiB " + predict + "\nalloc k1 600MiB " + gather
+            + "\nfree o1 none\nsegment_free s0 bwd\nalloc h2 70MiB " + predict + "\n";
+        QCOMPARE(phaseOf(text, "h1"), Phase::Eval);
+        QCOMPARE(phaseOf(text, "k1"), Phase::Eval);
+        QCOMPARE(phaseOf(text, "h2"), Phase::Eval);
+        const auto result = test::analyzeTrace(text);
+        for (const PhaseSpan& span : result.primary()->phaseSpans)
+            QCOMPARE(span.phase, Phase::Eval);
+    }
+
+    void evaluationBetweenStepsStartsNoStep()
+    {
+        // Trainer evaluates after step 1 (evaluate every eval_steps): its frames name it, model
+        // call or not. Step 2 starts where its data follows step 1's optimizer, evaluation in
+        // between; the evaluation belongs to step 1.
+        const std::string predict
+            = "\"stack=transformers/trainer.py:_prepare_input:3644;"
+              "transformers/trainer.py:prediction_step:4464;"
+              "transformers/trainer.py:evaluation_loop:4245;transformers/trainer.py:evaluate:4051\"";
+        const std::string text = "alloc in1 1MiB data\nalloc f1 4MiB fwd\nalloc b1 4MiB bwd\nfree f1 bwd\nfree b1 bwd\n"
+                                 "alloc o1 1MiB opt\nfree o1 opt\nfree in1 none\n"
+                                 "alloc e1 1MiB "
+            + predict + "\nalloc e2 4MiB eval\nfree e2 eval\nfree e1 none\n"
+            + "alloc in2 1MiB data\nalloc f2 4MiB fwd\noom 4MiB free=1MiB bwd\n";
+        QCOMPARE(phaseOf(text, "e1"), Phase::Eval);
+        QCOMPARE(stepOf(text, "e1"), 1);
+        QCOMPARE(stepOf(text, "e2"), 1);
+        QCOMPARE(stepOf(text, "in2"), 2);
+        QCOMPARE(stepOf(text, "f2"), 2);
+        QCOMPARE(test::analyzeTrace(text).primary()->stepCount, 2);
+    }
+
     void stepsFromPattern_data()
     {
         QTest::addColumn<QString>("forward");
