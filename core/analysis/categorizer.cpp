@@ -219,7 +219,7 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
             = alive || older || spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)];
         const auto engine = a.stack == FrameTable::emptyStack()
             ? std::nullopt
-            : engineVerdict(f, features.engine(a.stack), a.phase, keptBeyondRun);
+            : engineVerdict(f, features.engine(a.stack), a.phase, keptBeyondRun, distributed.graphCapture(a.stack));
         // Collectives' buffers and recomputed activations, before AccumulateGrad: FSDP reduces
         // from a hook AccumulateGrad runs, and that buffer is not the gradient.
         const auto collective = engine || a.stack == FrameTable::emptyStack()

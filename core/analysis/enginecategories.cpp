@@ -43,10 +43,19 @@ const char* engineWeightsReason(Engine engine)
 
 } // namespace
 
-std::optional<CategoryVerdict> engineVerdict(uint32_t features, Engine engine, Phase born, bool keptBeyondRun)
+std::optional<CategoryVerdict> engineVerdict(
+    uint32_t features, Engine engine, Phase born, bool keptBeyondRun, bool inGraphCapture)
 {
     if (features & FeatureKvCache)
         return CategoryVerdict { Category::KvCache, kvCacheReason(engine) };
+    // The engine captures its decode graphs while it starts (SGLang's CudaGraphRunner, vLLM's
+    // capture_model): the forward it records allocates into the graph's pool, which keeps those
+    // buffers for every replay. They are the captured batch's activations, not weights, although
+    // the constructor around them reads as loading.
+    if ((features & FeatureEngine) && inGraphCapture && born == Phase::Load && keptBeyondRun)
+        return CategoryVerdict { Category::Activations,
+            "kept by a CUDA graph the engine captured while starting (cuda_graph_runner, capture_model): the "
+            "captured batch's intermediates and outputs, held in the graph's pool for every replay" };
     if ((features & FeatureEngine) && (features & FeatureLoad) && born == Phase::Load && keptBeyondRun)
         return CategoryVerdict { Category::Parameters, engineWeightsReason(engine) };
     return std::nullopt;
@@ -72,8 +81,13 @@ CategoryVerdict iterationVerdict(Phase born, uint32_t features, bool sameRun, bo
     case Phase::Rollout:
         if (sameRun)
             return { Category::Temporaries, "rollout scratch (the engine's forward and sampling), freed within it" };
+        // Generation saves nothing for a backward and keeps only its KV cache (its own band) and the
+        // tokens: what a failing decode or prefill step still holds is that step's scratch, live
+        // only because the step did not finish.
         if (caughtByFailure)
-            return { Category::Activations, "made by the rollout's forward passes, live when the rollout failed" };
+            return { Category::Temporaries,
+                "made by the engine's forward in the step that failed (prefill or decode logits and intermediates), "
+                "live only because that step did not finish" };
         return { Category::Inputs,
             "generated during rollout and kept for the update (responses, log-probs: the update's batch)" };
     case Phase::Reference:

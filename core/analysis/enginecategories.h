@@ -20,8 +20,11 @@ struct CategoryVerdict
 
 // What the allocating stack alone says, before any phase or lifetime reasoning: a KV cache
 // (whatever phase allocated it, in the default pool or an engine's own), or an inference engine's
-// copy of the weights made while it started (kept beyond that start). nullopt: nothing engine-specific.
-std::optional<CategoryVerdict> engineVerdict(uint32_t features, Engine engine, Phase born, bool keptBeyondRun);
+// copy of the weights made while it started (kept beyond that start), or the buffers of the CUDA
+// graphs it captured while starting (`inGraphCapture`: the stack is inside a capture). nullopt:
+// nothing engine-specific.
+std::optional<CategoryVerdict> engineVerdict(
+    uint32_t features, Engine engine, Phase born, bool keptBeyondRun, bool inGraphCapture);
 
 // Allocations born in one of an RL iteration's stages (isIterationPhase): scratch freed within the
 // stage, the batch the update will read (rollout, reference and reward outputs), the weight sync's

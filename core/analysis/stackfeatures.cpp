@@ -113,7 +113,12 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
 
     if (name == "_apply" || name == "load_state_dict" || name == "_load_from_state_dict" || name == "from_pretrained"
         || name == "reset_parameters" || name == "to_empty" || name == "_load_state_dict_into_model"
-        || name == "__init__" || inTorch(file, "torch/serialization.py") || inTorch(file, "torch/nn/init.py")
+        || name == "__init__" || inTorch(file, "torch/serialization.py")
+        || inTorch(file, "torch/nn/init.py")
+        // Functions named for building or loading the model (gpt-fast's _load_model, verl's
+        // init_model): what they allocate and keep is the weights, even where the stack holds
+        // no torch frame inside them (a C++ loader, frames cut at max_frames).
+        || name == "load_model" || name == "_load_model" || name == "init_model" || name == "build_model"
         || inTorch(file, "safetensors")
         || ((name == "to" || name == "cuda") && inTorch(file, "torch/nn/modules/module.py")))
         f |= FeatureLoad;

@@ -174,6 +174,48 @@ private Q_SLOTS:
         QCOMPARE(device.ooms.back().liveByCategory[size_t(Category::KvCache)], 10 * GiB);
     }
 
+    // A serving engine's own bands: the decode graphs it captures while starting hold activations
+    // (not a second copy of the weights), and a failing step's live logits are that step's scratch.
+    void servingEngineBands()
+    {
+        const std::string sglangWeights = "stack=\"/x/sglang/srt/model_loader/loader.py:load_model:381;"
+                                          "/x/sglang/srt/model_executor/model_runner.py:initialize:222;/x/sglang/srt/"
+                                          "managers/tp_worker.py:__init__:80\"";
+        const std::string sglangCapture
+            = "stack=\"/x/sglang/srt/model_executor/cuda_graph_runner.py:capture_one_batch_size:521;"
+              "/x/sglang/srt/model_executor/cuda_graph_runner.py:capture:398;"
+              "/x/sglang/srt/model_executor/cuda_graph_runner.py:__init__:300;"
+              "/x/sglang/srt/model_executor/model_runner.py:initialize:240;/x/sglang/srt/managers/"
+              "tp_worker.py:__init__:80\"";
+        const std::string logits = "stack=\"/x/vllm/model_executor/layers/logits_processor.py:forward:75;"
+                                   "/x/vllm/worker/model_runner.py:execute_model:1775;"
+                                   "/x/vllm/engine/llm_engine.py:step:1390\"";
+        const std::string text = "alloc w 2GiB " + sglangWeights + "\nalloc g 1GiB " + sglangCapture
+            + "\nalloc gt 64MiB " + sglangCapture + "\nfree gt " + sglangCapture + "\nalloc l 3GiB " + logits
+            + "\noom 4GiB free=1GiB " + logits + "\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(text);
+        const DeviceAnalysis& device = *analysis.primary();
+        QCOMPARE(liveBand(device, Category::Parameters), 2 * GiB);
+        QCOMPARE(liveBand(device, Category::Activations), 1 * GiB);
+        QCOMPARE(liveBand(device, Category::Temporaries), 3 * GiB);
+        for (const Allocation& a : device.allocations) {
+            if (a.requestedSize == 1 * GiB)
+                QVERIFY(device.reasons[a.reason].find("CUDA graph") != std::string::npos);
+        }
+    }
+
+    // A model loaded by a function named for it keeps its weights as parameters, with no torch frame
+    // inside (gpt-fast's _load_model, verl's init_model).
+    void loaderNamesMakeParameters()
+    {
+        const char* text
+            = "alloc w 2GiB stack=\"/srv/gpt-fast/generate.py:_load_model:244;/srv/gpt-fast/generate.py:main:402\"\n"
+              "alloc v 1GiB stack=\"/x/verl/workers/fsdp_workers.py:init_model:400\"\n"
+              "alloc a 64MiB fwd\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(text);
+        QCOMPARE(liveBand(*analysis.primary(), Category::Parameters), 3 * GiB);
+    }
+
     void poolsNamedByWhatTheyHold()
     {
         const SnapshotAnalysis analysis = test::analyzeTrace(colocatedRun());
