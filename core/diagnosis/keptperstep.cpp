@@ -99,40 +99,32 @@ std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const Devic
     for (const auto& [key, group] : groups) {
         if (group.live < 3 || group.olderThanStep == 0 || group.evicted > 0)
             continue;
-        if (group.madePerStep.empty()) {
-            // Nothing of it in the trace: read from the live set alone, where the trace could not
-            // have shown a step adding (see keptperstep.h).
-            const uint64_t bytes = key.second * static_cast<uint64_t>(group.live);
-            if (!shortfallBytes || rateVisible || group.olderThanTrace != group.live || !madeByTheLoop(group)
-                || bytes < *shortfallBytes)
-                continue;
-            KeptPerStep found;
-            found.stack = StackId(key.first);
-            found.tensorBytes = key.second;
-            found.live = group.live;
-            found.olderThanStep = group.olderThanStep;
-            found.perStep = 1;
-            found.rateUnseen = true;
-            if (!best || found.liveBytes() > best->liveBytes())
-                best = found;
-            continue;
-        }
-        // One set per step: the survivors outnumber what one step makes, or the trace shows a
-        // second step adding to them.
-        std::vector<int> counts;
-        for (const auto& [step, count] : group.madePerStep)
-            counts.push_back(count);
-        std::sort(counts.begin(), counts.end());
-        const int perStep = counts[counts.size() / 2];
-        if (group.olderThanStep < 2 * perStep && group.madePerStep.size() < 2)
-            continue;
         KeptPerStep found;
         found.stack = StackId(key.first);
         found.tensorBytes = key.second;
         found.live = group.live;
         found.olderThanStep = group.olderThanStep;
-        found.perStep = perStep;
-        found.latestEvent = group.latestEvent;
+        if (group.madePerStep.empty()) {
+            // Nothing of it in the trace: read from the live set alone, where the trace could not
+            // have shown a step adding (see keptperstep.h).
+            if (!shortfallBytes || rateVisible || group.olderThanTrace != group.live || !madeByTheLoop(group)
+                || found.liveBytes() < *shortfallBytes)
+                continue;
+            found.perStep = 1;
+            found.rateUnseen = true;
+        } else {
+            // One set per step: the survivors outnumber what one step makes, or the trace shows a
+            // second step adding to them.
+            std::vector<int> counts;
+            for (const auto& [step, count] : group.madePerStep)
+                counts.push_back(count);
+            std::sort(counts.begin(), counts.end());
+            const int perStep = counts[counts.size() / 2];
+            if (group.olderThanStep < 2 * perStep && group.madePerStep.size() < 2)
+                continue;
+            found.perStep = perStep;
+            found.latestEvent = group.latestEvent;
+        }
         if (!best || found.liveBytes() > best->liveBytes())
             best = found;
     }

@@ -1,4 +1,5 @@
 #include "common/analysisfixtures.h"
+#include "common/tracediagnosis.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/diagnosistext.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
@@ -19,20 +20,6 @@ namespace {
 constexpr const char* foreachStack = "stack=torch/optim/adam.py:_multi_tensor_adam:720;torch/optim/adam.py:adam:300;"
                                      "torch/optim/adam.py:step:230;torch/optim/optimizer.py:wrapper:493;"
                                      "train.py:train_step:44;train.py:main:90";
-
-std::vector<Diagnosis> diagnose(const std::string& trace, const SnapshotDiagnosisContext& context = {})
-{
-    const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(trace), context);
-    if (qEnvironmentVariableIsSet("OOMLENS_DEBUG_DIAG"))
-        qDebug().noquote() << QString::fromStdString(diagnosesToText(diagnoses, false));
-    return diagnoses;
-}
-
-bool anyEvidence(const Diagnosis& d, const std::string& needle)
-{
-    return std::any_of(d.evidence.begin(), d.evidence.end(),
-        [&](const Evidence& e) { return e.text.find(needle) != std::string::npos; });
-}
 
 // A line of model code under the module call, as stacks="python" records a forward allocation.
 std::string modelSite(int line)
@@ -82,14 +69,14 @@ private Q_SLOTS:
         QCOMPARE(live[size_t(Category::OptimizerState)], 4 * GiB);
         QCOMPARE(live[size_t(Category::Temporaries)], 3 * GiB);
 
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::OptimizerStep2);
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity), test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& d = diagnoses.front();
         QVERIFY(d.confidence >= 0.8);
-        QVERIFY(anyEvidence(d, "3.00 GiB of the step's own intermediates"));
-        QVERIFY(anyEvidence(d, "the state training keeps fits"));
+        QVERIFY(test::hasEvidence(d, "3.00 GiB of the step's own intermediates"));
+        QVERIFY(test::hasEvidence(d, "the state training keeps fits"));
         QCOMPARE(d.fixes.front().id(), std::string("optimizer_foreach"));
         QCOMPARE(d.fixes.front().projectedSavingBytes, std::optional<int64_t>(3 * GiB));
     }
@@ -105,16 +92,16 @@ private Q_SLOTS:
                                   "alloc a2 2GiB fwd\n"
                                   "alloc g1 1GiB grad\n"
                                   "oom 1GiB free=300MiB bwd\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         const Diagnosis& capacity = diagnoses.front();
         QVERIFY(capacity.confidence >= 0.8);
-        QVERIFY2(anyEvidence(capacity, "= 48.00 GiB"), capacity.evidence.front().text.c_str());
-        QVERIFY(anyEvidence(capacity, "half()"));
+        QVERIFY2(test::hasEvidence(capacity, "= 48.00 GiB"), capacity.evidence.front().text.c_str());
+        QVERIFY(test::hasEvidence(capacity, "half()"));
         const Diagnosis* backward = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward);
         QVERIFY(backward);
-        QVERIFY(anyEvidence(*backward, "ranked below a cause its fixes can remove"));
+        QVERIFY(test::hasEvidence(*backward, "ranked below a cause its fixes can remove"));
         QVERIFY(capacity.fixes.front().kind != FixKind::Checkpointing
             && capacity.fixes.front().kind != FixKind::MicroBatch);
     }
@@ -128,10 +115,10 @@ private Q_SLOTS:
                                   "alloc a2 2GiB fwd\n"
                                   "alloc g1 1GiB grad\n"
                                   "oom 1GiB free=300MiB bwd\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
-        QVERIFY(anyEvidence(diagnoses.front(), "= 24.00 GiB"));
-        QVERIFY(anyEvidence(diagnoses.front(), "projected as fp32"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "= 24.00 GiB"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "projected as fp32"));
     }
 
     // Live at the start of steps 2..7: 4.0, 4.2, 4.4, 4.4, 4.6, 4.8 GiB (step 4 keeps nothing).
@@ -149,13 +136,13 @@ private Q_SLOTS:
             trace += "free x" + n + " bwd\nalloc o" + n + " 512KiB opt\nfree o" + n + " opt\n";
         }
         trace += "alloc x7 256MiB fwd\noom 64MiB free=10MiB fwd\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::Leak);
         const Diagnosis& leak = diagnoses.front();
-        QVERIFY(anyEvidence(leak, "about 200.00 MiB per step"));
-        QVERIFY(anyEvidence(leak, "4 of 5"));
-        QVERIFY(anyEvidence(leak, "train_step (train.py:42) (4 allocations, 800.00 MiB)"));
+        QVERIFY(test::hasEvidence(leak, "about 200.00 MiB per step"));
+        QVERIFY(test::hasEvidence(leak, "4 of 5"));
+        QVERIFY(test::hasEvidence(leak, "train_step (train.py:42) (4 allocations, 800.00 MiB)"));
         QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity));
     }
 
@@ -169,14 +156,15 @@ private Q_SLOTS:
         for (int batch = 1; batch <= 5; ++batch)
             trace += "alloc out" + std::to_string(batch) + " 1GiB eval\n";
         trace += "oom 1GiB free=50MiB eval\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::EvalAccumulation);
-        QVERIFY(anyEvidence(diagnoses.front(), "about 1024.00 MiB more per evaluation batch"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "about 1024.00 MiB more per evaluation batch"));
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence >= 0.8); // the symptom is real, it is not the cause
-        QVERIFY2(anyEvidence(*fragmentation, "about 1 more evaluation batch"), test::diagnosisNames(diagnoses).c_str());
+        QVERIFY2(test::hasEvidence(*fragmentation, "about 1 more evaluation batch"),
+            test::diagnosisNames(diagnoses).c_str());
         // Its ladder does not promise what the ranking ruled out: expandable segments let this
         // request through, not the evaluation, and go after the fixes that can.
         for (const Diagnosis& d : diagnoses) {
@@ -203,16 +191,16 @@ private Q_SLOTS:
                                   "alloc b 4GiB fwd\nalloc a1 1.5GiB fwd\nalloc a2 1.5GiB fwd\n"
                                   "free a1 fwd\nfree a2 fwd\n"
                                   "oom 1.75GiB free=50MiB fwd\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id != DiagnosisId::Fragmentation, test::diagnosisNames(diagnoses).c_str());
         QVERIFY(diagnoses.front().confidence < 0.8);
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence < 0.5);
-        QVERIFY2(
-            anyEvidence(*fragmentation, "still has to allocate 4.75 GiB"), test::diagnosisNames(diagnoses).c_str());
-        QVERIFY(anyEvidence(*fragmentation, "gradients and optimizer state still to be created"));
+        QVERIFY2(test::hasEvidence(*fragmentation, "still has to allocate 4.75 GiB"),
+            test::diagnosisNames(diagnoses).c_str());
+        QVERIFY(test::hasEvidence(*fragmentation, "gradients and optimizer state still to be created"));
     }
 
     // Four micro-batches of gradient accumulation: each backward adds 256 MiB of gradients, so
@@ -226,7 +214,7 @@ private Q_SLOTS:
             trace += "alloc a" + n + " 512MiB fwd\nfree a" + n + " bwd\nalloc g" + n + " 256MiB grad\n";
         }
         trace += "alloc a4 512MiB fwd\noom 256MiB free=10MiB bwd\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Leak), test::diagnosisNames(diagnoses).c_str());
     }
@@ -236,11 +224,11 @@ private Q_SLOTS:
     void tinyProcessWithoutCardSizeIsNotCapacity()
     {
         const std::string trace = "alloc w1 400MiB load\nalloc w2 400MiB load\noom 200MiB free=20MiB load\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::OtherProcess);
-        QVERIFY(anyEvidence(diagnoses.front(), "nvidia-smi"));
-        QVERIFY(anyEvidence(diagnoses.front(), "no card size"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "nvidia-smi"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "no card size"));
         if (const Diagnosis* capacity = test::findDiagnosis(diagnoses, DiagnosisId::Capacity))
             QVERIFY(capacity->confidence < 0.5);
 
@@ -248,16 +236,16 @@ private Q_SLOTS:
         SnapshotDiagnosisContext context;
         context.cardTotalBytes = 24 * GiB;
         context.cardTotalSource = "nvidia-smi";
-        const auto known = diagnose(trace, context);
+        const auto known = test::diagnoseTrace(trace, context);
         QCOMPARE(known.front().id, DiagnosisId::OtherProcess);
-        QVERIFY(anyEvidence(known.front(), "of the 24.00 GiB card (nvidia-smi)"));
+        QVERIFY(test::hasEvidence(known.front(), "of the 24.00 GiB card (nvidia-smi)"));
         if (const Diagnosis* capacity = test::findDiagnosis(known, DiagnosisId::Capacity))
             QVERIFY(capacity->confidence < known.front().confidence);
 
         // A 1 GiB card is what it is: 1 GiB of weights (800 MiB loaded + the 200 MiB being
         // loaded) exceed the 820 MiB this process could hold.
         context.cardTotalBytes = GiB;
-        const auto small = diagnose(trace, context);
+        const auto small = test::diagnoseTrace(trace, context);
         QCOMPARE(small.front().id, DiagnosisId::Capacity);
     }
 
@@ -275,7 +263,7 @@ private Q_SLOTS:
                                   "oom 2GiB free=100MiB none\n";
         const SnapshotAnalysis analysis = test::analyzeTrace(trace);
         QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Backward);
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::FirstBackward, test::diagnosisNames(diagnoses).c_str());
     }
@@ -302,14 +290,14 @@ private Q_SLOTS:
         // Steps 3 and 4 start in view; the frees of step 2's forward tensors, read as "forward", start none.
         QCOMPARE(device->stepCount, 2);
 
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::LongestBatch, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& d = diagnoses.front();
         QVERIFY(d.confidence >= 0.8);
-        QVERIFY2(anyEvidence(d, "over 3 call sites seen in both, the failing step's tensors are 4.0x"),
+        QVERIFY2(test::hasEvidence(d, "over 3 call sites seen in both, the failing step's tensors are 4.0x"),
             d.evidence.front().text.c_str());
-        QVERIFY(anyEvidence(d, "against at most 333.00 MiB the trace shows any earlier step holding"));
+        QVERIFY(test::hasEvidence(d, "against at most 333.00 MiB the trace shows any earlier step holding"));
         QCOMPARE(d.fixes.front().id(), std::string("length_bucketing"));
     }
 
@@ -323,7 +311,7 @@ private Q_SLOTS:
         for (int layer = 1; layer <= 3; ++layer)
             trace += "alloc b" + std::to_string(layer) + " 100MiB " + modelSite(10 * layer) + "\n";
         trace += "oom 100MiB free=20MiB " + modelSite(10) + "\nringbuffer 30\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::LongestBatch), test::diagnosisNames(diagnoses).c_str());
     }
 
@@ -344,15 +332,15 @@ private Q_SLOTS:
         trace += "alloc keep3 200MiB loss\noom 300MiB free=20MiB bwd\nringbuffer 20\n";
         const SnapshotAnalysis analysis = test::analyzeTrace(trace);
         QCOMPARE(analysis.primary()->stepCount, 1);
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::Leak, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& leak = diagnoses.front();
         QVERIFY(leak.confidence >= 0.8);
-        QVERIFY2(anyEvidence(leak, "tensors of 200.00 MiB from train_step (train.py:42) are live at the failure"),
+        QVERIFY2(test::hasEvidence(leak, "tensors of 200.00 MiB from train_step (train.py:42) are live at the failure"),
             leak.evidence.front().text.c_str());
-        QVERIFY(anyEvidence(leak, "9 of them were made before step 1 began and outlived their step"));
-        QVERIFY(anyEvidence(leak, "adding 1 per step (200.00 MiB) and freeing none"));
+        QVERIFY(test::hasEvidence(leak, "9 of them were made before step 1 began and outlived their step"));
+        QVERIFY(test::hasEvidence(leak, "adding 1 per step (200.00 MiB) and freeing none"));
         QCOMPARE(leak.outlook->growthPerUnitBytes, 200 * MiB);
     }
 
@@ -368,7 +356,7 @@ private Q_SLOTS:
         for (int layer = 1; layer <= 3; ++layer)
             trace += "alloc b" + std::to_string(layer) + " 300MiB " + modelSite(10 * layer) + "\n";
         trace += "alloc keep3 200MiB loss\nfree k2 loss\noom 300MiB free=20MiB bwd\nringbuffer 24\n";
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Leak), test::diagnosisNames(diagnoses).c_str());
     }
     // Loading weights with 300 MiB of them in place: the process could hold 350 MiB (340 reserved
@@ -386,22 +374,23 @@ private Q_SLOTS:
         const OomAnalysis& oom = analysis.primary()->ooms.back();
         QCOMPARE(oom.largestFreeBlock, 12 * MiB);
         QCOMPARE(oom.freeInPoolBytes, 24 * MiB);
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::OtherProcess, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(fragmentation);
         QVERIFY(fragmentation->confidence < diagnoses.front().confidence);
-        QVERIFY2(anyEvidence(*fragmentation, "is less than the 674.00 MiB held outside this process"),
+        QVERIFY2(test::hasEvidence(*fragmentation, "is less than the 674.00 MiB held outside this process"),
             test::diagnosisNames(diagnoses).c_str());
 
         // With the card's size given (24 GiB), the memory held outside is measured.
         SnapshotDiagnosisContext context;
         context.cardTotalBytes = 24 * GiB;
         context.cardTotalSource = "nvidia-smi";
-        const auto known = diagnose(trace, context);
+        const auto known = test::diagnoseTrace(trace, context);
         QVERIFY2(known.front().id == DiagnosisId::OtherProcess, test::diagnosisNames(known).c_str());
-        QVERIFY(anyEvidence(*test::findDiagnosis(known, DiagnosisId::Fragmentation), "ranked below other_process"));
+        QVERIFY(
+            test::hasEvidence(*test::findDiagnosis(known, DiagnosisId::Fragmentation), "ranked below other_process"));
     }
 
     // Evaluation gathers every batch's 1 GiB of logits into one tensor: torch.cat makes a buffer
@@ -423,15 +412,16 @@ private Q_SLOTS:
         trace += "alloc logits5 1GiB eval\noom 5GiB free=2GiB " + concat + "\n";
         const SnapshotAnalysis analysis = test::analyzeTrace(trace);
         QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Eval);
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::EvalAccumulation, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& d = diagnoses.front();
         QVERIFY(d.confidence >= 0.8);
-        QVERIFY2(anyEvidence(d, "newest of 5 ever larger buffers from the same code"), d.evidence.back().text.c_str());
+        QVERIFY2(
+            test::hasEvidence(d, "newest of 5 ever larger buffers from the same code"), d.evidence.back().text.c_str());
         QCOMPARE(d.outlook->growthPerUnitBytes, GiB);
         if (const Diagnosis* large = test::findDiagnosis(diagnoses, DiagnosisId::LargeAllocation))
-            QVERIFY(anyEvidence(*large, "ranked below eval_accumulation"));
+            QVERIFY(test::hasEvidence(*large, "ranked below eval_accumulation"));
     }
     // A fused AdamW creates its two moments in the first optimizer.step() and fails on the
     // second: weights 2 + gradients 2 + moments 2 x 2 = 8 GiB, against 7.1 GiB this process could
@@ -448,10 +438,10 @@ private Q_SLOTS:
                                   "oom 2GiB free=100MiB optinit\n";
         const SnapshotAnalysis analysis = test::analyzeTrace(trace);
         QCOMPARE(analysis.primary()->stepCount, 0); // no step starts in view; the free starts none
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::Capacity, test::diagnosisNames(diagnoses).c_str());
-        QVERIFY(anyEvidence(diagnoses.front(), "= 8.00 GiB"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "= 8.00 GiB"));
         QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::OptimizerStep2)
             || test::findDiagnosis(diagnoses, DiagnosisId::OptimizerStep2)->confidence < diagnoses.front().confidence);
     }

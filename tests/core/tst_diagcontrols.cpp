@@ -3,6 +3,7 @@
 // evaluation loop, a backward that is not the run's first although it is the trace's. Each trace is
 // the smallest one that shows the physical reason; the comments give the arithmetic.
 #include "common/analysisfixtures.h"
+#include "common/tracediagnosis.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/diagnosis/diagnosistext.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
@@ -15,20 +16,6 @@
 using namespace oomlens;
 
 namespace {
-
-std::vector<Diagnosis> diagnose(const std::string& trace)
-{
-    const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(trace), {});
-    if (qEnvironmentVariableIsSet("OOMLENS_DEBUG_DIAG"))
-        qDebug().noquote() << QString::fromStdString(diagnosesToText(diagnoses, false));
-    return diagnoses;
-}
-
-bool anyEvidence(const Diagnosis& d, const std::string& needle)
-{
-    return std::any_of(d.evidence.begin(), d.evidence.end(),
-        [&](const Evidence& e) { return e.text.find(needle) != std::string::npos; });
-}
 
 // A line of model code under the module call.
 std::string modelSite(int line)
@@ -90,20 +77,21 @@ private Q_SLOTS:
         const SnapshotAnalysis analysis = test::analyzeTrace(trace);
         QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Backward);
         QCOMPARE(analysis.primary()->ooms.back().step, 1);
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::Leak, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& leak = diagnoses.front();
         QCOMPARE(leak.confidence, 0.7);
-        QVERIFY2(anyEvidence(leak, "20 tensors of 100.00 MiB from train (train.py:160) are live at the failure"),
+        QVERIFY2(test::hasEvidence(leak, "20 tensors of 100.00 MiB from train (train.py:160) are live at the failure"),
             leak.evidence.front().text.c_str());
-        QVERIFY(anyEvidence(leak, "cannot show the line adding"));
+        QVERIFY(test::hasEvidence(leak, "cannot show the line adding"));
         QCOMPARE(leak.outlook->growthPerUnitBytes, 100 * MiB);
 
         const Diagnosis* first = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward);
         QVERIFY(first);
         QVERIFY(first->confidence < 0.5);
-        QVERIFY(anyEvidence(*first, "4.00 GiB of optimizer state that optimizer.step() creates on its first call"));
+        QVERIFY(
+            test::hasEvidence(*first, "4.00 GiB of optimizer state that optimizer.step() creates on its first call"));
     }
 
     // The same trace where what was live besides the state is the failing step's own layer
@@ -114,14 +102,14 @@ private Q_SLOTS:
         std::string older;
         for (int layer = 0; layer < 20; ++layer)
             older += "before h" + std::to_string(layer) + " 100MiB " + modelSite(5) + "\n";
-        const auto diagnoses = diagnose(failingStepOnly(older));
+        const auto diagnoses = test::diagnoseTrace(failingStepOnly(older));
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Leak), test::diagnosisNames(diagnoses).c_str());
 
         std::string noState = "before p 2GiB load\n" + older;
         for (int layer = 1; layer <= 3; ++layer)
             noState += "alloc a" + std::to_string(layer) + " 300MiB " + modelSite(10 * layer) + "\n";
         noState += "alloc l 1MiB loss\noom 1GiB free=100MiB bwd\n";
-        const auto firstRun = diagnose(noState);
+        const auto firstRun = test::diagnoseTrace(noState);
         QVERIFY(!firstRun.empty());
         QVERIFY2(firstRun.front().id == DiagnosisId::FirstBackward, test::diagnosisNames(firstRun).c_str());
         QVERIFY(firstRun.front().confidence >= 0.8);
@@ -139,13 +127,14 @@ private Q_SLOTS:
     {
         const std::string trace = longDocument("segment c1 0x7e0000000000 1GiB large\n"
                                                "segment c2 0x7e8000000000 1GiB large\n");
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::LongestBatch, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& longest = diagnoses.front();
         QCOMPARE(longest.confidence, 0.7);
-        QVERIFY2(anyEvidence(longest, "the high-water mark the earlier steps left"), longest.evidence[0].text.c_str());
-        QVERIFY(anyEvidence(longest,
+        QVERIFY2(
+            test::hasEvidence(longest, "the high-water mark the earlier steps left"), longest.evidence[0].text.c_str());
+        QVERIFY(test::hasEvidence(longest,
             "3 call sites of this step asked for tensors up to 6.00 GiB, 6.0x the largest "
             "segment cached then (1024.00 MiB)"));
         const Diagnosis* first = test::findDiagnosis(diagnoses, DiagnosisId::FirstBackward);
@@ -156,7 +145,7 @@ private Q_SLOTS:
     // as large as these, so the cache says nothing of a longer batch.
     void stepThatFitsTheCachedSegmentsIsNotALongerBatch()
     {
-        const auto diagnoses = diagnose(longDocument("segment c1 0x7e0000000000 7GiB large\n"));
+        const auto diagnoses = test::diagnoseTrace(longDocument("segment c1 0x7e0000000000 7GiB large\n"));
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::LongestBatch), test::diagnosisNames(diagnoses).c_str());
     }
 
@@ -186,15 +175,16 @@ private Q_SLOTS:
         trace += "alloc h12 70MiB " + predict + "\nfree h12 none\noom 600MiB free=100MiB " + predict + "\n";
         const SnapshotAnalysis analysis = test::analyzeTrace(trace);
         QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Eval);
-        const auto diagnoses = diagnose(trace);
+        const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
         QVERIFY2(diagnoses.front().id == DiagnosisId::EvalAccumulation, test::diagnosisNames(diagnoses).c_str());
         const Diagnosis& eval = diagnoses.front();
         QVERIFY(eval.confidence >= 0.8);
         // The 10 kept before the trace count with the 2 in view: 12 x 600 MiB = 7.03 GiB.
-        QVERIFY2(anyEvidence(eval, "12 allocations made during evaluation are still live at the failure: 7.03 GiB"),
+        QVERIFY2(
+            test::hasEvidence(eval, "12 allocations made during evaluation are still live at the failure: 7.03 GiB"),
             eval.evidence[1].text.c_str());
-        QVERIFY(anyEvidence(eval, "one allocation site kept 12 tensors, one per batch"));
+        QVERIFY(test::hasEvidence(eval, "one allocation site kept 12 tensors, one per batch"));
         QVERIFY2(!test::findDiagnosis(diagnoses, DiagnosisId::Leak), test::diagnosisNames(diagnoses).c_str());
     }
 };

@@ -1,5 +1,6 @@
 #include "common/diagnosisids.h"
 #include "common/textfixtures.h"
+#include "common/tracediagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "parsers/text/textparser.h"
 
@@ -16,12 +17,6 @@ namespace {
 std::vector<Diagnosis> diagnoseFixture(const char* name)
 {
     return diagnoseText(test::parseTextFixture(name));
-}
-
-bool mentions(const Diagnosis& d, const std::string& needle)
-{
-    return std::any_of(d.evidence.begin(), d.evidence.end(),
-        [&](const Evidence& e) { return e.text.find(needle) != std::string::npos; });
 }
 
 // Fixes that act on GPU memory; a host RAM kill must never be sent to them.
@@ -50,9 +45,9 @@ private Q_SLOTS:
         QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         const Diagnosis* other = findDiagnosis(diagnoses, DiagnosisId::OtherProcess);
         QVERIFY(!other || other->confidence < 0.3);
-        QVERIFY(mentions(diagnoses.front(), "22817"));
-        QVERIFY(mentions(diagnoses.front(), "nvidia-smi"));
-        QVERIFY(mentions(diagnoses.front(), "container"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "22817"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "nvidia-smi"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "container"));
     }
 
     void containerSelfBesideARealOtherProcess()
@@ -61,8 +56,8 @@ private Q_SLOTS:
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::OtherProcess);
         // The other one is 40211 with 21.63 GiB; 22817 is this run.
-        QVERIFY(mentions(diagnoses.front(), "process 40211"));
-        QVERIFY(!mentions(diagnoses.front(), "process 22817 holds"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "process 40211"));
+        QVERIFY(!test::hasEvidence(diagnoses.front(), "process 22817 holds"));
     }
 
     void platformBlockLimitIsNotExhaustion()
@@ -72,7 +67,7 @@ private Q_SLOTS:
         QCOMPARE(diagnoses.front().id, DiagnosisId::LargeAllocation);
         QVERIFY(diagnoses.front().confidence >= 0.9);
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("split_tensor"));
-        QVERIFY(mentions(diagnoses.front(), "platform"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "platform"));
     }
 
     void requestLargerThanAnyCard()
@@ -95,8 +90,8 @@ private Q_SLOTS:
                      [](const Diagnosis& d) { return d.id == DiagnosisId::LargeAllocation; }),
             std::ptrdiff_t(1));
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("micro_batch"));
-        QVERIFY(mentions(diagnoses.front(), "12.50 GiB of temporaries"));
-        QVERIFY(mentions(diagnoses.front(), "single arena"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "12.50 GiB of temporaries"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "single arena"));
     }
 
     void trainableParametersThatCannotTrainHere()
@@ -108,7 +103,7 @@ private Q_SLOTS:
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::Capacity);
         QVERIFY(diagnoses.front().confidence >= 0.75);
-        QVERIFY(mentions(diagnoses.front(), "13015864320 trainable parameters"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "13015864320 trainable parameters"));
         QVERIFY(diagnoses.front().fixes.front().id() != "micro_batch");
     }
 
@@ -190,7 +185,7 @@ private Q_SLOTS:
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::MemoryFractionCap);
         QVERIFY(diagnoses.front().confidence >= 0.9);
-        QVERIFY(mentions(diagnoses.front(), "39.21 GiB"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "39.21 GiB"));
     }
 
     void evaluationOutranksItsFragmentation()
@@ -217,7 +212,7 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("diag/leak_log.txt");
         QCOMPARE(diagnoses.front().id, DiagnosisId::Leak);
-        QVERIFY(mentions(diagnoses.front(), "4.10 GiB at step 50"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "4.10 GiB at step 50"));
         QCOMPARE(QString::fromStdString(diagnoses.front().fixes.front().id()), QStringLiteral("release_references"));
     }
 
@@ -225,7 +220,7 @@ private Q_SLOTS:
     {
         const auto diagnoses = diagnoseFixture("diag/long_sequence_log.txt");
         QCOMPARE(diagnoses.front().id, DiagnosisId::LongestBatch);
-        QVERIFY(mentions(diagnoses.front(), "sequence length 3100"));
+        QVERIFY(test::hasEvidence(diagnoses.front(), "sequence length 3100"));
     }
 
     // Calibration over every case of this suite: a top diagnosis at 0.8 or more is the expected one.
