@@ -289,5 +289,8 @@ int main(int argc, char** argv)
     const QString familyD = data + QStringLiteral("/scenarios_d");
     printReport("family D (tests/data/scenarios_d), snapshot alone", runFamily(familyD, false), listMisses);
     printReport("family D, snapshot + OOM text", runFamily(familyD, true), listMisses);
+    const QString familyE = data + QStringLiteral("/scenarios_e");
+    printReport("family E (tests/data/scenarios_e, held out), snapshot alone", runFamily(familyE, false), listMisses);
+    printReport("family E, snapshot + OOM text", runFamily(familyE, true), listMisses);
     return 0;
 }
