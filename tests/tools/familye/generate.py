@@ -53,6 +53,7 @@ def main():
     for old in os.listdir(out):
         if old.endswith((".pickle", ".json", ".oom.txt")):
             os.remove(os.path.join(out, old))
+    rows = []
     for spec in all_specs():
         r, failed = familyd_generate.simulate(spec, fixed=False)
         if not failed:
@@ -69,9 +70,28 @@ def main():
             fh.write(text)
         label = familyd_generate.label_for(spec, r, rf)
         writer.write_json(base + ".json", label)
+        rows.append((spec, label))
         print("%-66s %-22s %-9s step %-3d pend %6.2f GiB  pools %6.2f GiB  cf peak %6.2f GiB" % (
             spec.name, spec.case, label["phase"], label["step"], label["pending_free_bytes_at_oom"] / 2 ** 30,
             label["private_pool_bytes_at_oom"] / 2 ** 30, label["counterfactual_peak_reserved_bytes"] / 2 ** 30))
+    write_readme(out, rows)
+
+
+def write_readme(out, rows):
+    """README.md from README.template.md: the scenario table from the labels, and the measurement
+    recorded once in measured.md."""
+    lines = ["| scenario | case | phase | step | physics and counterfactual |", "|---|---|---|---|---|"]
+    for spec, label in rows:
+        phase = label["phase"] + (" (%s)" % label["rl_phase"] if "rl_phase" in label else "")
+        why = "%s Counterfactual: %s." % (label["description"], label["counterfactual"])
+        lines.append("| `%s`%s | `%s` | %s | %d | %s |" % (spec.name, " (control)" if label["control"] else "",
+                                                          label["case"], phase, label["step"], why.replace("|", "\\|")))
+    with open(os.path.join(HERE, "README.template.md")) as fh:
+        template = fh.read()
+    with open(os.path.join(HERE, "measured.md")) as fh:
+        measured = fh.read().strip()
+    with open(os.path.join(out, "README.md"), "w") as fh:
+        fh.write(template.replace("{scenarios}", "\n".join(lines)).replace("{measured}", measured))
 
 
 if __name__ == "__main__":
