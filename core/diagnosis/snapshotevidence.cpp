@@ -2,6 +2,7 @@
 
 #include "core/analysis/enginecategories.h"
 #include "core/diagnosis/blockcount.h"
+#include "core/diagnosis/earlierstep.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     for (const auto& segment : snapshot.segments)
         fixes.expandableSegmentsOn |= segment.device == device.device && segment.isExpandable;
     fixes.maxSplitSizeSet = snapshot.allocatorSettings && snapshot.allocatorSettings->maxSplitSize > 0;
+    earlierStepStateBytes = optimizerStateOfAnEarlierStep(snapshot, device, oom.eventIndex);
     fixes.asyncAllocator = context.asyncAllocator;
     if (context.message) {
         fixes.otherProcessBytes = context.message->otherProcessBytes;

@@ -44,6 +44,9 @@ struct SnapshotEvidence
     TrainingState state;
     // Pending frees, the communication band, checkpointing, graphs' pools, other streams' cache.
     DistributedEvidence distributed;
+    // Optimizer state that a step completed before the trace began created (earlierstep.h): the
+    // trace's first step is not the run's. 0 when nothing shows one.
+    uint64_t earlierStepStateBytes = 0;
 
     bool isTrainingRun() const;
     // The segment the allocator had to reserve for the failing request: 2 MiB for small requests,

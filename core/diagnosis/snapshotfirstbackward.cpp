@@ -1,7 +1,6 @@
 #include "core/diagnosis/snapshotrules.h"
 
 #include "core/diagnosis/catalogue.h"
-#include "core/diagnosis/earlierstep.h"
 #include "core/units.h"
 
 namespace oomlens::snapshotrules {
@@ -13,8 +12,7 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const bool firstInTrace = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
     // Optimizer state a completed step created, older than the trace: the trace's first step is not
     // the run's (earlierstep.h).
-    const uint64_t earlierState
-        = firstInTrace ? optimizerStateOfAnEarlierStep(*e.analysis.snapshot, e.device, e.oom.eventIndex) : 0;
+    const uint64_t earlierState = firstInTrace ? e.earlierStepStateBytes : 0;
     const bool first = firstInTrace && earlierState == 0;
     const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
     // A later backward that fails where the step before peaked in its own backward, needing at the

@@ -2,7 +2,6 @@
 
 #include "core/diagnosis/batchscaling.h"
 #include "core/diagnosis/catalogue.h"
-#include "core/diagnosis/earlierstep.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -69,8 +68,7 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     std::optional<CacheBeforeStep> cache;
     double cacheFactor = 0.0;
     uint64_t cacheRoom = 0;
-    if (!grew && !scaled && growth.size() < 2 && !measuredSites
-        && optimizerStateOfAnEarlierStep(*e.analysis.snapshot, e.device, e.oom.eventIndex) > 0) {
+    if (!grew && !scaled && growth.size() < 2 && !measuredSites && e.earlierStepStateBytes > 0) {
         cache = measureCacheBeforeStep(*e.analysis.snapshot, e.device, *failing, e.oom.eventIndex);
         const uint64_t startLive = failing->startLive();
         cacheRoom = cache && cache->reservedBytes > startLive ? cache->reservedBytes - startLive : 0;

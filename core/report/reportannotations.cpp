@@ -1,4 +1,3 @@
-#include "core/analysis/allocationannotations.h"
 #include "core/analysis/userframe.h"
 #include "core/report/reportsections.h"
 #include "core/units.h"
@@ -35,7 +34,7 @@ void annotations(HtmlWriter& html, const ReportContext& context, const ShownSnap
 {
     const DeviceAnalysis& device = *shown.device;
     const Snapshot& snapshot = *shown.analysis->snapshot;
-    const AllocationAnnotations notes(snapshot, device);
+    const AllocationAnnotations& notes = shown.annotations;
     if (notes.empty())
         return;
     html.raw("<h3>Annotations</h3>\n");

@@ -92,6 +92,7 @@ ShownSnapshot showSnapshot(const Case& input, const SnapshotAnalysis& analysis, 
     if (shown.device) {
         shown.history = traceHistory(*analysis.snapshot, *shown.device);
         shown.history.backend = shown.backend;
+        shown.annotations = AllocationAnnotations(*analysis.snapshot, *shown.device);
     }
     for (const CaseInput& caseInput : input.inputs) {
         if (caseInput.snapshotIndex == static_cast<int>(index))

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/allocationannotations.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/cardtimeline.h"
 #include "core/presentation/tracehistory.h"
@@ -23,6 +24,8 @@ struct ShownSnapshot
     // (or the snapshot itself is missing).
     const DeviceAnalysis* device = nullptr;
     TraceHistory history; // of `device`; empty when there is none
+    // The notes _annotate_tensor attached to `device`'s allocations; empty when there are none.
+    AllocationAnnotations annotations;
     // Who wrote it (core/snapshotbackend.h): its frames, else the case's OOM message; named in the
     // heading when not CUDA, and the history advice speaks its module.
     SnapshotBackend backend = SnapshotBackend::Cuda;

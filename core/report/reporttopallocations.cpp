@@ -1,4 +1,3 @@
-#include "core/analysis/allocationannotations.h"
 #include "core/analysis/userframe.h"
 #include "core/presentation/labels.h"
 #include "core/report/reportsections.h"
@@ -54,7 +53,7 @@ void topAllocations(HtmlWriter& html, const ReportContext& context, const ShownS
         html.element("p", "Nothing was live at the peak.", "note");
         return;
     }
-    const AllocationAnnotations notes(snapshot, device);
+    const AllocationAnnotations& notes = shown.annotations;
     for (size_t i = 0; i < top.size(); ++i) {
         const Allocation& allocation = *top[i];
         std::string summary = std::to_string(i + 1) + ". " + formatBytes(allocation.requestedSize) + " · "
