@@ -30,6 +30,7 @@ public:
         snapshotrules::longestBatch(m_evidence, m_out);
         snapshotrules::evalAccumulation(m_evidence, m_out);
         snapshotrules::leak(m_evidence, m_out);
+        snapshotrules::growingTensor(m_evidence, m_out);
         snapshotrules::memoryFraction(m_evidence, m_out);
         snapshotrules::otherProcess(m_evidence, m_out);
         snapshotrules::pendingFrees(m_evidence, m_out);

@@ -92,6 +92,30 @@ EvalTurnover evalTurnover(const SnapshotEvidence& e)
     return turnover;
 }
 
+// Evaluation runs under no_grad: each layer's intermediates are freed once the next layer has
+// consumed them, and a batch's logits once they are scored. Outputs are kept only across a batch
+// that ended. When the trace shows evaluation from its start (none of its live tensors is older
+// than the trace) and evaluation has freed nothing yet, everything it holds is the first batch's
+// forward in progress, its working set (an oversized batch, attention's scores), not a pile.
+bool stillInFirstForward(const SnapshotEvidence& e)
+{
+    if (e.oom.phase != Phase::Eval)
+        return false;
+    bool sawEvaluation = false;
+    for (const auto& allocation : e.device.allocations) {
+        if (allocation.phase != Phase::Eval)
+            continue;
+        if (allocation.olderThanTrace())
+            return false;
+        const bool freed = (allocation.freeEvent >= 0 && allocation.freeEvent <= e.oom.eventIndex)
+            || (allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= e.oom.eventIndex);
+        if (freed)
+            return false;
+        sawEvaluation = true;
+    }
+    return sawEvaluation;
+}
+
 } // namespace
 
 // Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
@@ -102,15 +126,17 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (e.oom.phase != Phase::Eval && e.profile.evalRetainedCount == 0)
         return;
     const uint64_t live = e.fixes.budget.liveBytes;
-    const bool retains
-        = e.profile.evalRetainedCount >= 3 && safeRatio(e.profile.evalRetainedBytes, live) >= kRetainedShare;
+    const bool firstForward = stillInFirstForward(e);
+    const bool retains = e.profile.evalRetainedCount >= 3
+        && safeRatio(e.profile.evalRetainedBytes, live) >= kRetainedShare && !firstForward;
     if (e.oom.phase != Phase::Eval && !retains)
         return;
     // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
     // is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation
     // with nothing retained (an oversized evaluation batch is as likely); 0.3 when the trace saw
     // evaluation allocate batch after batch and free nearly all of it (nothing piles up: only the
-    // phase is left, a description); 0.45: retained outputs measured but the failure is elsewhere.
+    // phase is left, a description), or when it failed in its first batch's forward (no batch has
+    // ended to keep anything); 0.45: retained outputs measured but the failure is elsewhere.
     const GrowingBuffer buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : GrowingBuffer {};
     const bool gathered = buffer.buffers > 0;
     // Only a failure in evaluation with nothing kept is judged by the batches seen coming and going
@@ -120,7 +146,7 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const bool seenFreeingEverything
         = !retains && !gathered && traceCoversLive && turnover.freedCount >= kEvalAllocationsToJudge;
     double confidence = e.oom.phase == Phase::Eval ? (retains || gathered ? 0.85
-                                : seenFreeingEverything                   ? 0.3
+                                : seenFreeingEverything || firstForward   ? 0.3
                                                                           : 0.5)
                                                    : 0.45;
     Diagnosis d = makeDiagnosis(DiagnosisId::EvalAccumulation, confidence, {});
@@ -141,6 +167,10 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + " of live memory",
             e.profile.firstEvalRetainedEvent);
     }
+    if (firstForward && e.profile.evalRetainedCount > 0)
+        e.evidence(d,
+            "evaluation has freed none of its allocations since the trace saw it begin: what it holds is its first "
+            "batch's forward in progress (its working set), not outputs kept from batches that ended");
     if (seenFreeingEverything)
         e.evidence(d,
             "the trace saw evaluation free " + std::to_string(turnover.freedCount) + " of its allocations ("

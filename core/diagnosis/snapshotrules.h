@@ -20,6 +20,9 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
 void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void leak(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
+// One tensor re-made larger every step (torch.cat on a queue never trimmed): a leak by size that
+// the step-start comparison cannot see in a short trace. Adds a leak only where leak() found none.
+void growingTensor(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void memoryFraction(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out);
 // What distributed training and CUDA graphs add (snapshotdistributed.cpp).

@@ -153,8 +153,12 @@ private Q_SLOTS:
         std::string trace = "before p 1GiB load\n"
                             "alloc a1 700MiB fwd\nalloc a2 700MiB fwd\nfree a1 bwd\nfree a2 bwd\n"
                             "alloc g 1GiB grad\nalloc m 2GiB optinit\n";
-        for (int batch = 1; batch <= 5; ++batch)
-            trace += "alloc out" + std::to_string(batch) + " 1GiB eval\n";
+        // Each batch's input is copied to the GPU and freed once the batch is scored (1 MiB, from the
+        // small pool): a batch ends, and its output is what stays.
+        for (int batch = 1; batch <= 5; ++batch) {
+            const std::string n = std::to_string(batch);
+            trace += "alloc in" + n + " 1MiB eval\nalloc out" + n + " 1GiB eval\nfree in" + n + " eval\n";
+        }
         trace += "oom 1GiB free=50MiB eval\n";
         const auto diagnoses = test::diagnoseTrace(trace);
         QVERIFY(!diagnoses.empty());
@@ -423,6 +427,83 @@ private Q_SLOTS:
         if (const Diagnosis* large = test::findDiagnosis(diagnoses, DiagnosisId::LargeAllocation))
             QVERIFY(test::hasEvidence(*large, "ranked below eval_accumulation"));
     }
+    // Evaluation's first batch, under no_grad, with eager attention: the weights (4 GiB) load in the
+    // trace, then the batch's embeddings and hidden states (256 + 256 + 128 MiB) and one layer's
+    // 2 GiB of scores; their 4 GiB softmax fails. Reserved 6.7 GiB + 2 GiB free = 8.7 GiB usable:
+    // the request is 46% of it. Evaluation holds 2.6 GiB (40% of live) in four tensors, but it has
+    // freed nothing: no batch has ended, so nothing was kept from one. It is one oversized tensor
+    // of the forward in progress, not outputs piling up.
+    void evaluationFirstForwardHoldsItsWorkingSetNotKeptOutputs()
+    {
+        const std::string scores
+            = "stack=modeling_gemma2.py:eager_attention_forward:210;modeling_gemma2.py:forward:300;"
+              "torch/nn/modules/module.py:_call_impl:1750;train.py:evaluate:60;"
+              "torch/utils/_contextlib.py:decorate_context:116;train.py:main:95";
+        const std::string trace = "alloc p 4GiB load\nalloc x 256MiB eval\nalloc h1 256MiB eval\nalloc h2 128MiB eval\n"
+                                  "alloc s 2GiB "
+            + scores + "\noom 4GiB free=2GiB " + scores + "\n";
+        const SnapshotAnalysis analysis = test::analyzeTrace(trace);
+        QCOMPARE(analysis.primary()->ooms.back().phase, Phase::Eval);
+        const auto diagnoses = test::diagnoseTrace(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::LargeAllocation, test::diagnosisNames(diagnoses).c_str());
+        const Diagnosis* eval = test::findDiagnosis(diagnoses, DiagnosisId::EvalAccumulation);
+        QVERIFY(eval);
+        QVERIFY(eval->confidence <= 0.3);
+        QVERIFY(test::hasEvidence(*eval, "its first batch's forward in progress"));
+
+        // The same allocations after a batch that ended (its hidden states freed): what evaluation
+        // still holds from before is kept, and the rule judges it as before.
+        const std::string afterABatch = "alloc p 4GiB load\nalloc k0 512MiB eval\nalloc t0 1GiB eval\nfree t0 eval\n"
+                                        "alloc x 256MiB eval\nalloc h1 256MiB eval\nalloc h2 128MiB eval\n"
+                                        "alloc s 2GiB "
+            + scores + "\noom 4GiB free=2GiB " + scores + "\n";
+        const auto kept = test::diagnoseTrace(afterABatch);
+        const Diagnosis* keptEval = test::findDiagnosis(kept, DiagnosisId::EvalAccumulation);
+        QVERIFY(keptEval);
+        QVERIFY(keptEval->confidence >= 0.8);
+    }
+
+    // A queue of negatives grows by torch.cat every step and is never dequeued: 2000 MiB before the
+    // trace, then 2016, 2032, ... MiB, each new buffer made while the old one is live, the old one
+    // freed after. Nothing outlives its step, and the step starts rise by 16 MiB against 14 GiB
+    // (0.1%), so only the chain of ever larger copies shows the leak: 6 copies, 16 MiB per step.
+    void queueGrowingEveryStepIsALeak()
+    {
+        const std::string queue = "stack=train.py:training_step:214;train.py:main:90";
+        std::string trace = "before p 4GiB load\nbefore g 4GiB grad\nbefore m 4GiB optinit\nbefore q0 2000MiB " + queue
+            + "\nalloc x0 512MiB fwd\nfree x0 bwd\nalloc o0 512KiB opt\nfree o0 opt\n";
+        for (int step = 1; step <= 6; ++step) {
+            const std::string n = std::to_string(step);
+            trace += "alloc x" + n + " 512MiB fwd\nalloc q" + n + " " + std::to_string(2000 + 16 * step) + "MiB "
+                + queue + "\nfree q" + std::to_string(step - 1) + " fwd\n";
+            if (step < 6)
+                trace += "free x" + n + " bwd\nalloc o" + n + " 512KiB opt\nfree o" + n + " opt\n";
+        }
+        trace += "oom 600MiB free=50MiB bwd\n";
+        const auto diagnoses = test::diagnoseTrace(trace);
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::Leak, test::diagnosisNames(diagnoses).c_str());
+        const Diagnosis& leak = diagnoses.front();
+        QVERIFY2(test::hasEvidence(leak, "makes a new, larger copy of one tensor every training step"),
+            leak.evidence.front().text.c_str());
+        QVERIFY(test::hasEvidence(leak, "about 16.00 MiB more per step"));
+        QCOMPARE(leak.outlook->growthPerUnitBytes, 16 * MiB);
+        QCOMPARE(leak.fixes.front().title, std::string("Bound the tensor that grows every step"));
+
+        // The same copies made larger within one step (a KV cache growing per token) are no leak by
+        // step: nothing links one step's buffer to the next.
+        std::string oneStep = "before p 4GiB load\nbefore g 4GiB grad\nbefore m 4GiB optinit\nbefore q0 2000MiB "
+            + queue + "\nalloc x0 512MiB fwd\nfree x0 bwd\nalloc o0 512KiB opt\nfree o0 opt\nalloc x1 512MiB fwd\n";
+        for (int token = 1; token <= 6; ++token)
+            oneStep += "alloc q" + std::to_string(token) + " " + std::to_string(2000 + 16 * token) + "MiB " + queue
+                + "\nfree q" + std::to_string(token - 1) + " fwd\n";
+        oneStep += "oom 600MiB free=50MiB bwd\n";
+        const auto within = test::diagnoseTrace(oneStep);
+        const Diagnosis* withinLeak = test::findDiagnosis(within, DiagnosisId::Leak);
+        QVERIFY(!withinLeak || !test::hasEvidence(*withinLeak, "larger copy of one tensor every training step"));
+    }
+
     // A fused AdamW creates its two moments in the first optimizer.step() and fails on the
     // second: weights 2 + gradients 2 + moments 2 x 2 = 8 GiB, against 7.1 GiB this process could
     // hold (7 GiB reserved: the state so far and 1 GiB of cached activations, + 0.1 free). The
