@@ -1,5 +1,6 @@
 #include "core/diagnosis/snapshotrules.h"
 
+#include "core/analysis/allocatorstate.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/units.h"
 
@@ -20,6 +21,37 @@ uint64_t stepTemporariesAtOom(const SnapshotEvidence& e)
             bytes += allocation.requestedSize;
     }
     return bytes;
+}
+
+// The optimizer's state is older than the trace (a completed step's optimizer.step() made it) and
+// the trace opens in the failing step, so no step before it is in view. The caching allocator keeps
+// what it reserved: at the failing step's start the cache is the high-water mark of every step
+// before it. A loop whose batches keep their size is served from that cache from its second step
+// on; the one thing a completed step leaves that its predecessors' peaks did not hold is the state
+// Adam creates lazily, on the first optimizer.step(), in the blocks the activations just freed.
+// When the failing step needed more than that cache (live + the request) by no more than the state,
+// the state alone accounts for the overflow. Null otherwise.
+struct CacheBeforeFailingStep
+{
+    uint64_t reservedBytes = 0; // reserved right before the failing step's first event
+    uint64_t demandBytes = 0; // live at the failure + the request
+};
+
+std::optional<CacheBeforeFailingStep> stateOverflowsEarlierCache(const SnapshotEvidence& e, uint64_t state)
+{
+    if (e.earlierStepStateBytes == 0 || state == 0 || e.oom.step < 0 || e.oom.step > e.firstTrainingStep()
+        || (e.oom.phase != Phase::Forward && e.oom.phase != Phase::Backward))
+        return std::nullopt;
+    const StepProfile* failing = e.profile.step(e.oom.step);
+    if (!failing || failing->firstEvent < 0)
+        return std::nullopt;
+    const AllocatorState before = allocatorStateAt(*e.analysis.snapshot, e.device, failing->firstEvent - 1);
+    const uint64_t demand = e.oom.allocatedBytes + e.oom.requestedBytes;
+    // Within the cache the earlier steps left, the failure is the layout's, not the size's; beyond
+    // it by more than the state, something else grew too (a longer batch, a leak).
+    if (demand <= before.reservedBytes || demand - before.reservedBytes > state)
+        return std::nullopt;
+    return CacheBeforeFailingStep { before.reservedBytes, demand };
 }
 
 } // namespace
@@ -139,7 +171,12 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
     const bool stateAppearedEarlier = e.profile.firstOptimizerStateEvent >= 0 && e.oom.step >= 0
         && e.profile.firstOptimizerStateStep >= 0 && e.profile.firstOptimizerStateStep == e.oom.step - 1
         && e.profile.firstOptimizerStateStep <= e.firstTrainingStep();
-    if (!inFirstOptimizer && !stateAppearedEarlier)
+    // demandBytes 0: not that reading (a plain struct: GCC cannot follow an optional through the branches).
+    const CacheBeforeFailingStep older = !inFirstOptimizer && !stateAppearedEarlier
+        ? stateOverflowsEarlierCache(e, state).value_or(CacheBeforeFailingStep {})
+        : CacheBeforeFailingStep {};
+    const bool olderState = older.demandBytes > 0;
+    if (!inFirstOptimizer && !stateAppearedEarlier && !olderState)
         return;
     const uint64_t temporaries = inFirstOptimizer ? stepTemporariesAtOom(e) : 0;
     // The lazy-state story on the step after predicts that step: the previous one plus the state
@@ -155,8 +192,12 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
     const bool stateExplainsStep = !previous || state >= rest;
     // In the first step: 0.8 when the step's own intermediates are measured beside a state that
     // fits, 0.75 from the phase alone. On the step after: 0.8, the state's arrival is measured;
-    // 0.3 when the step would not have fit without it either (a description, not the cause).
-    const double confidence = !stateExplainsStep ? 0.3 : (stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75);
+    // 0.3 when the step would not have fit without it either (a description, not the cause). With
+    // the state older than the trace: 0.5, the overflow is the state's size, but the trace cannot
+    // show that the step before made it (a later step with a longer batch would look the same).
+    const double confidence = olderState ? 0.5
+        : !stateExplainsStep             ? 0.3
+                                         : (stateAppearedEarlier || temporaries > 0 ? 0.8 : 0.75);
     Diagnosis d = makeDiagnosis(DiagnosisId::OptimizerStep2, confidence, {});
     if (stateAppearedEarlier) {
         e.evidence(d,
@@ -176,6 +217,21 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
                     + " at the failure (live + the request), " + formatBytes(rest) + " more than the "
                     + formatBytes(previous->peakLive) + " step " + std::to_string(previous->step)
                     + " ever held: the step itself grew more than the state added");
+    } else if (olderState) {
+        e.evidence(d,
+            "optimizer state (" + formatBytes(state) + ") is older than the trace: a completed step's optimizer.step() "
+                + "created it, and the trace opens in step " + std::to_string(e.oom.step)
+                + ", so it cannot show how many steps ran with it");
+        e.evidence(d,
+            formatBytes(older.reservedBytes) + " was reserved when step " + std::to_string(e.oom.step)
+                + " began, the high-water mark of the steps before it; this step needed "
+                + formatBytes(older.demandBytes) + " at the failure (live + the request), "
+                + formatBytes(older.demandBytes - older.reservedBytes) + " more, no more than the " + formatBytes(state)
+                + " of state: without it the step fits in what the earlier steps left",
+            e.oom.eventIndex);
+        e.evidence(d,
+            "Adam creates its moments on the first optimizer.step(), so a loop whose batches keep their size first "
+            "needs them in the step after; if this is a later step, a longer batch is the other reading");
     } else {
         e.evidence(d,
             "the OOM is in the first optimizer.step(), while Adam creates its state (" + formatBytes(state)

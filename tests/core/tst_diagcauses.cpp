@@ -524,6 +524,33 @@ private Q_SLOTS:
         QVERIFY(!withinLeak || !test::hasEvidence(*withinLeak, "larger copy of one tensor every training step"));
     }
 
+    // The trace opens in the failing step's forward. Weights 1 GiB and 2 GiB of Adam moments made by
+    // _init_group before the trace (a completed step made them); 3 GiB more sat in the cache, freed by
+    // that step's activations: 6 GiB reserved when this step began. Its forward takes 3 x 1 GiB from
+    // the cache and a new 0.5 GiB segment; backward's 1 GiB fails. It needed 3 + 3.5 + 1 = 7.5 GiB,
+    // 1.5 GiB beyond the cache: no more than the 2 GiB of state, so the state alone is what earlier
+    // steps did not have. With a 3 GiB tensor instead, 4 GiB beyond the cache, more grew than the
+    // state and the lazy-state reading is not offered.
+    void stateOlderThanTheTraceExplainsTheOverflowOfTheCache()
+    {
+        const auto trace = [](const std::string& last) {
+            return "before p 1GiB load\nbefore m1 1GiB optinit\nbefore m2 1GiB optinit\n"
+                   "segment s0 0x7e0000000000 3GiB large\n"
+                   "alloc x1 1GiB fwd\nalloc x2 1GiB fwd\nalloc x3 1GiB fwd\nalloc x4 "
+                + last + " fwd\noom 1GiB free=100MiB bwd\n";
+        };
+        const auto diagnoses = test::diagnoseTrace(trace("512MiB"));
+        QVERIFY(!diagnoses.empty());
+        QVERIFY2(diagnoses.front().id == DiagnosisId::OptimizerStep2, test::diagnosisNames(diagnoses).c_str());
+        const Diagnosis& d = diagnoses.front();
+        QCOMPARE(d.confidence, 0.5);
+        QVERIFY2(test::hasEvidence(d, "1.50 GiB more, no more than the 2.00 GiB of state"),
+            d.evidence.size() > 1 ? d.evidence[1].text.c_str() : "");
+
+        const auto grown = test::diagnoseTrace(trace("3GiB"));
+        QVERIFY(!test::findDiagnosis(grown, DiagnosisId::OptimizerStep2));
+    }
+
     // A fused AdamW creates its two moments in the first optimizer.step() and fails on the
     // second: weights 2 + gradients 2 + moments 2 x 2 = 8 GiB, against 7.1 GiB this process could
     // hold (7 GiB reserved: the state so far and 1 GiB of cached activations, + 0.1 free). The
