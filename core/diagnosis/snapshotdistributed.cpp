@@ -309,6 +309,8 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // returned to the driver to retry (release_cached_blocks is skipped while a capture is
     // underway): what the capture could not touch, not a split of what it could.
     const bool captureLockedOut = g.oomInCapture && request > 0 && g.cacheOutsideCaptureBytes >= request;
+    // Graphs captured before, still referenced, whose pools alone would have served the request.
+    const bool oldGraphsHold = g.oomInCapture && request > 0 && g.otherGraphPoolsReservedBytes >= request;
     const uint64_t unused = e.fixes.budget.fragmentedBytes;
     const double confidence
         = g.oomInCapture ? 0.85 : 0.55 + 0.3 * clamp01(safeRatio(g.graphPoolFreeBytes, std::max(unused, request)));
@@ -346,7 +348,7 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                   "pool, and while one is underway the allocator does not release cached segments to retry, so "
                   "torch.cuda.empty_cache() (and deleting graphs no longer needed) before capturing returns it",
             e.oom.eventIndex);
-    if (g.oomInCapture && g.otherGraphPoolsReservedBytes >= request && request > 0)
+    if (oldGraphsHold)
         d.summary = "The run ran out of memory while capturing CUDA graphs, with "
             + formatBytes(g.otherGraphPoolsReservedBytes)
             + " still reserved by the pools of graphs captured before: the new graphs needed a pool beside theirs. "
@@ -364,6 +366,9 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         d.summary = formatBytes(g.graphPoolFreeBytes)
             + " sat free in CUDA graphs' private pools, reusable only by their " + "graphs, more than the "
             + formatBytes(request) + " request.";
+    // What the capture could not use leads when it alone would have served the request.
+    if (captureLockedOut || oldGraphsHold)
+        appendFixes(d.fixes, { FixKind::ReleaseBeforeCapture }, e.fixes);
     appendFixes(d.fixes, { FixKind::ShareGraphPool, FixKind::FewerGraphShapes, FixKind::EagerFallback }, e.fixes);
     d.outlook = dynamicOutlook();
     out.push_back(std::move(d));

@@ -92,6 +92,8 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
         distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
     fixes.graphPoolBytes = distributed.graphPoolReservedBytes;
+    fixes.cacheOutsideCaptureBytes = distributed.cacheOutsideCaptureBytes;
+    fixes.otherGraphPoolsBytes = distributed.otherGraphPoolsReservedBytes;
 }
 
 bool SnapshotEvidence::isTrainingRun() const

@@ -574,6 +574,8 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(test::hasEvidence(d, "CUDA graph pool (1, 0)"));
         // The warm-up's 4 GiB cached on stream 7: the capture could neither use nor release it.
         QVERIFY(test::hasEvidence(d, "4.00 GiB sat cached free outside CUDA graph pool (1, 0)"));
+        // Sharing pools between graphs does nothing for that: emptying the cache before capturing does.
+        QCOMPARE(d.fixes.front().id(), std::string("release_before_capture"));
         if (const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation)) {
             QVERIFY(fragmentation->confidence < d.confidence);
             QVERIFY(test::hasEvidence(*fragmentation, "ranked below graph_capture"));
@@ -599,6 +601,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
         QVERIFY(test::hasEvidence(diagnoses.front(), "graphs captured before are still alive"));
         QVERIFY(diagnoses.front().summary.find("pools of graphs captured before") != std::string::npos);
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("release_before_capture"));
         // Nothing shows training: no gradients or optimizer state are projected from the weights.
         QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity));
     }
