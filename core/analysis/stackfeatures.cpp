@@ -65,6 +65,12 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     if (inTorch(file, "torch/utils/checkpoint.py")
         && (name == "backward" || name == "unpack_hook" || name == "unpack" || name == "recompute_fn"))
         f |= FeatureBackward;
+    // Megatron's pipeline schedules run each micro-batch's backward through backward_step, which
+    // calls the engine itself (custom_backward: Variable._execution_engine.run_backward) rather than
+    // Tensor.backward: what is allocated under them is backward's work.
+    if (inTorch(file, "megatron/core/pipeline_parallel/schedules.py")
+        && (name == "backward_step" || name == "custom_backward"))
+        f |= FeatureBackward;
     // Megatron's and DeepSpeed's own CheckpointFunction re-run the forward from their backward too.
     if (name == "backward"
         && (inTorch(file, "megatron/core/tensor_parallel/random.py")

@@ -16,6 +16,18 @@ bool isPyTorchFile(std::string_view filename)
         || filename.find("/torch/") != std::string_view::npos || filename.find("\\torch\\") != std::string_view::npos;
 }
 
+bool isInstalledPackageFile(std::string_view filename)
+{
+    for (std::string_view folder : { "site-packages", "dist-packages" }) {
+        for (size_t at = filename.find(folder); at != std::string_view::npos; at = filename.find(folder, at + 1)) {
+            const size_t end = at + folder.size();
+            if (end < filename.size() && (filename[end] == '/' || filename[end] == '\\'))
+                return true;
+        }
+    }
+    return false;
+}
+
 bool isCompilerGeneratedFile(std::string_view filename)
 {
     // Inductor writes its output code to its cache, /tmp/torchinductor_<user>/xx/c<hash>.py by

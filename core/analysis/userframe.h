@@ -18,6 +18,9 @@ struct Snapshot;
 // "C:\...\torch\autograd\graph.py"). "mytorch/" or "pytorch_lightning/" are not PyTorch.
 bool isPyTorchFile(std::string_view filename);
 bool isPythonFile(std::string_view filename);
+// A file of an installed package, a framework's code rather than the program's: a path through
+// site-packages or dist-packages (pip, conda, Debian's python3-*), with either separator.
+bool isInstalledPackageFile(std::string_view filename);
 // Code torch.compile generated (Inductor's output code): a compiled region's allocations come from
 // it, and with augment_with_fx_traces PyTorch 2.11 puts the model lines that produced each FX node
 // right after its frame, so the user frame is found past it.

@@ -35,6 +35,18 @@ bool traceHoldsAStepBefore(const DeviceProfile& profile, int32_t failingStep)
         [&](const StepProfile& step) { return step.step >= 1 && step.step < failingStep && step.complete; });
 }
 
+// The innermost Python frame of the stack is the program's own code, not an installed framework's
+// (DeepSpeed's engine moving the weights, a library's buffers): a kept reference is the loop's.
+bool madeInProgramCode(const Snapshot& snapshot, StackId stack)
+{
+    for (FrameId id : snapshot.frames->stack(stack)) {
+        const std::string_view file = snapshot.strings->get(snapshot.frames->frame(id).filename);
+        if (isPythonFile(file))
+            return !isInstalledPackageFile(file) && !isPyTorchFile(file);
+    }
+    return false;
+}
+
 // Loop code's own tensors: no module, optimizer, backward, loading, evaluation or engine frame
 // decided their phase (Data is the loop's code between steps), and nothing categorised them as
 // state, a collective's buffer or a cache.
@@ -68,6 +80,11 @@ std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const Devic
         const bool madeBeforeStep = allocation.olderThanTrace()
             ? traceHoldsStepStart
             : allocation.step >= 0 && failing && allocation.allocEvent < failing->firstEvent;
+        // A block the program freed that waits for another stream's work (free_requested, not yet
+        // free_completed) is no longer held by the program: pending_frees', not a kept reference.
+        if (allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= untilEvent
+            && (allocation.freeEvent < 0 || allocation.freeEvent > untilEvent))
+            continue;
         const bool live = allocation.liveAfter(untilEvent);
         const bool freed = allocation.freeEvent >= 0 && allocation.freeEvent <= untilEvent;
         // A survivor freed later: outlived its step, then released (a cache evicting, a buffer reused).
@@ -108,7 +125,7 @@ std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const Devic
             // Nothing of it in the trace: read from the live set alone, where the trace could not
             // have shown a step adding (see keptperstep.h).
             if (!shortfallBytes || rateVisible || group.olderThanTrace != group.live || !madeByTheLoop(group)
-                || found.liveBytes() < *shortfallBytes)
+                || !madeInProgramCode(snapshot, found.stack) || found.liveBytes() < *shortfallBytes)
                 continue;
             found.perStep = 1;
             found.rateUnseen = true;

@@ -42,7 +42,8 @@ struct KeptPerStep
 // read from the live tensors alone, and only where nothing else explains them: at least three of
 // one size from one line of the training loop itself (no module, optimizer, loading, evaluation
 // or framework frame decides their phase: not a layer's activations of the failing step, not
-// state), none of them made or freed in the trace, and together more than the failing request
+// state; and the innermost Python frame is the program's file, not an installed package's), none
+// of them made or freed in the trace, and together more than the failing request
 // lacked (without them the request fits: they are what filled the card). `shortfallBytes` is what
 // the request lacked; nullopt where the failure is not in a training step (inference, evaluation),
 // which keeps no per-step reference to read this way.

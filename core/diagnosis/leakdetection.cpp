@@ -3,8 +3,10 @@
 #include "core/analysis/userframe.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace oomlens {
 
@@ -34,10 +36,11 @@ bool isTrainingState(const Allocation& allocation)
         || allocation.category == Category::Gradients || allocation.category == Category::Communication;
 }
 
-// Weights, gradients and optimizer state live right before each of `events`: what training keeps
-// once it has created it. One pass over the allocations: each adds its bytes to the run of points
-// it is live at (made before, not freed before), marked at the run's two ends and summed after.
-std::vector<uint64_t> stateLiveBefore(const DeviceAnalysis& device, const std::vector<int64_t>& events)
+// The bytes of the allocations whose interval [from, to) covers the point right before each of
+// `events` (`interval` gives it, or nullopt to skip an allocation). One pass over the allocations:
+// each adds its bytes to the run of points it covers, marked at the run's two ends and summed after.
+template <typename Interval>
+std::vector<uint64_t> bytesBefore(const DeviceAnalysis& device, const std::vector<int64_t>& events, Interval interval)
 {
     std::vector<int64_t> sorted = events;
     std::sort(sorted.begin(), sorted.end());
@@ -46,10 +49,11 @@ std::vector<uint64_t> stateLiveBefore(const DeviceAnalysis& device, const std::v
         return static_cast<size_t>(std::upper_bound(sorted.begin(), sorted.end(), event) - sorted.begin());
     };
     for (const Allocation& allocation : device.allocations) {
-        if (!isTrainingState(allocation))
+        const std::optional<std::pair<int64_t, int64_t>> span = interval(allocation);
+        if (!span)
             continue;
-        const size_t from = firstAfter(allocation.allocEvent);
-        const size_t to = allocation.freeEvent >= 0 ? firstAfter(allocation.freeEvent) : sorted.size();
+        const size_t from = firstAfter(span->first);
+        const size_t to = span->second >= 0 ? firstAfter(span->second) : sorted.size();
         if (from >= to)
             continue;
         change[from] += allocation.requestedSize;
@@ -67,6 +71,31 @@ std::vector<uint64_t> stateLiveBefore(const DeviceAnalysis& device, const std::v
         bytes.push_back(
             liveAt[static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), event) - sorted.begin())]);
     return bytes;
+}
+
+// Weights, gradients and optimizer state live right before each of `events`: what training keeps
+// once it has created it.
+std::vector<uint64_t> stateLiveBefore(const DeviceAnalysis& device, const std::vector<int64_t>& events)
+{
+    return bytesBefore(device, events, [](const Allocation& a) -> std::optional<std::pair<int64_t, int64_t>> {
+        if (!isTrainingState(a))
+            return std::nullopt;
+        return std::pair { a.allocEvent, a.freeEvent };
+    });
+}
+
+// Memory the program released that waits for another stream's work before the allocator takes it
+// back (free_requested, free_completed later): still in the allocated count, no longer held by the
+// program. A backlog of collectives makes it swing from step to step; it is pending_frees' to
+// explain, not something the loop keeps.
+std::vector<uint64_t> pendingBefore(const DeviceAnalysis& device, const std::vector<int64_t>& events)
+{
+    return bytesBefore(device, events, [](const Allocation& a) -> std::optional<std::pair<int64_t, int64_t>> {
+        const bool waited = a.freeRequestedEvent >= 0 && (a.freeEvent < 0 || a.freeEvent > a.freeRequestedEvent + 1);
+        if (!waited || isTrainingState(a))
+            return std::nullopt;
+        return std::pair { a.freeRequestedEvent, a.freeEvent };
+    });
 }
 
 } // namespace
@@ -109,9 +138,11 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     // other kind at each matching point.
     std::vector<int64_t> changes;
     const std::vector<uint64_t> state = stateLiveBefore(device, finding.events);
+    const std::vector<uint64_t> pending = pendingBefore(device, finding.events);
     for (size_t i = 0; i < finding.events.size(); ++i) {
         const uint64_t live = liveBefore(device, finding.events[i]);
-        finding.live.push_back(live > state[i] ? live - state[i] : 0);
+        const uint64_t kept = state[i] + pending[i];
+        finding.live.push_back(live > kept ? live - kept : 0);
     }
     for (size_t i = 1; i < finding.live.size(); ++i) {
         changes.push_back(static_cast<int64_t>(finding.live[i]) - static_cast<int64_t>(finding.live[i - 1]));

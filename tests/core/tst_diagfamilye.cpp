@@ -41,8 +41,6 @@ const std::map<QString, const char*>& expectedFailures()
         { QStringLiteral("alone:ddp_qwen25_1_5b_l40s_contrastive_queue_never_dequeued"), heldOut },
         { QStringLiteral("alone:fsdp2_llama3_8b_a100_40gb_adam_state_first_step_then_forward"), heldOut },
         { QStringLiteral("alone:lm_eval_gemma2_9b_l40s_eager_attention_8k_scores"), heldOut },
-        { QStringLiteral("alone:megatron_llama2_13b_tp4_async_grad_allreduce_record_stream"), heldOut },
-        { QStringLiteral("alone:zero2_mistral_7b_a100_one_long_sample_pads_batch"), heldOut },
         { QStringLiteral("bands:ddp_qwen25_1_5b_l40s_contrastive_queue_never_dequeued"), heldOut },
         { QStringLiteral("bands:deepspeed_moe_mixtral_ep8_prefill_capture_all_to_all_deferred"), heldOut },
         { QStringLiteral("bands:gptfast_llama32_3b_l4_recapture_while_old_graphs_alive"), heldOut },
@@ -54,8 +52,6 @@ const std::map<QString, const char*>& expectedFailures()
         { QStringLiteral("text:ddp_qwen25_1_5b_l40s_contrastive_queue_never_dequeued"), heldOut },
         { QStringLiteral("text:fsdp2_llama3_8b_a100_40gb_adam_state_first_step_then_forward"), heldOut },
         { QStringLiteral("text:lm_eval_gemma2_9b_l40s_eager_attention_8k_scores"), heldOut },
-        { QStringLiteral("text:megatron_llama2_13b_tp4_async_grad_allreduce_record_stream"), heldOut },
-        { QStringLiteral("text:zero2_mistral_7b_a100_one_long_sample_pads_batch"), heldOut },
     };
     return rows;
 }

@@ -154,6 +154,12 @@ private Q_SLOTS:
                "??:torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&):0;"
                "??:torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&):0"
             << int(Phase::Optimizer);
+        // Megatron's schedules call the engine themselves (custom_backward), not Tensor.backward.
+        QTest::newRow("megatron backward_step") << "megatron/core/tensor_parallel/layers.py:backward:512;"
+                                                   "megatron/core/pipeline_parallel/schedules.py:custom_backward:140;"
+                                                   "megatron/core/pipeline_parallel/schedules.py:backward_step:380;"
+                                                   "megatron/training/training.py:train_step:1180"
+                                                << int(Phase::Backward);
         QTest::newRow("validation inside the fit loop")
             << "model.py:forward:3;torch/nn/modules/module.py:_call_impl:1750;lit.py:validation_step:50;"
                "torch/utils/_contextlib.py:decorate_context:116;lightning/pytorch/loops/evaluation_loop.py:run:140;"
