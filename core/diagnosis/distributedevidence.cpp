@@ -108,6 +108,45 @@ void measureCommunication(const Snapshot& snapshot, const DeviceAnalysis& device
     }
 }
 
+const StateSegment* segmentAt(const AllocatorState& state, uint64_t address)
+{
+    auto it = std::upper_bound(state.segments.begin(), state.segments.end(), address,
+        [](uint64_t a, const StateSegment& s) { return a < s.address; });
+    if (it == state.segments.begin())
+        return nullptr;
+    --it;
+    return address < it->address + it->size ? &*it : nullptr;
+}
+
+// The pool the failing request's stream was allocating into (DistributedEvidence::capturingPool).
+// While a capture on a stream is underway, CUDACachingAllocator's get_pool sends every request on
+// it to the capture's private pool; the dedicated side stream torch.cuda.graph captures on is
+// otherwise unused, so a stream holding no default-pool segment at all, whose latest allocation
+// went into a graph's pool, was still capturing when its next request failed.
+void findCapturingPool(
+    const DeviceTrace& trace, const OomAnalysis& oom, const AllocatorState& state, DistributedEvidence& out)
+{
+    if (oom.eventIndex <= 0 || static_cast<size_t>(oom.eventIndex) > trace.events.size())
+        return;
+    for (int64_t e = oom.eventIndex - 1; e >= 0; --e) {
+        const TraceEvent& event = trace.events[static_cast<size_t>(e)];
+        if (event.action != TraceAction::Alloc || event.stream != oom.stream)
+            continue;
+        const StateSegment* segment = segmentAt(state, event.addr);
+        if (!segment || poolOwner(segment->pool) != PoolOwner::CudaGraph)
+            return;
+        const bool streamHasDefault = std::any_of(state.segments.begin(), state.segments.end(),
+            [&](const StateSegment& s) { return s.stream == oom.stream && poolOwner(s.pool) != PoolOwner::CudaGraph; });
+        // Frames that show the capture make the stream's other segments no objection.
+        out.captureSeenByPool = !streamHasDefault;
+        if (out.captureSeenByPool || out.oomInCapture) {
+            out.capturingPool = segment->pool;
+            out.capturingPoolEvent = e;
+        }
+        return;
+    }
+}
+
 void measureGraphs(const Snapshot& snapshot, const DeviceAnalysis& device, const OomAnalysis& oom,
     const AllocatorState& state, DistributedStacks& stacks, DistributedEvidence& out)
 {
@@ -132,6 +171,20 @@ void measureGraphs(const Snapshot& snapshot, const DeviceAnalysis& device, const
             continue;
         out.graphPoolReservedBytes += segment.size;
         out.graphPoolFreeBytes += segment.freeBytes;
+    }
+    if (trace)
+        findCapturingPool(*trace, oom, state, out);
+    out.oomInCapture |= out.captureSeenByPool;
+    if (!out.oomInCapture || out.capturingPool.isDefault())
+        return;
+    for (const StateSegment& segment : state.segments) {
+        if (segment.pool == out.capturingPool)
+            continue;
+        out.cacheOutsideCaptureBytes += segment.freeBytes;
+        if (poolOwner(segment.pool) != PoolOwner::CudaGraph)
+            continue;
+        out.otherGraphPoolsReservedBytes += segment.size;
+        out.otherGraphPoolsLiveBytes += segment.size - std::min(segment.size, segment.freeBytes);
     }
 }
 

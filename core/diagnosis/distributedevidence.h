@@ -51,6 +51,21 @@ struct DistributedEvidence
     size_t liveCaptureAllocations = 0; // allocated inside a capture and live at the failure
     uint64_t graphPoolReservedBytes = 0; // CUDA graph pools' segments live at the failure
     uint64_t graphPoolFreeBytes = 0; // of which free (cached by the graphs' pools)
+    // The allocator routes a stream's requests into a graph's private pool only while a capture on
+    // that stream is underway (captures_underway): a failing request whose stream holds nothing but
+    // graph-pool segments, and whose previous allocation went into one, was captured, whatever
+    // its frames show (a `with torch.cuda.graph(g):` body runs in the caller's frame).
+    bool captureSeenByPool = false;
+    PoolId capturingPool; // the pool that previous allocation went into; default when unknown
+    int64_t capturingPoolEvent = -1; // that allocation's event
+    // During a capture, what the capture could neither use nor give back: cached free memory of
+    // every other pool (the default pool on any stream, other graphs' pools). A capture allocates
+    // only from its own pool, and the OOM path skips release_cached_blocks while captures_underway
+    // is not empty, so that cache stays reserved. 0 when the capturing pool is unknown.
+    uint64_t cacheOutsideCaptureBytes = 0;
+    // Reserved by graph pools other than the capturing one: graphs captured before and still alive.
+    uint64_t otherGraphPoolsReservedBytes = 0;
+    uint64_t otherGraphPoolsLiveBytes = 0; // of which held by live blocks (their static outputs)
 
     // Streams: cached free memory of the request's pool kind on other streams than the failing
     // request's, which that request cannot use (a block belongs to the stream it was made on).

@@ -185,6 +185,38 @@ Fix eagerFallback()
         std::nullopt, std::nullopt, false };
 }
 
+// During a capture the allocator serves only the graph's private pool and, out of memory, does not
+// release cached segments (release_cached_blocks is skipped while captures_underway is not empty):
+// what warm-up or eager work left cached, and the pools of graphs still referenced, must be given
+// back before the capture starts.
+Fix releaseBeforeCapture(const FixContext& context)
+{
+    Fix fix { FixKind::ReleaseBeforeCapture, "Release the cache and old graphs before capturing",
+        "While a capture is underway PyTorch serves it only from the graph's private pool and, when that runs "
+        "out, does not free cached segments to retry: memory cached by the warm-up iterations or eager work, and "
+        "the pools of graphs still referenced, stay reserved. Empty the cache after the warm-up, and drop the "
+        "graphs being replaced (with their static outputs) before capturing their successors.",
+        "# after the warm-up iterations, before the capture\n"
+        "torch.cuda.synchronize()\n"
+        "torch.cuda.empty_cache()\n"
+        "with torch.cuda.graph(g): ...\n"
+        "\n"
+        "# re-capturing: let the old graphs go first\n"
+        "self.graphs = None\n"
+        "gc.collect(); torch.cuda.empty_cache()\n"
+        "self.graphs = self.capture_all()",
+        std::nullopt, std::nullopt, false };
+    if (context.cacheOutsideCaptureBytes > 0)
+        fix.detail += " At the failure " + formatBytes(context.cacheOutsideCaptureBytes)
+            + " sat cached outside the capturing pool";
+    if (context.otherGraphPoolsBytes > 0)
+        fix.detail += std::string(context.cacheOutsideCaptureBytes > 0 ? ", and " : " At the failure ")
+            + "the pools of graphs captured before reserved " + formatBytes(context.otherGraphPoolsBytes);
+    if (context.cacheOutsideCaptureBytes > 0 || context.otherGraphPoolsBytes > 0)
+        fix.detail += ".";
+    return fix;
+}
+
 Fix offloadCheckpointedInputs(const FixContext& context)
 {
     Fix fix { FixKind::OffloadCheckpointedInputs, "Offload the checkpointed inputs to the CPU",
@@ -232,6 +264,8 @@ std::optional<Fix> makeDistributedFix(FixKind kind, const FixContext& context)
         return fewerGraphShapes();
     case FixKind::EagerFallback:
         return eagerFallback();
+    case FixKind::ReleaseBeforeCapture:
+        return releaseBeforeCapture(context);
     case FixKind::OffloadCheckpointedInputs:
         return offloadCheckpointedInputs(context);
     default:

@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<FixKind, 46> fixIds { {
+constexpr NameTable<FixKind, 47> fixIds { {
     { FixKind::MicroBatch, "micro_batch" },
     { FixKind::Bf16, "bf16" },
     { FixKind::Checkpointing, "checkpointing" },
@@ -45,6 +45,7 @@ constexpr NameTable<FixKind, 46> fixIds { {
     { FixKind::ShareGraphPool, "share_graph_pool" },
     { FixKind::FewerGraphShapes, "fewer_graph_shapes" },
     { FixKind::EagerFallback, "eager_fallback" },
+    { FixKind::ReleaseBeforeCapture, "release_before_capture" },
     { FixKind::OffloadCheckpointedInputs, "offload_checkpointed_inputs" },
     { FixKind::SplitTensor, "split_tensor" },
     { FixKind::OffloadTrainerDuringRollout, "offload_trainer_during_rollout" },

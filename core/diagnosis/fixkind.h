@@ -49,6 +49,7 @@ enum class FixKind : uint8_t {
     ShareGraphPool,
     FewerGraphShapes,
     EagerFallback,
+    ReleaseBeforeCapture,
     OffloadCheckpointedInputs,
     // Fixes one diagnosis offers on its own: a tensor beyond the backend's per-block limit, and
     // an inference engine colocated with the trainer (snapshotcolocated.cpp).

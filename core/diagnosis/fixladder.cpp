@@ -376,6 +376,7 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context)
     case FixKind::ShareGraphPool:
     case FixKind::FewerGraphShapes:
     case FixKind::EagerFallback:
+    case FixKind::ReleaseBeforeCapture:
     case FixKind::OffloadCheckpointedInputs:
         return makeDistributedFix(kind, context);
     default:

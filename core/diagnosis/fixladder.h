@@ -38,6 +38,9 @@ struct FixContext
     // Bytes held by pending frees that a fix of their cause makes reusable.
     uint64_t pendingFreeBytes = 0;
     uint64_t graphPoolBytes = 0; // reserved by CUDA graphs' private pools
+    // Failing inside a capture: cache outside the capturing pool, and pools of other graphs still alive.
+    uint64_t cacheOutsideCaptureBytes = 0;
+    uint64_t otherGraphPoolsBytes = 0;
     std::optional<uint64_t> allowedBytes;
 };
 

@@ -3,6 +3,7 @@
 // machinery holds rather than the model's tensors, so none of their fixes is a smaller batch.
 #include "core/diagnosis/snapshotrules.h"
 
+#include "core/analysis/privatepools.h"
 #include "core/analysis/userframe.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/ranking.h"
@@ -81,6 +82,19 @@ void rankFragmentationBelow(
         if (d.id != DiagnosisId::Fragmentation || d.confidence < cause.confidence - 0.05)
             continue;
         d.confidence = std::max(0.05, cause.confidence - 0.05);
+        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
+    }
+}
+
+// The same, for a symptom that must stay below its cause even where it now ranks below it: the
+// mark keeps it there when the OOM message's figures raise it later (keepExplainedBelowTheirCause).
+void markFragmentationBelow(
+    const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, const std::string& why)
+{
+    for (Diagnosis& d : out) {
+        if (d.id != DiagnosisId::Fragmentation)
+            continue;
+        d.confidence = std::min(d.confidence, std::max(0.05, cause.confidence - 0.05));
         e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
     }
 }
@@ -291,15 +305,29 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const bool poolsHold = g.graphPoolFreeBytes >= request && request > 0;
     if (!g.oomInCapture && !poolsHold)
         return;
+    // Failing inside a capture, the cache outside the capturing pool is no use to it and cannot be
+    // returned to the driver to retry (release_cached_blocks is skipped while a capture is
+    // underway): what the capture could not touch, not a split of what it could.
+    const bool captureLockedOut = g.oomInCapture && request > 0 && g.cacheOutsideCaptureBytes >= request;
+    // Graphs captured before, still referenced, whose pools alone would have served the request.
+    const bool oldGraphsHold = g.oomInCapture && request > 0 && g.otherGraphPoolsReservedBytes >= request;
     const uint64_t unused = e.fixes.budget.fragmentedBytes;
     const double confidence
         = g.oomInCapture ? 0.85 : 0.55 + 0.3 * clamp01(safeRatio(g.graphPoolFreeBytes, std::max(unused, request)));
     Diagnosis d = makeDiagnosis(DiagnosisId::GraphCapture, confidence, {});
-    if (g.oomInCapture)
+    if (g.oomInCapture && !g.captureSeenByPool)
         e.evidence(d,
             "the failing request came from inside a CUDA graph capture (torch.cuda.graph, make_graphed_callables, "
             "cudagraph trees or an engine's capture_model frames)",
             e.oom.eventIndex);
+    if (g.captureSeenByPool)
+        e.evidence(d,
+            "the failing request came from inside a CUDA graph capture: its stream held only segments of CUDA graph "
+            "pools, and its previous allocation went into "
+                + poolName(g.capturingPool)
+                + "; the allocator sends a stream's requests to a graph's private pool only while a capture on it is "
+                  "underway",
+            g.capturingPoolEvent);
     if (g.liveCaptureAllocations > 0)
         e.evidence(
             d, std::to_string(g.liveCaptureAllocations) + " allocations made inside a capture were live at the OOM");
@@ -308,15 +336,47 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             "CUDA graphs' private pools reserved " + formatBytes(g.graphPoolReservedBytes) + " at the OOM, "
                 + formatBytes(g.graphPoolFreeBytes) + " of it free but usable only by their graphs",
             e.oom.eventIndex);
-    d.summary = g.oomInCapture
-        ? "The run ran out of memory while capturing CUDA graphs: each graph's pool keeps the memory it used, "
-          "and the graphs captured before held what eager execution would have reused."
-        : formatBytes(g.graphPoolFreeBytes) + " sat free in CUDA graphs' private pools, reusable only by their "
-            + "graphs, more than the " + formatBytes(request) + " request.";
+    if (g.oomInCapture && g.otherGraphPoolsReservedBytes > 0)
+        e.evidence(d,
+            "graphs captured before are still alive: pools other than the capturing one reserve "
+                + formatBytes(g.otherGraphPoolsReservedBytes) + " (" + formatBytes(g.otherGraphPoolsLiveBytes)
+                + " of it their live outputs), held until those graphs are deleted");
+    if (captureLockedOut)
+        e.evidence(d,
+            formatBytes(g.cacheOutsideCaptureBytes) + " sat cached free outside " + poolName(g.capturingPool)
+                + " (the default pool on any stream, other graphs' pools): a capture allocates only from its own "
+                  "pool, and while one is underway the allocator does not release cached segments to retry, so "
+                  "torch.cuda.empty_cache() (and deleting graphs no longer needed) before capturing returns it",
+            e.oom.eventIndex);
+    if (oldGraphsHold)
+        d.summary = "The run ran out of memory while capturing CUDA graphs, with "
+            + formatBytes(g.otherGraphPoolsReservedBytes)
+            + " still reserved by the pools of graphs captured before: the new graphs needed a pool beside theirs. "
+              "Deleting the old graphs (and emptying the cache) before capturing again returns it.";
+    else if (captureLockedOut)
+        d.summary = "The run ran out of memory while capturing a CUDA graph: the capture may use only its private "
+                    "pool, and the "
+            + formatBytes(g.cacheOutsideCaptureBytes)
+            + " cached outside it (warm-up, eager work) could neither serve it nor be released while capturing.";
+    else if (g.oomInCapture)
+        d.summary
+            = "The run ran out of memory while capturing CUDA graphs: each graph's pool keeps the memory it used, "
+              "and the graphs captured before held what eager execution would have reused.";
+    else
+        d.summary = formatBytes(g.graphPoolFreeBytes)
+            + " sat free in CUDA graphs' private pools, reusable only by their " + "graphs, more than the "
+            + formatBytes(request) + " request.";
+    // What the capture could not use leads when it alone would have served the request.
+    if (captureLockedOut || oldGraphsHold)
+        appendFixes(d.fixes, { FixKind::ReleaseBeforeCapture }, e.fixes);
     appendFixes(d.fixes, { FixKind::ShareGraphPool, FixKind::FewerGraphShapes, FixKind::EagerFallback }, e.fixes);
     d.outlook = dynamicOutlook();
     out.push_back(std::move(d));
-    if (poolsHold)
+    if (captureLockedOut)
+        markFragmentationBelow(e, out, out.back(),
+            "the failing request was captured into a private pool, and the " + formatBytes(g.cacheOutsideCaptureBytes)
+                + " of cache outside it is memory a capture may neither use nor release");
+    else if (poolsHold)
         rankFragmentationBelow(e, out, out.back(),
             formatBytes(g.graphPoolFreeBytes) + " of the unused cache is CUDA graphs' private pools, which no other "
                 + "request may use");

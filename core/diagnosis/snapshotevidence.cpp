@@ -74,8 +74,9 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     // Judged on what the card left this process, not on a limit it was given: a small limit on a
     // large card is a choice, not a sign that something else holds the card.
     implausiblySmall = !cardTotal && oom.reservedBytes + oom.deviceFreeBytes < smallestPlausibleProcessBytes;
-    projectState();
+    // Before the projection: a failure inside a CUDA graph capture bears on whether this is training.
     distributed = distributedEvidence(analysis, device, oom);
+    projectState();
     fixes.checkpointingOn = distributed.checkpointing;
     fixes.checkpointingEvidence = distributed.checkpointingText;
     // The message's log may say what the stacks do not (frames cut short, stacks="python" of a
@@ -91,11 +92,19 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
         distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
     fixes.graphPoolBytes = distributed.graphPoolReservedBytes;
+    fixes.cacheOutsideCaptureBytes = distributed.cacheOutsideCaptureBytes;
+    fixes.otherGraphPoolsBytes = distributed.otherGraphPoolsReservedBytes;
 }
 
 bool SnapshotEvidence::isTrainingRun() const
 {
-    if (oom.phase == Phase::Forward || oom.phase == Phase::Backward || oom.phase == Phase::Optimizer)
+    // A forward that fails is training's until shown otherwise (the first forward fails before any
+    // backward exists), but not inside a CUDA graph capture: a capture comes after the warm-up
+    // iterations CUDA graphs need (run eagerly, so lazily made state and workspaces exist), and a
+    // program that trains shows its backward there. Then only the steps below can tell.
+    const bool capturedForward = oom.phase == Phase::Forward && distributed.oomInCapture;
+    if ((oom.phase == Phase::Forward && !capturedForward) || oom.phase == Phase::Backward
+        || oom.phase == Phase::Optimizer)
         return true;
     return std::any_of(profile.steps.begin(), profile.steps.end(),
         [](const StepProfile& step) { return step.hasBackward || step.hasOptimizer; });

@@ -4,6 +4,7 @@
 // frames PyTorch, FSDP/FSDP2, DDP, Megatron and torch.cuda.graphs record.
 #include "common/analysisfixtures.h"
 #include "common/testutil.h"
+#include "common/tracediagnosis.h"
 #include "core/analysis/pendingfrees.h"
 #include "core/analysis/recomputespans.h"
 #include "core/caseanalysis.h"
@@ -542,6 +543,67 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 ha
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
         QCOMPARE(diagnoses.front().fixes.front().id(), std::string("share_graph_pool"));
+    }
+
+    // torch.cuda.graph's body runs in the caller's frame: nothing in the stacks shows the capture.
+    // The allocator does: a stream whose requests go into a graph's pool is capturing.
+    static std::string wholeStepCapture(bool eagerAfterCapture)
+    {
+        std::string text = "alloc w 2GiB load\n";
+        // Warm-up iterations on a side stream, as PyTorch's notes have them before a capture: their
+        // activations stay cached in that stream's segments.
+        for (int i = 0; i < 4; ++i)
+            text += "alloc a" + std::to_string(i) + " 1GiB fwd stream=7\n";
+        text += "alloc gr 512MiB bwd stream=7\n";
+        for (int i = 0; i < 4; ++i)
+            text += "free a" + std::to_string(i) + " bwd stream=7\n";
+        // The capture on its own stream, into pool (1, 0), with frames of plain forward code.
+        text += "alloc c1 600MiB fwd stream=9 pool=1,0\nalloc c2 600MiB fwd stream=9 pool=1,0\n";
+        if (eagerAfterCapture)
+            text += "alloc e1 100MiB fwd stream=9\n";
+        return text + "oom 512MiB free=100MiB fwd stream=9\n";
+    }
+
+    void captureSeenThroughItsPool()
+    {
+        const auto analysis = test::analyzeTrace(wholeStepCapture(false));
+        const auto diagnoses = diagnoseSnapshot(analysis, {});
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
+        const Diagnosis& d = diagnoses.front();
+        QVERIFY(test::hasEvidence(d, "CUDA graph pool (1, 0)"));
+        // The warm-up's 4 GiB cached on stream 7: the capture could neither use nor release it.
+        QVERIFY(test::hasEvidence(d, "4.00 GiB sat cached free outside CUDA graph pool (1, 0)"));
+        // Sharing pools between graphs does nothing for that: emptying the cache before capturing does.
+        QCOMPARE(d.fixes.front().id(), std::string("release_before_capture"));
+        if (const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation)) {
+            QVERIFY(fragmentation->confidence < d.confidence);
+            QVERIFY(test::hasEvidence(*fragmentation, "ranked below graph_capture"));
+        }
+        // Eager work on that stream after the capture went to the default pool: no capture then.
+        const auto eager = diagnoseSnapshot(test::analyzeTrace(wholeStepCapture(true)), {});
+        const Diagnosis* capture = test::findDiagnosis(eager, DiagnosisId::GraphCapture);
+        QVERIFY(!capture || !test::hasEvidence(*capture, "came from inside a CUDA graph capture"));
+    }
+
+    void recaptureBesideLiveGraphs()
+    {
+        // A generation service (forward only, nothing trains) re-captures its graphs into a new pool
+        // while the old graphs, their pool and their static outputs are still alive.
+        const std::string serve = "stack=model.py:forward:12;torch/nn/modules/module.py:_call_impl:1750;"
+                                  "serve.py:capture_all:97;serve.py:reload:140";
+        const std::string text
+            = trace({ "alloc w 4GiB load", "alloc kv 1GiB load", "alloc o1 1GiB stream=9 pool=1,0 " + serve,
+                "alloc s1 512MiB stream=9 pool=1,0 " + serve, "free s1 stream=9 " + serve,
+                "alloc o2 700MiB stream=9 pool=2,0 " + serve, "oom 600MiB free=100MiB stream=9 " + serve });
+        const auto diagnoses = diagnoseSnapshot(test::analyzeTrace(text), {});
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::GraphCapture);
+        QVERIFY(test::hasEvidence(diagnoses.front(), "graphs captured before are still alive"));
+        QVERIFY(diagnoses.front().summary.find("pools of graphs captured before") != std::string::npos);
+        QCOMPARE(diagnoses.front().fixes.front().id(), std::string("release_before_capture"));
+        // Nothing shows training: no gradients or optimizer state are projected from the weights.
+        QVERIFY(!test::findDiagnosis(diagnoses, DiagnosisId::Capacity));
     }
 
     void jsonHasPendingFrees()
