@@ -1,6 +1,6 @@
 #pragma once
 
-// What the scenario-family suites (tst_diagfamilyb, tst_diagfamilyc) share: reading a family's
+// What the scenario-family suites (tst_diagfamilyb to tst_diagfamilye) share: reading a family's
 // labels, the top diagnosis of a case, the message labels' byte fields, the one map of rows
 // expected to fail today, and the data rows and checks every family runs.
 
@@ -64,5 +64,12 @@ void checkMessagePhase(const ScenarioFamily& family, const QString& file, const 
 void messageNumbersRows(const ScenarioFamily& family); // "file": numbers: rows, with a byte figure
 // Every byte figure of the label is parsed to the byte.
 void checkMessageNumbers(const ScenarioFamily& family, const QString& file);
+// The simulated families (D, E) label every scenario's bytes by band and whether checkpointing is on.
+void scenarioBandRows(const ScenarioFamily& family); // "name": bands: rows
+// categories_at_peak (and at the OOM) within 5% of the peak (256 MiB at least) of the label's bytes.
+void checkScenarioBands(const ScenarioFamily& family, const QString& name);
+void checkpointingRows(const ScenarioFamily& family); // "name": ckpt: rows, where checkpointing is on
+// No fix of any diagnosis proposes turning checkpointing on.
+void checkCheckpointingNotProposed(const ScenarioFamily& family, const QString& name);
 
 } // namespace oomlens::test

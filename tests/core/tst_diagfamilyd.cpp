@@ -73,60 +73,6 @@ const test::ScenarioFamily& family()
     return family;
 }
 
-// The categories the labels count, product.md §3 (unknown is the product's own: none of the
-// simulation's bytes are unknown, so whatever lands there is a miss).
-const char* const categories[] = { "parameters", "gradients", "optimizer_state", "activations", "temporaries", "inputs",
-    "communication", "kv_cache", "unknown" };
-
-// How far a band may be from the simulation's bytes. The simulation knows what every tensor is
-// for; the product infers it from stacks and lifetimes, and a few kinds of tensor are honestly
-// ambiguous (the fp32 loss logits between activations and temporaries, a capture's transient
-// intermediates, the small pool's odds and ends). In these scenarios those make up less than 5% of
-// the peak, and a band 5% of the peak off changes no diagnosis and no fit/no-fit verdict of a fix
-// (the counterfactuals all leave at least that much room). The floor of 256 MiB covers the small
-// runs, where a single logits tensor is a larger share of a small peak.
-uint64_t bandTolerance(uint64_t peakBytes)
-{
-    return std::max<uint64_t>(peakBytes / 20, uint64_t(256) << 20);
-}
-
-QStringList bandMismatches(const nlohmann::ordered_json& product, const QJsonObject& truth, uint64_t tolerance)
-{
-    QStringList wrong;
-    for (const char* category : categories) {
-        const auto want = static_cast<uint64_t>(truth.value(QLatin1String(category)).toDouble());
-        const uint64_t got = product.contains(category) ? product[category].get<uint64_t>() : 0;
-        const uint64_t diff = got > want ? got - want : want - got;
-        if (diff > tolerance)
-            wrong << QStringLiteral("%1 want %2 MiB got %3 MiB")
-                         .arg(QLatin1String(category))
-                         .arg(want >> 20)
-                         .arg(got >> 20);
-    }
-    return wrong;
-}
-
-// A fix that turns activation checkpointing on: the ladder's checkpointing step, a title that says
-// so, or a snippet that is the switch.
-bool enablesCheckpointing(const Fix& fix)
-{
-    static const QRegularExpression title(
-        QStringLiteral(
-            "(enable|use|turn on|add|apply).{0,30}(activation|gradient) checkpointing|^(activation|gradient) "
-            "checkpointing"),
-        QRegularExpression::CaseInsensitiveOption);
-    static const QRegularExpression snippet(
-        QStringLiteral("gradient_checkpointing_enable\\(|gradient_checkpointing\\s*="
-                       "\\s*True|checkpoint_wrapper\\(|enable_activation_checkpointing"
-                       "\\s*[:=]\\s*[Tt]rue|torch\\.utils\\.checkpoint\\.checkpoint\\(|"
-                       "--recompute-(granularity|activations)"));
-    const QString name = QString::fromStdString(fix.title);
-    if (name.contains(QStringLiteral("offload"), Qt::CaseInsensitive))
-        return false; // CPU offload of the checkpointed inputs is what is left to offer
-    return fix.kind == FixKind::Checkpointing || title.match(name).hasMatch()
-        || snippet.match(QString::fromStdString(fix.snippet)).hasMatch();
-}
-
 } // namespace
 
 class TestDiagFamilyD : public QObject
@@ -211,65 +157,20 @@ private Q_SLOTS:
         test::checkScenarioDiagnosis(family(), name, withText);
     }
 
-    void bands_data()
-    {
-        QTest::addColumn<QString>("name");
-        for (const QString& name : test::scenarioNames(family().scenariosDir))
-            QTest::newRow(qPrintable(QStringLiteral("bands:") + name)) << name;
-    }
+    void bands_data() { test::scenarioBandRows(family()); }
 
-    // The bands of the JSON's categories_at_peak against the simulation's bytes at that peak (and
-    // categories_at_oom against the bytes at the OOM, once the JSON carries it), within
-    // bandTolerance(); the total must be the simulation's peak within 1% (the reconstruction).
     void bands()
     {
         QFETCH(QString, name);
-        const QJsonObject label = family().scenarioLabel(name);
-        const Case input = test::scenarioCase(family().scenario(name), false);
-        const auto doc = caseToJson(input, analyzeCase(input));
-        QVERIFY(!doc["snapshots"].empty());
-        const auto& snapshot = doc["snapshots"][0];
-        const auto peak = static_cast<uint64_t>(label.value(QStringLiteral("peak_allocated_bytes")).toDouble());
-        const auto got = snapshot["peak_allocated_bytes"].get<uint64_t>();
-        QVERIFY2((got > peak ? got - peak : peak - got) <= peak / 100,
-            qPrintable(QStringLiteral("peak want %1 got %2").arg(peak).arg(got)));
-        const uint64_t tolerance = bandTolerance(peak);
-        QStringList wrong = bandMismatches(
-            snapshot["categories_at_peak"], label.value(QStringLiteral("bytes_at_peak")).toObject(), tolerance);
-        if (snapshot.contains("categories_at_oom") && snapshot["categories_at_oom"].is_object()) {
-            for (const QString& miss : bandMismatches(
-                     snapshot["categories_at_oom"], label.value(QStringLiteral("bytes_at_oom")).toObject(), tolerance))
-                wrong << QStringLiteral("at oom: ") + miss;
-        }
-        test::expectFailureIfListed(family().expectedFailures);
-        QVERIFY2(wrong.isEmpty(), qPrintable(wrong.join(QStringLiteral("; "))));
+        test::checkScenarioBands(family(), name);
     }
 
-    void checkpointingNotProposed_data()
-    {
-        QTest::addColumn<QString>("name");
-        for (const QString& name : test::scenarioNames(family().scenariosDir)) {
-            if (family().scenarioLabel(name).value(QStringLiteral("checkpointing")).toBool())
-                QTest::newRow(qPrintable(QStringLiteral("ckpt:") + name)) << name;
-        }
-    }
+    void checkpointingNotProposed_data() { test::checkpointingRows(family()); }
 
-    // Activation checkpointing is on in these runs: no fix of any diagnosis may propose it.
     void checkpointingNotProposed()
     {
         QFETCH(QString, name);
-        const Case input = test::scenarioCase(family().scenario(name), true);
-        const CaseAnalysis analysis = analyzeCase(input);
-        QVERIFY(!analysis.diagnoses.empty());
-        QStringList proposals;
-        for (const auto& diagnosis : analysis.diagnoses) {
-            for (const auto& fix : diagnosis.fixes) {
-                if (enablesCheckpointing(fix))
-                    proposals << QString::fromStdString(fix.title);
-            }
-        }
-        test::expectFailureIfListed(family().expectedFailures);
-        QVERIFY2(proposals.isEmpty(), qPrintable(proposals.join(QStringLiteral(" | "))));
+        test::checkCheckpointingNotProposed(family(), name);
     }
 };
 
