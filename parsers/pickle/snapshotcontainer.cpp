@@ -189,14 +189,16 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
     if ((cdOffset == 0xffffffffu || entries == 0xffff) && eocd >= 20
         && zip.substr(eocd - 20, 4) == std::string_view("PK\x06\x07", 4)) {
         const uint64_t eocd64 = little(zip, eocd - 20 + 8, 8);
-        if (eocd64 + 56 > zip.size() || zip.substr(eocd64, 4) != std::string_view("PK\x06\x06", 4))
+        // A 64-bit offset from the file: compare without adding to it (it may be near 2^64).
+        if (eocd64 > zip.size() || zip.size() - eocd64 < 56
+            || zip.substr(eocd64, 4) != std::string_view("PK\x06\x06", 4))
             throw formatError("corrupt ZIP64 archive: bad end-of-central-directory record");
         entries = little(zip, eocd64 + 32, 8);
         cdOffset = little(zip, eocd64 + 48, 8);
     }
     uint64_t p = cdOffset;
     for (uint64_t i = 0; i < entries; ++i) {
-        if (p + 46 > zip.size() || zip.substr(p, 4) != std::string_view("PK\x01\x02", 4))
+        if (p > zip.size() || zip.size() - p < 46 || zip.substr(p, 4) != std::string_view("PK\x01\x02", 4))
             throw formatError("corrupt ZIP archive: bad central directory entry at byte " + std::to_string(p));
         const uint64_t method = little(zip, p + 10, 2);
         uint64_t compressed = little(zip, p + 20, 4);
