@@ -20,7 +20,11 @@ ModelStates& ModelStates::operator+=(const ModelStates& other)
 
 uint64_t scaled(uint64_t count, double bytesPerElement)
 {
-    return static_cast<uint64_t>(static_cast<double>(count) * bytesPerElement);
+    // A config may claim any size (a hidden size of 10^8 squares past 2^64 bytes): saturate at
+    // 2^62 bytes, beyond every card and still far from wrapping when a few such figures are added.
+    constexpr double ceiling = 4611686018427387904.0; // 2^62
+    const double bytes = static_cast<double>(count) * bytesPerElement;
+    return bytes >= ceiling ? static_cast<uint64_t>(ceiling) : static_cast<uint64_t>(std::max(bytes, 0.0));
 }
 
 namespace {

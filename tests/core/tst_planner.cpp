@@ -223,6 +223,12 @@ private Q_SLOTS:
         QVERIFY(!looksLikeHfConfig(R"({"segments": [], "device_traces": []})"));
         QVERIFY(!modelFromHfConfig("not json").model);
         QVERIFY(!modelFromHfConfig(R"({"n_layer": 12})").error.empty());
+        // Dimensions no model has (a hidden size of 10^8: 10^18 parameters) are one clear error,
+        // not byte figures past 2^64.
+        const auto absurd = modelFromHfConfig(
+            R"({"model_type": "llama", "hidden_size": 102414336, "num_attention_heads": 32, "num_hidden_layers": 32})");
+        QVERIFY(!absurd.model);
+        QVERIFY(absurd.error.find("more than any model") != std::string::npos);
     }
 
     // Korthikanti et al.: a GPT block saves s·b·h·(34 + 5·a·s/h) bytes in 16-bit with dropout and
