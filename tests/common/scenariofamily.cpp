@@ -10,7 +10,9 @@
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QRegularExpression>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <algorithm>
@@ -311,6 +313,26 @@ void checkCheckpointingNotProposed(const ScenarioFamily& family, const QString& 
     }
     expectFailureIfListed(family.expectedFailures);
     QVERIFY2(proposals.isEmpty(), qPrintable(proposals.join(QStringLiteral(" | "))));
+}
+
+void checkGeneratorReproduces(const ScenarioFamily& family, const QString& generatorScript)
+{
+    QTemporaryDir out;
+    QVERIFY(out.isValid());
+    QProcess generator;
+    generator.setProcessChannelMode(QProcess::MergedChannels);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("PYTHONDONTWRITEBYTECODE"), QStringLiteral("1")); // nothing written into the source tree
+    generator.setProcessEnvironment(env);
+    generator.start(QStringLiteral(OOMLENS_PYTHON), { generatorScript, QStringLiteral("--out"), out.path() });
+    QVERIFY2(generator.waitForFinished(240000), "the generator did not finish in 4 minutes");
+    const QByteArray log = generator.readAll();
+    QVERIFY2(generator.exitStatus() == QProcess::NormalExit && generator.exitCode() == 0, log.right(2000).constData());
+    const QDir committed(family.scenariosDir);
+    const QStringList files = committed.entryList(QDir::Files, QDir::Name);
+    QCOMPARE(QDir(out.path()).entryList(QDir::Files, QDir::Name), files);
+    for (const QString& file : files)
+        QVERIFY2(readFile(committed.filePath(file)) == readFile(out.filePath(file)), qPrintable(file));
 }
 
 } // namespace oomlens::test

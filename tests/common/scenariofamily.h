@@ -64,6 +64,9 @@ void checkMessagePhase(const ScenarioFamily& family, const QString& file, const 
 void messageNumbersRows(const ScenarioFamily& family); // "file": numbers: rows, with a byte figure
 // Every byte figure of the label is parsed to the byte.
 void checkMessageNumbers(const ScenarioFamily& family, const QString& file);
+// The family's data is what its generator writes: run it into a temporary folder and compare every
+// file byte for byte (the generator re-checks each label's physics as it writes).
+void checkGeneratorReproduces(const ScenarioFamily& family, const QString& generatorScript);
 // The simulated families (D, E) label every scenario's bytes by band and whether checkpointing is on.
 void scenarioBandRows(const ScenarioFamily& family); // "name": bands: rows
 // categories_at_peak (and at the OOM) within 5% of the peak (256 MiB at least) of the label's bytes.

@@ -99,26 +99,7 @@ private Q_SLOTS:
     // its counterfactual completes), so a change to it that breaks a label fails here.
     void generatorReproducesTheData()
     {
-        QTemporaryDir out;
-        QVERIFY(out.isValid());
-        QProcess generator;
-        generator.setProcessChannelMode(QProcess::MergedChannels);
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        env.insert(
-            QStringLiteral("PYTHONDONTWRITEBYTECODE"), QStringLiteral("1")); // nothing written into the source tree
-        generator.setProcessEnvironment(env);
-        generator.start(QStringLiteral(OOMLENS_PYTHON),
-            { QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familye/generate.py"), QStringLiteral("--out"),
-                out.path() });
-        QVERIFY2(generator.waitForFinished(240000), "the generator did not finish in 4 minutes");
-        const QByteArray log = generator.readAll();
-        QVERIFY2(
-            generator.exitStatus() == QProcess::NormalExit && generator.exitCode() == 0, log.right(2000).constData());
-        const QDir committed(family().scenariosDir);
-        const QStringList files = committed.entryList(QDir::Files, QDir::Name);
-        QCOMPARE(QDir(out.path()).entryList(QDir::Files, QDir::Name), files);
-        for (const QString& file : files)
-            QVERIFY2(test::readFile(committed.filePath(file)) == test::readFile(out.filePath(file)), qPrintable(file));
+        test::checkGeneratorReproduces(family(), QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familye/generate.py"));
     }
 
     void scenariosRead_data() { test::scenarioRows(family()); }
