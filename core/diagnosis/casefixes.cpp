@@ -98,12 +98,21 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
             "eval_loader = DataLoader(eval_set, batch_size=8)",
             std::nullopt, std::nullopt, false };
     case FixKind::ReleaseReferences: {
-        Fix fix { FixKind::ReleaseReferences, "Stop keeping tensors alive across steps",
-            "Something keeps a reference from one step to the next: a loss accumulated as a tensor keeps its whole "
-            "graph, outputs stored in a list keep their storage.",
-            "total_loss += loss.item()              # not: total_loss += loss\n"
-            "history.append(output.detach().cpu())  # not: history.append(output)",
-            std::nullopt, std::nullopt, false };
+        // The reference is the growing buffer itself: what stops it is a bound on its size.
+        Fix fix = context.leakIsGrowingBuffer
+            ? Fix { FixKind::ReleaseReferences, "Bound the tensor that grows every step",
+                  "One buffer is re-made larger by torch.cat every step and never trimmed (a queue of negatives that "
+                  "is never dequeued, a history of embeddings). Keep it at a fixed size: drop the oldest rows, or "
+                  "preallocate a ring buffer and write each step's rows into it in place.",
+                  "queue = torch.cat([queue, keys.detach()])[-max_queue:]  # dequeue the oldest\n"
+                  "# or, allocated once: queue[ptr:ptr + n] = keys.detach(); ptr = (ptr + n) % max_queue",
+                  std::nullopt, std::nullopt, false }
+            : Fix { FixKind::ReleaseReferences, "Stop keeping tensors alive across steps",
+                  "Something keeps a reference from one step to the next: a loss accumulated as a tensor keeps its "
+                  "whole graph, outputs stored in a list keep their storage.",
+                  "total_loss += loss.item()              # not: total_loss += loss\n"
+                  "history.append(output.detach().cpu())  # not: history.append(output)",
+                  std::nullopt, std::nullopt, false };
         projectCaseSaving(fix, "It stops the growth of", context);
         return fix;
     }

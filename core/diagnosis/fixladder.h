@@ -25,6 +25,9 @@ struct FixContext
     // run without the leak repeats a step that already completed ("step 1 completed under the same
     // limit"). Empty: judged by the budget.
     std::string caseFitsBecause;
+    // The reference a leak keeps is one buffer re-made larger every step (torch.cat on a queue never
+    // trimmed, growingtensor.h): release_references then says how to bound it.
+    bool leakIsGrowingBuffer = false;
     uint64_t otherProcessBytes = 0;
     // Activation checkpointing is already on (its frames are in the stacks, or the text's recipe
     // says so): the ladder offers what is left instead of turning it on.

@@ -57,22 +57,8 @@ void growingTensor(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
           "the card.";
     FixContext fixes = e.fixes;
     fixes.caseSavingBytes = growing->newestBytes;
+    fixes.leakIsGrowingBuffer = true;
     appendFixes(d.fixes, { FixKind::ReleaseReferences }, fixes);
-    // The reference here is the buffer itself: what stops it is a bound on its size.
-    for (Fix& fix : d.fixes) {
-        if (fix.kind != FixKind::ReleaseReferences)
-            continue;
-        fix.title = "Bound the tensor that grows every step";
-        // Keep the ladder's projection ("It stops the growth of ..."), replace the advice before it.
-        const size_t projection = fix.detail.find("It stops");
-        fix.detail = std::string("One buffer is re-made larger by torch.cat every step and never trimmed (a queue of "
-                                 "negatives that is never dequeued, a history of embeddings). Keep it at a fixed "
-                                 "size: drop the oldest rows, or preallocate a ring buffer and write each step's rows "
-                                 "into it in place.")
-            + (projection == std::string::npos ? std::string() : " " + fix.detail.substr(projection));
-        fix.snippet = "queue = torch.cat([queue, keys.detach()])[-max_queue:]  # dequeue the oldest\n"
-                      "# or, allocated once: queue[ptr:ptr + n] = keys.detach(); ptr = (ptr + n) % max_queue";
-    }
     d.outlook = RunOutlook {};
     d.outlook->growthPerUnitBytes = growing->perStepBytes;
     d.outlook->unit = "step";
