@@ -7,6 +7,16 @@
 
 namespace oomlens {
 
+const StateSegment* AllocatorState::segmentAt(uint64_t address) const
+{
+    auto it = std::upper_bound(
+        segments.begin(), segments.end(), address, [](uint64_t a, const StateSegment& s) { return a < s.address; });
+    if (it == segments.begin())
+        return nullptr;
+    --it;
+    return address < it->address + it->size ? &*it : nullptr;
+}
+
 uint64_t AllocatorState::largestFreeBlock(int64_t stream, bool largePool) const
 {
     uint64_t best = 0;
@@ -62,7 +72,7 @@ AllocatorState allocatorStateAt(const Snapshot& snapshot, const DeviceAnalysis& 
         if (it == map.end())
             continue;
         StateSegment& s = it->second;
-        const bool pending = a.freeRequestedEvent >= 0 && a.freeRequestedEvent <= event;
+        const bool pending = a.releasedBy(event);
         s.blocks.push_back({ a.address, a.blockSize, static_cast<int32_t>(index), pending });
     }
 

@@ -66,6 +66,8 @@ struct AllocatorState
     uint64_t freeBytes(int64_t stream, bool largePool) const;
     // Per stream and pool kind, ordered by key.
     std::vector<PoolState> pools() const;
+    // The segment holding `address`, or null.
+    const StateSegment* segmentAt(uint64_t address) const;
 };
 
 AllocatorState allocatorStateAt(const Snapshot& snapshot, const DeviceAnalysis& device, int64_t event);

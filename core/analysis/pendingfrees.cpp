@@ -8,16 +8,6 @@ namespace oomlens {
 
 namespace {
 
-// The allocator records free_requested and, when no other stream uses the block, free_completed
-// right after it (CUDACachingAllocator::free -> free_block). Anything in between means the block
-// waited for another stream's event.
-bool waited(const Allocation& a)
-{
-    if (a.freeRequestedEvent < 0)
-        return false;
-    return a.freeEvent < 0 || a.freeEvent > a.freeRequestedEvent + 1;
-}
-
 int64_t failingStepStart(const DeviceAnalysis& device, const OomAnalysis& oom)
 {
     if (oom.step < 0)
@@ -51,7 +41,7 @@ PendingFrees pendingFrees(const Snapshot& snapshot, const DeviceAnalysis& device
     const size_t eventCount = trace ? trace->events.size() : 0;
     for (size_t i = 0; i < device.allocations.size(); ++i) {
         const Allocation& a = device.allocations[i];
-        if (!waited(a) || static_cast<size_t>(a.freeRequestedEvent) >= eventCount)
+        if (!a.freeWaited() || static_cast<size_t>(a.freeRequestedEvent) >= eventCount)
             continue;
         PendingFreeWindow w;
         w.allocation = static_cast<int32_t>(i);

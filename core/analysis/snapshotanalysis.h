@@ -43,6 +43,13 @@ struct Allocation
 
     bool olderThanTrace() const { return allocEvent < 0; }
     bool liveAfter(int64_t event) const { return allocEvent <= event && (freeEvent < 0 || event < freeEvent); }
+    // The program had dropped its last reference by `event` (free_requested); the block may still
+    // wait for another stream's work before the allocator takes it back (free_completed).
+    bool releasedBy(int64_t event) const { return freeRequestedEvent >= 0 && freeRequestedEvent <= event; }
+    // The allocator records free_requested and, when no other stream uses the block, free_completed
+    // right after it (CUDACachingAllocator::free -> free_block). Anything in between, or no
+    // free_completed at all, means the block waited for another stream's event.
+    bool freeWaited() const { return freeRequestedEvent >= 0 && (freeEvent < 0 || freeEvent > freeRequestedEvent + 1); }
 };
 
 struct OomAnalysis

@@ -108,16 +108,6 @@ void measureCommunication(const Snapshot& snapshot, const DeviceAnalysis& device
     }
 }
 
-const StateSegment* segmentAt(const AllocatorState& state, uint64_t address)
-{
-    auto it = std::upper_bound(state.segments.begin(), state.segments.end(), address,
-        [](uint64_t a, const StateSegment& s) { return a < s.address; });
-    if (it == state.segments.begin())
-        return nullptr;
-    --it;
-    return address < it->address + it->size ? &*it : nullptr;
-}
-
 // The pool the failing request's stream was allocating into (DistributedEvidence::capturingPool).
 // While a capture on a stream is underway, CUDACachingAllocator's get_pool sends every request on
 // it to the capture's private pool; the dedicated side stream torch.cuda.graph captures on is
@@ -132,7 +122,7 @@ void findCapturingPool(
         const TraceEvent& event = trace.events[static_cast<size_t>(e)];
         if (event.action != TraceAction::Alloc || event.stream != oom.stream)
             continue;
-        const StateSegment* segment = segmentAt(state, event.addr);
+        const StateSegment* segment = state.segmentAt(event.addr);
         if (!segment || poolOwner(segment->pool) != PoolOwner::CudaGraph)
             return;
         const bool streamHasDefault = std::any_of(state.segments.begin(), state.segments.end(),

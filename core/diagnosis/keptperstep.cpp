@@ -82,8 +82,7 @@ std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const Devic
             : allocation.step >= 0 && failing && allocation.allocEvent < failing->firstEvent;
         // A block the program freed that waits for another stream's work (free_requested, not yet
         // free_completed) is no longer held by the program: pending_frees', not a kept reference.
-        if (allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= untilEvent
-            && (allocation.freeEvent < 0 || allocation.freeEvent > untilEvent))
+        if (allocation.releasedBy(untilEvent) && allocation.liveAfter(untilEvent))
             continue;
         const bool live = allocation.liveAfter(untilEvent);
         const bool freed = allocation.freeEvent >= 0 && allocation.freeEvent <= untilEvent;

@@ -91,8 +91,7 @@ std::vector<uint64_t> stateLiveBefore(const DeviceAnalysis& device, const std::v
 std::vector<uint64_t> pendingBefore(const DeviceAnalysis& device, const std::vector<int64_t>& events)
 {
     return bytesBefore(device, events, [](const Allocation& a) -> std::optional<std::pair<int64_t, int64_t>> {
-        const bool waited = a.freeRequestedEvent >= 0 && (a.freeEvent < 0 || a.freeEvent > a.freeRequestedEvent + 1);
-        if (!waited || isTrainingState(a))
+        if (!a.freeWaited() || isTrainingState(a))
             return std::nullopt;
         return std::pair { a.freeRequestedEvent, a.freeEvent };
     });

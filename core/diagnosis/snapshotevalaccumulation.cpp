@@ -107,9 +107,8 @@ bool stillInFirstForward(const SnapshotEvidence& e)
             continue;
         if (allocation.olderThanTrace())
             return false;
-        const bool freed = (allocation.freeEvent >= 0 && allocation.freeEvent <= e.oom.eventIndex)
-            || (allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= e.oom.eventIndex);
-        if (freed)
+        // A free_completed always follows its free_requested: released covers both.
+        if (allocation.releasedBy(e.oom.eventIndex))
             return false;
         sawEvaluation = true;
     }
@@ -157,7 +156,7 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         for (const auto& allocation : e.device.allocations) {
             if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
                 && allocation.category != Category::KvCache && allocation.liveAfter(e.oom.eventIndex)
-                && !(allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= e.oom.eventIndex))
+                && !allocation.releasedBy(e.oom.eventIndex))
                 batches = std::max(batches, ++perSite[allocation.stack.value]);
         }
         e.evidence(d,

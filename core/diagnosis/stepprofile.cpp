@@ -148,7 +148,7 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
         // program already freed whose reuse waits on another stream's work (free_requested, no
         // free_completed yet: record_stream, a collective's buffer): the allocator holds it, not
         // the program.
-        const bool releasedByProgram = allocation.freeRequestedEvent >= 0 && allocation.freeRequestedEvent <= last;
+        const bool releasedByProgram = allocation.releasedBy(last);
         if (allocation.category == Category::Parameters || allocation.category == Category::KvCache
             || !allocation.liveAfter(last) || releasedByProgram)
             continue;
