@@ -86,6 +86,8 @@ void putCapAfterWorkloadCause(std::vector<Diagnosis>& diagnoses)
     std::rotate(cap, cap + 1, cause + 1);
 }
 
+constexpr std::string_view rankedBelow = "ranked below ";
+
 // A symptom whose cause the rules found stays below that cause: merging the text may have
 // confirmed the symptom's own numbers (the split cache is real), not made it the cause.
 void keepExplainedBelowTheirCause(std::vector<Diagnosis>& diagnoses)
@@ -94,9 +96,9 @@ void keepExplainedBelowTheirCause(std::vector<Diagnosis>& diagnoses)
         for (const Evidence& line : d.evidence) {
             const std::string_view text = line.text;
             const size_t mark = text.find(explainsItMark);
-            if (text.rfind("ranked below ", 0) != 0 || mark == std::string_view::npos)
+            if (!text.starts_with(rankedBelow) || mark == std::string_view::npos)
                 continue;
-            const std::string_view causeId = text.substr(13, mark - 13);
+            const std::string_view causeId = text.substr(rankedBelow.size(), mark - rankedBelow.size());
             for (const Diagnosis& cause : diagnoses) {
                 if (&cause != &d && diagnosisIdText(cause.id) == causeId && d.confidence > cause.confidence - 0.05)
                     d.confidence = std::max(0.05, cause.confidence - 0.05);
@@ -106,6 +108,11 @@ void keepExplainedBelowTheirCause(std::vector<Diagnosis>& diagnoses)
 }
 
 } // namespace
+
+std::string explainedByLine(DiagnosisId cause, std::string_view why)
+{
+    return std::string(rankedBelow) + diagnosisIdText(cause) + std::string(explainsItMark) + std::string(why);
+}
 
 void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
 {

@@ -45,6 +45,8 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts);
 // collective's bucket): "ranked below pending_frees, which explains it: ...". The relation holds
 // whatever later sources add, so rankDiagnoses keeps such a diagnosis below its cause.
 inline constexpr std::string_view explainsItMark = ", which explains it: ";
+// That evidence line: "ranked below <cause>, which explains it: <why>".
+std::string explainedByLine(DiagnosisId cause, std::string_view why);
 
 // Most likely cause first: candidates whose first fix cannot make the run fit go after those
 // that can or where that is unknown; then by confidence, then catalogue order (sortDiagnoses).

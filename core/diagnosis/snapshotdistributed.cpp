@@ -73,21 +73,23 @@ PendingOwner pendingOwner(const SnapshotEvidence& e)
     return PendingOwner::Program;
 }
 
-// The split cache at the failure is what this cause left behind: fragmentation describes it, this
-// cause explains it, so fragmentation ranks below.
-void rankFragmentationBelow(
-    const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, const std::string& why)
+// A diagnosis `id` whose story this cause explains ranks below it: the split cache a cause left
+// behind (fragmentation), a rule whose story (activations and new gradients of the first backward,
+// Adam's new state) does not describe the memory that failed to fit. Only one ranked at or above
+// the cause's level less 0.05 is lowered and marked.
+void rankBelow(const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, DiagnosisId id,
+    const std::string& why)
 {
     for (Diagnosis& d : out) {
-        if (d.id != DiagnosisId::Fragmentation || d.confidence < cause.confidence - 0.05)
+        if (d.id != id || d.confidence < cause.confidence - 0.05)
             continue;
         d.confidence = std::max(0.05, cause.confidence - 0.05);
-        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
+        e.evidence(d, explainedByLine(cause.id, why));
     }
 }
 
-// The same, for a symptom that must stay below its cause even where it now ranks below it: the
-// mark keeps it there when the OOM message's figures raise it later (keepExplainedBelowTheirCause).
+// The same for fragmentation wherever it ranks: the mark keeps it below when the OOM message's
+// figures raise it later (rankDiagnoses).
 void markFragmentationBelow(
     const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, const std::string& why)
 {
@@ -95,7 +97,7 @@ void markFragmentationBelow(
         if (d.id != DiagnosisId::Fragmentation)
             continue;
         d.confidence = std::min(d.confidence, std::max(0.05, cause.confidence - 0.05));
-        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
+        e.evidence(d, explainedByLine(cause.id, why));
     }
 }
 
@@ -173,7 +175,7 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         + " of cache that was unusable came from blocks held by pending frees while new segments were reserved";
     out.push_back(std::move(d));
     if (held >= request)
-        rankFragmentationBelow(e, out, out.back(), why);
+        rankBelow(e, out, out.back(), DiagnosisId::Fragmentation, why);
 }
 
 namespace {
@@ -181,20 +183,6 @@ namespace {
 // ZeRO-1/2's IPG buffer when reduce_bucket_size is left at DeepSpeed's default of 5e8 elements,
 // counted at 4 bytes (the widest dtype it buckets). A larger buffer is a size someone set.
 constexpr uint64_t defaultIpgBufferBytes = 500'000'000ull * 4;
-
-// A cause that tells why the failing phase ran out ranks above a rule whose story (activations
-// and new gradients of the first backward, Adam's new state) does not describe the memory that
-// failed to fit.
-void rankBelow(const SnapshotEvidence& e, std::vector<Diagnosis>& out, const Diagnosis& cause, DiagnosisId id,
-    const std::string& why)
-{
-    for (Diagnosis& d : out) {
-        if (d.id != id || d.confidence < cause.confidence - 0.05)
-            continue;
-        d.confidence = std::max(0.05, cause.confidence - 0.05);
-        e.evidence(d, "ranked below " + diagnosisIdText(cause.id) + std::string(explainsItMark) + why);
-    }
-}
 
 } // namespace
 
@@ -291,7 +279,7 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
     // even if none of that cache could be reused, so the split cache is where the overflow showed,
     // not why.
     if (keptCause && kept >= e.fixes.budget.fragmentedBytes)
-        rankFragmentationBelow(e, out, cause,
+        rankBelow(e, out, cause, DiagnosisId::Fragmentation,
             "the " + formatBytes(kept) + " of communication buffers kept beyond need are more than the "
                 + formatBytes(e.fixes.budget.fragmentedBytes) + " of unused cache");
 }
@@ -377,7 +365,7 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             "the failing request was captured into a private pool, and the " + formatBytes(g.cacheOutsideCaptureBytes)
                 + " of cache outside it is memory a capture may neither use nor release");
     else if (poolsHold)
-        rankFragmentationBelow(e, out, out.back(),
+        rankBelow(e, out, out.back(), DiagnosisId::Fragmentation,
             formatBytes(g.graphPoolFreeBytes) + " of the unused cache is CUDA graphs' private pools, which no other "
                 + "request may use");
 }
