@@ -78,6 +78,7 @@ CaseWidget::CaseWidget(QWidget* parent)
     m_tabs->setTabEnabled(ProfilerTab, false);
 
     connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
+    connect(m_overview, &OverviewPage::timelineRequested, this, [this] { showPage(TimelineTab); });
     connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
     connect(m_live, &LiveAllocationsView::cursorRequested, this, &CaseWidget::setCursorEvent);
     connect(m_events, &EventsView::cursorRequested, this, &CaseWidget::setCursorEvent);
@@ -145,6 +146,8 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
     } else {
         m_whatIf->setMeasured(nullptr, 0);
     }
+    // The overview's picture is the timeline the Timeline tab opens on, built once.
+    m_overview->showTimeline(m_data);
     // A config.json plans that model; opened alone it is a question for the planner, so the
     // What-if tab is where the answer is.
     std::vector<std::pair<planner::ModelSpec, QString>> configs;

@@ -11,6 +11,7 @@
 #include "views/mainmenus.h"
 #include "views/recentfiles.h"
 #include "views/settingsdialog.h"
+#include "views/startuptrace.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
 #include "views/windowscreenshots.h"
@@ -87,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_stack->addWidget(m_cases);
     layout->addWidget(m_stack, 1);
     setCentralWidget(central);
+    central->installEventFilter(this);
 
     m_progressText = new QLabel(this);
     m_progress = new QProgressBar(this);
@@ -145,6 +147,15 @@ void MainWindow::connectMenus(MainMenus* menus)
         if (CaseWidget* current = currentCase())
             current->focusSearch();
     });
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == centralWidget() && event->type() == QEvent::Paint) {
+        markStartup(StartupMark::WindowPainted);
+        watched->removeEventFilter(this);
+    }
+    return QMainWindow::eventFilter(watched, event);
 }
 
 MainWindow::~MainWindow()
@@ -457,6 +468,7 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
         else
             m_banner->dismiss();
         if (outcome.loaded) {
+            markStartup(StartupMark::CaseComplete);
             CaseWidget* widget = pending.target;
             if (!widget && !pending.newCase) {
                 // The case was closed while loading: nothing to update.
@@ -707,7 +719,8 @@ bool MainWindow::exportReport(const QString& path)
         }
     } else if (CaseWidget* current = currentCase(); current && current->loadedCase()) {
         loaded = current->loadedCase();
-        if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited())
+        // A plan only once the user gave a model: without one the What-if shows the measured run.
+        if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited() && whatIf->hasModel())
             options.plan = &whatIf->result();
     }
     if (!loaded) {
