@@ -102,9 +102,13 @@ std::map<std::string, double> startApp(const std::string& oomlens, const std::st
     while (!reached.count("timeline-painted") && std::fgets(line, sizeof line, stream)) {
         char name[64];
         long long ns = 0;
-        if (std::sscanf(line, "oomlens-startup %63s %lld", name, &ns) == 2)
+        double sinceStart = 0, cpuMs = 0;
+        const int fields = std::sscanf(line, "oomlens-startup %63s %lld %lf %lf", name, &ns, &sinceStart, &cpuMs);
+        if (fields >= 2)
             reached[name] = static_cast<double>(ns - start) / 1e6;
-        else
+        if (fields == 4)
+            reached[std::string(name) + " CPU"] = cpuMs;
+        if (fields < 2)
             others += line;
         if (monotonicNs() - start > 60'000'000'000)
             break;
@@ -203,15 +207,17 @@ int main(int argc, char** argv)
         if (const std::optional<double> ms = diagnose(oomlens, file))
             times["diagnose"].push_back(*ms);
     }
-    std::printf("%-18s %s\n", "moment", "ms from spawn: best / median");
+    std::printf("%-18s %-30s %s\n", "moment", "ms from spawn: best / median", "process CPU ms: best / median");
     for (const char* mark : marks)
-        std::printf("%-18s %s\n", mark, bestMedian(times[mark]).c_str());
+        std::printf("%-18s %-30s %s\n", mark, bestMedian(times[mark]).c_str(),
+            bestMedian(times[std::string(mark) + " CPU"]).c_str());
     std::printf("%-18s %s\n", "diagnose (exit)", bestMedian(times["diagnose"]).c_str());
-    std::printf("\n| file | display | window painted | timeline painted | case complete | `diagnose` | load |\n");
+    std::printf("\n| file | display | window painted | timeline painted (CPU) | case complete | `diagnose` | load |\n");
     const size_t slash = file.rfind('/');
-    std::printf("| %s | %s | %s | %s | %s | %s | %s |\n",
+    std::printf("| %s | %s | %s | %s (%s) | %s | %s | %s |\n",
         slash == std::string::npos ? file.c_str() : file.substr(slash + 1).c_str(), display.c_str(),
         bestMedian(times["window-painted"]).c_str(), bestMedian(times["timeline-painted"]).c_str(),
-        bestMedian(times["case-complete"]).c_str(), bestMedian(times["diagnose"]).c_str(), loadAverage().c_str());
+        bestMedian(times["timeline-painted CPU"]).c_str(), bestMedian(times["case-complete"]).c_str(),
+        bestMedian(times["diagnose"]).c_str(), loadAverage().c_str());
     return times["timeline-painted"].empty() ? 1 : 0;
 }

@@ -65,8 +65,9 @@ void markStartup(StartupMark mark)
     if (reached[size_t(mark)].exchange(true))
         return;
     const int64_t sinceStart = clockNs(CLOCK_BOOTTIME) - processStartNs();
-    std::fprintf(stderr, "oomlens-startup %s %lld %.1f\n", markName(mark),
-        static_cast<long long>(clockNs(CLOCK_MONOTONIC)), double(sinceStart) / 1e6);
+    std::fprintf(stderr, "oomlens-startup %s %lld %.1f %.1f\n", markName(mark),
+        static_cast<long long>(clockNs(CLOCK_MONOTONIC)), double(sinceStart) / 1e6,
+        double(clockNs(CLOCK_PROCESS_CPUTIME_ID)) / 1e6);
     std::fflush(stderr);
 }
 
