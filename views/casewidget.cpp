@@ -157,8 +157,8 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
                 m_case->input.models[configs.size()], QString::fromStdString(input.path).section(QLatin1Char('/'), -1));
     }
     // The planner starts from what this run measured at its peak.
-    setWhatIfStart(hasSnapshot ? m_analysis : nullptr,
-        hasSnapshot ? m_deviceBox->itemData(0).toPoint().y() : 0, std::move(configs));
+    setWhatIfStart(hasSnapshot ? m_analysis : nullptr, hasSnapshot ? m_deviceBox->itemData(0).toPoint().y() : 0,
+        std::move(configs));
     showPinnedHost(hasSnapshot ? m_deviceBox->itemData(m_deviceBox->currentIndex()).toPoint().x() : 0);
     if (!m_whatIfStart.configs.empty() && !hasSnapshot && m_case->input.text.empty())
         m_tabs->setCurrentIndex(WhatIfTab);

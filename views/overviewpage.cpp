@@ -1,11 +1,11 @@
 #include "views/overviewpage.h"
 
+#include "core/analysis/topsites.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/presentation/tracehistory.h"
-#include "core/analysis/topsites.h"
 #include "core/snapshotbackend.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
@@ -256,8 +256,8 @@ void OverviewPage::addMemoryPicture(const LoadedCase& loaded)
                 parts << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
                              .arg(colors::category(Category(c)).name(), categoryText(Category(c)));
         }
-        parts << QStringLiteral("<span style='color:%1'>&#9472;</span>&nbsp;reserved")
-                     .arg(colors::reservedLine().name());
+        parts
+            << QStringLiteral("<span style='color:%1'>&#9472;</span>&nbsp;reserved").arg(colors::reservedLine().name());
         legend->setText(QStringLiteral("<span style='color:gray'>Device %1 · </span>").arg(device.device)
             + parts.join(QStringLiteral(" &nbsp; ")));
         m_layout->addWidget(legend);

@@ -326,9 +326,9 @@ void WhatIfView::setParameterCount(const QString& text)
 QList<QWidget*> WhatIfView::setupControls() const
 {
     return { m_batch, m_sequence, m_precision, m_optimizer, m_accumulation, m_checkpointing, m_checkpointEvery,
-        m_attention, m_gpus, m_nodes, m_zero, m_offload, m_loraRank, m_qlora, m_loraTargets, m_tp,
-        m_sequenceParallel, m_cp, m_pp, m_vpp, m_microbatches, m_ep, m_distributedOptimizer, m_inference, m_kvDtype,
-        m_weights, m_gpuUtilization, m_configKind, m_measuredRun };
+        m_attention, m_gpus, m_nodes, m_zero, m_offload, m_loraRank, m_qlora, m_loraTargets, m_tp, m_sequenceParallel,
+        m_cp, m_pp, m_vpp, m_microbatches, m_ep, m_distributedOptimizer, m_inference, m_kvDtype, m_weights,
+        m_gpuUtilization, m_configKind, m_measuredRun };
 }
 
 void WhatIfView::setConfigModels(const std::vector<std::pair<ModelSpec, QString>>& models)
@@ -621,8 +621,9 @@ void WhatIfView::showWithoutModel()
     m_bars->setStages({});
     const std::optional<GpuCard> chosen = card();
     const uint64_t capacity = chosen ? chosen->capacityBytes : 0;
-    const QString ask = QStringLiteral("To see what a change would do, tell the planner the model: open its config.json "
-                                       "(drop it on the window), pick it above, or type its parameter count.");
+    const QString ask
+        = QStringLiteral("To see what a change would do, tell the planner the model: open its config.json "
+                         "(drop it on the window), pick it above, or type its parameter count.");
     if (!m_device) {
         m_bars->setPlan(BandBytes {}, capacity, 1);
         m_verdict->setText(QStringLiteral("Which model?"));
@@ -632,9 +633,9 @@ void WhatIfView::showWithoutModel()
         const BandBytes bands = measuredBands(*m_device);
         m_bars->setPlan(bands, capacity, 1);
         const uint64_t total = bandTotal(bands);
-        m_verdict->setText(QStringLiteral("This run at its peak: %1 per GPU; it %2.")
-                               .arg(QString::fromStdString(formatBytes(total)),
-                                   QString::fromStdString(fitWords(total, capacity))));
+        m_verdict->setText(
+            QStringLiteral("This run at its peak: %1 per GPU; it %2.")
+                .arg(QString::fromStdString(formatBytes(total)), QString::fromStdString(fitWords(total, capacity))));
         QString details = QStringLiteral("The bars are the snapshot's own: its tensors by category at the peak, the "
                                          "allocator's slack and the CUDA context. ")
             + ask;

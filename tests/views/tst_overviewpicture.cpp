@@ -78,7 +78,8 @@ private Q_SLOTS:
         QVERIFY(whatIf.hasModel());
         QVERIFY(!whatIf.calibration());
         QVERIFY2(whatIf.mismatch().contains(QStringLiteral("not the run's model")), qPrintable(whatIf.mismatch()));
-        QVERIFY(whatIf.findChild<QLabel*>(QStringLiteral("calibration"))->text().contains(QStringLiteral("llama-2-7b")));
+        QVERIFY(
+            whatIf.findChild<QLabel*>(QStringLiteral("calibration"))->text().contains(QStringLiteral("llama-2-7b")));
 
         // The run's own size, as the details suggest it (fp32): calibrated, activations as measured.
         const uint64_t parameterBytes = device.categoriesAtPeak[size_t(Category::Parameters)];
@@ -87,8 +88,8 @@ private Q_SLOTS:
         QVERIFY(whatIf.hasModel());
         QVERIFY2(whatIf.mismatch().isEmpty(), qPrintable(whatIf.mismatch()));
         QVERIFY(whatIf.calibration());
-        QCOMPARE(whatIf.result().shown.perGpu[size_t(Band::Activations)],
-            measuredBands(device)[size_t(Band::Activations)]);
+        QCOMPARE(
+            whatIf.result().shown.perGpu[size_t(Band::Activations)], measuredBands(device)[size_t(Band::Activations)]);
         QVERIFY(whatIf.findChild<QSpinBox*>(QStringLiteral("batch"))->isEnabled());
         QCOMPARE(whatIf.findChild<QComboBox*>(QStringLiteral("model"))->currentText(), QStringLiteral("(none chosen)"));
     }

@@ -28,11 +28,10 @@ void TimelineThumbnail::setTimeline(std::shared_ptr<const TimelineData> data)
     update();
 }
 
-QRect TimelineThumbnail::plotArea() const
+QRect TimelineThumbnail::plotArea(const QString& topLabel) const
 {
-    // Room on the left for the axis' top figure, below for the peak's label.
     const int text = fontMetrics().height();
-    return rect().adjusted(fontMetrics().horizontalAdvance(QStringLiteral("000.0 GiB")) + 8, text / 2, -4, -text - 4);
+    return rect().adjusted(fontMetrics().horizontalAdvance(topLabel) + 10, text / 2, -4, -text - 4);
 }
 
 void TimelineThumbnail::mouseReleaseEvent(QMouseEvent* event)
@@ -45,9 +44,11 @@ void TimelineThumbnail::paintEvent(QPaintEvent*)
 {
     QPainter painter(this);
     painter.fillRect(rect(), palette().base());
-    const QRect area = plotArea();
     m_paintedColumns = 0;
     const int64_t count = m_data ? m_data->eventCount() : 0;
+    const uint64_t top = m_data ? std::max<uint64_t>({ m_data->maxReserved(), m_data->maxAllocated(), 1 }) : 1;
+    const QString topLabel = bytesText(top);
+    const QRect area = plotArea(topLabel);
     if (count < 2 || area.width() < 2) {
         painter.setPen(palette().color(QPalette::PlaceholderText));
         painter.drawText(rect(), Qt::AlignCenter, QStringLiteral("No allocation history to draw"));
@@ -65,7 +66,6 @@ void TimelineThumbnail::paintEvent(QPaintEvent*)
         if (!fullest[column] || point.total() > fullest[column]->total())
             fullest[column] = &point;
     }
-    const uint64_t top = std::max<uint64_t>({ m_data->maxReserved(), m_data->maxAllocated(), 1 });
     const double scale = double(area.height()) / double(top);
     const double columnWidth = double(area.width()) / columns;
     const auto xOf = [&](int64_t event) { return area.left() + double(event) * area.width() / double(count); };
@@ -123,7 +123,7 @@ void TimelineThumbnail::paintEvent(QPaintEvent*)
     // The scale: the top of the axis, and the frame.
     painter.setPen(palette().color(QPalette::Text));
     painter.drawText(QRect(0, area.top() - fontMetrics().height() / 2, area.left() - 6, fontMetrics().height()),
-        Qt::AlignRight | Qt::AlignVCenter, bytesText(top));
+        Qt::AlignRight | Qt::AlignVCenter, topLabel);
     painter.drawText(QRect(0, area.bottom() - fontMetrics().height() / 2, area.left() - 6, fontMetrics().height()),
         Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("0"));
     painter.setPen(palette().color(QPalette::Mid));

@@ -35,7 +35,8 @@ protected:
     void mouseReleaseEvent(QMouseEvent* event) override;
 
 private:
-    QRect plotArea() const;
+    // The chart's rectangle, beside the axis' top figure (`topLabel`) and above the peak's label.
+    QRect plotArea(const QString& topLabel) const;
 
     std::shared_ptr<const TimelineData> m_data;
     int m_paintedColumns = 0;
