@@ -60,7 +60,7 @@ def hf_generate_llama31_8b_eager_attention_32k():
 
 
 def hf_generate_llama31_8b_beam_search_batch16():
-    """transformers 4.46.3: 16 prompts padded to 3072 tokens, num_beams=4. Beam search expands the
+    """transformers 4.45.2: 16 prompts padded to 3072 tokens, num_beams=4. Beam search expands the
     batch to 64 sequences before the prefill, so one forward carries 196608 tokens; the 4-D padding
     mask, the growing DynamicCache and the MLP of that many tokens run out at layer 5."""
     m = LLAMA31_8B
@@ -101,7 +101,7 @@ def hf_generate_llama31_8b_beam_search_batch16():
     ], msg))
     log.lines = [l for l in log.lines if l != "    None"]
     return "hf_generate_llama31_8b_beam_search_batch16.log", log.text(), dict(
-        engine="hf_generate", version="transformers 4.46.3", stage="prefill", expected="engine_batch",
+        engine="hf_generate", version="transformers 4.45.2", stage="prefill", expected="engine_batch",
         first_fix_knob="num_beams",
         physics=(f"{batch} prompts x {beams} beams = {seqs} sequences of {length} tokens prefilled at once ({tokens} tokens): "
                  f"MLP intermediates {format_size(inter)} each, hidden states {format_size(hidden)}, a {format_size(mask)} "
@@ -224,7 +224,7 @@ def diffusers_sdxl_vae_decode_4096():
 
 
 def control_trl_grpo_qwen25_7b_backward():
-    """Control (training): TRL 0.16 GRPO on Qwen2.5-7B over 8 H100s, a vLLM 0.7.3 engine on the last
+    """Control (training): TRL 0.15 GRPO on Qwen2.5-7B over 8 H100s, a vLLM 0.7.3 engine on the last
     GPU generating completions, DeepSpeed ZeRO-3 on the other seven. The console is full of vLLM's
     start-up lines; the failure is the policy's first backward: the fp32 log-softmax over 8 x 1024
     tokens of a 152064 vocabulary without gradient checkpointing."""
@@ -241,7 +241,7 @@ def control_trl_grpo_qwen25_7b_backward():
     allocated = sharded + acts + logits16 + 2 * logits32 + gathered
     reserved = allocated + gib(0.35)
     ctx = gib(0.83)
-    msg = torch_oom(logits32, total, allocated, reserved, ctx, torch_version=(2, 5))
+    msg = torch_oom(logits32, total, allocated, reserved, ctx, torch_version=(2, 5), device=3)
     c = Clock(2025, 3, 12, 10, 0, 41)
     log = Log()
     v = lambda lvl, where, s: f"{lvl} {c.vllm_v0()} {where}] {s}"  # noqa: E731
@@ -281,7 +281,7 @@ def control_trl_grpo_qwen25_7b_backward():
     log.extend(tail, prefix="[rank3]: ")
     log.add("  0%|          | 0/1869 [00:52<?, ?it/s]")
     return "control_trl_grpo_qwen25_7b_vllm_first_backward.log", log.text(), dict(
-        engine="vllm", version="trl 0.16.0 + vllm 0.7.3", workload="training", stage="train_backward",
+        engine="vllm", version="trl 0.15.2 + vllm 0.7.3", workload="training", stage="train_backward",
         expected="first_backward", control=True, first_fix_knob="gradient_checkpointing=True",
         physics=(f"Not an engine failure: the vLLM engine on cuda:7 started and generated. Rank 3's first backward holds "
                  f"ZeRO-3 state ({sharded / GiB:.1f} GiB), 28 layers of activations for 8 x 1024 tokens without checkpointing "

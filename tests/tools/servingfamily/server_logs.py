@@ -33,9 +33,13 @@ def sgl_server_args(model, tp, mfs, extra=""):
             f"stream_interval=1, random_seed=571391277, log_level='info'{extra})")
 
 
+def mmss(seconds):
+    return "%02d:%02d" % divmod(seconds, 60)
+
+
 def shards(n, label="Loading safetensors checkpoint shards"):
     return ([f"{label}:   0% Completed | 0/{n} [00:00<?, ?it/s]"] +
-            [f"{label}: {i * 100 // n:3d}% Completed | {i}/{n} [00:{2 * i:02d}<00:{2 * (n - i):02d},  0.50it/s]"
+            [f"{label}: {i * 100 // n:3d}% Completed | {i}/{n} [{mmss(2 * i)}<{mmss(2 * (n - i))},  0.50it/s]"
              for i in (n // 2, n)] + [""])
 
 
@@ -152,7 +156,19 @@ def sglang_llama31_70b_tp4_capture_mem_fraction_098():
                  "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
                  "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n")
     err = f"Exception: Capture cuda graph failed: {msg.split(': ', 1)[1]}\n{solutions}"
-    lines = traceback(scheduler_frames([
+    # The runner raises inside its except block, so the OOM's own traceback comes first.
+    cause = traceback([
+        (f"{SGL}/model_executor/cuda_graph_runner.py", 268, "__init__", "self.capture()"),
+        (f"{SGL}/model_executor/cuda_graph_runner.py", 352, "capture", ") = self.capture_one_batch_size(bs, forward)"),
+        (f"{SGL}/model_executor/cuda_graph_runner.py", 489, "capture_one_batch_size", "run_once()"),
+        (f"{SGL}/model_executor/cuda_graph_runner.py", 476, "run_once", "logits_output = forward(input_ids, forward_batch.positions, forward_batch)"),
+        (f"{TORCH310}/utils/_contextlib.py", 116, "decorate_context", "return func(*args, **kwargs)"),
+        (f"{SGL}/models/llama.py", 452, "forward", "return self.logits_processor("),
+        (f"{TORCH310}/nn/modules/module.py", 1750, "_call_impl", "return forward_call(*args, **kwargs)"),
+        (f"{SGL}/layers/logits_processor.py", 332, "forward", "logits = self._get_logits(pruned_states, lm_head, logits_metadata)"),
+        (f"{SGL}/layers/logits_processor.py", 470, "_get_logits", "logits = logits[:, : self.config.vocab_size].float()"),
+    ], msg)
+    lines = cause + ["", "During handling of the above exception, another exception occurred:", ""] + traceback(scheduler_frames([
         (f"{SGL}/model_executor/model_runner.py", 233, "initialize", "self.init_cuda_graphs()"),
         (f"{SGL}/model_executor/model_runner.py", 1029, "init_cuda_graphs", "self.cuda_graph_runner = CudaGraphRunner(self)"),
         (f"{SGL}/model_executor/cuda_graph_runner.py", 272, "__init__", "raise Exception("),
@@ -307,8 +323,7 @@ def tgi_llama31_8b_l4_prefill_32k():
     c.tick(10)
     log.add(tgi_line(c, "INFO", "shard-manager: " + launcher, "Waiting for shard to be ready... rank=0", 312050))
     c.tick(17)
-    log.add(tgi_line(c, "INFO", launcher, "Using prefill chunking = True", 119883),
-            tgi_line(c, "INFO", launcher, "Server started at unix:///tmp/text-generation-server-0", 120117),
+    log.add(tgi_line(c, "INFO", launcher, "Server started at unix:///tmp/text-generation-server-0", 120117),
             tgi_line(c, "INFO", "shard-manager: " + launcher, "Shard ready in 27.317436502s rank=0", 120544),
             tgi_line(c, "INFO", launcher, "Starting Webserver", 211009),
             tgi_line(c, "INFO", "text_generation_router_v3", "backends/v3/src/lib.rs:125: Warming up model", 239871))

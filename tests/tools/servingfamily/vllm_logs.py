@@ -66,6 +66,33 @@ def v1_engine_config(version, m, max_len, tp=1, eager=False, quant="None", extra
             f"served_model_name={m}, enable_prefix_caching=True, chunked_prefill_enabled=True{extra}")
 
 
+def v05_engine_config(version, m, max_len, prefix_caching=False):
+    return (f"Initializing an LLM engine (v{version}) with config: model='{m.hf_id}', speculative_config=None, "
+            f"tokenizer='{m.hf_id}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+            "rope_scaling=None, rope_theta=None, tokenizer_revision=None, trust_remote_code=False, "
+            f"dtype=torch.bfloat16, max_seq_len={max_len}, download_dir=None, load_format=LoadFormat.AUTO, "
+            "tensor_parallel_size=1, pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, "
+            "enforce_eager=False, kv_cache_dtype=auto, quantization_param_path=None, device_config=cuda, "
+            "decoding_config=DecodingConfig(guided_decoding_backend='outlines'), "
+            f"observability_config=ObservabilityConfig(otlp_traces_endpoint=None), seed=0, served_model_name={m.hf_id}, "
+            f"use_v2_block_manager=False, enable_prefix_caching={prefix_caching})")
+
+
+def v05_api_frames(root):
+    """vllm.entrypoints.openai.api_server in 0.5: the engine is built in the server's process."""
+    return [
+        (f"{root}/vllm/entrypoints/openai/api_server.py", 317, "<module>", "asyncio.run(run_server(args))"),
+        ("/usr/lib/python3.10/asyncio/runners.py", 44, "run", "return loop.run_until_complete(main)"),
+        ("/usr/lib/python3.10/asyncio/base_events.py", 649, "run_until_complete", "return future.result()"),
+        (f"{root}/vllm/entrypoints/openai/api_server.py", 292, "run_server",
+         "async with build_async_engine_client(args) as async_engine_client:"),
+        ("/usr/lib/python3.10/contextlib.py", 199, "__aenter__", "return await anext(self.gen)"),
+        (f"{root}/vllm/entrypoints/openai/api_server.py", 122, "build_async_engine_client",
+         "async_engine_client = AsyncLLMEngine.from_engine_args("),
+        (f"{root}/vllm/engine/async_llm_engine.py", 466, "from_engine_args", "engine = cls("),
+    ]
+
+
 def mp_engine_frames(root, line_offset=0):
     """vllm serve in 0.6: the engine runs in a spawned process (MQLLMEngine)."""
     return [
@@ -465,17 +492,14 @@ def v0_054_llama31_8b_l4_profile_run_64k_no_chunking():
                f"max_model_len={tokens}, enable_prefix_caching=True, enable_chunked_prefill=False, "
                "gpu_memory_utilization=0.9, max_num_seqs=256, max_num_batched_tokens=None, enforce_eager=False)"))
     c.tick(6)
-    log.add(v0(c, "INFO", "llm_engine.py:174", v0_engine_config(version, m, tokens).replace(
-        "enable_prefix_caching=False", "enable_prefix_caching=True")))
+    log.add(v0(c, "INFO", "llm_engine.py:174", v05_engine_config(version, m, tokens, prefix_caching=True)))
     c.tick(2)
     log.add(v0(c, "INFO", "model_runner.py:720", f"Starting to load model {m.hf_id}..."),
             v0(c, "INFO", "weight_utils.py:225", "Using model weights format ['*.safetensors']"))
     log.extend(shards(4, 0.68))
     c.tick(7)
     log.add(v0(c, "INFO", "model_runner.py:732", f"Loading model weights took {weights / GiB:.4f} GB"))
-    err_frames = [
-        (f"{PY310}/vllm/entrypoints/openai/api_server.py", 317, "<module>", "run_server(args)"),
-        (f"{PY310}/vllm/engine/async_llm_engine.py", 466, "from_engine_args", "engine = cls("),
+    err_frames = v05_api_frames(PY310) + [
         (f"{PY310}/vllm/engine/async_llm_engine.py", 380, "__init__", "self.engine = self._init_engine(*args, **kwargs)"),
         (f"{PY310}/vllm/engine/async_llm_engine.py", 547, "_init_engine", "return engine_class(*args, **kwargs)"),
         (f"{PY310}/vllm/engine/llm_engine.py", 265, "__init__", "self._initialize_kv_caches()"),
@@ -557,7 +581,6 @@ def v0_064_qwen25_7b_capture_util_098():
             v0(c, "INFO", "gpu_executor.py:117", f"Maximum concurrency for 8192 tokens per request: {blocks * 16 / 8192:.2f}x"))
     c.tick(3)
     log.add(v0(c, "INFO", "model_runner.py:1400", V0_CAPTURE), v0(c, "INFO", "model_runner.py:1404", V0_CAPTURE_HINT))
-    log.add("Capturing CUDA graph shapes:  49%|████▉     | 17/35 [00:05<00:05,  3.18it/s]")
     log.add("Process SpawnProcess-1:")
     log.extend(traceback(mp_engine_frames(PY312) + [
         (f"{PY312}/vllm/engine/llm_engine.py", 350, "__init__", "self._initialize_kv_caches()"),
@@ -594,7 +617,7 @@ def v0_064_qwen25_7b_capture_util_098():
                  f"and a {kv_alloc / GiB:.2f} GiB KV cache; the decode graphs captured afterwards grew their private pool to "
                  f"{pool_reserved / GiB:.2f} GiB by batch 136 and its {format_size(allocation_size(request))} gate_up output "
                  "no longer fits. Eager mode captures nothing; --gpu-memory-utilization 0.9 also leaves room."),
-        noise=["tqdm capture bar", "secondary exception"])
+        noise=["secondary exception", "API server traceback"])
 
 
 def v1_092_qwen25_72b_awq_tp2_l40s_capture():
@@ -751,11 +774,9 @@ def v0_054_llama3_70b_single_h100_capacity():
             v0(c, "INFO", "api_server.py:340", f"args: Namespace(host=None, port=8000, model='{m.hf_id}', "
                "tensor_parallel_size=1, max_model_len=8192, gpu_memory_utilization=0.9)"))
     c.tick(5)
-    log.add(v0(c, "INFO", "llm_engine.py:174", v0_engine_config(version, m, 8192)),
+    log.add(v0(c, "INFO", "llm_engine.py:174", v05_engine_config(version, m, 8192)),
             v0(c, "INFO", "model_runner.py:720", f"Starting to load model {m.hf_id}..."))
-    log.extend(traceback([
-        (f"{PY310}/vllm/entrypoints/openai/api_server.py", 317, "<module>", "run_server(args)"),
-        (f"{PY310}/vllm/engine/async_llm_engine.py", 466, "from_engine_args", "engine = cls("),
+    log.extend(traceback(v05_api_frames(PY310) + [
         (f"{PY310}/vllm/engine/async_llm_engine.py", 380, "__init__", "self.engine = self._init_engine(*args, **kwargs)"),
         (f"{PY310}/vllm/engine/async_llm_engine.py", 547, "_init_engine", "return engine_class(*args, **kwargs)"),
         (f"{PY310}/vllm/engine/llm_engine.py", 251, "__init__", "self.model_executor = executor_class("),
