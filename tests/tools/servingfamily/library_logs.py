@@ -137,7 +137,7 @@ def diffusers_sdxl_to_cuda_beside_comfyui():
     ] + diffusers_module_to(DOCKER), msg))
     log.add("root@render-02:/workspace/app# nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
             "pid, process_name, used_gpu_memory [MiB]",
-            f"48211, python3 main.py --listen 0.0.0.0 --port 8188, {other // MiB} MiB")
+            f"48211, /opt/ComfyUI/.venv/bin/python, {other // MiB} MiB")
     return "diffusers_sdxl_pipe_to_cuda_beside_comfyui.log", log.text(), dict(
         engine="diffusers", version="diffusers 0.30.3", stage="load_weights", expected="other_process",
         first_fix_knob="enable_sequential_cpu_offload()",
