@@ -2,10 +2,10 @@
 
 #include "core/diagnosis/diagnosistext.h"
 #include "core/presentation/cardreconciliation.h"
-#include "core/serving/servingtext.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
+#include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
 #include "core/units.h"
 

@@ -1,14 +1,14 @@
 #include "views/overviewpage.h"
 
 #include "core/presentation/cardreconciliation.h"
-#include "core/serving/servingfixes.h"
-#include "core/serving/servingtext.h"
-#include "core/units.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/presentation/tracehistory.h"
+#include "core/serving/servingfixes.h"
+#include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
+#include "core/units.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/models/inputsmodel.h"
@@ -460,8 +460,8 @@ void OverviewPage::addServing(const LoadedCase& loaded)
     QStringList settings;
     for (const ServingSetting& setting : view.run.settings) {
         if (view.run.setting(setting.key) == &setting)
-            settings << toQString(setting.key + " " + settingText(setting.value) + " (line "
-                + std::to_string(setting.source.line) + ")")
+            settings << toQString(
+                setting.key + " " + settingText(setting.value) + " (line " + std::to_string(setting.source.line) + ")")
                             .toHtmlEscaped();
     }
     if (!settings.isEmpty())

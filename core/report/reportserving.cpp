@@ -8,7 +8,6 @@
 
 namespace oomlens::report::sections {
 
-
 // The inference run: the engine, the card as the engine split it, the settings it printed.
 void serving(HtmlWriter& html, const ReportContext& context)
 {
@@ -16,9 +15,12 @@ void serving(HtmlWriter& html, const ReportContext& context)
         return;
     const ServingView& view = *context.analysis.serving;
     html.beginSection("serving", "The inference engine's budget");
-    html.element("p", servingWorkloadLine(view) + ". Named by " + (view.run.engineEvidence.line > 0 ? view.run.engineEvidence.cite() : view.run.engineEvidence.text));
+    html.element("p",
+        servingWorkloadLine(view) + ". Named by "
+            + (view.run.engineEvidence.line > 0 ? view.run.engineEvidence.cite() : view.run.engineEvidence.text));
     if (!view.rows.empty()) {
-        html.raw("<table class=\"card-reconciliation\">\n<tr><th>figure</th><th class=\"num\">bytes</th><th>from</th></tr>\n");
+        html.raw("<table class=\"card-reconciliation\">\n<tr><th>figure</th><th "
+                 "class=\"num\">bytes</th><th>from</th></tr>\n");
         for (const ServingBudgetRow& row : view.rows) {
             html.raw("<tr>");
             html.element("td", row.label);

@@ -123,21 +123,25 @@ std::string summaryFor(DiagnosisId id, const ServingView& view)
     const std::string engine = view.engineText();
     switch (id) {
     case DiagnosisId::KvCacheBudget:
-        return engine + " cannot give its KV cache what it was asked to serve: what its memory share leaves after the "
-                        "weights and the profile run's peak holds fewer tokens than one request of the longest context.";
+        return engine
+            + " cannot give its KV cache what it was asked to serve: what its memory share leaves after the "
+              "weights and the profile run's peak holds fewer tokens than one request of the longest context.";
     case DiagnosisId::EngineBatch:
-        return engine + " ran out while pushing its largest batch through the model (warm-up, prefill or the profile "
-                        "run): too many sequences or tokens at once for what the weights and the cache leave.";
+        return engine
+            + " ran out while pushing its largest batch through the model (warm-up, prefill or the profile "
+              "run): too many sequences or tokens at once for what the weights and the cache leave.";
     case DiagnosisId::GraphCapture:
         return engine + " ran out while capturing CUDA graphs, after the KV cache had taken its share of the card.";
     case DiagnosisId::OtherProcess:
-        return engine + " found less free memory at start-up than its memory share asks for: something else holds "
-                        "the card.";
+        return engine
+            + " found less free memory at start-up than its memory share asks for: something else holds "
+              "the card.";
     case DiagnosisId::Capacity:
         return engine + " cannot hold the model's weights at this precision on this many GPUs.";
     case DiagnosisId::LargeAllocation:
-        return engine + " ran out in a step while serving: one batch's attention, activations or logits needed more "
-                        "than the profile run measured and the cache left.";
+        return engine
+            + " ran out in a step while serving: one batch's attention, activations or logits needed more "
+              "than the profile run measured and the cache left.";
     default:
         return engine + " ran out of memory.";
     }
@@ -150,7 +154,9 @@ Diagnosis engineDiagnosis(const EngineCause& cause, const ServingView& view, boo
     Diagnosis d = makeDiagnosis(cause.id, confidence, summaryFor(cause.id, view));
     if (cause.id == DiagnosisId::Capacity)
         d.title = "The model's weights do not fit on the card";
-    d.evidence.push_back({ "the engine: " + view.engineText() + " (" + (view.run.engineEvidence.line > 0 ? view.run.engineEvidence.cite() : view.run.engineEvidence.text) + ")", {} });
+    d.evidence.push_back({ "the engine: " + view.engineText() + " ("
+            + (view.run.engineEvidence.line > 0 ? view.run.engineEvidence.cite() : view.run.engineEvidence.text) + ")",
+        {} });
     if (view.run.failureLine)
         d.evidence.push_back({ "where it failed: " + view.run.failureLine->cite(), {} });
     if (!view.rows.empty()) {
@@ -171,10 +177,9 @@ Diagnosis engineDiagnosis(const EngineCause& cause, const ServingView& view, boo
     if (!seen.empty())
         d.evidence.push_back({ "settings the log shows: " + seen, {} });
     if (view.kvBytesPerToken)
-        d.evidence.push_back(
-            { "the KV cache takes " + formatBytes(static_cast<uint64_t>(*view.kvBytesPerToken)) + " per token, from "
-                    + view.kvBytesPerTokenSource,
-                {} });
+        d.evidence.push_back({ "the KV cache takes " + formatBytes(static_cast<uint64_t>(*view.kvBytesPerToken))
+                + " per token, from " + view.kvBytesPerTokenSource,
+            {} });
     return d;
 }
 
@@ -192,7 +197,8 @@ void swapLadder(Diagnosis& d, const ServingView& view, std::optional<uint64_t> r
     for (Fix& fix : ladder)
         d.fixes.push_back(std::move(fix));
     for (Fix& fix : kept) {
-        const bool present = std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.kind == fix.kind; });
+        const bool present
+            = std::any_of(d.fixes.begin(), d.fixes.end(), [&](const Fix& f) { return f.kind == fix.kind; });
         if (!present)
             d.fixes.push_back(std::move(fix));
     }

@@ -19,7 +19,8 @@ std::vector<Fix> engineRungs(const Figures& f, std::initializer_list<Rung> rungs
     std::vector<Fix> fixes;
     for (const Rung rung : rungs) {
         std::optional<Fix> fix = rung(f);
-        const bool present = fix && std::any_of(fixes.begin(), fixes.end(), [&](const Fix& g) { return g.kind == fix->kind; });
+        const bool present
+            = fix && std::any_of(fixes.begin(), fixes.end(), [&](const Fix& g) { return g.kind == fix->kind; });
         if (fix && !present)
             fixes.push_back(std::move(*fix));
     }
@@ -33,14 +34,16 @@ std::vector<Fix> engineLadder(DiagnosisId cause, const Figures& f)
     case DiagnosisId::KvCacheBudget:
         if (f.failure == ServingFailure::ContextExceedsCache)
             return engineRungs(f, { shorterContext, largerShare, fp8Cache, quantizedWeights, moreGpus, cpuOffload });
-        return engineRungs(
-            f, { largerShare, fewerBatchedTokens, shorterContext, eagerMode, fp8Cache, quantizedWeights, moreGpus, cpuOffload });
+        return engineRungs(f,
+            { largerShare, fewerBatchedTokens, shorterContext, eagerMode, fp8Cache, quantizedWeights, moreGpus,
+                cpuOffload });
     case DiagnosisId::EngineBatch:
         if (f.failure == ServingFailure::SamplerWarmup)
             return engineRungs(f, { fewerSequences, smallerShare, fewerBatchedTokens, quantizedWeights, moreGpus });
         if (f.multimodalProfile)
             return engineRungs(f, { fewerSequences, fewerBatchedTokens, shorterContext, quantizedWeights, moreGpus });
-        return engineRungs(f, { fewerBatchedTokens, fewerSequences, shorterContext, quantizedWeights, moreGpus, cpuOffload });
+        return engineRungs(
+            f, { fewerBatchedTokens, fewerSequences, shorterContext, quantizedWeights, moreGpus, cpuOffload });
     case DiagnosisId::GraphCapture:
         return engineRungs(f, { smallerShare, eagerMode, fewerGraphSizes, fewerSequences });
     case DiagnosisId::OtherProcess:
@@ -50,8 +53,9 @@ std::vector<Fix> engineLadder(DiagnosisId cause, const Figures& f)
     case DiagnosisId::LargeAllocation:
         return engineRungs(f, { smallerShare, fewerBatchedTokens, shorterContext, fewerSequences });
     default:
-        return engineRungs(f, { fewerSequences, fewerBatchedTokens, shorterContext, smallerShare, eagerMode, fp8Cache,
-                                  quantizedWeights, moreGpus, cpuOffload });
+        return engineRungs(f,
+            { fewerSequences, fewerBatchedTokens, shorterContext, smallerShare, eagerMode, fp8Cache, quantizedWeights,
+                moreGpus, cpuOffload });
     }
 }
 

@@ -26,13 +26,16 @@ json servingToJson(const CaseAnalysis& analysis)
     const ServingRun& run = view.run;
     json settings = json::array();
     for (const ServingSetting& setting : run.settings)
-        settings.push_back({ { "key", setting.key }, { "value", setting.value }, { "source", lineToJson(setting.source) } });
+        settings.push_back(
+            { { "key", setting.key }, { "value", setting.value }, { "source", lineToJson(setting.source) } });
     json figures = json::array();
     for (const ServingFigure& figure : run.figures)
-        figures.push_back({ { "key", figure.key }, { "bytes", figure.bytes }, { "source", lineToJson(figure.source) } });
+        figures.push_back(
+            { { "key", figure.key }, { "bytes", figure.bytes }, { "source", lineToJson(figure.source) } });
     json budget = json::array();
     for (const ServingBudgetRow& row : view.rows)
-        budget.push_back({ { "key", row.key }, { "label", row.label }, { "bytes", row.bytes }, { "source", row.source } });
+        budget.push_back(
+            { { "key", row.key }, { "label", row.label }, { "bytes", row.bytes }, { "source", row.source } });
     return json { { "workload", "inference" }, { "engine", servingEngineName(run.engine) },
         { "engine_label", servingEngineLabel(run.engine) }, { "engine_source", lineToJson(run.engineEvidence) },
         { "version", run.version.empty() ? json(nullptr) : json(run.version) },

@@ -102,7 +102,8 @@ std::string pythonValue(const KnobSpelling& entry, const std::string& value)
 {
     if (!entry.takesValue)
         return "True";
-    const bool number = !value.empty() && (std::isdigit(static_cast<unsigned char>(value.front())) || value.front() == '[');
+    const bool number
+        = !value.empty() && (std::isdigit(static_cast<unsigned char>(value.front())) || value.front() == '[');
     return number ? value : "\"" + value + "\"";
 }
 
@@ -113,22 +114,24 @@ std::optional<std::string> knobSnippet(ServingEngine engine, ServingKnob knob, c
     const KnobSpelling* entry = spelling(engine, knob);
     if (!entry || (entry->flag.empty() && entry->argument.empty()))
         return std::nullopt;
-    const std::string flag = entry->flag.empty() ? std::string()
-                                                 : std::string(entry->flag) + (entry->takesValue ? " " + value : "");
+    const std::string flag
+        = entry->flag.empty() ? std::string() : std::string(entry->flag) + (entry->takesValue ? " " + value : "");
     switch (engine) {
     case ServingEngine::Vllm:
         return "vllm serve MODEL " + flag + "\n# or in Python: LLM(model=MODEL, " + std::string(entry->argument) + "="
             + pythonValue(*entry, value) + ")";
     case ServingEngine::Sglang:
-        return "python -m sglang.launch_server --model-path MODEL " + flag + "\n# or in Python: sglang.Engine(model_path=MODEL, "
-            + std::string(entry->argument) + "=" + pythonValue(*entry, value) + ")";
+        return "python -m sglang.launch_server --model-path MODEL " + flag
+            + "\n# or in Python: sglang.Engine(model_path=MODEL, " + std::string(entry->argument) + "="
+            + pythonValue(*entry, value) + ")";
     case ServingEngine::Tgi:
         return "text-generation-launcher --model-id MODEL " + flag;
     case ServingEngine::TensorRtLlm:
         if (entry->flag.empty())
             return "KvCacheConfig(" + std::string(entry->argument) + "=" + value + ")";
         if (knob == ServingKnob::KvCacheFp8 || knob == ServingKnob::QuantizedWeights)
-            return "python quantize.py --model_dir MODEL " + flag + " --output_dir CKPT\ntrtllm-build --checkpoint_dir CKPT";
+            return "python quantize.py --model_dir MODEL " + flag
+                + " --output_dir CKPT\ntrtllm-build --checkpoint_dir CKPT";
         return "trtllm-build --checkpoint_dir CKPT " + flag;
     case ServingEngine::HfGenerate:
     case ServingEngine::Diffusers:

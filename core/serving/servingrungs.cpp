@@ -232,13 +232,15 @@ std::optional<Fix> largerShare(const Figures& f)
             + bytesText(*shortfall) + " (one request of full length included where the log gives its size), so "
             + fraction(wanted) + " would hold it";
         if (f.free && wanted * *f.card > *f.free)
-            detail += ", but only " + bytesText(*f.free) + " is free on the card: free it first, or take the rungs below";
+            detail
+                += ", but only " + bytesText(*f.free) + " is free on the card: free it first, or take the rungs below";
         else if (wanted > 0.98)
             detail += ", which leaves too little for the CUDA context, the sampler and graphs: take the rungs below";
         else
             detail += ", as long as nothing else uses the card";
-        auto fix = knobRung(f, FixKind::EngineMemoryFraction, ServingKnob::MemoryShare, fraction(std::min(wanted, 0.98)),
-            "Give the engine more of the card: " + name + " " + fraction(std::min(wanted, 0.98)), detail + ".");
+        auto fix
+            = knobRung(f, FixKind::EngineMemoryFraction, ServingKnob::MemoryShare, fraction(std::min(wanted, 0.98)),
+                "Give the engine more of the card: " + name + " " + fraction(std::min(wanted, 0.98)), detail + ".");
         if (fix)
             fix->projectedSavingBytes = static_cast<int64_t>(*shortfall);
         return fix;
@@ -287,7 +289,8 @@ std::optional<Fix> smallerShare(const Figures& f)
     }
     const double to = std::max(0.05, from - step);
     why += "): " + fraction(to) + " leaves ";
-    why += f.card ? bytesText((from - to) * *f.card) + " more of the card outside the cache." : "more of the card outside the cache.";
+    why += f.card ? bytesText((from - to) * *f.card) + " more of the card outside the cache."
+                  : "more of the card outside the cache.";
     auto fix = knobRung(f, FixKind::EngineMemoryFraction, ServingKnob::MemoryShare, fraction(to),
         "Leave more of the card outside the cache: " + name + " " + fraction(to), why);
     if (fix && f.card)
@@ -310,8 +313,8 @@ std::optional<Fix> eagerMode(const Figures& f)
 std::optional<Fix> fewerGraphSizes(const Figures& f)
 {
     const std::string value = f.engine == ServingEngine::Sglang ? "32"
-        : f.engine == ServingEngine::Tgi                       ? "1,2,4,8,16,32"
-                                                               : "1 2 4 8 16 32";
+        : f.engine == ServingEngine::Tgi                        ? "1,2,4,8,16,32"
+                                                                : "1 2 4 8 16 32";
     return knobRung(f, FixKind::FewerGraphShapes, ServingKnob::CaptureSizes, value,
         "Capture graphs for fewer batch sizes (" + knobName(f.engine, ServingKnob::CaptureSizes) + ")",
         "Every captured batch size keeps its own graph; the largest sizes hold the most. Batches above the largest "
@@ -324,8 +327,10 @@ std::optional<Fix> fp8Cache(const Figures& f)
     if (f.cacheTokens && *f.cacheTokens > 0)
         detail += ": " + tokensText(*f.cacheTokens) + " tokens become about " + tokensText(2 * *f.cacheTokens);
     detail += ". It changes the attention's numerics slightly.";
-    const std::string value = f.engine == ServingEngine::Vllm || f.engine == ServingEngine::TensorRtLlm ? "fp8" : "fp8_e5m2";
-    return knobRung(f, FixKind::EngineKvCacheDtype, ServingKnob::KvCacheFp8, value, "Store the KV cache in fp8", detail, true);
+    const std::string value
+        = f.engine == ServingEngine::Vllm || f.engine == ServingEngine::TensorRtLlm ? "fp8" : "fp8_e5m2";
+    return knobRung(
+        f, FixKind::EngineKvCacheDtype, ServingKnob::KvCacheFp8, value, "Store the KV cache in fp8", detail, true);
 }
 
 std::optional<Fix> quantizedWeights(const Figures& f)
@@ -346,8 +351,8 @@ std::optional<Fix> moreGpus(const Figures& f)
     const double to = f.tensorParallel * 2;
     std::string detail = "Tensor parallelism over " + integer(to) + " GPUs splits the weights and the KV heads";
     if (f.weights && *f.weights > 0)
-        detail += ": each GPU holds about " + bytesText(*f.weights / 2)
-            + " of weights instead of " + bytesText(*f.weights);
+        detail += ": each GPU holds about " + bytesText(*f.weights / 2) + " of weights instead of "
+            + bytesText(*f.weights);
     auto fix = knobRung(f, FixKind::EngineTensorParallel, ServingKnob::TensorParallel, integer(to),
         "Split the model over more GPUs: tensor parallel " + integer(to), detail + ".");
     if (fix && f.weights && *f.weights > 0)

@@ -34,7 +34,10 @@ std::string servingToText(const CaseAnalysis& analysis)
         return {};
     const ServingView& view = *analysis.serving;
     std::ostringstream out;
-    out << '\n' << servingWorkloadLine(view) << " (" << shortened(view.run.engineEvidence.line > 0 ? view.run.engineEvidence.cite() : view.run.engineEvidence.text) << ")\n";
+    out << '\n'
+        << servingWorkloadLine(view) << " ("
+        << shortened(view.run.engineEvidence.line > 0 ? view.run.engineEvidence.cite() : view.run.engineEvidence.text)
+        << ")\n";
     if (view.run.versionEvidence)
         out << "  version from " << shortened(view.run.versionEvidence->cite()) << '\n';
     if (!view.rows.empty()) {
@@ -49,7 +52,8 @@ std::string servingToText(const CaseAnalysis& analysis)
         for (const ServingSetting& setting : view.run.settings) {
             if (view.run.setting(setting.key) != &setting)
                 continue; // a later line set it again
-            out << separator << setting.key << ' ' << settingText(setting.value) << " (line " << setting.source.line << ')';
+            out << separator << setting.key << ' ' << settingText(setting.value) << " (line " << setting.source.line
+                << ')';
             separator = ", ";
         }
         out << '\n';

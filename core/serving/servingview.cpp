@@ -59,16 +59,15 @@ void addRows(ServingView& view)
         if (const ServingFigure* figure = view.run.figure(label.key))
             addRow(view, label.key, label.label, figure->bytes, figure->source.cite());
         else if (label.key == "budget" && utilization && view.cardTotalBytes)
-            addRow(view, "budget", label.label,
-                std::llround(*utilization * static_cast<double>(*view.cardTotalBytes)),
+            addRow(view, "budget", label.label, std::llround(*utilization * static_cast<double>(*view.cardTotalBytes)),
                 "derived: gpu_memory_utilization " + formatRatio(*utilization, 2) + " x the card");
     }
     // What the engine's share leaves to everything else on the card: other processes, the
     // sampler's and a step's memory beyond what the profile run saw.
     const ServingBudgetRow* share = view.row("budget");
     if (share && view.cardTotalBytes && !view.row("left"))
-        addRow(view, "left", "Left outside the engine's share", static_cast<int64_t>(*view.cardTotalBytes) - share->bytes,
-            "derived: the card - the engine's share");
+        addRow(view, "left", "Left outside the engine's share",
+            static_cast<int64_t>(*view.cardTotalBytes) - share->bytes, "derived: the card - the engine's share");
 }
 
 // The log's own figures first (the cache it allocated over the tokens it holds), else the

@@ -17,7 +17,8 @@ struct FailureText
 
 constexpr std::array<FailureText, 10> failureTexts { {
     // vLLM: scheduler/worker check of max_model_len against the cache (V0 worker.py, V1 kv_cache_utils.py).
-    { "is larger than the maximum number of tokens that can be stored in KV cache", ServingFailure::ContextExceedsCache },
+    { "is larger than the maximum number of tokens that can be stored in KV cache",
+        ServingFailure::ContextExceedsCache },
     { "No available memory for the cache blocks", ServingFailure::NoCacheBlocks },
     // SGLang's model runner: the pool's profiled token count is zero or less.
     { "Not enough memory. Please try to increase --mem-fraction-static", ServingFailure::NoCacheBlocks },
@@ -107,7 +108,8 @@ constexpr std::array<ProgressStage, 5> progressStages { {
 
 bool looksLikeError(std::string_view raw)
 {
-    return contains(raw, "ERROR") || contains(raw, "Error") || contains(raw, "Traceback") || contains(raw, "out of memory");
+    return contains(raw, "ERROR") || contains(raw, "Error") || contains(raw, "Traceback")
+        || contains(raw, "out of memory");
 }
 
 bool openStageFailure(const std::vector<RawLine>& lines, ServingRun& run)

@@ -335,8 +335,8 @@ std::optional<int64_t> bytesAt(std::string_view text, size_t pos, size_t* end)
     while (after < text.size() && text[after] == ' ')
         ++after;
     size_t unitEnd = after;
-    while (unitEnd < text.size() && ((text[unitEnd] >= 'a' && text[unitEnd] <= 'z')
-                                        || (text[unitEnd] >= 'A' && text[unitEnd] <= 'Z')))
+    while (unitEnd < text.size()
+        && ((text[unitEnd] >= 'a' && text[unitEnd] <= 'z') || (text[unitEnd] >= 'A' && text[unitEnd] <= 'Z')))
         ++unitEnd;
     const uint64_t unit = unitMultiplier(text.substr(after, unitEnd - after));
     if (unit == 0 || std::abs(*value) > 1e6)
@@ -372,10 +372,11 @@ void readFigures(const std::vector<RawLine>& lines, ServingRun& run)
     bool v1 = false;
     bool v0 = false;
     for (const RawLine& line : lines) {
-        v1 = v1 || contains(line.raw, "vllm/v1/") || contains(line.raw, "(EngineCore") || contains(line.raw, "(VllmWorker rank=")
-            || contains(line.raw, "V1 LLM engine");
-        v0 = v0 || contains(line.raw, "vllm/worker/") || contains(line.raw, "vllm/engine/") || contains(line.raw, "VllmWorkerProcess")
-            || contains(line.raw, "V0 LLM engine") || contains(line.raw, "# cuda blocks:");
+        v1 = v1 || contains(line.raw, "vllm/v1/") || contains(line.raw, "(EngineCore")
+            || contains(line.raw, "(VllmWorker rank=") || contains(line.raw, "V1 LLM engine");
+        v0 = v0 || contains(line.raw, "vllm/worker/") || contains(line.raw, "vllm/engine/")
+            || contains(line.raw, "VllmWorkerProcess") || contains(line.raw, "V0 LLM engine")
+            || contains(line.raw, "# cuda blocks:");
         readSettingNames(line, run);
         switch (run.engine) {
         case ServingEngine::Vllm:
