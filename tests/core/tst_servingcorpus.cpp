@@ -126,7 +126,8 @@ private Q_SLOTS:
             QCOMPARE(outcome.top, cause);
         if (!engineShown && !outcome.trainingFixes.empty())
             QEXPECT_FAIL("", textWithoutEngine().at(id), Continue);
-        QVERIFY2(outcome.trainingFixes.empty(), ("training rung offered: " + outcome.trainingFixes.front()).c_str());
+        const std::string offered = outcome.trainingFixes.empty() ? std::string() : outcome.trainingFixes.front();
+        QVERIFY2(outcome.trainingFixes.empty(), ("training rung offered: " + offered).c_str());
     }
 
     // The score the rows add up to, printed for the record.
