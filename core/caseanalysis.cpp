@@ -7,6 +7,7 @@
 #include "core/diagnosis/ranking.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
+#include "core/serving/servingdiagnosis.h"
 
 #include <algorithm>
 
@@ -59,6 +60,7 @@ void diagnoseCase(const Case& input, CaseAnalysis& result)
     result.diagnoses.clear();
     result.headroom.clear();
     result.links.clear();
+    result.serving.reset();
     const TextFindings& text = input.text;
     const bool expandableInText = !expandableSegmentsSource(text).empty();
     const bool asyncInText
@@ -168,6 +170,7 @@ void diagnoseCase(const Case& input, CaseAnalysis& result)
             textOnly.push_back(std::move(diagnosis)); // another run's message: keep it, weakened
     }
     mergeDiagnoses(result.diagnoses, std::move(textOnly), 0.6);
+    diagnoseServing(input, result, haveMeasured);
     rankDiagnoses(result.diagnoses);
 }
 

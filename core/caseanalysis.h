@@ -3,6 +3,7 @@
 #include "core/analysis/snapshotanalysis.h"
 #include "core/case.h"
 #include "core/diagnosis.h"
+#include "core/serving/servingview.h"
 
 #include <optional>
 #include <string>
@@ -33,6 +34,9 @@ struct CaseAnalysis
     // How the inputs fit together: which message is which oom event, and where they disagree
     // (another device, another run).
     std::vector<std::string> links;
+    // The inference run the inputs show (engine, version, its budget and settings); nothing for
+    // training and for inputs that show no engine. core/serving/servingdiagnosis.h.
+    std::optional<ServingView> serving;
 };
 
 CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options = {});

@@ -7,6 +7,7 @@
 #include "core/presentation/pinnedhostjson.h"
 #include "core/presentation/privatepoolsjson.h"
 #include "core/profilertimelinejson.h"
+#include "core/serving/servingjson.h"
 #include "core/snapshotbackend.h"
 
 #include <algorithm>
@@ -269,6 +270,7 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     document["allocation_annotations"] = allocationAnnotationsToJson(analysis);
     // Ranks whose own "[rankN]:" lines hold an OOM message, the failing rank first.
     document["failed_ranks"] = input.text.failedRanks;
+    document["serving"] = servingToJson(analysis);
     return document;
 }
 

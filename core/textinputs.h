@@ -3,6 +3,7 @@
 #include "core/backend.h"
 #include "core/oomtemplate.h"
 #include "core/phase.h"
+#include "core/serving/servingrun.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -288,10 +289,13 @@ struct TextFindings
     // else the first message printed), the others ascending; empty without rank prefixes.
     std::vector<int> failedRanks;
     std::vector<HostMemoryKill> hostKills; // host RAM exhausted: OOM-killer lines, "Killed", exit 137
+    // The inference engine the text shows serving or generating (servingrun.h); the first text's
+    // when several show one.
+    std::optional<ServingRun> serving;
     bool empty() const
     {
         return oomMessages.empty() && summaries.empty() && nvidiaSmi.empty() && allocConfs.empty() && tracebacks.empty()
-            && hostKills.empty();
+            && hostKills.empty() && !serving;
     }
     // The phase the texts say the failure happened in: the first OOM message's (or its
     // traceback's), else the first bare traceback's; Unknown when none says.

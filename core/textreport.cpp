@@ -5,6 +5,7 @@
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/tracehistory.h"
+#include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
 #include "core/units.h"
 
@@ -199,6 +200,7 @@ std::string caseToText(const Case& input, const CaseAnalysis& analysis)
     writeInputs(out, input);
     writeMessages(out, input);
     writeCard(out, input, analysis);
+    out << servingToText(analysis);
     writeSnapshots(out, input, analysis);
     writeProfilerTimelines(out, input);
     writeDiagnoses(out, analysis);

@@ -137,6 +137,8 @@ void appendFindings(TextFindings& into, TextFindings&& from)
     append(into.launcherRanks, from.launcherRanks);
     append(into.failedRanks, from.failedRanks);
     append(into.hostKills, from.hostKills);
+    if (!into.serving)
+        into.serving = std::move(from.serving);
 }
 
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)

@@ -6,7 +6,10 @@
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
 #include "core/presentation/tracehistory.h"
+#include "core/serving/servingfixes.h"
+#include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
+#include "core/units.h"
 #include "views/categorycolors.h"
 #include "views/diagnosiscard.h"
 #include "views/models/inputsmodel.h"
@@ -137,6 +140,7 @@ void OverviewPage::setCase(LoadedCasePtr loaded)
         addSummaries(*m_case);
         addProcesses(*m_case);
         addCard(*m_case);
+        addServing(*m_case);
         addAllocatorSettings(*m_case);
         addSnapshots(*m_case);
         addInputs(*m_case);
@@ -595,6 +599,33 @@ void OverviewPage::addCard(const LoadedCase& loaded)
 
 // The OOM message's figures beside the snapshot's at its oom event: a row each, with the two
 // numbers and whether they tell the same moment.
+// The inference engine's budget as it split the card, and the settings it printed: the same rows
+// as the text output and the report (core/serving/servingview.h).
+void OverviewPage::addServing(const LoadedCase& loaded)
+{
+    if (!loaded.analysis.serving)
+        return;
+    const ServingView& view = *loaded.analysis.serving;
+    addHeading(QStringLiteral("The inference engine's budget: %1").arg(toQString(view.engineText()).toHtmlEscaped()));
+    QString html = toQString(servingWorkloadLine(view)).toHtmlEscaped() + QStringLiteral("<table>");
+    for (const ServingBudgetRow& row : view.rows) {
+        html += QStringLiteral("<tr><td>%1</td><td align='right'><b>%2</b></td><td style='color:gray'>%3</td></tr>")
+                    .arg(toQString(row.label).toHtmlEscaped(), toQString(signedBytesText(row.bytes)).toHtmlEscaped(),
+                        toQString(row.source).toHtmlEscaped());
+    }
+    html += QStringLiteral("</table>");
+    QStringList settings;
+    for (const ServingSetting& setting : view.run.settings) {
+        if (view.run.setting(setting.key) == &setting)
+            settings << toQString(
+                setting.key + " " + settingText(setting.value) + " (line " + std::to_string(setting.source.line) + ")")
+                            .toHtmlEscaped();
+    }
+    if (!settings.isEmpty())
+        html += QStringLiteral("Settings seen: ") + settings.join(QStringLiteral(", "));
+    addLabel(html, true)->setObjectName(QStringLiteral("servingBudget"));
+}
+
 void OverviewPage::addOomChecks(const CardReconciliation& card, QWidget* section, QVBoxLayout* layout)
 {
     if (card.oomChecks.empty())

@@ -49,6 +49,7 @@ private:
     void addSummaries(const LoadedCase& loaded);
     void addProcesses(const LoadedCase& loaded);
     void addCard(const LoadedCase& loaded);
+    void addServing(const LoadedCase& loaded);
     void addOomChecks(const CardReconciliation& card, QWidget* section, QVBoxLayout* layout);
     void addAllocatorSettings(const LoadedCase& loaded);
     void addSnapshots(const LoadedCase& loaded);

@@ -37,6 +37,12 @@ std::string diagnosisSummary(const Json& document)
         text += ": " + top["summary"].get<std::string>();
     if (top.contains("fixes") && !top["fixes"].empty())
         text += "\nFirst fix: " + top["fixes"].front().value("title", std::string());
+    if (document.contains("serving") && document["serving"].is_object()) {
+        const Json& serving = document["serving"];
+        text += "\nWorkload: inference, " + serving.value("engine_label", std::string());
+        if (serving.contains("version") && serving["version"].is_string())
+            text += " " + serving["version"].get<std::string>();
+    }
     if (document.contains("job") && document["job"].is_object() && document["job"].contains("failing_rank")
         && !document["job"]["failing_rank"].is_null())
         text += "\nJob: rank " + document["job"]["failing_rank"].dump() + " failed first.";

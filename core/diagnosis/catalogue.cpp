@@ -29,6 +29,8 @@ constexpr Entry entries[] = {
     { DiagnosisId::CommunicationBuffers, "Collectives' buffers are kept beyond need" },
     { DiagnosisId::GraphCapture, "CUDA graph capture holds memory eager execution would reuse" },
     { DiagnosisId::ColocatedEngine, "Training and an inference engine do not both fit on the GPU" },
+    { DiagnosisId::KvCacheBudget, "The engine's KV cache cannot hold what it was asked to serve" },
+    { DiagnosisId::EngineBatch, "Too many tokens in flight at once for the engine's budget" },
     // Not a cause but the honest fallback when no rule above is supported by the evidence.
     { DiagnosisId::WorkingSet, "Live tensors filled what this process could hold" },
 };

@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<DiagnosisId, 16> diagnosisIdNames { {
+constexpr NameTable<DiagnosisId, 18> diagnosisIdNames { {
     { DiagnosisId::Fragmentation, "fragmentation" },
     { DiagnosisId::FirstBackward, "first_backward" },
     { DiagnosisId::OptimizerStep2, "optimizer_step2" },
@@ -22,6 +22,8 @@ constexpr NameTable<DiagnosisId, 16> diagnosisIdNames { {
     { DiagnosisId::CommunicationBuffers, "communication_buffers" },
     { DiagnosisId::GraphCapture, "graph_capture" },
     { DiagnosisId::ColocatedEngine, "colocated_engine" },
+    { DiagnosisId::KvCacheBudget, "kv_cache_budget" },
+    { DiagnosisId::EngineBatch, "engine_batch" },
     { DiagnosisId::WorkingSet, "working_set" },
 } };
 

@@ -25,6 +25,10 @@ enum class DiagnosisId {
     CommunicationBuffers,
     GraphCapture,
     ColocatedEngine,
+    // What an inference engine adds (core/serving/): its KV cache cannot hold what it was asked to
+    // serve, or too many tokens were in flight at once (warm-up, prefill, the profile run).
+    KvCacheBudget,
+    EngineBatch,
     WorkingSet,
 };
 

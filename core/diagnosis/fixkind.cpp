@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<FixKind, 47> fixIds { {
+constexpr NameTable<FixKind, 59> fixIds { {
     { FixKind::MicroBatch, "micro_batch" },
     { FixKind::Bf16, "bf16" },
     { FixKind::Checkpointing, "checkpointing" },
@@ -54,6 +54,18 @@ constexpr NameTable<FixKind, 47> fixIds { {
     { FixKind::FreeEngineCacheBeforeUpdate, "free_engine_cache_before_update" },
     { FixKind::BucketedWeightSync, "bucketed_weight_sync" },
     { FixKind::MoreRolloutGpus, "more_rollout_gpus" },
+    { FixKind::EngineBatchedTokens, "engine_batched_tokens" },
+    { FixKind::EngineContextLength, "engine_context_length" },
+    { FixKind::EngineKvCacheDtype, "engine_kv_cache_dtype" },
+    { FixKind::EngineQuantizedWeights, "engine_quantized_weights" },
+    { FixKind::EngineTensorParallel, "engine_tensor_parallel" },
+    { FixKind::EngineCpuOffload, "engine_cpu_offload" },
+    { FixKind::GenerateFewerTokens, "generate_fewer_tokens" },
+    { FixKind::GenerateCache, "generate_cache" },
+    { FixKind::DiffusersCpuOffload, "diffusers_cpu_offload" },
+    { FixKind::DiffusersVaeTiling, "diffusers_vae_tiling" },
+    { FixKind::DiffusersAttentionSlicing, "diffusers_attention_slicing" },
+    { FixKind::DiffusersResolution, "diffusers_lower_resolution" },
 } };
 
 } // namespace

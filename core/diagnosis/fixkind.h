@@ -60,6 +60,20 @@ enum class FixKind : uint8_t {
     FreeEngineCacheBeforeUpdate,
     BucketedWeightSync,
     MoreRolloutGpus,
+    // An inference engine's own knobs (core/serving/servingfixes.cpp), in its own syntax. Fewer
+    // sequences reuse EngineMaxNumSeqs, the memory share EngineMemoryFraction, eager mode EagerFallback.
+    EngineBatchedTokens,
+    EngineContextLength,
+    EngineKvCacheDtype,
+    EngineQuantizedWeights,
+    EngineTensorParallel,
+    EngineCpuOffload,
+    GenerateFewerTokens,
+    GenerateCache,
+    DiffusersCpuOffload,
+    DiffusersVaeTiling,
+    DiffusersAttentionSlicing,
+    DiffusersResolution,
 };
 
 // The fix's id in the JSON and the plan's ladder ("micro_batch", "eval_accumulation_steps").

@@ -19,6 +19,7 @@ constexpr Section bodySections[] = {
     sections::snapshots,
     // After the timeline, which is what a reader looks for first; a text-only case has it too.
     sections::card,
+    sections::serving,
     sections::profilerTimelines,
     sections::oomMessages,
     sections::summaries,

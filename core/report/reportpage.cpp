@@ -74,6 +74,8 @@ void navigation(HtmlWriter& html, const ReportContext& context)
         link("snapshots", "Timeline and memory at the peak");
     if (context.card.available())
         link("card", "The card's memory");
+    if (context.analysis.serving)
+        link("serving", "The inference engine's budget");
     if (!context.input.profilerTimelines.empty())
         link("profiler", "torch.profiler memory timeline");
     if (!context.input.text.oomMessages.empty())

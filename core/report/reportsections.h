@@ -29,6 +29,8 @@ void plan(HtmlWriter& html, const ReportContext& context);
 void snapshots(HtmlWriter& html, const ReportContext& context);
 // The card's memory: allocator, process and card side by side.
 void card(HtmlWriter& html, const ReportContext& context);
+// An inference engine's own budget and settings (reportserving.cpp).
+void serving(HtmlWriter& html, const ReportContext& context);
 void profilerTimelines(HtmlWriter& html, const ReportContext& context);
 void oomMessages(HtmlWriter& html, const ReportContext& context);
 void summaries(HtmlWriter& html, const ReportContext& context);

@@ -7,6 +7,7 @@
 #include "parsers/text/nvidiasmiparser.h"
 #include "parsers/text/oommessage.h"
 #include "parsers/text/parametercount.h"
+#include "parsers/text/servinglog.h"
 #include "parsers/text/summaryparser.h"
 #include "parsers/text/textlines.h"
 #include "parsers/text/tracebackparser.h"
@@ -318,6 +319,7 @@ TextFindings parseText(std::string_view input)
     findings.allocConfs = text::findAllocConfs(lines);
     findings.launcherRanks = text::findLauncherRanks(input);
     findings.hostKills = text::findHostMemoryKills(lines);
+    findings.serving = text::findServingRun(input, findings);
     return findings;
 }
 
@@ -330,6 +332,7 @@ InputKind classifyText(std::string_view input, const TextFindings& findings)
     const bool hasSmi = !findings.nvidiaSmi.empty();
     const bool hasTraceback = !findings.tracebacks.empty() && !hasOom;
     const int kinds = int(hasOom) + int(hasSummary) + int(hasSmi) + int(hasTraceback);
+    // An engine's start-up lines or its own failure message with nothing else: a serving log.
     if (kinds != 1)
         return InputKind::Log;
 
