@@ -607,10 +607,10 @@ private Q_SLOTS:
     {
         oomlens::mcp::McpServer server;
         const auto nested = [](const std::string& method, size_t depth) {
-            return R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":{"a":)" + std::string(depth, '[')
-                + std::string(depth, ']') + "}}";
+            return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + method
+                + "\",\"params\":{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}}";
         };
-        for (const std::string& method : { "ping", "initialize", "tools/call" }) {
+        for (const char* method : { "ping", "initialize", "tools/call" }) {
             const std::optional<std::string> answer = server.handleLine(nested(method, 50000));
             QVERIFY(answer);
             const Json parsed = Json::parse(*answer);
@@ -620,15 +620,15 @@ private Q_SLOTS:
         }
         // Unclosed, and hidden inside strings: the brackets in a string are text, not depth.
         QVERIFY(server.handleLine(std::string(200000, '{')));
-        const std::string inString
-            = R"({"jsonrpc":"2.0","id":3,"method":"ping","params":{"s":")" + std::string(100000, '[') + R"(\"["}})";
+        const std::string inString = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"s\":\""
+            + std::string(100000, '[') + "\\\"[\"}}";
         JSON_COMPARE(Json::parse(*server.handleLine(inString))["result"], Json::object());
         // The bound itself: 512 levels in all are a message, 513 are not.
-        const std::string atBound = R"({"jsonrpc":"2.0","id":4,"method":"ping","params":{"a":)" + std::string(510, '[')
-            + std::string(510, ']') + "}}";
+        const std::string atBound = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"a\":"
+            + std::string(510, '[') + std::string(510, ']') + "}}";
         JSON_COMPARE(Json::parse(*server.handleLine(atBound))["result"], Json::object());
-        const std::string beyond = R"({"jsonrpc":"2.0","id":5,"method":"ping","params":{"a":)" + std::string(511, '[')
-            + std::string(511, ']') + "}}";
+        const std::string beyond = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"a\":"
+            + std::string(511, '[') + std::string(511, ']') + "}}";
         JSON_COMPARE(Json::parse(*server.handleLine(beyond))["error"]["code"], -32600);
         // Deep tool arguments after initialize: the same error, the server still serving.
         handshake(server);
@@ -648,7 +648,7 @@ private Q_SLOTS:
                 qFatal("no answer");
             return *answer;
         };
-        const std::string badToken = errorLine(R"({"jsonrpc":"2.0","id":1,"method":")" + huge);
+        const std::string badToken = errorLine("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + huge);
         qInfo("a 10 MB unterminated string: a %zu-byte answer", badToken.size());
         QVERIFY2(badToken.size() < 1024, badToken.substr(0, 2000).c_str());
         JSON_COMPARE(Json::parse(badToken)["error"]["code"], -32700);
@@ -657,7 +657,7 @@ private Q_SLOTS:
         std::string wide;
         for (int i = 0; i < 200000; ++i)
             wide += "é";
-        QVERIFY(errorLine(R"({"jsonrpc":"2.0","id":1,"method":")" + wide).size() < 1024);
+        QVERIFY(errorLine("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + wide).size() < 1024);
 
         handshake(server);
         const std::string unknownMethod = errorLine(request(2, huge).dump());
@@ -665,7 +665,7 @@ private Q_SLOTS:
         JSON_COMPARE(Json::parse(unknownMethod)["error"]["code"], -32601);
         const std::string unknownTool = errorLine(request(3, "tools/call", { { "name", huge } }).dump());
         QVERIFY(unknownTool.size() < 1024);
-        const std::string longId = errorLine(R"({"jsonrpc":"2.0","id":")" + huge + R"(","method":"ping"})");
+        const std::string longId = errorLine("{\"jsonrpc\":\"2.0\",\"id\":\"" + huge + "\",\"method\":\"ping\"}");
         QVERIFY(longId.size() < 1024);
         JSON_COMPARE(Json::parse(longId)["id"], nullptr);
         // A tool's error quoting an argument: each line clipped.

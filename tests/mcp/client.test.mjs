@@ -169,9 +169,12 @@ describe("long calls and the protocol's edges", () => {
             { name: "diagnose", arguments: { inputs: [join(data, "job")] } }, CallToolResultSchema,
             { onprogress: (progress) => seen.push(progress) });
         assert.equal(result.isError, false, result.content?.[0]?.text);
+        // The SDK hands notifications to their handlers a microtask late, and forgets the token
+        // when the answer arrives: the last ones may be dropped when they share a read with it.
+        // tst_mcpserver checks that they reach the total.
         assert.ok(seen.length >= 2, `progress notifications: ${seen.length}`);
         for (let i = 1; i < seen.length; ++i) assert.ok(seen[i].progress > seen[i - 1].progress, "increasing");
-        assert.equal(seen.at(-1).progress, seen.at(-1).total);
+        for (const progress of seen) assert.ok(progress.progress <= progress.total && progress.message.length > 0);
     });
 
     test("an unknown cursor is invalid params", async () => {
