@@ -32,7 +32,7 @@ runs_for() {
     rules) echo 45000 ;;
     config) echo 140000 ;;
     plan) echo 50000 ;;
-    mcp) echo 20000 ;;
+    mcp) echo 2000 ;;
     esac
 }
 # The longest input a target is given; mcp's first seed is a 100 KB line nested 50,000 deep.
