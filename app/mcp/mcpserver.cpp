@@ -376,8 +376,13 @@ void McpServer::serve(std::istream& in, std::ostream& out)
                 "Invalid Request: a message longer than " + std::to_string(maxLineBytes >> 20) + " MiB")));
             continue;
         }
-        if (const std::optional<std::string> answer = handleLine(line, Mode::Workers))
-            send(*answer);
+        try {
+            if (const std::optional<std::string> answer = handleLine(line, Mode::Workers))
+                send(*answer);
+        } catch (const std::exception& error) {
+            // Memory for a huge message, say: that line fails, the next is read.
+            send(serialize(errorResponse(nullptr, rpc::internalError, std::string("Internal error: ") + error.what())));
+        }
     }
     finishWorkers();
     setSender({});
