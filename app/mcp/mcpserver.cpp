@@ -194,10 +194,6 @@ Json McpServer::initialize(const Json& params)
         if (requested == known)
             version = known;
     }
-    {
-        const std::lock_guard lock(m_versionMutex);
-        m_protocolVersion = version;
-    }
     if (params.is_object() && params.contains("clientInfo") && params["clientInfo"].is_object()
         && params["clientInfo"].contains("name") && params["clientInfo"]["name"].is_string())
         std::fprintf(stderr, "oomlens mcp: client %s, protocol %s\n",

@@ -90,8 +90,6 @@ private:
 
     CaseCache m_cache;
     std::atomic_bool m_initialized { false }; // initialize was answered
-    std::mutex m_versionMutex;
-    std::string m_protocolVersion; // negotiated; empty before initialize
 
     std::mutex m_sendMutex;
     std::function<void(const std::string&)> m_send;
