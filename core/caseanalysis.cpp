@@ -50,8 +50,11 @@ std::vector<SnapshotAnalysis> analyzeSnapshots(const Case& input, const Analysis
 {
     std::vector<SnapshotAnalysis> snapshots;
     snapshots.reserve(input.snapshots.size());
-    for (const auto& snapshot : input.snapshots)
+    for (const auto& snapshot : input.snapshots) {
+        if (options.cancelled())
+            break;
         snapshots.push_back(analyzeSnapshot(snapshot, options));
+    }
     return snapshots;
 }
 

@@ -97,7 +97,10 @@ Opened openCase(
     }
     if (options.progress)
         options.progress(900, QStringLiteral("Analyzing…"));
-    loaded->analysis.snapshots = analyzeSnapshots(loaded->input, options.analysis);
+    AnalysisOptions analysis = options.analysis;
+    if (!analysis.cancel)
+        analysis.cancel = options.cancel; // a cancel stops the analysis too, not only the reading
+    loaded->analysis.snapshots = analyzeSnapshots(loaded->input, analysis);
     if (cancelled(options)) {
         opened.cancelled = true;
         return opened;
@@ -119,6 +122,10 @@ Opened openCase(
         first.get(); // its exception, if any, is this opening's
     } else {
         diagnoseCase(loaded->input, loaded->analysis);
+    }
+    if (cancelled(options)) {
+        opened.cancelled = true;
+        return opened;
     }
     opened.loaded = std::move(loaded);
     if (options.progress)

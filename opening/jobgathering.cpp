@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_set>
 
 namespace oomlens {
 
@@ -23,38 +24,56 @@ struct SummaryEntry
 };
 
 // Drops the summaries that describe a snapshot already described, and the snapshots given
-// directly whose content a summary already describes (remembering where that snapshot lies).
+// directly that a summary describes (remembering where that snapshot lies). One rank is one rank
+// file: the same bytes under another rank's name are another rank (ranks replaying the same
+// batches), so the summaries give the job the snapshots give. Each summary claims at most one
+// snapshot, the one at its recorded path first.
 void removeDuplicates(std::vector<SummaryEntry>& summaries, std::vector<std::string>& snapshots)
 {
     std::vector<SummaryEntry> unique;
     for (SummaryEntry& entry : summaries) {
         const bool seen = std::any_of(unique.begin(), unique.end(),
-            [&](const SummaryEntry& kept) { return kept.summarized.snapshot.sameContent(entry.summarized.snapshot); });
+            [&](const SummaryEntry& kept) { return sameSnapshot(kept.summarized, entry.summarized); });
         if (!seen)
             unique.push_back(std::move(entry));
     }
     summaries = std::move(unique);
 
-    std::vector<std::string> remaining;
+    struct Given
+    {
+        std::string absolute;
+        std::optional<SnapshotIdentity> identity; // read only when some summary names its size
+        bool claimed = false;
+    };
+    std::vector<Given> given;
     for (const std::string& snapshot : snapshots) {
-        // Only a snapshot whose size some summary names is read through for its hash.
-        const auto size = static_cast<uint64_t>(QFileInfo(QString::fromStdString(snapshot)).size());
-        const bool candidate = std::any_of(summaries.begin(), summaries.end(),
-            [&](const SummaryEntry& entry) { return entry.summarized.snapshot.sizeBytes == size; });
-        SummaryEntry* described = nullptr;
-        if (candidate) {
-            const SnapshotIdentity identity = identifySnapshotFile(snapshot);
+        const QFileInfo info(QString::fromStdString(snapshot));
+        Given file { info.absoluteFilePath().toStdString(), std::nullopt, false };
+        const auto size = static_cast<uint64_t>(info.size());
+        if (std::any_of(summaries.begin(), summaries.end(),
+                [&](const SummaryEntry& entry) { return entry.summarized.snapshot.sizeBytes == size; }))
+            file.identity = identifySnapshotFile(snapshot);
+        given.push_back(std::move(file));
+    }
+    for (const bool atRecordedPath : { true, false }) {
+        for (size_t i = 0; i < given.size(); ++i) {
+            if (given[i].claimed || !given[i].identity)
+                continue;
             for (SummaryEntry& entry : summaries) {
-                if (entry.summarized.snapshot.sameContent(identity)) {
-                    described = &entry;
+                if (!entry.givenSnapshot.empty() || (atRecordedPath && entry.summarized.rank.file != given[i].absolute))
+                    continue;
+                if (describesSnapshot(entry.summarized, given[i].absolute, *given[i].identity)) {
+                    entry.givenSnapshot = snapshots[i];
+                    given[i].claimed = true;
                     break;
                 }
             }
         }
-        if (described)
-            described->givenSnapshot = snapshot;
-        else
-            remaining.push_back(snapshot);
+    }
+    std::vector<std::string> remaining;
+    for (size_t i = 0; i < given.size(); ++i) {
+        if (!given[i].claimed)
+            remaining.push_back(snapshots[i]);
     }
     snapshots = std::move(remaining);
 }
@@ -121,7 +140,10 @@ GatheredJob gatherJob(const std::vector<std::string>& files, const JobOptions& o
     std::vector<std::string> snapshots;
     std::vector<SummaryEntry> summaries;
     std::vector<RankSummary> unreadableSummaries;
+    std::unordered_set<std::string> seen; // a file named twice is one rank file
     for (const std::string& file : files) {
+        if (!seen.insert(QFileInfo(QString::fromStdString(file)).absoluteFilePath().toStdString()).second)
+            continue;
         if (!isRankSummaryFile(QString::fromStdString(file))) {
             snapshots.push_back(file);
             continue;

@@ -27,8 +27,10 @@ struct GatheredJob
     std::string failingSnapshot;
 };
 
-// `files`: snapshots and summaries, told apart by content. A summary and a snapshot of the same
-// content, or two summaries of one snapshot, count once (the summary is used: nothing to decode).
+// `files`: snapshots and summaries, told apart by content. A rank is its rank file: a summary and
+// the snapshot it describes (the same bytes and the same rank by name, ranksummaryfile.h), or two
+// summaries of one snapshot, count once (the summary is used: nothing to decode); a file named
+// twice counts once. Any set of snapshots gives the same job as their summaries.
 // A summary that cannot be read is a rank with its error, as an unreadable snapshot is.
 // options.progress counts the snapshots decoded here; options.cancel stops them.
 GatheredJob gatherJob(const std::vector<std::string>& files, const JobOptions& options = {});

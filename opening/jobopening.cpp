@@ -38,6 +38,8 @@ Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, c
         files.push_back(file.toStdString());
     JobOptions jobOptions;
     jobOptions.analysis = options.analysis;
+    if (!jobOptions.analysis.cancel)
+        jobOptions.analysis.cancel = options.cancel;
     jobOptions.progress = options.rankProgress;
     jobOptions.cancel = options.cancel;
     // Snapshots are summarized by the worker pool, summaries read; the failing rank's snapshot is found.

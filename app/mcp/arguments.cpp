@@ -3,8 +3,25 @@
 #include "app/mcp/tool.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace oomlens::mcp {
+
+namespace {
+
+std::atomic_bool filesAllowed { true };
+
+} // namespace
+
+void setFileArgumentsAllowed(bool allowed)
+{
+    filesAllowed = allowed;
+}
+
+bool fileArgumentsAllowed()
+{
+    return filesAllowed;
+}
 
 Arguments::Arguments(std::string tool, const Json& arguments, std::vector<std::string> known)
     : m_tool(std::move(tool))
@@ -103,6 +120,8 @@ std::string Arguments::path(const std::string& key) const
         fail("\"" + key + "\" is an empty path");
     if (value == "-")
         fail("\"" + key + "\": '-' (standard input) carries the protocol here; give a file");
+    if (!fileArgumentsAllowed())
+        fail("\"" + key + "\": this server reads no files");
     return value;
 }
 
@@ -114,6 +133,8 @@ std::vector<std::string> Arguments::paths(const std::string& key) const
             fail("\"" + key + "\" holds an empty path");
         if (value == "-")
             fail("\"" + key + "\": '-' (standard input) carries the protocol here; give a file or \"text\"");
+        if (!fileArgumentsAllowed())
+            fail("\"" + key + "\": this server reads no files; give \"text\"");
     }
     return list;
 }

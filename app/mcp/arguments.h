@@ -26,7 +26,8 @@ public:
     std::optional<bool> optionalBoolean(const std::string& key) const;
     const Json& raw(const std::string& key) const;
 
-    // A path an input may be read from: not '-' (standard input carries the protocol).
+    // A path an input may be read from: not '-' (standard input carries the protocol), and none at
+    // all while file arguments are off.
     std::string path(const std::string& key) const;
     std::vector<std::string> paths(const std::string& key) const;
 
@@ -36,5 +37,10 @@ private:
     std::string m_tool;
     Json m_arguments;
 };
+
+// Off only in the MCP fuzz target (fuzz/mcptarget.h): a fuzzer must not have the tools read
+// /dev/zero or write a report over a file; every path argument is then refused as a tool error.
+void setFileArgumentsAllowed(bool allowed);
+bool fileArgumentsAllowed();
 
 } // namespace oomlens::mcp

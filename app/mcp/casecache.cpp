@@ -2,11 +2,15 @@
 
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
+#include "core/job/jobjson.h"
+#include "core/jsonexport.h"
 #include "opening/jobfiles.h"
 #include "opening/opening.h"
 
 #include <QDateTime>
 #include <QFileInfo>
+
+#include <stdexcept>
 
 namespace oomlens::mcp {
 
@@ -27,6 +31,17 @@ int LoadedCase::snapshotIndexOf(const std::string& path) const
             return in.snapshotIndex;
     }
     return -1;
+}
+
+const nlohmann::ordered_json& LoadedCase::diagnoseDocument() const
+{
+    const std::lock_guard lock(m_documentMutex);
+    if (!m_diagnoseDocument) {
+        m_diagnoseDocument = caseToJson(input, analysis);
+        if (job)
+            addJobToJson(*m_diagnoseDocument, *job);
+    }
+    return *m_diagnoseDocument;
 }
 
 CaseCache::CaseCache(size_t capacity)
@@ -57,7 +72,14 @@ bool CaseCache::unchanged(const Entry& entry)
     return stamps(paths) == entry.files;
 }
 
-std::shared_ptr<const LoadedCase> CaseCache::read(const QStringList& paths, const CaseRequest& request)
+size_t CaseCache::size() const
+{
+    const std::lock_guard lock(m_mutex);
+    return m_entries.size();
+}
+
+std::shared_ptr<const LoadedCase> CaseCache::read(
+    const QStringList& paths, const CaseRequest& request, const CallControl& control)
 {
     ++m_reads;
     // Opened as `diagnose` opens its INPUTs (a job or one case, opening/opening.h), the pasted
@@ -70,7 +92,12 @@ std::shared_ptr<const LoadedCase> CaseCache::read(const QStringList& paths, cons
         requests.append(LoadRequest::pasted(QByteArray::fromStdString(request.text)));
     OpenOptions options;
     options.analysis.device = request.device;
+    control.attachTo(options);
     Opened opened = openInputs(requests, options);
+    if (opened.cancelled)
+        throw CallCancelled {}; // what was decoded goes with `opened`, here
+    if (!opened.loaded)
+        throw std::runtime_error("the inputs were not opened");
     auto loaded = std::make_shared<LoadedCase>();
     loaded->failures = cli::printFailures(opened.failures);
     loaded->errorLines = errors.lines();
@@ -87,42 +114,53 @@ void CaseCache::keep(Entry entry)
         m_entries.pop_back();
 }
 
-std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request)
+std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request, const CallControl& control)
 {
     QStringList given;
     for (const std::string& path : request.paths)
         given.append(QString::fromStdString(path));
     const QStringList paths = expandFolders(given);
     const std::vector<FileStamp> files = stamps(paths);
-    for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
-        if (it->files != files || it->text != request.text || it->device != request.device)
-            continue;
-        std::shared_ptr<const LoadedCase> found = it->loaded;
-        m_entries.splice(m_entries.begin(), m_entries, it); // most recently used first
-        return found;
+    {
+        const std::lock_guard lock(m_mutex);
+        for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
+            if (it->files != files || it->text != request.text || it->device != request.device)
+                continue;
+            std::shared_ptr<const LoadedCase> found = it->loaded;
+            m_entries.splice(m_entries.begin(), m_entries, it); // most recently used first
+            return found;
+        }
     }
-    std::shared_ptr<const LoadedCase> loaded = read(paths, request);
-    if (loaded->failures == 0)
+    // Read without the lock: a ping or a cached question is answered meanwhile. Two calls asking
+    // for the same new files at once both read them; the second kept replaces nothing it needs.
+    std::shared_ptr<const LoadedCase> loaded = read(paths, request, control);
+    if (loaded->failures == 0) {
+        const std::lock_guard lock(m_mutex);
         keep(Entry { files, request.text, request.device, loaded });
+    }
     return loaded;
 }
 
-CaseCache::SnapshotRef CaseCache::snapshot(const std::string& path, std::optional<int32_t> device)
+CaseCache::SnapshotRef CaseCache::snapshot(
+    const std::string& path, std::optional<int32_t> device, const CallControl& control)
 {
-    for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
-        if (it->device != device)
-            continue;
-        const int index = it->loaded->snapshotIndexOf(path);
-        if (index < 0 || !unchanged(*it))
-            continue;
-        SnapshotRef ref { it->loaded, index };
-        m_entries.splice(m_entries.begin(), m_entries, it);
-        return ref;
+    {
+        const std::lock_guard lock(m_mutex);
+        for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
+            if (it->device != device)
+                continue;
+            const int index = it->loaded->snapshotIndexOf(path);
+            if (index < 0 || !unchanged(*it))
+                continue;
+            SnapshotRef ref { it->loaded, index };
+            m_entries.splice(m_entries.begin(), m_entries, it);
+            return ref;
+        }
     }
     CaseRequest request;
     request.paths = { path };
     request.device = device;
-    std::shared_ptr<const LoadedCase> loaded = load(request);
+    std::shared_ptr<const LoadedCase> loaded = load(request, control);
     const int index = loaded->input.snapshots.empty() ? -1 : 0;
     return SnapshotRef { loaded, index };
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "app/mcp/callcontrol.h"
 #include "core/case.h"
 #include "core/caseanalysis.h"
 #include "core/job/jobsummary.h"
@@ -8,9 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,15 +44,19 @@ struct LoadedCase
 
     // The `diagnose --json` document, made on first use and kept with the case: building it walks
     // every allocation's stack (compiled regions), ~0.9 s for a 300k-event trace, which an agent
-    // asking again should not pay twice. Mutable: the case is shared read-only, the server runs
-    // on one thread.
-    mutable std::optional<nlohmann::ordered_json> diagnoseDocument;
+    // asking again should not pay twice. Two calls asking at once build it once.
+    const nlohmann::ordered_json& diagnoseDocument() const;
+
+private:
+    mutable std::mutex m_documentMutex;
+    mutable std::optional<nlohmann::ordered_json> m_diagnoseDocument;
 };
 
 // The last few cases read, so that an agent's next question about the same files (diagnose,
 // then live_at at the OOM, then the stacks) does not decode a big snapshot again. Bounded by
 // count, oldest use evicted first; an entry whose files changed on disk (size or time) is read
-// anew. One thread: the server answers one message at a time.
+// anew. Shared by the calls running at once (mcpserver.h): every member takes the lock, which is
+// never held while a case is read.
 class CaseCache
 {
 public:
@@ -58,7 +65,8 @@ public:
     // The case for `request`: from the cache when the same files, text and device were read
     // before and are unchanged, else read now. A case some of whose inputs failed is returned
     // (with its error lines) but not kept.
-    std::shared_ptr<const LoadedCase> load(const CaseRequest& request);
+    // Throws CallCancelled when `control` is cancelled while the case is read; nothing is kept then.
+    std::shared_ptr<const LoadedCase> load(const CaseRequest& request, const CallControl& control = {});
 
     // A snapshot file's analysis for `device`: from any cached case that read that file (the
     // snapshot's analysis depends only on it and the device), else the file read alone.
@@ -67,9 +75,9 @@ public:
         std::shared_ptr<const LoadedCase> owner;
         int index = -1; // into owner->input.snapshots / owner->analysis.snapshots; -1: not a snapshot
     };
-    SnapshotRef snapshot(const std::string& path, std::optional<int32_t> device);
+    SnapshotRef snapshot(const std::string& path, std::optional<int32_t> device, const CallControl& control = {});
 
-    size_t size() const { return m_entries.size(); }
+    size_t size() const;
     size_t capacity() const { return m_capacity; }
     uint64_t reads() const { return m_reads; } // cases read from disk, for tests and logs
 
@@ -90,12 +98,14 @@ private:
     };
     static std::vector<FileStamp> stamps(const QStringList& paths);
     static bool unchanged(const Entry& entry);
-    std::shared_ptr<const LoadedCase> read(const QStringList& paths, const CaseRequest& request);
-    void keep(Entry entry);
+    std::shared_ptr<const LoadedCase> read(
+        const QStringList& paths, const CaseRequest& request, const CallControl& control);
+    void keep(Entry entry); // with the lock held
 
-    size_t m_capacity;
+    const size_t m_capacity;
+    mutable std::mutex m_mutex;
     std::list<Entry> m_entries; // most recently used first
-    uint64_t m_reads = 0;
+    std::atomic<uint64_t> m_reads { 0 };
 };
 
 } // namespace oomlens::mcp

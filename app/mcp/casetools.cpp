@@ -13,12 +13,16 @@
 #include "core/compare/comparisonjson.h"
 #include "core/job/jobjson.h"
 #include "core/jsonexport.h"
+#include "core/planner/modelspec.h"
 #include "core/planner/planjson.h"
 #include "core/report/htmlreport.h"
 #include "core/units.h"
 
 #include <QDateTime>
 #include <QFileInfo>
+
+#include <algorithm>
+#include <cctype>
 
 namespace oomlens::mcp {
 
@@ -49,26 +53,23 @@ std::string diagnosisSummary(const Json& document)
     return text;
 }
 
-ToolResult diagnose(const Json& json, CaseCache& cache)
+ToolResult diagnose(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("diagnose", json, { "inputs", "text", "device" });
-    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments));
-    if (!loaded->diagnoseDocument) {
-        loaded->diagnoseDocument = caseToJson(loaded->input, loaded->analysis);
-        if (loaded->job)
-            addJobToJson(*loaded->diagnoseDocument, *loaded->job);
-    }
+    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
+    control.stopIfCancelled(); // the document of a big trace takes a second more
     ToolResult result;
-    result.structured = *loaded->diagnoseDocument;
+    result.structured = loaded->diagnoseDocument();
     result.summary = diagnosisSummary(result.structured);
     return result;
 }
 
-ToolResult report(const Json& json, CaseCache& cache)
+ToolResult report(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("report", json, { "inputs", "text", "device", "output" });
     const std::string output = arguments.path("output");
-    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments));
+    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
+    control.stopIfCancelled();
     report::ReportOptions options;
     options.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
     if (loaded->job)
@@ -88,7 +89,7 @@ ToolResult report(const Json& json, CaseCache& cache)
     return result;
 }
 
-ToolResult compare(const Json& json, CaseCache& cache)
+ToolResult compare(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("compare", json, { "a", "b", "windows", "device" });
     const std::optional<int32_t> device = readDevice(arguments);
@@ -110,7 +111,7 @@ ToolResult compare(const Json& json, CaseCache& cache)
     options.sourceA = pathA;
     CaseCache::SnapshotRef refA;
     CaseCache::SnapshotRef refB; // holds B's case while it is compared
-    const SnapshotAnalysis& a = loadSnapshot(cache, pathA, device, refA);
+    const SnapshotAnalysis& a = loadSnapshot(cache, pathA, device, refA, control);
     Comparison comparison;
     if (!windows.empty()) {
         options.sourceB = pathA;
@@ -122,7 +123,7 @@ ToolResult compare(const Json& json, CaseCache& cache)
         comparison = compareWindows(a, windows[0], windows[1], options);
     } else {
         options.sourceB = arguments.path("b");
-        const SnapshotAnalysis& b = loadSnapshot(cache, options.sourceB, device, refB);
+        const SnapshotAnalysis& b = loadSnapshot(cache, options.sourceB, device, refB, control);
         comparison = compareSnapshots(a, b, options);
     }
     ToolResult result;
@@ -150,7 +151,36 @@ std::string flagName(std::string key)
     return "--" + key;
 }
 
-ToolResult plan(const Json& json, CaseCache&)
+// The command's error line in the tool's words: the agent set "gpus", not --gpus. The line is the
+// command's own (one reader, one set of checks); only its names change: each flag becomes the
+// key it was made from, and "see --help" points at the input schema.
+std::string inToolWords(std::string line, const std::vector<std::string>& keys)
+{
+    const std::string command = "oomlens plan: ";
+    if (line.starts_with(command))
+        line = "plan: " + line.substr(command.size());
+    const auto replaceAll = [&line](const std::string& from, const std::string& to) {
+        for (size_t at = line.find(from); at != std::string::npos; at = line.find(from, at + to.size()))
+            line.replace(at, from.size(), to);
+    };
+    replaceAll("(see --help)", "(see the tool's input schema)");
+    // Longest first: --experts-per-token before --experts.
+    std::vector<std::string> byLength = keys;
+    std::sort(byLength.begin(), byLength.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+    for (const std::string& key : byLength) {
+        const std::string flag = flagName(key);
+        for (size_t at = line.find(flag); at != std::string::npos; at = line.find(flag, at + 1)) {
+            const size_t end = at + flag.size();
+            const bool wholeWord
+                = end == line.size() || !(std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '-');
+            if (wholeWord)
+                line.replace(at, flag.size(), "\"" + key + "\"");
+        }
+    }
+    return line;
+}
+
+ToolResult plan(const Json& json, CaseCache&, const CallControl& control)
 {
     std::vector<std::string> known(std::begin(planValueFlags), std::end(planValueFlags));
     known.insert(known.end(), std::begin(planSwitches), std::end(planSwitches));
@@ -169,6 +199,9 @@ ToolResult plan(const Json& json, CaseCache&)
             arguments.fail(std::string("\"") + key + "\" must be a string or a number");
         if (std::string(key) == "snapshot")
             text = arguments.path(key);
+        // A model is a preset or a config.json's path: the latter only where files may be read.
+        if (std::string(key) == "model" && !fileArgumentsAllowed() && !planner::modelPreset(text))
+            arguments.fail("\"model\": this server reads no files; give a preset");
         // --flag=value: a value that starts with '-' stays the flag's value.
         words.append(QString::fromStdString(flagName(key) + "=" + text));
     }
@@ -179,9 +212,13 @@ ToolResult plan(const Json& json, CaseCache&)
 
     cli::ErrorLineCapture errors;
     const cli::PlanRun run = cli::readPlanRun(words);
-    if (run.stop)
-        throw ToolError(
-            errors.lines().empty() ? std::string("plan: the arguments do not make a plan") : errors.joined());
+    if (run.stop) {
+        std::string lines;
+        for (const std::string& line : errors.lines())
+            lines += (lines.empty() ? "" : "\n") + inToolWords(line, known);
+        throw ToolError(lines.empty() ? std::string("plan: the arguments do not make a plan") : lines);
+    }
+    control.stopIfCancelled();
     ToolResult result;
     result.structured = planner::planToJson(run.result);
     const Json& planned = result.structured["plan"];
@@ -280,7 +317,7 @@ constexpr const char* planInput = R"json({
   "description": "The flags of `oomlens plan`, '_' for '-'. A model is needed: \"model\" or \"params\".",
   "properties": {
     "model": {"type": "string", "description": "A Hugging Face config.json path, or a preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, llama-2-13b, llama-2-70b, llama-65b, mistral-7b."},
-    "params": {"type": ["number", "string"], "description": "Parameter count (1.3e9 works)."},
+    "params": {"type": "number", "description": "Parameter count, e.g. 1.3e9."},
     "layers": {"type": "integer"}, "hidden": {"type": "integer"}, "heads": {"type": "integer"},
     "kv_heads": {"type": "integer"}, "vocab": {"type": "integer"}, "ffn": {"type": "integer"},
     "batch": {"type": "integer", "description": "Micro-batch per GPU (default 1)."},
@@ -306,7 +343,7 @@ constexpr const char* planInput = R"json({
     "inference": {"type": "boolean", "description": "Plan serving: batch concurrent sequences of seq tokens, the KV cache, vLLM's budget."},
     "kv_dtype": {"type": "string"}, "weight_dtype": {"type": "string"},
     "gpu_memory_utilization": {"type": "number", "description": "With inference: vLLM's share of the card (0.9)."},
-    "card": {"type": ["string", "number"], "description": "16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes."},
+    "card": {"type": "string", "description": "16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes (\"85899345920\")."},
     "snapshot": {"type": "string", "description": "A snapshot of a run of this set-up: calibrate by measurement."},
     "device": {"type": "integer", "minimum": 0}
   },

@@ -93,7 +93,7 @@ Json topLive(const Snapshot& snapshot, const DeviceAnalysis& device, int64_t eve
 
 // --- live_at ---
 
-ToolResult liveAt(const Json& json, CaseCache& cache)
+ToolResult liveAt(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("live_at", json, { "input", "at", "top", "device", "frames" });
     const std::string path = arguments.path("input");
@@ -101,7 +101,7 @@ ToolResult liveAt(const Json& json, CaseCache& cache)
     const size_t top = static_cast<size_t>(arguments.optionalInteger("top", 0, maxTop).value_or(defaultTop));
     const StackFrames frames = readFrames(arguments);
     CaseCache::SnapshotRef ref;
-    const SnapshotAnalysis& analysis = loadSnapshot(cache, path, deviceOption, ref);
+    const SnapshotAnalysis& analysis = loadSnapshot(cache, path, deviceOption, ref, control);
     const DeviceAnalysis& device = *analysis.primary();
     const Snapshot& snapshot = *analysis.snapshot;
     const std::string at = arguments.optionalString("at").value_or(device.ooms.empty() ? "peak" : "oom");
@@ -156,8 +156,15 @@ const Diagnosis& pickDiagnosis(const Arguments& arguments, const CaseAnalysis& a
     index = 0;
     if (arguments.has("diagnosis")) {
         const Json& value = arguments.raw("diagnosis");
-        if (value.is_number_integer()) {
-            const int64_t number = value.get<int64_t>();
+        // The schema says a string (one type per field); an index as a number or as digits both read.
+        std::optional<int64_t> asIndex;
+        if (value.is_number_integer())
+            asIndex = value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX
+                                                                                                : value.get<int64_t>();
+        else if (value.is_string())
+            asIndex = parseInteger(value.get_ref<const std::string&>());
+        if (asIndex) {
+            const int64_t number = *asIndex;
             if (number < 0 || static_cast<size_t>(number) >= analysis.diagnoses.size())
                 arguments.fail("\"diagnosis\" is an index from 0 to " + std::to_string(analysis.diagnoses.size() - 1));
             index = static_cast<size_t>(number);
@@ -179,12 +186,12 @@ const Diagnosis& pickDiagnosis(const Arguments& arguments, const CaseAnalysis& a
     return analysis.diagnoses[index];
 }
 
-ToolResult evidence(const Json& json, CaseCache& cache)
+ToolResult evidence(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("evidence", json, { "inputs", "text", "device", "diagnosis", "top", "frames" });
     const size_t top = static_cast<size_t>(arguments.optionalInteger("top", 0, maxTop).value_or(5));
     const StackFrames frames = readFrames(arguments);
-    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments));
+    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
     size_t index = 0;
     const Diagnosis& diagnosis = pickDiagnosis(arguments, loaded->analysis, index);
 
@@ -232,12 +239,12 @@ ToolResult evidence(const Json& json, CaseCache& cache)
 
 // --- step_peaks ---
 
-ToolResult stepPeaks(const Json& json, CaseCache& cache)
+ToolResult stepPeaks(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("step_peaks", json, { "input", "device" });
     const std::string path = arguments.path("input");
     CaseCache::SnapshotRef ref;
-    const SnapshotAnalysis& analysis = loadSnapshot(cache, path, readDevice(arguments), ref);
+    const SnapshotAnalysis& analysis = loadSnapshot(cache, path, readDevice(arguments), ref, control);
     const DeviceAnalysis& device = *analysis.primary();
     const DeviceProfile profile = profileDevice(device, -1);
 
@@ -275,14 +282,14 @@ ToolResult stepPeaks(const Json& json, CaseCache& cache)
 
 // --- stack_history ---
 
-ToolResult stackHistory(const Json& json, CaseCache& cache)
+ToolResult stackHistory(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("stack_history", json, { "input", "device", "site", "allocation", "limit", "frames" });
     const std::string path = arguments.path("input");
     const size_t limit = static_cast<size_t>(arguments.optionalInteger("limit", 0, maxTop).value_or(50));
     const StackFrames frames = readFrames(arguments);
     CaseCache::SnapshotRef ref;
-    const SnapshotAnalysis& analysis = loadSnapshot(cache, path, readDevice(arguments), ref);
+    const SnapshotAnalysis& analysis = loadSnapshot(cache, path, readDevice(arguments), ref, control);
     const DeviceAnalysis& device = *analysis.primary();
     const Snapshot& snapshot = *analysis.snapshot;
 
@@ -517,7 +524,7 @@ std::vector<Tool> momentTools()
             "with the moment it points at, the allocation made or freed there and the largest allocations live "
             "then. Takes the same inputs as diagnose.",
             caseInputSchema(std::string(R"json(,
-    "diagnosis": {"type": ["integer", "string"], "description": "Index in diagnose's list (0 = most likely, the default) or the diagnosis id."},
+    "diagnosis": {"type": "string", "description": "The diagnosis id (e.g. \"first_backward\") or its index in diagnose's list (\"0\" = most likely, the default)."},
     "top": {"type": "integer", "minimum": 0, "maximum": 1000, "description": "Live allocations listed per moment (default 5)."})json")
                 + framesProperty),
             expand(evidenceOutput), evidence },

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "app/mcp/callcontrol.h"
 #include "app/mcp/jsonrpc.h"
 
 #include <functional>
@@ -43,7 +44,9 @@ struct Tool
     std::string description;
     Json inputSchema;
     Json outputSchema;
-    std::function<ToolResult(const Json& arguments, CaseCache& cache)> call;
+    // `control` says whether the client cancelled the call and takes its progress; a tool passes it
+    // to what reads inputs (toolinputs.h) and checks it before other long work.
+    std::function<ToolResult(const Json& arguments, CaseCache& cache, const CallControl& control)> call;
     // Only `report` writes (a file the agent names, replaced if it exists); every other tool only
     // reads. Told to clients as the tool's annotations, so they can allow the readers freely.
     bool writesFiles = false;
@@ -58,6 +61,8 @@ std::vector<Tool> caseTools(); // diagnose, report, compare, plan (casetools.cpp
 std::vector<Tool> momentTools(); // live_at, step_peaks, evidence, stack_history (momenttools.cpp)
 
 // Parses a schema written as JSON text (the tools' schemas are literals; a typo fails the tests).
+// A list of types ("type": ["integer", "null"], convenient to write) is published as anyOf of
+// single types, which clients that take one type per field accept.
 Json schema(const char* text);
 
 } // namespace oomlens::mcp

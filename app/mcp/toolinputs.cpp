@@ -48,18 +48,18 @@ CaseRequest readCaseRequest(const Arguments& arguments)
     return request;
 }
 
-std::shared_ptr<const LoadedCase> loadCase(CaseCache& cache, const CaseRequest& request)
+std::shared_ptr<const LoadedCase> loadCase(CaseCache& cache, const CaseRequest& request, const CallControl& control)
 {
-    std::shared_ptr<const LoadedCase> loaded = cache.load(request);
+    std::shared_ptr<const LoadedCase> loaded = cache.load(request, control);
     if (loaded->failures > 0)
         throw ToolError(joinedLines(loaded->errorLines));
     return loaded;
 }
 
-const SnapshotAnalysis& loadSnapshot(
-    CaseCache& cache, const std::string& path, std::optional<int32_t> device, CaseCache::SnapshotRef& ref)
+const SnapshotAnalysis& loadSnapshot(CaseCache& cache, const std::string& path, std::optional<int32_t> device,
+    CaseCache::SnapshotRef& ref, const CallControl& control)
 {
-    ref = cache.snapshot(path, device);
+    ref = cache.snapshot(path, device, control);
     if (ref.owner->failures > 0)
         throw ToolError(joinedLines(ref.owner->errorLines));
     const QString qpath = QString::fromStdString(path);

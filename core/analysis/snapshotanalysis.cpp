@@ -160,11 +160,17 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
     result.primaryDevice = choosePrimary(*snapshot, options);
     std::unique_ptr<PagePrefaulter> prefaulter;
     for (int32_t ordinal : devices) {
+        if (options.cancelled())
+            break;
         DeviceAnalysis d;
         prefaultPerEventSeries(snapshot->trace(ordinal), d, prefaulter);
         reconstructTimeline(*snapshot, ordinal, d);
+        if (options.cancelled())
+            break;
         labelPhases(*snapshot, features, d);
         categorize(*snapshot, features, rules ? &*rules : nullptr, d);
+        if (options.cancelled())
+            break;
         buildTimeCheckpoints(snapshot->trace(ordinal), d);
         findPeak(*snapshot, d);
         analyzeOoms(*snapshot, features, d);

@@ -11,6 +11,7 @@
 #include "core/snapshot.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -134,6 +135,11 @@ struct AnalysisOptions
     // Why the user's rules are not applied (unreadable file, bad syntax); every snapshot's
     // analysis repeats it, so that the text, the JSON and the window say so.
     std::string rulesError;
+    // Set when the reader of the result has gone (the app's Cancel, an MCP client's
+    // notifications/cancelled): checked between snapshots, devices and stages, after which the
+    // analysis returns incomplete. Whoever sets it drops the result (opening/opening.h does).
+    const std::atomic_bool* cancel = nullptr;
+    bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
 };
 
 SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const AnalysisOptions& options = {});

@@ -1,6 +1,7 @@
 #include "core/job/ranksummaryfile.h"
 
 #include "core/diagnosis/diagnosisid.h"
+#include "core/job/rankname.h"
 #include "core/phase.h"
 
 #include <nlohmann/json.hpp>
@@ -324,6 +325,25 @@ SummarizedRank summarizedRankFromJson(std::string_view bytes)
     readRank(object, summary.rank);
     summary.rank.file = summary.snapshot.path;
     return summary;
+}
+
+RankFileName rankFileName(std::string_view path)
+{
+    RankFileName name;
+    name.rank = rankFromFileName(path);
+    const size_t slash = path.find_last_of("/\\");
+    name.name = std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+    return name;
+}
+
+bool describesSnapshot(const SummarizedRank& summary, std::string_view absolutePath, const SnapshotIdentity& content)
+{
+    return summary.snapshot.sameContent(content) && rankFileName(summary.rank.file) == rankFileName(absolutePath);
+}
+
+bool sameSnapshot(const SummarizedRank& a, const SummarizedRank& b)
+{
+    return a.snapshot.sameContent(b.snapshot) && a.rank.file == b.rank.file;
 }
 
 } // namespace oomlens

@@ -56,6 +56,31 @@ struct SummarizedRank
     std::string rules; // --rules given to `summarize`, as given
 };
 
+// Which rank a rank file is by its name: the rank rankFromFileName reads in its path (a rank
+// folder counts), or the file's name itself when the path gives none (worker-b.pickle, whose rank
+// only its capture metadata says). With the bytes it tells one snapshot from another: a job whose
+// ranks replay the same batches has rank files with the same bytes (rank3.pickle, rank11.pickle),
+// and those are two ranks however they are given, as snapshots or as summaries.
+struct RankFileName
+{
+    std::optional<int> rank;
+    std::string name; // the file name; what tells two files apart when `rank` is empty
+
+    friend bool operator==(const RankFileName& a, const RankFileName& b)
+    {
+        return a.rank == b.rank && (a.rank || a.name == b.name);
+    }
+};
+RankFileName rankFileName(std::string_view path);
+
+// Whether `summary` describes the snapshot file at `absolutePath`, whose size and hash are
+// `content`: the same bytes and the same rank by name. Only then are they one rank.
+bool describesSnapshot(const SummarizedRank& summary, std::string_view absolutePath, const SnapshotIdentity& content);
+
+// Whether two summaries describe one snapshot (`summarize` run twice over it): the same file, as
+// it was summarized, with the same bytes.
+bool sameSnapshot(const SummarizedRank& a, const SummarizedRank& b);
+
 // The summary file's text (pretty JSON, ending in a newline), rankSummaryKey first.
 std::string summarizedRankToJson(const SummarizedRank& summary);
 

@@ -15,6 +15,7 @@
 #include <QTest>
 
 #include <algorithm>
+#include <map>
 
 // QCOMPARE cannot take nlohmann's json (Qt's qfloat16 overload asks json about an incomplete type):
 // both sides as json, shown as JSON text when they differ.
@@ -56,6 +57,38 @@ class TestMcpServer : public QObject
     static Json request(int id, const std::string& method, const Json& params = Json::object())
     {
         return Json { { "jsonrpc", "2.0" }, { "id", id }, { "method", method }, { "params", params } };
+    }
+
+    // The lifecycle's first step, which every other call waits for.
+    static void handshake(oomlens::mcp::McpServer& server)
+    {
+        const Json answer = message(server,
+            request(0, "initialize",
+                { { "protocolVersion", "2025-06-18" }, { "capabilities", Json::object() },
+                    { "clientInfo", { { "name", "tst_mcpserver" }, { "version", "1" } } } }));
+        if (!answer.contains("result"))
+            qFatal("initialize failed: %s", answer.dump().c_str());
+        QVERIFY(!server.handleLine(R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
+    }
+
+    // Every "type" in a schema, wherever it is nested.
+    static void collectTypes(const Json& node, std::vector<Json>& types, int& unions)
+    {
+        if (node.is_array()) {
+            for (const Json& item : node)
+                collectTypes(item, types, unions);
+            return;
+        }
+        if (!node.is_object())
+            return;
+        for (const auto& [key, value] : node.items()) {
+            if (key == "type")
+                types.push_back(value);
+            else if (key == "anyOf" || key == "oneOf")
+                ++unions;
+            if (key != "enum" && key != "required")
+                collectTypes(value, types, unions);
+        }
     }
 
     // tools/call's result object.
@@ -121,6 +154,7 @@ private Q_SLOTS:
     void protocolErrors()
     {
         oomlens::mcp::McpServer server;
+        handshake(server);
         const auto errorOf = [&](const std::string& line) {
             const std::optional<std::string> answer = server.handleLine(line);
             if (!answer)
@@ -167,6 +201,7 @@ private Q_SLOTS:
     void toolsListHasSchemas()
     {
         oomlens::mcp::McpServer server;
+        handshake(server);
         const Json answer = message(server, request(1, "tools/list"));
         const Json& tools = answer["result"]["tools"];
         std::vector<std::string> names;
@@ -188,6 +223,7 @@ private Q_SLOTS:
         const std::string snapshot = scenario("first_backward.pickle");
         const std::string traceback = scenario("first_backward.oom.txt");
         oomlens::mcp::McpServer server;
+        handshake(server);
         const Json result = call(server, "diagnose", { { "inputs", { snapshot, traceback } } });
         JSON_COMPARE(result["isError"], false);
         // What `diagnose --json` prints for the same inputs.
@@ -214,6 +250,7 @@ private Q_SLOTS:
     void badInputIsAToolError()
     {
         oomlens::mcp::McpServer server;
+        handshake(server);
         const std::string missing = "/nonexistent/run.pickle";
         const std::string text = errorText(server, "diagnose", { { "inputs", { missing } } });
         // The line `oomlens diagnose` prints on stderr for the same file.
@@ -253,6 +290,7 @@ private Q_SLOTS:
     {
         const std::string path = scenario("first_backward.pickle");
         oomlens::mcp::McpServer server;
+        handshake(server);
         const Json live = structured(server, "live_at", { { "input", path }, { "at", "oom" }, { "top", 5 } });
         oomlens::Case input;
         oomlens::cli::loadInputs({ QString::fromStdString(path) }, input);
@@ -316,6 +354,7 @@ private Q_SLOTS:
     {
         const std::string snapshot = scenario("leak.pickle");
         oomlens::mcp::McpServer server;
+        handshake(server);
         structured(server, "diagnose", { { "inputs", { snapshot, scenario("leak.oom.txt") } } });
         JSON_COMPARE(server.cache().reads(), uint64_t(1));
         // live_at, step_peaks and stack_history on the snapshot read with its traceback: no new read.
@@ -334,6 +373,7 @@ private Q_SLOTS:
         // rank's case, whose snapshot live_at then reads from the cache.
         const std::string job = QString(oomlens::test::testDataDir() + QStringLiteral("/job")).toStdString();
         oomlens::mcp::McpServer server;
+        handshake(server);
         const Json diagnosis = structured(server, "diagnose", { { "inputs", { job } } });
         JSON_COMPARE(diagnosis["job"]["failing_rank"], 6);
         JSON_COMPARE(server.cache().reads(), 1);
@@ -345,6 +385,7 @@ private Q_SLOTS:
     void theCacheIsBounded()
     {
         oomlens::mcp::McpServer server(2);
+        handshake(server);
         for (const char* name : { "leak.pickle", "fragmentation.pickle", "other_process.pickle", "leak.pickle" })
             structured(server, "step_peaks", { { "input", scenario(name) } });
         JSON_COMPARE(server.cache().size(), size_t(2));
@@ -375,6 +416,7 @@ private Q_SLOTS:
     {
         const std::string path = scenario("leak.pickle");
         oomlens::mcp::McpServer server;
+        handshake(server);
         const Json peaks = structured(server, "step_peaks", { { "input", path } });
         QVERIFY(peaks["steps"].size() >= 3);
         uint64_t highest = 0;
@@ -422,6 +464,7 @@ private Q_SLOTS:
     void evidencePointsAtMoments()
     {
         oomlens::mcp::McpServer server;
+        handshake(server);
         const std::vector<std::string> inputs { scenario("first_backward.pickle"), scenario("first_backward.oom.txt") };
         const Json evidence = structured(server, "evidence", { { "inputs", inputs }, { "top", 3 } });
         JSON_COMPARE(evidence["diagnosis"]["index"], 0);
@@ -446,6 +489,7 @@ private Q_SLOTS:
     void compareAndPlanAreTheCliDocuments()
     {
         oomlens::mcp::McpServer server;
+        handshake(server);
         const QString pairDir = oomlens::test::testDataDir() + QStringLiteral("/compare/");
         const std::string a = QString(pairDir + QStringLiteral("batch.a.pickle")).toStdString();
         const std::string b = QString(pairDir + QStringLiteral("batch.b.pickle")).toStdString();
@@ -484,11 +528,21 @@ private Q_SLOTS:
         JSON_COMPARE(serving, oomlens::planner::planToJson(servingRun.result));
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "inference", "yes" } }),
             "plan: \"inference\" must be true or false");
+        // The command's own checks, in the tool's words: its arguments, not the command's flags.
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "batch", "x" } }),
-            "oomlens plan: --batch needs a number, got 'x'");
+            "plan: \"batch\" needs a number, got 'x'");
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "precision", "fp8" } }),
-            "oomlens plan: --precision does not know 'fp8' (see --help)");
-        QVERIFY(errorText(server, "plan", { { "batch", 2 } }).find("give a model") != std::string::npos);
+            "plan: \"precision\" does not know 'fp8' (see the tool's input schema)");
+        JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "experts_per_token", 0 } }),
+            "plan: \"experts_per_token\" needs a number, got '0'");
+        const std::string noModel = errorText(server, "plan", { { "batch", 2 } });
+        QVERIFY2(noModel.find("give a model") != std::string::npos && noModel.find("--") == std::string::npos,
+            noModel.c_str());
+        for (const Json& arguments :
+            { Json { { "model", "gpt2" }, { "gpus", 0 } }, Json { { "model", "gpt2" }, { "vpp", 2 } } }) {
+            const std::string text = errorText(server, "plan", arguments);
+            QVERIFY2(text.starts_with("plan: ") && text.find("--") == std::string::npos, text.c_str());
+        }
         QVERIFY(errorText(server, "plan", { { "model", "gpt2" }, { "help", true } }).find("unknown argument")
             != std::string::npos);
     }
@@ -499,6 +553,7 @@ private Q_SLOTS:
         QVERIFY(dir.isValid());
         const std::string output = dir.filePath(QStringLiteral("oom.html")).toStdString();
         oomlens::mcp::McpServer server;
+        handshake(server);
         const Json written = structured(server, "report",
             { { "inputs", { scenario("first_backward.pickle"), scenario("first_backward.oom.txt") } },
                 { "output", output } });
@@ -513,6 +568,197 @@ private Q_SLOTS:
         QVERIFY(errorText(server, "report", { { "inputs", { scenario("first_backward.pickle") } }, { "output", "-" } })
                     .find("standard input")
             != std::string::npos);
+    }
+
+    void onlyInitializeAndPingBeforeInitialize()
+    {
+        oomlens::mcp::McpServer server;
+        for (const Json& early : { request(1, "tools/list"),
+                 request(2, "tools/call", { { "name", "plan" }, { "arguments", { { "model", "gpt2" } } } }),
+                 request(3, "resources/list") }) {
+            const Json answer = message(server, early);
+            JSON_COMPARE(answer["id"], early["id"]);
+            JSON_COMPARE(answer["error"]["code"], -32600);
+            QVERIFY(answer["error"]["message"].get<std::string>().find("before initialize") != std::string::npos);
+        }
+        JSON_COMPARE(message(server, request(4, "ping"))["result"], Json::object());
+        // initialize cannot ride in a batch.
+        const Json batch = Json::parse(*server.handleLine(Json::array({ request(5, "initialize") }).dump()));
+        JSON_COMPARE(batch[0]["error"]["code"], -32600);
+        handshake(server);
+        JSON_COMPARE(message(server, request(6, "tools/list"))["result"]["tools"].size(), size_t(8));
+    }
+
+    void unknownCursorIsInvalidParams()
+    {
+        oomlens::mcp::McpServer server;
+        handshake(server);
+        const Json answer = message(server, request(1, "tools/list", { { "cursor", "page-2" } }));
+        JSON_COMPARE(answer["error"]["code"], -32602);
+        JSON_COMPARE(message(server, request(2, "tools/list", { { "cursor", 7 } }))["error"]["code"], -32602);
+        // No cursor, or a null one: the whole list (one page).
+        JSON_COMPARE(message(server, request(3, "tools/list"))["result"]["tools"].size(), size_t(8));
+        QVERIFY(!message(server, request(4, "tools/list"))["result"].contains("nextCursor"));
+    }
+
+    // A message nested 50,000 levels deep (a 100 KB line) used to overflow the stack (SIGSEGV),
+    // before initialize too: now one error, and the next line is answered.
+    void deepNestingIsOneError()
+    {
+        oomlens::mcp::McpServer server;
+        const auto nested = [](const std::string& method, size_t depth) {
+            return "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + method
+                + "\",\"params\":{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}}";
+        };
+        for (const char* method : { "ping", "initialize", "tools/call" }) {
+            const std::optional<std::string> answer = server.handleLine(nested(method, 50000));
+            QVERIFY(answer);
+            const Json parsed = Json::parse(*answer);
+            JSON_COMPARE(parsed["error"]["code"], -32600);
+            QVERIFY2(parsed["error"]["message"].get<std::string>().find("512") != std::string::npos, answer->c_str());
+            JSON_COMPARE(message(server, request(2, "ping"))["result"], Json::object());
+        }
+        // Unclosed, and hidden inside strings: the brackets in a string are text, not depth.
+        QVERIFY(server.handleLine(std::string(200000, '{')));
+        const std::string inString = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":{\"s\":\""
+            + std::string(100000, '[') + "\\\"[\"}}";
+        JSON_COMPARE(Json::parse(*server.handleLine(inString))["result"], Json::object());
+        // The bound itself: 512 levels in all are a message, 513 are not.
+        const std::string atBound = "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"a\":"
+            + std::string(510, '[') + std::string(510, ']') + "}}";
+        JSON_COMPARE(Json::parse(*server.handleLine(atBound))["result"], Json::object());
+        const std::string beyond = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"a\":"
+            + std::string(511, '[') + std::string(511, ']') + "}}";
+        JSON_COMPARE(Json::parse(*server.handleLine(beyond))["error"]["code"], -32600);
+        // Deep tool arguments after initialize: the same error, the server still serving.
+        handshake(server);
+        JSON_COMPARE(Json::parse(*server.handleLine(nested("tools/call", 50000)))["error"]["code"], -32600);
+        JSON_COMPARE(message(server, request(6, "tools/list"))["result"]["tools"].size(), size_t(8));
+    }
+
+    // An error quotes a few hundred bytes of what it is about: a 10 MB bad token used to come back
+    // as a 10,486,000-byte answer.
+    void errorsQuoteInputBriefly()
+    {
+        oomlens::mcp::McpServer server;
+        const std::string huge(10 * 1024 * 1024, 'a');
+        const auto errorLine = [&](const std::string& line) {
+            const std::optional<std::string> answer = server.handleLine(line);
+            if (!answer)
+                qFatal("no answer");
+            return *answer;
+        };
+        const std::string badToken = errorLine("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + huge);
+        qInfo("a 10 MB unterminated string: a %zu-byte answer", badToken.size());
+        QVERIFY2(badToken.size() < 1024, badToken.substr(0, 2000).c_str());
+        JSON_COMPARE(Json::parse(badToken)["error"]["code"], -32700);
+        QVERIFY(Json::parse(badToken)["error"]["message"].get<std::string>().ends_with("…"));
+        // Cut at a character, not inside one: the answer stays UTF-8 (parse would throw otherwise).
+        std::string wide;
+        for (int i = 0; i < 200000; ++i)
+            wide += "é";
+        QVERIFY(errorLine("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"" + wide).size() < 1024);
+
+        handshake(server);
+        const std::string unknownMethod = errorLine(request(2, huge).dump());
+        QVERIFY(unknownMethod.size() < 1024);
+        JSON_COMPARE(Json::parse(unknownMethod)["error"]["code"], -32601);
+        const std::string unknownTool = errorLine(request(3, "tools/call", { { "name", huge } }).dump());
+        QVERIFY(unknownTool.size() < 1024);
+        const std::string longId = errorLine("{\"jsonrpc\":\"2.0\",\"id\":\"" + huge + "\",\"method\":\"ping\"}");
+        QVERIFY(longId.size() < 1024);
+        JSON_COMPARE(Json::parse(longId)["id"], nullptr);
+        // A tool's error quoting an argument: each line clipped.
+        const Json toolError
+            = message(server, request(4, "tools/call", { { "name", "diagnose" }, { "arguments", { { huge, 1 } } } }));
+        QVERIFY(toolError.dump().size() < 2048);
+        JSON_COMPARE(toolError["result"]["isError"], true);
+        const Json badValue = message(server,
+            request(5, "tools/call",
+                { { "name", "live_at" },
+                    { "arguments", { { "input", "/nonexistent/" + std::string(100000, 'b') } } } }));
+        QVERIFY2(badValue.dump().size() < 2048, badValue.dump().substr(0, 3000).c_str());
+        JSON_COMPARE(message(server, request(6, "ping"))["result"], Json::object());
+    }
+
+    // Clients that take one type per field reject ["integer", "null"]: every schema, input and
+    // output, has single types; an input field that may be absent is simply not required.
+    void schemasHaveOneTypePerField()
+    {
+        oomlens::mcp::McpServer server;
+        handshake(server);
+        const Json tools = message(server, request(1, "tools/list"))["result"]["tools"];
+        for (const Json& tool : tools) {
+            for (const char* which : { "inputSchema", "outputSchema" }) {
+                std::vector<Json> types;
+                int unions = 0;
+                collectTypes(tool[which], types, unions);
+                QVERIFY(!types.empty());
+                for (const Json& type : types)
+                    QVERIFY2(type.is_string(),
+                        qPrintable(QString::fromStdString(
+                            tool["name"].get<std::string>() + " " + which + ": " + type.dump())));
+                if (std::string(which) == "inputSchema")
+                    QVERIFY2(unions == 0, tool["name"].get<std::string>().c_str());
+            }
+        }
+        // The fields that had two types still take both.
+        const std::vector<std::string> inputs { scenario("first_backward.pickle"), scenario("first_backward.oom.txt") };
+        JSON_COMPARE(
+            structured(server, "evidence", { { "inputs", inputs }, { "diagnosis", "0" } })["diagnosis"]["index"], 0);
+        JSON_COMPARE(
+            structured(server, "evidence", { { "inputs", inputs }, { "diagnosis", 0 } })["diagnosis"]["index"], 0);
+        JSON_COMPARE(structured(server, "plan",
+                         { { "params", "1.3e9" }, { "card", 85899345920 } })["plan"]["model"]["parameters"],
+            1300000000);
+    }
+
+    // A request carrying _meta.progressToken hears notifications/progress while its case is read
+    // and analysed: the token, a progress that only grows, to the total.
+    void progressIsReported()
+    {
+        oomlens::mcp::McpServer server;
+        handshake(server);
+        std::vector<Json> sent;
+        server.setSender([&sent](const std::string& line) { sent.push_back(Json::parse(line)); });
+        const Json answer = message(server,
+            request(1, "tools/call",
+                { { "name", "diagnose" },
+                    { "arguments", { { "inputs", { scenario("leak.pickle"), scenario("leak.oom.txt") } } } },
+                    { "_meta", { { "progressToken", "leak-1" } } } }));
+        JSON_COMPARE(answer["result"]["isError"], false);
+        QVERIFY(sent.size() >= 3);
+        int last = -1;
+        for (const Json& notification : sent) {
+            JSON_COMPARE(notification["method"], "notifications/progress");
+            JSON_COMPARE(notification["params"]["progressToken"], "leak-1");
+            JSON_COMPARE(notification["params"]["total"], 1000);
+            const int progress = notification["params"]["progress"].get<int>();
+            QVERIFY(progress > last);
+            last = progress;
+            QVERIFY(!notification["params"]["message"].get<std::string>().empty());
+        }
+        JSON_COMPARE(last, 1000);
+        // A job: its ranks, then the failing rank's case, one progress from 0 to the total.
+        sent.clear();
+        const std::string job = QString(oomlens::test::testDataDir() + QStringLiteral("/job")).toStdString();
+        message(server,
+            request(2, "tools/call",
+                { { "name", "diagnose" }, { "arguments", { { "inputs", { job } } } },
+                    { "_meta", { { "progressToken", 9 } } } }));
+        QVERIFY(sent.size() >= 3);
+        last = -1;
+        for (const Json& notification : sent) {
+            JSON_COMPARE(notification["params"]["progressToken"], 9);
+            QVERIFY(notification["params"]["progress"].get<int>() > last);
+            last = notification["params"]["progress"].get<int>();
+        }
+        JSON_COMPARE(last, 1000);
+        // Without a token, or from the cache: no notification.
+        sent.clear();
+        message(
+            server, request(3, "tools/call", { { "name", "diagnose" }, { "arguments", { { "inputs", { job } } } } }));
+        QVERIFY(sent.empty());
     }
 
     // The built binary over a pipe, as an agent runs it: one answer per line on stdout, nothing
@@ -541,20 +787,22 @@ private Q_SLOTS:
         JSON_COMPARE(run.exitCode, 0);
         const QList<QByteArray> lines = run.out.trimmed().split('\n');
         JSON_COMPARE(lines.size(), 7);
-        std::vector<Json> answers;
-        for (const QByteArray& line : lines)
-            answers.push_back(Json::parse(line.toStdString()));
-        JSON_COMPARE(answers[0]["id"], 1);
-        JSON_COMPARE(answers[0]["result"]["protocolVersion"], "2025-06-18");
-        JSON_COMPARE(answers[1]["result"]["tools"].size(), size_t(8));
-        JSON_COMPARE(answers[2]["result"]["isError"], false);
-        JSON_COMPARE(answers[2]["result"]["structuredContent"]["diagnoses"][0]["id"], "first_backward");
-        JSON_COMPARE(answers[3]["result"]["structuredContent"]["allocations"].size(), size_t(3));
-        JSON_COMPARE(answers[4]["result"]["isError"], true);
-        QVERIFY(answers[4]["result"]["content"][0]["text"].get<std::string>().starts_with(
-            "oomlens: /nonexistent.pickle: "));
-        JSON_COMPARE(answers[5]["error"]["code"], -32700);
-        JSON_COMPARE(answers[6]["id"], 6);
+        // Tool calls run on workers: answers come as they are ready, each with its id.
+        std::map<Json, Json> byId;
+        for (const QByteArray& line : lines) {
+            const Json answer = Json::parse(line.toStdString());
+            byId[answer["id"]] = answer;
+        }
+        JSON_COMPARE(byId[1]["result"]["protocolVersion"], "2025-06-18");
+        JSON_COMPARE(byId[2]["result"]["tools"].size(), size_t(8));
+        JSON_COMPARE(byId[3]["result"]["isError"], false);
+        JSON_COMPARE(byId[3]["result"]["structuredContent"]["diagnoses"][0]["id"], "first_backward");
+        JSON_COMPARE(byId[4]["result"]["structuredContent"]["allocations"].size(), size_t(3));
+        JSON_COMPARE(byId[5]["result"]["isError"], true);
+        QVERIFY(
+            byId[5]["result"]["content"][0]["text"].get<std::string>().starts_with("oomlens: /nonexistent.pickle: "));
+        JSON_COMPARE(byId[nullptr]["error"]["code"], -32700);
+        JSON_COMPARE(byId[6]["result"], Json::object());
         // The logs went to stderr.
         QVERIFY2(run.err.contains("oomlens mcp"), run.err.constData());
         QVERIFY2(run.err.contains("/nonexistent.pickle"), run.err.constData());

@@ -238,6 +238,57 @@ private Q_SLOTS:
         QCOMPARE(job[QStringLiteral("failing_rank")].toInt(-1), 2); // rank6.pickle, the one that failed
     }
 
+    // A rank is its rank file. Ranks that replay the same batches write the same bytes, so 512
+    // ranks can hold only 8 files' bytes between them: still 512 ranks from the snapshots and from
+    // their summaries alike (merged by bytes alone they were 7). The 8 files copied into 4
+    // folders are 32 rank files either way too (each rank given 4 times, and said so).
+    void aRankIsItsRankFile_data()
+    {
+        QTest::addColumn<int>("ranks");
+        QTest::addColumn<int>("folders");
+        QTest::newRow("512 ranks, 8 files' bytes") << 512 << 1;
+        QTest::newRow("8 ranks in 4 folders") << 8 << 4;
+    }
+    void aRankIsItsRankFile()
+    {
+        QFETCH(int, ranks);
+        QFETCH(int, folders);
+        const QStringList sources = filesIn(jobDir(), QStringLiteral("*.pickle"));
+        QCOMPARE(sources.size(), 8);
+        const QString root = m_dir.filePath(QStringLiteral("identity-%1-%2").arg(ranks).arg(folders));
+        QStringList inputs;
+        for (int f = 0; f < folders; ++f) {
+            const QString folder = root + QStringLiteral("/copy%1").arg(f);
+            if (ranks == sources.size()) {
+                inputs.append(copyJob(QStringLiteral("identity-%1-%2/copy%3").arg(ranks).arg(folders).arg(f)));
+                continue;
+            }
+            QVERIFY(QDir().mkpath(folder));
+            for (int r = 0; r < ranks; ++r)
+                QVERIFY(QFile::copy(sources[r % sources.size()], folder + QStringLiteral("/rank%1.pickle").arg(r)));
+            inputs.append(folder);
+        }
+        const QString out = root + QStringLiteral("/summaries");
+        const Run summarize = oomlens(QStringList { QStringLiteral("summarize"), QStringLiteral("-o"), out } + inputs);
+        QCOMPARE(summarize.exitCode, 0);
+        QCOMPARE(filesIn(out, QStringLiteral("*.oomlens-summary.json")).size(), ranks * folders);
+
+        const Run direct = oomlens(QStringList { QStringLiteral("diagnose"), QStringLiteral("--json") } + inputs);
+        const Run merged = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), out });
+        const Run mixed = oomlens(
+            QStringList { QStringLiteral("diagnose"), QStringLiteral("--json") } + inputs + QStringList { out });
+        QCOMPARE(direct.exitCode, 0);
+        QCOMPARE(merged.exitCode, 0);
+        QCOMPARE(mixed.exitCode, 0);
+        const QJsonObject directJob = jobAnswer(oomlens::test::parseJsonObject(direct.out));
+        QCOMPARE(directJob[QStringLiteral("ranks")].toArray().size(), ranks * folders);
+        QCOMPARE(canonical(jobAnswer(oomlens::test::parseJsonObject(merged.out))), canonical(directJob));
+        // Given both ways at once, each summary stands for its own snapshot: nothing decoded.
+        const QJsonObject mixedRoot = oomlens::test::parseJsonObject(mixed.out);
+        QCOMPARE(canonical(jobAnswer(mixedRoot)), canonical(directJob));
+        QCOMPARE(mixedRoot[QStringLiteral("job")].toObject()[QStringLiteral("workers")].toInt(-1), 0);
+    }
+
     void usageErrors_data()
     {
         QTest::addColumn<QStringList>("arguments");

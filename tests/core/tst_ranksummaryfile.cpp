@@ -263,6 +263,55 @@ private Q_SLOTS:
         QVERIFY(merged.summary.failingSnapshotToCopy.empty());
     }
 
+    // A rank is its rank file: the same bytes under three ranks' names (ranks that replay the same
+    // batches) are three ranks, from the snapshots and from their summaries alike; a summary stands
+    // for the snapshot of its own rank only.
+    void theSameBytesUnderTwoRanksAreTwoRanks()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const std::string bytes = tinyJsonSnapshot(64 << 20, 32 << 20);
+        std::vector<std::string> snapshots;
+        std::vector<std::string> summaries;
+        for (int r = 0; r < 3; ++r) {
+            const QString snapshot = dir.filePath(QStringLiteral("rank%1.json").arg(r));
+            writeFile(snapshot, bytes);
+            snapshots.push_back(snapshot.toStdString());
+            SummarizedRank summary;
+            summary.rank = gatherJob({ snapshots.back() }).summary.ranks.front();
+            summary.snapshot = identifySnapshotFile(snapshots.back());
+            const QString path = dir.filePath(QStringLiteral("rank%1.oomlens-summary.json").arg(r));
+            writeFile(path, summarizedRankToJson(summary));
+            summaries.push_back(path.toStdString());
+        }
+        const JobSummary direct = gatherJob(snapshots).summary;
+        QCOMPARE(direct.ranks.size(), size_t(3));
+        const JobSummary merged = gatherJob(summaries).summary;
+        QCOMPARE(merged.ranks.size(), size_t(3));
+        QCOMPARE(jobToText(merged).substr(jobToText(merged).find('\n')),
+            jobToText(direct).substr(jobToText(direct).find('\n')));
+        std::vector<std::string> both = summaries;
+        both.insert(both.end(), snapshots.begin(), snapshots.end());
+        const JobSummary mixed = gatherJob(both).summary;
+        QCOMPARE(mixed.ranks.size(), size_t(3));
+        QCOMPARE(mixed.workers, size_t(0)); // each summary claimed its own snapshot
+        // Rank 0's summary and rank 1's snapshot, the same bytes: two ranks, one decoded.
+        const JobSummary two = gatherJob({ summaries[0], snapshots[1] }).summary;
+        QCOMPARE(two.ranks.size(), size_t(2));
+        QCOMPARE(two.ranks[0].rank, 0);
+        QCOMPARE(two.ranks[1].rank, 1);
+        QCOMPARE(two.workers, size_t(1));
+        // A file named twice is one rank file.
+        QCOMPARE(gatherJob({ snapshots[0], snapshots[0], snapshots[1] }).summary.ranks.size(), size_t(2));
+
+        // The rank by name: rankFromFileName's, else the file's own name.
+        QVERIFY(rankFileName("/a/rank3.pickle") == rankFileName("/b/rank_3.pickle"));
+        QVERIFY(rankFileName("/a/logs/rank_3/snapshot.pickle") == rankFileName("/b/rank3.pickle"));
+        QVERIFY(!(rankFileName("/a/rank3.pickle") == rankFileName("/a/rank4.pickle")));
+        QVERIFY(!(rankFileName("/a/worker-a.pickle") == rankFileName("/a/worker-b.pickle")));
+        QVERIFY(rankFileName("/a/worker-b.pickle") == rankFileName("/b/worker-b.pickle"));
+    }
+
     void aDamagedSummaryIsAnUnreadableRank()
     {
         QTemporaryDir dir;
