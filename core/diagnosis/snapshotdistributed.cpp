@@ -266,9 +266,18 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
         appendFixes(d.fixes,
             { FixKind::SyncGradientsEachMicroBatch, FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight },
             e.fixes);
+    else if (c.communicationFramework == CollectiveFramework::DeepSpeed)
+        // ZeRO-3 has no reshard switch: what it keeps gathered is bounded by the prefetch and
+        // live-parameter limits first (partitioned_param_coordinator.py's fetch_sub_module).
+        appendFixes(
+            d.fixes, { FixKind::FewerAllGathersInFlight, FixKind::ReshardAfterForward, FixKind::BucketSizes }, e.fixes);
     else
         appendFixes(
             d.fixes, { FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight, FixKind::BucketSizes }, e.fixes);
+    if (c.communicationFramework != CollectiveFramework::Unknown)
+        e.evidence(d,
+            std::string("the band's buffers are ") + collectiveFrameworkText(c.communicationFramework)
+                + "'s (their frames): the fixes are in its settings");
     d.outlook = dynamicOutlook();
     out.push_back(std::move(d));
     const Diagnosis& cause = out.back();
