@@ -5,7 +5,9 @@
 #include "common/analysisfixtures.h"
 #include "common/testutil.h"
 #include "common/tracediagnosis.h"
+#include "core/caseanalysis.h"
 #include "core/diagnosis/catalogue.h"
+#include "parsers/inputloader.h"
 
 #include <QTest>
 
@@ -143,6 +145,24 @@ std::string zero3Prefetch()
     return text;
 }
 
+// Two steps; the second's batch is three times the first's and comes from other lines of code (a
+// new sequence bucket), so no call site matches to compare sizes.
+std::string twoStepsSecondLarger()
+{
+    std::string text = "alloc w 1GiB load\n";
+    for (int l = 0; l < 4; ++l)
+        text += "alloc a" + std::to_string(l) + " 256MiB fwd\n";
+    text += "alloc lv 1MiB loss\n";
+    for (int l = 3; l >= 0; --l)
+        text += "alloc g" + std::to_string(l) + " 64MiB grad\nfree a" + std::to_string(l) + " bwdcpp\n";
+    text += "free lv bwd\nalloc m 512MiB optinit\n";
+    const std::string bucket
+        = "stack=model.py:forward:80;torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+    for (int l = 0; l < 3; ++l)
+        text += "alloc b" + std::to_string(l) + " 768MiB " + bucket + "\n";
+    return text + "oom 768MiB free=100MiB " + bucket + "\n";
+}
+
 } // namespace
 
 class TestGeneralize : public QObject
@@ -262,6 +282,34 @@ private Q_SLOTS:
             QVERIFY(eval->confidence < diagnoses.front().confidence);
             QVERIFY(test::hasEvidence(*eval, "CUDA graph's"));
         }
+    }
+
+    // tests/data/job's rank 6: step 1 completed, step 2's batch is 384 tokens against 256 and its
+    // backward fails. One completed step measures what the same model needed for a whole step: the
+    // failing one needs far more, so the batch grew; the backward is where it showed.
+    void secondBatchLargerThanTheFirst()
+    {
+        Case input;
+        addFile(input, QString(test::testDataDir() + QStringLiteral("/job/rank6.pickle")).toStdString());
+        const CaseAnalysis analysis = analyzeCase(input);
+        QVERIFY(!analysis.diagnoses.empty());
+        QCOMPARE(analysis.diagnoses.front().id, DiagnosisId::LongestBatch);
+        // Its backward held more activations at the failure than step 1's backward at its peak: not
+        // the same working set one step on.
+        const Diagnosis* backward = test::findDiagnosis(analysis.diagnoses, DiagnosisId::FirstBackward);
+        QVERIFY(backward);
+        QVERIFY(!test::hasEvidence(*backward, "the same backward working set"));
+        QVERIFY(backward->confidence < analysis.diagnoses.front().confidence);
+    }
+
+    // With one completed step seen from its start, a failing step needing far more activations than
+    // that step grew by is a larger batch, even where no call site matches to compare sizes.
+    void oneCompletedStepMeasuresTheBatch()
+    {
+        const auto diagnoses = test::diagnoseTrace(twoStepsSecondLarger());
+        QVERIFY(!diagnoses.empty());
+        QCOMPARE(diagnoses.front().id, DiagnosisId::LongestBatch);
+        QVERIFY(test::hasEvidence(diagnoses.front(), "this batch is larger than the one before it"));
     }
 
     // The driver granted this process more than it could hold at the failure: something outside it
