@@ -160,7 +160,8 @@ void printCalibration()
     }
     std::printf("\n== calibration, every family and mode together\nconfidence  count  right\n");
     for (const auto& bin : bins) {
-        const std::string name = std::to_string(bin.low).substr(0, 3) + "-" + std::to_string(std::min(bin.high, 1.0)).substr(0, 3);
+        const std::string name
+            = std::to_string(bin.low).substr(0, 3) + "-" + std::to_string(std::min(bin.high, 1.0)).substr(0, 3);
         if (bin.count == 0)
             std::printf("%-10s  %5d      -\n", name.c_str(), 0);
         else

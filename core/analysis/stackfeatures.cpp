@@ -237,8 +237,8 @@ Phase decidePhase(uint32_t f, const FramePositions& at)
         const bool inOptimizer = at.optimizer != FramePositions::npos;
         const bool gradModeEnclosesForward
             = at.gradModeOutermost != FramePositions::npos && at.gradModeOutermost > at.forward;
-        const bool eval = inOptimizer ? at.evalEvidence < at.optimizer
-                                      : (f & FeatureEvalName) != 0 || gradModeEnclosesForward;
+        const bool eval
+            = inOptimizer ? at.evalEvidence < at.optimizer : (f & FeatureEvalName) != 0 || gradModeEnclosesForward;
         return eval ? Phase::Eval : Phase::Forward;
     }
     if (f & FeatureLoad)

@@ -164,9 +164,8 @@ Fix fewerAllGathersInFlight(const FixContext& context)
                      "stage3_max_live_parameters elements, up to stage3_prefetch_bucket_size elements at a time; "
                      "each gathered layer holds its full parameters on every rank until released.";
         if (context.communicationBytes > 0)
-            fix.detail += " The " + formatBytes(context.communicationBytes)
-                + " gathered at the failure are about " + scientificCount(context.communicationBytes / 2)
-                + " elements at 2 bytes each.";
+            fix.detail += " The " + formatBytes(context.communicationBytes) + " gathered at the failure are about "
+                + scientificCount(context.communicationBytes / 2) + " elements at 2 bytes each.";
     } else if (context.communicationKeptBytes > 0 && context.communicationBytes > 0)
         fix.detail += " The communication band holds " + formatBytes(context.communicationBytes) + " at the failure.";
     return fix;

@@ -160,9 +160,9 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
                 o.leadingFixFitsRun = false;
                 o.rankReason = "ranked below " + diagnosisIdText(*facts.phaseGrowthCause) + ": that cause makes the "
                     + (facts.earlierStepsShowNeed
-                              ? std::string("failing phase need more than the steps before it did")
-                              : std::string("failing phase need more than the failure shows, and no earlier step "
-                                            "shows how much"))
+                            ? std::string("failing phase need more than the steps before it did")
+                            : std::string("failing phase need more than the failure shows, and no earlier step "
+                                          "shows how much"))
                     + ", so the " + formatBytes(once) + " " + firstFixTitle(d) + " makes usable once does not bound it";
             } else if (facts.phaseStillNeedsBytes) {
                 o.leadingFixFitsRun = true;

@@ -173,8 +173,8 @@ private:
         if (cause == m_out.end())
             return;
         const Diagnosis& c = *cause;
-        const std::string why = "its fix (" + (c.fixes.empty() ? std::string() : c.fixes.front().title)
-            + ") keeps " + formatBytes(c.outlook->leadingFixFreesOnceBytes.value_or(0))
+        const std::string why = "its fix (" + (c.fixes.empty() ? std::string() : c.fixes.front().title) + ") keeps "
+            + formatBytes(c.outlook->leadingFixFreesOnceBytes.value_or(0))
             + " free for the rest of the failing phase, which then fits to its end";
         for (Diagnosis& d : m_out) {
             const bool symptom = d.id == DiagnosisId::FirstBackward || d.id == DiagnosisId::LongestBatch

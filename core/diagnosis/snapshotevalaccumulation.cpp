@@ -238,8 +238,8 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             + formatBytes(buffer.heldBytes) + " and grows by " + formatBytes(buffer.perBatchBytes)
             + " per batch until the evaluation set ends.";
     } else
-        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
-                + formatBytes(kept.bytes) + " piled up before the failure."
+        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; " + formatBytes(kept.bytes)
+                + " piled up before the failure."
                             : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
                               "are the usual causes.";
     FixContext fixes = e.fixes;

@@ -45,8 +45,8 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     }
     const bool sameOverflowAgain = previousPeakedInBackward && failing
         && (previousIsFirst || failing->startDynamic() <= previous->startDynamic())
-        && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive
-        && dynamicNow <= previous->peakDynamic && e.oom.freeInPoolBytes < e.oom.requestedBytes;
+        && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive && dynamicNow <= previous->peakDynamic
+        && e.oom.freeInPoolBytes < e.oom.requestedBytes;
     // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
     // backward overflow one step on, 0.45 for a later backward otherwise.
     const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (sameOverflowAgain ? 0.6 : 0.45);

@@ -181,9 +181,9 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + std::to_string(scaling->matchedSites) + " call sites): the batch did not grow, something else did");
 
     const uint64_t excess = grewPastOnlyStep && !grew && !scaled ? (needed > onlyEarlier ? needed - onlyEarlier : 0)
-        : grew                                                     ? (needed > typical ? needed - typical : 0)
-        : scaled                 ? (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0)
-                                 : (needed > cacheRoom ? needed - cacheRoom : 0);
+        : grew                                                   ? (needed > typical ? needed - typical : 0)
+        : scaled ? (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0)
+                 : (needed > cacheRoom ? needed - cacheRoom : 0);
     const std::string step = "Step " + std::to_string(e.oom.step);
     if (grew)
         d.summary = "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about "

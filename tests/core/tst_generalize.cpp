@@ -50,9 +50,10 @@ const std::string fsdp2UnshardForward
       "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:unshard:290;"
       "torch/distributed/fsdp/_fully_shard/_fsdp_state.py:_pre_forward:230;"
       "torch/nn/modules/module.py:_call_impl:1750;model.py:forward:50;train.py:train_step:40;train.py:main:90";
-const std::string fsdp2ShardedParam = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_param.py:_init_sharded_param:380;"
-                                      "torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:210;"
-                                      "train.py:setup:60;train.py:main:70";
+const std::string fsdp2ShardedParam
+    = "stack=torch/distributed/fsdp/_fully_shard/_fsdp_param.py:_init_sharded_param:380;"
+      "torch/distributed/fsdp/_fully_shard/_fully_shard.py:fully_shard:210;"
+      "train.py:setup:60;train.py:main:70";
 
 // DeepSpeed ZeRO-3 gathering a submodule's parameters from its forward pre-hook: both
 // pre_sub_module_forward_function and fetch_sub_module run under @torch.no_grad()
@@ -156,8 +157,8 @@ std::string twoStepsSecondLarger()
     for (int l = 3; l >= 0; --l)
         text += "alloc g" + std::to_string(l) + " 64MiB grad\nfree a" + std::to_string(l) + " bwdcpp\n";
     text += "free lv bwd\nalloc m 512MiB optinit\n";
-    const std::string bucket
-        = "stack=model.py:forward:80;torch/nn/modules/module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
+    const std::string bucket = "stack=model.py:forward:80;torch/nn/modules/"
+                               "module.py:_call_impl:1750;train.py:train_step:40;train.py:main:90";
     for (int l = 0; l < 3; ++l)
         text += "alloc b" + std::to_string(l) + " 768MiB " + bucket + "\n";
     return text + "oom 768MiB free=100MiB " + bucket + "\n";
@@ -239,8 +240,8 @@ private Q_SLOTS:
     // sleep alone makes the step fit, so that leads; nothing claims steps before the first one.
     void colocatedEngineLeadsTheFirstBackward()
     {
-        std::string text = lines({ "alloc w 2GiB load", "alloc ew 2GiB pool=0,1 " + vllmWeights,
-            "alloc kv 16GiB pool=0,2 " + vllmKv });
+        std::string text = lines(
+            { "alloc w 2GiB load", "alloc ew 2GiB pool=0,1 " + vllmWeights, "alloc kv 16GiB pool=0,2 " + vllmKv });
         for (int l = 0; l < 8; ++l)
             text += "alloc a" + std::to_string(l) + " 512MiB fwd\n";
         text += "alloc lv 1MiB loss\n";
@@ -316,15 +317,16 @@ private Q_SLOTS:
     // took the difference, whatever the card's size (no message, no nvidia-smi).
     void cardTakenSinceIsOtherProcess()
     {
-        const auto diagnoses = test::diagnoseTrace(lines({ "alloc w 1GiB load", "segment_alloc s1 6GiB",
-            "alloc x 6GiB fwd in=s1", "free x bwd", "segment_free s1", "alloc y 512MiB fwd", "oom 2GiB free=100MiB fwd" }));
+        const auto diagnoses
+            = test::diagnoseTrace(lines({ "alloc w 1GiB load", "segment_alloc s1 6GiB", "alloc x 6GiB fwd in=s1",
+                "free x bwd", "segment_free s1", "alloc y 512MiB fwd", "oom 2GiB free=100MiB fwd" }));
         QVERIFY(!diagnoses.empty());
         QCOMPARE(diagnoses.front().id, DiagnosisId::OtherProcess);
         QVERIFY(diagnoses.front().confidence >= 0.5);
         QVERIFY(test::hasEvidence(diagnoses.front(), "taken by something outside it"));
         // A process that never held more than now says nothing of the kind.
-        const auto alone = test::diagnoseTrace(
-            lines({ "alloc w 1GiB load", "alloc x 6GiB fwd", "free x bwd", "alloc y 512MiB fwd", "oom 6GiB free=1MiB fwd" }));
+        const auto alone = test::diagnoseTrace(lines(
+            { "alloc w 1GiB load", "alloc x 6GiB fwd", "free x bwd", "alloc y 512MiB fwd", "oom 6GiB free=1MiB fwd" }));
         const Diagnosis* other = test::findDiagnosis(alone, DiagnosisId::OtherProcess);
         QVERIFY(!other || !test::hasEvidence(*other, "taken by something outside it"));
     }
