@@ -58,7 +58,9 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const auto onlyStep = std::find_if(e.profile.steps.begin(), e.profile.steps.end(), [&](const StepProfile& step) {
         return step.step != e.oom.step && step.complete && step.step >= e.firstTrainingStep() && !step.hasEval;
     });
-    const uint64_t onlyEarlier = growth.size() == 1 && onlyStep->step >= 1 ? growth.front() : 0;
+    // And only a whole training step (forward, backward and optimizer) ran what the failing step runs.
+    const bool wholeStep = growth.size() == 1 && onlyStep->step >= 1 && onlyStep->hasBackward && onlyStep->hasOptimizer;
+    const uint64_t onlyEarlier = wholeStep ? growth.front() : 0;
     const double onlyFactor = safeRatio(needed, onlyEarlier);
     bool grewPastOnlyStep = onlyEarlier > 0 && onlyFactor >= 1.5;
 
