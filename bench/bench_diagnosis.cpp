@@ -5,9 +5,11 @@
 // calibration table (confidence bucket -> share right) and, for messages, how many numeric
 // fields parse exactly and how often the failing phase is found.
 //
-//   bench_diagnosis [--data DIR] [--misses]
+//   bench_diagnosis [--data DIR] [--misses] [--calibration]
 //
 // DIR defaults to the source tree's tests/data. --misses lists every wrong top diagnosis.
+// --calibration adds, over every family and mode together, the share right per confidence bin,
+// and per family the most confident wrong top diagnosis against the least confident right one.
 #include "core/caseanalysis.h"
 #include "parsers/inputloader.h"
 
@@ -120,8 +122,72 @@ std::string shortId(const std::string& id)
     return found != names.end() ? found->second : id.substr(0, 6);
 }
 
+// Every family's outcomes, for --calibration's tables over all of them.
+struct FamilyOutcomes
+{
+    std::string title;
+    std::vector<Outcome> outcomes;
+};
+std::vector<FamilyOutcomes>& allOutcomes()
+{
+    static std::vector<FamilyOutcomes> all;
+    return all;
+}
+
+// Does a confidence of 0.8 mean right 8 times in 10, over everything measured? And within each
+// family, does every wrong first diagnosis stay below every right one?
+void printCalibration()
+{
+    struct Bin
+    {
+        double low;
+        double high;
+        int count = 0;
+        int right = 0;
+    };
+    std::vector<Bin> bins { { 0.0, 0.5 }, { 0.5, 0.6 }, { 0.6, 0.7 }, { 0.7, 0.8 }, { 0.8, 0.9 }, { 0.9, 1.01 } };
+    for (const auto& family : allOutcomes()) {
+        for (const auto& o : family.outcomes) {
+            if (o.top == "(none)")
+                continue;
+            for (auto& bin : bins) {
+                if (o.confidence >= bin.low && o.confidence < bin.high) {
+                    ++bin.count;
+                    bin.right += o.right() ? 1 : 0;
+                }
+            }
+        }
+    }
+    std::printf("\n== calibration, every family and mode together\nconfidence  count  right\n");
+    for (const auto& bin : bins) {
+        const std::string name
+            = std::to_string(bin.low).substr(0, 3) + "-" + std::to_string(std::min(bin.high, 1.0)).substr(0, 3);
+        if (bin.count == 0)
+            std::printf("%-10s  %5d      -\n", name.c_str(), 0);
+        else
+            std::printf("%-10s  %5d  %4.0f%%\n", name.c_str(), bin.count, 100.0 * bin.right / bin.count);
+    }
+    std::printf("\nper family: most confident wrong top < least confident right top?\n");
+    for (const auto& family : allOutcomes()) {
+        double wrongMax = -1.0;
+        double rightMin = 2.0;
+        for (const auto& o : family.outcomes) {
+            if (o.right())
+                rightMin = std::min(rightMin, o.confidence);
+            else
+                wrongMax = std::max(wrongMax, o.confidence);
+        }
+        if (wrongMax < 0)
+            std::printf("  %-62s no wrong top\n", family.title.c_str());
+        else
+            std::printf("  %-62s wrong <= %.2f, right >= %.2f  %s\n", family.title.c_str(), wrongMax,
+                rightMin > 1.0 ? 0.0 : rightMin, wrongMax < rightMin ? "yes" : "NO");
+    }
+}
+
 void printReport(const char* title, const std::vector<Outcome>& outcomes, bool listMisses)
 {
+    allOutcomes().push_back({ title, outcomes });
     const auto right = std::count_if(outcomes.begin(), outcomes.end(), [](const Outcome& o) { return o.right(); });
     std::printf("\n== %s: %ld/%zu right (%.0f%%)\n", title, static_cast<long>(right), outcomes.size(),
         outcomes.empty() ? 0.0 : 100.0 * static_cast<double>(right) / static_cast<double>(outcomes.size()));
@@ -260,13 +326,16 @@ int main(int argc, char** argv)
 {
     QString data = QStringLiteral(OOMLENS_TEST_DATA_DIR);
     bool listMisses = false;
+    bool calibration = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
             data = QString::fromLocal8Bit(argv[++i]);
         } else if (std::strcmp(argv[i], "--misses") == 0) {
             listMisses = true;
+        } else if (std::strcmp(argv[i], "--calibration") == 0) {
+            calibration = true;
         } else {
-            std::fprintf(stderr, "usage: %s [--data DIR] [--misses]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--data DIR] [--misses] [--calibration]\n", argv[0]);
             return 2;
         }
     }
@@ -295,5 +364,7 @@ int main(int argc, char** argv)
     const QString familyF = data + QStringLiteral("/scenarios_f");
     printReport("family F (tests/data/scenarios_f, held out), snapshot alone", runFamily(familyF, false), listMisses);
     printReport("family F, snapshot + OOM text", runFamily(familyF, true), listMisses);
+    if (calibration)
+        printCalibration();
     return 0;
 }

@@ -55,6 +55,11 @@ struct RunOutlook
     // The first fix makes a fixed amount usable once (split cache blocks recovered); it fits the
     // run only when that covers what the failing phase still has to allocate (RunFacts).
     std::optional<uint64_t> leadingFixFreesOnceBytes;
+    // Those bytes stay free for the whole failing phase: memory that serves nobody in it leaves the
+    // card (an idle inference engine put to sleep during the trainer's update), where a split cache
+    // recovered once is split again by the phase's own allocations. Such a fix fits the run when it
+    // covers what the phase still has to allocate, whatever makes the phase need it.
+    bool leadingFixFreesForThePhase = false;
     std::optional<bool> leadingFixFitsRun; // set by the ranking step; nullopt when it cannot tell
     std::string rankReason; // the numbers that decided leadingFixFitsRun
 };

@@ -147,6 +147,21 @@ CheckpointFrame checkpointOf(std::string_view file, std::string_view name)
     return c;
 }
 
+CollectiveFramework frameworkOf(std::string_view file, std::string_view name)
+{
+    if (inFile(file, "torch/distributed/_composable/fsdp/") || inFile(file, "torch/distributed/fsdp/_fully_shard/"))
+        return CollectiveFramework::Fsdp2;
+    if (inFile(file, "torch/distributed/fsdp/"))
+        return CollectiveFramework::Fsdp1;
+    if (inFile(file, "deepspeed/"))
+        return CollectiveFramework::DeepSpeed;
+    if (inFile(file, "megatron/core/"))
+        return CollectiveFramework::Megatron;
+    if (inFile(file, "torch/nn/parallel/distributed.py") || contains(name, "c10d::Reducer::"))
+        return CollectiveFramework::Ddp;
+    return CollectiveFramework::Unknown;
+}
+
 bool isGraphCaptureFrame(std::string_view file, std::string_view name)
 {
     return inFile(file, "torch/cuda/graphs.py") || inFile(file, "torch/_inductor/cudagraph_trees.py")
@@ -192,6 +207,7 @@ const DistributedStacks::FrameFacts& DistributedStacks::frameFacts(FrameId id)
     f.recompute = checkpoint.recompute;
     f.graphCapture = isGraphCaptureFrame(file, name);
     f.forward = isForwardFrame(file, name) && !checkpoint.checkpointing;
+    f.framework = frameworkOf(file, name);
     return f;
 }
 
@@ -215,6 +231,8 @@ const DistributedStacks::Entry& DistributedStacks::entry(StackId stack)
             e.bufferLine = f.bufferLine;
         }
         pythonInside |= f.python;
+        if (e.framework == CollectiveFramework::Unknown)
+            e.framework = f.framework;
         if (f.checkpointing)
             e.bits |= StackCheckpointing;
         // The recomputation is the model's forward run *inside* backward's checkpoint frame; the

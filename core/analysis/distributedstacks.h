@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/collectiveframework.h"
 #include "core/snapshot.h"
 
 #include <cstdint>
@@ -68,6 +69,7 @@ public:
     // The line of the constructor frame for a ContiguousBuffer or ZeroOptimizerInit stack, 0 otherwise.
     uint32_t constructorLine(StackId stack) { return entry(stack).bufferLine; }
     uint8_t bits(StackId stack);
+    CollectiveFramework framework(StackId stack) { return entry(stack).framework; }
     bool checkpointing(StackId stack) { return bits(stack) & StackCheckpointing; }
     bool recompute(StackId stack) { return bits(stack) & StackRecompute; }
     bool graphCapture(StackId stack) { return bits(stack) & StackGraphCapture; }
@@ -76,6 +78,7 @@ private:
     struct Entry
     {
         CommunicationKind kind = CommunicationKind::None;
+        CollectiveFramework framework = CollectiveFramework::Unknown;
         uint8_t bits = 0;
         bool computed = false;
         uint32_t bufferLine = 0;
@@ -95,6 +98,7 @@ private:
         bool graphCapture = false;
         bool forward = false;
         bool computed = false;
+        CollectiveFramework framework = CollectiveFramework::Unknown;
         uint32_t bufferLine = 0; // the frame's line, for a ContiguousBuffer or ZeroOptimizerInit verdict
     };
     const FrameFacts& frameFacts(FrameId frame);

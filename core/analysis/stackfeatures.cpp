@@ -71,6 +71,17 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     if (inTorch(file, "megatron/core/pipeline_parallel/schedules.py")
         && (name == "backward_step" || name == "custom_backward"))
         f |= FeatureBackward;
+    // Sharded data parallelism reduces gradients from autograd hooks, which the engine runs on its
+    // own thread: under stacks='python' their frames are all the stack holds. FSDP2's post-backward
+    // (RegisterPostBackwardFunction.backward -> FSDPParamGroup.post_backward -> foreach_reduce, or
+    // FSDPState._root_post_backward_final_callback queued on the engine) and pre-backward unshard,
+    // FSDP1's _post_backward_hook / _pre_backward_hook, DeepSpeed ZeRO's module backward hooks and
+    // the per-parameter gradient hooks that reduce partitions
+    // (reduce_partition_and_remove_grads, reduce_ready_partitions_and_remove_grads).
+    if ((inTorch(file, "torch/distributed/fsdp/") || inTorch(file, "torch/distributed/_composable/fsdp/")
+            || inTorch(file, "deepspeed/runtime/zero/"))
+        && (contains(name, "backward") || contains(name, "_remove_grads")))
+        f |= FeatureBackward;
     // Megatron's and DeepSpeed's own CheckpointFunction re-run the forward from their backward too.
     if (name == "backward"
         && (inTorch(file, "megatron/core/tensor_parallel/random.py")
@@ -154,9 +165,14 @@ struct FramePositions
     size_t backward = npos;
     size_t forward = npos;
     size_t evalEvidence = npos; // an eval-like name or an explicit no_grad/inference_mode frame
+    // The outermost frame that switches grad mode (a @no_grad/@inference_mode decorator, a frame
+    // named for them): it governs the forward only when it encloses one.
+    size_t gradModeOutermost = npos;
     uint32_t iteration = 0; // the innermost RL stage marker
     void see(size_t index, uint32_t f)
     {
+        if (f & (FeatureNoGrad | FeatureGradModeDecorator))
+            gradModeOutermost = index;
         if (!iteration && (f & iterationFeatures))
             iteration = f & iterationFeatures;
         auto mark = [&](size_t& slot, bool present) {
@@ -214,9 +230,15 @@ Phase decidePhase(uint32_t f, const FramePositions& at)
         // A forward inside optimizer.step() is a closure's, which runs with grad enabled: the
         // optimizer's own @no_grad and the closure's @enable_grad both show as decorate_context,
         // and eval-like names outside the step say nothing about the closure.
+        // A grad-mode frame inside the innermost module call is a hook's or a helper's own no_grad,
+        // not the forward's: DeepSpeed ZeRO-3 gathers each submodule's parameters from a forward
+        // pre-hook under @torch.no_grad() (parameter_offload.py's pre_sub_module_forward_function,
+        // the coordinator's fetch_sub_module) while the training forward around it records its graph.
         const bool inOptimizer = at.optimizer != FramePositions::npos;
-        const bool eval = inOptimizer ? at.evalEvidence < at.optimizer
-                                      : (f & (FeatureNoGrad | FeatureEvalName | FeatureGradModeDecorator)) != 0;
+        const bool gradModeEnclosesForward
+            = at.gradModeOutermost != FramePositions::npos && at.gradModeOutermost > at.forward;
+        const bool eval
+            = inOptimizer ? at.evalEvidence < at.optimizer : (f & FeatureEvalName) != 0 || gradModeEnclosesForward;
         return eval ? Phase::Eval : Phase::Forward;
     }
     if (f & FeatureLoad)

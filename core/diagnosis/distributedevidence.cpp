@@ -70,11 +70,13 @@ void measureCommunication(const Snapshot& snapshot, const DeviceAnalysis& device
         out.requestKind = stacks.communication(oom.stack);
     std::vector<uint64_t> others;
     std::unordered_map<uint32_t, size_t> perLine; // innermost Python frame -> live buffers
+    std::map<CollectiveFramework, uint64_t> perFramework;
     for (const Allocation& a : device.allocations) {
         if (a.category != Category::Communication || !a.liveAfter(oom.eventIndex))
             continue;
         ++out.communicationBuffers;
         out.communicationBytes += a.requestedSize;
+        perFramework[stacks.framework(a.stack)] += a.requestedSize;
         switch (stacks.communication(a.stack)) {
         case CommunicationKind::DdpBucket:
             out.ddpBucketBytes += a.requestedSize;
@@ -94,6 +96,13 @@ void measureCommunication(const Snapshot& snapshot, const DeviceAnalysis& device
         }
         if (const auto frame = innermostPythonFrame(snapshot, a.stack))
             ++perLine[frame->value];
+    }
+    uint64_t most = 0;
+    for (const auto& [framework, bytes] : perFramework) {
+        if (framework != CollectiveFramework::Unknown && bytes > most) {
+            most = bytes;
+            out.communicationFramework = framework;
+        }
     }
     std::sort(others.begin(), others.end(), std::greater<>());
     for (size_t i = 0; i < std::min<size_t>(2, others.size()); ++i)
@@ -152,9 +161,15 @@ void measureGraphs(const Snapshot& snapshot, const DeviceAnalysis& device, const
             break;
         }
     }
-    for (const Allocation& a : device.allocations) {
-        if (a.liveAfter(oom.eventIndex) && a.stack != FrameTable::emptyStack() && stacks.graphCapture(a.stack))
-            ++out.liveCaptureAllocations;
+    for (size_t i = 0; i < device.allocations.size(); ++i) {
+        const Allocation& a = device.allocations[i];
+        if (!a.liveAfter(oom.eventIndex))
+            continue;
+        const bool captureFrames = a.stack != FrameTable::emptyStack() && stacks.graphCapture(a.stack);
+        out.liveCaptureAllocations += captureFrames ? 1 : 0;
+        const StateSegment* segment = state.segmentAt(a.address);
+        if (captureFrames || (segment && poolOwner(segment->pool) == PoolOwner::CudaGraph))
+            out.capturedAllocations.push_back(i);
     }
     for (const StateSegment& segment : state.segments) {
         if (poolOwner(segment.pool) != PoolOwner::CudaGraph)

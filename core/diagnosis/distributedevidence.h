@@ -34,6 +34,8 @@ struct DistributedEvidence
     uint64_t ipgBufferBytes = 0; // ZeRO's IPG buffers (reduce_bucket_size each)
     uint64_t deferredGradientBytes = 0; // unsharded gradients kept for a deferred reduce-scatter
     size_t deferredGradients = 0;
+    // Whose buffers the band mostly is (by bytes): the framework whose settings its fixes speak.
+    CollectiveFramework communicationFramework = CollectiveFramework::Unknown;
     // What the failing request itself was for, from its frames: a bucket whose size is a setting.
     CommunicationKind requestKind = CommunicationKind::None;
     uint64_t inFlightBytes = 0; // the two largest other buffers: what a pipelined collective needs
@@ -49,6 +51,11 @@ struct DistributedEvidence
     // CUDA graphs.
     bool oomInCapture = false; // the failing request came from inside a capture
     size_t liveCaptureAllocations = 0; // allocated inside a capture and live at the failure
+    // Live at the failure and recorded into a graph: made under capture frames, or placed in a CUDA
+    // graph's private pool (the allocator routes a stream's requests there only while a capture on
+    // it is underway). A graph's intermediates and static outputs, rewritten by every replay: no
+    // batch's output kept. Indices into DeviceAnalysis::allocations, ascending.
+    std::vector<size_t> capturedAllocations;
     uint64_t graphPoolReservedBytes = 0; // CUDA graph pools' segments live at the failure
     uint64_t graphPoolFreeBytes = 0; // of which free (cached by the graphs' pools)
     // The allocator routes a stream's requests into a graph's private pool only while a capture on

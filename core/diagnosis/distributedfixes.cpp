@@ -6,9 +6,25 @@
 
 #include "core/units.h"
 
+#include <cstdio>
+
 namespace oomlens {
 
 namespace {
+
+// 9100000000 -> "9.1e9": how DeepSpeed's settings count elements.
+std::string scientificCount(uint64_t count)
+{
+    int exponent = 0;
+    double mantissa = static_cast<double>(count);
+    while (mantissa >= 10.0) {
+        mantissa /= 10.0;
+        ++exponent;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1fe%d", mantissa, exponent);
+    return text;
+}
 
 void projectSaving(Fix& fix, const std::string& what, uint64_t saving, const FixContext& context)
 {
@@ -64,20 +80,53 @@ Fix synchronizeBeforeReuse()
         std::nullopt, std::nullopt, false };
 }
 
+// One framework's lines of a snippet when the communication band is that framework's buffers (a
+// DeepSpeed run gets no FSDP2 call to paste); every framework's lines otherwise.
+struct FrameworkSnippet
+{
+    CollectiveFramework framework;
+    const char* lines;
+};
+
+std::string snippetFor(
+    CollectiveFramework framework, std::initializer_list<FrameworkSnippet> variants, const char* everyFramework)
+{
+    for (const FrameworkSnippet& variant : variants) {
+        if (variant.framework == framework)
+            return variant.lines;
+    }
+    return everyFramework;
+}
+
 Fix reshardAfterForward(const FixContext& context)
 {
     Fix fix { FixKind::ReshardAfterForward, "Reshard parameters after forward",
         "All-gathered (unsharded) parameters kept from forward to backward hold a full copy of every layer's "
         "weights per rank; resharding frees each layer's copy after its forward and all-gathers it again in "
         "backward (one more all-gather per layer).",
-        "# FSDP2\n"
-        "fully_shard(block, reshard_after_forward=True)\n"
-        "# FSDP1\n"
-        "FSDP(model, sharding_strategy=ShardingStrategy.FULL_SHARD)   # not SHARD_GRAD_OP\n"
-        "# DeepSpeed ZeRO-3\n"
-        "\"zero_optimization\": {\"stage\": 3, \"stage3_max_live_parameters\": 1e9, \"stage3_max_reuse_distance\": "
-        "1e9}",
+        snippetFor(context.collectiveFramework,
+            { { CollectiveFramework::Fsdp2, "fully_shard(block, reshard_after_forward=True)" },
+                { CollectiveFramework::Fsdp1,
+                    "FSDP(model, sharding_strategy=ShardingStrategy.FULL_SHARD)   # not SHARD_GRAD_OP" },
+                { CollectiveFramework::DeepSpeed,
+                    "\"zero_optimization\": {\"stage\": 3, \"stage3_max_reuse_distance\": 1e8,\n"
+                    "                      \"stage3_param_persistence_threshold\": 1e5}" } },
+            "# FSDP2\n"
+            "fully_shard(block, reshard_after_forward=True)\n"
+            "# FSDP1\n"
+            "FSDP(model, sharding_strategy=ShardingStrategy.FULL_SHARD)   # not SHARD_GRAD_OP\n"
+            "# DeepSpeed ZeRO-3\n"
+            "\"zero_optimization\": {\"stage\": 3, \"stage3_max_live_parameters\": 1e9, "
+            "\"stage3_max_reuse_distance\": 1e9}"),
         std::nullopt, std::nullopt, false };
+    // ZeRO-3 releases a submodule's gathered parameters after its forward unless they are reused
+    // within stage3_max_reuse_distance elements or are below stage3_param_persistence_threshold
+    // (PartitionedParameterCoordinator.release_sub_module).
+    if (context.collectiveFramework == CollectiveFramework::DeepSpeed)
+        fix.detail = "ZeRO-3 keeps a submodule's gathered parameters after its forward when they will be used again "
+                     "within stage3_max_reuse_distance elements, and never releases those under "
+                     "stage3_param_persistence_threshold; smaller values release them after use and gather them "
+                     "again when needed.";
     projectSaving(
         fix, "the communication buffers beyond the two in flight are freed", context.communicationKeptBytes, context);
     return fix;
@@ -88,15 +137,36 @@ Fix fewerAllGathersInFlight(const FixContext& context)
     Fix fix { FixKind::FewerAllGathersInFlight, "Limit how many all-gathers run ahead",
         "Prefetching gathers the next layers' parameters while the current one computes; each prefetched layer "
         "holds its unsharded copy. Fewer in flight trades some overlap for memory.",
-        "# FSDP1\n"
-        "FSDP(model, limit_all_gathers=True, forward_prefetch=False,\n"
-        "     backward_prefetch=BackwardPrefetch.BACKWARD_POST)\n"
-        "# FSDP2: prefetch explicitly at most one module ahead\n"
-        "block.set_modules_to_forward_prefetch([next_block])\n"
-        "# DeepSpeed ZeRO-3\n"
-        "\"stage3_prefetch_bucket_size\": 5e7",
+        snippetFor(context.collectiveFramework,
+            { { CollectiveFramework::Fsdp1,
+                  "FSDP(model, limit_all_gathers=True, forward_prefetch=False,\n"
+                  "     backward_prefetch=BackwardPrefetch.BACKWARD_POST)" },
+                { CollectiveFramework::Fsdp2,
+                    "# prefetch explicitly at most one module ahead\n"
+                    "block.set_modules_to_forward_prefetch([next_block])\n"
+                    "block.set_modules_to_backward_prefetch([previous_block])" },
+                { CollectiveFramework::DeepSpeed,
+                    "\"zero_optimization\": {\"stage\": 3, \"stage3_prefetch_bucket_size\": 5e7,\n"
+                    "                      \"stage3_max_live_parameters\": 1e9}   # DeepSpeed's defaults" } },
+            "# FSDP1\n"
+            "FSDP(model, limit_all_gathers=True, forward_prefetch=False,\n"
+            "     backward_prefetch=BackwardPrefetch.BACKWARD_POST)\n"
+            "# FSDP2: prefetch explicitly at most one module ahead\n"
+            "block.set_modules_to_forward_prefetch([next_block])\n"
+            "# DeepSpeed ZeRO-3\n"
+            "\"stage3_prefetch_bucket_size\": 5e7"),
         std::nullopt, std::nullopt, false };
-    if (context.communicationKeptBytes > 0 && context.communicationBytes > 0)
+    // ZeRO-3's coordinator prefetches while the parameters in flight stay under
+    // min(stage3_max_live_parameters - those already gathered, stage3_prefetch_bucket_size) elements
+    // (partitioned_param_coordinator.py, fetch_sub_module).
+    if (context.collectiveFramework == CollectiveFramework::DeepSpeed) {
+        fix.detail = "ZeRO-3 gathers the next submodules' parameters ahead while those gathered stay under "
+                     "stage3_max_live_parameters elements, up to stage3_prefetch_bucket_size elements at a time; "
+                     "each gathered layer holds its full parameters on every rank until released.";
+        if (context.communicationBytes > 0)
+            fix.detail += " The " + formatBytes(context.communicationBytes) + " gathered at the failure are about "
+                + scientificCount(context.communicationBytes / 2) + " elements at 2 bytes each.";
+    } else if (context.communicationKeptBytes > 0 && context.communicationBytes > 0)
         fix.detail += " The communication band holds " + formatBytes(context.communicationBytes) + " at the failure.";
     return fix;
 }
@@ -107,11 +177,16 @@ Fix bucketSizes(const FixContext& context)
         "DDP copies gradients into buckets of bucket_cap_mb each (and keeps them for the whole run unless the "
         "gradients are views of them); ZeRO gathers gradients in IPG buckets of reduce_bucket_size and "
         "parameters in allgather_bucket_size. Smaller buckets, or gradients as views of the buckets, hold less.",
-        "DDP(model, bucket_cap_mb=10, gradient_as_bucket_view=True)\n"
-        "\n"
-        "# DeepSpeed\n"
-        "\"zero_optimization\": {\"reduce_bucket_size\": 5e7, \"allgather_bucket_size\": 5e7,\n"
-        "                      \"overlap_comm\": false}",
+        snippetFor(context.collectiveFramework,
+            { { CollectiveFramework::Ddp, "DDP(model, bucket_cap_mb=10, gradient_as_bucket_view=True)" },
+                { CollectiveFramework::DeepSpeed,
+                    "\"zero_optimization\": {\"reduce_bucket_size\": 5e7, \"allgather_bucket_size\": 5e7,\n"
+                    "                      \"overlap_comm\": false}" } },
+            "DDP(model, bucket_cap_mb=10, gradient_as_bucket_view=True)\n"
+            "\n"
+            "# DeepSpeed\n"
+            "\"zero_optimization\": {\"reduce_bucket_size\": 5e7, \"allgather_bucket_size\": 5e7,\n"
+            "                      \"overlap_comm\": false}"),
         std::nullopt, std::nullopt, false };
     if (context.communicationBytes > 0)
         fix.detail += " The communication band holds " + formatBytes(context.communicationBytes) + " at the failure.";

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/collectiveframework.h"
 #include "core/backend.h"
 #include "core/diagnosis.h"
 #include "core/diagnosis/fixkind.h"
@@ -38,6 +39,8 @@ struct FixContext
     uint64_t communicationKeptBytes = 0; // what fewer buffers in flight would free
     uint64_t ddpBucketCopyBytes = 0; // DDP buckets holding a second copy of the gradients
     uint64_t deferredGradientBytes = 0; // unsharded gradients kept for a deferred reduce-scatter
+    // Whose collectives' buffers those are: their fixes are said in that framework's settings only.
+    CollectiveFramework collectiveFramework = CollectiveFramework::Unknown;
     // Bytes held by pending frees that a fix of their cause makes reusable.
     uint64_t pendingFreeBytes = 0;
     uint64_t graphPoolBytes = 0; // reserved by CUDA graphs' private pools

@@ -156,13 +156,22 @@ void assessRunFit(std::vector<Diagnosis>& candidates, const RunFacts& facts)
                     + " usable once, and the failing " + (facts.phase.empty() ? std::string("phase") : facts.phase)
                     + " still has to allocate " + formatBytes(*facts.phaseStillNeedsBytes) + " (" + facts.phaseNeedText
                     + ")";
-            } else if (facts.phaseGrowthCause && *facts.phaseGrowthCause != d.id) {
+            } else if (facts.phaseGrowthCause && *facts.phaseGrowthCause != d.id && !o.leadingFixFreesForThePhase) {
                 o.leadingFixFitsRun = false;
-                o.rankReason = "ranked below " + diagnosisIdText(*facts.phaseGrowthCause)
-                    + ": that cause makes the failing phase need more than the steps before it did, so the "
-                    + formatBytes(once) + " " + firstFixTitle(d) + " makes usable once does not bound it";
+                o.rankReason = "ranked below " + diagnosisIdText(*facts.phaseGrowthCause) + ": that cause makes the "
+                    + (facts.earlierStepsShowNeed
+                            ? std::string("failing phase need more than the steps before it did")
+                            : std::string("failing phase need more than the failure shows, and no earlier step "
+                                          "shows how much"))
+                    + ", so the " + formatBytes(once) + " " + firstFixTitle(d) + " makes usable once does not bound it";
             } else if (facts.phaseStillNeedsBytes) {
                 o.leadingFixFitsRun = true;
+                if (o.leadingFixFreesForThePhase)
+                    d.evidence.push_back({ firstFixTitle(d) + " keeps " + formatBytes(once)
+                            + " free for the rest of the failing phase, more than the "
+                            + formatBytes(*facts.phaseStillNeedsBytes) + " it still has to allocate ("
+                            + facts.phaseNeedText + "): the phase fits to its end",
+                        std::nullopt });
             }
         } else if (o.leadingFixStopsGrowth && !d.fixes.empty()) {
             o.leadingFixFitsRun = d.fixes.front().fitsAfter;

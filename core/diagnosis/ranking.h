@@ -24,6 +24,9 @@ struct RunFacts
     // A detected cause that makes the failing phase need more than the steps before it did (a
     // longer batch, state created lazily, the first backward): no amount recovered once bounds it.
     std::optional<DiagnosisId> phaseGrowthCause;
+    // A completed earlier step shows what the failing one needs (phaseStillNeedsBytes is then the
+    // rest of a typical step); false in a run's first step, where nothing came before to compare.
+    bool earlierStepsShowNeed = false;
 };
 
 // The explicit ranking step. A diagnosis names the cause when its first fix makes the run fit to

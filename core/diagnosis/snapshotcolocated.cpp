@@ -357,6 +357,11 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     d.outlook = RunOutlook {};
     if (!d.fixes.empty() && d.fixes.front().projectedSavingBytes)
         d.outlook->leadingFixFreesOnceBytes = static_cast<uint64_t>(*d.fixes.front().projectedSavingBytes);
+    // The side that idles in the failing phase leaves the card for all of it (the engine asleep
+    // through the update, the trainer offloaded through rollout): not a one-off recovery.
+    const FixKind leading = d.fixes.empty() ? FixKind::MoreRolloutGpus : d.fixes.front().kind;
+    d.outlook->leadingFixFreesForThePhase
+        = leading == FixKind::FreeEngineCacheBeforeUpdate || leading == FixKind::OffloadTrainerDuringRollout;
     out.push_back(std::move(d));
 }
 

@@ -53,8 +53,10 @@ public:
             if (growsInPhase && d.confidence >= 0.5 && !facts.phaseGrowthCause)
                 facts.phaseGrowthCause = d.id;
         }
+        facts.earlierStepsShowNeed = !m_phaseNeedIsBound;
         assessRunFit(m_out, facts);
         demoteSymptomWithoutCause(facts);
+        putWholePhaseCauseFirst();
         return std::move(m_out);
     }
 
@@ -154,6 +156,35 @@ private:
                 "no earlier step shows what the rest of this one needs: " + formatBytes(need) + " ("
                     + facts.phaseNeedText + ") is only a lower bound next to the " + formatBytes(once)
                     + " recovery would make usable");
+        }
+    }
+
+    // Cause over symptom: a candidate whose first fix takes memory that serves nobody in the failing
+    // phase off the card for all of it, and with that makes the phase fit to its end, names the
+    // cause. The phase's own working set reaching the ceiling that memory lowered (the first
+    // backward, the split cache, a batch's activations) describes where it showed; such a
+    // candidate, whose own fix is not known to carry the phase, ranks below it.
+    void putWholePhaseCauseFirst()
+    {
+        const auto cause = std::find_if(m_out.begin(), m_out.end(), [](const Diagnosis& d) {
+            return d.outlook && d.outlook->leadingFixFreesForThePhase && d.outlook->leadingFixFitsRun == true
+                && d.confidence >= 0.5;
+        });
+        if (cause == m_out.end())
+            return;
+        const Diagnosis& c = *cause;
+        const std::string why = "its fix (" + (c.fixes.empty() ? std::string() : c.fixes.front().title) + ") keeps "
+            + formatBytes(c.outlook->leadingFixFreesOnceBytes.value_or(0))
+            + " free for the rest of the failing phase, which then fits to its end";
+        for (Diagnosis& d : m_out) {
+            const bool symptom = d.id == DiagnosisId::FirstBackward || d.id == DiagnosisId::LongestBatch
+                || d.id == DiagnosisId::WorkingSet || d.id == DiagnosisId::Fragmentation
+                || d.id == DiagnosisId::LargeAllocation;
+            if (&d == &c || !symptom || d.confidence < c.confidence - 0.05
+                || (d.outlook && d.outlook->leadingFixFitsRun == true))
+                continue;
+            d.confidence = std::max(0.05, c.confidence - 0.05);
+            m_evidence.evidence(d, explainedByLine(c.id, why));
         }
     }
 

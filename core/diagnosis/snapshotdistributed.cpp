@@ -38,7 +38,9 @@ std::string releaserText(const Snapshot& snapshot, StackId stack)
 // FSDP1 records streams itself (TORCH_NCCL_AVOID_RECORD_STREAMS does not reach it; FSDP2 does not
 // record streams), other torch.distributed code through ProcessGroupNCCL (the setting stops it),
 // anything else is the program's own side stream (only waiting for it helps).
-enum class PendingOwner { Program, Nccl, Fsdp1 };
+// DeepSpeed ZeRO-3 is the fourth: free_param tags every released gathered parameter with
+// record_stream itself (partition_parameters.py), whatever TORCH_NCCL_AVOID_RECORD_STREAMS says.
+enum class PendingOwner { Program, Nccl, Fsdp1, DeepSpeed };
 
 PendingOwner pendingOwner(const SnapshotEvidence& e)
 {
@@ -53,12 +55,14 @@ PendingOwner pendingOwner(const SnapshotEvidence& e)
                 || file.find("_composable/fsdp") != std::string_view::npos;
             if (file.find("torch/distributed/fsdp/") != std::string_view::npos && !fsdp2)
                 return PendingOwner::Fsdp1;
+            if (file.find("deepspeed/runtime/zero/") != std::string_view::npos)
+                return PendingOwner::DeepSpeed;
             if (file.find("torch/distributed") != std::string_view::npos)
                 owner = PendingOwner::Nccl;
         }
         return owner;
     };
-    uint64_t bytes[3] = { 0, 0, 0 };
+    uint64_t bytes[4] = { 0, 0, 0, 0 };
     for (const PendingFreeWindow& w : e.distributed.pending.windows) {
         const Allocation& a = e.device.allocations[static_cast<size_t>(w.allocation)];
         PendingOwner owner = ownerOf(a.stack);
@@ -66,6 +70,8 @@ PendingOwner pendingOwner(const SnapshotEvidence& e)
             owner = ownerOf(w.releasedBy);
         bytes[static_cast<int>(owner)] += w.bytes;
     }
+    if (bytes[3] >= bytes[2] && bytes[3] >= bytes[1] && bytes[3] >= bytes[0] && bytes[3] > 0)
+        return PendingOwner::DeepSpeed;
     if (bytes[2] >= bytes[1] && bytes[2] >= bytes[0] && bytes[2] > 0)
         return PendingOwner::Fsdp1;
     if (bytes[1] >= bytes[0] && bytes[1] > 0)
@@ -156,6 +162,12 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     d.summary = formatBytes(held) + " the program had freed could not be reused until another stream's work "
         + "finished (record_stream, collectives on a side stream), so the allocator reserved new memory instead.";
     switch (pendingOwner(e)) {
+    case PendingOwner::DeepSpeed:
+        e.evidence(d,
+            "the pending blocks are DeepSpeed ZeRO-3's gathered parameters, which free_param tags with record_stream "
+            "itself: how many are pending follows how many it gathers ahead");
+        appendFixes(d.fixes, { FixKind::FewerAllGathersInFlight, FixKind::SynchronizeBeforeReuse }, e.fixes);
+        break;
     case PendingOwner::Fsdp1:
         e.evidence(d, "the pending blocks are FSDP's own buffers, which it tags with record_stream itself");
         appendFixes(d.fixes, { FixKind::Fsdp2, FixKind::SynchronizeBeforeReuse, FixKind::AvoidRecordStreams }, e.fixes);
@@ -266,15 +278,30 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
         appendFixes(d.fixes,
             { FixKind::SyncGradientsEachMicroBatch, FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight },
             e.fixes);
+    else if (c.communicationFramework == CollectiveFramework::DeepSpeed)
+        // ZeRO-3 has no reshard switch: what it keeps gathered is bounded by the prefetch and
+        // live-parameter limits first (partitioned_param_coordinator.py's fetch_sub_module).
+        appendFixes(
+            d.fixes, { FixKind::FewerAllGathersInFlight, FixKind::ReshardAfterForward, FixKind::BucketSizes }, e.fixes);
     else
         appendFixes(
             d.fixes, { FixKind::ReshardAfterForward, FixKind::FewerAllGathersInFlight, FixKind::BucketSizes }, e.fixes);
+    if (c.communicationFramework != CollectiveFramework::Unknown)
+        e.evidence(d,
+            std::string("the band's buffers are ") + collectiveFrameworkText(c.communicationFramework)
+                + "'s (their frames): the fixes are in its settings");
     d.outlook = dynamicOutlook();
     out.push_back(std::move(d));
     const Diagnosis& cause = out.back();
     if (bucketCause)
         rankBelow(e, out, cause, DiagnosisId::FirstBackward,
             "the failing request is a ZeRO IPG buffer, not an activation or a gradient");
+    // ZeRO-3's pending blocks are the gathered parameters released with record_stream: the prefetch
+    // that keeps too many gathered keeps as many pending, so the buffers kept are the cause.
+    if (keptCause && !e.distributed.pending.windows.empty() && pendingOwner(e) == PendingOwner::DeepSpeed)
+        rankBelow(e, out, cause, DiagnosisId::PendingFrees,
+            "the pending blocks are the parameters ZeRO-3 gathered ahead and released with record_stream; fewer "
+            "gathered ahead leaves fewer pending");
     // Buffers kept beyond need that outweigh the whole unused cache: without them the request fits
     // even if none of that cache could be reused, so the split cache is where the overflow showed,
     // not why.

@@ -115,6 +115,36 @@ bool stillInFirstForward(const SnapshotEvidence& e)
     return sawEvaluation;
 }
 
+// What evaluation left live outside CUDA graphs. A no_grad forward captured into a graph (eval or
+// generation under torch.cuda.graph, cudagraph trees, mode="reduce-overhead") allocates its
+// intermediates and static outputs in the graph's private pool, where every replay rewrites them:
+// that is the graph's memory, not outputs of batches that ended staying live.
+struct KeptOutputs
+{
+    int count = 0;
+    uint64_t bytes = 0;
+};
+
+bool isCaptured(const SnapshotEvidence& e, size_t allocation)
+{
+    const auto& captured = e.distributed.capturedAllocations;
+    return std::binary_search(captured.begin(), captured.end(), allocation);
+}
+
+KeptOutputs keptOutsideGraphs(const SnapshotEvidence& e)
+{
+    KeptOutputs kept { e.profile.evalRetainedCount, e.profile.evalRetainedBytes };
+    for (const size_t i : e.distributed.capturedAllocations) {
+        const Allocation& a = e.device.allocations[i];
+        if (a.phase != Phase::Eval || a.category == Category::Parameters || a.category == Category::KvCache
+            || a.category == Category::Communication || a.releasedBy(e.oom.eventIndex) || kept.count == 0)
+            continue;
+        --kept.count;
+        kept.bytes -= std::min(kept.bytes, a.requestedSize);
+    }
+    return kept;
+}
+
 } // namespace
 
 // Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
@@ -122,12 +152,12 @@ bool stillInFirstForward(const SnapshotEvidence& e)
 // most repeated allocation site among what evaluation left live.
 void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
-    if (e.oom.phase != Phase::Eval && e.profile.evalRetainedCount == 0)
+    const KeptOutputs kept = keptOutsideGraphs(e);
+    if (e.oom.phase != Phase::Eval && kept.count == 0)
         return;
     const uint64_t live = e.fixes.budget.liveBytes;
     const bool firstForward = stillInFirstForward(e);
-    const bool retains = e.profile.evalRetainedCount >= 3
-        && safeRatio(e.profile.evalRetainedBytes, live) >= kRetainedShare && !firstForward;
+    const bool retains = kept.count >= 3 && safeRatio(kept.bytes, live) >= kRetainedShare && !firstForward;
     if (e.oom.phase != Phase::Eval && !retains)
         return;
     // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
@@ -151,22 +181,27 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     Diagnosis d = makeDiagnosis(DiagnosisId::EvalAccumulation, confidence, {});
     e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
     int batches = 0;
-    if (e.profile.evalRetainedCount > 0) {
+    if (kept.count > 0) {
         std::unordered_map<uint32_t, int> perSite;
-        for (const auto& allocation : e.device.allocations) {
+        for (size_t i = 0; i < e.device.allocations.size(); ++i) {
+            const Allocation& allocation = e.device.allocations[i];
             if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
-                && allocation.category != Category::KvCache && allocation.liveAfter(e.oom.eventIndex)
-                && !allocation.releasedBy(e.oom.eventIndex))
+                && allocation.category != Category::KvCache && allocation.category != Category::Communication
+                && allocation.liveAfter(e.oom.eventIndex) && !allocation.releasedBy(e.oom.eventIndex)
+                && !isCaptured(e, i))
                 batches = std::max(batches, ++perSite[allocation.stack.value]);
         }
         e.evidence(d,
-            std::to_string(e.profile.evalRetainedCount)
-                + " allocations made during evaluation are still live at the failure: "
-                + formatBytes(e.profile.evalRetainedBytes) + ", " + percentText(e.profile.evalRetainedBytes, live)
-                + " of live memory",
+            std::to_string(kept.count) + " allocations made during evaluation are still live at the failure: "
+                + formatBytes(kept.bytes) + ", " + percentText(kept.bytes, live) + " of live memory",
             e.profile.firstEvalRetainedEvent);
     }
-    if (firstForward && e.profile.evalRetainedCount > 0)
+    if (!e.distributed.capturedAllocations.empty() && kept.count < e.profile.evalRetainedCount)
+        e.evidence(d,
+            std::to_string(e.profile.evalRetainedCount - kept.count)
+                + " more are a CUDA graph's (made inside a capture, or in a graph's private pool): memory every "
+                  "replay rewrites, not outputs kept per batch");
+    if (firstForward && kept.count > 0)
         e.evidence(d,
             "evaluation has freed none of its allocations since the trace saw it begin: what it holds is its first "
             "batch's forward in progress (its working set), not outputs kept from batches that ended");
@@ -174,12 +209,12 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         e.evidence(d,
             "the trace saw evaluation free " + std::to_string(turnover.freedCount) + " of its allocations ("
                 + formatBytes(turnover.freedBytes) + ") and keep "
-                + (e.profile.evalRetainedCount > 0 ? formatBytes(e.profile.evalRetainedBytes) : std::string("nothing"))
+                + (kept.count > 0 ? formatBytes(kept.bytes) : std::string("nothing"))
                 + ": no outputs pile up, so only the phase points here");
     d.outlook = RunOutlook {};
     d.outlook->leadingFixStopsGrowth = !seenFreeingEverything;
     if (retains && batches >= 2) {
-        d.outlook->growthPerUnitBytes = e.profile.evalRetainedBytes / static_cast<uint64_t>(batches);
+        d.outlook->growthPerUnitBytes = kept.bytes / static_cast<uint64_t>(batches);
         d.outlook->unit = "evaluation batch";
         e.evidence(d,
             "one allocation site kept " + std::to_string(batches) + " tensors, one per batch: about "
@@ -203,13 +238,13 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             + formatBytes(buffer.heldBytes) + " and grows by " + formatBytes(buffer.perBatchBytes)
             + " per batch until the evaluation set ends.";
     } else
-        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; "
-                + formatBytes(e.profile.evalRetainedBytes) + " piled up before the failure."
+        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; " + formatBytes(kept.bytes)
+                + " piled up before the failure."
                             : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
                               "are the usual causes.";
     FixContext fixes = e.fixes;
     if (retains)
-        fixes.caseSavingBytes = e.profile.evalRetainedBytes;
+        fixes.caseSavingBytes = kept.bytes;
     else if (gathered)
         fixes.caseSavingBytes = buffer.heldBytes;
     appendFixes(d.fixes, { FixKind::EvalAccumulation, FixKind::EvalBatchSize }, fixes);

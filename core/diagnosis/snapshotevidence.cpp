@@ -87,6 +87,7 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     }
     fixes.communicationBytes = distributed.communicationBytes;
     fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
+    fixes.collectiveFramework = distributed.communicationFramework;
     fixes.ddpBucketCopyBytes = distributed.ddpBucketBytes;
     fixes.deferredGradientBytes = distributed.deferredGradientBytes;
     fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,

@@ -35,9 +35,17 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // reassigned, so after the first step the comparison says nothing.
     const StepProfile* failing = e.profile.step(e.oom.step);
     const bool previousIsFirst = previous && previous->step <= e.firstTrainingStep();
+    // The same working set: the activations and temporaries live at the failure are no more than
+    // the earlier backward held at its peak (which also held a request like this one). More than
+    // that, the batch or something else grew since, and that is the cause to name.
+    uint64_t dynamicNow = 0;
+    for (int i = 0; i < categoryCount; ++i) {
+        if (isDynamic(static_cast<Category>(i)))
+            dynamicNow += e.oom.liveByCategory[static_cast<size_t>(i)];
+    }
     const bool sameOverflowAgain = previousPeakedInBackward && failing
         && (previousIsFirst || failing->startDynamic() <= previous->startDynamic())
-        && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive
+        && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive && dynamicNow <= previous->peakDynamic
         && e.oom.freeInPoolBytes < e.oom.requestedBytes;
     // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
     // backward overflow one step on, 0.45 for a later backward otherwise.

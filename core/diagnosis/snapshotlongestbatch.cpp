@@ -51,12 +51,26 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t typical = growth.size() >= 2 ? median(growth) : 0;
     const double factor = safeRatio(needed, typical);
     const bool grew = typical > 0 && factor >= 1.5;
+    // One complete earlier step is no typical step, but it is a measurement: the same model ran a
+    // whole step on what it grew, and the failing step already needs half as much again of
+    // activations and temporaries (state is not counted: it does not grow with the batch). Only a
+    // step the trace shows from its start has a known growth: step 0 is what the trace opened in.
+    const auto onlyStep = std::find_if(e.profile.steps.begin(), e.profile.steps.end(), [&](const StepProfile& step) {
+        return step.step != e.oom.step && step.complete && step.step >= e.firstTrainingStep() && !step.hasEval;
+    });
+    // And only a whole training step (forward, backward and optimizer) ran what the failing step runs.
+    const bool wholeStep = growth.size() == 1 && onlyStep->step >= 1 && onlyStep->hasBackward && onlyStep->hasOptimizer;
+    const uint64_t onlyEarlier = wholeStep ? growth.front() : 0;
+    const double onlyFactor = safeRatio(needed, onlyEarlier);
+    bool grewPastOnlyStep = onlyEarlier > 0 && onlyFactor >= 1.5;
 
     const auto scaling = measureBatchScaling(*e.analysis.snapshot, e.device, e.profile, *failing, e.oom.eventIndex);
     const uint64_t heldNow = dynamicNow + e.oom.requestedBytes;
     const bool measuredSites = scaling && scaling->matchedSites >= 3;
     const bool scaled = measuredSites && scaling->ratio >= 1.5 && heldNow > scaling->earlierPeakDynamic;
     const bool sitesUnchanged = measuredSites && scaling->matchedSites >= 5 && scaling->ratio < 1.2;
+    // The same code allocating the same sizes says the batch did not grow, whatever one step shows.
+    grewPastOnlyStep = grewPastOnlyStep && !sitesUnchanged;
 
     // No earlier step whole in the trace, none of its tensors seen by site: what the earlier steps
     // needed is bounded by the cache they left (batchscaling.h's CacheBeforeStep), once a completed
@@ -75,12 +89,15 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         cacheFactor = safeRatio(needed, cacheRoom);
     }
     const bool outgrewCache = cache && cacheRoom > 0 && cache->outgrowingSites >= 2 && cacheFactor >= 1.5;
-    if (!grew && !scaled && !outgrewCache)
+    if (!grew && !scaled && !outgrewCache && !grewPastOnlyStep)
         return;
 
     double confidence = 0.0;
     if (grew)
         confidence = 0.55 + 0.3 * clamp01((factor - 1.5) / 2.0);
+    // One step to compare with: below what a typical step measures.
+    if (grewPastOnlyStep)
+        confidence = std::max(confidence, 0.5 + 0.25 * clamp01((onlyFactor - 1.5) / 2.0));
     // Bounded rather than measured: at most 0.7.
     if (outgrewCache)
         confidence = std::min(0.7, 0.55 + 0.3 * clamp01((cacheFactor - 1.5) / 2.0));
@@ -107,6 +124,15 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                     + " in other steps (" + times(largestFactor) + ")"
                     + (attention ? ": faster than the batch grew, like seq² attention scores" : ""),
                 failing->largestDynamicEvent >= 0 ? failing->largestDynamicEvent : e.oom.eventIndex);
+    }
+    if (grewPastOnlyStep) {
+        const StepProfile& before = *onlyStep;
+        e.evidence(d,
+            "step " + std::to_string(before.step) + " completed after growing by " + formatBytes(onlyEarlier)
+                + " of activations and temporaries (peak " + formatBytes(before.peakLive) + " live); step "
+                + std::to_string(e.oom.step) + " needed at least " + formatBytes(needed) + ", " + times(onlyFactor)
+                + " that, when it failed: this batch is larger than the one before it",
+            e.oom.eventIndex);
     }
     if (scaled) {
         e.evidence(d,
@@ -156,18 +182,27 @@ void longestBatch(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             "but the same code allocated the same sizes as before (" + times(scaling->ratio) + " over "
                 + std::to_string(scaling->matchedSites) + " call sites): the batch did not grow, something else did");
 
-    const uint64_t excess = grew ? (needed > typical ? needed - typical : 0)
-        : scaled                 ? (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0)
-                                 : (needed > cacheRoom ? needed - cacheRoom : 0);
-    d.summary = grew ? "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about "
-            + times(factor) + " as demanding, as the longest sequences in a variable-length dataset are."
-        : !scaled ? "Step " + std::to_string(e.oom.step) + " needs about " + times(cacheFactor)
-            + " what any earlier step could have, and its largest tensors outgrew everything the cache held: a "
-              "longer batch, as the longest sequences in a variable-length dataset are."
-                  : "Step " + std::to_string(e.oom.step)
-            + "'s batch is longer than those before it: the same code allocated about " + times(scaling->ratio)
+    const uint64_t excess = grewPastOnlyStep && !grew && !scaled ? (needed > onlyEarlier ? needed - onlyEarlier : 0)
+        : grew                                                   ? (needed > typical ? needed - typical : 0)
+        : scaled ? (heldNow > scaling->earlierPeakDynamic ? heldNow - scaling->earlierPeakDynamic : 0)
+                 : (needed > cacheRoom ? needed - cacheRoom : 0);
+    const std::string step = "Step " + std::to_string(e.oom.step);
+    if (grew)
+        d.summary = "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about "
+            + times(factor) + " as demanding, as the longest sequences in a variable-length dataset are.";
+    else if (scaled)
+        d.summary = step + "'s batch is longer than those before it: the same code allocated about "
+            + times(scaling->ratio)
             + " as much, and its activations no longer fit beside the state that earlier steps held with room to "
               "spare.";
+    else if (outgrewCache)
+        d.summary = step + " needs about " + times(cacheFactor)
+            + " what any earlier step could have, and its largest tensors outgrew everything the cache held: a "
+              "longer batch, as the longest sequences in a variable-length dataset are.";
+    else
+        d.summary = step + " needed about " + times(onlyFactor)
+            + " the activations the step before it grew by, and that step completed: a larger batch than the one "
+              "before, as the longest sequences in a variable-length dataset are.";
     FixContext fixes = e.fixes;
     fixes.caseSavingBytes = excess;
     appendFixes(d.fixes, { FixKind::LengthBucketing }, fixes);

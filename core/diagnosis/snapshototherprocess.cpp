@@ -3,6 +3,8 @@
 #include "core/diagnosis/catalogue.h"
 #include "core/units.h"
 
+#include <algorithm>
+
 namespace oomlens::snapshotrules {
 
 namespace {
@@ -38,12 +40,68 @@ void processHeldImplausiblyLittle(const SnapshotEvidence& e, std::vector<Diagnos
     out.push_back(std::move(d));
 }
 
+// The most this process is known to have held before the failure: its reserve at any event (the
+// card had room for it then), or its reserve plus the card's free memory at an earlier OOM.
+struct HeldBefore
+{
+    uint64_t bytes = 0;
+    int64_t event = -1;
+};
+
+HeldBefore heldBefore(const SnapshotEvidence& e)
+{
+    HeldBefore held { e.device.initialReservedBytes, -1 };
+    const auto until = std::min<int64_t>(e.oom.eventIndex, static_cast<int64_t>(e.device.reservedAfter.size()));
+    for (int64_t i = 0; i < until; ++i) {
+        if (e.device.reservedAfter[static_cast<size_t>(i)] > held.bytes)
+            held = { e.device.reservedAfter[static_cast<size_t>(i)], i };
+    }
+    for (const OomAnalysis& earlier : e.device.ooms) {
+        if (earlier.eventIndex < e.oom.eventIndex && earlier.reservedBytes + earlier.deviceFreeBytes > held.bytes)
+            held = { earlier.reservedBytes + earlier.deviceFreeBytes, earlier.eventIndex };
+    }
+    return held;
+}
+
+// Memory comes and goes on a card only through its processes. The CUDA driver let this process
+// hold more earlier (cudaMalloc succeeded for every segment it reserved; an earlier OOM measured
+// the card's free memory beside its reserve) than its reserve plus the card's free memory at the
+// failure: the difference was taken by another process since, whatever the card's size.
+bool cardTakenSince(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const uint64_t now = e.oom.reservedBytes + e.oom.deviceFreeBytes;
+    const HeldBefore held = heldBefore(e);
+    // A CUDA context of another library loaded meanwhile (cuDNN, NCCL) takes a few hundred MiB.
+    if (held.bytes <= now + smallestPlausibleProcessBytes / 2)
+        return false;
+    const uint64_t taken = held.bytes - now;
+    Diagnosis d = makeDiagnosis(
+        DiagnosisId::OtherProcess, 0.6 + 0.3 * clamp01(safeRatio(taken, std::max(held.bytes, GiB)) / 0.5), {});
+    e.evidence(d,
+        "this process held " + formatBytes(held.bytes) + " on this card earlier"
+            + (held.event >= 0 ? std::string(" (the driver granted every segment of it)") : std::string())
+            + ", and could hold only " + formatBytes(now) + " at the OOM in " + e.where() + " ("
+            + formatBytes(e.oom.reservedBytes) + " reserved + " + formatBytes(e.oom.deviceFreeBytes)
+            + " free on the card)",
+        held.event >= 0 ? held.event : e.oom.eventIndex);
+    e.evidence(d,
+        formatBytes(taken) + " of the card that this process had used was taken by something outside it in "
+            + "between: another process (or a zombie) holds it, whatever the card's size");
+    d.summary = "Another process took " + formatBytes(taken) + " of the card this run had been using.";
+    appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, e.fixes);
+    d.outlook = RunOutlook {};
+    d.outlook->leadingFixRaisesCeiling = true;
+    out.push_back(std::move(d));
+    return true;
+}
+
 } // namespace
 
 void otherProcess(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
     if (!e.cardTotal) {
-        processHeldImplausiblyLittle(e, out);
+        if (!cardTakenSince(e, out))
+            processHeldImplausiblyLittle(e, out);
         return;
     }
     const uint64_t total = *e.cardTotal;

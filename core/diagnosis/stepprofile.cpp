@@ -144,13 +144,14 @@ DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent)
     for (const auto& allocation : device.allocations) {
         if (allocation.phase != Phase::Eval || allocation.allocEvent > last)
             continue;
-        // Weights and a generate()'s KV cache are not outputs evaluation kept; nor is a block the
-        // program already freed whose reuse waits on another stream's work (free_requested, no
-        // free_completed yet: record_stream, a collective's buffer): the allocator holds it, not
-        // the program.
+        // Weights and a generate()'s KV cache are not outputs evaluation kept, nor is a collective's
+        // buffer (ZeRO-3 gathers each layer's parameters under its own no_grad hooks: one per layer,
+        // not one per batch); nor is a block the program already freed whose reuse waits on another
+        // stream's work (free_requested, no free_completed yet: record_stream, a collective's
+        // buffer): the allocator holds it, not the program.
         const bool releasedByProgram = allocation.releasedBy(last);
         if (allocation.category == Category::Parameters || allocation.category == Category::KvCache
-            || !allocation.liveAfter(last) || releasedByProgram)
+            || allocation.category == Category::Communication || !allocation.liveAfter(last) || releasedByProgram)
             continue;
         result.evalRetainedBytes += allocation.requestedSize;
         ++result.evalRetainedCount;
