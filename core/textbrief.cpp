@@ -101,7 +101,7 @@ void writeVerdict(std::ostringstream& out, const Verdict& verdict)
         const Fix& fix = *verdict.fix;
         out << "\nFix";
         if (verdict.fixRung > 1)
-            out << " (rung " << verdict.fixRung << " of the ladder: the ones before it do not fit alone)";
+            out << " (rung " << verdict.fixRung << " of the ladder, the first projected to fit)";
         out << ": " << fixHeadline(fix) << '\n';
         if (!fix.detail.empty())
             out << "  " << fix.detail << '\n';

@@ -51,8 +51,7 @@ void writeOutdone(std::ostringstream& out, const Diagnosis& diagnosis)
         ++count;
     }
     if (count > 0)
-        out << "   fix " << numbers << (count == 1 ? " would" : " would each") << " not be enough alone: " << names
-            << "\n";
+        out << "   " << (count == 1 ? "fix " : "fixes ") << numbers << " would not be enough alone: " << names << "\n";
 }
 
 } // namespace

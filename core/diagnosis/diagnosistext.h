@@ -15,7 +15,7 @@ namespace oomlens {
 //      fix 1: <title> [changes the experiment] (saves 3.00 GiB, fits)
 //         <detail>
 //         | snippet line
-//      fix 3 and 4 would not be enough alone: <title> (saves 65.52 MiB), <title> (saves 1.20 GiB)
+//      fixes 3, 4 would not be enough alone: <title> (saves 65.52 MiB), <title> (saves 1.20 GiB)
 // Each snippet is printed once: a rung that repeats one says where it stands. Rungs projected not
 // to fit while another rung of the same ladder fits are collapsed onto one line (the JSON keeps
 // them whole): they cannot make this run fit by themselves.

@@ -146,8 +146,8 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
     textrules::rankCauseOverSymptom(facts, out.list);
 
     const bool onlyShortOtherProcess = out.otherProcessFallsShort
-        && std::all_of(out.list.begin(), out.list.end(),
-            [](const Diagnosis& d) { return d.id == DiagnosisId::OtherProcess; });
+        && std::all_of(
+            out.list.begin(), out.list.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::OtherProcess; });
     if ((out.list.empty() || onlyShortOtherProcess) && message.backend != Backend::Cpu) {
         // Nothing measurable: still say what is known and point at the inputs that would tell more.
         Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, 0.25,

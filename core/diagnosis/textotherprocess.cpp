@@ -16,7 +16,8 @@ std::string selfOutsideEvidence(const OomFacts& f)
 {
     const std::string held = formatBytes(*f.selfNonPyTorchBytes);
     if (f.backend == Backend::Mps)
-        return "this process itself holds " + held + " outside the MPS allocator's " + formatBytes(f.reserved.value_or(0))
+        return "this process itself holds " + held + " outside the MPS allocator's "
+            + formatBytes(f.reserved.value_or(0))
             + " (the message's \"other allocations\"): Metal buffers made outside PyTorch's cache, such as "
               "MPSGraph's cached graphs or another library's";
     return "this process itself holds " + held + " outside PyTorch's cache (process usage "
@@ -109,9 +110,11 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
         appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, fixes);
     } else {
         // Only this process's own memory outside the allocator: there is no other process to stop.
+        // What is left is to make the run itself smaller, or on MPS to let it use more of the machine.
         d.title = "This process holds memory outside PyTorch's allocator";
         if (f.backend == Backend::Mps)
             appendFixes(d.fixes, { FixKind::MpsWatermark }, fixes);
+        appendLadder(d.fixes, fixes);
     }
     out.add(std::move(d));
 }

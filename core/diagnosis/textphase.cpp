@@ -39,16 +39,16 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
         if (stateExists) {
             d.title = "The optimizer's update needs room beside its state";
             addEvidence(d,
-                "the failing line reads the optimizer's state rather than making it (" + f.failingFrame->function
-                    + ": " + f.failingFrame->code + "): the state exists, its update's temporaries did not fit");
+                "the failing line reads the optimizer's state rather than making it (" + f.failingFrame->function + ": "
+                    + f.failingFrame->code + "): the state exists, its update's temporaries did not fit");
         } else {
             addEvidence(d, "the traceback shows the failure in the optimizer step" + where);
         }
         out.capacityDamping = 0.85;
         FixContext stepFixes = fixes;
         stepFixes.optimizerStateExists = stateExists;
-        appendFixes(d.fixes, { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload },
-            stepFixes);
+        appendFixes(
+            d.fixes, { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload }, stepFixes);
         out.add(std::move(d));
         break;
     }

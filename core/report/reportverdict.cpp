@@ -39,9 +39,12 @@ void verdict(HtmlWriter& html, const ReportContext& context)
         html.raw("</ul>\n");
     }
     if (verdict.fix) {
-        html.raw("<p><strong>First fix that makes the run fit:</strong> ");
+        if (verdict.fix->fitsAfter.value_or(false))
+            html.raw("<p><strong>First fix that makes the run fit:</strong> ");
+        else
+            html.raw("<p><strong>First fix to try:</strong> ");
         html.text(fixHeadline(*verdict.fix));
-        html.raw(" <a href=\"#diagnosis\">the whole ladder</a></p>\n");
+        html.raw(" (<a href=\"#diagnosis\">every fix</a>)</p>\n");
     }
     html.raw("</article>\n");
     html.endSection();

@@ -6,8 +6,8 @@
 #include "parsers/text/textlines.h"
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <limits>
 #include <string>
 

@@ -96,8 +96,8 @@ private Q_SLOTS:
               "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 246.00 MiB (GPU 3; 39.59 GiB total "
               "capacity; 37.60 GiB already allocated; 99.69 MiB free; 38.17 GiB reserved in total by PyTorch)\n";
         const std::vector<Diagnosis> diagnoses = diagnoseText(parseText(paste));
-        const auto step = std::find_if(diagnoses.begin(), diagnoses.end(),
-            [](const Diagnosis& d) { return d.id == DiagnosisId::OptimizerStep2; });
+        const auto step = std::find_if(
+            diagnoses.begin(), diagnoses.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::OptimizerStep2; });
         QVERIFY(step != diagnoses.end());
         QVERIFY2(!contains(step->title, "arrives at the first step"), step->title.c_str());
         QVERIFY2(!contains(step->summary, "at the first step"), step->summary.c_str());
