@@ -66,8 +66,10 @@ CaseWidget::CaseWidget(QWidget* parent)
     m_events = new EventsView(this);
     m_tabs->addTab(m_events, QStringLiteral("Events"));
 
-    m_whatIf = new WhatIfView(this);
-    m_tabs->addTab(m_whatIf, QStringLiteral("What if"));
+    m_whatIfPage = new QWidget(this);
+    auto* whatIfLayout = new QVBoxLayout(m_whatIfPage);
+    whatIfLayout->setContentsMargins(0, 0, 0, 0);
+    m_tabs->addTab(m_whatIfPage, QStringLiteral("What if"));
 
     m_pinnedHost = new PinnedHostView(this);
     m_tabs->addTab(m_pinnedHost, QStringLiteral("Pinned host memory"));
@@ -78,9 +80,14 @@ CaseWidget::CaseWidget(QWidget* parent)
     m_tabs->setTabEnabled(ProfilerTab, false);
 
     connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
+    connect(m_overview, &OverviewPage::timelineRequested, this, [this] { showPage(TimelineTab); });
     connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
     connect(m_live, &LiveAllocationsView::cursorRequested, this, &CaseWidget::setCursorEvent);
     connect(m_events, &EventsView::cursorRequested, this, &CaseWidget::setCursorEvent);
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int index) {
+        if (index == WhatIfTab)
+            whatIf();
+    });
     connect(m_deviceBox, &QComboBox::activated, this, [this](int index) {
         const QPoint choice = m_deviceBox->itemData(index).toPoint();
         selectDevice(choice.x(), choice.y());
@@ -133,18 +140,14 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
     m_tabs->setTabToolTip(TimelineTab, hasSnapshot ? QString() : hint);
     m_tabs->setTabToolTip(EventsTab, hasSnapshot ? QString() : hint);
     if (hasSnapshot && early && early->device() == m_case->analysis.snapshots.front().primary()) {
-        const QPoint choice = m_deviceBox->itemData(0).toPoint();
         m_deviceBox->setCurrentIndex(0);
         m_timeline->setCardBand(m_cardBand);
-        m_whatIf->setMeasured(m_analysis, choice.y());
     } else if (hasSnapshot) {
         const QPoint choice = m_deviceBox->itemData(0).toPoint();
         selectDevice(choice.x(), choice.y());
-        // The planner starts from what this run measured at its peak.
-        m_whatIf->setMeasured(m_analysis, choice.y());
-    } else {
-        m_whatIf->setMeasured(nullptr, 0);
     }
+    // The overview's picture is the timeline the Timeline tab opens on, built once.
+    m_overview->showTimeline(m_data);
     // A config.json plans that model; opened alone it is a question for the planner, so the
     // What-if tab is where the answer is.
     std::vector<std::pair<planner::ModelSpec, QString>> configs;
@@ -153,9 +156,11 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
             configs.emplace_back(
                 m_case->input.models[configs.size()], QString::fromStdString(input.path).section(QLatin1Char('/'), -1));
     }
-    m_whatIf->setConfigModels(configs);
+    // The planner starts from what this run measured at its peak.
+    setWhatIfStart(hasSnapshot ? m_analysis : nullptr, hasSnapshot ? m_deviceBox->itemData(0).toPoint().y() : 0,
+        std::move(configs));
     showPinnedHost(hasSnapshot ? m_deviceBox->itemData(m_deviceBox->currentIndex()).toPoint().x() : 0);
-    if (!configs.empty() && !hasSnapshot && m_case->input.text.empty())
+    if (!m_whatIfStart.configs.empty() && !hasSnapshot && m_case->input.text.empty())
         m_tabs->setCurrentIndex(WhatIfTab);
     // torch.profiler's memory timeline: its own page, beside the snapshot's categories when both
     // are open; opened alone, it is what the user came to see.
@@ -169,6 +174,27 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
                                      "case to see PyTorch's own categories over time"));
     if (hasProfiler && !hasSnapshot && m_case->input.text.empty())
         m_tabs->setCurrentIndex(ProfilerTab);
+}
+
+void CaseWidget::setWhatIfStart(std::shared_ptr<const SnapshotAnalysis> analysis, int32_t device,
+    std::vector<std::pair<planner::ModelSpec, QString>> configs)
+{
+    m_whatIfStart = { std::move(analysis), device, std::move(configs) };
+    if (m_whatIf) {
+        m_whatIf->setMeasured(m_whatIfStart.analysis, m_whatIfStart.device);
+        m_whatIf->setConfigModels(m_whatIfStart.configs);
+    }
+}
+
+WhatIfView* CaseWidget::whatIf()
+{
+    if (!m_whatIf) {
+        m_whatIf = new WhatIfView(m_whatIfPage);
+        m_whatIfPage->layout()->addWidget(m_whatIf);
+        m_whatIf->setMeasured(m_whatIfStart.analysis, m_whatIfStart.device);
+        m_whatIf->setConfigModels(m_whatIfStart.configs);
+    }
+    return m_whatIf;
 }
 
 void CaseWidget::fillDeviceChoices()

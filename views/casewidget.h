@@ -61,7 +61,9 @@ public:
     LiveAllocationsView* liveAllocations() const { return m_live; }
     AllocatorStateWidget* allocatorState() const { return m_allocator; }
     EventsView* events() const { return m_events; }
-    WhatIfView* whatIf() const { return m_whatIf; }
+    // Made the first time it is asked for or its tab is shown: a case opens without paying for
+    // the planner's forty controls, and the view then starts from this case's run.
+    WhatIfView* whatIf();
     PinnedHostView* pinnedHost() const { return m_pinnedHost; }
     ProfilerTimelineView* profiler() const { return m_profiler; }
     QTabWidget* tabs() const { return m_tabs; }
@@ -78,6 +80,9 @@ signals:
 private:
     void fillDeviceChoices();
     void showTimelineData(std::shared_ptr<const TimelineData> data);
+    // What the What-if view starts from: the measured device and the case's config.json models.
+    void setWhatIfStart(std::shared_ptr<const SnapshotAnalysis> analysis, int32_t device,
+        std::vector<std::pair<planner::ModelSpec, QString>> configs);
     // The pinned host memory of snapshot `snapshotIndex`, else of the case's first snapshot that
     // recorded any; the tab is disabled when none did.
     void showPinnedHost(int snapshotIndex);
@@ -97,7 +102,14 @@ private:
     LiveAllocationsView* m_live = nullptr;
     AllocatorStateWidget* m_allocator = nullptr;
     EventsView* m_events = nullptr;
+    QWidget* m_whatIfPage = nullptr; // the tab's page; the view goes in on first use
     WhatIfView* m_whatIf = nullptr;
+    struct WhatIfStart
+    {
+        std::shared_ptr<const SnapshotAnalysis> analysis;
+        int32_t device = 0;
+        std::vector<std::pair<planner::ModelSpec, QString>> configs;
+    } m_whatIfStart;
     PinnedHostView* m_pinnedHost = nullptr;
     ProfilerTimelineView* m_profiler = nullptr;
     int64_t m_cursorEvent = -1;

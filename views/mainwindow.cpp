@@ -11,6 +11,7 @@
 #include "views/mainmenus.h"
 #include "views/recentfiles.h"
 #include "views/settingsdialog.h"
+#include "views/startuptrace.h"
 #include "views/timelinewidget.h"
 #include "views/whatifview.h"
 #include "views/windowscreenshots.h"
@@ -87,6 +88,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_stack->addWidget(m_cases);
     layout->addWidget(m_stack, 1);
     setCentralWidget(central);
+    central->installEventFilter(this);
 
     m_progressText = new QLabel(this);
     m_progress = new QProgressBar(this);
@@ -145,6 +147,26 @@ void MainWindow::connectMenus(MainMenus* menus)
         if (CaseWidget* current = currentCase())
             current->focusSearch();
     });
+}
+
+bool MainWindow::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == centralWidget() && event->type() == QEvent::Paint) {
+        markStartup(StartupMark::WindowPainted);
+        watched->removeEventFilter(this);
+        // The window is on screen: build the first case's widgets while its file is read.
+        QMetaObject::invokeMethod(
+            this,
+            [this] {
+                if (!m_spareCase && caseCount() == 0) {
+                    m_spareCase = new CaseWidget(m_cases);
+                    m_spareCase->hide();
+                    m_spareCase->ensurePolished();
+                }
+            },
+            Qt::QueuedConnection);
+    }
+    return QMainWindow::eventFilter(watched, event);
 }
 
 MainWindow::~MainWindow()
@@ -406,15 +428,22 @@ void MainWindow::onProgress(int jobId, int permille, const QString& text)
         m_progressText->setText(text);
 }
 
+CaseWidget* MainWindow::takeCaseWidget()
+{
+    CaseWidget* widget = m_spareCase ? m_spareCase.data() : new CaseWidget(m_cases);
+    m_spareCase.clear();
+    widget->timeline()->setPreferredAxis(
+        m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time);
+    return widget;
+}
+
 void MainWindow::onTimelineReady(int jobId, const TimelineFirst& first)
 {
     // Only a new case opens early: a case on screen keeps showing its last whole analysis.
     const auto it = m_pending.find(jobId);
     if (it == m_pending.end() || it->target || !it->newCase)
         return;
-    auto* widget = new CaseWidget(m_cases);
-    widget->timeline()->setPreferredAxis(
-        m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time);
+    CaseWidget* widget = takeCaseWidget();
     widget->showTimelineFirst(first);
     const int index = m_cases->addTab(widget, first.partial->title);
     m_cases->setCurrentIndex(index);
@@ -457,16 +486,16 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
         else
             m_banner->dismiss();
         if (outcome.loaded) {
+            markStartup(StartupMark::CaseComplete);
             CaseWidget* widget = pending.target;
             if (!widget && !pending.newCase) {
                 // The case was closed while loading: nothing to update.
             } else if (!widget) {
-                widget = new CaseWidget(m_cases);
-                widget->timeline()->setPreferredAxis(
-                    m_settings.eventAxis ? TimelineWidget::Axis::Events : TimelineWidget::Axis::Time);
-                widget->setCase(outcome.loaded);
+                // Placed before it is filled: the pages are then laid out once, at the tab's size.
+                widget = takeCaseWidget();
                 const int index = m_cases->addTab(widget, outcome.loaded->title);
                 m_cases->setCurrentIndex(index);
+                widget->setCase(outcome.loaded);
             } else {
                 widget->setCase(outcome.loaded);
                 m_cases->setTabText(m_cases->indexOf(widget), outcome.loaded->title);
@@ -707,7 +736,8 @@ bool MainWindow::exportReport(const QString& path)
         }
     } else if (CaseWidget* current = currentCase(); current && current->loadedCase()) {
         loaded = current->loadedCase();
-        if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited())
+        // A plan only once the user gave a model: without one the What-if shows the measured run.
+        if (const WhatIfView* whatIf = current->whatIf(); whatIf && whatIf->edited() && whatIf->hasModel())
             options.plan = &whatIf->result();
     }
     if (!loaded) {

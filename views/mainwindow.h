@@ -87,6 +87,8 @@ signals:
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
+    // Notes the window's first paint (views/startuptrace.h), then stops watching.
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void closeEvent(QCloseEvent* event) override;
 
 private:
@@ -119,6 +121,8 @@ private:
     void cancelLoads();
     void closeCase(int index);
     QString nextPasteTitle();
+    // A new case's widget: the one built ahead while the window was idle, else a new one.
+    CaseWidget* takeCaseWidget();
 
     CaseLoader* m_loader = nullptr;
     QHash<int, Pending> m_pending;
@@ -134,6 +138,9 @@ private:
     QString m_screenshotDirectory;
     int m_pasteCount = 0;
     AppSettings m_settings;
+    // Built (and styled) right after the window's first paint, while a file given on the command
+    // line is still being read: the first case then only fills it in.
+    QPointer<CaseWidget> m_spareCase;
 };
 
 } // namespace oomlens

@@ -1,5 +1,6 @@
 #include "views/overviewpage.h"
 
+#include "core/analysis/topsites.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
@@ -11,6 +12,9 @@
 #include "views/models/inputsmodel.h"
 #include "views/models/processesmodel.h"
 #include "views/models/summarymodel.h"
+#include "views/plots/timelinedata.h"
+#include "views/plots/timelinethumbnail.h"
+#include "views/timelinewidget.h"
 #include "views/viewutil.h"
 
 #include <QFontDatabase>
@@ -118,6 +122,8 @@ QList<DiagnosisCard*> OverviewPage::cards() const
 void OverviewPage::setCase(LoadedCasePtr loaded)
 {
     m_case = std::move(loaded);
+    m_thumbnail = nullptr;
+    m_pictureDevice = nullptr;
     m_content = new QWidget;
     m_content->setObjectName(QStringLiteral("overviewContent"));
     m_layout = new QVBoxLayout(m_content);
@@ -125,6 +131,7 @@ void OverviewPage::setCase(LoadedCasePtr loaded)
     m_layout->setSpacing(10);
     if (m_case) {
         addGlance(*m_case);
+        addMemoryPicture(*m_case);
         addDiagnoses(*m_case);
         addOomMessages(*m_case);
         addSummaries(*m_case);
@@ -214,6 +221,156 @@ void OverviewPage::addGlance(const LoadedCase& loaded)
     QFont font = label->font();
     font.setPointSizeF(font.pointSizeF() * 1.1);
     label->setFont(font);
+}
+
+void OverviewPage::showTimeline(std::shared_ptr<const TimelineData> data)
+{
+    if (m_thumbnail && data && data->device() == m_pictureDevice)
+        m_thumbnail->setTimeline(std::move(data));
+}
+
+void OverviewPage::addMemoryPicture(const LoadedCase& loaded)
+{
+    // The first snapshot's primary device: the one the diagnosis and the Timeline tab open on.
+    const SnapshotAnalysis* analysis = nullptr;
+    for (const SnapshotAnalysis& candidate : loaded.analysis.snapshots) {
+        if (candidate.snapshot && candidate.primary()) {
+            analysis = &candidate;
+            break;
+        }
+    }
+    if (!analysis)
+        return;
+    const DeviceAnalysis& device = *analysis->primary();
+    m_pictureDevice = &device;
+    const bool atDump = traceHistory(*analysis->snapshot, device).segmentsOnly();
+    addHeading(atDump ? QStringLiteral("Memory at the dump") : QStringLiteral("Memory over the run"));
+    if (!atDump) {
+        m_thumbnail = new TimelineThumbnail(m_content);
+        connect(m_thumbnail, &TimelineThumbnail::activated, this, &OverviewPage::timelineRequested);
+        m_layout->addWidget(m_thumbnail);
+        auto* legend = new QLabel(m_content);
+        QStringList parts;
+        for (size_t c = 0; c < device.categoriesAtPeak.size(); ++c) {
+            if (device.categoriesAtPeak[c] > 0)
+                parts << QStringLiteral("<span style='color:%1'>&#9632;</span>&nbsp;%2")
+                             .arg(colors::category(Category(c)).name(), categoryText(Category(c)));
+        }
+        parts
+            << QStringLiteral("<span style='color:%1'>&#9472;</span>&nbsp;reserved").arg(colors::reservedLine().name());
+        legend->setText(QStringLiteral("<span style='color:gray'>Device %1 · </span>").arg(device.device)
+            + parts.join(QStringLiteral(" &nbsp; ")));
+        m_layout->addWidget(legend);
+    }
+    addDeviceHoldings(*analysis);
+    addTopSites(*analysis->snapshot, device);
+}
+
+// One row per device of a snapshot that holds several: what each held at its own peak, as a bar
+// on a scale shared by all of them (DataParallel's first device holds far more than the rest).
+void OverviewPage::addDeviceHoldings(const SnapshotAnalysis& analysis)
+{
+    std::vector<const DeviceAnalysis*> devices;
+    uint64_t largest = 0;
+    for (const DeviceAnalysis& device : analysis.devices) {
+        if (device.peakReservedBytes == 0 && device.peakAllocatedBytes == 0)
+            continue;
+        devices.push_back(&device);
+        largest = std::max({ largest, device.peakReservedBytes, device.peakAllocatedBytes });
+    }
+    if (devices.size() < 2 || largest == 0)
+        return;
+    auto* box = new QWidget(m_content);
+    box->setObjectName(QStringLiteral("deviceHoldings"));
+    auto* grid = new QGridLayout(box);
+    grid->setContentsMargins(0, 6, 0, 0);
+    grid->setHorizontalSpacing(12);
+    QStringList summary;
+    for (const DeviceAnalysis* device : devices)
+        summary << bytesText(device->peakReservedBytes);
+    grid->addWidget(new QLabel(QStringLiteral("<b>%1 devices in this snapshot</b> — reserved at each one's peak: %2")
+                                   .arg(devices.size())
+                                   .arg(summary.join(QStringLiteral(" / "))),
+                        box),
+        0, 0, 1, 3);
+    int row = 1;
+    for (const DeviceAnalysis* device : devices) {
+        // The bar: each category's share of the largest device, then the allocator's slack.
+        QString cells;
+        const auto cell = [&](uint64_t bytes, const QString& color) {
+            const int percent = int(std::lround(100.0 * double(bytes) / double(largest)));
+            if (percent > 0)
+                cells += QStringLiteral("<td width='%1%' bgcolor='%2' height='14'></td>").arg(percent).arg(color);
+        };
+        for (Category category : TimelineWidget::stackOrder)
+            cell(device->categoriesAtPeak[size_t(category)], colors::category(category).name());
+        if (device->peakReservedBytes > device->peakAllocatedBytes)
+            cell(device->peakReservedBytes - device->peakAllocatedBytes, colors::freeBlock().name());
+        const uint64_t shown = std::max(device->peakReservedBytes, device->peakAllocatedBytes);
+        const int rest = int(std::lround(100.0 * double(largest - shown) / double(largest)));
+        if (rest > 0)
+            cells += QStringLiteral("<td width='%1%'></td>").arg(rest);
+        auto* bar = new QLabel(
+            QStringLiteral("<table width='100%' cellspacing='0' cellpadding='0'><tr>%1</tr></table>").arg(cells), box);
+        bar->setMinimumWidth(240);
+        QString words = QStringLiteral("<b>%1</b> reserved, %2 in tensors")
+                            .arg(bytesText(device->peakReservedBytes), bytesText(device->peakAllocatedBytes));
+        if (!device->ooms.empty())
+            words += QStringLiteral(" · <b style='color:%1'>out of memory here</b>").arg(colors::oomMarker().name());
+        if (device->device == analysis.primaryDevice)
+            words += QStringLiteral(" · <span style='color:gray'>shown above</span>");
+        auto* label = new QLabel(words, box);
+        label->setObjectName(QStringLiteral("deviceHolding"));
+        label->setProperty("device", device->device);
+        grid->addWidget(new QLabel(QStringLiteral("Device %1").arg(device->device), box), row, 0);
+        grid->addWidget(bar, row, 1);
+        grid->addWidget(label, row, 2);
+        ++row;
+    }
+    grid->setColumnStretch(1, 2);
+    grid->setColumnStretch(2, 3);
+    m_layout->addWidget(box);
+}
+
+// The call sites that held the most at the peak, with their share of it.
+void OverviewPage::addTopSites(const Snapshot& snapshot, const DeviceAnalysis& device)
+{
+    constexpr size_t shownSites = 5;
+    const auto sites = topSitesAtPeak(snapshot, device, shownSites);
+    if (sites.empty() || device.peakAllocatedBytes == 0)
+        return;
+    auto* box = new QWidget(m_content);
+    box->setObjectName(QStringLiteral("topSites"));
+    auto* grid = new QGridLayout(box);
+    grid->setContentsMargins(0, 6, 0, 0);
+    grid->setHorizontalSpacing(14);
+    grid->setVerticalSpacing(2);
+    const bool atDump = traceHistory(snapshot, device).segmentsOnly();
+    grid->addWidget(new QLabel(atDump ? QStringLiteral("<b>Where the memory at the dump was allocated</b>")
+                                      : QStringLiteral("<b>Where the memory at the peak was allocated</b>"),
+                        box),
+        0, 0, 1, 3);
+    int row = 1;
+    for (const auto& [site, bytes] : sites) {
+        auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(bytesText(bytes)), box);
+        value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        auto* share = new QLabel(QStringLiteral("<span style='color:gray'>%1%</span>")
+                                     .arg(100.0 * double(bytes) / double(device.peakAllocatedBytes), 0, 'f', 0),
+            box);
+        share->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        auto* where = new QLabel(box);
+        where->setTextFormat(Qt::PlainText); // the snapshot's file and function names, as written
+        where->setText(toQString(site));
+        where->setObjectName(QStringLiteral("topSite"));
+        where->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+        where->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        grid->addWidget(value, row, 0);
+        grid->addWidget(share, row, 1);
+        grid->addWidget(where, row, 2);
+        ++row;
+    }
+    grid->setColumnStretch(2, 1);
+    m_layout->addWidget(box);
 }
 
 void OverviewPage::addDiagnoses(const LoadedCase& loaded)

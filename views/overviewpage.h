@@ -5,15 +5,21 @@
 
 #include <QScrollArea>
 
+#include <memory>
+
 class QVBoxLayout;
 
 namespace oomlens {
 
 class DiagnosisCard;
+class TimelineData;
+class TimelineThumbnail;
 struct CardReconciliation;
 
-// The first page of a case: diagnosis cards, then the evidence the user brought in plain words
-// (the OOM message number by number, memory_summary, nvidia-smi, allocator settings, inputs).
+// The first page of a case: the failure at a glance, the memory picture of a snapshot (its
+// timeline, what each device held, the call sites holding the peak), diagnosis cards, then the
+// evidence the user brought in plain words (the OOM message number by number, memory_summary,
+// nvidia-smi, allocator settings, inputs).
 class OverviewPage : public QScrollArea
 {
     Q_OBJECT
@@ -21,12 +27,23 @@ public:
     explicit OverviewPage(QWidget* parent = nullptr);
     void setCase(LoadedCasePtr loaded);
     QList<DiagnosisCard*> cards() const;
+    // The timeline of the device the memory picture is about, once the case widget has built it
+    // (the same data as the Timeline tab's); a timeline of another device is ignored.
+    void showTimeline(std::shared_ptr<const TimelineData> data);
+    TimelineThumbnail* thumbnail() const { return m_thumbnail; }
 
 signals:
     void evidenceActivated(const oomlens::EvidenceLink& link);
+    // The picture was clicked: show the timeline itself.
+    void timelineRequested();
 
 private:
     void addGlance(const LoadedCase& loaded);
+    // The memory picture (memory over the run, each device's holding, the top call sites): kept
+    // apart from the text sections so it can move as a block.
+    void addMemoryPicture(const LoadedCase& loaded);
+    void addDeviceHoldings(const SnapshotAnalysis& analysis);
+    void addTopSites(const Snapshot& snapshot, const DeviceAnalysis& device);
     void addDiagnoses(const LoadedCase& loaded);
     void addOomMessages(const LoadedCase& loaded);
     void addSummaries(const LoadedCase& loaded);
@@ -43,6 +60,8 @@ private:
     QWidget* m_content = nullptr;
     QVBoxLayout* m_layout = nullptr;
     LoadedCasePtr m_case;
+    TimelineThumbnail* m_thumbnail = nullptr;
+    const DeviceAnalysis* m_pictureDevice = nullptr; // the device the picture is about
 };
 
 } // namespace oomlens

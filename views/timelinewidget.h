@@ -70,6 +70,12 @@ public:
     bool exportImage(const QString& path);
     QCustomPlot* plot() const { return m_plot; }
 
+    // Fixed state at the bottom, per-step memory on top: the top edge then shows what varies
+    // (the overview's picture stacks them the same way).
+    static constexpr std::array<Category, categoryCount> stackOrder
+        = { Category::Parameters, Category::Gradients, Category::OptimizerState, Category::KvCache, Category::Inputs,
+              Category::Communication, Category::Activations, Category::Temporaries, Category::Unknown };
+
 public slots:
     void setCursorEvent(int64_t event);
 
@@ -81,11 +87,6 @@ protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
-    // Fixed state at the bottom, per-step memory on top: the top edge then shows what varies.
-    static constexpr std::array<Category, categoryCount> stackOrder
-        = { Category::Parameters, Category::Gradients, Category::OptimizerState, Category::KvCache, Category::Inputs,
-              Category::Communication, Category::Activations, Category::Temporaries, Category::Unknown };
-
     void buildStatic();
     void applyColors();
     void rebuildVisible();

@@ -1,5 +1,7 @@
 #include "views/timelinewidget.h"
 
+#include "views/startuptrace.h"
+
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
@@ -122,6 +124,8 @@ void TimelineWidget::onMouseRelease(QMouseEvent* event)
 
 bool TimelineWidget::eventFilter(QObject* watched, QEvent* event)
 {
+    if (watched == m_plot && event->type() == QEvent::Paint && m_data && !m_noHistory)
+        markStartup(StartupMark::TimelinePainted);
     if (watched == m_plot && event->type() == QEvent::KeyPress && m_data) {
         auto* key = static_cast<QKeyEvent*>(event);
         QCPRange range = m_plot->xAxis->range();

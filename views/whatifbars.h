@@ -23,6 +23,8 @@ public:
     // One bar per pipeline stage (empty: one per GPU); `bands` of setPlan stays the busiest's.
     void setStages(std::vector<planner::BandBytes> stages);
     int barCount() const;
+    // The bands as drawn (the busiest stage's with pipeline parallelism).
+    const planner::BandBytes& bands() const { return m_bands; }
     // The measured starting point: each band's tooltip then says what the formula said for the
     // measured run, what the run held and their ratio (the factor every what-if carries).
     void setCalibration(const std::optional<planner::PlanCalibration>& calibration);

@@ -15,6 +15,7 @@
 #include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSpinBox>
@@ -39,6 +40,40 @@ QComboBox* choices(QWidget* parent, const char* objectName, const QStringList& i
     return box;
 }
 
+// The model chooser's item data: which kind of model an entry stands for (config models carry
+// their index into m_configModels, 0 and up).
+constexpr int noModel = -1;
+constexpr int presetModel = -2;
+
+// "7B", "350m", "1.3e9", "774000000": a parameter count; nothing for anything else.
+std::optional<uint64_t> parameterCount(QString text)
+{
+    text = text.trimmed().toLower();
+    double scale = 1;
+    if (text.endsWith(QLatin1Char('k')) || text.endsWith(QLatin1Char('m')) || text.endsWith(QLatin1Char('b'))
+        || text.endsWith(QLatin1Char('t'))) {
+        const QChar unit = text.back();
+        scale = unit == QLatin1Char('k') ? 1e3 : unit == QLatin1Char('m') ? 1e6 : unit == QLatin1Char('b') ? 1e9 : 1e12;
+        text.chop(1);
+    }
+    bool ok = false;
+    const double value = text.trimmed().toDouble(&ok) * scale;
+    // The planner's own bound on a model (modelspec: beyond 10^15 parameters is an error).
+    if (!ok || !(value >= 1) || value > 1e15)
+        return std::nullopt;
+    return static_cast<uint64_t>(value);
+}
+
+// 31M, 1.3B: a parameter count as people say it.
+QString countWords(double count)
+{
+    if (count >= 1e9)
+        return QString::number(count / 1e9, 'g', 3) + QLatin1Char('B');
+    if (count >= 1e6)
+        return QString::number(count / 1e6, 'g', 3) + QLatin1Char('M');
+    return QString::number(count / 1e3, 'g', 3) + QLatin1Char('k');
+}
+
 QSpinBox* number(QWidget* parent, const char* objectName, int minimum, int maximum, int value)
 {
     auto* box = new QSpinBox(parent);
@@ -59,8 +94,16 @@ WhatIfView::WhatIfView(QWidget* parent)
     QStringList presets;
     for (const std::string& name : modelPresetNames())
         presets << QString::fromStdString(name);
-    m_model = choices(this, "model", presets);
-    m_model->setCurrentText(QStringLiteral("llama-2-7b"));
+    // No default model: planning a run with the wrong model answers another question.
+    m_model = choices(this, "model", {});
+    m_model->addItem(QStringLiteral("(none chosen)"), noModel);
+    for (const QString& preset : presets)
+        m_model->addItem(preset, presetModel);
+    m_parameters = new QLineEdit(this);
+    m_parameters->setObjectName(QStringLiteral("parameters"));
+    m_parameters->setPlaceholderText(QStringLiteral("or its parameter count: 7B, 350M, 1.3e9"));
+    m_parameters->setToolTip(QStringLiteral("A model known by its parameter count: weights, gradients and optimizer "
+                                            "state are planned; the measured activations stay as they are"));
     m_batch = number(this, "batch", 1, 4096, 1);
     m_sequence = number(this, "seq", 1, 1 << 20, 2048);
     m_sequence->setSingleStep(128);
@@ -133,6 +176,7 @@ WhatIfView::WhatIfView(QWidget* parent)
     m_card->setCurrentIndex(4); // 80 GB
 
     form->addRow(QStringLiteral("Model"), m_model);
+    form->addRow(QStringLiteral("Parameters"), m_parameters);
     form->addRow(QStringLiteral("Micro-batch"), m_batch);
     form->addRow(QStringLiteral("Sequence"), m_sequence);
     form->addRow(QStringLiteral("Precision"), m_precision);
@@ -173,6 +217,7 @@ WhatIfView::WhatIfView(QWidget* parent)
     form->addRow(QStringLiteral("Card"), m_card);
     auto* measuredRun = new QPushButton(QStringLiteral("These settings are the measured run"), this);
     measuredRun->setObjectName(QStringLiteral("measuredRun"));
+    m_measuredRun = measuredRun;
     measuredRun->setToolTip(QStringLiteral("Calibrate against the snapshot with the settings above as its run"));
     form->addRow(QString(), measuredRun);
     layout->addLayout(form);
@@ -224,7 +269,20 @@ WhatIfView::WhatIfView(QWidget* parent)
             m_edited = true;
         recompute();
     };
-    for (QComboBox* box : { m_model, m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card,
+    // The model is the run's, not a what-if: a new one is calibrated again.
+    connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
+        if (m_updating)
+            return;
+        m_edited = true;
+        if (m_model->currentData().toInt() != noModel) {
+            m_updating = true;
+            m_parameters->clear();
+            m_updating = false;
+        }
+        useControlsAsMeasuredRun();
+    });
+    connect(m_parameters, &QLineEdit::textEdited, this, &WhatIfView::setParameterCount);
+    for (QComboBox* box : { m_precision, m_optimizer, m_checkpointing, m_attention, m_zero, m_offload, m_card,
              m_loraTargets, m_kvDtype, m_weights })
         connect(box, &QComboBox::currentIndexChanged, this, changed);
     for (QSpinBox* box : { m_batch, m_sequence, m_accumulation, m_checkpointEvery, m_gpus, m_nodes, m_loraRank, m_tp,
@@ -237,31 +295,61 @@ WhatIfView::WhatIfView(QWidget* parent)
     recompute();
 }
 
-ModelSpec WhatIfView::model() const
+std::optional<ModelSpec> WhatIfView::model() const
 {
-    // Models from opened config.json files carry their index into m_configModels; presets none.
-    const QVariant configIndex = m_model->currentData();
-    if (configIndex.isValid() && configIndex.toInt() >= 0 && configIndex.toInt() < int(m_configModels.size()))
-        return m_configModels[static_cast<size_t>(configIndex.toInt())];
-    return modelPreset(m_model->currentText().toStdString()).value_or(ModelSpec {});
+    const int kind = m_model->currentData().toInt();
+    if (kind >= 0 && kind < int(m_configModels.size()))
+        return m_configModels[static_cast<size_t>(kind)];
+    if (kind == presetModel)
+        return modelPreset(m_model->currentText().toStdString());
+    if (const std::optional<uint64_t> count = parameterCount(m_parameters->text())) {
+        ModelSpec spec;
+        spec.name = QStringLiteral("a model of %1 parameters").arg(countWords(double(*count))).toStdString();
+        spec.parameters = *count;
+        return spec;
+    }
+    return std::nullopt;
+}
+
+void WhatIfView::setParameterCount(const QString& text)
+{
+    m_updating = true;
+    if (m_parameters->text() != text)
+        m_parameters->setText(text);
+    if (parameterCount(text))
+        m_model->setCurrentIndex(m_model->findData(noModel));
+    m_updating = false;
+    m_edited = true;
+    useControlsAsMeasuredRun();
+}
+
+QList<QWidget*> WhatIfView::setupControls() const
+{
+    return { m_batch, m_sequence, m_precision, m_optimizer, m_accumulation, m_checkpointing, m_checkpointEvery,
+        m_attention, m_gpus, m_nodes, m_zero, m_offload, m_loraRank, m_qlora, m_loraTargets, m_tp, m_sequenceParallel,
+        m_cp, m_pp, m_vpp, m_microbatches, m_ep, m_distributedOptimizer, m_inference, m_kvDtype, m_weights,
+        m_gpuUtilization, m_configKind, m_measuredRun };
 }
 
 void WhatIfView::setConfigModels(const std::vector<std::pair<ModelSpec, QString>>& models)
 {
     m_updating = true;
     for (int i = m_model->count() - 1; i >= 0; --i) {
-        if (m_model->itemData(i).isValid())
+        if (m_model->itemData(i).toInt() >= 0)
             m_model->removeItem(i);
     }
     m_configModels.clear();
+    // Below "(none chosen)", above the presets.
     for (const auto& [model, source] : models) {
-        m_model->insertItem(int(m_configModels.size()),
+        m_model->insertItem(1 + int(m_configModels.size()),
             QString::fromStdString(model.name) + QStringLiteral(" (") + source + QLatin1Char(')'),
             int(m_configModels.size()));
         m_configModels.push_back(model);
     }
-    if (!m_configModels.empty())
-        m_model->setCurrentIndex(0);
+    if (!m_configModels.empty()) {
+        m_model->setCurrentIndex(1);
+        m_parameters->clear();
+    }
     m_updating = false;
     useControlsAsMeasuredRun();
 }
@@ -376,10 +464,19 @@ void WhatIfView::setMeasured(std::shared_ptr<const SnapshotAnalysis> analysis, i
 void WhatIfView::useControlsAsMeasuredRun()
 {
     m_calibration.reset();
-    if (m_device) {
+    m_mismatch.clear();
+    const std::optional<ModelSpec> spec = model();
+    if (m_device && spec) {
         const TrainingSetup run = setup();
-        if (setupProblem(run).empty())
-            m_calibration = calibratePlan(planMemory(model(), run), *m_device);
+        if (setupProblem(run).empty()) {
+            const MemoryPlan formula = planMemory(*spec, run);
+            if (const std::string why = modelMismatch(formula, *m_device); !why.empty())
+                m_mismatch = QStringLiteral("Not calibrated against this run: %1 — %2. Open the run's config.json or "
+                                            "type its parameter count.")
+                                 .arg(QString::fromStdString(spec->name), QString::fromStdString(why));
+            else
+                m_calibration = calibratePlan(formula, *m_device);
+        }
     }
     recompute();
 }
@@ -396,11 +493,12 @@ QString WhatIfView::configText() const
 
 void WhatIfView::showConfig()
 {
-    if (!m_result.setupProblem.empty()) {
+    const std::optional<ModelSpec> chosen = model();
+    if (!m_result.setupProblem.empty() || !chosen) {
         m_config->clear();
         return;
     }
-    const ModelSpec spec = model();
+    const ModelSpec& spec = *chosen;
     const TrainingSetup current = setup();
     if (current.inference) {
         // Serving has no training configuration: the vLLM command line takes its place.
@@ -424,6 +522,14 @@ void WhatIfView::recompute()
 {
     if (m_updating)
         return;
+    const std::optional<ModelSpec> spec = model();
+    for (QWidget* control : setupControls())
+        control->setEnabled(spec.has_value());
+    m_measuredRun->setEnabled(spec && m_device);
+    if (!spec) {
+        showWithoutModel();
+        return;
+    }
     m_checkpointEvery->setEnabled(m_checkpointing->currentIndex() == static_cast<int>(Checkpointing::EveryK));
     for (QWidget* serving : std::initializer_list<QWidget*> { m_kvDtype, m_weights, m_gpuUtilization })
         serving->setEnabled(m_inference->isChecked());
@@ -438,10 +544,9 @@ void WhatIfView::recompute()
         emit planChanged();
         return;
     }
-    const ModelSpec spec = model();
     const std::optional<GpuCard> chosen = card();
     // Calibrated against the measured run's set-up, projected to this one.
-    m_result = makeProjectedPlan(spec, current, chosen, m_calibration);
+    m_result = makeProjectedPlan(*spec, current, chosen, m_calibration);
     const uint64_t capacity = chosen ? chosen->capacityBytes : 0;
     m_bars->setPlan(m_result.shown.perGpu, capacity, current.totalGpus());
     std::vector<BandBytes> stages;
@@ -493,13 +598,56 @@ void WhatIfView::recompute()
         details += QStringLiteral(" %1: %2 (ours %3).")
                        .arg(QString::fromStdString(figure.source), QString::fromStdString(formatBytes(figure.bytes)),
                            QString::fromStdString(formatBytes(figure.plannerBytes)));
+    if (!spec->hasDimensions() && m_calibration)
+        details += QStringLiteral(" A parameter count gives no layer sizes: the activations stay as the run measured "
+                                  "them; open the model's config.json to see batch and sequence changes.");
     m_details->setText(details);
-    m_calibrationLabel->setVisible(m_calibration.has_value());
+    m_calibrationLabel->setVisible(m_calibration || !m_mismatch.isEmpty());
     if (m_calibration)
         m_calibrationLabel->setText(QStringLiteral("Measured run: %1. Changes are projected from the measurement.")
                                         .arg(QString::fromStdString(m_calibration->summary)));
+    else
+        m_calibrationLabel->setText(m_mismatch);
     m_bars->setCalibration(m_calibration);
     showConfig();
+    emit planChanged();
+}
+
+void WhatIfView::showWithoutModel()
+{
+    m_result = PlanResult {};
+    m_calibrationLabel->hide();
+    m_bars->setCalibration(std::nullopt);
+    m_bars->setStages({});
+    const std::optional<GpuCard> chosen = card();
+    const uint64_t capacity = chosen ? chosen->capacityBytes : 0;
+    const QString ask
+        = QStringLiteral("To see what a change would do, tell the planner the model: open its config.json "
+                         "(drop it on the window), pick it above, or type its parameter count.");
+    if (!m_device) {
+        m_bars->setPlan(BandBytes {}, capacity, 1);
+        m_verdict->setText(QStringLiteral("Which model?"));
+        m_details->setText(ask);
+    } else {
+        // The run's own bands at its peak: the starting point every what-if is projected from.
+        const BandBytes bands = measuredBands(*m_device);
+        m_bars->setPlan(bands, capacity, 1);
+        const uint64_t total = bandTotal(bands);
+        m_verdict->setText(
+            QStringLiteral("This run at its peak: %1 per GPU; it %2.")
+                .arg(QString::fromStdString(formatBytes(total)), QString::fromStdString(fitWords(total, capacity))));
+        QString details = QStringLiteral("The bars are the snapshot's own: its tensors by category at the peak, the "
+                                         "allocator's slack and the CUDA context. ")
+            + ask;
+        // What the parameters band says of the model's size, at the two common widths.
+        const uint64_t parameters = m_device->categoriesAtPeak[static_cast<size_t>(Category::Parameters)];
+        if (parameters > 0)
+            details += QStringLiteral(" The run held %1 of parameters: about %2 parameters in fp32, %3 in 16-bit.")
+                           .arg(QString::fromStdString(formatBytes(parameters)), countWords(double(parameters) / 4),
+                               countWords(double(parameters) / 2));
+        m_details->setText(details);
+    }
+    m_config->clear();
     emit planChanged();
 }
 

@@ -12,7 +12,9 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
+class QPushButton;
 class QSpinBox;
 
 namespace oomlens {
@@ -26,6 +28,9 @@ class WhatIfBars;
 // Every change recomputes the plan on the spot (microseconds: no thread). With a measured run
 // (a snapshot's device), the bars start from the measured bands and every change is projected
 // from them (measured x formula(what-if) / formula(run)).
+// There is no default model: until one is given (a config.json opened in the case, a known
+// model picked, or a parameter count typed) the bars are the run's own measured bands and the
+// set-up waits; a model whose parameters cannot be the run's is planned but not calibrated.
 class WhatIfView : public QWidget
 {
     Q_OBJECT
@@ -38,6 +43,10 @@ public:
     void useControlsAsMeasuredRun();
 
     void setModel(const QString& preset);
+    // "7B", "350M", "1.3e9": a model known by its parameter count (model states, no activations).
+    void setParameterCount(const QString& text);
+    // A model is chosen: there is a plan to show (else the bars are the measured run's own).
+    bool hasModel() const { return model().has_value(); }
     // Models read from config.json files (each with its file's name), listed above the presets in
     // place of the previous ones; the first is chosen and the measured run, if any, recalibrated.
     void setConfigModels(const std::vector<std::pair<planner::ModelSpec, QString>>& models);
@@ -47,6 +56,8 @@ public:
     planner::TrainingSetup setup() const;
     const planner::PlanResult& result() const { return m_result; }
     const std::optional<planner::PlanCalibration>& calibration() const { return m_calibration; }
+    // Why the chosen model was not calibrated against the measured run (modelMismatch); empty if it was.
+    QString mismatch() const { return m_mismatch; }
     QString verdict() const;
     // The configuration shown in the config pane for the current set-up: ds_config.json, the FSDP
     // snippet or the accelerate YAML, as the pane's chooser says. "Copy config" copies it.
@@ -60,11 +71,16 @@ signals:
 
 private:
     void recompute();
+    // No model to plan with: the measured run's bands, and the question for a model.
+    void showWithoutModel();
     void showConfig();
-    planner::ModelSpec model() const;
+    std::optional<planner::ModelSpec> model() const;
+    // The set-up's controls, which mean nothing until there is a model.
+    QList<QWidget*> setupControls() const;
     std::optional<planner::GpuCard> card() const;
 
     QComboBox* m_model = nullptr;
+    QLineEdit* m_parameters = nullptr;
     QSpinBox* m_batch = nullptr;
     QSpinBox* m_sequence = nullptr;
     QComboBox* m_precision = nullptr;
@@ -98,12 +114,14 @@ private:
     QLabel* m_details = nullptr;
     QLabel* m_calibrationLabel = nullptr;
     QComboBox* m_configKind = nullptr;
+    QPushButton* m_measuredRun = nullptr;
     QPlainTextEdit* m_config = nullptr;
     WhatIfBars* m_bars = nullptr;
 
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     const DeviceAnalysis* m_device = nullptr;
     std::optional<planner::PlanCalibration> m_calibration;
+    QString m_mismatch;
     std::vector<planner::ModelSpec> m_configModels;
     planner::PlanResult m_result;
     bool m_updating = false;

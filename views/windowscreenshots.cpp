@@ -82,6 +82,8 @@ QStringList writeWindowScreenshots(MainWindow& window, const QString& directory)
         if (current->timeline()->exportImage(QDir(directory).filePath(QStringLiteral("timeline-chart.svg"))))
             written << QDir(directory).filePath(QStringLiteral("timeline-chart.svg"));
     }
+    current->showPage(CaseWidget::WhatIfTab);
+    grab(QStringLiteral("whatif.png"));
     if (current->tabs()->isTabEnabled(CaseWidget::ProfilerTab)) {
         current->showPage(CaseWidget::ProfilerTab);
         grab(QStringLiteral("profiler.png"));

@@ -1,12 +1,11 @@
 #include "core/job/ranksummary.h"
 
-#include "core/analysis/userframe.h"
+#include "core/analysis/topsites.h"
 #include "core/job/rankname.h"
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/compileattribution.h"
 
 #include <algorithm>
-#include <unordered_map>
 
 namespace oomlens {
 
@@ -48,32 +47,6 @@ std::string firstError(const Case& rankCase)
     return "the file holds no memory snapshot";
 }
 
-// The user frames holding the most requested bytes right after the peak event (allocations older
-// than the trace included, as the peak counts them). Each stack's frame is looked up once.
-std::vector<std::pair<std::string, uint64_t>> topSitesAtPeak(const Snapshot& snapshot, const DeviceAnalysis& device)
-{
-    if (!snapshot.frames || !snapshot.strings)
-        return {};
-    std::unordered_map<uint32_t, std::string> siteOfStack;
-    std::unordered_map<std::string, uint64_t> bytesBySite;
-    for (const Allocation& allocation : device.allocations) {
-        if (!allocation.liveAfter(device.peakEvent))
-            continue;
-        auto [site, added] = siteOfStack.try_emplace(allocation.stack.value);
-        if (added) {
-            const std::optional<FrameId> frame = userFrame(*snapshot.frames, *snapshot.strings, allocation.stack);
-            site->second = frame ? frameSiteText(snapshot, *frame) : std::string("(no stack)");
-        }
-        bytesBySite[site->second] += allocation.requestedSize;
-    }
-    std::vector<std::pair<std::string, uint64_t>> sites(bytesBySite.begin(), bytesBySite.end());
-    const size_t kept = std::min(sites.size(), RankSummary::topSiteCount);
-    std::partial_sort(sites.begin(), sites.begin() + static_cast<std::ptrdiff_t>(kept), sites.end(),
-        [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
-    sites.resize(kept);
-    return sites;
-}
-
 } // namespace
 
 RankSummary unreadableRank(const std::string& file, std::string error)
@@ -109,7 +82,7 @@ RankSummary summarizeRank(const std::string& file, const Case& rankCase, const C
     summary.peakTimeUs = device->peakTimeUs;
     summary.categoriesAtPeak = device->categoriesAtPeak;
     if (snapshot->snapshot)
-        summary.topSitesAtPeak = topSitesAtPeak(*snapshot->snapshot, *device);
+        summary.topSitesAtPeak = topSitesAtPeak(*snapshot->snapshot, *device, RankSummary::topSiteCount);
     if (!device->ooms.empty()) {
         summary.oom = true;
         summary.categoriesAtOom = device->ooms.front().liveByCategory;

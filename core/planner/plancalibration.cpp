@@ -95,6 +95,22 @@ PlanCalibration calibratePlan(const MemoryPlan& formulaForRun, const DeviceAnaly
     return calibration;
 }
 
+std::string modelMismatch(const MemoryPlan& formulaForRun, const DeviceAnalysis& measured)
+{
+    // Storage per parameter: 4-bit weights (0.5 bytes) to fp32 master weights and a 16-bit copy (6).
+    constexpr double widestOverNarrowest = 6.0 / 0.5;
+    const uint64_t held = category(measured.categoriesAtPeak, Category::Parameters);
+    const uint64_t formula = formulaForRun.perGpu[static_cast<size_t>(Band::Parameters)];
+    if (held == 0 || formula == 0)
+        return {};
+    const double ratio = static_cast<double>(held) / static_cast<double>(formula);
+    if (ratio <= widestOverNarrowest && ratio >= 1.0 / widestOverNarrowest)
+        return {};
+    return "at these settings the formula gives it " + formatBytes(formula) + " of parameters per GPU; the run held "
+        + formatBytes(held) + " (" + formatRatio(ratio)
+        + "), more than any precision explains (0.5 to 6 bytes a parameter), so it is not the run's model";
+}
+
 MemoryPlan projectFromMeasurement(const PlanCalibration& calibration, const MemoryPlan& formulaWhatIf)
 {
     MemoryPlan projected = formulaWhatIf;
@@ -105,6 +121,8 @@ MemoryPlan projectFromMeasurement(const PlanCalibration& calibration, const Memo
         if (band.measured > 0 && band.formula > 0) {
             const double scale = static_cast<double>(whatIf) / static_cast<double>(band.formula);
             bands[i] = static_cast<uint64_t>(std::llround(static_cast<double>(band.measured) * scale));
+        } else if (band.formula == 0 && whatIf == 0) {
+            bands[i] = band.measured;
         } else {
             bands[i] = whatIf;
         }

@@ -151,6 +151,11 @@ private slots:
         QVERIFY(html.contains(QByteArray::fromStdString(diagnosisIdText(diagnosis.id))));
         // The What-if plan joins the report only once the user changed the set-up there.
         QVERIFY(!html.contains("id=\"plan\""));
+        // A plan needs a model (there is no default one): the run's own size, as the What-if suggests it.
+        const DeviceAnalysis& device = *window.currentCase()->loadedCase()->analysis.snapshots.front().primary();
+        const uint64_t parameterBytes = device.categoriesAtPeak[static_cast<size_t>(Category::Parameters)];
+        window.currentCase()->whatIf()->setParameterCount(
+            parameterBytes >= 4 ? QString::number(parameterBytes / 4) : QStringLiteral("1B"));
         QSpinBox* batch = window.currentCase()->whatIf()->findChildren<QSpinBox*>().value(0);
         QVERIFY(batch);
         batch->setValue(batch->value() + 1);

@@ -164,6 +164,7 @@ private Q_SLOTS:
     void impossibleSetupSaysWhy()
     {
         WhatIfView view;
+        view.setModel(QStringLiteral("llama-2-7b"));
         control<QComboBox>(view, "offload")->setCurrentIndex(2); // all, at ZeRO-0
         QVERIFY(!view.result().setupProblem.empty());
         QVERIFY(view.verdict().contains(QStringLiteral("ZeRO")));
@@ -228,6 +229,53 @@ private Q_SLOTS:
         view.setMeasured(nullptr, 0);
         QVERIFY(!view.calibration().has_value());
         QVERIFY(!bars->bandToolTip(Band::Activations).contains(QStringLiteral("snapshot")));
+    }
+
+    // No model is assumed: the view asks for one, and plans nothing until it has it.
+    void noDefaultModel()
+    {
+        WhatIfView view;
+        QVERIFY(!view.hasModel());
+        QCOMPARE(view.verdict(), QStringLiteral("Which model?"));
+        QVERIFY(view.result().shown.totalPerGpu == 0);
+        QVERIFY(view.configText().isEmpty());
+        QVERIFY(!control<QComboBox>(view, "optimizer")->isEnabled());
+        view.setParameterCount(QStringLiteral("1.3B"));
+        QVERIFY(view.hasModel());
+        QCOMPARE(view.result().shown.parameterCount, uint64_t(1'300'000'000));
+        QVERIFY(control<QComboBox>(view, "optimizer")->isEnabled());
+        view.setParameterCount(QStringLiteral("several"));
+        QVERIFY(!view.hasModel());
+    }
+
+    // A model whose parameters no precision can make the run's is planned but not calibrated:
+    // a run that held 120 MiB of fp32 parameters (31M) is not LLaMA-2 7B.
+    void unrelatedModelIsNotCalibrated()
+    {
+        auto analysis = std::make_shared<SnapshotAnalysis>();
+        DeviceAnalysis device;
+        device.categoriesAtPeak[static_cast<size_t>(Category::Parameters)] = 31'000'000ull * 4;
+        device.categoriesAtPeak[static_cast<size_t>(Category::Activations)] = 2ull << 30;
+        device.peakAllocatedBytes = 31'000'000ull * 4 + (2ull << 30);
+        device.peakReservedBytes = device.peakAllocatedBytes;
+        analysis->devices.push_back(device);
+        WhatIfView view;
+        view.setMeasured(analysis, 0);
+        QVERIFY(!view.hasModel());
+        QVERIFY(view.findChild<WhatIfBars*>()->bands() == measuredBands(device));
+        const QString details = control<QLabel>(view, "details")->text();
+        QVERIFY2(details.contains(QStringLiteral("about 31M parameters in fp32")), qPrintable(details));
+
+        view.setModel(QStringLiteral("llama-2-7b"));
+        QVERIFY(!view.calibration());
+        QVERIFY2(view.mismatch().contains(QStringLiteral("not the run's model")), qPrintable(view.mismatch()));
+        QVERIFY(control<QLabel>(view, "calibration")->text().startsWith(QStringLiteral("Not calibrated")));
+
+        view.setParameterCount(QStringLiteral("31M"));
+        QVERIFY(view.calibration());
+        QVERIFY(view.mismatch().isEmpty());
+        // No layer sizes: the activations stay as measured instead of vanishing from the projection.
+        QCOMPARE(view.result().shown.perGpu[static_cast<size_t>(Band::Activations)], 2ull << 30);
     }
 
     // every:K checkpointing: the K spin box is live only for "every K-th block", and the plan
