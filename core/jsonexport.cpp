@@ -271,6 +271,9 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
     // Ranks whose own "[rankN]:" lines hold an OOM message, the failing rank first.
     document["failed_ranks"] = input.text.failedRanks;
     document["serving"] = servingToJson(analysis);
+    // The phase the failure happened in, as the text says it (TextFindings::failingPhase): the
+    // messages' when they carry one, else a bare traceback's, which has no other place here.
+    document["failing_phase"] = phaseName(input.text.failingPhase());
     return document;
 }
 

@@ -2,8 +2,10 @@
 
 #include "core/diagnosis/diagnosistext.h"
 #include "core/presentation/cardreconciliation.h"
+#include "core/presentation/devicesheld.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/labels.h"
+#include "core/presentation/poolstext.h"
 #include "core/presentation/tracehistory.h"
 #include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
@@ -61,6 +63,16 @@ void writeMessages(std::ostringstream& out, const Case& input)
         out << "\nAllocator settings (" << setting.source << "): " << setting.raw << '\n';
 }
 
+// A heading and its lines, indented under it; nothing when there are no lines.
+void writeLines(std::ostringstream& out, std::string_view heading, const std::vector<std::string>& lines)
+{
+    if (lines.empty())
+        return;
+    out << heading << '\n';
+    for (const std::string& line : lines)
+        out << "    " << line << '\n';
+}
+
 void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalysis& analysis)
 {
     for (size_t i = 0; i < analysis.snapshots.size(); ++i) {
@@ -115,6 +127,9 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
         }
         if (!device->ooms.empty())
             out << "  " << device->ooms.size() << " out-of-memory event(s) recorded\n";
+        writeLines(out, "  every device of the snapshot:", devicesHeld(snapshot));
+        writeLines(out, "  memory pools at the dump:", privatePoolLines(input, analysis, i));
+        writeLines(out, "  frees that waited for another stream:", pendingFreeLines(analysis, i));
         if (history.segmentsOnly() || history.truncated()) {
             out << "  history: " << coverageName(history.coverage) << '\n';
             for (const std::string& line : historyStatement(*snapshot.snapshot, history))
@@ -150,7 +165,7 @@ void writeCard(std::ostringstream& out, const Case& input, const CaseAnalysis& a
     }
     for (const std::string& note : card.notes)
         out << "  " << note << '\n';
-    if (!card.parts.empty()) {
+    if (card.restExplainsVerdict) {
         out << "  The rest of the card is usually:\n";
         for (const RestOfCardPart& part : card.parts)
             out << "    " << part.name << ": " << part.typicalSize << ". Check: " << part.whatToCheck << ".\n";

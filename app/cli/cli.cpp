@@ -18,7 +18,7 @@ namespace {
 
 // The one table of headless commands: a new command is one line here and its own file.
 const std::array commandTable {
-    Command { "diagnose", "diagnose [--json] [--device N] [--rules FILE] INPUT...",
+    Command { "diagnose", "diagnose [--full | --json] [--device N] [--rules FILE] INPUT...",
         "analyze and print; INPUT '-' reads stdin", runDiagnose },
     Command { "report", "report INPUT... -o report.html", "write the self-contained HTML report", runReport },
     Command { "plan", "plan (--model FILE|PRESET | --params N) [--card NAME] [--json] ...",

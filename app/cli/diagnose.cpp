@@ -6,6 +6,7 @@
 #include "core/job/jobjson.h"
 #include "core/job/jobtext.h"
 #include "core/jsonexport.h"
+#include "core/textbrief.h"
 #include "core/textreport.h"
 #include "opening/jobfiles.h"
 #include "parsers/categoryrulesparser.h"
@@ -18,15 +19,18 @@ namespace oomlens::cli {
 
 int runDiagnose(const QStringList& arguments)
 {
-    CommandLine commandLine("diagnose [--json] [--device N] [--rules FILE] INPUT...",
-        QStringLiteral("Analyzes the inputs as one case and prints what filled the card and why it failed."));
+    CommandLine commandLine("diagnose [--full | --json] [--device N] [--rules FILE] INPUT...",
+        QStringLiteral("Analyzes the inputs as one case and prints the verdict, its evidence and the first fix that "
+                       "makes the run fit; --full prints everything found."));
     QCommandLineParser& parser = commandLine.parser();
     const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text."));
     const QCommandLineOption device(QStringLiteral("device"),
         QStringLiteral("Describe snapshot device N (default: the device of the OOM event)."), QStringLiteral("N"));
     const QCommandLineOption rules(QStringLiteral("rules"),
         QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
-    parser.addOptions({ json, device, rules });
+    const QCommandLineOption full(QStringLiteral("full"),
+        QStringLiteral("Print every input's figures, every diagnosis and the whole ladder of fixes."));
+    parser.addOptions({ json, full, device, rules });
     parser.addPositionalArgument(QStringLiteral("INPUT"), caseInputsHelp(), QStringLiteral("INPUT..."));
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
@@ -61,7 +65,7 @@ int runDiagnose(const QStringList& arguments)
         // and the notes said what to copy; an empty case's "nothing shows a failure" would not fit.
         const bool nothingToDiagnose = job && !job->failingSnapshotToCopy.empty() && input.inputs.empty();
         if (!nothingToDiagnose)
-            std::cout << caseToText(input, analysis);
+            std::cout << (parser.isSet(full) ? caseToText(input, analysis) : caseToBriefText(input, analysis));
     }
     std::cout.flush();
     return opened.failedInputs() > 0 ? 1 : 0;

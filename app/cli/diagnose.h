@@ -4,7 +4,7 @@
 
 namespace oomlens::cli {
 
-// `oomlens diagnose [--json] [--device N] [--rules FILE] INPUT...`; `arguments` excludes the
+// `oomlens diagnose [--full | --json] [--device N] [--rules FILE] INPUT...`; `arguments` excludes the
 // program name and the command.
 int runDiagnose(const QStringList& arguments);
 

@@ -23,6 +23,30 @@ void projectCaseSaving(Fix& fix, const std::string& what, const FixContext& cont
         + (fit.empty() ? "" : "; " + fit) + ".";
 }
 
+// The tools each backend gives for "who holds this device" and "which device does this process
+// see": a ROCm, Intel or Ascend card is not seen through nvidia-smi or CUDA_VISIBLE_DEVICES.
+struct DeviceTools
+{
+    std::string_view listProcesses;
+    std::string_view listDevices;
+    std::string_view visibleDevices;
+};
+
+DeviceTools deviceTools(Backend backend)
+{
+    switch (backend) {
+    case Backend::Hip:
+        return { "rocm-smi --showpids", "rocm-smi --showmeminfo vram", "HIP_VISIBLE_DEVICES" };
+    case Backend::Xpu:
+        return { "xpu-smi ps", "xpu-smi discovery", "ZE_AFFINITY_MASK" };
+    case Backend::Npu:
+        return { "npu-smi info", "npu-smi info", "ASCEND_RT_VISIBLE_DEVICES" };
+    default:
+        return { "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+            "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv", "CUDA_VISIBLE_DEVICES" };
+    }
+}
+
 } // namespace
 
 std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
@@ -32,8 +56,8 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         Fix fix { FixKind::StopOtherProcess, "Free the card from the other process",
             "Another process holds memory on this GPU: a second run, a notebook kernel, a zombie from a crashed "
             "job, or a desktop session. Stop it, or wait for it, before starting the run.",
-            "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv\n"
-            "kill <PID>        # only if it is yours and no longer needed",
+            std::string(deviceTools(context.backend).listProcesses)
+                + "\nkill <PID>        # only if it is yours and no longer needed",
             std::nullopt, std::nullopt, false };
         if (context.otherProcessBytes > 0) {
             fix.detail += " It holds " + formatBytes(context.otherProcessBytes) + ".";
@@ -50,13 +74,16 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
         }
         return fix;
     }
-    case FixKind::ChooseGpu:
+    case FixKind::ChooseGpu: {
+        const DeviceTools tools = deviceTools(context.backend);
+        const std::string visible(tools.visibleDevices);
         return Fix { FixKind::ChooseGpu, "Run on a GPU nobody else uses",
-            "Check which GPU the job actually landed on: CUDA_VISIBLE_DEVICES must be set before PyTorch "
-            "initializes CUDA, and a launcher or notebook may override it.",
-            "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv\n"
-            "CUDA_VISIBLE_DEVICES=1 python train.py   # set before torch touches CUDA",
+            "Check which GPU the job actually landed on: " + visible
+                + " must be set before PyTorch initializes the device, and a launcher or notebook may override it.",
+            std::string(tools.listDevices) + "\n" + visible
+                + "=1 python train.py   # set before torch touches the device",
             std::nullopt, std::nullopt, false };
+    }
     case FixKind::MemoryFraction: {
         Fix fix { FixKind::MemoryFraction, "Raise or remove the per-process memory limit",
             "set_per_process_memory_fraction caps what this process may allocate, whatever the card has free. "
@@ -126,6 +153,13 @@ std::optional<Fix> makeCaseFix(FixKind kind, const FixContext& context)
             "# measure after two full steps, not one:\n"
             "print(torch.cuda.max_memory_allocated() / 2**30, \"GiB\")",
             std::nullopt, std::nullopt, false };
+        if (context.optimizerStateExists) {
+            fix.title = "Update one parameter at a time (foreach=False)";
+            fix.detail = "The state already exists; the multi-tensor (foreach) update allocates its temporaries "
+                         "for a whole parameter group at once, as large as a state buffer. foreach=False updates "
+                         "one parameter at a time, so they are one tensor's worth, for a slower step.";
+            fix.snippet = "optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, foreach=False)";
+        }
         // One parameter at a time, the update's intermediates are one tensor's worth, not the group's.
         projectCaseSaving(fix, "With foreach=False the step no longer holds the group's intermediates,", context);
         return fix;

@@ -72,12 +72,31 @@ Fix microBatch(const FixContext& context)
     return fix;
 }
 
+// Where bf16 compute exists, in the backend's own terms; empty where the backend has no single
+// requirement worth naming.
+std::string bf16Requirement(Backend backend)
+{
+    switch (backend) {
+    case Backend::None:
+    case Backend::Cuda:
+    case Backend::CudaRuntime:
+    case Backend::Cublas:
+    case Backend::Cudnn:
+        return " (needs Ampere or newer on NVIDIA)";
+    case Backend::Mps:
+        return " (MPS runs bf16 from macOS 14 on)";
+    default:
+        return {};
+    }
+}
+
 Fix bf16(const FixContext& context)
 {
     const std::string device = autocastDevice(context.backend);
     Fix fix { FixKind::Bf16, "Run forward and backward under bf16 autocast",
         "Activations saved for backward are stored in 16 bits instead of 32; bf16 keeps fp32's range, so no "
-        "loss scaling is needed (needs Ampere or newer on NVIDIA). The optimizer still updates fp32 weights.",
+        "loss scaling is needed"
+            + bf16Requirement(context.backend) + ". The optimizer still updates fp32 weights.",
         "with torch.autocast(\"" + device
             + "\", dtype=torch.bfloat16):\n"
               "    loss = model(**batch).loss\n"
@@ -384,9 +403,25 @@ std::optional<Fix> makeFix(FixKind kind, const FixContext& context)
     }
 }
 
+namespace {
+
+// Rungs that need a library the backend does not have: Apple's MPS is one GPU without NCCL, so
+// DeepSpeed/FSDP sharding and offload cannot run there, and bitsandbytes' 8-bit optimizers are built
+// for CUDA and ROCm.
+bool existsOn(FixKind kind, Backend backend)
+{
+    if (backend != Backend::Mps)
+        return true;
+    return kind != FixKind::Zero && kind != FixKind::Offload && kind != FixKind::Optimizer8bit;
+}
+
+} // namespace
+
 void appendFixes(std::vector<Fix>& fixes, std::initializer_list<FixKind> kinds, const FixContext& context)
 {
     for (const FixKind kind : kinds) {
+        if (!existsOn(kind, context.backend))
+            continue;
         auto fix = makeFix(kind, context);
         if (!fix)
             continue;

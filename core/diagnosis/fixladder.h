@@ -29,6 +29,10 @@ struct FixContext
     // The reference a leak keeps is one buffer re-made larger every step (torch.cat on a queue never
     // trimmed, growingtensor.h): release_references then says how to bound it.
     bool leakIsGrowingBuffer = false;
+    // The failing line is the optimizer's update reading its state (trainingstate.h's
+    // updateReadsExistingState): the state exists, so the foreach fix is about the update's
+    // temporaries, not about the first step's state.
+    bool optimizerStateExists = false;
     uint64_t otherProcessBytes = 0;
     // Activation checkpointing is already on (its frames are in the stacks, or the text's recipe
     // says so): the ladder offers what is left instead of turning it on.

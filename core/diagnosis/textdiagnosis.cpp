@@ -68,6 +68,27 @@ std::string checkpointingInTracebacks(const TextFindings& context)
     return {};
 }
 
+// The figures the message does give, when it gives too few to judge by: the request, and the card
+// and its free memory when printed (a paste cut before PyTorch's own figures still has those), and
+// what this run holds besides the processes it names.
+std::string knownFiguresEvidence(const OomFacts& facts, const OomMessage& message)
+{
+    if (!facts.request)
+        return "the message gives no sizes (" + message.wordingName() + ")";
+    std::string text = "the failing request was " + formatBytes(*facts.request);
+    if (!facts.total)
+        return text + "; the card's size is not in the message";
+    text += " on a " + formatBytes(*facts.total) + " card";
+    if (facts.free)
+        text += " with " + formatBytes(*facts.free) + " free";
+    if (facts.free && *facts.total >= *facts.free + facts.otherProcessBytes && facts.otherProcessBytes > 0)
+        text += "; this run holds about " + formatBytes(*facts.total - *facts.free - facts.otherProcessBytes)
+            + " of it besides the " + formatBytes(facts.otherProcessBytes) + " other processes hold";
+    if (!facts.allocated)
+        text += "; the message is cut before PyTorch's own figures";
+    return text;
+}
+
 } // namespace
 
 FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
@@ -124,16 +145,21 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
     textrules::diagnoseCapacity(facts, fixes, out);
     textrules::rankCauseOverSymptom(facts, out.list);
 
-    if (out.list.empty() && message.backend != Backend::Cpu) {
+    const bool onlyShortOtherProcess = out.otherProcessFallsShort
+        && std::all_of(
+            out.list.begin(), out.list.end(), [](const Diagnosis& d) { return d.id == DiagnosisId::OtherProcess; });
+    if ((out.list.empty() || onlyShortOtherProcess) && message.backend != Backend::Cpu) {
         // Nothing measurable: still say what is known and point at the inputs that would tell more.
         Diagnosis d = makeDiagnosis(DiagnosisId::Capacity, 0.25,
             "The message carries no allocator numbers to judge by; the usual remedies "
             "apply, and a memory snapshot would show which band to cut.");
         d.title = "Live tensors fill the card";
-        textrules::addEvidence(d,
-            facts.request
-                ? "the failing request was " + formatBytes(*facts.request) + "; the card's size is not in the message"
-                : "the message gives no sizes (" + message.wordingName() + ")");
+        textrules::addEvidence(d, knownFiguresEvidence(facts, message));
+        // Beside another process that could not have made room, what this run holds is the better
+        // answer: it ranks just above that finding.
+        if (onlyShortOtherProcess)
+            for (const Diagnosis& other : out.list)
+                d.confidence = std::max(d.confidence, other.confidence + 0.05);
         if (facts.phase == Phase::Load)
             appendFixes(d.fixes, { FixKind::LoadToCpu }, fixes);
         appendLadder(d.fixes, fixes);

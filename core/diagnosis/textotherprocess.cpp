@@ -7,6 +7,28 @@
 
 namespace oomlens::textrules {
 
+namespace {
+
+// What this process holds outside the allocator, in the backend's own terms: MPS reports it as
+// "other allocations" (Metal buffers PyTorch's cache does not own); CUDA and ROCm as the process's
+// usage beyond what PyTorch reserved.
+std::string selfOutsideEvidence(const OomFacts& f)
+{
+    const std::string held = formatBytes(*f.selfNonPyTorchBytes);
+    if (f.backend == Backend::Mps)
+        return "this process itself holds " + held + " outside the MPS allocator's "
+            + formatBytes(f.reserved.value_or(0))
+            + " (the message's \"other allocations\"): Metal buffers made outside PyTorch's cache, such as "
+              "MPSGraph's cached graphs or another library's";
+    return "this process itself holds " + held + " outside PyTorch's cache (process usage "
+        + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved "
+        + formatBytes(f.reserved.value_or(0))
+        + (f.backend == Backend::Hip ? "): HIP context, rocBLAS/MIOpen workspaces, RCCL buffers or another library"
+                                     : "): CUDA context, cuDNN/cuBLAS workspaces, NCCL buffers or another library");
+}
+
+} // namespace
+
 void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates& out)
 {
     if (!f.total || f.inconsistent)
@@ -39,6 +61,11 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
                 out.strongestFullExplanation = std::max(out.strongestFullExplanation, confidence);
             } else if (room + f.otherProcessBytes < request) {
                 confidence -= 0.1;
+                out.otherProcessFallsShort = true;
+                addEvidence(d,
+                    std::string(f.otherPids.size() == 1 ? "even without it" : "even without them") + " the "
+                        + formatBytes(request) + " request would not have fit: " + formatBytes(*f.free) + " free + "
+                        + formatBytes(f.otherProcessBytes) + " is " + formatBytes(room + f.otherProcessBytes));
             }
         }
         d.summary
@@ -64,26 +91,31 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
                     + "most likely another process, or the job landed on a busy GPU.";
         }
     }
+    const bool anotherProcess = confidence > 0;
     if (f.selfNonPyTorchBytes && *f.selfNonPyTorchBytes >= 3 * GiB / 2
         && safeRatio(*f.selfNonPyTorchBytes, total) >= 0.1) {
         // This run's own memory outside the allocator: worth knowing, rarely the whole story (0.3).
         confidence = std::max(confidence, 0.3);
-        addEvidence(d,
-            "this process itself holds " + formatBytes(*f.selfNonPyTorchBytes)
-                + " outside PyTorch's cache (process usage "
-                + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved "
-                + formatBytes(f.reserved.value_or(0))
-                + "): CUDA context, cuDNN/cuBLAS workspaces, NCCL buffers or another library");
+        addEvidence(d, selfOutsideEvidence(f));
         if (d.summary.empty())
-            d.summary = "This process holds " + formatBytes(*f.selfNonPyTorchBytes)
-                + " on the GPU outside PyTorch's allocator.";
+            d.summary = "This process holds " + formatBytes(*f.selfNonPyTorchBytes) + " outside PyTorch's "
+                + (f.backend == Backend::Mps ? "MPS allocator." : "allocator on the GPU.");
     }
     if (confidence <= 0)
         return;
     if (f.garbageProcessNumbers)
         addEvidence(d, "the message also lists an impossible process figure (NVML's \"not available\" value), ignored");
     d.confidence = confidence;
-    appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, fixes);
+    if (anotherProcess) {
+        appendFixes(d.fixes, { FixKind::StopOtherProcess, FixKind::ChooseGpu }, fixes);
+    } else {
+        // Only this process's own memory outside the allocator: there is no other process to stop.
+        // What is left is to make the run itself smaller, or on MPS to let it use more of the machine.
+        d.title = "This process holds memory outside PyTorch's allocator";
+        if (f.backend == Backend::Mps)
+            appendFixes(d.fixes, { FixKind::MpsWatermark }, fixes);
+        appendLadder(d.fixes, fixes);
+    }
     out.add(std::move(d));
 }
 

@@ -1,6 +1,7 @@
 #include "core/diagnosis/textrules.h"
 
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/trainingstate.h"
 #include "core/units.h"
 
 namespace oomlens::textrules {
@@ -28,13 +29,26 @@ void diagnosePhase(const OomFacts& f, const FixContext& fixes, Candidates& out)
         break;
     }
     case Phase::Optimizer: {
+        const bool stateExists = f.failingFrame && updateReadsExistingState(*f.failingFrame);
         Diagnosis d = makeDiagnosis(DiagnosisId::OptimizerStep2, 0.45 + fullBonus,
-            "The failure is in optimizer.step(): Adam allocates its two state buffers "
-            "(8 bytes per parameter) at the first step, on top of weights and gradients.");
-        addEvidence(d, "the traceback shows the failure in the optimizer step" + where);
+            stateExists ? "The failure is in optimizer.step()'s update, after its state exists: the multi-tensor "
+                          "(foreach) update makes temporaries as large as a state buffer for every parameter at "
+                          "once, on top of weights, gradients and the state."
+                        : "The failure is in optimizer.step(): Adam allocates its two state buffers "
+                          "(8 bytes per parameter) at the first step, on top of weights and gradients.");
+        if (stateExists) {
+            d.title = "The optimizer's update needs room beside its state";
+            addEvidence(d,
+                "the failing line reads the optimizer's state rather than making it (" + f.failingFrame->function + ": "
+                    + f.failingFrame->code + "): the state exists, its update's temporaries did not fit");
+        } else {
+            addEvidence(d, "the traceback shows the failure in the optimizer step" + where);
+        }
         out.capacityDamping = 0.85;
+        FixContext stepFixes = fixes;
+        stepFixes.optimizerStateExists = stateExists;
         appendFixes(
-            d.fixes, { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload }, fixes);
+            d.fixes, { FixKind::OptimizerForeach, FixKind::Optimizer8bit, FixKind::Zero, FixKind::Offload }, stepFixes);
         out.add(std::move(d));
         break;
     }

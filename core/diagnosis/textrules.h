@@ -37,6 +37,9 @@ struct Candidates
     std::vector<Diagnosis> list;
     double strongestFullExplanation = 0.0; // a cause that alone explains why the request failed
     double capacityDamping = 1.0; // a phase case (eval, backward) explains a full card more specifically
+    // Other processes are named, but the request would not have fit even with their memory free:
+    // they are a finding, not the cause, and what the run itself holds still needs its answer.
+    bool otherProcessFallsShort = false;
     void add(Diagnosis diagnosis) { list.push_back(std::move(diagnosis)); }
 };
 

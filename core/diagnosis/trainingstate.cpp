@@ -163,6 +163,21 @@ bool noteMomentumBeingCreated(OptimizerKind& kind, const TracebackFrame& failing
     return true;
 }
 
+bool updateReadsExistingState(const TracebackFrame& failingFrame)
+{
+    const std::string_view module = optimModule(failingFrame.filename);
+    if (module.empty() || module == "optimizer" || failingFrame.code.empty())
+        return false;
+    const std::string_view function = failingFrame.function;
+    const bool updateMath = function.starts_with("_multi_tensor_") || function.starts_with("_single_tensor_")
+        || function.starts_with("_fused_");
+    const std::string_view code = failingFrame.code;
+    const bool makesState = code.find("zeros_like(") != std::string_view::npos
+        || code.find("empty_like(") != std::string_view::npos || code.find("clone(") != std::string_view::npos
+        || code.find("momentum_buffer") != std::string_view::npos;
+    return updateMath && !makesState;
+}
+
 PrecisionEvidence precisionFromStateSizes(const DeviceAnalysis& device, int64_t untilEvent)
 {
     std::unordered_set<uint64_t> weightSizes;

@@ -42,6 +42,12 @@ OptimizerKind optimizerKind(const Snapshot& snapshot, const DeviceAnalysis& devi
 // Marks `kind` as keeping its buffer, with the line as evidence; false when the frame is not that.
 bool noteMomentumBeingCreated(OptimizerKind& kind, const TracebackFrame& failingFrame);
 
+// The failing frame is torch/optim's update math (_multi_tensor_adam, _single_tensor_sgd,
+// _fused_adamw) on a line that reads the state rather than makes it: PyTorch creates the state in
+// _init_group before the update runs, so there the state exists and what failed is the update's own
+// temporaries (`torch._foreach_sqrt(device_exp_avg_sqs)` copies every second moment at once).
+bool updateReadsExistingState(const TracebackFrame& failingFrame);
+
 // The weights' precision as the optimizer's state shows it, when it has begun to create it (up to
 // untilEvent): state tensors are made like their parameter (zeros_like), so a state tensor twice
 // the size of a weight tensor, and never the size of one, is fp32 state beside 16-bit weights:

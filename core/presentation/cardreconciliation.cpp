@@ -153,6 +153,29 @@ std::string percentOfCard(uint64_t bytes, uint64_t total)
     return " (" + std::to_string(static_cast<int>(std::lround(100.0 * double(bytes) / double(total)))) + "%)";
 }
 
+// Causes that name memory PyTorch's allocator does not hold: another process, NCCL's buffers, an
+// inference engine's pools beside training.
+bool outsideAllocatorCause(DiagnosisId id)
+{
+    return id == DiagnosisId::OtherProcess || id == DiagnosisId::CommunicationBuffers
+        || id == DiagnosisId::ColocatedEngine;
+}
+
+// The rest of the card explains this case when the verdict is such a cause, or when one of the
+// other diagnoses is and freeing that memory is projected to make the run fit.
+bool restExplainsCase(const std::vector<Diagnosis>& diagnoses)
+{
+    for (size_t i = 0; i < diagnoses.size(); ++i) {
+        const Diagnosis& diagnosis = diagnoses[i];
+        if (!outsideAllocatorCause(diagnosis.id))
+            continue;
+        const bool fits = !diagnosis.fixes.empty() && diagnosis.fixes.front().fitsAfter.value_or(false);
+        if (i == 0 || fits)
+            return true;
+    }
+    return false;
+}
+
 std::vector<RestOfCardPart> restOfCardParts()
 {
     return {
@@ -220,7 +243,8 @@ void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& inp
     if (facts.outsideBytes && facts.total)
         result.notes.push_back(formatBytes(*facts.outsideBytes) + " of the card"
             + percentOfCard(*facts.outsideBytes, *facts.total)
-            + " is used outside PyTorch's allocator: the rest of the card, made of what the list below names.");
+            + " is used outside PyTorch's allocator: the rest of the card, where contexts, libraries' own "
+              "buffers and other processes live.");
     if (facts.selfNonPyTorchBytes) {
         if (*facts.selfNonPyTorchBytes > usualProcessOverhead)
             result.notes.push_back("This process holds " + formatBytes(*facts.selfNonPyTorchBytes)
@@ -413,6 +437,7 @@ CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis
     result.restOfCardBytes = facts.outsideBytes;
     if (facts.outsideBytes && *facts.outsideBytes > 0)
         result.parts = restOfCardParts();
+    result.restExplainsVerdict = !result.parts.empty() && restExplainsCase(analysis.diagnoses);
     addBands(result, facts);
     addNotes(result, facts, input);
     addOomChecks(result, input, analysis);

@@ -68,6 +68,10 @@ struct CardReconciliation
     std::vector<CardBand> bands; // the card's capacity by holder; empty when the figures do not add up
     std::optional<uint64_t> restOfCardBytes; // used − reserved: everything outside PyTorch's allocator
     std::vector<RestOfCardPart> parts; // what the rest usually is; empty when there is no rest
+    // The verdict is about memory outside PyTorch's allocator (another process, NCCL, an engine), or
+    // another diagnosis is and freeing that memory would make the run fit: only then does the list
+    // of what the rest usually is explain this case, and the text prints it.
+    bool restExplainsVerdict = false;
     std::vector<std::string> notes; // the reading, and where the inputs disagree
     // The OOM message's figures against the snapshot at its oom event; empty unless the case has
     // both a message that prints them and a snapshot whose trace holds the oom.

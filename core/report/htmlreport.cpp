@@ -8,16 +8,18 @@ namespace {
 
 using Section = void (*)(HtmlWriter&, const ReportContext&);
 
-// The report from top to bottom: what failed and why first, the evidence after, the inputs last.
+// The report from top to bottom: what failed and why first (the verdict, then the timeline, which
+// is what a reader looks for next), the whole ladder after them, the inputs last.
 constexpr Section bodySections[] = {
     sections::header,
     sections::navigation,
     sections::job,
-    sections::diagnoses,
+    sections::verdict,
     sections::comparison,
     sections::plan,
     sections::snapshots,
-    // After the timeline, which is what a reader looks for first; a text-only case has it too.
+    sections::diagnoses,
+    // After the timeline; a text-only case has it too.
     sections::card,
     sections::serving,
     sections::profilerTimelines,

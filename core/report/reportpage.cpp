@@ -64,14 +64,16 @@ void navigation(HtmlWriter& html, const ReportContext& context)
     };
     if (context.options.job)
         link("job", "Job: every rank");
-    if (!context.planOnly)
-        link("diagnosis", "Diagnosis");
+    if (!context.planOnly && !context.analysis.diagnoses.empty())
+        link("verdict", "Verdict");
     if (context.options.comparison)
         link("comparison", "Comparison");
     if (context.options.plan)
         link("plan", "Memory plan");
     if (!context.analysis.snapshots.empty())
         link("snapshots", "Timeline and memory at the peak");
+    if (!context.planOnly)
+        link("diagnosis", "Diagnosis and every fix");
     if (context.card.available())
         link("card", "The card's memory");
     if (context.analysis.serving)

@@ -22,6 +22,9 @@ void footer(HtmlWriter& html, const ReportContext& context);
 
 // Written first when a job of rank files was opened: every rank's peak, the failing rank.
 void job(HtmlWriter& html, const ReportContext& context);
+// The verdict at a glance, before the timeline (reportverdict.cpp); every diagnosis and its whole
+// ladder after it (reportdiagnoses.cpp).
+void verdict(HtmlWriter& html, const ReportContext& context);
 void diagnoses(HtmlWriter& html, const ReportContext& context);
 void comparison(HtmlWriter& html, const ReportContext& context);
 void plan(HtmlWriter& html, const ReportContext& context);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <limits>
 #include <string>
 
@@ -20,6 +21,52 @@ void addReservedFromParts(OomMessage& message)
         message.reservedBytes = *message.allocatedBytes + *message.reservedUnallocatedBytes;
 }
 
+// One "<subject> has <size>" clause: "this process" or "Process N", else nothing.
+std::optional<ProcessUsage> processClause(std::string_view body, size_t hasAt, OomMessage& message)
+{
+    const size_t sentence = body.rfind(". ", hasAt);
+    const size_t start = sentence == std::string_view::npos ? 0 : sentence + 2;
+    const std::string_view subject = body.substr(start, hasAt - start);
+    ProcessUsage usage;
+    if (contains(subject, "this process")) {
+        usage.self = true;
+    } else if (subject.starts_with("Process ")) {
+        if (auto pid = parseIntegerAt(subject, 8))
+            usage.pid = static_cast<int64_t>(*pid);
+    } else {
+        return std::nullopt;
+    }
+    const auto size = parseSizeAt(body, hasAt + 5);
+    if (size && size->garbage) {
+        message.notes.push_back(std::string(usage.self ? "this process" : "a process")
+            + "'s memory is printed as 17179869184.00 GiB (2^64): NVML could not read "
+              "it (WDDM or a container), so it is left empty");
+    } else if (size) {
+        usage.bytes = size->bytes;
+    }
+    return usage;
+}
+
+// A paste cut inside the last clause ("... Process 1079173 has 6.04 GiB"): the size is whole, only
+// " memory in use" is missing, so the process is still read.
+void parseCutProcess(std::string_view body, OomMessage& message)
+{
+    static constexpr std::string_view memoryInUse = " memory in use";
+    const size_t hasAt = body.rfind(" has ");
+    if (hasAt == std::string_view::npos || body.find(memoryInUse, hasAt) != std::string_view::npos)
+        return;
+    const auto size = parseSizeAt(body, hasAt + 5);
+    if (!size)
+        return;
+    std::string_view rest = body.substr(size->end);
+    while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back())))
+        rest.remove_suffix(1);
+    if (!memoryInUse.starts_with(rest))
+        return;
+    if (auto usage = processClause(body, hasAt, message))
+        message.processes.push_back(*usage);
+}
+
 void parseProcesses(std::string_view body, OomMessage& message)
 {
     static constexpr std::string_view memoryInUse = " memory in use";
@@ -27,33 +74,13 @@ void parseProcesses(std::string_view body, OomMessage& message)
     while ((at = body.find(memoryInUse, at)) != std::string_view::npos) {
         const size_t hasAt = body.rfind(" has ", at);
         const size_t sentence = body.rfind(". ", at);
-        if (hasAt == std::string_view::npos || (sentence != std::string_view::npos && sentence > hasAt)) {
-            at += memoryInUse.size();
-            continue;
+        if (hasAt != std::string_view::npos && (sentence == std::string_view::npos || sentence < hasAt)) {
+            if (auto usage = processClause(body, hasAt, message))
+                message.processes.push_back(*usage);
         }
-        ProcessUsage usage;
-        const size_t start = sentence == std::string_view::npos ? 0 : sentence + 2;
-        const std::string_view subject = body.substr(start, hasAt - start);
-        if (contains(subject, "this process")) {
-            usage.self = true;
-        } else if (subject.starts_with("Process ")) {
-            if (auto pid = parseIntegerAt(subject, 8))
-                usage.pid = static_cast<int64_t>(*pid);
-        } else {
-            at += memoryInUse.size();
-            continue;
-        }
-        const auto size = parseSizeAt(body, hasAt + 5);
-        if (size && size->garbage) {
-            message.notes.push_back(std::string(usage.self ? "this process" : "a process")
-                + "'s memory is printed as 17179869184.00 GiB (2^64): NVML could not read "
-                  "it (WDDM or a container), so it is left empty");
-        } else if (size) {
-            usage.bytes = size->bytes;
-        }
-        message.processes.push_back(usage);
         at += memoryInUse.size();
     }
+    parseCutProcess(body, message);
 }
 
 // "(GPU 0; 14.76 GiB total capacity; 9.94 GiB already allocated; 3.89 GiB free; 160.79 MiB cached)"

@@ -301,6 +301,25 @@ void findFailuresByRank(const text::TextLines& lines, const std::vector<int>& ra
     }
 }
 
+// A traceback the scan could not tie to its message (a vLLM worker's "(VllmWorker rank=2 pid=…)
+// ERROR" prefixes, frames printed far from the message) still shows where the run failed. When no
+// message's own frames say, the messages take the phase of the first traceback that does: the phase
+// failingPhase() reports, so the JSON's messages, the text and the diagnosis tell the same one.
+void adoptStrayTracebackPhase(TextFindings& findings)
+{
+    const bool messageKnows = std::any_of(findings.oomMessages.begin(), findings.oomMessages.end(),
+        [](const OomMessage& message) { return message.phase != Phase::Unknown; });
+    const auto stray = std::find_if(findings.tracebacks.begin(), findings.tracebacks.end(),
+        [](const TracebackInfo& traceback) { return traceback.phase != Phase::Unknown; });
+    if (messageKnows || stray == findings.tracebacks.end())
+        return;
+    for (OomMessage& message : findings.oomMessages) {
+        message.phase = stray->phase;
+        message.notes.push_back("the phase is read from a traceback printed apart from the message"
+            + (stray->phaseEvidence.empty() ? std::string() : " (" + stray->phaseEvidence + ")"));
+    }
+}
+
 } // namespace
 
 TextFindings parseText(std::string_view input)
@@ -314,6 +333,7 @@ TextFindings parseText(std::string_view input)
         findFailuresByRank(lines, ranks, findings);
     else
         findFailures(lines, findings);
+    adoptStrayTracebackPhase(findings);
     findings.summaries = text::findMemorySummaries(lines);
     findings.nvidiaSmi = text::findNvidiaSmiTables(lines);
     findings.allocConfs = text::findAllocConfs(lines);

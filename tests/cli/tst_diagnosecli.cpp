@@ -1,5 +1,6 @@
 #include "common/clirun.h"
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 
 #include <QFile>
 #include <QJsonArray>
@@ -344,6 +345,126 @@ private Q_SLOTS:
         QCOMPARE(run.exitCode, 0);
         QVERIFY(run.out.contains("fragmentation"));
         QVERIFY(run.out.contains("expandable_segments"));
+    }
+
+    // The three inputs the brief answer was measured on: the bundled example, a three-line paste
+    // from a public issue (optimizer step, ../shared/corpus tb-034) and a small real snapshot.
+    void briefAnswerFitsOnAScreen_data()
+    {
+        QTest::addColumn<QString>("input");
+        QTest::addColumn<QByteArray>("stdinBytes");
+        QTest::addColumn<bool>("needsCorpus");
+        QTest::newRow("bundled example") << example() << QByteArray() << false;
+        QByteArray paste;
+        for (const auto& record : oomlens::test::corpusTextRecords(QStringLiteral("oom_tracebacks.jsonl")))
+            if (record["id"] == "tb-034")
+                paste = QByteArray::fromStdString(record["text"].get<std::string>());
+        QTest::newRow("public paste") << QStringLiteral("-") << paste << true;
+        QTest::newRow("real snapshot") << oomlens::test::corpusDir()
+                + QStringLiteral("/snapshots/Nesta-gitU__discrete_diffusion__memory_snapshot.json")
+                                       << QByteArray() << true;
+    }
+
+    void briefAnswerFitsOnAScreen()
+    {
+        QFETCH(QString, input);
+        QFETCH(QByteArray, stdinBytes);
+        QFETCH(bool, needsCorpus);
+        if (needsCorpus)
+            OOMLENS_REQUIRE_SHARED();
+        const Run brief = oomlens({ QStringLiteral("diagnose"), input }, stdinBytes);
+        QCOMPARE(brief.exitCode, 0);
+        const QList<QByteArray> lines = brief.out.split('\n');
+        QVERIFY2(lines.size() <= 31, brief.out.constData()); // 30 lines and the empty piece after the last
+        QVERIFY2(brief.out.contains("\nVerdict: "), brief.out.constData());
+        QVERIFY2(brief.out.contains("\nEvidence:\n  - "), brief.out.constData());
+        QVERIFY2(brief.out.contains("\nFix"), brief.out.constData());
+        QVERIFY(brief.out.contains("--full"));
+
+        // --full says everything the brief answer says: each evidence line, the fix and its code.
+        const Run full = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--full"), input }, stdinBytes);
+        QCOMPARE(full.exitCode, 0);
+        QVERIFY(full.out.size() > brief.out.size());
+        for (const QByteArray& line : lines) {
+            QByteArray said;
+            if (line.startsWith("  - "))
+                said = line.mid(4);
+            else if (line.startsWith("  | "))
+                said = "| " + line.mid(4);
+            else if (line.startsWith("Verdict: "))
+                said = line.mid(9, line.indexOf(" (") - 9);
+            if (!said.isEmpty())
+                QVERIFY2(full.out.contains(said), said.constData());
+        }
+    }
+
+    // nn.DataParallel across three GPUs: the text says what each device held, not only the one it
+    // describes in full.
+    void multiDeviceSnapshotNamesEveryDevice()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        const QString snapshot = oomlens::test::corpusDir()
+            + QStringLiteral("/snapshots/Constructor-Sun__code_location__memory_snapshot.pickle");
+        const QJsonObject json = oomlens::test::parseJsonObject(
+            oomlens::test::runOomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), snapshot }).out);
+        QVERIFY(!json[QStringLiteral("snapshots")].toArray().isEmpty());
+        for (const QString& mode : { QStringLiteral("--full"), QString() }) {
+            QStringList arguments { QStringLiteral("diagnose"), snapshot };
+            if (!mode.isEmpty())
+                arguments.insert(1, mode);
+            const Run run = oomlens(arguments);
+            QCOMPARE(run.exitCode, 0);
+            for (const char* device : { "device 0: peak ", "device 1 (described): peak ", "device 2: peak " })
+                QVERIFY2(run.out.contains(device), qPrintable(mode + QLatin1Char(' ') + QLatin1String(device)));
+        }
+    }
+
+    // The verl RL snapshot: what the JSON knows of its pools and of frees that waited for another
+    // stream is in the text too.
+    void rlSnapshotTextHasPoolsAndPendingFrees()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        const QString snapshot
+            = oomlens::test::corpusDir() + QStringLiteral("/snapshots-rl/volcengine__verl__mem.pickle");
+        const QJsonObject json = oomlens::test::parseJsonObject(
+            oomlens::test::runOomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), snapshot }).out);
+        const QJsonObject pools = json[QStringLiteral("private_pools")].toArray().at(0).toObject();
+        const QJsonObject pending = json[QStringLiteral("pending_frees")].toArray().at(0).toObject();
+        const Run full = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--full"), snapshot });
+        QCOMPARE(full.exitCode, 0);
+        QVERIFY(pools[QStringLiteral("has_private")].toBool() || pending[QStringLiteral("waited_frees")].toInt() > 0);
+        if (pools[QStringLiteral("has_private")].toBool()) {
+            QVERIFY2(full.out.contains("memory pools at the dump:"), full.out.constData());
+            for (const QJsonValue pool : pools[QStringLiteral("pools")].toArray()) {
+                const QString heldBy = pool[QStringLiteral("held_by")][QStringLiteral("text")].toString();
+                if (!heldBy.isEmpty())
+                    QVERIFY2(full.out.contains(heldBy.toUtf8()), qPrintable(heldBy));
+            }
+        }
+        if (pending[QStringLiteral("waited_frees")].toInt() > 0)
+            QVERIFY2(full.out.contains(QByteArray(QByteArray::number(pending[QStringLiteral("waited_frees")].toInt())
+                         + " frees waited for another stream")),
+                full.out.constData());
+    }
+
+    // The failing phase a user reads is the parser's: the JSON's messages and its failing_phase.
+    void failingPhaseIsOneValue()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        for (const char* id : { "tb-028", "tb-038" }) { // rank-prefixed vLLM workers; a bare traceback
+            QByteArray paste;
+            for (const auto& record : oomlens::test::corpusTextRecords(QStringLiteral("oom_tracebacks.jsonl")))
+                if (record["id"] == id)
+                    paste = QByteArray::fromStdString(record["text"].get<std::string>());
+            QVERIFY(!paste.isEmpty());
+            const QJsonObject json = oomlens::test::parseJsonObject(oomlens::test::runOomlens(
+                { QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("-") }, paste)
+                                                                        .out);
+            const QString phase = json[QStringLiteral("failing_phase")].toString();
+            QVERIFY2(phase != QStringLiteral("unknown"), id);
+            for (const QJsonValue message : json[QStringLiteral("oom_messages")].toArray())
+                QCOMPARE(message[QStringLiteral("phase")].toString(), phase);
+        }
     }
 };
 

@@ -67,7 +67,9 @@ private Q_SLOTS:
 
     void textShowsTheJobThenTheFailingRank()
     {
-        const Run run = oomlens(QStringList { QStringLiteral("diagnose") } + rankFiles() + QStringList { oomText() });
+        // --full: every section of the failing rank's case (the default answer is brief, below).
+        const Run run = oomlens(QStringList { QStringLiteral("diagnose"), QStringLiteral("--full") } + rankFiles()
+            + QStringList { oomText() });
         QCOMPARE(run.exitCode, 0);
         QVERIFY2(run.err.isEmpty(), run.err.constData());
         const QString out = QString::fromUtf8(run.out);
@@ -90,6 +92,14 @@ private Q_SLOTS:
         // Only the failing rank is diagnosed in full: one snapshot section.
         QCOMPARE(out.count(QStringLiteral("\nSnapshot ")), 1);
         QVERIFY(out.contains(QStringLiteral("Snapshot ") + jobDir() + QStringLiteral("/rank6.pickle")));
+
+        // The default answer: the job, then the failing rank's verdict.
+        const Run brief = oomlens(QStringList { QStringLiteral("diagnose") } + rankFiles() + QStringList { oomText() });
+        QCOMPARE(brief.exitCode, 0);
+        const QString briefOut = QString::fromUtf8(brief.out);
+        QVERIFY(briefOut.startsWith(QStringLiteral("Job: 8 rank files")));
+        QVERIFY(briefOut.indexOf(QStringLiteral("Verdict: "))
+            > briefOut.indexOf(QStringLiteral("== The failing rank: rank 6")));
     }
 
     void jsonAddsTheJob()

@@ -196,6 +196,23 @@ private Q_SLOTS:
         QVERIFY(html.contains(QLatin1String("<span class=\"badge error\">not read</span>")));
     }
 
+    // The answer first: the verdict, then the timeline, then every diagnosis with its whole ladder
+    // of fixes (a reader met nine code-heavy fix cards before any chart).
+    void verdictAndTimelineBeforeTheLadder()
+    {
+        const auto [input, analysis] = test::hostileTrainingCase();
+        const QString html = reportOf(input, analysis);
+        const qsizetype verdict = html.indexOf(QLatin1String("<section id=\"verdict\">"));
+        const qsizetype timeline = html.indexOf(QLatin1String("<section id=\"snapshots\">"));
+        const qsizetype ladder = html.indexOf(QLatin1String("<section id=\"diagnosis\">"));
+        QVERIFY(verdict >= 0 && timeline >= 0 && ladder >= 0);
+        QVERIFY(verdict < timeline);
+        QVERIFY(timeline < ladder);
+        QVERIFY(html.indexOf(QLatin1String("<pre><code>")) > timeline);
+        const QString verdictPart = html.mid(verdict, timeline - verdict);
+        QVERIFY(verdictPart.contains(QString::fromStdString(analysis.diagnoses.front().title).toHtmlEscaped()));
+    }
+
     // The report and the text report name categories, phases and inputs as the app does (labels.h),
     // never by the keys the JSON and the style sheet use.
     void labelsAreTheApps()
