@@ -8,6 +8,8 @@
 #include <QDateTime>
 #include <QFileInfo>
 
+#include <algorithm>
+
 namespace oomlens::mcp {
 
 namespace {
@@ -64,8 +66,12 @@ std::shared_ptr<const LoadedCase> CaseCache::read(const QStringList& paths, cons
     // text last; the CLI's own lines are printed on stderr and kept by the capture.
     cli::ErrorLineCapture errors;
     QList<LoadRequest> requests;
-    for (const QString& path : paths)
-        requests.append(LoadRequest::file(path)); // "-" is refused by the arguments: stdin is the protocol's
+    for (const QString& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
+        // A file found in a folder given is listed, not an error, when it is no input (a README).
+        const bool inFolder
+            = std::find(request.paths.begin(), request.paths.end(), path.toStdString()) == request.paths.end();
+        requests.append(LoadRequest::file(path, inFolder));
+    }
     if (!request.text.empty())
         requests.append(LoadRequest::pasted(QByteArray::fromStdString(request.text)));
     OpenOptions options;
