@@ -1,5 +1,5 @@
 // How often the first diagnosis is right: runs the whole pipeline (load inputs -> analyzeCase)
-// over the scenario families (A, B and the blind families C and D) and the pasted messages of
+// over the scenario families (A, B and the blind families C to F) and the pasted messages of
 // tests/data/text_b and text_c, and prints per family
 // and mode the accuracy of the top diagnosis, the confusion matrix (truth x top diagnosis), the
 // calibration table (confidence bucket -> share right) and, for messages, how many numeric
@@ -292,5 +292,8 @@ int main(int argc, char** argv)
     const QString familyE = data + QStringLiteral("/scenarios_e");
     printReport("family E (tests/data/scenarios_e, held out), snapshot alone", runFamily(familyE, false), listMisses);
     printReport("family E, snapshot + OOM text", runFamily(familyE, true), listMisses);
+    const QString familyF = data + QStringLiteral("/scenarios_f");
+    printReport("family F (tests/data/scenarios_f, held out), snapshot alone", runFamily(familyF, false), listMisses);
+    printReport("family F, snapshot + OOM text", runFamily(familyF, true), listMisses);
     return 0;
 }
