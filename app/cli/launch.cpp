@@ -97,10 +97,10 @@ DisplayEnvironment DisplayEnvironment::current(std::span<const char* const> argu
 {
     DisplayEnvironment environment;
     environment.display = isSet("DISPLAY") || isSet("WAYLAND_DISPLAY");
-    environment.platformChosen = isSet("QT_QPA_PLATFORM")
-        || std::any_of(arguments.begin(), arguments.end(), [](const char* argument) {
-               return std::strcmp(argument, "-platform") == 0 || std::strcmp(argument, "--platform") == 0;
-           });
+    environment.platformChosen
+        = isSet("QT_QPA_PLATFORM") || std::any_of(arguments.begin(), arguments.end(), [](const char* argument) {
+              return std::strcmp(argument, "-platform") == 0 || std::strcmp(argument, "--platform") == 0;
+          });
 #if defined(Q_OS_UNIX) && !defined(Q_OS_MACOS) && !defined(Q_OS_ANDROID)
     environment.needsDisplay = true;
 #else

@@ -51,8 +51,8 @@ class TestHostileCli : public QObject
     // One line on stderr that names the input and says `reason`, and exit status `status`.
     static void verifyOneError(const Run& run, const QString& input, const char* reason, int status = 1)
     {
-        QVERIFY2(run.exitCode == status, qPrintable(QStringLiteral("exit %1: %2").arg(run.exitCode).arg(
-                                              QString::fromUtf8(run.err))));
+        QVERIFY2(run.exitCode == status,
+            qPrintable(QStringLiteral("exit %1: %2").arg(run.exitCode).arg(QString::fromUtf8(run.err))));
         QVERIFY2(run.err.count('\n') == 1 && run.err.endsWith('\n'), run.err.constData());
         QVERIFY2(run.err.contains(input.toUtf8()), run.err.constData());
         QVERIFY2(run.err.contains(reason), run.err.constData());
@@ -88,14 +88,16 @@ private Q_SLOTS:
             path("config.json"), "not a model config.json");
         // Category rules.
         write(path("rules.json"), "{\"activations\": " + deep("[", "", "]", levels) + "}");
-        verifyOneError(oomlens({ QStringLiteral("diagnose"), QStringLiteral("--rules"), path("rules.json"), snapshot() }),
+        verifyOneError(
+            oomlens({ QStringLiteral("diagnose"), QStringLiteral("--rules"), path("rules.json"), snapshot() }),
             path("rules.json"), "must list strings");
         // A capture sidecar beside a snapshot: ignored with a warning, the snapshot still read.
         QVERIFY(QFile::copy(snapshot(), path("run.pickle")));
         write(path("run.oomlens.json"), deep("{\"device_name\":", "1", "}", levels));
         const Run sidecar = diagnose(path("run.pickle"));
         QCOMPARE(sidecar.exitCode, 0);
-        QVERIFY2(sidecar.err.count('\n') == 1 && sidecar.err.contains("capture sidecar ignored"), sidecar.err.constData());
+        QVERIFY2(
+            sidecar.err.count('\n') == 1 && sidecar.err.contains("capture sidecar ignored"), sidecar.err.constData());
         // A rank summary.
         write(path("rank0.summary.json"), "{\"oomlens_rank_summary\": 1, \"x\": " + deep("[", "", "]", levels) + "}");
         const Run summary = diagnose(path("rank0.summary.json"));

@@ -32,7 +32,10 @@ class TestInputsCli : public QObject
         QCOMPARE(file.write(bytes), bytes.size());
     }
 
-    static QJsonArray inputs(const Run& run) { return test::parseJsonObject(run.out)[QStringLiteral("inputs")].toArray(); }
+    static QJsonArray inputs(const Run& run)
+    {
+        return test::parseJsonObject(run.out)[QStringLiteral("inputs")].toArray();
+    }
 
     static QJsonObject inputNamed(const QJsonArray& inputs, const QString& path)
     {
@@ -77,7 +80,8 @@ private Q_SLOTS:
         QCOMPARE(run.exitCode, 0);
         const QList<QByteArray> lines = errorLines(run);
         QCOMPARE(lines.size(), 1);
-        QVERIFY2(lines.front().startsWith(QByteArray("oomlens: " + picture.toUtf8() + ": not read: not a memory snapshot")),
+        QVERIFY2(
+            lines.front().startsWith(QByteArray("oomlens: " + picture.toUtf8() + ": not read: not a memory snapshot")),
             run.err.constData());
         const QJsonArray read = inputs(run);
         QCOMPARE(read.size(), 3);
@@ -91,7 +95,8 @@ private Q_SLOTS:
 
         const Run named = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), picture, message() });
         QCOMPARE(named.exitCode, 1);
-        QVERIFY2(named.err.startsWith(QByteArray("oomlens: " + picture.toUtf8() + ": not a memory snapshot")), named.err.constData());
+        QVERIFY2(named.err.startsWith(QByteArray("oomlens: " + picture.toUtf8() + ": not a memory snapshot")),
+            named.err.constData());
 
         // A snapshot in a folder that cannot be decoded is an input that failed.
         QTemporaryDir other;
@@ -116,8 +121,10 @@ private Q_SLOTS:
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), broken, message() });
         QCOMPARE(run.exitCode, 1);
         QCOMPARE(errorLines(run).size(), 1);
-        QVERIFY2(run.err.startsWith(QByteArray("oomlens: " + broken.toUtf8() + ": truncated pickle")), run.err.constData());
-        QVERIFY(inputNamed(inputs(run), broken)[QStringLiteral("error")].toString().contains(QStringLiteral("truncated")));
+        QVERIFY2(
+            run.err.startsWith(QByteArray("oomlens: " + broken.toUtf8() + ": truncated pickle")), run.err.constData());
+        QVERIFY(
+            inputNamed(inputs(run), broken)[QStringLiteral("error")].toString().contains(QStringLiteral("truncated")));
         QVERIFY(!test::parseJsonObject(run.out)[QStringLiteral("oom_messages")].toArray().isEmpty());
     }
 
@@ -128,10 +135,10 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("rules");
         QTest::addColumn<QByteArray>("reason");
         QTest::newRow("not JSON") << QByteArray("{\"parameters\": [") << QByteArray("not valid JSON");
-        QTest::newRow("unknown category") << QByteArray("{\"weights\": \"model\\\\.\"}")
-                                          << QByteArray("unknown category 'weights'");
-        QTest::newRow("YAML, unknown category") << QByteArray("parameters: [a]\nbogus: b\n")
-                                                << QByteArray("unknown category 'bogus'");
+        QTest::newRow("unknown category")
+            << QByteArray("{\"weights\": \"model\\\\.\"}") << QByteArray("unknown category 'weights'");
+        QTest::newRow("YAML, unknown category")
+            << QByteArray("parameters: [a]\nbogus: b\n") << QByteArray("unknown category 'bogus'");
         QTest::newRow("invalid regex") << QByteArray("activations: '('\n") << QByteArray("invalid regular expression");
         QTest::newRow("empty list item") << QByteArray("- x\n") << QByteArray("without a category");
     }
@@ -160,8 +167,8 @@ private Q_SLOTS:
 
     void rulesFileThatIsNotThere()
     {
-        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--rules"), QStringLiteral("/nonexistent/rules.yaml"),
-            snapshot() });
+        const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--rules"),
+            QStringLiteral("/nonexistent/rules.yaml"), snapshot() });
         QCOMPARE(run.exitCode, 1);
         QCOMPARE(errorLines(run).size(), 1);
         QVERIFY2(run.err.contains("/nonexistent/rules.yaml: no such file"), run.err.constData());
@@ -195,7 +202,8 @@ private Q_SLOTS:
             QStringLiteral("7"), snapshot(), message() });
         QCOMPARE(run.exitCode, 1);
         QCOMPARE(errorLines(run).size(), 1);
-        QVERIFY2(run.err.contains(QByteArray(snapshot().toUtf8() + ": the snapshot has no device 7; it holds device 0")),
+        QVERIFY2(
+            run.err.contains(QByteArray(snapshot().toUtf8() + ": the snapshot has no device 7; it holds device 0")),
             run.err.constData());
         QVERIFY(inputNamed(inputs(run), snapshot())[QStringLiteral("error")].toString().contains(
             QStringLiteral("no device 7")));
