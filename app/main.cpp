@@ -1,4 +1,6 @@
 #include "app/cli/cli.h"
+#include "app/cli/launch.h"
+#include "app/cli/truncatedinput.h"
 
 #ifdef OOMLENS_WITH_GUI
 #include "views/mainwindow.h"
@@ -7,14 +9,29 @@
 #endif
 #include <QCoreApplication>
 
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+
 int main(int argc, char** argv)
 {
-    // The headless commands never touch a display: they run under QCoreApplication.
-    if (oomlens::cli::isCommandLineInvocation(argc, argv)) {
+    oomlens::cli::reportTruncatedInputs();
+    // Decided before any application object exists: the headless commands never touch a display,
+    // and a window is only attempted where one can open (QApplication aborts otherwise).
+    const std::span<const char* const> arguments(argv, size_t(argc));
+    const oomlens::cli::Launch launch
+        = oomlens::cli::decideLaunch(arguments, oomlens::cli::DisplayEnvironment::current(arguments));
+    if (launch.kind == oomlens::cli::Launch::Kind::Stop) {
+        std::fputs(launch.message.toUtf8().constData(), stderr);
+        return launch.exitStatus;
+    }
+    if (launch.kind == oomlens::cli::Launch::Kind::Command) {
         QCoreApplication app(argc, argv);
         return oomlens::cli::run(app.arguments());
     }
 #ifdef OOMLENS_WITH_GUI
+    if (launch.offscreen)
+        qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("oomlens"));
     QApplication::setOrganizationName(QStringLiteral("oomlens"));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <future>
+#include <string>
 
 namespace oomlens {
 
@@ -21,7 +22,51 @@ uint64_t requestBytes(const LoadRequest& request)
     return request.isFile() ? uint64_t(QFileInfo(request.path).size()) : uint64_t(request.text.size());
 }
 
+// A file that failed as none of the inputs oomlens knows by their content (a picture, notes):
+// a snapshot, a model config or a profiler timeline that fails is a broken input instead.
+bool isNoInput(InputKind kind)
+{
+    return kind != InputKind::Snapshot && kind != InputKind::ModelConfig && kind != InputKind::ProfilerTimeline;
+}
+
+// "devices 0, 1 and 3": the devices a snapshot holds, as a reason names them.
+std::string deviceList(const std::vector<int32_t>& devices)
+{
+    if (devices.empty())
+        return "no device (neither segments nor trace events)";
+    std::string text = devices.size() == 1 ? "device " : "devices ";
+    for (size_t i = 0; i < devices.size(); ++i) {
+        if (i > 0)
+            text += i + 1 == devices.size() ? " and " : ", ";
+        text += std::to_string(devices[i]);
+    }
+    return text;
+}
+
+// A device asked for (`--device N`) that a snapshot does not hold makes that input unreadable as
+// asked, with the devices it does hold, rather than a snapshot that seems to show nothing.
+void reportMissingDevices(Case& input, const std::vector<SnapshotAnalysis>& analyses, const AnalysisOptions& options,
+    std::vector<InputFailure>& failures)
+{
+    if (!options.device)
+        return;
+    for (CaseInput& each : input.inputs) {
+        if (each.error || each.snapshotIndex < 0 || size_t(each.snapshotIndex) >= analyses.size())
+            continue;
+        const SnapshotAnalysis& analysis = analyses[size_t(each.snapshotIndex)];
+        if (analysis.primary() || !analysis.snapshot)
+            continue;
+        each.error = noSuchDeviceReason(*analysis.snapshot, *options.device);
+        failures.push_back({ each.path, *each.error, false, {} });
+    }
+}
+
 } // namespace
+
+std::string noSuchDeviceReason(const Snapshot& snapshot, int32_t device)
+{
+    return "the snapshot has no device " + std::to_string(device) + "; it holds " + deviceList(snapshot.devices());
+}
 
 int Opened::failedInputs() const
 {
@@ -65,7 +110,12 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
         if (options.progress)
             readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
         const size_t before = into.inputs.size();
-        if (request.isFile()) {
+        if (!request.error.isEmpty()) {
+            CaseInput input;
+            input.path = request.textName.toStdString();
+            input.error = request.error.toStdString();
+            into.inputs.push_back(std::move(input));
+        } else if (request.isFile()) {
             addFile(into, request.path.toStdString(), readOptions);
         } else {
             addInput(into, request.textName.toStdString(),
@@ -74,7 +124,11 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
         doneBefore += requestBytes(request);
         for (size_t i = before; i < into.inputs.size(); ++i) {
             const CaseInput& input = into.inputs[i];
-            if (input.error)
+            if (!input.error)
+                continue;
+            if (request.inFolder && isNoInput(input.kind))
+                failures.push_back({ input.path, "not read: " + *input.error, true, {} });
+            else
                 failures.push_back({ input.path, *input.error, input.kind == InputKind::Sidecar, {} });
         }
     }
@@ -101,6 +155,7 @@ Opened openCase(
     if (!analysis.cancel)
         analysis.cancel = options.cancel; // a cancel stops the analysis too, not only the reading
     loaded->analysis.snapshots = analyzeSnapshots(loaded->input, analysis);
+    reportMissingDevices(loaded->input, loaded->analysis.snapshots, analysis, opened.failures);
     if (cancelled(options)) {
         opened.cancelled = true;
         return opened;

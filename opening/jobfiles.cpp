@@ -1,25 +1,50 @@
 #include "opening/jobfiles.h"
 
 #include "parsers/ranksummaryfiles.h"
+#include "parsers/sidecarreader.h"
 #include "parsers/snapshotfiles.h"
 
+#include <QDir>
 #include <QFileInfo>
 
+#include <set>
+#include <string>
+
 namespace oomlens {
+
+namespace {
+
+// Everything a folder holds, by name: its files and subfolders, but hidden entries and the capture
+// sidecars that are read with the snapshot beside them (NAME.oomlens.json).
+QStringList folderEntries(const QString& folder)
+{
+    const QDir directory(folder);
+    QStringList entries;
+    std::set<std::string> sidecars;
+    for (const QString& name : directory.entryList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+        const QString path = directory.filePath(name);
+        entries.append(path);
+        if (isSnapshotFile(path)) {
+            for (std::string& sidecar : sidecarPathsFor(path.toStdString()))
+                sidecars.insert(std::move(sidecar));
+        }
+    }
+    entries.removeIf([&sidecars](const QString& path) { return sidecars.count(path.toStdString()) > 0; });
+    return entries;
+}
+
+} // namespace
 
 QStringList expandFolders(const QStringList& paths)
 {
     QStringList expanded;
     for (const QString& path : paths) {
-        if (path == QLatin1String("-") || !QFileInfo(path).isDir()) {
-            expanded.append(path);
-            continue;
-        }
-        const QStringList rankFiles = jobFilesInFolder(path);
-        if (rankFiles.isEmpty())
+        const QStringList entries
+            = path == QLatin1String("-") || !QFileInfo(path).isDir() ? QStringList() : folderEntries(path);
+        if (entries.isEmpty())
             expanded.append(path);
         else
-            expanded.append(rankFiles);
+            expanded.append(entries);
     }
     return expanded;
 }

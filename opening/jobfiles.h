@@ -6,8 +6,10 @@
 
 namespace oomlens {
 
-// A folder given as an input stands for the snapshots and rank summaries in it (a job's output
-// directory), by name; a folder without any stays as it is, to be reported as unreadable.
+// A folder given as an input stands for what it holds, by name: every file (a job's snapshots and
+// summaries, the launcher's log, a traceback, and whatever else is there, to be read or listed
+// with the reason it was not) and every subfolder (listed as not read), but hidden entries and the
+// capture sidecars read with their snapshot. An empty folder stays as it is, to be reported.
 QStringList expandFolders(const QStringList& paths);
 
 // The rank files of one job among `paths`: the snapshot files and rank summaries (`oomlens

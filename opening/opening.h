@@ -29,7 +29,9 @@ struct InputFailure
 {
     std::string path; // as given (a text's name: "(pasted)", "-")
     std::string reason;
-    bool warningOnly = false; // a broken capture sidecar: the snapshot beside it was still read
+    // A broken capture sidecar (the snapshot beside it was still read), or a file found in a folder
+    // that is no input oomlens reads (LoadRequest::inFolder): listed, without failing the run.
+    bool warningOnly = false;
     // A rank read from a summary: the summary that named the snapshot `path` the reason is about.
     std::string summarizedIn;
 
@@ -73,6 +75,10 @@ struct Opened
     int failedInputs() const; // the failures but the warnings
     bool anyReadable() const; // whether any input of the case was read (a base case's included)
 };
+
+// Why `snapshot` cannot be described for `device`: "the snapshot has no device 7; it holds
+// devices 0 and 1". A device asked for that a snapshot lacks makes that input fail.
+std::string noSuchDeviceReason(const Snapshot& snapshot, int32_t device);
 
 // Reads `requests` into `into` without analyzing them; the failures of these requests. Stops
 // before the next request once options.cancel is set.

@@ -1,7 +1,6 @@
 #include "parsers/categoryrulesparser.h"
 #include "core/strings.h"
-
-#include <QFile>
+#include "parsers/inputfile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -137,14 +136,25 @@ std::optional<CategoryRules> parseCategoryRules(std::string_view text, std::stri
 
 std::optional<CategoryRules> readCategoryRules(const std::string& path, std::string* error)
 {
-    QFile file(QString::fromStdString(path));
-    if (!file.open(QIODevice::ReadOnly)) {
+    // Rules are a few lines; a bound keeps a device or an endless pipe given as rules from hanging.
+    constexpr uint64_t maxRulesBytes = uint64_t(16) << 20;
+    std::string reason;
+    const std::optional<QByteArray> bytes = readSmallFile(QString::fromStdString(path), maxRulesBytes, &reason);
+    if (!bytes) {
         if (error)
-            *error = "cannot read category rules " + path + ": " + file.errorString().toStdString();
+            *error = "cannot read category rules " + path + ": " + reason;
         return std::nullopt;
     }
-    const QByteArray bytes = file.readAll();
-    return parseCategoryRules(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), error);
+    std::optional<CategoryRules> rules
+        = parseCategoryRules(std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())), &reason);
+    if (!rules && error) {
+        // Named by the file, as a read error is: "category rules FILE: unknown category 'x' ...".
+        std::string_view what = reason;
+        if (what.starts_with("category rules: "))
+            what.remove_prefix(std::string_view("category rules: ").size());
+        *error = "category rules " + path + ": " + std::string(what);
+    }
+    return rules;
 }
 
 void setCategoryRules(AnalysisOptions& options, const std::string& path)

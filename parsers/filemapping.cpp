@@ -28,10 +28,17 @@ namespace {
 
 std::optional<FileMapping> mapWholeFile(QFile& file)
 {
-#if defined(Q_OS_UNIX)
     const qint64 size = file.size();
     const int handle = file.handle();
     if (size <= 0 || handle < 0)
+        return std::nullopt;
+    return mapFileHandle(handle, uint64_t(size));
+}
+
+std::optional<FileMapping> mapFileHandle(int handle, uint64_t size)
+{
+#if defined(Q_OS_UNIX)
+    if (size == 0 || handle < 0)
         return std::nullopt;
     const auto bytes = static_cast<size_t>(size);
     void* mapped = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, handle, 0);
@@ -43,7 +50,8 @@ std::optional<FileMapping> mapWholeFile(QFile& file)
     mapping.owner = std::shared_ptr<void>(mapped, [bytes](void* start) { munmap(start, bytes); });
     return mapping;
 #else
-    Q_UNUSED(file);
+    Q_UNUSED(handle);
+    Q_UNUSED(size);
     return std::nullopt;
 #endif
 }

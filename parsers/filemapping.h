@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -22,5 +23,7 @@ struct FileMapping
 // Maps `file` (open for reading) from start to end; nullopt where it cannot be mapped (an empty
 // file, a pipe, a special file, a system without mmap), which the caller then reads instead.
 std::optional<FileMapping> mapWholeFile(QFile& file);
+// The same for an open file descriptor of a regular file holding `size` bytes.
+std::optional<FileMapping> mapFileHandle(int handle, uint64_t size);
 
 } // namespace oomlens

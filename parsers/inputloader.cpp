@@ -4,13 +4,11 @@
 #include "core/job/ranksummaryfile.h"
 #include "core/planner/hfconfig.h"
 #include "parsers/filemapping.h"
+#include "parsers/inputfile.h"
 #include "parsers/profilertimelinereader.h"
 #include "parsers/sidecarinput.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/text/textparser.h"
-
-#include <QFile>
-#include <QFileInfo>
 
 namespace oomlens {
 
@@ -141,30 +139,86 @@ void appendFindings(TextFindings& into, TextFindings&& from)
         into.serving = std::move(from.serving);
 }
 
+namespace {
+
+// How many of each of a case's lists existed before one file was read: rollBack() forgets what
+// that file added (a file that changed while it was read may have mixed old and new bytes).
+struct CaseMark
+{
+    size_t inputs, snapshots, sidecars, models, timelines;
+    size_t oomMessages, summaries, nvidiaSmi, allocConfs, tracebacks, launcherRanks, failedRanks, hostKills;
+};
+
+CaseMark markOf(const Case& target)
+{
+    const TextFindings& text = target.text;
+    return { target.inputs.size(), target.snapshots.size(), target.sidecars.size(), target.models.size(),
+        target.profilerTimelines.size(), text.oomMessages.size(), text.summaries.size(), text.nvidiaSmi.size(),
+        text.allocConfs.size(), text.tracebacks.size(), text.launcherRanks.size(), text.failedRanks.size(),
+        text.hostKills.size() };
+}
+
+void rollBack(Case& target, const CaseMark& mark)
+{
+    const auto cut = [](auto& items, size_t size) { items.erase(items.begin() + std::ptrdiff_t(size), items.end()); };
+    cut(target.inputs, mark.inputs);
+    cut(target.snapshots, mark.snapshots);
+    cut(target.sidecars, mark.sidecars);
+    cut(target.models, mark.models);
+    cut(target.profilerTimelines, mark.timelines);
+    TextFindings& text = target.text;
+    cut(text.oomMessages, mark.oomMessages);
+    cut(text.summaries, mark.summaries);
+    cut(text.nvidiaSmi, mark.nvidiaSmi);
+    cut(text.allocConfs, mark.allocConfs);
+    cut(text.tracebacks, mark.tracebacks);
+    cut(text.launcherRanks, mark.launcherRanks);
+    cut(text.failedRanks, mark.failedRanks);
+    cut(text.hostKills, mark.hostKills);
+}
+
+// A log still being written only grows: what was read is the log as it was when opened. Any
+// other change (a snapshot rewritten, a file cut short or replaced) may have mixed old and new bytes.
+bool changedWhileRead(const FileStamp& before, const std::optional<FileStamp>& after, InputKind kind)
+{
+    if (after == before)
+        return false;
+    const bool grew = after && after->inode == before.inode && after->size >= before.size;
+    const bool text = kind != InputKind::Snapshot && kind != InputKind::ProfilerTimeline
+        && kind != InputKind::ModelConfig && kind != InputKind::Sidecar;
+    return !(grew && text);
+}
+
+void addUnreadable(Case& target, const std::string& path, std::string reason)
+{
+    CaseInput input;
+    input.path = path;
+    input.error = std::move(reason);
+    target.inputs.push_back(std::move(input));
+}
+
+} // namespace
+
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
 {
-    const QFileInfo info(QString::fromStdString(path));
-    QFile file(info.filePath());
-    if (info.isDir() || !file.open(QIODevice::ReadOnly)) {
-        CaseInput input;
-        input.path = path;
-        input.error = info.isDir() ? "is a folder, not a file"
-            : !info.exists()       ? "no such file"
-                                   : "cannot open the file (" + file.errorString().toStdString() + ")";
-        target.inputs.push_back(std::move(input));
+    const QString filePath = QString::fromStdString(path);
+    InputFileBytes file = readInputFile(filePath);
+    if (!file.error.empty()) {
+        addUnreadable(target, path, std::move(file.error));
         return;
     }
-    const size_t before = target.inputs.size();
-    if (std::optional<FileMapping> mapping = mapWholeFile(file)) {
-        addInput(target, path, mapping->bytes, options);
-        releaseInBackground(std::move(mapping->owner));
-    } else {
-        // Pipes and special files cannot be mapped.
-        const QByteArray bytes = file.readAll();
-        addInput(target, path, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), options);
+    const CaseMark mark = markOf(target);
+    addInput(target, path, file.bytes, options);
+    releaseInBackground(std::move(file.owner));
+    if (file.stamp && target.inputs.size() > mark.inputs
+        && changedWhileRead(*file.stamp, fileStamp(filePath), target.inputs[mark.inputs].kind)) {
+        rollBack(target, mark);
+        addUnreadable(target, path,
+            "the file changed while it was read (still being written?); read it again once it is complete");
+        return;
     }
-    if (target.inputs.size() > before && target.inputs[before].snapshotIndex >= 0)
-        addSidecarBeside(target, path, target.inputs[before].snapshotIndex);
+    if (target.inputs.size() > mark.inputs && target.inputs[mark.inputs].snapshotIndex >= 0)
+        addSidecarBeside(target, path, target.inputs[mark.inputs].snapshotIndex);
 }
 
 } // namespace oomlens

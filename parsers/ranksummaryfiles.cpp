@@ -1,6 +1,7 @@
 #include "parsers/ranksummaryfiles.h"
 
 #include "parsers/filemapping.h"
+#include "parsers/inputfile.h"
 #include "parsers/snapshotfiles.h"
 #include "parsers/text/textlines.h"
 
@@ -31,14 +32,15 @@ bool isRankSummaryFile(const QString& path)
 RankSummaryRead readRankSummaryFile(const std::string& path)
 {
     RankSummaryRead result;
-    QFile file(QString::fromStdString(path));
-    if (!file.open(QIODevice::ReadOnly)) {
-        result.error = "cannot open the summary (" + file.errorString().toStdString() + ")";
+    std::string error;
+    const std::optional<QByteArray> bytes = readSmallFile(QString::fromStdString(path), maxStreamBytes, &error);
+    if (!bytes) {
+        result.error = "cannot read the summary (" + error + ")";
         return result;
     }
-    const QByteArray bytes = file.readAll();
     try {
-        result.summary = summarizedRankFromJson(std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())));
+        result.summary
+            = summarizedRankFromJson(std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())));
         result.summary->rank.summaryFile = path;
     } catch (const std::exception& e) {
         result.error = text::sanitizedUtf8(e.what()); // a parse error quotes the file's bytes

@@ -1,5 +1,6 @@
 #include "parsers/sidecarinput.h"
 
+#include "parsers/inputfile.h"
 #include "parsers/inputloader.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/text/allocconfparser.h"
@@ -14,7 +15,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr qint64 maxSidecarFileBytes = qint64(16) << 20;
+constexpr uint64_t maxSidecarFileBytes = uint64_t(16) << 20;
 
 std::string fileName(const std::string& path)
 {
@@ -100,20 +101,18 @@ void addSidecarBeside(Case& target, const std::string& snapshotPath, int snapsho
             continue;
         if (linkKnown(target, candidate, snapshotIndex))
             return;
-        QFile file(info.filePath());
-        if (info.size() > maxSidecarFileBytes || !file.open(QIODevice::ReadOnly)) {
+        std::string error;
+        const std::optional<QByteArray> bytes = readSmallFile(info.filePath(), maxSidecarFileBytes, &error);
+        if (!bytes) {
             CaseInput input;
             input.path = candidate;
             input.kind = InputKind::Sidecar;
-            input.error = info.size() > maxSidecarFileBytes
-                ? std::string("capture sidecar ignored: larger than 16 MiB")
-                : "capture sidecar ignored: cannot open it (" + file.errorString().toStdString() + ")";
+            input.error = "capture sidecar ignored: " + error;
             target.inputs.push_back(std::move(input));
             return;
         }
-        const QByteArray bytes = file.readAll();
         addSidecar(
-            target, candidate, std::string_view(bytes.constData(), static_cast<size_t>(bytes.size())), snapshotIndex);
+            target, candidate, std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())), snapshotIndex);
         return;
     }
 }

@@ -182,6 +182,7 @@ void MainWindow::openFiles(const QStringList& paths)
     QStringList absolute;
     for (const QString& path : paths)
         absolute << QFileInfo(path).absoluteFilePath();
+    const QStringList given = absolute;
     absolute = expandFolders(absolute);
     if (const QStringList ranks = jobRankFiles(absolute); !ranks.isEmpty()) {
         openJob(ranks, besideRanks(absolute, ranks));
@@ -189,7 +190,7 @@ void MainWindow::openFiles(const QStringList& paths)
     }
     QList<LoadRequest> requests;
     for (const QString& path : absolute)
-        requests << LoadRequest::file(path);
+        requests << LoadRequest::file(path, !given.contains(path)); // a file found in a folder dropped
     load(nullptr, requests, titleFor(requests));
 }
 

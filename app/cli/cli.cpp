@@ -60,15 +60,6 @@ QString usageText()
     return text;
 }
 
-bool isHelpOrVersion(const QString& argument)
-{
-    for (const char* option : { "-h", "--help", "--help-all", "-v", "--version" }) {
-        if (argument == QLatin1String(option))
-            return true;
-    }
-    return false;
-}
-
 // Help and version are answered the same way with or without a GUI, before any window exists.
 std::optional<int> answerHelpOrVersion(const QCommandLineParser& parser)
 {
@@ -94,14 +85,6 @@ int usageError(const QString& message)
 std::span<const Command> commands()
 {
     return commandTable;
-}
-
-bool isCommandLineInvocation(int argc, char** argv)
-{
-    if (argc < 2)
-        return false;
-    const QString first = QString::fromLocal8Bit(argv[1]);
-    return findCommand(first) || isHelpOrVersion(first);
 }
 
 int run(const QStringList& arguments)

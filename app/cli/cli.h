@@ -21,10 +21,6 @@ struct Command
 // Every headless command, in the order `oomlens --help` lists them.
 std::span<const Command> commands();
 
-// True when argv asks for a headless command or for help/version: decided before any
-// QCoreApplication exists, so that those never need a display.
-bool isCommandLineInvocation(int argc, char** argv);
-
 // Runs a headless command; `arguments` is QCoreApplication::arguments() (program name first).
 int run(const QStringList& arguments);
 

@@ -1,6 +1,7 @@
 #include "app/cli/commandline.h"
 
 #include "app/cli/errorlines.h"
+#include "parsers/categoryrulesparser.h"
 
 #include <cstdio>
 
@@ -56,6 +57,21 @@ bool CommandLine::readDevice(const QCommandLineOption& option, std::optional<int
     }
     device = ordinal;
     return true;
+}
+
+std::optional<int> CommandLine::readRules(const QCommandLineOption& option, AnalysisOptions& options) const
+{
+    if (!m_parser.isSet(option))
+        return std::nullopt;
+    const QString path = m_parser.value(option);
+    if (path.isEmpty())
+        return usageError(QStringLiteral("--rules needs a file"));
+    setCategoryRules(options, path.toStdString());
+    if (!options.rulesError.empty()) {
+        printErrorLine(QStringLiteral("oomlens %1: %2").arg(m_command, QString::fromStdString(options.rulesError)));
+        return 1;
+    }
+    return std::nullopt;
 }
 
 QString CommandLine::helpText() const

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/analysis/snapshotanalysis.h"
+
 #include <QCommandLineParser>
 
 #include <cstdint>
@@ -32,6 +34,12 @@ public:
     // `--device N` into `device` (left alone when the option is not given). Returns false after
     // printing a usage error when the value is not a device ordinal.
     bool readDevice(const QCommandLineOption& option, std::optional<int32_t>& device) const;
+
+    // `--rules FILE` into options.rules (left alone when the option is not given). Rules the user
+    // asked for are never skipped quietly: returns the exit status after printing the one line
+    // saying why they cannot be used (1: an unreadable file, bad syntax, an unknown category, an
+    // invalid regex; 2: no file named), std::nullopt to go on.
+    std::optional<int> readRules(const QCommandLineOption& option, AnalysisOptions& options) const;
 
 private:
     QString helpText() const;

@@ -8,8 +8,6 @@
 #include "core/jsonexport.h"
 #include "core/textbrief.h"
 #include "core/textreport.h"
-#include "opening/jobfiles.h"
-#include "parsers/categoryrulesparser.h"
 
 #include <cstdio>
 #include <iostream>
@@ -38,8 +36,9 @@ int runDiagnose(const QStringList& arguments)
     AnalysisOptions options;
     if (!commandLine.readDevice(device, options.device))
         return 2;
-    setCategoryRules(options, parser.value(rules).toStdString());
-    const QStringList paths = expandFolders(parser.positionalArguments());
+    if (const std::optional<int> stop = commandLine.readRules(rules, options))
+        return *stop;
+    const QStringList paths = parser.positionalArguments();
     if (paths.isEmpty())
         return commandLine.usageError(QStringLiteral("no INPUT given (use '-' to read standard input)"));
     const bool asJson = parser.isSet(json);

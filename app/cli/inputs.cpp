@@ -1,33 +1,26 @@
 #include "app/cli/inputs.h"
 
 #include "app/cli/errorlines.h"
+#include "opening/jobfiles.h"
+#include "parsers/inputfile.h"
 
-#include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <string>
 
 namespace oomlens::cli {
-
-namespace {
-
-QByteArray readStdin()
-{
-    std::freopen(nullptr, "rb", stdin);
-    const std::string text(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    return QByteArray(text.data(), qsizetype(text.size()));
-}
-
-} // namespace
 
 QList<LoadRequest> inputRequests(const QStringList& paths)
 {
     QList<LoadRequest> requests;
     for (const QString& path : paths) {
-        if (path == QLatin1String("-"))
-            requests.append(LoadRequest::pasted(readStdin(), QStringLiteral("-")));
-        else
+        if (path != QLatin1String("-")) {
             requests.append(LoadRequest::file(path));
+            continue;
+        }
+        std::string error;
+        if (const std::optional<QByteArray> text = readStandardInput(&error))
+            requests.append(LoadRequest::pasted(*text, path));
+        else
+            requests.append(LoadRequest::unreadable(path, QString::fromStdString(error)));
     }
     return requests;
 }
@@ -44,11 +37,14 @@ int printFailures(const std::vector<InputFailure>& failures)
     return failed;
 }
 
-Opened openCommandLine(const QStringList& paths, const AnalysisOptions& options)
+Opened openCommandLine(const QStringList& given, const AnalysisOptions& options)
 {
     OpenOptions openOptions;
     openOptions.analysis = options;
-    Opened opened = openInputs(inputRequests(paths), openOptions);
+    QList<LoadRequest> requests = inputRequests(expandFolders(given));
+    for (LoadRequest& request : requests)
+        request.inFolder = request.isFile() && !given.contains(request.path);
+    Opened opened = openInputs(requests, openOptions);
     printFailures(opened.failures);
     return opened;
 }
@@ -72,7 +68,10 @@ LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& opt
     }
     loaded.analysis = analyzeSnapshot(loaded.input.snapshots.front(), options);
     if (!loaded.analysis->primary()) {
-        printErrorLine(noSuchDeviceError(path));
+        printErrorLine(QStringLiteral("oomlens: %1: %2")
+                           .arg(path,
+                               QString::fromStdString(
+                                   noSuchDeviceReason(*loaded.input.snapshots.front(), options.device.value_or(0)))));
         loaded.status = 1;
     }
     return loaded;
@@ -80,10 +79,11 @@ LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& opt
 
 QString caseInputsHelp()
 {
-    return QStringLiteral("Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
-                          "'-' reads standard input. Several snapshot files (or a folder of them), or rank summaries "
-                          "from `oomlens summarize`, are the ranks of one job: "
-                          "the job summary comes first, then the failing rank's diagnosis.");
+    return QStringLiteral(
+        "Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
+        "'-' reads standard input; a folder stands for every file in it. Several snapshot files, or rank "
+        "summaries from `oomlens summarize`, are the ranks of one job: "
+        "the job summary comes first, then the failing rank's diagnosis.");
 }
 
 QString notASnapshotError(const QString& path)

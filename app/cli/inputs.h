@@ -22,10 +22,11 @@ QList<LoadRequest> inputRequests(const QStringList& paths);
 // failed (a broken capture sidecar is only a warning: the snapshot beside it was still read).
 int printFailures(const std::vector<InputFailure>& failures);
 
-// The INPUTs (folders already expanded) opened as the user means them: the ranks of one job with
-// the text given beside them, or one case (opening/opening.h's openInputs). Each input that
-// cannot be read gets its line on stderr; the others are still analyzed.
-Opened openCommandLine(const QStringList& paths, const AnalysisOptions& options);
+// The INPUTs opened as the user means them, each folder standing for what it holds
+// (opening/jobfiles.h's expandFolders): the ranks of one job with the text given beside them, or
+// one case (opening/opening.h's openInputs). Each input that cannot be read gets its line on
+// stderr; the others are still analyzed.
+Opened openCommandLine(const QStringList& given, const AnalysisOptions& options);
 
 // Reads every INPUT into one case without analyzing it, each failure on stderr: `compare` and
 // `plan --snapshot` analyze the one snapshot they need. Returns the number of inputs that failed.

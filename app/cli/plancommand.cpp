@@ -9,6 +9,7 @@
 #include "core/planner/planjson.h"
 #include "core/planner/plantext.h"
 #include "core/report/htmlreport.h"
+#include "parsers/inputfile.h"
 
 #include <QDateTime>
 #include <QFile>
@@ -176,12 +177,16 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
         if (const auto named = modelPreset(source.toStdString())) {
             model = *named;
         } else {
-            QFile file(source);
-            if (!file.open(QIODevice::ReadOnly)) {
-                printErrorLine(QStringLiteral("oomlens: %1: %2 (nor a preset name)").arg(source, file.errorString()));
+            // A config.json is a few KB; the bound keeps a device or an endless pipe from hanging.
+            std::string error;
+            const std::optional<QByteArray> bytes = readSmallFile(source, uint64_t(16) << 20, &error);
+            if (!bytes) {
+                printErrorLine(
+                    QStringLiteral("oomlens: %1: %2 (nor a preset name)").arg(source, QString::fromStdString(error)));
                 return 1;
             }
-            const HfConfigResult parsed = modelFromHfConfig(file.readAll().toStdString());
+            const HfConfigResult parsed
+                = modelFromHfConfig(std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())));
             if (!parsed.model) {
                 printErrorLine(QStringLiteral("oomlens: %1: not a model config.json: %2")
                                    .arg(source, QString::fromStdString(parsed.error)));

@@ -16,14 +16,16 @@ namespace oomlens::cli {
 
 int runReport(const QStringList& arguments)
 {
-    CommandLine commandLine("report INPUT... -o report.html [--device N]",
+    CommandLine commandLine("report INPUT... -o report.html [--device N] [--rules FILE]",
         QStringLiteral("Writes the case as one self-contained HTML report."));
     QCommandLineParser& parser = commandLine.parser();
     const QCommandLineOption output({ QStringLiteral("o"), QStringLiteral("output") },
         QStringLiteral("Write the report to FILE ('-' for standard output)."), QStringLiteral("FILE"));
     const QCommandLineOption device(QStringLiteral("device"),
         QStringLiteral("Describe snapshot device N (default: the device of the OOM event)."), QStringLiteral("N"));
-    parser.addOptions({ output, device });
+    const QCommandLineOption rules(QStringLiteral("rules"),
+        QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
+    parser.addOptions({ output, device, rules });
     parser.addPositionalArgument(QStringLiteral("INPUT"), caseInputsHelp(), QStringLiteral("INPUT..."));
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
@@ -31,10 +33,12 @@ int runReport(const QStringList& arguments)
     AnalysisOptions options;
     if (!commandLine.readDevice(device, options.device))
         return 2;
+    if (const std::optional<int> stop = commandLine.readRules(rules, options))
+        return *stop;
     const QString outputPath = parser.value(output);
     if (outputPath.isEmpty())
         return commandLine.usageError(QStringLiteral("no output file: add -o report.html"));
-    const QStringList inputs = expandFolders(parser.positionalArguments());
+    const QStringList inputs = parser.positionalArguments();
     if (inputs.isEmpty())
         return commandLine.usageError(QStringLiteral("no input files"));
 
@@ -42,7 +46,9 @@ int runReport(const QStringList& arguments)
     // the job section, then describes the failing rank (with the text inputs given beside the ranks).
     const Opened opened = openCommandLine(inputs, options);
     const int failures = opened.failedInputs();
-    if (failures == inputs.size()) {
+    // A job's report has its job section even when the failing rank's snapshot is elsewhere.
+    const bool nothingRead = opened.job ? failures == expandFolders(inputs).size() : !opened.anyReadable();
+    if (nothingRead) {
         std::fprintf(stderr, "oomlens: no input could be read; no report written\n");
         return 1;
     }

@@ -4,7 +4,6 @@
 #include "core/job/jobsummarizer.h"
 #include "core/job/ranksummaryfile.h"
 #include "opening/jobgathering.h"
-#include "parsers/categoryrulesparser.h"
 #include "parsers/ranksummaryfiles.h"
 #include "parsers/snapshotfiles.h"
 
@@ -179,8 +178,9 @@ int runSummarize(const QStringList& arguments)
     AnalysisOptions analysis;
     if (!commandLine.readDevice(device, analysis.device))
         return 2;
+    if (const std::optional<int> stop = commandLine.readRules(rules, analysis))
+        return *stop;
     const std::string rulesPath = parser.value(rules).toStdString();
-    setCategoryRules(analysis, rulesPath);
     const QString outputDir = parser.value(output);
     if (outputDir.isEmpty())
         return commandLine.usageError(QStringLiteral("no output folder: add -o DIR"));

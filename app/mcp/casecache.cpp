@@ -10,6 +10,7 @@
 #include <QDateTime>
 #include <QFileInfo>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace oomlens::mcp {
@@ -86,8 +87,12 @@ std::shared_ptr<const LoadedCase> CaseCache::read(
     // text last; the CLI's own lines are printed on stderr and kept by the capture.
     cli::ErrorLineCapture errors;
     QList<LoadRequest> requests;
-    for (const QString& path : paths)
-        requests.append(LoadRequest::file(path)); // "-" is refused by the arguments: stdin is the protocol's
+    for (const QString& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
+        // A file found in a folder given is listed, not an error, when it is no input (a README).
+        const bool inFolder
+            = std::find(request.paths.begin(), request.paths.end(), path.toStdString()) == request.paths.end();
+        requests.append(LoadRequest::file(path, inFolder));
+    }
     if (!request.text.empty())
         requests.append(LoadRequest::pasted(QByteArray::fromStdString(request.text)));
     OpenOptions options;

@@ -3,6 +3,7 @@
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/fixladder.h"
 #include "core/units.h"
+#include "core/utf8prefix.h"
 
 #include <algorithm>
 
@@ -51,7 +52,7 @@ std::string describe(const HostMemoryKill& kill)
             text += "; the limit is " + formatBytes(*kill.limitBytes);
         text += ": ";
     }
-    return text + "\"" + kill.line.substr(0, 160) + "\""
+    return text + "\"" + std::string(utf8Prefix(kill.line, 160)) + "\""
         + (kill.sourceLine ? " at line " + std::to_string(kill.sourceLine) : "");
 }
 

@@ -1,6 +1,7 @@
 #include "parsers/text/hostmemoryparser.h"
 
 #include "core/strings.h"
+#include "core/utf8prefix.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
@@ -131,7 +132,7 @@ std::optional<HostMemoryKill> parseLine(std::string_view raw)
     } else {
         return std::nullopt;
     }
-    kill.line = normalizedWhitespace(text.substr(0, 400));
+    kill.line = normalizedWhitespace(utf8Prefix(text, 400));
     return kill;
 }
 

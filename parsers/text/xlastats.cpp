@@ -1,6 +1,7 @@
 #include "parsers/text/xlastats.h"
 
 #include "core/strings.h"
+#include "core/utf8prefix.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
@@ -160,7 +161,7 @@ void foldBfcLogs(const TextLines& lines, std::vector<FoundOom>& found)
             if (!message.device)
                 message.device = found[k].message.device;
             message.notes.push_back("the allocator log at line " + std::to_string(found[k].message.sourceLine) + " (\""
-                + found[k].core.substr(0, 80) + "\") is the same failure; its numbers are used here");
+                + std::string(utf8Prefix(found[k].core, 80)) + "\") is the same failure; its numbers are used here");
         }
         apply(stats, target->message);
         target->message.truncated = target->message.truncated && !target->message.requestedBytes;

@@ -130,8 +130,7 @@ private Q_SLOTS:
     }
 
     // --rules FILE is read with the inputs: a rule that claims every stack moves the whole peak
-    // into its category; a file that cannot be used is named in the snapshot's rules_error and
-    // the built-in categories stay.
+    // into its category; a file that cannot be used is an error naming it.
     void rulesFile()
     {
         QTemporaryDir dir;
@@ -158,10 +157,12 @@ private Q_SLOTS:
         QVERIFY(
             plain[QStringLiteral("categories_at_peak")].toObject()[QStringLiteral("parameters")].toInteger() < peak);
 
-        const QJsonObject missing = figures({ QStringLiteral("--rules"), dir.filePath(QStringLiteral("none.yaml")) });
-        QVERIFY2(missing[QStringLiteral("rules_error")].toString().contains(QStringLiteral("none.yaml")),
-            qPrintable(missing[QStringLiteral("rules_error")].toString()));
-        QCOMPARE(missing[QStringLiteral("categories_at_peak")], plain[QStringLiteral("categories_at_peak")]);
+        // Rules asked for are never skipped quietly (tst_inputscli has the other ways they fail).
+        const Run missing = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), QStringLiteral("--rules"),
+            dir.filePath(QStringLiteral("none.yaml")), snapshot });
+        QCOMPARE(missing.exitCode, 1);
+        QVERIFY2(missing.err.contains("none.yaml: no such file"), missing.err.constData());
+        QVERIFY(missing.out.isEmpty());
     }
 
     void jsonHasEveryContractKey()

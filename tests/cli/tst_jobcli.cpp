@@ -142,11 +142,13 @@ private Q_SLOTS:
             QVERIFY2(paths.contains(file), qPrintable(file));
     }
 
-    // A job's output folder stands for the snapshot files in it.
+    // A job's output folder stands for the files in it: its rank files, the traceback beside
+    // them, and its notes, listed as not read without failing the run.
     void aFolderIsItsRankFiles()
     {
         const Run run = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), jobDir() });
         QCOMPARE(run.exitCode, 0);
+        QVERIFY2(run.err.contains("README.md: not read: "), run.err.constData());
         const QJsonObject job = oomlens::test::parseJsonObject(run.out)[QStringLiteral("job")].toObject();
         QCOMPARE(job[QStringLiteral("ranks")].toArray().size(), 8);
         QCOMPARE(job[QStringLiteral("failing_rank")].toInt(-1), 6);

@@ -272,7 +272,7 @@ private Q_SLOTS:
         JSON_COMPARE(errorText(server, "live_at", { { "input", notSnapshot } }),
             "oomlens: " + notSnapshot + ": not a memory snapshot");
         JSON_COMPARE(errorText(server, "live_at", { { "input", scenario("leak.pickle") }, { "device", 3 } }),
-            "oomlens: " + scenario("leak.pickle") + ": the snapshot has no such device");
+            "oomlens: " + scenario("leak.pickle") + ": the snapshot has no device 3; it holds device 0");
         QVERIFY(errorText(server, "live_at", { { "input", scenario("healthy.pickle") }, { "at", "oom" } })
                     .find("has no OOM event")
             != std::string::npos);

@@ -31,6 +31,16 @@ class TestSummarizeCli : public QObject
 
     static QString jobDir() { return oomlens::test::testDataDir() + QStringLiteral("/job"); }
 
+    // The job's snapshot files (the folder also holds a traceback and notes).
+    static QStringList rankFiles()
+    {
+        QStringList files;
+        const QDir dir(jobDir());
+        for (const QString& name : dir.entryList({ QStringLiteral("*.pickle") }, QDir::Files, QDir::Name))
+            files.append(dir.filePath(name));
+        return files;
+    }
+
     static QStringList filesIn(const QString& folder, const QString& pattern)
     {
         QStringList files;
@@ -116,7 +126,8 @@ private Q_SLOTS:
                 QStringLiteral("rank5.oomlens-summary.json"), QStringLiteral("rank6.oomlens-summary.json"),
                 QStringLiteral("rank7.oomlens-summary.json"), QStringLiteral("worker-b.oomlens-summary.json") }));
 
-        const Run direct = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), jobDir() });
+        // The snapshots themselves (the folder also holds rank 6's traceback, which no summary has).
+        const Run direct = oomlens(QStringList { QStringLiteral("diagnose"), QStringLiteral("--json") } + rankFiles());
         const Run merged = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), out });
         QCOMPARE(merged.exitCode, 0);
         QVERIFY2(merged.err.isEmpty(), merged.err.constData());
@@ -140,13 +151,14 @@ private Q_SLOTS:
         QCOMPARE(summaryInputs, 8);
 
         // The text: the same table, groups and notes; the first line says where the ranks came from.
-        const Run directText = oomlens({ QStringLiteral("diagnose"), jobDir() });
+        const Run directText = oomlens(QStringList { QStringLiteral("diagnose") } + rankFiles());
         const Run mergedText = oomlens({ QStringLiteral("diagnose"), out });
         QCOMPARE(jobText(mergedText.out), jobText(directText.out));
         QVERIFY(mergedText.out.startsWith("Job: 8 rank files, 8 read from summaries\n"));
 
         // Mixed with the snapshots themselves: each rank once, nothing decoded twice.
-        const Run mixed = oomlens({ QStringLiteral("diagnose"), QStringLiteral("--json"), jobDir(), out });
+        const Run mixed = oomlens(
+            QStringList { QStringLiteral("diagnose"), QStringLiteral("--json") } + rankFiles() + QStringList { out });
         QCOMPARE(mixed.exitCode, 0);
         const QJsonObject mixedRoot = oomlens::test::parseJsonObject(mixed.out);
         QCOMPARE(canonical(jobAnswer(mixedRoot)), canonical(jobAnswer(directRoot)));

@@ -15,18 +15,42 @@ QString oomlensBinary()
 
 CliRun runOomlens(const QStringList& arguments, const QByteArray& stdinBytes)
 {
+    CliOptions options;
+    options.stdinBytes = stdinBytes;
+    options.noDisplay = false;
+    options.timeoutMs = 120000;
+    return runOomlensWith(arguments, options);
+}
+
+CliRun runOomlensWith(const QStringList& arguments, const CliOptions& options)
+{
     static QTemporaryDir runtimeDir;
     QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     environment.insert(QStringLiteral("XDG_RUNTIME_DIR"), runtimeDir.path());
-    environment.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    if (options.noDisplay) {
+        for (const char* variable : { "DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM" })
+            environment.remove(QLatin1String(variable));
+    } else {
+        environment.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    }
     QProcess process;
     process.setProcessEnvironment(environment);
+    if (!options.stdinFile.isEmpty())
+        process.setStandardInputFile(options.stdinFile);
+    if (!options.workingDirectory.isEmpty())
+        process.setWorkingDirectory(options.workingDirectory);
     process.start(oomlensBinary(), arguments);
-    if (!stdinBytes.isEmpty())
-        process.write(stdinBytes);
-    process.closeWriteChannel();
-    if (!process.waitForFinished(120000))
-        qFatal("oomlens %s did not finish", qPrintable(arguments.join(QLatin1Char(' '))));
+    if (options.stdinFile.isEmpty()) {
+        if (!options.stdinBytes.isEmpty())
+            process.write(options.stdinBytes);
+        process.closeWriteChannel();
+    }
+    if (!process.waitForFinished(options.timeoutMs)) {
+        process.kill();
+        process.waitForFinished();
+        qFatal("oomlens %s did not finish in %d s", qPrintable(arguments.join(QLatin1Char(' '))),
+            options.timeoutMs / 1000);
+    }
     if (process.exitStatus() != QProcess::NormalExit)
         qFatal("oomlens %s crashed: %s", qPrintable(arguments.join(QLatin1Char(' '))),
             process.readAllStandardError().constData());

@@ -25,6 +25,18 @@ QString oomlensBinary();
 // minutes or crashes stops the test with its stderr.
 CliRun runOomlens(const QStringList& arguments, const QByteArray& stdinBytes = {});
 
+// How runOomlensWith runs it.
+struct CliOptions
+{
+    QByteArray stdinBytes;
+    QString stdinFile; // standard input read from this file instead (/dev/zero: an endless stream)
+    // As on an ssh node or in CI: DISPLAY, WAYLAND_DISPLAY and QT_QPA_PLATFORM all unset.
+    bool noDisplay = true;
+    int timeoutMs = 60000; // longer is a hang: the test stops with the command line
+    QString workingDirectory; // empty: the test's own
+};
+CliRun runOomlensWith(const QStringList& arguments, const CliOptions& options);
+
 // The JSON object a command printed; anything else stops the test with the start of the text.
 QJsonObject parseJsonObject(const QByteArray& bytes);
 

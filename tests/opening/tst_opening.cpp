@@ -96,13 +96,18 @@ private slots:
         QCOMPARE(jobRankFiles({ renamed, fake, rank6 }), QStringList({ renamed, rank6 }));
     }
 
-    void aFolderStandsForItsRankFiles()
+    // Every file in it, so that nothing there is dropped in silence: the ranks, the traceback
+    // beside them and the notes (read, or listed with the reason they were not), but the capture
+    // sidecar, which is read with its snapshot.
+    void aFolderStandsForWhatItHolds()
     {
         const QStringList expanded = expandFolders({ test::testDataDir() + QStringLiteral("/job") });
         QVERIFY(expanded.contains(jobFile(QStringLiteral("rank0.pickle"))));
         QVERIFY(expanded.contains(jobFile(QStringLiteral("worker-b.pickle"))));
-        QVERIFY(!expanded.contains(jobFile(QStringLiteral("rank6.oom.txt"))));
-        QCOMPARE(jobRankFiles(expanded).size(), expanded.size());
+        QVERIFY(expanded.contains(jobFile(QStringLiteral("rank6.oom.txt"))));
+        QVERIFY(expanded.contains(jobFile(QStringLiteral("README.md"))));
+        QVERIFY(!expanded.contains(jobFile(QStringLiteral("worker-b.oomlens.json"))));
+        QCOMPARE(jobRankFiles(expanded).size(), qsizetype(8));
 
         QTemporaryDir empty;
         const QString traceback = jobFile(QStringLiteral("rank6.oom.txt"));

@@ -1,4 +1,9 @@
 #include "common/textfixtures.h"
+#include "core/caseanalysis.h"
+#include "core/jsonexport.h"
+#include "core/utf8prefix.h"
+#include "parsers/inputloader.h"
+#include "parsers/text/textlines.h"
 #include "parsers/text/textparser.h"
 
 #include <QTest>
@@ -94,6 +99,30 @@ private Q_SLOTS:
         const TextFindings findings = test::parseTextFixture("host/cuda_oom_then_killed.txt");
         QCOMPARE(findings.oomMessages.size(), size_t(1));
         QCOMPARE(findings.hostKills.size(), size_t(1));
+    }
+
+    // A kill line is kept and quoted as evidence cut to a few hundred bytes; a cut inside a
+    // character made the case's JSON throw on the half character (nlohmann type_error 316), found
+    // by fuzz_rules: fuzz/corpus/rules/crash-host-kill-quote-cut-inside-character.
+    void aQuotedKillLineStaysValidUtf8()
+    {
+        const std::string euro = "\xe2\x82\xac"; // three bytes
+        QCOMPARE(utf8Prefix("a" + euro, 2), std::string_view("a"));
+        QCOMPARE(utf8Prefix("a" + euro, 4), std::string_view("a" + euro));
+        for (size_t shift = 0; shift < 3; ++shift) { // every place of the cut within a character
+            std::string log = "worker exited with exit_code=137 " + std::string(shift, 'x');
+            while (log.size() < 700)
+                log += euro;
+            log += '\n';
+            Case input;
+            addInput(input, "kill.log", log);
+            QCOMPARE(input.text.hostKills.size(), size_t(1));
+            QVERIFY(text::isValidUtf8(input.text.hostKills.front().line));
+            const CaseAnalysis analysis = analyzeCase(input);
+            // dump() without an error handler throws on invalid UTF-8 anywhere in the document.
+            const std::string json = caseToJson(input, analysis).dump();
+            QVERIFY(json.find("exit_code=137") != std::string::npos);
+        }
     }
 };
 
