@@ -403,7 +403,8 @@ inline std::string planFlagsTarget(const uint8_t* data, size_t size)
         if (!ok)
             return {};
     }
-    if (model.totalParameters() == 0 || !planner::setupProblem(setup).empty())
+    // The checks the command line makes before it plans, in its order (app/cli/plancommand.cpp).
+    if (!model.sizeProblem().empty() || model.totalParameters() == 0 || !planner::setupProblem(setup).empty())
         return {};
     return checkPlan(planner::makePlan(model, setup, card));
 }

@@ -211,6 +211,8 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
         if (!readInt(commandLine, *option, *field))
             return 2;
     }
+    if (const std::string problem = model.sizeProblem(); !problem.empty())
+        return commandLine.usageError(QStringLiteral("the model: %1").arg(QString::fromStdString(problem)));
     if (model.totalParameters() == 0)
         return commandLine.usageError(QStringLiteral("--params is needed unless --layers, --hidden, --heads and "
                                                      "--vocab give the whole model"));

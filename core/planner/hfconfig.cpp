@@ -106,20 +106,12 @@ HfConfigResult modelFromHfConfig(std::string_view jsonText)
             "no layer count, hidden size and head count (num_hidden_layers/n_layer, "
             "hidden_size/n_embd, num_attention_heads/n_head)" };
 
-    // A config is whatever a file says: dimensions that describe more than 10^15 parameters (a
-    // thousand times the largest models trained) are a typo or not a model, and every byte figure
-    // the plan derives from them would pass 2^64.
+    // A config is whatever a file says: dimensions beyond any model are a typo or not a model.
     {
-        const double hidden = model.hidden;
-        const double ffn = model.ffn > 0 ? model.ffn : 4.0 * hidden;
-        const double experts = std::max(1, firstInt(c, { "num_local_experts", "n_routed_experts", "num_experts" }));
-        const double rough = double(model.layers) * (4.0 * hidden * hidden + 3.0 * hidden * ffn * experts)
-            + 2.0 * double(std::max(model.vocab, 0)) * hidden;
-        if (rough > 1e15)
-            return { std::nullopt,
-                "the dimensions describe about " + std::to_string(static_cast<long long>(rough / 1e12))
-                    + " trillion parameters, more than any model (a mistyped hidden_size, intermediate_size or layer "
-                      "count?)" };
+        ModelSpec sized = model;
+        sized.experts = std::max(0, firstInt(c, { "num_local_experts", "n_routed_experts", "num_experts" }));
+        if (const std::string problem = sized.sizeProblem(); !problem.empty())
+            return { std::nullopt, problem + " (a mistyped hidden_size, intermediate_size or layer count?)" };
     }
     const std::string activation
         = text(c, "hidden_act").empty() ? text(c, "activation_function") : text(c, "hidden_act");

@@ -101,6 +101,24 @@ uint64_t ModelSpec::blockLinearParameters() const
     return total;
 }
 
+std::string ModelSpec::sizeProblem() const
+{
+    constexpr double most = 1e15;
+    if (static_cast<double>(parameters) > most)
+        return "more than 10^15 parameters, more than any model";
+    const double h = std::max(hidden, 0);
+    const double widest = std::max({ double(ffn), double(expertFfn), double(sharedExpertFfn), 4.0 * h });
+    const double mlps = std::max(experts, 1) + std::max(sharedExperts, 0);
+    const double latent = double(std::max(heads, 0)) * (std::max(qLoraRank, 0) + std::max(kvLoraRank, 0) + h)
+        * (std::max(qkNopeHeadDim, 0) + std::max(qkRopeHeadDim, 0) + std::max(vHeadDim, 0));
+    const double rough = double(std::max(layers, 0)) * (4.0 * h * h + 3.0 * h * widest * mlps + latent)
+        + 2.0 * (std::max(vocab, 0) + std::max(positions, 0)) * h;
+    if (rough <= most)
+        return {};
+    return "the dimensions describe about " + std::to_string(static_cast<long long>(std::min(rough, 1e30) / 1e12))
+        + " trillion parameters, more than any model";
+}
+
 uint64_t ModelSpec::countedParameters() const
 {
     if (!hasDimensions() || vocab <= 0)

@@ -86,6 +86,11 @@ struct ModelSpec
     // Parameters one token goes through (top-k of the routed experts): an MoE's "active" count.
     uint64_t activeParameters() const;
 
+    // Empty, or why these dimensions (or the given count) describe no model: more than 10^15
+    // parameters, a thousand times the largest trained, where every byte figure a plan derives
+    // would pass 2^64. Counted in floating point, so that the check itself cannot wrap.
+    std::string sizeProblem() const;
+
     // Parameters counted from the dimensions (0 without them).
     uint64_t countedParameters() const;
     // The given count, else the counted one.

@@ -18,13 +18,20 @@ ModelStates& ModelStates::operator+=(const ModelStates& other)
     return *this;
 }
 
-uint64_t scaled(uint64_t count, double bytesPerElement)
+uint64_t saturatedBytes(double bytes)
 {
     // A config may claim any size (a hidden size of 10^8 squares past 2^64 bytes): saturate at
     // 2^62 bytes, beyond every card and still far from wrapping when a few such figures are added.
+    // Converting a double beyond 2^64 to an integer is undefined, and NaN compares false.
     constexpr double ceiling = 4611686018427387904.0; // 2^62
-    const double bytes = static_cast<double>(count) * bytesPerElement;
-    return bytes >= ceiling ? static_cast<uint64_t>(ceiling) : static_cast<uint64_t>(std::max(bytes, 0.0));
+    if (!(bytes < ceiling))
+        return bytes != bytes ? 0 : static_cast<uint64_t>(ceiling);
+    return static_cast<uint64_t>(std::max(bytes, 0.0));
+}
+
+uint64_t scaled(uint64_t count, double bytesPerElement)
+{
+    return saturatedBytes(static_cast<double>(count) * bytesPerElement);
 }
 
 namespace {

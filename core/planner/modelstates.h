@@ -25,6 +25,8 @@ struct ModelStates
 };
 
 uint64_t scaled(uint64_t count, double bytesPerElement);
+// A byte figure computed in floating point, saturated at 2^62 (see scaled).
+uint64_t saturatedBytes(double bytes);
 
 // Optimizer state per trainable parameter (the moments; no master weights).
 double optimizerBytesPerParameter(const ModelSpec& model, const TrainingSetup& setup);

@@ -208,6 +208,9 @@ std::string setupProblem(const TrainingSetup& setup)
         return "micro-batch, sequence length and gradient accumulation must be at least 1";
     if (setup.gpusPerNode < 1 || setup.nodes < 1)
         return "GPUs per node and nodes must be at least 1";
+    // Counted in 64 bits: the product of two flags could pass an int, and no job has a million GPUs.
+    if (int64_t(setup.gpusPerNode) * setup.nodes > (int64_t(1) << 20))
+        return "more than 2^20 GPUs in all: GPUs per node times nodes is beyond any cluster";
     if (setup.zeroStage < 0 || setup.zeroStage > 3)
         return "ZeRO stage must be 0, 1, 2 or 3";
     if (setup.offload != Offload::None && setup.zeroStage == 0)

@@ -1,4 +1,5 @@
 #include "core/planner/zeroestimators.h"
+#include "core/planner/modelstates.h"
 
 #include <algorithm>
 
@@ -12,10 +13,10 @@ ZeroEstimate deepSpeedZero2Estimate(
     ZeroEstimate estimate;
     if (offloadOptimizer) {
         estimate.gpuBytes = 2 * parameters;
-        estimate.cpuBytes = static_cast<uint64_t>(p * std::max(4.0 * gpus, 16.0) * bufferFactor);
+        estimate.cpuBytes = saturatedBytes(p * std::max(4.0 * gpus, 16.0) * bufferFactor);
     } else {
-        estimate.gpuBytes = 2 * parameters + static_cast<uint64_t>(18 * p / gpus);
-        estimate.cpuBytes = static_cast<uint64_t>(p * 4 * gpusPerNode * bufferFactor);
+        estimate.gpuBytes = 2 * parameters + saturatedBytes(18 * p / gpus);
+        estimate.cpuBytes = saturatedBytes(p * 4 * gpusPerNode * bufferFactor);
     }
     return estimate;
 }
@@ -31,16 +32,16 @@ ZeroEstimate deepSpeedZero3Estimate(uint64_t parameters, uint64_t largestLayerPa
     if (offloadOptimizer && offloadParameters) {
         estimate.gpuBytes = gatherBuffer;
         const double factor = zeroInit ? 18 * perNode : std::max(4.0 * gpusPerNode, 18 * perNode);
-        estimate.cpuBytes = static_cast<uint64_t>(p * factor * bufferFactor);
+        estimate.cpuBytes = saturatedBytes(p * factor * bufferFactor);
     } else if (offloadOptimizer) {
-        estimate.gpuBytes = gatherBuffer + static_cast<uint64_t>(2 * p / gpus);
+        estimate.gpuBytes = gatherBuffer + saturatedBytes(2 * p / gpus);
         const double factor = zeroInit ? 16 * perNode : std::max(4.0 * gpusPerNode, 16 * perNode);
-        estimate.cpuBytes = static_cast<uint64_t>(p * factor * bufferFactor);
+        estimate.cpuBytes = saturatedBytes(p * factor * bufferFactor);
     } else {
-        estimate.gpuBytes = gatherBuffer + static_cast<uint64_t>(18 * p / gpus);
+        estimate.gpuBytes = gatherBuffer + saturatedBytes(18 * p / gpus);
         estimate.cpuBytes = zeroInit
-            ? static_cast<uint64_t>(static_cast<double>(largestLayerParameters) * 4 * gpusPerNode * bufferFactor)
-            : static_cast<uint64_t>(p * 4 * gpusPerNode * bufferFactor);
+            ? saturatedBytes(static_cast<double>(largestLayerParameters) * 4 * gpusPerNode * bufferFactor)
+            : saturatedBytes(p * 4 * gpusPerNode * bufferFactor);
     }
     return estimate;
 }
