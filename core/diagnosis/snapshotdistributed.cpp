@@ -115,6 +115,16 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t request = e.oom.requestedBytes;
     if (p.windows.empty() || request == 0)
         return;
+    // Before it gives up, the allocator waits for every pending event and returns those blocks to
+    // the cache (release_cached_blocks begins with synchronize_and_free_events,
+    // CUDACachingAllocator.cpp), so pending frees can have caused the failure only through the
+    // split cache their window left behind, or through blocks still pending at the failure where
+    // that wait is skipped (a capture underway, a private pool in use; the trace counts them live
+    // until free_completed). When the live tensors other than those and the request exceed what this
+    // process could hold, no layout of the cache would have served the request.
+    const auto spareUnsplit = e.fixes.budget.spareAfter(p.atOomBytes, true);
+    if (spareUnsplit && *spareUnsplit < 0)
+        return;
     // What pending frees kept from reuse around the failure: segments reserved in the failing step
     // that the pending blocks could have served, what the allocator's synchronize returned just
     // before it gave up, or what was still pending at the oom event.

@@ -146,6 +146,51 @@ std::string zero3Prefetch()
     return text;
 }
 
+// DeepSpeed ZeRO-3 building its engine: the fp32 master partitions, then initialize_optimizer_states
+// stepping FusedAdam once with zero gradients so that Adam's moments exist before the first batch
+// (deepspeed/runtime/zero/stage3.py). Then two training steps whose update allocates nothing (the
+// moments exist); the second batch is three times the first and fails in its forward. (Family F's
+// ZeRO-3 runs check the diagnoses this enables end to end.)
+std::string zero3EngineThenTwoSteps()
+{
+    const std::string engine = "deepspeed/runtime/zero/stage3.py:__init__:346;deepspeed/runtime/engine.py:"
+                               "_configure_zero_optimizer:1744;deepspeed/runtime/engine.py:__init__:328;"
+                               "deepspeed/__init__.py:initialize:193;train.py:main:70";
+    std::string text = "alloc p 1GiB load\n";
+    text += "alloc master 2GiB stack=deepspeed/runtime/zero/stage3.py:_create_fp32_partitions:933;" + engine + "\n";
+    for (const char* moment : { "exp_avg", "exp_avg_sq" })
+        text += std::string("alloc ") + moment
+            + " 2GiB stack=deepspeed/ops/adam/fused_adam.py:step:157;"
+              "deepspeed/runtime/zero/stage3.py:initialize_optimizer_states:1046;"
+            + engine + "\n";
+    for (int step = 1; step <= 2; ++step) {
+        const std::string s = std::to_string(step);
+        for (int l = 0; l < 4 * (step == 1 ? 1 : 3); ++l)
+            text += "alloc a" + s + "_" + std::to_string(l) + " 256MiB fwd\n";
+        if (step == 2)
+            return text + "oom 256MiB free=100MiB fwd\n";
+        text += "alloc lv 1MiB loss\n";
+        for (int l = 3; l >= 0; --l) {
+            const std::string n = s + "_" + std::to_string(l);
+            text += "alloc g" + n + " 256MiB bwdcpp\nfree g" + n + " bwdcpp\nfree a" + n + " bwdcpp\n";
+        }
+        text += "free lv bwd\n";
+    }
+    return text;
+}
+
+// Frees that waited for another stream (free_requested, then free_completed once the stream's
+// event completed) while a segment was reserved beside them; then the step goes on until a request
+// fails. `splitAfter`: what follows the window only splits the cache (live + the request fit what
+// the process holds); otherwise the live tensors alone leave no room for the request.
+std::string pendingWindowThenOom(bool splitAfter)
+{
+    std::string text = lines({ "alloc w 1GiB load", "alloc a 1GiB fwd", "free_requested a", "alloc b 1GiB fwd",
+        "free_completed a" });
+    text += splitAfter ? "alloc s 16MiB fwd\n" : "alloc c 1GiB fwd\n";
+    return text + "oom 1GiB free=100MiB fwd\n";
+}
+
 // Two steps; the second's batch is three times the first's and comes from other lines of code (a
 // new sequence bucket), so no call site matches to compare sizes.
 std::string twoStepsSecondLarger()
@@ -329,6 +374,40 @@ private Q_SLOTS:
             { "alloc w 1GiB load", "alloc x 6GiB fwd", "free x bwd", "alloc y 512MiB fwd", "oom 6GiB free=1MiB fwd" }));
         const Diagnosis* other = test::findDiagnosis(alone, DiagnosisId::OtherProcess);
         QVERIFY(!other || !test::hasEvidence(*other, "taken by something outside it"));
+    }
+
+    // DeepSpeed's engine steps the optimizer once while it is built (initialize_optimizer_states):
+    // set-up, not a training step. The moments it makes are optimizer state, the steps after it are
+    // told apart by their forward following a backward, and the state is not the lazy state of a
+    // first optimizer.step().
+    void zero3InitialOptimizerStepIsSetUp()
+    {
+        const auto analysis = test::analyzeTrace(zero3EngineThenTwoSteps());
+        const DeviceAnalysis& device = *analysis.primary();
+        const Allocation& moment = allocationOfSize(device, 2048 * MiB);
+        QCOMPARE(moment.phase, Phase::Load);
+        for (const Allocation& a : device.allocations) {
+            if (a.requestedSize == 2048 * MiB)
+                QCOMPARE(a.category, Category::OptimizerState);
+        }
+        QCOMPARE(device.ooms.back().step, 2);
+        const auto diagnoses = diagnoseSnapshot(analysis, {});
+        QVERIFY(!diagnoses.empty());
+        QVERIFY(diagnoses.front().id != DiagnosisId::OptimizerStep2);
+        const Diagnosis* lazy = test::findDiagnosis(diagnoses, DiagnosisId::OptimizerStep2);
+        QVERIFY(!lazy || !test::hasEvidence(*lazy, "first appeared in step"));
+    }
+
+    // The allocator waits for every pending free before it gives up (release_cached_blocks), so at
+    // the failure pending frees can only have left the cache split: when the live tensors and the
+    // request exceed what the process holds, they are not the cause; when they fit, they may be.
+    void pendingFreesDrainBeforeTheFailure()
+    {
+        const auto overflow = test::diagnoseTrace(pendingWindowThenOom(false));
+        QVERIFY(!overflow.empty());
+        QVERIFY(!test::findDiagnosis(overflow, DiagnosisId::PendingFrees));
+        const auto split = test::diagnoseTrace(pendingWindowThenOom(true));
+        QVERIFY(test::findDiagnosis(split, DiagnosisId::PendingFrees));
     }
 };
 
