@@ -33,7 +33,6 @@ const std::map<QString, const char*>& expectedFailures()
 {
     static const std::map<QString, const char*> rows {
         { QStringLiteral("alone:llama32_1b_a100_80gb_shared_card_other_job"), heldOut },
-        { QStringLiteral("alone:llama32_1b_l4_compile_reduce_overhead_records_graph_per_length"), heldOut },
         { QStringLiteral("alone:qwen25_0_5b_l4_finetune_card_held_by_stale_notebook"), heldOut },
         { QStringLiteral("bands:hf_trainer_qwen25_0_5b_l4_eval_predictions_concatenated_on_gpu"), heldOut },
         { QStringLiteral("bands:llama32_1b_a100_80gb_shared_card_other_job"), heldOut },
@@ -43,7 +42,6 @@ const std::map<QString, const char*>& expectedFailures()
         { QStringLiteral("bands:zero3_llama2_13b_a100_80gb_one_long_sample_pads_batch"), heldOut },
         { QStringLiteral("bands:zero3_mistral_7b_a100_40gb_first_backward"), heldOut },
         { QStringLiteral("bands:zero3_qwen25_7b_a100_40gb_logits_kept_across_steps"), heldOut },
-        { QStringLiteral("text:llama32_1b_l4_compile_reduce_overhead_records_graph_per_length"), heldOut },
     };
     return rows;
 }

@@ -191,6 +191,23 @@ std::string pendingWindowThenOom(bool splitAfter)
     return text + "oom 1GiB free=100MiB fwd\n";
 }
 
+// torch.compile(mode="reduce-overhead") warming up and recording a graph per new sequence length,
+// all into the cudagraph trees' one pool ((0, 1): graph_pool_handle() before PyTorch 2.5): each
+// length's blocks stay cached in the pool, and the next, longer length fits none of them.
+std::string treesRecordEachLength()
+{
+    const std::string trees = " pool=0,1 stream=7 stack=/tmp/torchinductor_u/q3/cq3.py:call:1437;"
+                              "torch/_inductor/cudagraph_trees.py:run_eager:2016;"
+                              "torch/_inductor/cudagraph_trees.py:run:1980;score.py:score_batches:101;score.py:main:131";
+    std::string text = "alloc w 1GiB load\n";
+    for (int length = 1; length <= 2; ++length) {
+        const std::string n = std::to_string(length);
+        text += "alloc x" + n + (length == 1 ? " 300MiB" : " 500MiB") + trees + "\n";
+        text += "free x" + n + trees + "\n";
+    }
+    return text + "oom 600MiB free=100MiB" + trees + "\n";
+}
+
 // Two steps; the second's batch is three times the first's and comes from other lines of code (a
 // new sequence bucket), so no call site matches to compare sizes.
 std::string twoStepsSecondLarger()
@@ -408,6 +425,21 @@ private Q_SLOTS:
         QVERIFY(!test::findDiagnosis(overflow, DiagnosisId::PendingFrees));
         const auto split = test::diagnoseTrace(pendingWindowThenOom(true));
         QVERIFY(test::findDiagnosis(split, DiagnosisId::PendingFrees));
+    }
+
+    // Recording into a pool whose free blocks together would hold the request but none alone: the
+    // pool is the capture's own, which expandable segments never serve and nothing releases during
+    // a capture, so the captures' shapes are the cause and the split cache how it showed.
+    void captureIntoASplitPoolIsGraphCapture()
+    {
+        const auto diagnoses = test::diagnoseTrace(treesRecordEachLength());
+        QVERIFY(!diagnoses.empty());
+        const Diagnosis& top = diagnoses.front();
+        QCOMPARE(top.id, DiagnosisId::GraphCapture);
+        QVERIFY(test::hasEvidence(top, "the capturing pool, split among the blocks"));
+        QCOMPARE(top.fixes.front().id(), std::string("fewer_graph_shapes"));
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
+        QVERIFY(!fragmentation || fragmentation->confidence < top.confidence);
     }
 };
 
