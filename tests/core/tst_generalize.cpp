@@ -440,6 +440,12 @@ private Q_SLOTS:
         QCOMPARE(top.fixes.front().id(), std::string("fewer_graph_shapes"));
         const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
         QVERIFY(!fragmentation || fragmentation->confidence < top.confidence);
+        // Nor does the split cache offer expandable segments: the allocator never uses them for a
+        // private pool.
+        if (fragmentation) {
+            for (const Fix& fix : fragmentation->fixes)
+                QVERIFY(fix.kind != FixKind::ExpandableSegments);
+        }
     }
 };
 
