@@ -11,8 +11,7 @@ namespace oomlens::test {
 ScenarioFamilySuite::ScenarioFamilySuite(const ScenarioFamily& family, QString generatorScript)
     : m_family(family)
     , m_generatorScript(std::move(generatorScript))
-{
-}
+{ }
 
 void ScenarioFamilySuite::generatorReproducesTheData()
 {

@@ -81,8 +81,7 @@ class TestDiagFamilyD : public test::ScenarioFamilySuite
 public:
     TestDiagFamilyD()
         : ScenarioFamilySuite(family(), QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familyd/generate.py"))
-    {
-    }
+    { }
 
 private Q_SLOTS:
     void everyClassIsCovered()

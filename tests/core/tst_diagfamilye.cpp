@@ -66,8 +66,7 @@ class TestDiagFamilyE : public test::ScenarioFamilySuite
 public:
     TestDiagFamilyE()
         : ScenarioFamilySuite(family(), QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familye/generate.py"))
-    {
-    }
+    { }
 
 private Q_SLOTS:
     void everyClassIsCovered()

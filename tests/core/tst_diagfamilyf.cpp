@@ -61,8 +61,7 @@ class TestDiagFamilyF : public test::ScenarioFamilySuite
 public:
     TestDiagFamilyF()
         : ScenarioFamilySuite(family(), QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familyf/generate.py"))
-    {
-    }
+    { }
 
 private Q_SLOTS:
     void everyClassIsCovered()

@@ -185,8 +185,8 @@ std::string zero3EngineThenTwoSteps()
 // the process holds); otherwise the live tensors alone leave no room for the request.
 std::string pendingWindowThenOom(bool splitAfter)
 {
-    std::string text = lines({ "alloc w 1GiB load", "alloc a 1GiB fwd", "free_requested a", "alloc b 1GiB fwd",
-        "free_completed a" });
+    std::string text = lines(
+        { "alloc w 1GiB load", "alloc a 1GiB fwd", "free_requested a", "alloc b 1GiB fwd", "free_completed a" });
     text += splitAfter ? "alloc s 16MiB fwd\n" : "alloc c 1GiB fwd\n";
     return text + "oom 1GiB free=100MiB fwd\n";
 }
@@ -196,9 +196,10 @@ std::string pendingWindowThenOom(bool splitAfter)
 // length's blocks stay cached in the pool, and the next, longer length fits none of them.
 std::string treesRecordEachLength()
 {
-    const std::string trees = " pool=0,1 stream=7 stack=/tmp/torchinductor_u/q3/cq3.py:call:1437;"
-                              "torch/_inductor/cudagraph_trees.py:run_eager:2016;"
-                              "torch/_inductor/cudagraph_trees.py:run:1980;score.py:score_batches:101;score.py:main:131";
+    const std::string trees
+        = " pool=0,1 stream=7 stack=/tmp/torchinductor_u/q3/cq3.py:call:1437;"
+          "torch/_inductor/cudagraph_trees.py:run_eager:2016;"
+          "torch/_inductor/cudagraph_trees.py:run:1980;score.py:score_batches:101;score.py:main:131";
     std::string text = "alloc w 1GiB load\n";
     for (int length = 1; length <= 2; ++length) {
         const std::string n = std::to_string(length);
