@@ -10,22 +10,11 @@
 // where activation checkpointing is on, no fix proposes turning it on. Rows that fail today are
 // listed in expectedFailures() with the reason; QtTest reports a listed row that starts passing as
 // XPASS, which fails the suite, so whoever writes a rule removes the rows it fixes.
-#include "common/analysisfixtures.h"
 #include "common/scenariofamilysuite.h"
 #include "common/testutil.h"
-#include "core/caseanalysis.h"
-#include "core/jsonexport.h"
 
-#include <QDir>
-#include <QFile>
-#include <QJsonObject>
-#include <QProcess>
-#include <QRegularExpression>
-#include <QTemporaryDir>
 #include <QTest>
 
-#include <algorithm>
-#include <cstdint>
 #include <map>
 
 using namespace oomlens;

@@ -10,22 +10,11 @@
 // first measured are listed in expectedFailures(): QtTest reports a listed row that starts passing
 // as XPASS, which fails the suite, and an unlisted row that fails fails it, so the family records
 // whether the rules generalise without being tuned to it.
-#include "common/analysisfixtures.h"
 #include "common/scenariofamilysuite.h"
 #include "common/testutil.h"
-#include "core/caseanalysis.h"
-#include "core/jsonexport.h"
 
-#include <QDir>
-#include <QFile>
-#include <QJsonObject>
-#include <QProcess>
-#include <QRegularExpression>
-#include <QTemporaryDir>
 #include <QTest>
 
-#include <algorithm>
-#include <cstdint>
 #include <map>
 
 using namespace oomlens;

@@ -16,7 +16,6 @@
 #include "common/scenariofamilysuite.h"
 #include "common/testutil.h"
 
-#include <QFile>
 #include <QJsonObject>
 #include <QTest>
 
