@@ -45,6 +45,17 @@ namespace {
         return blocks;
     }
 
+    // Whether a step of the command's pipeline is oomlens (`tail -50 log | oomlens diagnose -`).
+    bool runsOomlens(const QString& command)
+    {
+        for (const QString& step : command.split(QLatin1Char('|'))) {
+            const QString words = step.trimmed();
+            if (words == QLatin1String("oomlens") || words.startsWith(QLatin1String("oomlens ")))
+                return true;
+        }
+        return false;
+    }
+
     // The commands of one terminal block and the lines each printed, in order.
     void readSession(const QString& file, const Block& block, QList<DocExample>* examples, QStringList* problems)
     {
@@ -59,8 +70,8 @@ namespace {
                 example.command.chop(1);
                 example.command += QLatin1Char(' ') + block.lines.at(++i).trimmed();
             }
-            if (example.command != QLatin1String("oomlens") && !example.command.startsWith(QLatin1String("oomlens ")))
-                problems->append(QStringLiteral("%1:%2: a shown command that is not oomlens: %3")
+            if (!runsOomlens(example.command))
+                problems->append(QStringLiteral("%1:%2: a shown command that does not run oomlens: %3")
                                      .arg(file)
                                      .arg(example.line)
                                      .arg(example.command));

@@ -17,10 +17,10 @@ struct DocExample
 
 // The examples of a Markdown page: every fenced block whose first line starts with "$ " is a
 // terminal session, each "$ " line a command (a line ending in '\' continues on the next) and the
-// lines after it what it printed. A command is an `oomlens` command: the test runs the built
-// binary, and a page that shows another program's session would be checked against nothing.
-// Well-formedness problems (output before the first command, a command that is not oomlens, a
-// fence never closed) are appended to `problems` as "file:line: what".
+// lines after it what it printed. A command runs `oomlens` (alone or as a step of a pipeline): the
+// test runs the built binary, and a page that shows another program's session would be checked
+// against nothing. Well-formedness problems (output before the first command, a command without
+// oomlens, a fence never closed) are appended to `problems` as "file:line: what".
 QList<DocExample> docExamples(const QString& file, const QString& markdown, QStringList* problems);
 
 } // namespace oomlens::test

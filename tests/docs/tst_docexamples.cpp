@@ -14,8 +14,9 @@
 
 // Every command README.md and docs/*.md show, run against the built binary on the project's own
 // files, must still print what the page shows (docs/architecture.md, "Examples in the docs").
-// A page's terminal block is a fenced block whose first line is "$ oomlens ..."; the lines under
-// a command are its output, shortened only by the "..." lines shownoutput.h defines. Commands of
+// A page's terminal block is a fenced block whose first line is a "$ " command that runs oomlens
+// (docexamples.h); the lines under a command are its output, shortened only by the "..." lines
+// shownoutput.h defines. Commands of
 // one page run in order in one scratch clone, so a page may write a file and read it back.
 class TestDocExamples : public QObject
 {
@@ -96,7 +97,7 @@ private Q_SLOTS:
     void pageBlocksAreReadAsSessions()
     {
         const QString page = QStringLiteral("```console\n$ oomlens diagnose a.txt \\\n    b.txt\nVerdict: x\n\n"
-                                             "$ oomlens plan --model gpt2\nModel: gpt2\n```\n\n"
+                                             "$ tail -5 log.txt | oomlens diagnose -\nRead - (Log)\n```\n\n"
                                              "```sh\noomlens diagnose - < log.txt   # not a session: no prompt\n```\n"
                                              "- a list item:\n\n  ```console\n  $ oomlens --version\n  oomlens 0.1.0\n  ```\n");
         QStringList problems;
@@ -107,14 +108,15 @@ private Q_SLOTS:
         QCOMPARE(examples.at(0).line, 2);
         QCOMPARE(examples.at(0).shownOutput, lines({ "Verdict: x", "" }));
         QCOMPARE(examples.at(1).line, 6);
-        QCOMPARE(examples.at(1).shownOutput, lines({ "Model: gpt2" }));
+        QCOMPARE(examples.at(1).command, QStringLiteral("tail -5 log.txt | oomlens diagnose -"));
+        QCOMPARE(examples.at(1).shownOutput, lines({ "Read - (Log)" }));
         QCOMPARE(examples.at(2).command, QStringLiteral("oomlens --version"));
         QCOMPARE(examples.at(2).shownOutput, lines({ "oomlens 0.1.0" }));
 
         oomlens::test::docExamples(QStringLiteral("bad.md"), QStringLiteral("```\nVerdict: x\n$ oomlens diagnose a\n```\n```console\n$ python train.py\n```\n```\n$ oomlens"), &problems);
         QCOMPARE(problems,
             lines({ "bad.md:8: a fence that is never closed", "bad.md:2: output before the block's first command",
-                "bad.md:6: a shown command that is not oomlens: python train.py" }));
+                "bad.md:6: a shown command that does not run oomlens: python train.py" }));
     }
 
     // Every page reads cleanly, and the README shows its commands with their output.
