@@ -48,7 +48,7 @@ namespace {
     // Whether a step of the command's pipeline is oomlens (`tail -50 log | oomlens diagnose -`).
     bool runsOomlens(const QString& command)
     {
-        for (const QString& step : command.split(QLatin1Char('|'))) {
+        for (const QString& step : pipelineSteps(command)) {
             const QString words = step.trimmed();
             if (words == QLatin1String("oomlens") || words.startsWith(QLatin1String("oomlens ")))
                 return true;
@@ -89,6 +89,24 @@ namespace {
     }
 
 } // namespace
+
+QStringList pipelineSteps(const QString& command)
+{
+    QStringList steps { QString() };
+    QChar quote;
+    for (const QChar character : command) {
+        if (!quote.isNull() && character == quote)
+            quote = QChar();
+        else if (quote.isNull() && (character == QLatin1Char('\'') || character == QLatin1Char('"')))
+            quote = character;
+        else if (quote.isNull() && character == QLatin1Char('|')) {
+            steps.append(QString());
+            continue;
+        }
+        steps.last() += character;
+    }
+    return steps;
+}
 
 QList<DocExample> docExamples(const QString& file, const QString& markdown, QStringList* problems)
 {

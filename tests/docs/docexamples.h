@@ -21,6 +21,10 @@ struct DocExample
 // test runs the built binary, and a page that shows another program's session would be checked
 // against nothing. Well-formedness problems (output before the first command, a command without
 // oomlens, a fence never closed) are appended to `problems` as "file:line: what".
+// The steps of a shell pipeline, split at each '|' outside quotes ("oomlens x | jq '.a | .b'" has
+// two), or where '||' joins commands.
+QStringList pipelineSteps(const QString& command);
+
 QList<DocExample> docExamples(const QString& file, const QString& markdown, QStringList* problems);
 
 } // namespace oomlens::test

@@ -1,5 +1,7 @@
 #include "docs/docworkspace.h"
 
+#include "docs/docexamples.h"
+
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -70,7 +72,7 @@ ShellRun DocWorkspace::run(const QString& command, int timeoutMs) const
 QString missingProgram(const QString& command)
 {
     static const QRegularExpression firstWord(QStringLiteral("^\\s*([A-Za-z0-9_.-]+)"));
-    for (const QString& step : command.split(QLatin1Char('|'))) {
+    for (const QString& step : pipelineSteps(command)) {
         const QRegularExpressionMatch match = firstWord.match(step);
         if (!match.hasMatch() || match.captured(1) == QLatin1String("oomlens"))
             continue;

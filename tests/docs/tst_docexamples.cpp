@@ -5,6 +5,7 @@
 #include "docs/shownoutput.h"
 
 #include <QDir>
+#include <QStandardPaths>
 #include <QTest>
 
 #include <cstdio>
@@ -117,6 +118,16 @@ private Q_SLOTS:
         QCOMPARE(problems,
             lines({ "bad.md:8: a fence that is never closed", "bad.md:2: output before the block's first command",
                 "bad.md:6: a shown command that does not run oomlens: python train.py" }));
+    }
+
+    void pipelinesSplitOutsideQuotes()
+    {
+        QCOMPARE(oomlens::test::pipelineSteps(QStringLiteral("oomlens diagnose --json x | jq '.a | .b' | head -3")),
+            lines({ "oomlens diagnose --json x ", " jq '.a | .b' ", " head -3" }));
+        QCOMPARE(oomlens::test::missingProgram(QStringLiteral("oomlens diagnose x | jq '.a | .b'")).isEmpty(),
+            !QStandardPaths::findExecutable(QStringLiteral("jq")).isEmpty());
+        QCOMPARE(oomlens::test::missingProgram(QStringLiteral("oomlens plan | no-such-program-here")),
+            QStringLiteral("no-such-program-here"));
     }
 
     // Every page reads cleanly, and the README shows its commands with their output.
