@@ -21,7 +21,8 @@ DocWorkspace::DocWorkspace(const QString& sourceDir, const QString& binary, cons
         return;
     }
     // Qt wants a runtime folder only its user can enter.
-    QFile::setPermissions(m_root.path() + QStringLiteral("/runtime"), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    QFile::setPermissions(
+        m_root.path() + QStringLiteral("/runtime"), QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
     const QFileInfoList entries = QDir(sourceDir).entryInfoList(QDir::AllEntries | QDir::NoDotAndDotDot);
     for (const QFileInfo& entry : entries)
         link(entry.absoluteFilePath(), checkout() + QLatin1Char('/') + entry.fileName());

@@ -6,25 +6,25 @@ namespace oomlens::test {
 
 namespace {
 
-    const QString ellipsis = QStringLiteral("...");
+const QString ellipsis = QStringLiteral("...");
 
-    QStringList withoutTrailingBlanks(QStringList lines)
-    {
-        for (QString& line : lines) {
-            while (!line.isEmpty() && line.back().isSpace())
-                line.chop(1);
-        }
-        while (!lines.isEmpty() && lines.last().isEmpty())
-            lines.removeLast();
-        return lines;
+QStringList withoutTrailingBlanks(QStringList lines)
+{
+    for (QString& line : lines) {
+        while (!line.isEmpty() && line.back().isSpace())
+            line.chop(1);
     }
+    while (!lines.isEmpty() && lines.last().isEmpty())
+        lines.removeLast();
+    return lines;
+}
 
-    bool lineMatches(const QString& shown, const QString& actual)
-    {
-        if (shown.size() > ellipsis.size() && shown.endsWith(ellipsis))
-            return actual.startsWith(shown.chopped(ellipsis.size()));
-        return shown == actual;
-    }
+bool lineMatches(const QString& shown, const QString& actual)
+{
+    if (shown.size() > ellipsis.size() && shown.endsWith(ellipsis))
+        return actual.startsWith(shown.chopped(ellipsis.size()));
+    return shown == actual;
+}
 
 } // namespace
 
@@ -42,7 +42,8 @@ bool matchesShownOutput(const QStringList& shownLines, const QStringList& actual
             if (shown.at(i) == ellipsis)
                 fits[size_t(i)][size_t(j)] = fits[size_t(i) + 1][size_t(j)] || (more && fits[size_t(i)][size_t(j) + 1]);
             else
-                fits[size_t(i)][size_t(j)] = more && lineMatches(shown.at(i), actual.at(j)) && fits[size_t(i) + 1][size_t(j) + 1];
+                fits[size_t(i)][size_t(j)]
+                    = more && lineMatches(shown.at(i), actual.at(j)) && fits[size_t(i) + 1][size_t(j) + 1];
         }
     }
     return fits[0][0] != 0;

@@ -29,7 +29,8 @@ class TestDocExamples : public QObject
     static QStringList pages()
     {
         QStringList pages { QStringLiteral("README.md") };
-        const QStringList docs = QDir(sourceDir() + QStringLiteral("/docs")).entryList({ QStringLiteral("*.md") }, QDir::Files, QDir::Name);
+        const QStringList docs = QDir(sourceDir() + QStringLiteral("/docs"))
+                                     .entryList({ QStringLiteral("*.md") }, QDir::Files, QDir::Name);
         for (const QString& page : docs)
             pages.append(QStringLiteral("docs/") + page);
         return pages;
@@ -46,7 +47,8 @@ class TestDocExamples : public QObject
     {
         std::unique_ptr<oomlens::test::DocWorkspace>& workspace = m_workspaces[page];
         if (!workspace)
-            workspace = std::make_unique<oomlens::test::DocWorkspace>(sourceDir(), oomlens::test::oomlensBinary(), oomlens::test::sharedDir());
+            workspace = std::make_unique<oomlens::test::DocWorkspace>(
+                sourceDir(), oomlens::test::oomlensBinary(), oomlens::test::sharedDir());
         return *workspace;
     }
 
@@ -78,18 +80,23 @@ private Q_SLOTS:
     void shortenedOutputMatches()
     {
         using oomlens::test::matchesShownOutput;
-        const QStringList printed = lines({ "Verdict: fragmentation", "Evidence:", "  - a", "  - b", "Fix: grow segments", "" });
+        const QStringList printed
+            = lines({ "Verdict: fragmentation", "Evidence:", "  - a", "  - b", "Fix: grow segments", "" });
         QVERIFY(matchesShownOutput(printed, printed));
         QVERIFY(matchesShownOutput(lines({ "Verdict: fragmentation", "..." }), printed));
-        QVERIFY(matchesShownOutput(lines({ "Verdict: fragmentation", "Evidence:", "...", "Fix: grow segments" }), printed));
-        QVERIFY(matchesShownOutput(lines({ "Verdict: frag...", "Evidence:", "  - a", "  - b", "Fix: grow segments" }), printed));
+        QVERIFY(
+            matchesShownOutput(lines({ "Verdict: fragmentation", "Evidence:", "...", "Fix: grow segments" }), printed));
+        QVERIFY(matchesShownOutput(
+            lines({ "Verdict: frag...", "Evidence:", "  - a", "  - b", "Fix: grow segments" }), printed));
         QVERIFY(matchesShownOutput(lines({ "...", "Fix: grow segments" }), printed));
         QVERIFY(matchesShownOutput(lines({ "Verdict: fragmentation   ", "..." }), printed)); // blanks at line ends
         QVERIFY(!matchesShownOutput(lines({ "Verdict: fragmentation" }), printed)); // the rest not shown
         QVERIFY(!matchesShownOutput(lines({ "Verdict: fragmentation", "...", "Fix: shrink the batch" }), printed));
         QVERIFY(!matchesShownOutput(lines({ "Verdict: leak...", "..." }), printed));
-        QVERIFY(!matchesShownOutput(lines({ "...", "Evidence:" }), printed)); // "..." does not stand for the lines after
-        QVERIFY(!matchesShownOutput(lines({ "Verdict: fragmentation", "...", "  - a", "  - b", "Evidence:", "..." }), printed));
+        QVERIFY(
+            !matchesShownOutput(lines({ "...", "Evidence:" }), printed)); // "..." does not stand for the lines after
+        QVERIFY(!matchesShownOutput(
+            lines({ "Verdict: fragmentation", "...", "  - a", "  - b", "Evidence:", "..." }), printed));
         QVERIFY(matchesShownOutput({}, lines({ "" })));
         QVERIFY(!matchesShownOutput({}, lines({ "Wrote report.html" })));
     }
@@ -97,12 +104,14 @@ private Q_SLOTS:
     // How a page's blocks are read: which are sessions, continuations, and what is refused.
     void pageBlocksAreReadAsSessions()
     {
-        const QString page = QStringLiteral("```console\n$ oomlens diagnose a.txt \\\n    b.txt\nVerdict: x\n\n"
-                                             "$ tail -5 log.txt | oomlens diagnose -\nRead - (Log)\n```\n\n"
-                                             "```sh\noomlens diagnose - < log.txt   # not a session: no prompt\n```\n"
-                                             "- a list item:\n\n  ```console\n  $ oomlens --version\n  oomlens 0.1.0\n  ```\n");
+        const QString page
+            = QStringLiteral("```console\n$ oomlens diagnose a.txt \\\n    b.txt\nVerdict: x\n\n"
+                             "$ tail -5 log.txt | oomlens diagnose -\nRead - (Log)\n```\n\n"
+                             "```sh\noomlens diagnose - < log.txt   # not a session: no prompt\n```\n"
+                             "- a list item:\n\n  ```console\n  $ oomlens --version\n  oomlens 0.1.0\n  ```\n");
         QStringList problems;
-        const QList<oomlens::test::DocExample> examples = oomlens::test::docExamples(QStringLiteral("page.md"), page, &problems);
+        const QList<oomlens::test::DocExample> examples
+            = oomlens::test::docExamples(QStringLiteral("page.md"), page, &problems);
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join(QLatin1Char('\n'))));
         QCOMPARE(examples.size(), 3);
         QCOMPARE(examples.at(0).command, QStringLiteral("oomlens diagnose a.txt  b.txt"));
@@ -114,7 +123,10 @@ private Q_SLOTS:
         QCOMPARE(examples.at(2).command, QStringLiteral("oomlens --version"));
         QCOMPARE(examples.at(2).shownOutput, lines({ "oomlens 0.1.0" }));
 
-        oomlens::test::docExamples(QStringLiteral("bad.md"), QStringLiteral("```\nVerdict: x\n$ oomlens diagnose a\n```\n```console\n$ python train.py\n```\n```\n$ oomlens"), &problems);
+        oomlens::test::docExamples(QStringLiteral("bad.md"),
+            QStringLiteral(
+                "```\nVerdict: x\n$ oomlens diagnose a\n```\n```console\n$ python train.py\n```\n```\n$ oomlens"),
+            &problems);
         QCOMPARE(problems,
             lines({ "bad.md:8: a fence that is never closed", "bad.md:2: output before the block's first command",
                 "bad.md:6: a shown command that does not run oomlens: python train.py" }));
@@ -170,11 +182,14 @@ private Q_SLOTS:
         const oomlens::test::DocWorkspace& workspace = workspaceFor(page);
         QVERIFY2(workspace.error().isEmpty(), qPrintable(workspace.error()));
         const oomlens::test::ShellRun run = workspace.run(example.command, 60000);
-        const bool matches = run.finished && oomlens::test::matchesShownOutput(example.shownOutput, oomlens::test::outputLines(run.printed));
+        const bool matches = run.finished
+            && oomlens::test::matchesShownOutput(example.shownOutput, oomlens::test::outputLines(run.printed));
         if (!matches) {
             // QtTest cuts long messages: the whole of both sides goes to stderr.
             std::fprintf(stderr, "%s\n", qPrintable(failureReport(example, run)));
-            QFAIL(qPrintable(QStringLiteral("%1:%2: what it prints differs from the page (both above)").arg(page).arg(example.line)));
+            QFAIL(qPrintable(QStringLiteral("%1:%2: what it prints differs from the page (both above)")
+                                 .arg(page)
+                                 .arg(example.line)));
         }
     }
 };
