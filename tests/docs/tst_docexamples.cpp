@@ -17,8 +17,8 @@
 // files, must still print what the page shows (docs/architecture.md, "Examples in the docs").
 // A page's terminal block is a fenced block whose first line is a "$ " command that runs oomlens
 // (docexamples.h); the lines under a command are its output, shortened only by the "..." lines
-// shownoutput.h defines. Commands of
-// one page run in order in one scratch clone, so a page may write a file and read it back.
+// shownoutput.h defines. Commands of one page run in order in one scratch clone, so a page may
+// write a file and read it back.
 class TestDocExamples : public QObject
 {
     Q_OBJECT
@@ -54,14 +54,12 @@ class TestDocExamples : public QObject
 
     static QString failureReport(const oomlens::test::DocExample& example, const oomlens::test::ShellRun& run)
     {
+        // One multi-argument arg(): a '%' in the command or the output is not taken for a marker.
         return QStringLiteral("%1:%2: `%3` no longer prints what the page shows (exit status %4%5).\n"
                               "--- shown\n%6\n--- printed\n%7--- end")
-            .arg(example.file)
-            .arg(example.line)
-            .arg(example.command)
-            .arg(run.exitCode)
-            .arg(run.finished ? QString() : QStringLiteral(", stopped after the time limit"))
-            .arg(example.shownOutput.join(QLatin1Char('\n')), QString::fromUtf8(run.printed));
+            .arg(example.file, QString::number(example.line), example.command, QString::number(run.exitCode),
+                run.finished ? QString() : QStringLiteral(", stopped after the time limit"),
+                example.shownOutput.join(QLatin1Char('\n')), QString::fromUtf8(run.printed));
     }
 
     // Lines written as literals (the project builds with QT_NO_CAST_FROM_ASCII).
