@@ -579,7 +579,7 @@ void OverviewPage::addCard(const LoadedCase& loaded)
     QStringList lines;
     for (const std::string& note : card.notes)
         lines << QStringLiteral("• ") + toQString(note).toHtmlEscaped();
-    if (!card.parts.empty()) {
+    if (card.restMatters) {
         lines << QStringLiteral("<b>The rest of the card is usually:</b>");
         for (const RestOfCardPart& part : card.parts)
             lines << QStringLiteral("• <b>%1</b>: %2. <span style='color:gray'>Check: %3.</span>")
