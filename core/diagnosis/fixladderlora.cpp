@@ -133,7 +133,8 @@ Seen seenIn(const std::vector<ModelFrame>& frames)
             seen.transformersFile = frame.file;
         }
         if (seen.transformersLibrary.empty()
-            && (frame.file.ends_with("transformers/modeling_utils.py") || frame.file.ends_with("transformers/trainer.py")))
+            && (frame.file.ends_with("transformers/modeling_utils.py")
+                || frame.file.ends_with("transformers/trainer.py")))
             seen.transformersLibrary = frame.file;
         seen.diffusersAttention = seen.diffusersAttention
             || (contains(frame.file, "diffusers/models/") && contains(frame.file, "attention"));

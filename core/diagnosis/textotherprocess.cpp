@@ -23,8 +23,7 @@ std::string selfOutsideEvidence(const OomFacts& f)
               "MPSGraph's cached graphs or another library's";
     return "this process itself holds " + held + " outside PyTorch's cache (process usage "
         + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved "
-        + formatBytes(f.reserved.value_or(0))
-        + "): " + outsideCacheHolders(f.backend);
+        + formatBytes(f.reserved.value_or(0)) + "): " + outsideCacheHolders(f.backend);
 }
 
 } // namespace
@@ -81,9 +80,8 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
             addEvidence(d,
                 formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card ("
                     + percentText(*f.outsideBytes, total) + ") is in use outside PyTorch's "
-                    + formatBytes(f.reserved.value_or(0))
-                    + " cache: total − free − reserved, far more than a " + std::string(runtimeWords(f.backend).context)
-                    + " (0.3-1 GiB)");
+                    + formatBytes(f.reserved.value_or(0)) + " cache: total − free − reserved, far more than a "
+                    + std::string(runtimeWords(f.backend).context) + " (0.3-1 GiB)");
             if (f.free && *f.free < request && *f.free + beyondContext >= request)
                 out.strongestFullExplanation = std::max(out.strongestFullExplanation, implicit);
             if (d.summary.empty())

@@ -245,7 +245,8 @@ void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& inp
                 + " buffers or another library's own allocations are the likely rest.");
         else
             result.notes.push_back("This process holds " + formatBytes(*facts.selfNonPyTorchBytes)
-                + " outside PyTorch's cache: about what a " + std::string(words.context) + " and library kernels take.");
+                + " outside PyTorch's cache: about what a " + std::string(words.context)
+                + " and library kernels take.");
     }
     if (facts.otherProcessBytes > 0)
         result.notes.push_back("Other processes hold " + formatBytes(facts.otherProcessBytes)
@@ -256,7 +257,8 @@ void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& inp
             + " used on the card is in no listed process: a process NVML cannot see (another container, MIG) or "
               "figures taken at different moments.");
     if (!facts.selfProcessBytes)
-        result.notes.push_back("No input says how much this process uses as a whole, so its " + std::string(words.context)
+        result.notes.push_back("No input says how much this process uses as a whole, so its "
+            + std::string(words.context)
             + " and libraries cannot be told from other processes: PyTorch 2.2+ messages print \"this process has X "
               "memory in use\", and "
             + std::string(words.processTool) + "'s process table lists it.");
@@ -406,8 +408,7 @@ CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis
         "what the driver charges this process: PyTorch's reserved memory plus everything else it holds");
     if (facts.selfNonPyTorchBytes)
         addFigure(result, View::Process, "process_outside_allocator", "This process outside PyTorch's allocator",
-            facts.selfNonPyTorchBytes, derived,
-            "process − reserved: " + outsideCacheHolders(facts.backend));
+            facts.selfNonPyTorchBytes, derived, "process − reserved: " + outsideCacheHolders(facts.backend));
 
     addFigure(result, View::Card, "card_total", "Total capacity", facts.total, sources.total,
         "what the driver reports for the whole card");

@@ -60,8 +60,8 @@ void explainNumbers(const OomFacts& f, std::vector<std::string>& lines)
     if (f.selfProcessBytes) {
         std::string line = "This process uses " + formatBytes(*f.selfProcessBytes) + " in all";
         if (f.selfNonPyTorchBytes)
-            line += "; " + formatBytes(*f.selfNonPyTorchBytes)
-                + " of it is outside PyTorch's cache (" + outsideCacheHolders(f.backend) + ")";
+            line += "; " + formatBytes(*f.selfNonPyTorchBytes) + " of it is outside PyTorch's cache ("
+                + outsideCacheHolders(f.backend) + ")";
         lines.push_back(line + ".");
     } else if (f.mpsOtherBytes) {
         lines.push_back("Other allocations in this process (outside the MPS allocator) take "

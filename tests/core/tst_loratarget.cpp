@@ -56,8 +56,8 @@ private Q_SLOTS:
         QTest::newRow("falcon") << site + QStringLiteral("falcon/modeling_falcon.py")
                                 << QStringLiteral(R"(["query_key_value"])") << QStringLiteral("CAUSAL_LM");
         // A type without a known default: PEFT adapts every linear layer of a PreTrainedModel.
-        QTest::newRow("new architecture") << site + QStringLiteral("zamba9/modeling_zamba9.py")
-                                          << QStringLiteral("\"all-linear\"") << QString();
+        QTest::newRow("new architecture")
+            << site + QStringLiteral("zamba9/modeling_zamba9.py") << QStringLiteral("\"all-linear\"") << QString();
         QTest::newRow("remote code") << QStringLiteral(
             "/home/u/.cache/huggingface/modules/transformers_modules/THUDM/chatglm2-6b/modeling_chatglm.py")
                                      << QStringLiteral(R"(["query_key_value"])") << QStringLiteral("CAUSAL_LM");

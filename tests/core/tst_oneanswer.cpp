@@ -4,9 +4,9 @@
 #include "core/diagnosis/fixladderlora.h"
 #include "core/diagnosis/textdiagnosis.h"
 #include "core/presentation/cardreconciliation.h"
-#include "core/report/htmlreport.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/verdict.h"
+#include "core/report/htmlreport.h"
 #include "core/textbrief.h"
 #include "core/textreport.h"
 #include "parsers/inputloader.h"
@@ -62,11 +62,12 @@ RuntimeError: MPS backend out of memory (MPS allocated: 11.14 GB, other allocati
 
 // A HIP card shared with another process: the verdict is about memory outside PyTorch's cache, so
 // the rest of the card is explained, in ROCm's words.
-const char* hipOtherProcess = "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
-                              "capacity of 63.98 GiB of which 1.00 GiB is free. Process 4242 has 30.00 GiB memory in "
-                              "use. Including non-PyTorch memory, this process has 32.90 GiB memory in use. Of the "
-                              "allocated memory 30.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch "
-                              "but unallocated.";
+const char* hipOtherProcess
+    = "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+      "capacity of 63.98 GiB of which 1.00 GiB is free. Process 4242 has 30.00 GiB memory in "
+      "use. Including non-PyTorch memory, this process has 32.90 GiB memory in use. Of the "
+      "allocated memory 30.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch "
+      "but unallocated.";
 
 // A card whose memory outside the cache is a context's worth (0.45 GiB): nothing there explains
 // the failure, so the answer does not list what the rest of a card usually is.
@@ -280,8 +281,8 @@ private Q_SLOTS:
             QVERIFY2(clash.empty(), (name + ": " + clash).c_str());
             ++answers;
         };
-        for (const char* file : { "oom_messages.jsonl", "oom_tracebacks.jsonl", "memory_summaries.jsonl",
-                 "serving_oom.jsonl" }) {
+        for (const char* file :
+            { "oom_messages.jsonl", "oom_tracebacks.jsonl", "memory_summaries.jsonl", "serving_oom.jsonl" }) {
             for (const auto& record : test::corpusTextRecords(QString::fromLatin1(file))) {
                 const Case input = textCase(record["text"].get<std::string>());
                 std::vector<const TracebackInfo*> tracebacks;
