@@ -9,7 +9,8 @@
 //   bench_firstpaint FILE [--runs N] [--oomlens PATH] [--compare-with PATH]
 //
 // --compare-with times a second build in the same runs, alternating with the first (app A, app B,
-// diagnose A, diagnose B, ...), so a before/after pair on a loaded machine meets the same load.
+// diagnose A, diagnose B, then B first), so a before/after pair on a loaded machine meets the same
+// load and neither always starts right after the other was killed.
 //
 // The display is the environment's: run it under `xvfb-run -a` for the X11 plugin as a desktop
 // has it; without DISPLAY (and without QT_QPA_PLATFORM) it sets QT_QPA_PLATFORM=offscreen. Each
@@ -240,11 +241,15 @@ int main(int argc, char** argv)
     std::printf("%s, %d runs, display %s, load average %s at the start\n", file.c_str(), runs, display.c_str(),
         loadAverage().c_str());
     for (int run = 0; run < runs; ++run) {
-        for (Build& build : builds) {
+        // Each build goes first in every other run: the app started right after another was killed
+        // meets the X server and the kernel still cleaning up after it.
+        for (size_t i = 0; i < builds.size(); ++i) {
+            Build& build = builds[(i + size_t(run)) % builds.size()];
             for (const auto& [mark, ms] : startApp(build.path, file, run))
                 build.times[mark].push_back(ms);
         }
-        for (Build& build : builds) {
+        for (size_t i = 0; i < builds.size(); ++i) {
+            Build& build = builds[(i + size_t(run)) % builds.size()];
             if (const std::optional<double> ms = diagnose(build.path, file))
                 build.times["diagnose"].push_back(*ms);
         }
