@@ -176,6 +176,7 @@ void OverviewPage::ensureFilled()
     // The sections go into a block of their own, built off screen and shown at once when it joins
     // the page (a widget added to a page on screen would otherwise show only a loop later).
     auto* rest = new QWidget;
+    rest->setObjectName(QStringLiteral("overviewSections"));
     auto* restLayout = new QVBoxLayout(rest);
     restLayout->setContentsMargins(0, 0, 0, 0);
     restLayout->setSpacing(m_layout->spacing());
