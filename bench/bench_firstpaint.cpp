@@ -6,7 +6,11 @@
 // clock this program reads before spawning it), and is killed once the timeline is painted. The
 // runs are interleaved (app, diagnose, app, ...) so a noisy neighbour hits both alike.
 //
-//   bench_firstpaint FILE [--runs N] [--oomlens PATH]
+//   bench_firstpaint FILE [--runs N] [--oomlens PATH] [--compare-with PATH]
+//
+// --compare-with times a second build in the same runs, alternating with the first (app A, app B,
+// diagnose A, diagnose B, then B first), so a before/after pair on a loaded machine meets the same
+// load and neither always starts right after the other was killed.
 //
 // The display is the environment's: run it under `xvfb-run -a` for the X11 plugin as a desktop
 // has it; without DISPLAY (and without QT_QPA_PLATFORM) it sets QT_QPA_PLATFORM=offscreen. Each
@@ -173,51 +177,88 @@ std::string loadAverage()
 
 } // namespace
 
+namespace {
+
+// One build's moments over the runs: ms from the spawn, and process CPU ms (" CPU" keys).
+struct Build
+{
+    std::string path;
+    std::map<std::string, std::vector<double>> times;
+};
+
+void printBuild(const std::string& file, const std::string& display, const Build& build)
+{
+    const auto& times = build.times;
+    const auto at = [&](const std::string& key) {
+        const auto it = times.find(key);
+        return bestMedian(it == times.end() ? std::vector<double>() : it->second);
+    };
+    std::printf("\n%s\n", build.path.c_str());
+    std::printf("%-18s %-30s %s\n", "moment", "ms from spawn: best / median", "process CPU ms: best / median");
+    for (const char* mark : marks)
+        std::printf("%-18s %-30s %s\n", mark, at(mark).c_str(), at(std::string(mark) + " CPU").c_str());
+    std::printf("%-18s %s\n", "diagnose (exit)", at("diagnose").c_str());
+    std::printf("| file | display | window painted | timeline painted (CPU) | case complete | `diagnose` | load |\n");
+    const size_t slash = file.rfind('/');
+    std::printf("| %s | %s | %s | %s (%s) | %s | %s | %s |\n",
+        slash == std::string::npos ? file.c_str() : file.substr(slash + 1).c_str(), display.c_str(),
+        at("window-painted").c_str(), at("timeline-painted").c_str(), at("timeline-painted CPU").c_str(),
+        at("case-complete").c_str(), at("diagnose").c_str(), loadAverage().c_str());
+}
+
+int usage()
+{
+    std::fprintf(stderr, "usage: bench_firstpaint FILE [--runs N] [--oomlens PATH] [--compare-with PATH]\n");
+    return 2;
+}
+
+} // namespace
+
 int main(int argc, char** argv)
 {
     std::string file;
-    std::string oomlens = siblingOf(argv[0], "../app/oomlens");
+    std::vector<Build> builds(1);
+    builds[0].path = siblingOf(argv[0], "../app/oomlens");
     int runs = 5;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--runs" && i + 1 < argc)
             runs = std::max(1, std::atoi(argv[++i]));
         else if (arg == "--oomlens" && i + 1 < argc)
-            oomlens = argv[++i];
+            builds[0].path = argv[++i];
+        else if (arg == "--compare-with" && i + 1 < argc)
+            builds.push_back({ argv[++i], {} });
         else if (file.empty() && arg[0] != '-')
             file = arg;
-        else {
-            std::fprintf(stderr, "usage: bench_firstpaint FILE [--runs N] [--oomlens PATH]\n");
-            return 2;
-        }
+        else
+            return usage();
     }
-    if (file.empty()) {
-        std::fprintf(stderr, "usage: bench_firstpaint FILE [--runs N] [--oomlens PATH]\n");
-        return 2;
-    }
+    if (file.empty())
+        return usage();
     const std::string display = std::getenv("DISPLAY") ? std::string("X11 ") + std::getenv("DISPLAY")
         : std::getenv("QT_QPA_PLATFORM")               ? std::getenv("QT_QPA_PLATFORM")
                                                        : "offscreen";
     std::printf("%s, %d runs, display %s, load average %s at the start\n", file.c_str(), runs, display.c_str(),
         loadAverage().c_str());
-    std::map<std::string, std::vector<double>> times;
     for (int run = 0; run < runs; ++run) {
-        for (const auto& [mark, ms] : startApp(oomlens, file, run))
-            times[mark].push_back(ms);
-        if (const std::optional<double> ms = diagnose(oomlens, file))
-            times["diagnose"].push_back(*ms);
+        // Each build goes first in every other run: the app started right after another was killed
+        // meets the X server and the kernel still cleaning up after it.
+        for (size_t i = 0; i < builds.size(); ++i) {
+            Build& build = builds[(i + size_t(run)) % builds.size()];
+            for (const auto& [mark, ms] : startApp(build.path, file, run))
+                build.times[mark].push_back(ms);
+        }
+        for (size_t i = 0; i < builds.size(); ++i) {
+            Build& build = builds[(i + size_t(run)) % builds.size()];
+            if (const std::optional<double> ms = diagnose(build.path, file))
+                build.times["diagnose"].push_back(*ms);
+        }
     }
-    std::printf("%-18s %-30s %s\n", "moment", "ms from spawn: best / median", "process CPU ms: best / median");
-    for (const char* mark : marks)
-        std::printf("%-18s %-30s %s\n", mark, bestMedian(times[mark]).c_str(),
-            bestMedian(times[std::string(mark) + " CPU"]).c_str());
-    std::printf("%-18s %s\n", "diagnose (exit)", bestMedian(times["diagnose"]).c_str());
-    std::printf("\n| file | display | window painted | timeline painted (CPU) | case complete | `diagnose` | load |\n");
-    const size_t slash = file.rfind('/');
-    std::printf("| %s | %s | %s | %s (%s) | %s | %s | %s |\n",
-        slash == std::string::npos ? file.c_str() : file.substr(slash + 1).c_str(), display.c_str(),
-        bestMedian(times["window-painted"]).c_str(), bestMedian(times["timeline-painted"]).c_str(),
-        bestMedian(times["timeline-painted CPU"]).c_str(), bestMedian(times["case-complete"]).c_str(),
-        bestMedian(times["diagnose"]).c_str(), loadAverage().c_str());
-    return times["timeline-painted"].empty() ? 1 : 0;
+    bool painted = true;
+    for (const Build& build : builds) {
+        printBuild(file, display, build);
+        const auto it = build.times.find("timeline-painted");
+        painted = painted && it != build.times.end() && !it->second.empty();
+    }
+    return painted ? 0 : 1;
 }

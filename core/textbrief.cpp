@@ -98,15 +98,10 @@ void writeVerdict(std::ostringstream& out, const Verdict& verdict)
             out << "  - " << evidence->text << '\n';
     }
     if (verdict.fix) {
-        const Fix& fix = *verdict.fix;
-        out << "\nFix";
+        std::string lead = "\nFix";
         if (verdict.fixRung > 1)
-            out << " (rung " << verdict.fixRung << " of the ladder, the first projected to fit)";
-        out << ": " << fixHeadline(fix) << '\n';
-        if (!fix.detail.empty())
-            out << "  " << fix.detail << '\n';
-        if (!fix.snippet.empty())
-            writeSnippet(out, fix.snippet, "  ");
+            lead += " (rung " + std::to_string(verdict.fixRung) + " of the ladder, the first projected to fit)";
+        writeFix(out, lead, *verdict.fix, "  ", true);
     }
     if (!verdict.alternatives.empty()) {
         out << "\nAlso possible:";

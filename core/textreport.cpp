@@ -165,7 +165,7 @@ void writeCard(std::ostringstream& out, const Case& input, const CaseAnalysis& a
     }
     for (const std::string& note : card.notes)
         out << "  " << note << '\n';
-    if (card.restExplainsVerdict) {
+    if (card.restMatters) {
         out << "  The rest of the card is usually:\n";
         for (const RestOfCardPart& part : card.parts)
             out << "    " << part.name << ": " << part.typicalSize << ". Check: " << part.whatToCheck << ".\n";

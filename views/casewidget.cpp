@@ -23,6 +23,19 @@
 
 namespace oomlens {
 
+namespace {
+
+// A tab's page whose view is made on first show (CaseWidget::makeShownViews).
+QWidget* emptyPage(QWidget* parent)
+{
+    auto* page = new QWidget(parent);
+    auto* layout = new QVBoxLayout(page);
+    layout->setContentsMargins(0, 0, 0, 0);
+    return page;
+}
+
+} // namespace
+
 CaseWidget::CaseWidget(QWidget* parent)
     : QWidget(parent)
 {
@@ -51,10 +64,10 @@ CaseWidget::CaseWidget(QWidget* parent)
     m_timeline = new TimelineWidget(splitter);
     auto* below = new QTabWidget(splitter);
     m_details = below;
-    m_live = new LiveAllocationsView(below);
-    m_allocator = new AllocatorStateWidget(below);
-    below->addTab(m_live, QStringLiteral("Live allocations"));
-    below->addTab(m_allocator, QStringLiteral("Allocator state at cursor"));
+    m_livePage = emptyPage(below);
+    m_allocatorPage = emptyPage(below);
+    below->addTab(m_livePage, QStringLiteral("Live allocations"));
+    below->addTab(m_allocatorPage, QStringLiteral("Allocator state at cursor"));
     splitter->addWidget(m_timeline);
     splitter->addWidget(below);
     splitter->setStretchFactor(0, 3);
@@ -63,8 +76,8 @@ CaseWidget::CaseWidget(QWidget* parent)
     timelineLayout->addWidget(splitter, 1);
     m_tabs->addTab(m_timelinePage, QStringLiteral("Timeline"));
 
-    m_events = new EventsView(this);
-    m_tabs->addTab(m_events, QStringLiteral("Events"));
+    m_eventsPage = emptyPage(this);
+    m_tabs->addTab(m_eventsPage, QStringLiteral("Events"));
 
     m_whatIfPage = new QWidget(this);
     auto* whatIfLayout = new QVBoxLayout(m_whatIfPage);
@@ -82,16 +95,76 @@ CaseWidget::CaseWidget(QWidget* parent)
     connect(m_overview, &OverviewPage::evidenceActivated, this, &CaseWidget::showEvidence);
     connect(m_overview, &OverviewPage::timelineRequested, this, [this] { showPage(TimelineTab); });
     connect(m_timeline, &TimelineWidget::cursorChanged, this, &CaseWidget::setCursorEvent);
-    connect(m_live, &LiveAllocationsView::cursorRequested, this, &CaseWidget::setCursorEvent);
-    connect(m_events, &EventsView::cursorRequested, this, &CaseWidget::setCursorEvent);
-    connect(m_tabs, &QTabWidget::currentChanged, this, [this](int index) {
-        if (index == WhatIfTab)
-            whatIf();
-    });
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] { makeShownViews(); });
+    connect(m_details, &QTabWidget::currentChanged, this, [this] { makeShownViews(); });
     connect(m_deviceBox, &QComboBox::activated, this, [this](int index) {
         const QPoint choice = m_deviceBox->itemData(index).toPoint();
         selectDevice(choice.x(), choice.y());
     });
+}
+
+void CaseWidget::makeShownViews()
+{
+    switch (m_tabs->currentIndex()) {
+    case TimelineTab:
+        if (m_details->currentIndex() == 0)
+            liveAllocations();
+        else
+            allocatorState();
+        break;
+    case EventsTab:
+        events();
+        break;
+    case WhatIfTab:
+        whatIf();
+        break;
+    default:
+        break;
+    }
+}
+
+LiveAllocationsView* CaseWidget::liveAllocations()
+{
+    if (!m_live) {
+        m_live = new LiveAllocationsView(m_livePage);
+        m_livePage->layout()->addWidget(m_live);
+        connect(m_live, &LiveAllocationsView::cursorRequested, this, &CaseWidget::setCursorEvent);
+        if (m_data) {
+            m_live->setTimeline(m_data);
+            if (m_cursorEvent >= 0)
+                m_live->setEvent(m_cursorEvent);
+        }
+    }
+    return m_live;
+}
+
+AllocatorStateWidget* CaseWidget::allocatorState()
+{
+    if (!m_allocator) {
+        m_allocator = new AllocatorStateWidget(m_allocatorPage);
+        m_allocatorPage->layout()->addWidget(m_allocator);
+        if (m_data) {
+            m_allocator->setTimeline(m_data);
+            if (m_cursorEvent >= 0)
+                m_allocator->setEvent(m_cursorEvent);
+        }
+    }
+    return m_allocator;
+}
+
+EventsView* CaseWidget::events()
+{
+    if (!m_events) {
+        m_events = new EventsView(m_eventsPage);
+        m_eventsPage->layout()->addWidget(m_events);
+        connect(m_events, &EventsView::cursorRequested, this, &CaseWidget::setCursorEvent);
+        if (m_data) {
+            m_events->setTimeline(m_data);
+            if (m_cursorEvent >= 0)
+                m_events->setEvent(m_cursorEvent);
+        }
+    }
+    return m_events;
 }
 
 void CaseWidget::showTimelineFirst(const TimelineFirst& first)
@@ -128,9 +201,13 @@ void CaseWidget::setCase(LoadedCasePtr loaded)
     m_tabs->setTabText(OverviewTab, QStringLiteral("Overview"));
     m_tabs->setTabToolTip(OverviewTab, QString());
     m_case = std::move(loaded);
-    m_overview->setCase(m_case);
-    // The card's total and what besides PyTorch held it, once per case (the timeline's top band).
-    m_cardBand = m_case ? cardTimelineBand(reconcileCard(m_case->input, m_case->analysis)) : std::nullopt;
+    // The card's total and what besides PyTorch held it, once per case: the overview's table and
+    // the timeline's top band.
+    std::optional<CardReconciliation> card;
+    if (m_case)
+        card = reconcileCard(m_case->input, m_case->analysis);
+    m_cardBand = card ? cardTimelineBand(*card) : std::nullopt;
+    m_overview->setCase(m_case, std::move(card));
     fillDeviceChoices();
     const bool hasSnapshot = m_deviceBox->count() > 0;
     m_tabs->setTabEnabled(TimelineTab, hasSnapshot);
@@ -270,9 +347,12 @@ void CaseWidget::showTimelineData(std::shared_ptr<const TimelineData> data)
     m_data = std::move(data);
     m_cursorEvent = -1;
     m_timeline->setTimeline(m_data);
-    m_live->setTimeline(m_data);
-    m_allocator->setTimeline(m_data);
-    m_events->setTimeline(m_data);
+    if (m_live)
+        m_live->setTimeline(m_data);
+    if (m_allocator)
+        m_allocator->setTimeline(m_data);
+    if (m_events)
+        m_events->setTimeline(m_data);
     if (m_data->device() && m_data->eventCount() > 0)
         setCursorEvent(std::max<int64_t>(0, m_data->device()->peakEvent));
 }
@@ -285,9 +365,12 @@ void CaseWidget::setCursorEvent(int64_t event)
     m_settingCursor = true;
     m_cursorEvent = event;
     m_timeline->setCursorEvent(event);
-    m_live->setEvent(event);
-    m_allocator->setEvent(event);
-    m_events->setEvent(event);
+    if (m_live)
+        m_live->setEvent(event);
+    if (m_allocator)
+        m_allocator->setEvent(event);
+    if (m_events)
+        m_events->setEvent(event);
     m_settingCursor = false;
     emit cursorChanged(event);
 }
@@ -339,11 +422,12 @@ bool CaseWidget::goToOom()
 void CaseWidget::focusSearch()
 {
     if (m_tabs->currentIndex() == EventsTab)
-        m_events->focusSearch();
+        events()->focusSearch();
     else if (m_tabs->isTabEnabled(TimelineTab)) {
         showPage(TimelineTab);
-        m_live->filter()->setFocus(Qt::ShortcutFocusReason);
-        m_live->filter()->selectAll();
+        m_details->setCurrentIndex(0);
+        liveAllocations()->filter()->setFocus(Qt::ShortcutFocusReason);
+        liveAllocations()->filter()->selectAll();
     }
 }
 

@@ -58,9 +58,12 @@ public:
 
     OverviewPage* overview() const { return m_overview; }
     TimelineWidget* timeline() const { return m_timeline; }
-    LiveAllocationsView* liveAllocations() const { return m_live; }
-    AllocatorStateWidget* allocatorState() const { return m_allocator; }
-    EventsView* events() const { return m_events; }
+    // The views that follow the time cursor off the overview are made the first time their tab is
+    // shown or they are asked for, then start at the current timeline and cursor: a case opens
+    // without building their tables, its allocator pools or its event list for tabs not on screen.
+    LiveAllocationsView* liveAllocations();
+    AllocatorStateWidget* allocatorState();
+    EventsView* events();
     // Made the first time it is asked for or its tab is shown: a case opens without paying for
     // the planner's forty controls, and the view then starts from this case's run.
     WhatIfView* whatIf();
@@ -78,6 +81,8 @@ signals:
     void cursorChanged(int64_t event);
 
 private:
+    // What the tab on screen shows, made now if it was waiting for its first show.
+    void makeShownViews();
     void fillDeviceChoices();
     void showTimelineData(std::shared_ptr<const TimelineData> data);
     // What the What-if view starts from: the measured device and the case's config.json models.
@@ -99,6 +104,10 @@ private:
     QComboBox* m_deviceBox = nullptr;
     QLabel* m_deviceLabel = nullptr;
     TimelineWidget* m_timeline = nullptr;
+    // The pages the lazily made views go in, and the views once made.
+    QWidget* m_livePage = nullptr;
+    QWidget* m_allocatorPage = nullptr;
+    QWidget* m_eventsPage = nullptr;
     LiveAllocationsView* m_live = nullptr;
     AllocatorStateWidget* m_allocator = nullptr;
     EventsView* m_events = nullptr;

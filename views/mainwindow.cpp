@@ -9,6 +9,7 @@
 #include "views/errorbanner.h"
 #include "views/jobview.h"
 #include "views/mainmenus.h"
+#include "views/overviewpage.h"
 #include "views/recentfiles.h"
 #include "views/settingsdialog.h"
 #include "views/startuptrace.h"
@@ -428,6 +429,17 @@ void MainWindow::onProgress(int jobId, int permille, const QString& text)
     m_progress->setValue(permille);
     if (!text.isEmpty())
         m_progressText->setText(text);
+}
+
+bool MainWindow::isLoading() const
+{
+    if (!m_pending.isEmpty())
+        return true;
+    for (int i = 0; i < m_cases->count(); ++i) {
+        if (const CaseWidget* view = caseAt(i); view && !view->overview()->isFilled())
+            return true;
+    }
+    return false;
 }
 
 CaseWidget* MainWindow::takeCaseWidget()

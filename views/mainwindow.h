@@ -62,7 +62,9 @@ public:
     CompareView* compareView() const;
     JobView* currentJob() const;
     CaseWidget* caseAt(int index) const;
-    bool isLoading() const { return !m_pending.isEmpty(); }
+    // A load is running, or a case it opened is still adding the text below its overview's
+    // picture (OverviewPage::ensureFilled): what a caller waiting for a load to show waits for.
+    bool isLoading() const;
     QString bannerText() const;
     CaseLoader* loader() const { return m_loader; }
 

@@ -20,6 +20,8 @@
 #include "views/timelinewidget.h"
 #include "views/viewutil.h"
 
+#include <QCoreApplication>
+#include <QEvent>
 #include <QFontDatabase>
 #include <QGridLayout>
 #include <QHeaderView>
@@ -30,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 namespace oomlens {
 
@@ -117,14 +120,16 @@ OverviewPage::OverviewPage(QWidget* parent)
     setFrameShape(QFrame::NoFrame);
 }
 
-QList<DiagnosisCard*> OverviewPage::cards() const
+QList<DiagnosisCard*> OverviewPage::cards()
 {
+    ensureFilled();
     return m_content ? m_content->findChildren<DiagnosisCard*>() : QList<DiagnosisCard*>();
 }
 
-void OverviewPage::setCase(LoadedCasePtr loaded)
+void OverviewPage::setCase(LoadedCasePtr loaded, std::optional<CardReconciliation> card)
 {
     m_case = std::move(loaded);
+    m_card = std::move(card);
     m_thumbnail = nullptr;
     m_pictureDevice = nullptr;
     m_content = new QWidget;
@@ -132,9 +137,52 @@ void OverviewPage::setCase(LoadedCasePtr loaded)
     m_layout = new QVBoxLayout(m_content);
     m_layout->setContentsMargins(24, 18, 24, 24);
     m_layout->setSpacing(10);
+    m_filled = false;
     if (m_case) {
         addGlance(*m_case);
         addMemoryPicture(*m_case);
+    }
+    setWidget(m_content); // deletes the previous page
+    // Laying out the sections' word-wrapped rich text was half of what the GUI did between the
+    // case's arrival and the timeline on screen (bench/README.md, "The app's first paint"). On
+    // screen they wait for the picture's first paint: the repaint the new page asked for is a
+    // low-priority posted event, and this one is posted after it.
+    if (isVisible())
+        QCoreApplication::postEvent(this, new QEvent(fillEvent()), Qt::LowEventPriority);
+    else
+        ensureFilled();
+}
+
+QEvent::Type OverviewPage::fillEvent()
+{
+    static const auto type = static_cast<QEvent::Type>(QEvent::registerEventType());
+    return type;
+}
+
+bool OverviewPage::event(QEvent* event)
+{
+    if (event->type() == fillEvent()) {
+        ensureFilled();
+        return true;
+    }
+    return QScrollArea::event(event);
+}
+
+void OverviewPage::ensureFilled()
+{
+    if (m_filled || !m_content)
+        return;
+    m_filled = true;
+    // The sections go into a block of their own, built off screen and shown at once when it joins
+    // the page (a widget added to a page on screen would otherwise show only a loop later).
+    auto* rest = new QWidget;
+    rest->setObjectName(QStringLiteral("overviewSections"));
+    auto* restLayout = new QVBoxLayout(rest);
+    restLayout->setContentsMargins(0, 0, 0, 0);
+    restLayout->setSpacing(m_layout->spacing());
+    QWidget* const page = std::exchange(m_content, rest);
+    QVBoxLayout* const pageLayout = std::exchange(m_layout, restLayout);
+    if (m_case) {
         addDiagnoses(*m_case);
         addOomMessages(*m_case);
         addSummaries(*m_case);
@@ -145,8 +193,12 @@ void OverviewPage::setCase(LoadedCasePtr loaded)
         addSnapshots(*m_case);
         addInputs(*m_case);
     }
+    m_content = page;
+    m_layout = pageLayout;
+    m_layout->addWidget(rest);
     m_layout->addStretch(1);
-    setWidget(m_content); // deletes the previous page
+    rest->show();
+    emit filled();
 }
 
 void OverviewPage::addHeading(const QString& text)
@@ -526,7 +578,9 @@ void OverviewPage::addProcesses(const LoadedCase& loaded)
 
 void OverviewPage::addCard(const LoadedCase& loaded)
 {
-    const CardReconciliation card = reconcileCard(loaded.input, loaded.analysis);
+    if (!m_card)
+        m_card = reconcileCard(loaded.input, loaded.analysis);
+    const CardReconciliation& card = *m_card;
     if (!card.available())
         return;
     addHeading(QStringLiteral("The card's memory: allocator, process, card (device %1)").arg(card.device));
@@ -579,7 +633,7 @@ void OverviewPage::addCard(const LoadedCase& loaded)
     QStringList lines;
     for (const std::string& note : card.notes)
         lines << QStringLiteral("• ") + toQString(note).toHtmlEscaped();
-    if (!card.parts.empty()) {
+    if (card.restMatters) {
         lines << QStringLiteral("<b>The rest of the card is usually:</b>");
         for (const RestOfCardPart& part : card.parts)
             lines << QStringLiteral("• <b>%1</b>: %2. <span style='color:gray'>Check: %3.</span>")

@@ -1,11 +1,14 @@
 #pragma once
 
 #include "core/diagnosis.h"
+#include "core/presentation/cardreconciliation.h"
 #include "opening/loadedcase.h"
 
+#include <QEvent>
 #include <QScrollArea>
 
 #include <memory>
+#include <optional>
 
 class QVBoxLayout;
 
@@ -14,7 +17,6 @@ namespace oomlens {
 class DiagnosisCard;
 class TimelineData;
 class TimelineThumbnail;
-struct CardReconciliation;
 
 // The first page of a case: the failure at a glance, the memory picture of a snapshot (its
 // timeline, what each device held, the call sites holding the peak), diagnosis cards, then the
@@ -25,8 +27,16 @@ class OverviewPage : public QScrollArea
     Q_OBJECT
 public:
     explicit OverviewPage(QWidget* parent = nullptr);
-    void setCase(LoadedCasePtr loaded);
-    QList<DiagnosisCard*> cards() const;
+    // `card`: the case's reconciled card when the caller has it already (the case widget derives it
+    // once for the timeline's band too); otherwise the page derives it.
+    void setCase(LoadedCasePtr loaded, std::optional<CardReconciliation> card = std::nullopt);
+    // On screen, the page shows the glance and the memory picture first and adds the rest (the
+    // diagnosis cards, the messages, the card, the inputs: word-wrapped rich text, slow to lay
+    // out) once that has been painted; off screen it is whole as soon as setCase returns. This
+    // completes it now.
+    void ensureFilled();
+    bool isFilled() const { return m_filled; }
+    QList<DiagnosisCard*> cards();
     // The timeline of the device the memory picture is about, once the case widget has built it
     // (the same data as the Timeline tab's); a timeline of another device is ignored.
     void showTimeline(std::shared_ptr<const TimelineData> data);
@@ -36,6 +46,11 @@ signals:
     void evidenceActivated(const oomlens::EvidenceLink& link);
     // The picture was clicked: show the timeline itself.
     void timelineRequested();
+    // Every section is on the page (ensureFilled).
+    void filled();
+
+protected:
+    bool event(QEvent* event) override;
 
 private:
     void addGlance(const LoadedCase& loaded);
@@ -57,10 +72,13 @@ private:
     void addInputs(const LoadedCase& loaded);
     void addHeading(const QString& text);
     QWidget* addLabel(const QString& text, bool rich = false);
+    static QEvent::Type fillEvent();
 
     QWidget* m_content = nullptr;
     QVBoxLayout* m_layout = nullptr;
     LoadedCasePtr m_case;
+    std::optional<CardReconciliation> m_card;
+    bool m_filled = true;
     TimelineThumbnail* m_thumbnail = nullptr;
     const DeviceAnalysis* m_pictureDevice = nullptr; // the device the picture is about
 };

@@ -5,6 +5,7 @@
 #include "views/compareview.h"
 #include "views/jobview.h"
 #include "views/mainwindow.h"
+#include "views/overviewpage.h"
 #include "views/timelinewidget.h"
 
 #include <QApplication>
@@ -62,6 +63,7 @@ QStringList writeWindowScreenshots(MainWindow& window, const QString& directory)
         return written;
     }
     current->showPage(CaseWidget::OverviewTab);
+    current->overview()->ensureFilled();
     grab(QStringLiteral("overview.png"));
     if (current->tabs()->isTabEnabled(CaseWidget::TimelineTab)) {
         current->showPage(CaseWidget::TimelineTab);

@@ -73,6 +73,15 @@ void writeSnippet(std::ostream& out, const std::string& snippet, const std::stri
         out << indent << "| " << line << "\n";
 }
 
+void writeFix(std::ostream& out, const std::string& lead, const Fix& fix, const std::string& indent, bool withSnippet)
+{
+    out << lead << ": " << fixHeadline(fix) << '\n';
+    if (!fix.detail.empty())
+        out << indent << fix.detail << '\n';
+    if (withSnippet && !fix.snippet.empty())
+        writeSnippet(out, fix.snippet, indent);
+}
+
 std::string diagnosesToText(const std::vector<Diagnosis>& diagnoses, bool withSnippets)
 {
     std::ostringstream out;
@@ -100,7 +109,7 @@ std::string diagnosesToText(const std::vector<Diagnosis>& diagnoses, bool withSn
             ++fixIndex;
             if (outdone(fix, ladderHasFit))
                 continue;
-            out << "   fix " << fixIndex << ": " << fixHeadline(fix) << "\n      " << fix.detail << "\n";
+            writeFix(out, "   fix " + std::to_string(fixIndex), fix, "      ", false);
             if (!withSnippets || fix.snippet.empty())
                 continue;
             const std::string here = "fix " + std::to_string(fixIndex) + " of diagnosis " + std::to_string(index);

@@ -28,4 +28,8 @@ std::string fixHeadline(const Fix& fix);
 // The snippet's lines, each as "<indent>| line".
 void writeSnippet(std::ostream& out, const std::string& snippet, const std::string& indent);
 
+// "<lead>: <headline>", then the fix's detail and, with `withSnippet`, its code, each under
+// `indent`: the brief answer's fix and every rung of the full ladder are printed by this one.
+void writeFix(std::ostream& out, const std::string& lead, const Fix& fix, const std::string& indent, bool withSnippet);
+
 } // namespace oomlens

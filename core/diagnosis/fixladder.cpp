@@ -324,22 +324,33 @@ std::optional<Fix> offload(const FixContext& context)
     return fix;
 }
 
+// Offered only for a model whose layers the stacks name (fixladderlora.h): the snippet's
+// target_modules are that model's, and a convolutional network, or a model nothing shows, gets no
+// adapter it could not take.
 std::optional<Fix> lora(const FixContext& context)
 {
-    if (measuredEmpty(
+    if (!context.lora.applies()
+        || measuredEmpty(
             context.budget, context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients)))
         return std::nullopt;
-    Fix fix { FixKind::Lora, "Fine-tune adapters instead of the whole model (LoRA / QLoRA)",
-        "The base weights are frozen and only small low-rank adapters get gradients and optimizer state; QLoRA "
-        "also stores the frozen base in 4 bits. This trains a different, smaller set of weights: it changes the "
-        "experiment.",
-        "from peft import LoraConfig, get_peft_model\n"
-        "model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules=[\"q_proj\", \"v_proj\"],\n"
-        "                                         task_type=\"CAUSAL_LM\"))\n"
-        "\n"
-        "# QLoRA: load the frozen base in 4 bits\n"
-        "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_compute_dtype=torch.bfloat16)",
-        std::nullopt, std::nullopt, true };
+    const LoraTarget& target = context.lora;
+    std::string snippet = "from peft import LoraConfig, get_peft_model\n"
+                          "model = get_peft_model(model, LoraConfig(r=16, lora_alpha=32,\n"
+                          "    target_modules="
+        + target.modules + (target.taskType.empty() ? "" : ",\n    task_type=\"" + target.taskType + "\"") + "))";
+    if (target.transformers)
+        snippet += "\n\n# QLoRA: load the frozen base in 4 bits\n"
+                   "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", "
+                   "bnb_4bit_compute_dtype=torch.bfloat16)";
+    Fix fix { FixKind::Lora,
+        target.transformers ? "Fine-tune adapters instead of the whole model (LoRA / QLoRA)"
+                            : "Fine-tune adapters instead of the whole model (LoRA)",
+        "The base weights are frozen and only small low-rank adapters get gradients and optimizer state"
+            + std::string(target.transformers ? "; QLoRA also stores the frozen base in 4 bits" : "")
+            + ". This trains a different, smaller set of weights: it changes the experiment. The adapted layers "
+              "follow from "
+            + target.evidence + ".",
+        std::move(snippet), std::nullopt, std::nullopt, true };
     const uint64_t state = context.budget.band(Category::OptimizerState) + context.budget.band(Category::Gradients);
     if (state > 0)
         project(fix, "frozen weights need no gradients or optimizer state (" + formatBytes(state) + " today)", state,

@@ -4,6 +4,7 @@
 #include "core/backend.h"
 #include "core/diagnosis.h"
 #include "core/diagnosis/fixkind.h"
+#include "core/diagnosis/fixladderlora.h"
 #include "core/diagnosis/memorybudget.h"
 
 #include <initializer_list>
@@ -52,6 +53,8 @@ struct FixContext
     uint64_t cacheOutsideCaptureBytes = 0;
     uint64_t otherGraphPoolsBytes = 0;
     std::optional<uint64_t> allowedBytes;
+    // The layers a LoRA adapter would wrap in the model the stacks show; none: the rung is left out.
+    LoraTarget lora;
 };
 
 // The fix, or nothing when the inputs show it is already in place (expandable segments on).

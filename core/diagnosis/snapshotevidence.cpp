@@ -26,6 +26,7 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     for (const auto& segment : snapshot.segments)
         fixes.expandableSegmentsOn |= segment.device == device.device && segment.isExpandable;
     fixes.maxSplitSizeSet = snapshot.allocatorSettings && snapshot.allocatorSettings->maxSplitSize > 0;
+    fixes.lora = loraTargetOf(snapshot);
     earlierStepStateBytes = optimizerStateOfAnEarlierStep(snapshot, device, oom.eventIndex);
     fixes.asyncAllocator = context.asyncAllocator;
     if (context.message) {

@@ -91,9 +91,15 @@ std::string knownFiguresEvidence(const OomFacts& facts, const OomMessage& messag
 
 } // namespace
 
-FixContext textFixContext(const OomFacts& facts, const TextFindings& context)
+FixContext textFixContext(const OomFacts& facts, const TextFindings& context, const TracebackInfo* ownTraceback)
 {
     FixContext fixes;
+    std::vector<const TracebackInfo*> tracebacks;
+    if (ownTraceback)
+        tracebacks.push_back(ownTraceback);
+    for (const TracebackInfo& traceback : context.tracebacks)
+        tracebacks.push_back(&traceback);
+    fixes.lora = loraTargetOf(tracebacks);
     fixes.backend = facts.backend == Backend::None ? Backend::Cuda : facts.backend;
     if (!context.allocConfs.empty()) {
         const AllocConfSetting& last = context.allocConfs.back();
@@ -128,7 +134,7 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
 {
     OomFacts facts = oomFacts(message);
     addNvidiaSmi(facts, context.nvidiaSmi);
-    FixContext fixes = textFixContext(facts, context);
+    FixContext fixes = textFixContext(facts, context, message.traceback ? &*message.traceback : nullptr);
 
     if (facts.platformLimit && facts.request && *facts.request > *facts.platformLimit)
         return { textrules::diagnosePlatformLimit(facts, fixes) };

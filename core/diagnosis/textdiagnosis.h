@@ -20,7 +20,9 @@ std::vector<Diagnosis> diagnoseText(const TextFindings& findings);
 std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextFindings& context);
 
 // Allocator settings and the budget a message implies, for fixes built elsewhere too.
-FixContext textFixContext(const OomFacts& facts, const TextFindings& context);
+// `ownTraceback`: the message's own traceback, read with the bare ones for what the model is.
+FixContext textFixContext(
+    const OomFacts& facts, const TextFindings& context, const TracebackInfo* ownTraceback = nullptr);
 
 // How many GPUs the run uses, as far as the text shows: torchrun rank prefixes, else the GPUs an
 // nvidia-smi table lists. Count 0 when neither shows two or more.

@@ -1,6 +1,7 @@
 #include "core/diagnosis/textrules.h"
 
 #include "core/diagnosis/catalogue.h"
+#include "core/runtimewords.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -22,9 +23,7 @@ std::string selfOutsideEvidence(const OomFacts& f)
               "MPSGraph's cached graphs or another library's";
     return "this process itself holds " + held + " outside PyTorch's cache (process usage "
         + formatBytes(f.selfProcessBytes.value_or(*f.selfNonPyTorchBytes)) + " − reserved "
-        + formatBytes(f.reserved.value_or(0))
-        + (f.backend == Backend::Hip ? "): HIP context, rocBLAS/MIOpen workspaces, RCCL buffers or another library"
-                                     : "): CUDA context, cuDNN/cuBLAS workspaces, NCCL buffers or another library");
+        + formatBytes(f.reserved.value_or(0)) + "): " + outsideCacheHolders(f.backend);
 }
 
 } // namespace
@@ -81,8 +80,8 @@ void diagnoseOtherProcess(const OomFacts& f, const FixContext& fixes, Candidates
             addEvidence(d,
                 formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card ("
                     + percentText(*f.outsideBytes, total) + ") is in use outside PyTorch's "
-                    + formatBytes(f.reserved.value_or(0))
-                    + " cache: total − free − reserved, far more than a CUDA context (0.3-1 GiB)");
+                    + formatBytes(f.reserved.value_or(0)) + " cache: total − free − reserved, far more than a "
+                    + std::string(runtimeWords(f.backend).context) + " (0.3-1 GiB)");
             if (f.free && *f.free < request && *f.free + beyondContext >= request)
                 out.strongestFullExplanation = std::max(out.strongestFullExplanation, implicit);
             if (d.summary.empty())
@@ -124,12 +123,16 @@ void explainContainerSelf(const OomFacts& f, Diagnosis& top)
 {
     const uint64_t self = f.selfProcessBytes.value_or(0);
     const uint64_t reserved = f.reserved.value_or(0);
+    const RuntimeWords words = runtimeWords(f.backend);
     std::string text = "process " + std::to_string(*f.inferredSelfPid) + " (" + formatBytes(self)
         + ") is most likely this run itself: it holds PyTorch's " + formatBytes(reserved) + " reserved";
     if (self > reserved)
-        text += " plus " + formatBytes(self - reserved) + ", the size of a CUDA context and library workspaces";
-    text += ", and no line says \"this process\": inside a container NVML reports host PIDs, which PyTorch cannot "
-            "match to its own. Compare nvidia-smi inside the container with nvidia-smi on the host to confirm";
+        text += " plus " + formatBytes(self - reserved) + ", the size of a " + std::string(words.context)
+            + " and library workspaces";
+    text += ", and no line says \"this process\": inside a container the driver reports host PIDs, which PyTorch "
+            "cannot match to its own. Compare "
+        + std::string(words.processTool) + " inside the container with " + std::string(words.processTool)
+        + " on the host to confirm";
     top.evidence.insert(top.evidence.begin(), { text, std::nullopt });
 }
 

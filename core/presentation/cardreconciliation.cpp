@@ -14,8 +14,8 @@ namespace {
 
 constexpr const char* derived = "derived";
 
-// A CUDA context with lazy module loading plus the kernels cuBLAS and cuDNN load on first use:
-// more than this outside the allocator in one process points at NCCL or another library.
+// A runtime context (CUDA's with lazy module loading) plus the math kernels loaded on first use:
+// more than this outside the allocator in one process points at collectives or another library.
 constexpr uint64_t usualProcessOverhead = 2 * GiB;
 
 struct Sources
@@ -105,6 +105,10 @@ OomMessage completedMessage(const Case& input, const CaseAnalysis& analysis, Sou
         sources.free = "nvidia-smi";
     }
 
+    // The snapshot's oom event is the same failure: its request says what the card lacked.
+    if (!message.requestedBytes && oom && oom->requestedBytes > 0)
+        message.requestedBytes = oom->requestedBytes;
+
     if (message.reservedBytes || message.allocatedBytes) {
         sources.allocator = "OOM message";
     } else if (oom) {
@@ -176,34 +180,20 @@ bool restExplainsCase(const std::vector<Diagnosis>& diagnoses)
     return false;
 }
 
-std::vector<RestOfCardPart> restOfCardParts()
+// Whether the rest of the card could have made the failed request fit: what it holds beyond a
+// runtime's own context and kernels (usualProcessOverhead, which no fix removes) against what the
+// request lacked on the card. Within that overhead the rest is the price of using the GPU at all,
+// the same in every run, and explaining it would only lengthen the answer; beyond the shortfall it
+// changes the fix, since freeing it (another process, collectives' buffers, a library's pool) lets
+// the run go on as it is. Without a request to compare, more than the overhead is worth a look.
+bool restCoversShortfall(const OomFacts& facts)
 {
-    return {
-        { "cuda_context", "CUDA context",
-            "about 0.3–0.6 GiB per process and GPU with lazy module loading (the default since CUDA 11.7); 1–2 GiB "
-            "or more with CUDA_MODULE_LOADING=EAGER",
-            "every process that touches this GPU gets one: set the device before any CUDA call "
-            "(torch.cuda.set_device(local_rank)) so ranks do not all open a context on GPU 0; keep "
-            "CUDA_MODULE_LOADING=LAZY" },
-        { "cublas_cudnn", "cuBLAS / cuDNN",
-            "tens to a few hundred MiB of kernels loaded on first use; their workspaces (cuBLAS 4–32 MiB per handle "
-            "and stream) come from PyTorch's allocator in recent releases and count as reserved",
-            "torch.backends.cudnn.benchmark=True tries algorithms with large workspaces; CUBLAS_WORKSPACE_CONFIG "
-            "sets cuBLAS's" },
-        { "nccl", "NCCL buffers",
-            "NCCL_BUFFSIZE (4 MiB) per channel and peer for every communicator: a few hundred MiB to over 1 GiB "
-            "with many ranks or process groups, allocated with cudaMalloc outside PyTorch's cache",
-            "NCCL_BUFFSIZE, NCCL_NCHANNELS_PER_NET_PEER / NCCL_MAX_NCHANNELS, fewer process groups (each "
-            "new_group() is a communicator)" },
-        { "other_libraries", "Other libraries' own allocations",
-            "anything that calls cudaMalloc itself: CuPy's pool, TensorRT engines, JAX/XLA (preallocates 75% of the "
-            "card by default), custom CUDA extensions",
-            "XLA_PYTHON_CLIENT_PREALLOCATE=false for JAX beside PyTorch; the library's own memory pool settings" },
-        { "other_processes", "Other processes",
-            "each holds its own context (0.3 GiB or more) plus whatever it allocates",
-            "nvidia-smi: a previous run or a notebook kernel still holding the card, DataLoader workers that touched "
-            "CUDA, another job sharing the GPU" },
-    };
+    if (!facts.outsideBytes || *facts.outsideBytes <= usualProcessOverhead)
+        return false;
+    const uint64_t beyondRuntime = *facts.outsideBytes - usualProcessOverhead;
+    if (!facts.request || !facts.free)
+        return true;
+    return *facts.request > *facts.free && beyondRuntime >= *facts.request - *facts.free;
 }
 
 void addFigure(CardReconciliation& result, CardFigure::View view, std::string key, std::string label,
@@ -237,6 +227,7 @@ void addBands(CardReconciliation& result, const OomFacts& facts)
 
 void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& input)
 {
+    const RuntimeWords words = runtimeWords(facts.backend);
     if (facts.inconsistent)
         result.notes.push_back("These figures cannot all be true at once (unified memory, WSL or a MIG slice report "
                                "differently): read the table as the inputs' words, not as one moment of one card.");
@@ -248,12 +239,14 @@ void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& inp
     if (facts.selfNonPyTorchBytes) {
         if (*facts.selfNonPyTorchBytes > usualProcessOverhead)
             result.notes.push_back("This process holds " + formatBytes(*facts.selfNonPyTorchBytes)
-                + " outside PyTorch's cache, more than a CUDA context and library kernels usually take (up to about "
-                + formatBytes(usualProcessOverhead)
-                + "): NCCL buffers or another library's own cudaMalloc are the likely rest.");
+                + " outside PyTorch's cache, more than a " + std::string(words.context)
+                + " and library kernels usually take (up to about " + formatBytes(usualProcessOverhead)
+                + "): " + std::string(words.collectives)
+                + " buffers or another library's own allocations are the likely rest.");
         else
             result.notes.push_back("This process holds " + formatBytes(*facts.selfNonPyTorchBytes)
-                + " outside PyTorch's cache: about what a CUDA context and library kernels take.");
+                + " outside PyTorch's cache: about what a " + std::string(words.context)
+                + " and library kernels take.");
     }
     if (facts.otherProcessBytes > 0)
         result.notes.push_back("Other processes hold " + formatBytes(facts.otherProcessBytes)
@@ -264,9 +257,11 @@ void addNotes(CardReconciliation& result, const OomFacts& facts, const Case& inp
             + " used on the card is in no listed process: a process NVML cannot see (another container, MIG) or "
               "figures taken at different moments.");
     if (!facts.selfProcessBytes)
-        result.notes.push_back("No input says how much this process uses as a whole, so its CUDA context and "
-                               "libraries cannot be told from other processes: PyTorch 2.2+ messages print \"this "
-                               "process has X memory in use\", and nvidia-smi's process table lists it.");
+        result.notes.push_back("No input says how much this process uses as a whole, so its "
+            + std::string(words.context)
+            + " and libraries cannot be told from other processes: PyTorch 2.2+ messages print \"this process has X "
+              "memory in use\", and "
+            + std::string(words.processTool) + "'s process table lists it.");
     const NvidiaSmiGpu* gpu = smiGpu(input, facts.device);
     if (gpu && gpu->usedBytes && facts.total && facts.free && *facts.free <= *facts.total) {
         const uint64_t used = *facts.total - *facts.free;
@@ -413,8 +408,7 @@ CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis
         "what the driver charges this process: PyTorch's reserved memory plus everything else it holds");
     if (facts.selfNonPyTorchBytes)
         addFigure(result, View::Process, "process_outside_allocator", "This process outside PyTorch's allocator",
-            facts.selfNonPyTorchBytes, derived,
-            "process − reserved: CUDA context, cuBLAS/cuDNN kernels, NCCL buffers, other libraries' cudaMalloc");
+            facts.selfNonPyTorchBytes, derived, "process − reserved: " + outsideCacheHolders(facts.backend));
 
     addFigure(result, View::Card, "card_total", "Total capacity", facts.total, sources.total,
         "what the driver reports for the whole card");
@@ -436,8 +430,9 @@ CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis
 
     result.restOfCardBytes = facts.outsideBytes;
     if (facts.outsideBytes && *facts.outsideBytes > 0)
-        result.parts = restOfCardParts();
+        result.parts = restOfCardParts(facts.backend);
     result.restExplainsVerdict = !result.parts.empty() && restExplainsCase(analysis.diagnoses);
+    result.restMatters = !result.parts.empty() && (result.restExplainsVerdict || restCoversShortfall(facts));
     addBands(result, facts);
     addNotes(result, facts, input);
     addOomChecks(result, input, analysis);

@@ -3,6 +3,7 @@
 #include "core/case.h"
 #include "core/caseanalysis.h"
 #include "core/presentation/cardbandkind.h"
+#include "core/runtimewords.h"
 
 #include <cstdint>
 #include <optional>
@@ -36,15 +37,6 @@ struct CardBand
     uint64_t bytes = 0;
 };
 
-// What usually fills the rest of the card (what PyTorch's allocator does not own).
-struct RestOfCardPart
-{
-    std::string key; // "cuda_context", "cublas_cudnn", "nccl", "other_libraries", "other_processes"
-    std::string name;
-    std::string typicalSize;
-    std::string whatToCheck;
-};
-
 // One figure the OOM message prints beside what the snapshot's trace says at its oom event: the
 // two should tell the same moment, so a gap beyond the message's rounding means they do not (the
 // snapshot is of another failure, or was taken after memory was freed).
@@ -67,11 +59,15 @@ struct CardReconciliation
     std::vector<CardFigure> figures; // allocator, then process, then card
     std::vector<CardBand> bands; // the card's capacity by holder; empty when the figures do not add up
     std::optional<uint64_t> restOfCardBytes; // used − reserved: everything outside PyTorch's allocator
-    std::vector<RestOfCardPart> parts; // what the rest usually is; empty when there is no rest
+    std::vector<RestOfCardPart> parts; // what the rest usually is on this backend; empty when there is no rest
     // The verdict is about memory outside PyTorch's allocator (another process, NCCL, an engine), or
     // another diagnosis is and freeing that memory would make the run fit: only then does the list
     // of what the rest usually is explain this case, and the text prints it.
     bool restExplainsVerdict = false;
+    // The rest of the card matters to the answer: it explains the verdict, or more of it than the
+    // runtime itself takes would have covered the failed request (freeing it is then a fix). The
+    // text, the report and the app list the rest's parts only then.
+    bool restMatters = false;
     std::vector<std::string> notes; // the reading, and where the inputs disagree
     // The OOM message's figures against the snapshot at its oom event; empty unless the case has
     // both a message that prints them and a snapshot whose trace holds the oom.

@@ -2,6 +2,7 @@
 
 #include "core/diagnosis/oomfacts.h"
 #include "core/presentation/labels.h"
+#include "core/runtimewords.h"
 #include "core/units.h"
 
 #include <cmath>
@@ -59,8 +60,8 @@ void explainNumbers(const OomFacts& f, std::vector<std::string>& lines)
     if (f.selfProcessBytes) {
         std::string line = "This process uses " + formatBytes(*f.selfProcessBytes) + " in all";
         if (f.selfNonPyTorchBytes)
-            line += "; " + formatBytes(*f.selfNonPyTorchBytes)
-                + " of it is outside PyTorch's cache (CUDA context, cuDNN/cuBLAS, NCCL, other libraries)";
+            line += "; " + formatBytes(*f.selfNonPyTorchBytes) + " of it is outside PyTorch's cache ("
+                + outsideCacheHolders(f.backend) + ")";
         lines.push_back(line + ".");
     } else if (f.mpsOtherBytes) {
         lines.push_back("Other allocations in this process (outside the MPS allocator) take "
@@ -70,8 +71,9 @@ void explainNumbers(const OomFacts& f, std::vector<std::string>& lines)
     if (const auto unattributed = f.unattributedOutsideBytes(); unattributed && f.total && !f.mpsOtherBytes
         && (*unattributed > 256 * MiB || static_cast<double>(*unattributed) > 0.02 * static_cast<double>(*f.total)))
         lines.push_back(formatBytes(*unattributed) + percentOf(*unattributed, *f.total)
-            + " of the card is used outside PyTorch's cache and by no process the message names. A CUDA context "
-              "takes 0.3-1 GiB; much more than that usually means another process is on the card.");
+            + " of the card is used outside PyTorch's cache and by no process the message names. A "
+            + std::string(runtimeWords(f.backend).context)
+            + " takes 0.3-1 GiB; much more than that usually means another process is on the card.");
     if (f.garbageProcessNumbers)
         lines.push_back("A process figure in the message is impossible (NVML's \"not available\" value, 2^64 bytes) "
                         "and is ignored.");

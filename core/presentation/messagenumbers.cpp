@@ -1,6 +1,7 @@
 #include "core/presentation/messagenumbers.h"
 
 #include "core/diagnosis/oomfacts.h"
+#include "core/runtimewords.h"
 #include "core/units.h"
 
 namespace oomlens {
@@ -43,8 +44,8 @@ std::vector<ExplainedNumber> explainMessageNumbers(const OomMessage& m)
         rows.push_back({ ExplainedNumber::Kind::Process, std::move(label),
             process.bytes ? formatBytes(*process.bytes) : "not reported",
             process.self ? "everything this process holds on the card" : "another process on the same card",
-            process.self ? "Everything this process holds on the card: PyTorch's cache plus the CUDA context and "
-                           "library workspaces."
+            process.self ? "Everything this process holds on the card: PyTorch's cache plus the "
+                    + std::string(runtimeWords(m.backend).context) + " and library workspaces."
                          : "Another process on the same card; its memory is not available to this one." });
     }
 
@@ -53,8 +54,7 @@ std::vector<ExplainedNumber> explainMessageNumbers(const OomMessage& m)
     if (facts.outsideBytes && m.backend != Backend::Mps)
         rows.push_back({ ExplainedNumber::Kind::Derived, "Used outside PyTorch's cache",
             formatBytes(*facts.outsideBytes), "total − free − reserved",
-            "total − free − reserved: the CUDA context, cuBLAS/cuDNN/NCCL workspaces, and any other process on the "
-            "card." });
+            "total − free − reserved: " + outsideCacheHolders(m.backend) + ", and any other process on the card." });
     return rows;
 }
 

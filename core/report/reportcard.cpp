@@ -49,7 +49,7 @@ void cardBar(HtmlWriter& html, const CardReconciliation& card)
 } // namespace
 
 // The card's capacity as one bar by holder, the three views' figures in one table, and what the
-// rest of the card usually is.
+// rest of the card usually is when it matters to this case.
 void card(HtmlWriter& html, const ReportContext& context)
 {
     const CardReconciliation& card = context.card;
@@ -74,7 +74,9 @@ void card(HtmlWriter& html, const ReportContext& context)
     }
     html.raw("</table>\n");
     html.list(card.notes);
-    if (!card.parts.empty()) {
+    // Only where that memory matters to the answer (CardReconciliation::restMatters): a runtime's
+    // own context and kernels are the same in every run and would only push the fixes down.
+    if (card.restMatters) {
         html.raw("<h3>The rest of the card: what it usually is</h3>\n<table>\n<tr><th>what</th><th>typical size</th>"
                  "<th>what to check</th></tr>\n");
         for (const RestOfCardPart& part : card.parts) {

@@ -2,9 +2,7 @@
 #include "core/report/reportsections.h"
 #include "core/units.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 namespace oomlens::report::sections {
 
@@ -26,16 +24,8 @@ void diagnoses(HtmlWriter& html, const ReportContext& context)
     for (const Diagnosis& diagnosis : context.analysis.diagnoses) {
         html.raw("<article class=\"card\" id=\"diagnosis-");
         html.text(diagnosisIdName(diagnosis.id));
-        html.raw("\">\n<h3>");
-        html.text(diagnosis.title);
-        char confidence[48];
-        std::snprintf(confidence, sizeof confidence, "confidence %d%%",
-            static_cast<int>(std::lround(std::clamp(diagnosis.confidence, 0.0, 1.0) * 100)));
-        html.raw(" ");
-        html.element("span", confidence, "confidence");
-        html.raw("</h3>\n");
-        if (!diagnosis.summary.empty())
-            html.element("p", diagnosis.summary);
+        html.raw("\">\n");
+        parts::diagnosisHeading(html, diagnosis);
         if (!diagnosis.evidence.empty()) {
             html.raw("\n<p><strong>Evidence</strong></p>\n<ul class=\"evidence\">\n");
             for (const Evidence& evidence : diagnosis.evidence) {

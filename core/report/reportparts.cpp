@@ -3,6 +3,8 @@
 #include "core/report/reportsections.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace oomlens::report::parts {
 
@@ -61,6 +63,20 @@ bool dumpStateOnly(const DeviceAnalysis& device)
 {
     return std::all_of(device.allocations.begin(), device.allocations.end(),
         [](const Allocation& allocation) { return allocation.olderThanTrace(); });
+}
+
+void diagnosisHeading(HtmlWriter& html, const Diagnosis& diagnosis)
+{
+    html.raw("<h3>");
+    html.text(diagnosis.title);
+    char confidence[48];
+    std::snprintf(confidence, sizeof confidence, "confidence %d%%",
+        static_cast<int>(std::lround(std::clamp(diagnosis.confidence, 0.0, 1.0) * 100)));
+    html.raw(" ");
+    html.element("span", confidence, "confidence");
+    html.raw("</h3>\n");
+    if (!diagnosis.summary.empty())
+        html.element("p", diagnosis.summary);
 }
 
 } // namespace oomlens::report::parts

@@ -68,5 +68,8 @@ void categoryCell(HtmlWriter& html, Category category);
 std::string eventLabel(int64_t event);
 // Without a trace the only moment is the dump: "at the peak" would promise a curve that is not there.
 bool dumpStateOnly(const DeviceAnalysis& device);
+// A diagnosis card's heading: its title with the confidence, then its summary; the verdict and
+// every diagnosis's card open the same way.
+void diagnosisHeading(HtmlWriter& html, const Diagnosis& diagnosis);
 
 } // namespace oomlens::report::parts

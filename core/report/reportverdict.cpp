@@ -2,10 +2,6 @@
 #include "core/presentation/verdict.h"
 #include "core/report/reportsections.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-
 namespace oomlens::report::sections {
 
 // The answer at a glance, above the timeline: the verdict, the evidence that decided it and the
@@ -20,16 +16,8 @@ void verdict(HtmlWriter& html, const ReportContext& context)
         return; // the diagnosis section says why there is none
     const Diagnosis& diagnosis = *verdict.diagnosis;
     html.beginSection("verdict", "Verdict");
-    html.raw("<article class=\"card verdict\">\n<h3>");
-    html.text(diagnosis.title);
-    char confidence[48];
-    std::snprintf(confidence, sizeof confidence, "confidence %d%%",
-        static_cast<int>(std::lround(std::clamp(diagnosis.confidence, 0.0, 1.0) * 100)));
-    html.raw(" ");
-    html.element("span", confidence, "confidence");
-    html.raw("</h3>\n");
-    if (!diagnosis.summary.empty())
-        html.element("p", diagnosis.summary);
+    html.raw("<article class=\"card verdict\">\n");
+    parts::diagnosisHeading(html, diagnosis);
     if (!verdict.evidence.empty()) {
         html.raw("\n<ul class=\"evidence\">\n");
         for (const Evidence* evidence : verdict.evidence) {

@@ -307,6 +307,36 @@ private slots:
             || contains(html, "This process outside PyTorch's allocator"));
         QVERIFY(contains(html, "The rest of the card: what it usually is"));
     }
+
+    // Each backend's rest of the card in its own runtime's words; the keys (the JSON's) are the roles
+    // and stay the same on every backend.
+    void restOfCardPerBackend()
+    {
+        const auto names = [](Backend backend) {
+            std::string text;
+            for (const RestOfCardPart& part : restOfCardParts(backend))
+                text += part.key + ": " + part.name + " " + part.typicalSize + " " + part.whatToCheck + "\n";
+            return text;
+        };
+        const std::string cuda = names(Backend::Cuda), hip = names(Backend::Hip), xpu = names(Backend::Xpu),
+                          npu = names(Backend::Npu);
+        QVERIFY(contains(cuda, "CUDA context") && contains(cuda, "NCCL buffers") && contains(cuda, "nvidia-smi"));
+        QVERIFY(contains(hip, "HIP context") && contains(hip, "RCCL") && contains(hip, "rocm-smi"));
+        QVERIFY(contains(xpu, "Level Zero context") && contains(xpu, "oneCCL") && contains(xpu, "xpu-smi"));
+        QVERIFY(contains(npu, "HCCL") && contains(npu, "npu-smi"));
+        for (const std::string* other : { &hip, &xpu, &npu }) {
+            for (const char* foreign : { "CUDA context", "cuBLAS", "nvidia-smi", "cudaMalloc" })
+                QVERIFY2(!contains(*other, foreign), foreign);
+        }
+        for (Backend backend : { Backend::Cuda, Backend::Hip, Backend::Xpu, Backend::Npu, Backend::Musa }) {
+            const std::vector<RestOfCardPart> parts = restOfCardParts(backend);
+            QCOMPARE(parts.size(), size_t(5));
+            QCOMPARE(parts[0].key, std::string("cuda_context"));
+            QCOMPARE(parts[2].key, std::string("nccl"));
+        }
+        QVERIFY(contains(outsideCacheHolders(Backend::Xpu), "oneCCL"));
+        QVERIFY(!contains(outsideCacheHolders(Backend::Hip), "cuBLAS"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCardReconciliation)

@@ -104,6 +104,8 @@ private Q_SLOTS:
         context.budget.gpuCount = 4;
         context.budget.gpuCountEvidence = "test";
         context.caseSavingBytes = GiB;
+        // LoRA is offered for a model the stacks show (fixladderlora.h): a Llama here.
+        context.lora = loraTargetOf({ { "/site-packages/transformers/models/llama/modeling_llama.py", "forward" } });
         const auto fix = makeFix(static_cast<FixKind>(kind), context);
         QVERIFY(fix);
         QCOMPARE(QString::fromStdString(fix->id()), id);

@@ -1,13 +1,18 @@
 #include "common/testutil.h"
+#include "common/textfixtures.h"
 #include "core/caseanalysis.h"
+#include "core/diagnosis/fixladderlora.h"
 #include "core/diagnosis/textdiagnosis.h"
+#include "core/presentation/cardreconciliation.h"
 #include "core/presentation/explain.h"
 #include "core/presentation/verdict.h"
+#include "core/report/htmlreport.h"
 #include "core/textbrief.h"
 #include "core/textreport.h"
 #include "parsers/inputloader.h"
 #include "parsers/text/textparser.h"
 
+#include <QDir>
 #include <QTest>
 
 #include <algorithm>
@@ -54,6 +59,67 @@ const char* mpsBackward = R"(Traceback (most recent call last):
     return Variable._execution_engine.run_backward(  # Calls into the C++ engine to run the backward pass
 RuntimeError: MPS backend out of memory (MPS allocated: 11.14 GB, other allocations: 6.65 GB, max allowed: 18.13 GB). Tried to allocate 375.40 MB on private pool. Use PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 to disable upper limit for memory allocations (may cause system failure).
 )";
+
+// A HIP card shared with another process: the verdict is about memory outside PyTorch's cache, so
+// the rest of the card is explained, in ROCm's words.
+const char* hipOtherProcess
+    = "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+      "capacity of 63.98 GiB of which 1.00 GiB is free. Process 4242 has 30.00 GiB memory in "
+      "use. Including non-PyTorch memory, this process has 32.90 GiB memory in use. Of the "
+      "allocated memory 30.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch "
+      "but unallocated.";
+
+// A card whose memory outside the cache is a context's worth (0.45 GiB): nothing there explains
+// the failure, so the answer does not list what the rest of a card usually is.
+const char* smallRest = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+                        "capacity of 23.69 GiB of which 256.00 MiB is free. Including non-PyTorch memory, this process "
+                        "has 23.43 GiB memory in use. Of the allocated memory 21.00 GiB is allocated by PyTorch, and "
+                        "2.00 GiB is reserved by PyTorch but unallocated.";
+
+// Terminal rows the text takes at `columns` wide: a long evidence line wraps.
+int screenRows(const std::string& text, size_t columns)
+{
+    int rows = 0;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos)
+            end = text.size();
+        rows += static_cast<int>(std::max<size_t>(1, (end - start + columns - 1) / columns));
+        start = end + 1;
+    }
+    return rows;
+}
+
+// What one answer must never say at once; empty when it holds together, else the first clash.
+std::string contradiction(const Case& input, const CaseAnalysis& analysis, const std::string& brief,
+    const std::string& full, const LoraTarget& lora)
+{
+    for (const OomMessage& message : input.text.oomMessages) {
+        if (message.totalBytes && contains(full, "card's size is not in the message"))
+            return "says the card's size is missing while the message gives it";
+        if (message.backend == Backend::Hip || message.backend == Backend::Mps) {
+            for (const char* foreign : { "nvidia-smi", "cuBLAS", "CUDA context", "NCCL buffers" })
+                if (contains(full, foreign))
+                    return std::string("CUDA's ") + foreign + " for a " + std::string(backendName(message.backend))
+                        + " failure";
+        }
+    }
+    const CardReconciliation card = reconcileCard(input, analysis);
+    if (!card.restMatters && contains(full, "The rest of the card is usually"))
+        return "explains the rest of the card where it does not matter";
+    // The adapter's layers are the model's: Llama's names only for a model that has them.
+    if (contains(full, "target_modules") && !lora.applies())
+        return "offers LoRA for a model the inputs do not show";
+    if (contains(full, R"(["q_proj", "v_proj"])") && !contains(lora.modules, "q_proj"))
+        return "names q_proj/v_proj for a model without them";
+    const Verdict verdict = verdictOf(analysis);
+    if (verdict.fix && !contains(full, verdict.fix->title))
+        return "the brief's fix is not in the full answer";
+    if (!verdict.empty() && !contains(brief, verdict.diagnosis->title))
+        return "the brief lacks its own verdict";
+    return {};
+}
 
 } // namespace
 
@@ -154,6 +220,97 @@ private Q_SLOTS:
         }
         QVERIFY(contains(full, verdict.fix->title));
         QVERIFY(std::count(brief.begin(), brief.end(), '\n') <= 30);
+    }
+
+    // The rest of the card in the backend's own words: a HIP context, rocBLAS and RCCL on ROCm.
+    void rocmRestOfCardSpeaksRocm()
+    {
+        const Case input = textCase(hipOtherProcess);
+        const CaseAnalysis analysis = analyzeCase(input);
+        const CardReconciliation card = reconcileCard(input, analysis);
+        QVERIFY(card.restMatters);
+        const std::string full = caseToText(input, analysis);
+        const std::string html = report::buildHtmlReport(input, analysis);
+        for (const std::string* text : { &full, &html }) {
+            QVERIFY(contains(*text, "HIP context"));
+            QVERIFY(contains(*text, "RCCL buffers"));
+            QVERIFY(contains(*text, "rocm-smi"));
+            for (const char* foreign : { "CUDA context", "cuBLAS", "nvidia-smi", "CUDA_MODULE_LOADING" })
+                QVERIFY2(!contains(*text, foreign), foreign);
+        }
+    }
+
+    // A context's worth outside the cache: the report and the text leave the rest-of-card list out;
+    // 4 GiB outside a card that lacked 0.75 GiB (tests/data/history/card_oom.txt) keeps it.
+    void restOfCardOnlyWhereItMatters()
+    {
+        const Case small = textCase(smallRest);
+        const CaseAnalysis smallAnalysis = analyzeCase(small);
+        QVERIFY(reconcileCard(small, smallAnalysis).available());
+        QVERIFY(!reconcileCard(small, smallAnalysis).restMatters);
+        QVERIFY(!contains(report::buildHtmlReport(small, smallAnalysis), "The rest of the card: what it usually is"));
+        QVERIFY(!contains(caseToText(small, smallAnalysis), "The rest of the card is usually"));
+
+        Case large;
+        addFile(large, QString(test::testDataDir() + QStringLiteral("/history/card_oom.txt")).toStdString());
+        const CaseAnalysis largeAnalysis = analyzeCase(large);
+        QVERIFY(reconcileCard(large, largeAnalysis).restMatters);
+        QVERIFY(contains(report::buildHtmlReport(large, largeAnalysis), "The rest of the card: what it usually is"));
+    }
+
+    // Every real paste and snapshot: the default answer fits on one screen (at most
+    // briefScreenRows rows of 100 columns, long lines wrapped: a laptop terminal) and holds no
+    // contradiction.
+    void corpusAnswersFitAndAgree()
+    {
+        OOMLENS_REQUIRE_SHARED();
+        constexpr int briefScreenRows = 40;
+        int answers = 0, mostRows = 0;
+        std::string longest;
+        const auto check = [&](const std::string& name, const Case& input, const LoraTarget& lora) {
+            const CaseAnalysis analysis = analyzeCase(input);
+            const std::string brief = caseToBriefText(input, analysis);
+            const std::string full = caseToText(input, analysis);
+            const int rows = screenRows(brief, 100);
+            if (rows > mostRows) {
+                mostRows = rows;
+                longest = name;
+            }
+            QVERIFY2(rows <= briefScreenRows, (name + ": " + std::to_string(rows) + " rows\n" + brief).c_str());
+            const std::string clash = contradiction(input, analysis, brief, full, lora);
+            QVERIFY2(clash.empty(), (name + ": " + clash).c_str());
+            ++answers;
+        };
+        for (const char* file :
+            { "oom_messages.jsonl", "oom_tracebacks.jsonl", "memory_summaries.jsonl", "serving_oom.jsonl" }) {
+            for (const auto& record : test::corpusTextRecords(QString::fromLatin1(file))) {
+                const Case input = textCase(record["text"].get<std::string>());
+                std::vector<const TracebackInfo*> tracebacks;
+                for (const OomMessage& message : input.text.oomMessages) {
+                    if (message.traceback)
+                        tracebacks.push_back(&*message.traceback);
+                }
+                for (const TracebackInfo& traceback : input.text.tracebacks)
+                    tracebacks.push_back(&traceback);
+                check(record["id"].get<std::string>(), input, loraTargetOf(tracebacks));
+                if (QTest::currentTestFailed())
+                    return;
+            }
+        }
+        for (const char* folder : { "/snapshots", "/snapshots-rl" }) {
+            const QDir dir(test::corpusDir() + QLatin1String(folder));
+            for (const QString& name : dir.entryList({ QStringLiteral("*.pickle"), QStringLiteral("*.pkl") })) {
+                Case input;
+                addFile(input, dir.filePath(name).toStdString());
+                const LoraTarget lora
+                    = input.snapshots.empty() ? LoraTarget {} : loraTargetOf(*input.snapshots.front());
+                check(name.toStdString(), input, lora);
+                if (QTest::currentTestFailed())
+                    return;
+            }
+        }
+        QVERIFY(answers >= 100);
+        qInfo("%d answers, the longest %d rows (%s)", answers, mostRows, longest.c_str());
     }
 };
 

@@ -81,12 +81,14 @@ QString visibleText(const QString& html)
 using Rows = std::vector<std::pair<QString, QString>>;
 
 // The overview's table of the numbers the message prints: label and value per grid row (the
-// card's reconciliation below it has grids of its own, in its own section).
+// card's reconciliation below it has grids of its own, in its own section). The page's sections
+// below the picture are in one block of their own (OverviewPage::ensureFilled).
 Rows overviewNumbers(const QWidget& overview)
 {
     Rows rows;
     for (const QGridLayout* grid : overview.findChildren<QGridLayout*>()) {
-        if (grid->parentWidget()->objectName() != QLatin1String("overviewContent"))
+        const QString parent = grid->parentWidget()->objectName();
+        if (parent != QLatin1String("overviewContent") && parent != QLatin1String("overviewSections"))
             continue;
         for (int row = 0; row < grid->rowCount(); ++row) {
             const QLayoutItem* label = grid->itemAtPosition(row, 0);
