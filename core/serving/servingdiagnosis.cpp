@@ -3,6 +3,7 @@
 #include "core/analysis/enginemarkers.h"
 #include "core/analysis/stackfeatures.h"
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/ranking.h"
 #include "core/serving/servingfixes.h"
 #include "core/serving/workload.h"
 #include "core/strings.h"
@@ -217,12 +218,34 @@ void swapLadder(Diagnosis& d, const ServingView& view, std::optional<uint64_t> r
         d.title = "The model and its working memory do not fit on the card";
 }
 
+// From a message, capacity only says that live tensors fill the card; the engine's stage says what
+// filled them (the text rules' own rule for a training phase, textranking.cpp, applied to the
+// engine's stage). Below the engine's cause, unless that cause is the weights themselves.
+void rankSymptomBelowEngineCause(std::vector<Diagnosis>& diagnoses, DiagnosisId cause)
+{
+    const auto engine
+        = std::find_if(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == cause; });
+    if (cause == DiagnosisId::Capacity || engine == diagnoses.end())
+        return;
+    for (Diagnosis& d : diagnoses) {
+        const bool symptom = d.id == DiagnosisId::Capacity && d.title == "Live tensors fill the card";
+        if (symptom && d.confidence >= engine->confidence) {
+            d.confidence = std::max(0.05, engine->confidence - 0.05);
+            d.evidence.push_back({ explainedByLine(cause,
+                                       "live tensors fill the card, and the engine's stage that failed says what "
+                                       "filled them"),
+                {} });
+        }
+    }
+}
+
 // The training rungs out of every diagnosis, fewer samples per forward in the place of the first,
 // and each diagnosis that lost one says why.
 void keepFixesForEitherWorkload(std::vector<Diagnosis>& diagnoses)
 {
     for (Diagnosis& d : diagnoses) {
-        const auto first = std::find_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return isTrainingFix(f.kind); });
+        const auto first
+            = std::find_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return isTrainingFix(f.kind); });
         if (first == d.fixes.end())
             continue;
         const auto at = static_cast<size_t>(first - d.fixes.begin());
@@ -263,8 +286,10 @@ void diagnoseServing(const Case& input, CaseAnalysis& result, bool measured)
         request = input.text.oomMessages.back().requestedBytes;
 
     std::erase_if(result.diagnoses, [](const Diagnosis& d) { return trainingOnly(d.id); });
-    if (const auto cause = causeOf(view, oomInText))
+    if (const auto cause = causeOf(view, oomInText)) {
         mergeDiagnoses(result.diagnoses, { engineDiagnosis(*cause, view, measured) });
+        rankSymptomBelowEngineCause(result.diagnoses, cause->id);
+    }
     for (Diagnosis& d : result.diagnoses)
         swapLadder(d, view, request);
     sortDiagnoses(result.diagnoses);

@@ -17,8 +17,9 @@ std::string baseName(std::string_view file)
 bool isTrainingFrame(const TracebackFrame& frame)
 {
     const std::string base = baseName(frame.filename);
-    return frame.function == "backward" || frame.function == "training_step" || contains(frame.filename, "torch/autograd/")
-        || contains(frame.filename, "torch/optim/") || contains(base, "train") || contains(base, "finetune");
+    return frame.function == "backward" || frame.function == "training_step"
+        || contains(frame.filename, "torch/autograd/") || contains(frame.filename, "torch/optim/")
+        || contains(base, "train") || contains(base, "finetune");
 }
 
 std::optional<std::string> trainingFrame(const TracebackInfo& traceback)
@@ -46,7 +47,8 @@ std::optional<std::string> trainingRecipe(const TrainingRecipe& recipe)
 
 std::optional<std::string> messageTraining(const OomMessage& message)
 {
-    const std::string where = message.sourceLine > 0 ? " (the OOM at line " + std::to_string(message.sourceLine) + ")" : "";
+    const std::string where
+        = message.sourceLine > 0 ? " (the OOM at line " + std::to_string(message.sourceLine) + ")" : "";
     if (message.phase == Phase::Backward || message.phase == Phase::Optimizer)
         return "the failure is in the " + std::string(message.phase == Phase::Backward ? "backward" : "optimizer step")
             + where;

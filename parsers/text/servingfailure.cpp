@@ -189,7 +189,8 @@ bool readTensorRtFailure(const std::vector<RawLine>& lines, ServingRun& run)
         return false;
     const auto anyLine = [&](std::initializer_list<std::string_view> needles) {
         return std::find_if(lines.begin(), lines.end(), [&](const RawLine& line) {
-            return std::any_of(needles.begin(), needles.end(), [&](std::string_view n) { return contains(line.raw, n); });
+            return std::any_of(
+                needles.begin(), needles.end(), [&](std::string_view n) { return contains(line.raw, n); });
         });
     };
     if (const auto load = anyLine({ "Failed to deserialize cuda engine", "::loadPlan::" }); load != lines.end()) {

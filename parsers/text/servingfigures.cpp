@@ -162,7 +162,8 @@ void readSettingNames(const RawLine& line, ServingRun& run)
             if (wordStart && (end >= normalized.size() || !wordChar(end))) {
                 size_t valueEnd = 0;
                 if (const auto value = valueAfterName(normalized, end, &valueEnd)) {
-                    addSetting(run, name.key, *value, line.quote(at, valueEnd));
+                    addSetting(run, name.key, *value,
+                        line.quote(at >= 2 && line.content.substr(at - 2, 2) == "--" ? at - 2 : at, valueEnd));
                     break;
                 }
             }
@@ -197,7 +198,8 @@ void readStartupFreeMemory(const RawLine& line, size_t at, ServingRun& run)
         const auto share = numberAt(s, wish + 20, &after);
         if (!share)
             return;
-        const size_t quoteFrom = s.rfind("desired GPU", wish) != std::string_view::npos ? s.rfind("desired GPU", wish) : wish;
+        const size_t quoteFrom
+            = s.rfind("desired GPU", wish) != std::string_view::npos ? s.rfind("desired GPU", wish) : wish;
         addSetting(run, "gpu_memory_utilization", *share, line.quote(quoteFrom, after));
         size_t bytesEnd = 0;
         if (after < s.size() && s[after] == ',')
@@ -230,7 +232,8 @@ void readVllmLine(const RawLine& line, ServingRun& run)
     figureAfter(run, "kv_cache", line, "Available KV cache memory:");
     figureAfter(run, "kv_cache", line, "kv_cache_size=");
     if (const size_t tokens = s.find("KV cache size:"); tokens != std::string_view::npos)
-        settingAfter(run, "kv_cache_tokens", line, "KV cache size:", s.rfind("GPU ", tokens) == tokens - 4 ? tokens - 4 : tokens);
+        settingAfter(run, "kv_cache_tokens", line,
+            "KV cache size:", s.rfind("GPU ", tokens) == tokens - 4 ? tokens - 4 : tokens);
     settingAfter(run, "max_model_len", line, "Maximum concurrency for");
     settingAfter(run, "max_concurrency", line, "tokens per request:", s.find("Maximum concurrency for"));
     settingAfter(run, "gpu_blocks", line, "# GPU blocks:");
@@ -362,7 +365,8 @@ ServingLine RawLine::quote(size_t begin, size_t end) const
     begin = std::min(begin, end);
     // A parenthesis the quote opened closes in it: "total_gpu_memory (39.38GiB)".
     const std::string_view body = s.substr(begin, end - begin);
-    if (end < s.size() && s[end] == ')' && std::count(body.begin(), body.end(), '(') > std::count(body.begin(), body.end(), ')'))
+    if (end < s.size() && s[end] == ')'
+        && std::count(body.begin(), body.end(), '(') > std::count(body.begin(), body.end(), ')'))
         ++end;
     std::string text;
     if (begin > 0) {
@@ -483,7 +487,8 @@ void readFigures(const std::vector<RawLine>& lines, ServingRun& run)
     bool v0 = false;
     for (const RawLine& line : lines) {
         v1 = v1 || contains(line.raw, "vllm/v1/") || contains(line.raw, "(EngineCore")
-            || contains(line.raw, "(VllmWorker rank=") || contains(line.raw, "V1 LLM engine")
+            || contains(line.raw, "(VllmWorker rank=")
+            || contains(line.raw, "V1 LLM engine")
             // Said only by V1's engine core (v1/engine/core.py) and its byte check of the cache.
             || contains(line.raw, "EngineCore failed to start")
             || contains(line.raw, "KV cache is needed, which is larger than the available KV cache memory");

@@ -90,7 +90,8 @@ RowOutcome analyse(const nlohmann::json& record)
         outcome.top = diagnosisIdText(analysis.diagnoses.front().id);
     for (const Diagnosis& diagnosis : analysis.diagnoses) {
         for (const Evidence& evidence : diagnosis.evidence)
-            outcome.saysWorkloadUnknown = outcome.saysWorkloadUnknown || evidence.text.find("trains or serves") != std::string::npos;
+            outcome.saysWorkloadUnknown
+                = outcome.saysWorkloadUnknown || evidence.text.find("trains or serves") != std::string::npos;
         for (const Fix& fix : diagnosis.fixes) {
             if (trainingFixIds().count(fix.id()))
                 outcome.trainingFixes.push_back(fix.id());
@@ -129,7 +130,8 @@ private Q_SLOTS:
         if (!cause.empty() && !failureNotInText().count(id))
             QCOMPARE(outcome.top, cause);
         if (!engineShown)
-            QVERIFY2(outcome.saysWorkloadUnknown, "a text that shows no engine and no training says its workload is unknown");
+            QVERIFY2(outcome.saysWorkloadUnknown,
+                "a text that shows no engine and no training says its workload is unknown");
         const std::string offered = outcome.trainingFixes.empty() ? std::string() : outcome.trainingFixes.front();
         QVERIFY2(outcome.trainingFixes.empty(), ("training rung offered: " + offered).c_str());
     }

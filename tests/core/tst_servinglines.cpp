@@ -117,6 +117,13 @@ private Q_SLOTS:
         QCOMPARE(figure(sglang, "weights")->source.text, std::string("Load weight end. … mem usage=32.89 GB"));
         QCOMPARE(figure(sglang, "kv_cache")->source.text,
             std::string("KV Cache is allocated. … K size: 21.98 GB, V size: 21.98 GB"));
+
+        // A flag keeps its dashes.
+        const CaseAnalysis flags = analyse("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768 "
+                                           "--gpu-memory-utilization 0.95\n"
+            + v1ContextTooLong);
+        QVERIFY(flags.serving && !flags.serving->run.settings.empty());
+        QCOMPARE(flags.serving->run.settings.front().source.text, std::string("… --max-model-len 32768 …"));
     }
 
     // A dtype is not a training recipe: SGLang's weight-load line names one, and the run still serves.
@@ -230,7 +237,7 @@ private Q_SLOTS:
         const CaseAnalysis analysis = analyse("Traceback (most recent call last):\n"
                                               "  File \"/home/me/train.py\", line 88, in <module>\n"
                                               "    loss = model(**batch).loss\n"
-                                              + bareMessage);
+            + bareMessage);
         QVERIFY(!analysis.serving);
         QVERIFY(anyOffers(analysis.diagnoses, "micro_batch"));
         QVERIFY(!anyOffers(analysis.diagnoses, "smaller_batch"));
