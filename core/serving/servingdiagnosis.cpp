@@ -251,10 +251,11 @@ void keepFixesForEitherWorkload(std::vector<Diagnosis>& diagnoses)
         const auto at = static_cast<size_t>(first - d.fixes.begin());
         std::erase_if(d.fixes, [](const Fix& fix) { return isTrainingFix(fix.kind); });
         d.fixes.insert(d.fixes.begin() + static_cast<std::ptrdiff_t>(at), smallerBatchRung());
-        d.evidence.push_back({ "the input does not show whether this run trains or serves a model (no traceback "
-                               "frame, trainer, optimizer or engine line says which): only fixes that hold for both "
-                               "are listed; the traceback or the log around the message would tell",
-            {} });
+        d.evidence.push_back(
+            { "the input does not show whether this run trains or serves a model (none of its frames or lines "
+              "names a backward, an optimizer, a trainer or an inference engine): only fixes that hold "
+              "for both are listed; the traceback or the log around the message would tell",
+                {} });
     }
 }
 
