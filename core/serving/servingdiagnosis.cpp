@@ -229,7 +229,7 @@ void rankSymptomBelowEngineCause(std::vector<Diagnosis>& diagnoses, DiagnosisId 
         return;
     for (Diagnosis& d : diagnoses) {
         const bool symptom = d.id == DiagnosisId::Capacity && d.title == "Live tensors fill the card";
-        if (symptom && d.confidence >= engine->confidence) {
+        if (symptom && d.confidence > engine->confidence - 0.05) {
             d.confidence = std::max(0.05, engine->confidence - 0.05);
             d.evidence.push_back({ explainedByLine(cause,
                                        "live tensors fill the card, and the engine's stage that failed says what "
