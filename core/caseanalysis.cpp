@@ -156,9 +156,9 @@ void diagnoseCase(const Case& input, CaseAnalysis& result)
             message.recipe.activationCheckpointing = true;
             message.recipe.checkpointingEvidence = checkpointingSeen;
         }
-        fromText = diagnoseText(withSnapshotRecipe);
+        fromText = diagnoseTextRules(withSnapshotRecipe);
     } else {
-        fromText = diagnoseText(text);
+        fromText = diagnoseTextRules(text);
     }
     std::vector<Diagnosis> textOnly;
     for (auto& diagnosis : fromText) {

@@ -6,7 +6,7 @@ namespace oomlens {
 
 namespace {
 
-constexpr NameTable<FixKind, 59> fixIds { {
+constexpr NameTable<FixKind, 60> fixIds { {
     { FixKind::MicroBatch, "micro_batch" },
     { FixKind::Bf16, "bf16" },
     { FixKind::Checkpointing, "checkpointing" },
@@ -66,6 +66,7 @@ constexpr NameTable<FixKind, 59> fixIds { {
     { FixKind::DiffusersVaeTiling, "diffusers_vae_tiling" },
     { FixKind::DiffusersAttentionSlicing, "diffusers_attention_slicing" },
     { FixKind::DiffusersResolution, "diffusers_lower_resolution" },
+    { FixKind::SmallerBatch, "smaller_batch" },
 } };
 
 } // namespace

@@ -74,6 +74,9 @@ enum class FixKind : uint8_t {
     DiffusersVaeTiling,
     DiffusersAttentionSlicing,
     DiffusersResolution,
+    // A run whose input shows neither training nor inference (core/serving/servingfixes.cpp): fewer
+    // samples per forward, said so that it holds for both.
+    SmallerBatch,
 };
 
 // The fix's id in the JSON and the plan's ladder ("micro_batch", "eval_accumulation_steps").

@@ -1,5 +1,6 @@
 #include "core/diagnosis/textdiagnosis.h"
 
+#include "core/caseanalysis.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/hostmemorydiagnosis.h"
 #include "core/diagnosis/textrules.h"
@@ -146,7 +147,10 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
     textrules::diagnoseFragmentation(facts, context, fixes, out);
     textrules::diagnoseLargeAllocation(facts, fixes, out);
     textrules::diagnoseOtherProcess(facts, fixes, out);
-    textrules::diagnosePhase(facts, fixes, out);
+    // An inference run the text shows (context.serving) has no training phase: its no-grad forward
+    // is not an evaluation loop gathering outputs, and the serving step gives the engine's causes.
+    if (!context.serving)
+        textrules::diagnosePhase(facts, fixes, out);
     textrules::diagnoseMemoryLog(facts, fixes, out);
     textrules::diagnoseCapacity(facts, fixes, out);
     textrules::rankCauseOverSymptom(facts, out.list);
@@ -191,6 +195,15 @@ std::vector<Diagnosis> diagnoseOomMessage(const OomMessage& message, const TextF
 }
 
 std::vector<Diagnosis> diagnoseText(const TextFindings& findings)
+{
+    Case input;
+    input.text = findings;
+    CaseAnalysis analysis;
+    diagnoseCase(input, analysis);
+    return std::move(analysis.diagnoses);
+}
+
+std::vector<Diagnosis> diagnoseTextRules(const TextFindings& findings)
 {
     std::vector<Diagnosis> result;
     const auto& messages = findings.oomMessages;

@@ -3,7 +3,9 @@
 #include "core/analysis/enginemarkers.h"
 #include "core/analysis/stackfeatures.h"
 #include "core/diagnosis/catalogue.h"
+#include "core/diagnosis/ranking.h"
 #include "core/serving/servingfixes.h"
+#include "core/serving/workload.h"
 #include "core/strings.h"
 #include "core/units.h"
 
@@ -110,8 +112,14 @@ std::optional<EngineCause> causeOf(const ServingView& view, bool oomInText)
         if (oomInText)
             return EngineCause { DiagnosisId::LargeAllocation, 0.7, false };
         return std::nullopt;
-    case ServingFailure::None:
     case ServingFailure::Generate:
+        // A frame of generate() placed the OOM: the forward it runs (prefill or a decoding step)
+        // holds batch x beams sequences at once (transformers' generation/utils.py expands the
+        // inputs by num_beams before the first forward), and their cache grows with every token.
+        if (oomInText && view.run.failureLine)
+            return EngineCause { DiagnosisId::EngineBatch, 0.7, false };
+        return std::nullopt;
+    case ServingFailure::None:
     case ServingFailure::Pipeline:
         break;
     }
@@ -127,6 +135,10 @@ std::string summaryFor(DiagnosisId id, const ServingView& view)
             + " cannot give its KV cache what it was asked to serve: what its memory share leaves after the "
               "weights and the profile run's peak holds fewer tokens than one request of the longest context.";
     case DiagnosisId::EngineBatch:
+        if (view.run.engine == ServingEngine::HfGenerate)
+            return engine
+                + " ran out in the model's forward: the sequences it runs at once (batch x beams, each with "
+                  "its prompt and the tokens generated so far in the cache) need more than the weights leave.";
         return engine
             + " ran out while pushing its largest batch through the model (warm-up, prefill or the profile "
               "run): too many sequences or tokens at once for what the weights and the cache leave.";
@@ -206,6 +218,47 @@ void swapLadder(Diagnosis& d, const ServingView& view, std::optional<uint64_t> r
         d.title = "The model and its working memory do not fit on the card";
 }
 
+// From a message, capacity only says that live tensors fill the card; the engine's stage says what
+// filled them (the text rules' own rule for a training phase, textranking.cpp, applied to the
+// engine's stage). Below the engine's cause, unless that cause is the weights themselves.
+void rankSymptomBelowEngineCause(std::vector<Diagnosis>& diagnoses, DiagnosisId cause)
+{
+    const auto engine
+        = std::find_if(diagnoses.begin(), diagnoses.end(), [&](const Diagnosis& d) { return d.id == cause; });
+    if (cause == DiagnosisId::Capacity || engine == diagnoses.end())
+        return;
+    for (Diagnosis& d : diagnoses) {
+        const bool symptom = d.id == DiagnosisId::Capacity && d.title == "Live tensors fill the card";
+        if (symptom && d.confidence > engine->confidence - 0.05) {
+            d.confidence = std::max(0.05, engine->confidence - 0.05);
+            d.evidence.push_back({ explainedByLine(cause,
+                                       "live tensors fill the card, and the engine's stage that failed says what "
+                                       "filled them"),
+                {} });
+        }
+    }
+}
+
+// The training rungs out of every diagnosis, fewer samples per forward in the place of the first,
+// and each diagnosis that lost one says why.
+void keepFixesForEitherWorkload(std::vector<Diagnosis>& diagnoses)
+{
+    for (Diagnosis& d : diagnoses) {
+        const auto first
+            = std::find_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return isTrainingFix(f.kind); });
+        if (first == d.fixes.end())
+            continue;
+        const auto at = static_cast<size_t>(first - d.fixes.begin());
+        std::erase_if(d.fixes, [](const Fix& fix) { return isTrainingFix(fix.kind); });
+        d.fixes.insert(d.fixes.begin() + static_cast<std::ptrdiff_t>(at), smallerBatchRung());
+        d.evidence.push_back(
+            { "the input does not show whether this run trains or serves a model (none of its frames or lines "
+              "names a backward, an optimizer, a trainer or an inference engine): only fixes that hold "
+              "for both are listed; the traceback or the log around the message would tell",
+                {} });
+    }
+}
+
 } // namespace
 
 void diagnoseServing(const Case& input, CaseAnalysis& result, bool measured)
@@ -216,8 +269,13 @@ void diagnoseServing(const Case& input, CaseAnalysis& result, bool measured)
     result.serving = servingView(input);
     if (!result.serving)
         result.serving = snapshotServing(result);
-    if (!result.serving)
+    if (!result.serving) {
+        // A text that shows neither training nor an inference run (a bare OOM message): no fix
+        // that holds for only one of them. A snapshot shows its phases and bands, and decides.
+        if (input.snapshots.empty() && !textTrainingEvidence(input.text))
+            keepFixesForEitherWorkload(result.diagnoses);
         return;
+    }
     if (colocated || snapshotsTrain(result)) {
         result.serving.reset();
         return;
@@ -229,8 +287,10 @@ void diagnoseServing(const Case& input, CaseAnalysis& result, bool measured)
         request = input.text.oomMessages.back().requestedBytes;
 
     std::erase_if(result.diagnoses, [](const Diagnosis& d) { return trainingOnly(d.id); });
-    if (const auto cause = causeOf(view, oomInText))
+    if (const auto cause = causeOf(view, oomInText)) {
         mergeDiagnoses(result.diagnoses, { engineDiagnosis(*cause, view, measured) });
+        rankSymptomBelowEngineCause(result.diagnoses, cause->id);
+    }
     for (Diagnosis& d : result.diagnoses)
         swapLadder(d, view, request);
     sortDiagnoses(result.diagnoses);

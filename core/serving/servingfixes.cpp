@@ -87,6 +87,16 @@ std::vector<Fix> servingLadder(DiagnosisId cause, const ServingView& view, std::
     }
 }
 
+Fix smallerBatchRung()
+{
+    return makeRung(FixKind::SmallerBatch, "Pass fewer samples through the model at once",
+        "Activations, and a generation's cache, grow with the batch: half the batch holds half of them. A training "
+        "run keeps its effective batch with gradient accumulation; an inference run sends fewer prompts per call.",
+        "loader = DataLoader(dataset, batch_size=batch_size // 2)\n"
+        "# or, generating: model.generate(**tokenizer(prompts[:len(prompts) // 2], return_tensors=\"pt\", "
+        "padding=True).to(\"cuda\"))");
+}
+
 std::string tokensText(double tokens)
 {
     const std::string digits = std::to_string(static_cast<long long>(std::llround(std::fabs(tokens))));

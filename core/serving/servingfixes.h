@@ -26,6 +26,10 @@ std::vector<Fix> servingLadder(DiagnosisId cause, const ServingView& view, std::
 // offered for an inference run.
 bool isTrainingFix(FixKind kind);
 
+// For a run whose input shows neither training nor inference, in place of the rungs of only one of
+// them: fewer samples per forward, worded so that it holds for both.
+Fix smallerBatchRung();
+
 // "16,384".
 std::string tokensText(double tokens);
 // A setting as the engine printed it: a count with separators ("32,768"), a fraction as is ("0.9").

@@ -91,7 +91,9 @@ Figures readFigures(const ServingView& view, std::optional<uint64_t> request)
         f.card = static_cast<double>(*view.cardTotalBytes);
     f.utilization = firstSetting(run, { "gpu_memory_utilization", "mem_fraction_static", "cuda_memory_fraction" });
     f.contextLength = firstSetting(run, { "max_model_len", "context_length", "max_total_tokens" });
-    f.cacheTokens = firstSetting(run, { "kv_cache_tokens", "max_batch_total_tokens" });
+    // vLLM V1 refuses before it prints the cache's tokens, and estimates the longest context the
+    // cache holds instead: for one request, the tokens it holds.
+    f.cacheTokens = firstSetting(run, { "kv_cache_tokens", "max_batch_total_tokens", "estimated_max_model_len" });
     f.bytesPerToken = view.kvBytesPerToken;
     f.sequences = firstSetting(run, { "max_num_seqs", "max_running_requests", "max_batch_size" });
     f.batchedTokens = firstSetting(

@@ -82,6 +82,15 @@ void findKvBytesPerToken(const Case& input, ServingView& view)
             + " and " + std::to_string(tokens->source.line) + ")";
         return;
     }
+    // vLLM V1's refusal: the cache one request of max_model_len needs, over its tokens.
+    const ServingFigure* needed = view.run.figure("kv_cache_needed");
+    const ServingSetting* length = view.run.setting("max_model_len");
+    if (needed && length && needed->bytes > 0 && length->value > 0) {
+        view.kvBytesPerToken = static_cast<double>(needed->bytes) / length->value;
+        view.kvBytesPerTokenSource = "the KV cache one request of max_model_len needs, over its tokens (lines "
+            + std::to_string(needed->source.line) + " and " + std::to_string(length->source.line) + ")";
+        return;
+    }
     for (const planner::ModelSpec& model : input.models) {
         if (!model.hasDimensions())
             continue;

@@ -2,7 +2,9 @@
 
 #include "core/strings.h"
 
+#include <algorithm>
 #include <array>
+#include <initializer_list>
 
 namespace oomlens::text {
 
@@ -15,10 +17,12 @@ struct FailureText
     ServingFailure failure;
 };
 
-constexpr std::array<FailureText, 10> failureTexts { {
-    // vLLM: scheduler/worker check of max_model_len against the cache (V0 worker.py, V1 kv_cache_utils.py).
+constexpr std::array<FailureText, 11> failureTexts { {
+    // vLLM: the check of max_model_len against the cache. V0's worker.py raise_if_cache_size_invalid
+    // counts tokens; V1's kv_cache_utils.py check_enough_kv_cache_memory counts bytes.
     { "is larger than the maximum number of tokens that can be stored in KV cache",
         ServingFailure::ContextExceedsCache },
+    { "KV cache is needed, which is larger than the available KV cache memory", ServingFailure::ContextExceedsCache },
     { "No available memory for the cache blocks", ServingFailure::NoCacheBlocks },
     // SGLang's model runner: the pool's profiled token count is zero or less.
     { "Not enough memory. Please try to increase --mem-fraction-static", ServingFailure::NoCacheBlocks },
@@ -90,21 +94,31 @@ std::string_view frameFunction(std::string_view content)
 }
 
 // A stage the engine announces when it starts it and again when it ends it: an error after the
-// start and before the end happened inside it (a capture whose OOM line the paste cut off).
+// start and before the end happened inside it (a capture whose OOM line the paste cut off). Either
+// end closes the stage: one start line serves engine generations that word the end differently.
 struct ProgressStage
 {
     std::string_view start;
-    std::string_view end;
+    std::array<std::string_view, 2> ends;
     ServingFailure failure;
 };
 
 constexpr std::array<ProgressStage, 5> progressStages { {
-    { "Capturing cudagraphs", "Graph capturing finished", ServingFailure::GraphCapture },
-    { "Capturing CUDA graph", "Graph capturing finished", ServingFailure::GraphCapture },
-    { "Capture cuda graph begin", "Capture cuda graph end", ServingFailure::GraphCapture },
-    { "Starting profile run", "Memory profiling takes", ServingFailure::ProfileRun },
-    { "Starting to load model", "Model loading took", ServingFailure::WeightLoad },
+    { "Capturing cudagraphs", { "Graph capturing finished", {} }, ServingFailure::GraphCapture },
+    { "Capturing CUDA graph", { "Graph capturing finished", {} }, ServingFailure::GraphCapture },
+    { "Capture cuda graph begin", { "Capture cuda graph end", {} }, ServingFailure::GraphCapture },
+    { "Starting profile run", { "Memory profiling takes", {} }, ServingFailure::ProfileRun },
+    // vLLM's model runner opens the load with "Starting to load model"; V0 (worker/model_runner.py)
+    // closes it with "Loading model weights took", V1 (v1/worker/gpu_model_runner.py) with "Model
+    // loading took".
+    { "Starting to load model", { "Model loading took", "Loading model weights took" }, ServingFailure::WeightLoad },
 } };
+
+bool endsStage(const ProgressStage& stage, std::string_view content)
+{
+    return std::any_of(stage.ends.begin(), stage.ends.end(),
+        [&](std::string_view end) { return !end.empty() && contains(content, end); });
+}
 
 bool looksLikeError(std::string_view raw)
 {
@@ -120,7 +134,7 @@ bool openStageFailure(const std::vector<RawLine>& lines, ServingRun& run)
         for (size_t i = 0; i < lines.size(); ++i) {
             if (contains(lines[i].content, stage.start)) {
                 started = i;
-            } else if (started != none && contains(lines[i].content, stage.end)) {
+            } else if (started != none && endsStage(stage, lines[i].content)) {
                 started = none;
             } else if (started != none && looksLikeError(lines[i].raw)) {
                 run.failure = stage.failure;
@@ -160,19 +174,34 @@ bool readMessageFailure(const std::vector<RawLine>& lines, ServingRun& run)
     return false;
 }
 
+// TensorRT-LLM's C++ runtime reports a CUDA allocation failure as an [ERROR] line; what it was
+// allocating decides the stage. TllmRuntime's constructor (runtime/tllmRuntime.cpp) first
+// deserializes the engine, which puts the engine's weights on the card (TensorRT's loadPlan; on
+// failure "Failed to deserialize cuda engine."), then allocates the execution context (the
+// activations the engine was built for: max batch size, max tokens); the KV cache manager comes
+// after both.
 bool readTensorRtFailure(const std::vector<RawLine>& lines, ServingRun& run)
 {
-    for (const RawLine& line : lines) {
-        if (!contains(line.raw, "[TensorRT-LLM][ERROR]") || !contains(line.raw, "out of memory"))
-            continue;
-        bool kvCache = false;
-        for (const RawLine& other : lines)
-            kvCache = kvCache || contains(other.raw, "KVCacheManager") || contains(other.raw, "kv_cache_manager");
-        run.failure = kvCache ? ServingFailure::KvCacheAllocation : ServingFailure::RuntimeBuffers;
-        run.failureLine = line.cite();
+    const auto error = std::find_if(lines.begin(), lines.end(), [](const RawLine& line) {
+        return contains(line.raw, "[TensorRT-LLM][ERROR]") && contains(line.raw, "out of memory");
+    });
+    if (error == lines.end())
+        return false;
+    const auto anyLine = [&](std::initializer_list<std::string_view> needles) {
+        return std::find_if(lines.begin(), lines.end(), [&](const RawLine& line) {
+            return std::any_of(
+                needles.begin(), needles.end(), [&](std::string_view n) { return contains(line.raw, n); });
+        });
+    };
+    if (const auto load = anyLine({ "Failed to deserialize cuda engine", "::loadPlan::" }); load != lines.end()) {
+        run.failure = ServingFailure::WeightLoad;
+        run.failureLine = load->cite();
         return true;
     }
-    return false;
+    const bool kvCache = anyLine({ "KVCacheManager", "kv_cache_manager" }) != lines.end();
+    run.failure = kvCache ? ServingFailure::KvCacheAllocation : ServingFailure::RuntimeBuffers;
+    run.failureLine = error->cite();
+    return true;
 }
 
 bool readFrameFailure(const std::vector<RawLine>& lines, ServingRun& run)

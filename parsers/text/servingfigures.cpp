@@ -3,6 +3,7 @@
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -59,16 +60,39 @@ constexpr std::array<VersionSign, 9> versionSigns { {
     { ServingEngine::Diffusers, "diffusers==", "diffusers " },
 } };
 
-void addFigure(ServingRun& run, std::string_view key, std::optional<int64_t> bytes, const RawLine& line)
+void addFigure(ServingRun& run, std::string_view key, int64_t bytes, ServingLine source)
 {
-    if (bytes)
-        run.figures.push_back({ std::string(key), *bytes, line.cite() });
+    run.figures.push_back({ std::string(key), bytes, std::move(source) });
 }
 
-void addSetting(ServingRun& run, std::string_view key, std::optional<double> value, const RawLine& line)
+void addSetting(ServingRun& run, std::string_view key, double value, ServingLine source)
 {
-    if (value)
-        run.settings.push_back({ std::string(key), *value, line.cite() });
+    run.settings.push_back({ std::string(key), value, std::move(source) });
+}
+
+// The figure printed after `marker` ("Model loading took 14.99 GiB"): its bytes, quoted from the
+// marker to the unit. `quoteFrom` starts the quote earlier where the marker alone does not say
+// what the figure is ("took" of "Graph capturing finished in 5 secs, took 0.46 GiB").
+void figureAfter(ServingRun& run, std::string_view key, const RawLine& line, std::string_view marker,
+    std::optional<size_t> quoteFrom = std::nullopt)
+{
+    const size_t at = line.content.find(marker);
+    if (at == std::string_view::npos)
+        return;
+    size_t end = 0;
+    if (const auto bytes = bytesAt(line.content, at + marker.size(), &end))
+        addFigure(run, key, *bytes, line.quote(quoteFrom.value_or(at), end));
+}
+
+void settingAfter(ServingRun& run, std::string_view key, const RawLine& line, std::string_view marker,
+    std::optional<size_t> quoteFrom = std::nullopt)
+{
+    const size_t at = line.content.find(marker);
+    if (at == std::string_view::npos)
+        return;
+    size_t end = 0;
+    if (const auto value = numberAt(line.content, at + marker.size(), &end))
+        addSetting(run, key, *value, line.quote(quoteFrom.value_or(at), end));
 }
 
 // The settings an engine's flags, its config dump or its arguments name, under one spelling
@@ -108,7 +132,7 @@ constexpr std::array<SettingName, 24> settingNames { {
 
 // After the name: "=", ": " (TGI's Args dump, with Rust's "Some(" around optional values) or a
 // flag's space. The name must start a word, so "model_max_seq_len" is not "max_seq_len".
-std::optional<double> valueAfterName(std::string_view text, size_t nameEnd)
+std::optional<double> valueAfterName(std::string_view text, size_t nameEnd, size_t* valueEnd)
 {
     size_t pos = nameEnd;
     if (pos < text.size() && (text[pos] == '=' || text[pos] == ':'))
@@ -119,7 +143,7 @@ std::optional<double> valueAfterName(std::string_view text, size_t nameEnd)
         ++pos;
     if (text.substr(pos).starts_with("Some("))
         pos += 5;
-    return numberAt(text, pos);
+    return numberAt(text, pos, valueEnd);
 }
 
 void readSettingNames(const RawLine& line, ServingRun& run)
@@ -136,8 +160,10 @@ void readSettingNames(const RawLine& line, ServingRun& run)
             const size_t end = at + name.spelled.size();
             const bool wordStart = at == 0 || !std::isalnum(static_cast<unsigned char>(normalized[at - 1]));
             if (wordStart && (end >= normalized.size() || !wordChar(end))) {
-                if (const auto value = valueAfterName(normalized, end)) {
-                    addSetting(run, name.key, value, line);
+                size_t valueEnd = 0;
+                if (const auto value = valueAfterName(normalized, end, &valueEnd)) {
+                    addSetting(run, name.key, *value,
+                        line.quote(at >= 2 && line.content.substr(at - 2, 2) == "--" ? at - 2 : at, valueEnd));
                     break;
                 }
             }
@@ -146,64 +172,96 @@ void readSettingNames(const RawLine& line, ServingRun& run)
     }
 }
 
+// V1's init_device (v1/worker/gpu_worker.py): "Free memory on device (F/T GiB) on startup is less
+// than desired GPU memory utilization (U, R GiB)": the card, what was free, the share and its bytes.
+void readStartupFreeMemory(const RawLine& line, size_t at, ServingRun& run)
+{
+    const std::string_view s = line.content;
+    const size_t open = s.find('(', at);
+    size_t end = 0;
+    if (open != std::string_view::npos) {
+        const auto free = numberAt(s, open + 1, &end);
+        if (free && *free >= 0 && end < s.size() && s[end] == '/') {
+            const size_t totalAt = end + 1;
+            size_t totalEnd = 0;
+            const auto total = bytesAt(s, totalAt, &totalEnd);
+            const auto totalNumber = numberAt(s, totalAt);
+            if (total && totalNumber && *totalNumber > 0) {
+                const double unit = static_cast<double>(*total) / *totalNumber;
+                addFigure(run, "card_total", *total, line.quote(at, totalEnd));
+                addFigure(run, "card_free", static_cast<int64_t>(std::llround(*free * unit)), line.quote(at, totalEnd));
+            }
+        }
+    }
+    if (const size_t wish = s.find("memory utilization ("); wish != std::string_view::npos) {
+        size_t after = 0;
+        const auto share = numberAt(s, wish + 20, &after);
+        if (!share)
+            return;
+        const size_t quoteFrom
+            = s.rfind("desired GPU", wish) != std::string_view::npos ? s.rfind("desired GPU", wish) : wish;
+        addSetting(run, "gpu_memory_utilization", *share, line.quote(quoteFrom, after));
+        size_t bytesEnd = 0;
+        if (after < s.size() && s[after] == ',')
+            if (const auto bytes = bytesAt(s, after + 1, &bytesEnd))
+                addFigure(run, "budget", *bytes, line.quote(quoteFrom, bytesEnd));
+    }
+}
+
 // vLLM's start-up accounting, V0 and V1 (worker.py, gpu_worker.py, kv_cache_utils.py, mem_utils.py).
 void readVllmLine(const RawLine& line, ServingRun& run)
 {
     const std::string_view s = line.content;
-    addFigure(run, "weights", bytesAfter(s, "Loading model weights took"), line);
-    addFigure(run, "weights", bytesAfter(s, "Model loading took"), line);
-    addFigure(run, "weights", bytesAfter(s, "model weights take"), line);
-    addFigure(run, "weights", bytesAfter(s, "weights memory:"), line);
+    figureAfter(run, "weights", line, "Loading model weights took");
+    figureAfter(run, "weights", line, "Model loading took");
+    figureAfter(run, "weights", line, "model weights take");
+    figureAfter(run, "weights", line, "weights memory:");
     if (contains(s, "total_gpu_memory (") && contains(s, "gpu_memory_utilization (")) {
-        addFigure(run, "card_total", bytesAfter(s, "total_gpu_memory ("), line);
-        addSetting(run, "gpu_memory_utilization", numberAfter(s, "gpu_memory_utilization ("), line);
-        addFigure(run, "budget", bytesAfter(s, ") = "), line);
+        figureAfter(run, "card_total", line, "total_gpu_memory (");
+        settingAfter(run, "gpu_memory_utilization", line, "gpu_memory_utilization (");
+        figureAfter(run, "budget", line, ") = ", s.find("total_gpu_memory ("));
     }
-    addFigure(run, "card_total", bytesAfter(s, "total_gpu_memory="), line);
-    addFigure(run, "non_torch", bytesAfter(s, "non_torch_memory takes"), line);
-    addFigure(run, "non_torch", bytesAfter(s, "non-torch forward increase memory:"), line);
-    addFigure(run, "non_torch", bytesAfter(s, "non_torch_memory="), line);
-    addFigure(run, "activation_peak", bytesAfter(s, "PyTorch activation peak memory takes"), line);
-    addFigure(run, "activation_peak", bytesAfter(s, "torch peak memory increase:"), line);
-    addFigure(run, "non_kv_total", bytesAfter(s, "Total non KV cache memory:"), line);
-    addFigure(run, "kv_cache", bytesAfter(s, "the rest of the memory reserved for KV Cache is"), line);
-    addFigure(run, "kv_cache", bytesAfter(s, "Available KV cache memory:"), line);
-    addFigure(run, "kv_cache", bytesAfter(s, "kv_cache_size="), line);
-    addSetting(run, "kv_cache_tokens", numberAfter(s, "KV cache size:"), line);
-    addSetting(run, "max_model_len", numberAfter(s, "Maximum concurrency for"), line);
-    if (const size_t at = s.find("tokens per request:"); at != std::string_view::npos)
-        addSetting(run, "max_concurrency", numberAt(s, at + 19), line);
-    addSetting(run, "gpu_blocks", numberAfter(s, "# GPU blocks:"), line);
-    addSetting(run, "gpu_blocks", numberAfter(s, "# cuda blocks:"), line);
-    if (contains(s, "Graph capturing finished"))
-        addFigure(run, "graphs", bytesAfter(s, "took"), line);
+    figureAfter(run, "card_total", line, "total_gpu_memory=");
+    figureAfter(run, "non_torch", line, "non_torch_memory takes");
+    figureAfter(run, "non_torch", line, "non-torch forward increase memory:");
+    figureAfter(run, "non_torch", line, "non_torch_memory=");
+    figureAfter(run, "activation_peak", line, "PyTorch activation peak memory takes");
+    figureAfter(run, "activation_peak", line, "torch peak memory increase:");
+    figureAfter(run, "non_kv_total", line, "Total non KV cache memory:");
+    figureAfter(run, "kv_cache", line, "the rest of the memory reserved for KV Cache is");
+    figureAfter(run, "kv_cache", line, "Available KV cache memory:");
+    figureAfter(run, "kv_cache", line, "kv_cache_size=");
+    if (const size_t tokens = s.find("KV cache size:"); tokens != std::string_view::npos)
+        settingAfter(run, "kv_cache_tokens", line,
+            "KV cache size:", s.rfind("GPU ", tokens) == tokens - 4 ? tokens - 4 : tokens);
+    settingAfter(run, "max_model_len", line, "Maximum concurrency for");
+    settingAfter(run, "max_concurrency", line, "tokens per request:", s.find("Maximum concurrency for"));
+    settingAfter(run, "gpu_blocks", line, "# GPU blocks:");
+    settingAfter(run, "gpu_blocks", line, "# cuda blocks:");
+    if (const size_t graphs = s.find("Graph capturing finished"); graphs != std::string_view::npos)
+        figureAfter(run, "graphs", line, "took", graphs);
     if (contains(s, "is larger than the maximum number of tokens that can be stored in KV cache")) {
-        addSetting(run, "max_model_len", numberAfter(s, "max seq len ("), line);
-        addSetting(run, "kv_cache_tokens", numberAfter(s, "stored in KV cache ("), line);
+        settingAfter(run, "max_model_len", line, "max seq len (");
+        settingAfter(run, "kv_cache_tokens", line, "stored in KV cache (");
     }
-    if (contains(s, "warming up sampler with"))
-        addSetting(run, "max_num_seqs", numberAfter(s, "warming up sampler with"), line);
-    if (const size_t at = s.find("Free memory on device"); at != std::string_view::npos) {
-        const size_t open = s.find('(', at);
-        size_t end = 0;
+    // V1's check_enough_kv_cache_memory (v1/core/kv_cache_utils.py): "To serve at least one request
+    // with the models's max seq len (N), (X GiB KV cache is needed, which is larger than the
+    // available KV cache memory (Y GiB). Based on the available memory, the estimated maximum model
+    // length is M."
+    if (const size_t needed = s.find("KV cache is needed"); needed != std::string_view::npos) {
+        settingAfter(run, "max_model_len", line, "max seq len (");
+        const size_t open = s.rfind('(', needed);
         if (open != std::string_view::npos) {
-            const auto free = numberAt(s, open + 1, &end);
-            if (free && end < s.size() && s[end] == '/') {
-                const auto total = bytesAt(s, end + 1);
-                if (total && *free >= 0) {
-                    const double unit = static_cast<double>(*total) / std::max(1e-9, *numberAt(s, end + 1));
-                    addFigure(run, "card_total", total, line);
-                    addFigure(run, "card_free", static_cast<int64_t>(std::llround(*free * unit)), line);
-                }
-            }
+            size_t end = 0;
+            if (const auto bytes = bytesAt(s, open + 1, &end); bytes && end <= needed)
+                addFigure(run, "kv_cache_needed", *bytes, line.quote(open + 1, needed + 18));
         }
-        if (const size_t wish = s.find("memory utilization ("); wish != std::string_view::npos) {
-            size_t after = 0;
-            addSetting(run, "gpu_memory_utilization", numberAt(s, wish + 20, &after), line);
-            if (after < s.size() && s[after] == ',')
-                addFigure(run, "budget", bytesAt(s, after + 1), line);
-        }
+        figureAfter(run, "kv_cache", line, "available KV cache memory (");
+        settingAfter(run, "estimated_max_model_len", line, "the estimated maximum model length is");
     }
+    settingAfter(run, "max_num_seqs", line, "warming up sampler with");
+    if (const size_t at = s.find("Free memory on device"); at != std::string_view::npos)
+        readStartupFreeMemory(line, at, run);
 }
 
 // SGLang's model runner and memory pool (model_runner.py, memory_pool.py, cuda_graph_runner.py).
@@ -211,30 +269,41 @@ void readSglangLine(const RawLine& line, ServingRun& run)
 {
     const std::string_view s = line.content;
     if (contains(s, "Load weight end.")) {
-        addFigure(run, "weights", bytesAfter(s, "mem usage="), line);
-        addFigure(run, "free_after_weights", bytesAfter(s, "avail mem="), line);
+        figureAfter(run, "weights", line, "mem usage=");
+        figureAfter(run, "free_after_weights", line, "avail mem=");
     }
     if (contains(s, "KV Cache is allocated.")) {
-        addSetting(run, "kv_cache_tokens", numberAfter(s, "#tokens:"), line);
-        const auto k = bytesAfter(s, "K size:");
-        const auto v = bytesAfter(s, "V size:");
+        settingAfter(run, "kv_cache_tokens", line, "#tokens:");
+        const size_t kAt = s.find("K size:");
+        const size_t vAt = s.find("V size:");
+        size_t kEnd = 0;
+        size_t vEnd = 0;
+        const auto k = kAt == std::string_view::npos ? std::nullopt : bytesAt(s, kAt + 7, &kEnd);
+        const auto v = vAt == std::string_view::npos ? std::nullopt : bytesAt(s, vAt + 7, &vEnd);
         if (k && v)
-            addFigure(run, "kv_cache", *k + *v, line);
-        addFigure(run, "kv_cache", bytesAfter(s, "KV size:"), line);
+            addFigure(run, "kv_cache", *k + *v, line.quote(kAt, vEnd));
+        figureAfter(run, "kv_cache", line, "KV size:");
     }
     if (contains(s, "is larger than the profiled value"))
-        addSetting(run, "kv_cache_tokens", numberAfter(s, "the profiled value"), line);
+        settingAfter(run, "kv_cache_tokens", line, "the profiled value", 0);
     if (contains(s, "Capture") && contains(s, "graph end"))
-        addFigure(run, "graphs", bytesAfter(s, "mem usage="), line);
+        figureAfter(run, "graphs", line, "mem usage=");
     if (contains(s, "Memory pool end."))
-        addFigure(run, "left", bytesAfter(s, "avail mem="), line);
+        figureAfter(run, "left", line, "avail mem=");
 }
 
 void readTgiLine(const RawLine& line, ServingRun& run)
 {
-    addSetting(run, "max_batch_total_tokens", numberAfter(line.content, "Setting max batch total tokens to"), line);
+    settingAfter(run, "max_batch_total_tokens", line, "Setting max batch total tokens to");
     if (contains(line.content, "Not enough memory to handle"))
-        addSetting(run, "max_batch_prefill_tokens", numberAfter(line.content, "Not enough memory to handle"), line);
+        settingAfter(run, "max_batch_prefill_tokens", line, "Not enough memory to handle");
+}
+
+// TensorRT's runtime logs the serialized engine it deserializes ("Loaded engine size: 134597 MiB");
+// a TensorRT-LLM engine's plan is its weights (the kernels are a few MiB).
+void readTensorRtLine(const RawLine& line, ServingRun& run)
+{
+    figureAfter(run, "weights", line, "Loaded engine size:");
 }
 
 // What the engines' loggers put before a message, which the shared prefixes do not cover:
@@ -271,6 +340,51 @@ ServingLine RawLine::cite() const
     if (content.size() > maxCitedChars)
         text += "…";
     return { number, std::move(text) };
+}
+
+namespace {
+
+// "Load weight end." of "Load weight end. type=…, avail mem=…": a short first sentence that names
+// what the line reports; 0 when the line has none.
+size_t leadSentenceEnd(std::string_view text)
+{
+    constexpr size_t longestLead = 40;
+    const size_t stop = text.find(". ");
+    if (stop == std::string_view::npos || stop + 1 > longestLead)
+        return 0;
+    const std::string_view lead = text.substr(0, stop);
+    return std::any_of(lead.begin(), lead.end(), [](char c) { return isDigit(c); }) ? 0 : stop + 1;
+}
+
+} // namespace
+
+ServingLine RawLine::quote(size_t begin, size_t end) const
+{
+    const std::string_view s = content;
+    end = std::min(end, s.size());
+    begin = std::min(begin, end);
+    // A parenthesis the quote opened closes in it: "total_gpu_memory (39.38GiB)".
+    const std::string_view body = s.substr(begin, end - begin);
+    if (end < s.size() && s[end] == ')'
+        && std::count(body.begin(), body.end(), '(') > std::count(body.begin(), body.end(), ')'))
+        ++end;
+    std::string text;
+    if (begin > 0) {
+        const size_t lead = leadSentenceEnd(s);
+        if (lead > 0 && lead <= begin) {
+            text = std::string(s.substr(0, lead));
+            text += trimmed(s.substr(lead, begin - lead)).empty() ? " " : " … ";
+        } else {
+            text = "… ";
+        }
+    }
+    text += s.substr(begin, end - begin);
+    const std::string_view rest = s.substr(end);
+    if (rest.find_first_not_of(" .,;)") != std::string_view::npos)
+        text += " …";
+    if (text.size() > maxCitedChars)
+        text = text.substr(0, maxCitedChars) + "…";
+    return { number, sanitizedUtf8(text) };
 }
 
 std::vector<RawLine> rawLines(std::string_view input)
@@ -373,7 +487,11 @@ void readFigures(const std::vector<RawLine>& lines, ServingRun& run)
     bool v0 = false;
     for (const RawLine& line : lines) {
         v1 = v1 || contains(line.raw, "vllm/v1/") || contains(line.raw, "(EngineCore")
-            || contains(line.raw, "(VllmWorker rank=") || contains(line.raw, "V1 LLM engine");
+            || contains(line.raw, "(VllmWorker rank=")
+            || contains(line.raw, "V1 LLM engine")
+            // Said only by V1's engine core (v1/engine/core.py) and its byte check of the cache.
+            || contains(line.raw, "EngineCore failed to start")
+            || contains(line.raw, "KV cache is needed, which is larger than the available KV cache memory");
         v0 = v0 || contains(line.raw, "vllm/worker/") || contains(line.raw, "vllm/engine/")
             || contains(line.raw, "VllmWorkerProcess") || contains(line.raw, "V0 LLM engine")
             || contains(line.raw, "# cuda blocks:");
@@ -387,6 +505,9 @@ void readFigures(const std::vector<RawLine>& lines, ServingRun& run)
             break;
         case ServingEngine::Tgi:
             readTgiLine(line, run);
+            break;
+        case ServingEngine::TensorRtLlm:
+            readTensorRtLine(line, run);
             break;
         default:
             break;

@@ -17,7 +17,10 @@ struct RawLine
     size_t number = 0; // 1-based
     std::string_view raw; // as printed, prefixes and all
     std::string_view content; // launcher and logger prefixes stripped, trimmed
-    ServingLine cite() const;
+    ServingLine cite() const; // the whole line, clipped
+    // The part of the line that carries one figure, [begin, end) of `content`, with the line's
+    // lead sentence before it and "…" where the line goes on: "Load weight end. … mem usage=32.89 GB".
+    ServingLine quote(size_t begin, size_t end) const;
 };
 
 std::vector<RawLine> rawLines(std::string_view input);

@@ -1,5 +1,6 @@
 #include "parsers/text/servinglog.h"
 
+#include "core/serving/workload.h"
 #include "parsers/text/servingfigures.h"
 #include "parsers/text/textlines.h"
 
@@ -85,37 +86,13 @@ std::optional<EngineFound> detectEngine(const std::vector<RawLine>& lines)
     return std::nullopt;
 }
 
-bool isTrainingFrame(const TracebackFrame& frame)
-{
-    const std::string_view file = frame.filename;
-    const size_t slash = file.find_last_of("/\\");
-    const std::string base = lowercase(slash == std::string_view::npos ? file : file.substr(slash + 1));
-    return frame.function == "backward" || frame.function == "training_step" || contains(file, "torch/autograd/")
-        || contains(file, "torch/optim/") || contains(base, "train") || contains(base, "finetune");
-}
-
-// A backward, an optimizer, a trainer or a training recipe: the run trains, whatever it also serves.
-bool showsTraining(const TextFindings& findings)
-{
-    auto trains = [](const TracebackInfo& traceback) {
-        return std::any_of(traceback.frames.begin(), traceback.frames.end(), isTrainingFrame);
-    };
-    for (const OomMessage& message : findings.oomMessages) {
-        if (!message.recipe.empty() || !message.memoryLog.empty() || message.trainableParameters
-            || message.phase == Phase::Backward || message.phase == Phase::Optimizer
-            || (message.traceback && trains(*message.traceback)))
-            return true;
-    }
-    return std::any_of(findings.tracebacks.begin(), findings.tracebacks.end(), trains);
-}
-
 } // namespace
 
 std::optional<ServingRun> findServingRun(std::string_view input, const TextFindings& findings)
 {
     const std::vector<RawLine> lines = rawLines(input);
     const std::optional<EngineFound> found = detectEngine(lines);
-    if (!found || showsTraining(findings))
+    if (!found || textTrainingEvidence(findings))
         return std::nullopt;
     ServingRun run;
     run.engine = found->engine;

@@ -27,19 +27,14 @@ using namespace oomlens;
 
 namespace {
 
-constexpr const char* blind = "blind family: failed when first measured";
-
-// Row name -> why it fails today.
+// Row name -> why it fails today. Every row failed or passed as the rules stood when the family
+// was frozen; the last five first-diagnosis misses and the one training rung were mended from the
+// engines' own code (V1's byte check of the cache, V0's weight-load end line, TensorRT-LLM's engine
+// deserialization, generate()'s forward, SGLang's capture progress bar read as a training log), so
+// none is expected to fail now.
 const std::map<QString, const char*>& expectedFailures()
 {
-    static const std::map<QString, const char*> rows {
-        { QStringLiteral("first:hf_generate_llama31_8b_beam_search_batch16.log"), blind },
-        { QStringLiteral("first:sglang_llama31_70b_tp4_capture_mem_fraction_098.log"), blind },
-        { QStringLiteral("first:trtllm_llama31_70b_fp16_engine_tp1_one_h100.log"), blind },
-        { QStringLiteral("first:vllm_v0_054_llama31_8b_l4_profile_run_64k_no_chunking.log"), blind },
-        { QStringLiteral("first:vllm_v1_085_qwen25_14b_a100_40gb_yarn_131k.log"), blind },
-        { QStringLiteral("nofix:sglang_llama31_70b_tp4_capture_mem_fraction_098.log"), blind },
-    };
+    static const std::map<QString, const char*> rows {};
     return rows;
 }
 

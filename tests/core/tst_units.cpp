@@ -89,7 +89,7 @@ private Q_SLOTS:
     // Fix ids, card bands and host kills: every value has one spelling, read back to itself.
     void enumSpellingsRoundTrip()
     {
-        for (int i = 0; i <= static_cast<int>(FixKind::DiffusersResolution); ++i) {
+        for (int i = 0; i <= static_cast<int>(FixKind::SmallerBatch); ++i) {
             const auto kind = static_cast<FixKind>(i);
             QVERIFY2(!fixId(kind).empty(), std::to_string(i).c_str());
             QVERIFY(fixKindFromId(fixId(kind)) == kind);
