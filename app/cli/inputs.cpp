@@ -11,28 +11,20 @@ namespace oomlens::cli {
 
 namespace {
 
-QStringList toQStringList(const std::vector<std::string>& words)
-{
-    QStringList list;
-    for (const std::string& word : words)
-        list.append(QString::fromStdString(word));
-    return list;
-}
-
 // The INPUTs as requests: '-' is standard input, read here (as text named "-").
-QList<LoadRequest> inputRequests(const std::vector<std::string>& paths)
+std::vector<LoadRequest> inputRequests(const std::vector<std::string>& paths)
 {
-    QList<LoadRequest> requests;
+    std::vector<LoadRequest> requests;
     for (const std::string& path : paths) {
         if (path != "-") {
-            requests.append(LoadRequest::file(QString::fromStdString(path)));
+            requests.push_back(LoadRequest::file(path));
             continue;
         }
         std::string error;
-        if (const std::optional<QByteArray> text = readStandardInput(&error))
-            requests.append(LoadRequest::pasted(*text, QString::fromStdString(path)));
+        if (std::optional<std::string> text = readStandardInput(&error))
+            requests.push_back(LoadRequest::pasted(std::move(*text), path));
         else
-            requests.append(LoadRequest::unreadable(QString::fromStdString(path), QString::fromStdString(error)));
+            requests.push_back(LoadRequest::unreadable(path, error));
     }
     return requests;
 }
@@ -50,22 +42,13 @@ int printFailures(const std::vector<InputFailure>& failures)
     return failed;
 }
 
-std::vector<std::string> expandInputFolders(const std::vector<std::string>& given)
-{
-    std::vector<std::string> paths;
-    for (const QString& path : expandFolders(toQStringList(given)))
-        paths.push_back(path.toStdString());
-    return paths;
-}
-
 Opened openCommandLine(const std::vector<std::string>& given, const AnalysisOptions& options)
 {
     OpenOptions openOptions;
     openOptions.analysis = options;
-    QList<LoadRequest> requests = inputRequests(expandInputFolders(given));
+    std::vector<LoadRequest> requests = inputRequests(expandFolders(given));
     for (LoadRequest& request : requests)
-        request.inFolder
-            = request.isFile() && std::find(given.begin(), given.end(), request.path.toStdString()) == given.end();
+        request.inFolder = request.isFile() && std::find(given.begin(), given.end(), request.path) == given.end();
     Opened opened = openInputs(requests, openOptions);
     printFailures(opened.failures);
     return opened;

@@ -23,9 +23,6 @@ int printFailures(const std::vector<InputFailure>& failures);
 // stderr; the others are still analyzed.
 Opened openCommandLine(const std::vector<std::string>& given, const AnalysisOptions& options);
 
-// The INPUTs with each folder standing for what it holds (opening/jobfiles.h's expandFolders).
-std::vector<std::string> expandInputFolders(const std::vector<std::string>& given);
-
 // Reads every INPUT into one case without analyzing it, each failure on stderr: `compare` and
 // `plan --snapshot` analyze the one snapshot they need. Returns the number of inputs that failed.
 int loadInputs(const std::vector<std::string>& paths, Case& into);

@@ -141,14 +141,12 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
         } else {
             // A config.json is a few KB; the bound keeps a device or an endless pipe from hanging.
             std::string error;
-            const std::optional<QByteArray> bytes
-                = readSmallFile(QString::fromStdString(source), uint64_t(16) << 20, &error);
+            const std::optional<std::string> bytes = readSmallFile(source, uint64_t(16) << 20, &error);
             if (!bytes) {
                 printErrorLine("oomlens: " + source + ": " + error + " (nor a preset name)");
                 return 1;
             }
-            const HfConfigResult parsed
-                = modelFromHfConfig(std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())));
+            const HfConfigResult parsed = modelFromHfConfig(*bytes);
             if (!parsed.model) {
                 printErrorLine("oomlens: " + source + ": not a model config.json: " + parsed.error);
                 return 1;

@@ -6,6 +6,7 @@
 #include "app/cli/timestamp.h"
 #include "core/caseanalysis.h"
 #include "core/report/htmlreport.h"
+#include "opening/jobfiles.h"
 
 #include <cstdio>
 #include <optional>
@@ -43,7 +44,7 @@ int runReport(const std::vector<std::string>& arguments)
     const int failures = opened.failedInputs();
     // A job's report has its job section even when the failing rank's snapshot is elsewhere.
     const bool nothingRead
-        = opened.job ? static_cast<size_t>(failures) == expandInputFolders(inputs).size() : !opened.anyReadable();
+        = opened.job ? static_cast<size_t>(failures) == expandFolders(inputs).size() : !opened.anyReadable();
     if (nothingRead) {
         std::fprintf(stderr, "oomlens: no input could be read; no report written\n");
         return 1;

@@ -7,6 +7,7 @@
 #include "core/job/jobsummarizer.h"
 #include "core/job/ranksummaryfile.h"
 #include "opening/jobgathering.h"
+#include "parsers/filepaths.h"
 #include "parsers/ranksummaryfiles.h"
 #include "parsers/snapshotfiles.h"
 
@@ -66,17 +67,16 @@ std::vector<std::string> snapshotInputs(const std::vector<std::string>& paths, i
 {
     std::vector<std::string> files;
     for (const std::string& path : paths) {
-        if (!isDirectory(path)) {
+        if (!isFolder(path)) {
             files.push_back(path);
             continue;
         }
-        const QStringList snapshots = snapshotFilesInFolder(QString::fromStdString(path));
-        if (snapshots.isEmpty()) {
+        const std::vector<std::string> snapshots = snapshotFilesInFolder(path);
+        if (snapshots.empty()) {
             std::fprintf(stderr, "oomlens: %s: no snapshot files in the folder\n", path.c_str());
             ++failures;
         }
-        for (const QString& snapshot : snapshots)
-            files.push_back(snapshot.toStdString());
+        files.insert(files.end(), snapshots.begin(), snapshots.end());
     }
     std::sort(files.begin(), files.end());
     files.erase(std::unique(files.begin(), files.end()), files.end());
@@ -86,7 +86,7 @@ std::vector<std::string> snapshotInputs(const std::vector<std::string>& paths, i
 // The snapshot's name without its container's extensions: rank3.pickle.gz -> rank3.
 std::string stem(const std::string& path)
 {
-    std::string name = fileName(path);
+    std::string name = fileNameOf(path);
     if (name.ends_with(".gz"))
         name.resize(name.size() - 3);
     const size_t dot = name.rfind('.');

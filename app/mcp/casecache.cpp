@@ -6,8 +6,7 @@
 #include "core/jsonexport.h"
 #include "opening/jobfiles.h"
 #include "opening/opening.h"
-
-#include "app/cli/paths.h"
+#include "parsers/filepaths.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,7 +19,7 @@ namespace {
 
 std::string absolutePath(const std::string& path)
 {
-    return cli::absoluteFilePath(path);
+    return absoluteFilePath(path);
 }
 
 } // namespace
@@ -91,14 +90,14 @@ std::shared_ptr<const LoadedCase> CaseCache::read(
     // Opened as `diagnose` opens its INPUTs (a job or one case, opening/opening.h), the pasted
     // text last; the CLI's own lines are printed on stderr and kept by the capture.
     cli::ErrorLineCapture errors;
-    QList<LoadRequest> requests;
+    std::vector<LoadRequest> requests;
     for (const std::string& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
         // A file found in a folder given is listed, not an error, when it is no input (a README).
         const bool inFolder = std::find(request.paths.begin(), request.paths.end(), path) == request.paths.end();
-        requests.append(LoadRequest::file(QString::fromStdString(path), inFolder));
+        requests.push_back(LoadRequest::file(path, inFolder));
     }
     if (!request.text.empty())
-        requests.append(LoadRequest::pasted(QByteArray::fromStdString(request.text)));
+        requests.push_back(LoadRequest::pasted(request.text));
     OpenOptions options;
     options.analysis.device = request.device;
     control.attachTo(options);
@@ -125,7 +124,7 @@ void CaseCache::keep(Entry entry)
 
 std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request, const CallControl& control)
 {
-    const std::vector<std::string> paths = cli::expandInputFolders(request.paths);
+    const std::vector<std::string> paths = expandFolders(request.paths);
     const std::vector<FileStamp> files = stamps(paths);
     {
         const std::lock_guard lock(m_mutex);

@@ -3,7 +3,6 @@
 
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
-#include "app/cli/paths.h"
 #include "app/cli/plancommand.h"
 #include "app/cli/reportfile.h"
 #include "app/cli/timestamp.h"
@@ -19,6 +18,7 @@
 #include "core/planner/planjson.h"
 #include "core/report/htmlreport.h"
 #include "core/units.h"
+#include "parsers/filepaths.h"
 
 #include <algorithm>
 #include <cctype>
@@ -78,7 +78,7 @@ ToolResult report(const Json& json, CaseCache& cache, const CallControl& control
     if (!cli::writeReportFile(output, html))
         throw ToolError(errors.joined());
     ToolResult result;
-    const std::string path = cli::absoluteFilePath(output);
+    const std::string path = absoluteFilePath(output);
     result.structured = { { "path", path }, { "bytes", html.size() },
         { "diagnoses", loaded->analysis.diagnoses.size() },
         { "top_diagnosis",
