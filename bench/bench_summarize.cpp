@@ -56,8 +56,7 @@ int runChild(const std::string& mode, const QString& dir, const QString& out)
     std::string detail = "-";
     if (mode == "summarize") {
         // Exactly the command a node runs: one file at a time, as `--jobs 1`.
-        const int status
-            = cli::runSummarize({ dir, QStringLiteral("-o"), out, QStringLiteral("--jobs"), QStringLiteral("1") });
+        const int status = cli::runSummarize({ dir.toStdString(), "-o", out.toStdString(), "--jobs", "1" });
         detail = "exit_" + std::to_string(status);
     } else if (mode == "no-summary") {
         // The same ranks summarized in memory as `diagnose` does, nothing hashed or written.

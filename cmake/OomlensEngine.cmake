@@ -1,8 +1,9 @@
 # The engine (core/, parsers/, opening/) is the C++ standard library, nlohmann/json and zlib, so
 # that the command line builds where Qt is not installed (a static binary for cluster nodes). Qt
-# belongs to the front ends (views/, app/), which link the engine. This fails the configuration
-# when an engine target links Qt, and tests/CMakeLists.txt adds engine/qt_free, which fails when
-# an engine source includes a Qt header (cmake/CheckEngineQtFree.cmake).
+# belongs to the window and its views (views/, app/window.cpp), which link the engine; the command
+# line and the MCP server (app/cli, app/mcp: oomlens_cli) are free of it too. This fails the
+# configuration when one of those targets links Qt, and tests/CMakeLists.txt adds engine/qt_free,
+# which fails when an engine source includes a Qt header (cmake/CheckEngineQtFree.cmake).
 
 # Every library `target` links, directly or through the project's own targets.
 function(oomlens_linked_libraries target out)
@@ -40,8 +41,9 @@ function(oomlens_assert_engine_qt_free)
         oomlens_linked_libraries(${target} libraries)
         foreach(library ${libraries})
             if(library MATCHES "Qt[0-9]*::|Qt[0-9]*Core|^Qt[0-9]*$")
-                message(FATAL_ERROR "${target} links ${library}: the engine libraries (core, parsers, opening) "
-                                    "must not use Qt; convert at the front end's call instead")
+                message(FATAL_ERROR "${target} links ${library}: the engine libraries (core, parsers, opening), "
+                                    "the command line and the MCP server (app/cli, app/mcp) must not use Qt; "
+                                    "convert at the window's call instead")
             endif()
         endforeach()
     endforeach()

@@ -30,54 +30,39 @@ const std::array commandTable {
     Command { "mcp", "mcp", "serve the tools to a coding agent (Model Context Protocol on stdio)", runMcp },
 };
 
-const Command* findCommand(const QString& name)
+const Command* findCommand(const std::string& name)
 {
     for (const Command& command : commandTable) {
-        if (name == QLatin1String(command.name))
+        if (name == command.name)
             return &command;
     }
     return nullptr;
 }
 
-QString usageText()
-{
-    // Synopses line up in one column; one too long for it puts its summary on the next line.
-    constexpr qsizetype summaryColumn = 52;
-    // `-> QString`: with QStringBuilder an `auto` return would refer to the lambda's locals.
-    const auto line = [](const QString& synopsis, const QString& summary) -> QString {
-        QString text = QStringLiteral("  ") + synopsis;
-        text += text.size() < summaryColumn ? QString(summaryColumn - text.size(), QLatin1Char(' '))
-                                            : QLatin1Char('\n') + QString(summaryColumn, QLatin1Char(' '));
-        return text + summary + QLatin1Char('\n');
-    };
-    QString text = QStringLiteral("usage:\n");
-    text += line(QStringLiteral("oomlens [FILE...]"), QStringLiteral("open the GUI, optionally with files"));
-    for (const Command& command : commandTable)
-        text += line(
-            QStringLiteral("oomlens ") + QString::fromUtf8(command.synopsis), QString::fromUtf8(command.summary));
-    text += QStringLiteral("  oomlens --help | --version\n\n"
-                           "Run 'oomlens COMMAND --help' for a command's options.\n");
-    return text;
-}
-
 // Help and version are answered the same way with or without a GUI, before any window exists.
-std::optional<int> answerHelpOrVersion(const QCommandLineParser& parser)
+std::optional<int> answerHelpOrVersion(const OptionParser& parser, Gui gui)
 {
-    if (parser.isSet(QStringLiteral("help")) || parser.isSet(QStringLiteral("help-all"))) {
-        std::fputs(qPrintable(usageText()), stdout);
+    if (parser.isSet("help") || parser.isSet("help-all")) {
+        std::fputs(usageText(gui).c_str(), stdout);
         return 0;
     }
-    if (parser.isSet(QStringLiteral("version"))) {
+    if (parser.isSet("version")) {
         std::printf("oomlens %s\n", OOMLENS_VERSION);
         return 0;
     }
     return std::nullopt;
 }
 
-int usageError(const QString& message)
+int usageError(const std::string& message, Gui gui)
 {
-    std::fprintf(stderr, "oomlens: %s\n%s", qPrintable(message), qPrintable(usageText()));
+    std::fprintf(stderr, "oomlens: %s\n%s", message.c_str(), usageText(gui).c_str());
     return 2;
+}
+
+// The words after the program's name.
+std::vector<std::string> afterProgram(const std::vector<std::string>& arguments)
+{
+    return arguments.empty() ? arguments : std::vector<std::string>(arguments.begin() + 1, arguments.end());
 }
 
 } // namespace
@@ -87,39 +72,62 @@ std::span<const Command> commands()
     return commandTable;
 }
 
-int run(const QStringList& arguments)
+std::string usageText(Gui gui)
 {
-    if (const Command* command = findCommand(arguments.value(1)))
-        return command->run(arguments.mid(2));
-    // No command: only --help and --version mean something without a GUI.
-    QCommandLineParser parser;
-    parser.addHelpOption();
-    parser.addVersionOption();
-    if (!parser.parse(arguments))
-        return usageError(parseError(parser));
-    if (const std::optional<int> answered = answerHelpOrVersion(parser))
-        return *answered;
-    if (arguments.size() > 1)
-        return usageError(QStringLiteral("unknown command '%1'").arg(arguments.at(1)));
-    return usageError(QStringLiteral("no command given"));
+    // Synopses line up in one column; one too long for it puts its summary on the next line.
+    constexpr size_t summaryColumn = 52;
+    const auto line = [](const std::string& synopsis, const std::string& summary) {
+        std::string text = "  " + synopsis;
+        if (text.size() < summaryColumn)
+            text.append(summaryColumn - text.size(), ' ');
+        else
+            text += '\n' + std::string(summaryColumn, ' ');
+        return text + summary + '\n';
+    };
+    std::string text = "usage:\n";
+    if (gui == Gui::Built)
+        text += line("oomlens [FILE...]", "open the GUI, optionally with files");
+    for (const Command& command : commandTable)
+        text += line(std::string("oomlens ") + command.synopsis, command.summary);
+    text += "  oomlens --help | --version\n\n"
+            "Run 'oomlens COMMAND --help' for a command's options.\n";
+    return text;
 }
 
-GuiCommandLine parseGuiCommandLine(const QStringList& arguments)
+int run(const std::vector<std::string>& arguments, Gui gui)
+{
+    if (arguments.size() > 1) {
+        if (const Command* command = findCommand(arguments[1]))
+            return command->run(std::vector<std::string>(arguments.begin() + 2, arguments.end()));
+    }
+    // No command: only --help and --version mean something without a GUI.
+    OptionParser parser;
+    parser.addHelpOption();
+    parser.addVersionOption();
+    if (!parser.parse(afterProgram(arguments)))
+        return usageError(parseError(parser), gui);
+    if (const std::optional<int> answered = answerHelpOrVersion(parser, gui))
+        return *answered;
+    if (arguments.size() > 1)
+        return usageError("unknown command '" + arguments[1] + "'", gui);
+    return usageError("no command given", gui);
+}
+
+GuiCommandLine parseGuiCommandLine(const std::vector<std::string>& arguments)
 {
     GuiCommandLine result;
-    QCommandLineParser parser;
+    OptionParser parser;
     parser.addHelpOption();
     parser.addVersionOption();
     // Used to make the README's pictures; not part of the documented command line.
-    QCommandLineOption screenshot(QStringLiteral("screenshot"),
-        QStringLiteral("Render every view of FILE... to DIR as PNG and exit."), QStringLiteral("DIR"));
-    screenshot.setFlags(QCommandLineOption::HiddenFromHelp);
+    Option screenshot("screenshot", "Render every view of FILE... to DIR as PNG and exit.", "DIR");
+    screenshot.hiddenFromHelp = true;
     parser.addOption(screenshot);
-    if (!parser.parse(arguments)) {
-        result.exitStatus = usageError(parseError(parser));
+    if (!parser.parse(afterProgram(arguments))) {
+        result.exitStatus = usageError(parseError(parser), Gui::Built);
         return result;
     }
-    result.exitStatus = answerHelpOrVersion(parser);
+    result.exitStatus = answerHelpOrVersion(parser, Gui::Built);
     result.files = parser.positionalArguments();
     result.screenshotDirectory = parser.value(screenshot);
     return result;

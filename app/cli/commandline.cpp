@@ -1,86 +1,85 @@
 #include "app/cli/commandline.h"
 
+#include "app/cli/characters.h"
 #include "app/cli/errorlines.h"
+#include "app/cli/numbertext.h"
 #include "parsers/categoryrulesparser.h"
 
 #include <cstdio>
 
 namespace oomlens::cli {
 
-QString parseError(const QCommandLineParser& parser)
+std::string parseError(const OptionParser& parser)
 {
-    const QStringList unknown = parser.unknownOptionNames();
-    if (unknown.isEmpty())
+    const std::vector<std::string>& unknown = parser.unknownOptionNames();
+    if (unknown.empty())
         return parser.errorText();
-    const QString& name = unknown.front();
-    return QStringLiteral("unknown option ") + (name.size() == 1 ? QStringLiteral("-") : QStringLiteral("--")) + name;
+    const std::string& name = unknown.front();
+    return "unknown option " + std::string(characters(name).size() == 1 ? "-" : "--") + name;
 }
 
-CommandLine::CommandLine(const char* synopsis, const QString& description)
-    : m_synopsis(QString::fromUtf8(synopsis))
-    , m_command(m_synopsis.section(QLatin1Char(' '), 0, 0))
+CommandLine::CommandLine(const char* synopsis, std::string description)
+    : m_synopsis(synopsis)
+    , m_command(m_synopsis.substr(0, m_synopsis.find(' ')))
 {
-    m_parser.setApplicationDescription(description);
+    m_parser.setDescription(std::move(description));
     m_parser.addHelpOption();
 }
 
-std::optional<int> CommandLine::parse(const QStringList& arguments)
+std::optional<int> CommandLine::parse(const std::vector<std::string>& arguments)
 {
-    // QCommandLineParser skips the first word as the program's name.
-    if (!m_parser.parse(QStringList { QStringLiteral("oomlens ") + m_command } + arguments))
+    if (!m_parser.parse(arguments))
         return usageError(parseError(m_parser));
-    // Qt's addHelpOption() also adds --help-all (Qt's own options, which a command has none of).
-    if (m_parser.isSet(QStringLiteral("help")) || m_parser.isSet(QStringLiteral("help-all"))) {
-        std::fputs(qPrintable(helpText()), stdout);
+    // --help-all too: the parser's own option beside --help (a command has no others to show).
+    if (m_parser.isSet("help") || m_parser.isSet("help-all")) {
+        std::fputs(helpText().c_str(), stdout);
         return 0;
     }
     return std::nullopt;
 }
 
-int CommandLine::usageError(const QString& message) const
+int CommandLine::usageError(const std::string& message) const
 {
-    printErrorLine(QStringLiteral("oomlens %1: %2").arg(m_command, message));
-    std::fprintf(stderr, "usage: oomlens %s\n", qPrintable(m_synopsis));
+    printErrorLine("oomlens " + m_command + ": " + message);
+    std::fprintf(stderr, "usage: oomlens %s\n", m_synopsis.c_str());
     return 2;
 }
 
-bool CommandLine::readDevice(const QCommandLineOption& option, std::optional<int32_t>& device) const
+bool CommandLine::readDevice(const Option& option, std::optional<int32_t>& device) const
 {
     if (!m_parser.isSet(option))
         return true;
-    bool ok = false;
-    const QString value = m_parser.value(option);
-    const int ordinal = value.toInt(&ok);
-    if (!ok || ordinal < 0) {
-        usageError(QStringLiteral("--device needs a device ordinal (0, 1, ...), got '%1'").arg(value));
+    const std::string value = m_parser.value(option);
+    const std::optional<int> ordinal = intFromText(value);
+    if (!ordinal || *ordinal < 0) {
+        usageError("--device needs a device ordinal (0, 1, ...), got '" + value + "'");
         return false;
     }
-    device = ordinal;
+    device = *ordinal;
     return true;
 }
 
-std::optional<int> CommandLine::readRules(const QCommandLineOption& option, AnalysisOptions& options) const
+std::optional<int> CommandLine::readRules(const Option& option, AnalysisOptions& options) const
 {
     if (!m_parser.isSet(option))
         return std::nullopt;
-    const QString path = m_parser.value(option);
-    if (path.isEmpty())
-        return usageError(QStringLiteral("--rules needs a file"));
-    setCategoryRules(options, path.toStdString());
+    const std::string path = m_parser.value(option);
+    if (path.empty())
+        return usageError("--rules needs a file");
+    setCategoryRules(options, path);
     if (!options.rulesError.empty()) {
-        printErrorLine(QStringLiteral("oomlens %1: %2").arg(m_command, QString::fromStdString(options.rulesError)));
+        printErrorLine("oomlens " + m_command + ": " + options.rulesError);
         return 1;
     }
     return std::nullopt;
 }
 
-QString CommandLine::helpText() const
+std::string CommandLine::helpText() const
 {
-    // Qt's first line names the program by its full path and puts "[options]" first; the
-    // synopsis says how the command is really typed.
-    QString text = m_parser.helpText();
-    text.remove(0, text.indexOf(QLatin1Char('\n')));
-    return QStringLiteral("Usage: oomlens ") + m_synopsis + text;
+    // The parser's first line puts "[options]" first; the synopsis says how the command is
+    // really typed.
+    const std::string text = m_parser.helpText("oomlens " + m_command);
+    return "Usage: oomlens " + m_synopsis + text.substr(text.find('\n'));
 }
 
 } // namespace oomlens::cli

@@ -1,6 +1,7 @@
 #pragma once
 
-#include <QStringList>
+#include <string>
+#include <vector>
 
 namespace oomlens::cli {
 
@@ -8,6 +9,6 @@ namespace oomlens::cli {
 // §5, Wave-2 commands): the comparison as text, as JSON (--json) or as the HTML report's
 // comparison section (-o FILE.html). Returns 0 when compared, 1 when an input cannot be read or
 // is not a snapshot, 2 for usage errors.
-int runCompare(const QStringList& arguments);
+int runCompare(const std::vector<std::string>& arguments);
 
 } // namespace oomlens::cli

@@ -15,21 +15,18 @@
 
 namespace oomlens::cli {
 
-int runDiagnose(const QStringList& arguments)
+int runDiagnose(const std::vector<std::string>& arguments)
 {
     CommandLine commandLine("diagnose [--full | --json] [--device N] [--rules FILE] INPUT...",
-        QStringLiteral("Analyzes the inputs as one case and prints the verdict, its evidence and the first fix that "
-                       "makes the run fit; --full prints everything found."));
-    QCommandLineParser& parser = commandLine.parser();
-    const QCommandLineOption json(QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text."));
-    const QCommandLineOption device(QStringLiteral("device"),
-        QStringLiteral("Describe snapshot device N (default: the device of the OOM event)."), QStringLiteral("N"));
-    const QCommandLineOption rules(QStringLiteral("rules"),
-        QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
-    const QCommandLineOption full(QStringLiteral("full"),
-        QStringLiteral("Print every input's figures, every diagnosis and the whole ladder of fixes."));
+        "Analyzes the inputs as one case and prints the verdict, its evidence and the first fix that "
+        "makes the run fit; --full prints everything found.");
+    OptionParser& parser = commandLine.parser();
+    const Option json("json", "Print one JSON object instead of text.");
+    const Option device("device", "Describe snapshot device N (default: the device of the OOM event).", "N");
+    const Option rules("rules", "Category rules (JSON or YAML; first match wins).", "FILE");
+    const Option full("full", "Print every input's figures, every diagnosis and the whole ladder of fixes.");
     parser.addOptions({ json, full, device, rules });
-    parser.addPositionalArgument(QStringLiteral("INPUT"), caseInputsHelp(), QStringLiteral("INPUT..."));
+    parser.addPositionalArgument("INPUT", caseInputsHelp(), "INPUT...");
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
 
@@ -38,9 +35,9 @@ int runDiagnose(const QStringList& arguments)
         return 2;
     if (const std::optional<int> stop = commandLine.readRules(rules, options))
         return *stop;
-    const QStringList paths = parser.positionalArguments();
-    if (paths.isEmpty())
-        return commandLine.usageError(QStringLiteral("no INPUT given (use '-' to read standard input)"));
+    const std::vector<std::string>& paths = parser.positionalArguments();
+    if (paths.empty())
+        return commandLine.usageError("no INPUT given (use '-' to read standard input)");
     const bool asJson = parser.isSet(json);
 
     // Several snapshot files are the ranks of one job (opening/jobfiles.h): each is summarized by

@@ -10,12 +10,11 @@ thread_local ErrorLineCapture* activeCapture = nullptr;
 
 } // namespace
 
-void printErrorLine(const QString& line)
+void printErrorLine(const std::string& line)
 {
-    const QByteArray text = line.toUtf8();
-    std::fprintf(stderr, "%s\n", text.constData());
+    std::fprintf(stderr, "%s\n", line.c_str());
     if (activeCapture)
-        activeCapture->m_lines.push_back(text.toStdString());
+        activeCapture->m_lines.push_back(line);
 }
 
 ErrorLineCapture::ErrorLineCapture()

@@ -1,7 +1,5 @@
 #pragma once
 
-#include <QString>
-
 #include <string>
 #include <vector>
 
@@ -11,7 +9,7 @@ namespace oomlens::cli {
 // --batch needs a number, got 'x'"). While an ErrorLineCapture is alive on the calling thread,
 // each line is also kept in it: `oomlens mcp` runs the commands' own readers and returns their
 // lines as a tool's error, so an agent reads the same line a terminal user does.
-void printErrorLine(const QString& line);
+void printErrorLine(const std::string& line);
 
 class ErrorLineCapture
 {
@@ -25,7 +23,7 @@ public:
     std::string joined() const; // the lines, one per line, without a trailing newline
 
 private:
-    friend void printErrorLine(const QString& line);
+    friend void printErrorLine(const std::string& line);
     std::vector<std::string> m_lines;
     ErrorLineCapture* m_outer = nullptr; // captures nest: the innermost one keeps the lines
 };

@@ -1,30 +1,35 @@
 #include "app/cli/inputs.h"
 
 #include "app/cli/errorlines.h"
-#include "app/cli/qtlists.h"
 #include "opening/jobfiles.h"
 #include "parsers/inputfile.h"
 
+#include <algorithm>
 #include <string>
 
 namespace oomlens::cli {
 
-std::vector<LoadRequest> inputRequests(const QStringList& paths)
+namespace {
+
+// The INPUTs as requests: '-' is standard input, read here (as text named "-").
+std::vector<LoadRequest> inputRequests(const std::vector<std::string>& paths)
 {
     std::vector<LoadRequest> requests;
-    for (const QString& path : paths) {
-        if (path != QLatin1String("-")) {
-            requests.push_back(LoadRequest::file(path.toStdString()));
+    for (const std::string& path : paths) {
+        if (path != "-") {
+            requests.push_back(LoadRequest::file(path));
             continue;
         }
         std::string error;
         if (std::optional<std::string> text = readStandardInput(&error))
-            requests.push_back(LoadRequest::pasted(std::move(*text), path.toStdString()));
+            requests.push_back(LoadRequest::pasted(std::move(*text), path));
         else
-            requests.push_back(LoadRequest::unreadable(path.toStdString(), error));
+            requests.push_back(LoadRequest::unreadable(path, error));
     }
     return requests;
 }
+
+} // namespace
 
 int printFailures(const std::vector<InputFailure>& failures)
 {
@@ -32,30 +37,29 @@ int printFailures(const std::vector<InputFailure>& failures)
     for (const InputFailure& failure : failures) {
         if (!failure.warningOnly)
             ++failed;
-        printErrorLine(QStringLiteral("oomlens: %1: %2")
-                           .arg(QString::fromStdString(failure.where()), QString::fromStdString(failure.reason)));
+        printErrorLine("oomlens: " + failure.where() + ": " + failure.reason);
     }
     return failed;
 }
 
-Opened openCommandLine(const QStringList& given, const AnalysisOptions& options)
+Opened openCommandLine(const std::vector<std::string>& given, const AnalysisOptions& options)
 {
     OpenOptions openOptions;
     openOptions.analysis = options;
-    std::vector<LoadRequest> requests = inputRequests(toQStringList(expandFolders(toStdStrings(given))));
+    std::vector<LoadRequest> requests = inputRequests(expandFolders(given));
     for (LoadRequest& request : requests)
-        request.inFolder = request.isFile() && !given.contains(QString::fromStdString(request.path));
+        request.inFolder = request.isFile() && std::find(given.begin(), given.end(), request.path) == given.end();
     Opened opened = openInputs(requests, openOptions);
     printFailures(opened.failures);
     return opened;
 }
 
-int loadInputs(const QStringList& paths, Case& into)
+int loadInputs(const std::vector<std::string>& paths, Case& into)
 {
     return printFailures(readInputs(into, inputRequests(paths)));
 }
 
-LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& options)
+LoadedSnapshot loadSnapshotInput(const std::string& path, const AnalysisOptions& options)
 {
     LoadedSnapshot loaded;
     if (loadInputs({ path }, loaded.input) > 0) {
@@ -69,32 +73,29 @@ LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& opt
     }
     loaded.analysis = analyzeSnapshot(loaded.input.snapshots.front(), options);
     if (!loaded.analysis->primary()) {
-        printErrorLine(QStringLiteral("oomlens: %1: %2")
-                           .arg(path,
-                               QString::fromStdString(
-                                   noSuchDeviceReason(*loaded.input.snapshots.front(), options.device.value_or(0)))));
+        printErrorLine("oomlens: " + path + ": "
+            + noSuchDeviceReason(*loaded.input.snapshots.front(), options.device.value_or(0)));
         loaded.status = 1;
     }
     return loaded;
 }
 
-QString caseInputsHelp()
+std::string caseInputsHelp()
 {
-    return QStringLiteral(
-        "Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
-        "'-' reads standard input; a folder stands for every file in it. Several snapshot files, or rank "
-        "summaries from `oomlens summarize`, are the ranks of one job: "
-        "the job summary comes first, then the failing rank's diagnosis.");
+    return "Snapshot, OOM message, traceback, memory_summary(), nvidia-smi output or a whole log; "
+           "'-' reads standard input; a folder stands for every file in it. Several snapshot files, or rank "
+           "summaries from `oomlens summarize`, are the ranks of one job: "
+           "the job summary comes first, then the failing rank's diagnosis.";
 }
 
-QString notASnapshotError(const QString& path)
+std::string notASnapshotError(const std::string& path)
 {
-    return QStringLiteral("oomlens: %1: not a memory snapshot").arg(path);
+    return "oomlens: " + path + ": not a memory snapshot";
 }
 
-QString noSuchDeviceError(const QString& path)
+std::string noSuchDeviceError(const std::string& path)
 {
-    return QStringLiteral("oomlens: %1: the snapshot has no such device").arg(path);
+    return "oomlens: " + path + ": the snapshot has no such device";
 }
 
 } // namespace oomlens::cli

@@ -7,15 +7,11 @@
 #include "core/case.h"
 #include "opening/opening.h"
 
-#include <QStringList>
-
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace oomlens::cli {
-
-// The INPUTs as requests: '-' is standard input, read here (as text named "-").
-std::vector<LoadRequest> inputRequests(const QStringList& paths);
 
 // Prints each failure as "oomlens: PATH: reason" (printErrorLine); returns how many inputs
 // failed (a broken capture sidecar is only a warning: the snapshot beside it was still read).
@@ -25,11 +21,11 @@ int printFailures(const std::vector<InputFailure>& failures);
 // (opening/jobfiles.h's expandFolders): the ranks of one job with the text given beside them, or
 // one case (opening/opening.h's openInputs). Each input that cannot be read gets its line on
 // stderr; the others are still analyzed.
-Opened openCommandLine(const QStringList& given, const AnalysisOptions& options);
+Opened openCommandLine(const std::vector<std::string>& given, const AnalysisOptions& options);
 
 // Reads every INPUT into one case without analyzing it, each failure on stderr: `compare` and
 // `plan --snapshot` analyze the one snapshot they need. Returns the number of inputs that failed.
-int loadInputs(const QStringList& paths, Case& into);
+int loadInputs(const std::vector<std::string>& paths, Case& into);
 
 // One INPUT that must be a snapshot (`compare`, `plan --snapshot`), read and analyzed for
 // options.device; on failure its line is on stderr and `status` is the exit status.
@@ -39,14 +35,14 @@ struct LoadedSnapshot
     std::optional<SnapshotAnalysis> analysis;
     int status = 0;
 };
-LoadedSnapshot loadSnapshotInput(const QString& path, const AnalysisOptions& options);
+LoadedSnapshot loadSnapshotInput(const std::string& path, const AnalysisOptions& options);
 
 // What `diagnose` and `report` say of their INPUT arguments in --help.
-QString caseInputsHelp();
+std::string caseInputsHelp();
 
 // The lines `compare` and `plan --snapshot` print when an input that must be a snapshot is not
 // one, or lacks the device asked for (`oomlens mcp` returns the same lines).
-QString notASnapshotError(const QString& path);
-QString noSuchDeviceError(const QString& path);
+std::string notASnapshotError(const std::string& path);
+std::string noSuchDeviceError(const std::string& path);
 
 } // namespace oomlens::cli

@@ -1,9 +1,6 @@
 #include "app/cli/launch.h"
 
-#include "app/cli/cli.h"
-
-#include <QFileInfo>
-#include <QtGlobal>
+#include "app/cli/paths.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -47,8 +44,7 @@ bool looksLikeCommandWord(std::string_view word)
 // cannot be read).
 bool pathExists(const char* path)
 {
-    const QFileInfo info(QString::fromLocal8Bit(path));
-    return info.exists() || info.isSymLink();
+    return existsOrIsLink(path);
 }
 
 bool asksForScreenshots(std::span<const char* const> arguments)
@@ -57,6 +53,12 @@ bool asksForScreenshots(std::span<const char* const> arguments)
         const std::string_view word(argument);
         return word == "--screenshot" || word.starts_with("--screenshot=");
     });
+}
+
+// `-x`, `--name`: not '-' alone, which names standard input.
+bool isOptionWord(std::string_view word)
+{
+    return word.size() > 1 && word.starts_with('-');
 }
 
 size_t editDistance(std::string_view a, std::string_view b)
@@ -76,19 +78,18 @@ size_t editDistance(std::string_view a, std::string_view b)
     return previous[b.size()];
 }
 
-Launch stop(int exitStatus, const QString& line)
+Launch stop(int exitStatus, const std::string& line)
 {
-    return { Launch::Kind::Stop, false, exitStatus, line + QLatin1Char('\n') };
+    return { Launch::Kind::Stop, false, exitStatus, line + '\n' };
 }
 
 Launch unknownCommand(std::string_view word)
 {
-    const QString typed = QString::fromUtf8(word.data(), qsizetype(word.size()));
-    const QString closest = closestCommand(word);
-    const QString suggestion = closest.isEmpty() ? QString() : QStringLiteral("; did you mean '%1'?").arg(closest);
+    const std::string closest = closestCommand(word);
+    const std::string suggestion = closest.empty() ? std::string() : "; did you mean '" + closest + "'?";
     return stop(2,
-        QStringLiteral("oomlens: unknown command '%1' and no file of that name%2 ('oomlens --help' lists the commands)")
-            .arg(typed, suggestion));
+        "oomlens: unknown command '" + std::string(word) + "' and no file of that name" + suggestion
+            + " ('oomlens --help' lists the commands)");
 }
 
 } // namespace
@@ -101,7 +102,7 @@ DisplayEnvironment DisplayEnvironment::current(std::span<const char* const> argu
         = isSet("QT_QPA_PLATFORM") || std::any_of(arguments.begin(), arguments.end(), [](const char* argument) {
               return std::strcmp(argument, "-platform") == 0 || std::strcmp(argument, "--platform") == 0;
           });
-#if defined(Q_OS_UNIX) && !defined(Q_OS_MACOS) && !defined(Q_OS_ANDROID)
+#if defined(__unix__) && !defined(__APPLE__) && !defined(__ANDROID__)
     environment.needsDisplay = true;
 #else
     environment.needsDisplay = false;
@@ -109,23 +110,23 @@ DisplayEnvironment DisplayEnvironment::current(std::span<const char* const> argu
     return environment;
 }
 
-QString closestCommand(std::string_view typed)
+std::string closestCommand(std::string_view typed)
 {
     // Close means a slip of one or two keys in a word of this length, not any short word.
     const size_t allowed = std::max<size_t>(1, std::min<size_t>(2, typed.size() / 3));
-    QString best;
+    std::string best;
     size_t bestDistance = allowed + 1;
     for (const Command& command : commands()) {
         const size_t distance = editDistance(typed, command.name);
         if (distance < bestDistance) {
             bestDistance = distance;
-            best = QString::fromUtf8(command.name);
+            best = command.name;
         }
     }
     return best;
 }
 
-Launch decideLaunch(std::span<const char* const> arguments, const DisplayEnvironment& environment)
+Launch decideLaunch(std::span<const char* const> arguments, const DisplayEnvironment& environment, Gui gui)
 {
     if (arguments.size() >= 2) {
         const std::string_view first(arguments[1]);
@@ -134,13 +135,21 @@ Launch decideLaunch(std::span<const char* const> arguments, const DisplayEnviron
         if (!first.starts_with('-') && looksLikeCommandWord(first) && !pathExists(arguments[1]))
             return unknownCommand(first);
     }
+    if (gui == Gui::Absent) {
+        // An option the window does not take either: the usage error says which (cli::run).
+        if (arguments.size() >= 2 && isOptionWord(arguments[1]) && !asksForScreenshots(arguments.subspan(1, 1)))
+            return { Launch::Kind::Command, false, 0, {} };
+        return stop(2,
+            "oomlens: this build has no GUI; 'oomlens diagnose FILE...' prints the diagnosis here and 'oomlens report "
+            "FILE... -o report.html' writes it as a page to open elsewhere ('oomlens --help' lists the commands)");
+    }
     if (asksForScreenshots(arguments))
         return { Launch::Kind::Window, !environment.platformChosen, 0, {} };
     if (environment.needsDisplay && !environment.display && !environment.platformChosen)
         return stop(2,
-            QStringLiteral("oomlens: no display (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open; "
-                           "'oomlens diagnose FILE...' prints the diagnosis here and 'oomlens report FILE... "
-                           "-o report.html' writes it as a page to open elsewhere"));
+            "oomlens: no display (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open; "
+            "'oomlens diagnose FILE...' prints the diagnosis here and 'oomlens report FILE... "
+            "-o report.html' writes it as a page to open elsewhere");
     return { Launch::Kind::Window, false, 0, {} };
 }
 

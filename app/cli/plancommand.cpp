@@ -3,16 +3,15 @@
 #include "app/cli/commandline.h"
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
+#include "app/cli/numbertext.h"
 #include "app/cli/reportfile.h"
+#include "app/cli/timestamp.h"
 #include "core/caseanalysis.h"
 #include "core/planner/hfconfig.h"
 #include "core/planner/planjson.h"
 #include "core/planner/plantext.h"
 #include "core/report/htmlreport.h"
 #include "parsers/inputfile.h"
-
-#include <QDateTime>
-#include <QFile>
 
 #include <cstdio>
 #include <iostream>
@@ -25,125 +24,89 @@ using namespace oomlens::planner;
 
 struct PlanOptions
 {
-    QCommandLineOption model { QStringLiteral("model"),
-        QStringLiteral("A Hugging Face config.json, or a preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, "
-                       "llama-2-13b, llama-2-70b, llama-65b, mistral-7b, llama-3-70b, mixtral-8x7b."),
-        QStringLiteral("FILE") };
-    QCommandLineOption params { QStringLiteral("params"), QStringLiteral("Parameter count (1.3e9 works)."),
-        QStringLiteral("N") };
-    QCommandLineOption layers { QStringLiteral("layers"), QStringLiteral("Transformer blocks."), QStringLiteral("N") };
-    QCommandLineOption hidden { QStringLiteral("hidden"), QStringLiteral("Hidden size."), QStringLiteral("N") };
-    QCommandLineOption heads { QStringLiteral("heads"), QStringLiteral("Attention heads."), QStringLiteral("N") };
-    QCommandLineOption kvHeads { QStringLiteral("kv-heads"),
-        QStringLiteral("Key/value heads (grouped-query attention)."), QStringLiteral("N") };
-    QCommandLineOption vocab { QStringLiteral("vocab"), QStringLiteral("Vocabulary size."), QStringLiteral("N") };
-    QCommandLineOption ffn { QStringLiteral("ffn"), QStringLiteral("MLP inner size (default 4 x hidden)."),
-        QStringLiteral("N") };
-    QCommandLineOption experts { QStringLiteral("experts"), QStringLiteral("Routed experts per MoE layer."),
-        QStringLiteral("N") };
-    QCommandLineOption expertsPerToken { QStringLiteral("experts-per-token"),
-        QStringLiteral("Experts each token visits (top-k, default 1 with --experts)."), QStringLiteral("K") };
-    QCommandLineOption expertFfn { QStringLiteral("expert-ffn"),
-        QStringLiteral("An expert's MLP inner size (default --ffn)."), QStringLiteral("N") };
-    QCommandLineOption sharedExperts { QStringLiteral("shared-experts"),
-        QStringLiteral("Shared experts every token visits."), QStringLiteral("N") };
-    QCommandLineOption batch { QStringLiteral("batch"),
-        QStringLiteral("Micro-batch per GPU (default 1); with --inference the concurrent sequences."),
-        QStringLiteral("N") };
-    QCommandLineOption seq { QStringLiteral("seq"), QStringLiteral("Sequence length (default 1024)."),
-        QStringLiteral("N") };
-    QCommandLineOption precision { QStringLiteral("precision"),
-        QStringLiteral("fp32, mixed-fp16, mixed-bf16 (default) or bf16."), QStringLiteral("P") };
-    QCommandLineOption optimizer { QStringLiteral("optimizer"),
-        QStringLiteral("adamw (default, foreach), adamw-fused, adamw-8bit, adamw-paged-8bit, sgd or adafactor."),
-        QStringLiteral("O") };
-    QCommandLineOption accumulation { QStringLiteral("accumulation"),
-        QStringLiteral("Gradient accumulation steps (default 1)."), QStringLiteral("N") };
-    QCommandLineOption checkpointing { QStringLiteral("checkpointing"),
-        QStringLiteral(
-            "none (default), full, every:K (every K-th block) or selective (Megatron's: the attention core)."),
-        QStringLiteral("C") };
-    QCommandLineOption attention { QStringLiteral("attention"), QStringLiteral("eager or sdpa (default)."),
-        QStringLiteral("A") };
-    QCommandLineOption gpus { QStringLiteral("gpus"), QStringLiteral("GPUs per node (default 1)."),
-        QStringLiteral("N") };
-    QCommandLineOption nodes { QStringLiteral("nodes"), QStringLiteral("Nodes (default 1)."), QStringLiteral("N") };
-    QCommandLineOption zero { QStringLiteral("zero"), QStringLiteral("ZeRO stage 0, 1, 2 or 3 (default 0: DDP)."),
-        QStringLiteral("K") };
-    QCommandLineOption offload { QStringLiteral("offload"), QStringLiteral("none (default), optimizer or all."),
-        QStringLiteral("O") };
-    QCommandLineOption loraRank { QStringLiteral("lora-rank"), QStringLiteral("Train LoRA adapters of rank R."),
-        QStringLiteral("R") };
-    QCommandLineOption qlora { QStringLiteral("qlora"), QStringLiteral("With --lora-rank: the base in 4-bit NF4.") };
-    QCommandLineOption loraTargets { QStringLiteral("lora-targets"),
-        QStringLiteral("With --lora-rank: adapters on all linear layers (default), attention (q, k, v, o) or qv."),
-        QStringLiteral("T") };
-    QCommandLineOption tp { QStringLiteral("tp"), QStringLiteral("Tensor-parallel degree (default 1)."),
-        QStringLiteral("N") };
-    QCommandLineOption sequenceParallel { QStringLiteral("sequence-parallel"),
-        QStringLiteral(
-            "With --tp: split the norms' and dropouts' activations too (Megatron's sequence parallelism).") };
-    QCommandLineOption cp { QStringLiteral("cp"),
-        QStringLiteral("Context-parallel degree: the sequence split (default 1)."), QStringLiteral("N") };
-    QCommandLineOption pp { QStringLiteral("pp"), QStringLiteral("Pipeline stages (default 1)."), QStringLiteral("N") };
-    QCommandLineOption vpp { QStringLiteral("vpp"),
-        QStringLiteral("Model chunks per pipeline rank (interleaved 1F1B; default 1: not interleaved)."),
-        QStringLiteral("N") };
-    QCommandLineOption microbatches { QStringLiteral("microbatches"),
-        QStringLiteral("Microbatches per pipeline per step (default: enough to fill the pipeline)."),
-        QStringLiteral("M") };
-    QCommandLineOption ep { QStringLiteral("ep"), QStringLiteral("Expert-parallel degree (default 1)."),
-        QStringLiteral("N") };
-    QCommandLineOption distributedOptimizer { QStringLiteral("distributed-optimizer"),
-        QStringLiteral("Megatron's distributed optimizer: master weights and optimizer state sharded over data "
-                       "parallel.") };
-    QCommandLineOption inference { QStringLiteral("inference"),
-        QStringLiteral("Plan serving: --batch concurrent sequences of --seq tokens, the KV cache, vLLM's budget.") };
-    QCommandLineOption kvDtype { QStringLiteral("kv-dtype"),
-        QStringLiteral("With --inference: the KV cache's type, fp16, bf16 (default) or fp8."), QStringLiteral("T") };
-    QCommandLineOption weightDtype { QStringLiteral("weight-dtype"),
-        QStringLiteral("With --inference: the weights' format, auto (the precision's), bf16, fp8, int8 or int4."),
-        QStringLiteral("T") };
-    QCommandLineOption gpuMemoryUtilization { QStringLiteral("gpu-memory-utilization"),
-        QStringLiteral("With --inference: the share of the card vLLM may use (default 0.9)."), QStringLiteral("F") };
-    QCommandLineOption card { QStringLiteral("card"),
-        QStringLiteral("The GPU: 16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes/GiB."),
-        QStringLiteral("NAME|BYTES") };
-    QCommandLineOption snapshot { QStringLiteral("snapshot"),
-        QStringLiteral("A snapshot of a run of this set-up: calibrate the formula by measurement."),
-        QStringLiteral("FILE") };
-    QCommandLineOption device { QStringLiteral("device"), QStringLiteral("The snapshot's device (default: primary)."),
-        QStringLiteral("N") };
-    QCommandLineOption json { QStringLiteral("json"), QStringLiteral("Print one JSON object instead of text.") };
-    QCommandLineOption report { { QStringLiteral("o"), QStringLiteral("report") },
-        QStringLiteral("Also write the plan as a self-contained HTML report to FILE ('-' for standard output)."),
-        QStringLiteral("FILE") };
+    Option model { "model",
+        "A Hugging Face config.json, or a preset: gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-2-7b, "
+        "llama-2-13b, llama-2-70b, llama-65b, mistral-7b, llama-3-70b, mixtral-8x7b.",
+        "FILE" };
+    Option params { "params", "Parameter count (1.3e9 works).", "N" };
+    Option layers { "layers", "Transformer blocks.", "N" };
+    Option hidden { "hidden", "Hidden size.", "N" };
+    Option heads { "heads", "Attention heads.", "N" };
+    Option kvHeads { "kv-heads", "Key/value heads (grouped-query attention).", "N" };
+    Option vocab { "vocab", "Vocabulary size.", "N" };
+    Option ffn { "ffn", "MLP inner size (default 4 x hidden).", "N" };
+    Option experts { "experts", "Routed experts per MoE layer.", "N" };
+    Option expertsPerToken { "experts-per-token", "Experts each token visits (top-k, default 1 with --experts).", "K" };
+    Option expertFfn { "expert-ffn", "An expert's MLP inner size (default --ffn).", "N" };
+    Option sharedExperts { "shared-experts", "Shared experts every token visits.", "N" };
+    Option batch { "batch", "Micro-batch per GPU (default 1); with --inference the concurrent sequences.", "N" };
+    Option seq { "seq", "Sequence length (default 1024).", "N" };
+    Option precision { "precision", "fp32, mixed-fp16, mixed-bf16 (default) or bf16.", "P" };
+    Option optimizer { "optimizer",
+        "adamw (default, foreach), adamw-fused, adamw-8bit, adamw-paged-8bit, sgd or adafactor.", "O" };
+    Option accumulation { "accumulation", "Gradient accumulation steps (default 1).", "N" };
+    Option checkpointing { "checkpointing",
+        "none (default), full, every:K (every K-th block) or selective (Megatron's: the attention core).", "C" };
+    Option attention { "attention", "eager or sdpa (default).", "A" };
+    Option gpus { "gpus", "GPUs per node (default 1).", "N" };
+    Option nodes { "nodes", "Nodes (default 1).", "N" };
+    Option zero { "zero", "ZeRO stage 0, 1, 2 or 3 (default 0: DDP).", "K" };
+    Option offload { "offload", "none (default), optimizer or all.", "O" };
+    Option loraRank { "lora-rank", "Train LoRA adapters of rank R.", "R" };
+    Option qlora { "qlora", "With --lora-rank: the base in 4-bit NF4." };
+    Option loraTargets { "lora-targets",
+        "With --lora-rank: adapters on all linear layers (default), attention (q, k, v, o) or qv.", "T" };
+    Option tp { "tp", "Tensor-parallel degree (default 1).", "N" };
+    Option sequenceParallel { "sequence-parallel",
+        "With --tp: split the norms' and dropouts' activations too (Megatron's sequence parallelism)." };
+    Option cp { "cp", "Context-parallel degree: the sequence split (default 1).", "N" };
+    Option pp { "pp", "Pipeline stages (default 1).", "N" };
+    Option vpp { "vpp", "Model chunks per pipeline rank (interleaved 1F1B; default 1: not interleaved).", "N" };
+    Option microbatches { "microbatches", "Microbatches per pipeline per step (default: enough to fill the pipeline).",
+        "M" };
+    Option ep { "ep", "Expert-parallel degree (default 1).", "N" };
+    Option distributedOptimizer { "distributed-optimizer",
+        "Megatron's distributed optimizer: master weights and optimizer state sharded over data "
+        "parallel." };
+    Option inference { "inference",
+        "Plan serving: --batch concurrent sequences of --seq tokens, the KV cache, vLLM's budget." };
+    Option kvDtype { "kv-dtype", "With --inference: the KV cache's type, fp16, bf16 (default) or fp8.", "T" };
+    Option weightDtype { "weight-dtype",
+        "With --inference: the weights' format, auto (the precision's), bf16, fp8, int8 or int4.", "T" };
+    Option gpuMemoryUtilization { "gpu-memory-utilization",
+        "With --inference: the share of the card vLLM may use (default 0.9).", "F" };
+    Option card { "card", "The GPU: 16GB ... 141GB, a100-40gb, h100, 4090, ... or a size in bytes/GiB.", "NAME|BYTES" };
+    Option snapshot { "snapshot", "A snapshot of a run of this set-up: calibrate the formula by measurement.", "FILE" };
+    Option device { "device", "The snapshot's device (default: primary).", "N" };
+    Option json { "json", "Print one JSON object instead of text." };
+    Option report { { "o", "report" },
+        "Also write the plan as a self-contained HTML report to FILE ('-' for standard output).", "FILE" };
 };
 
 // A positive count; "1.3e9" and "7000000000" both read.
-bool readCount(const CommandLine& commandLine, const QCommandLineOption& option, uint64_t& into, uint64_t minimum = 1)
+bool readCount(const CommandLine& commandLine, const Option& option, uint64_t& into, uint64_t minimum = 1)
 {
-    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    const OptionParser& parser = commandLine.parser();
     if (!parser.isSet(option))
         return true;
-    const QString text = parser.value(option);
-    bool ok = false;
-    const double value = text.toDouble(&ok);
-    if (!ok || value < static_cast<double>(minimum) || value > 1e15) {
-        commandLine.usageError(QStringLiteral("--%1 needs a number, got '%2'").arg(option.names().front(), text));
+    const std::string text = parser.value(option);
+    const std::optional<double> value = doubleFromText(text);
+    // Written so that "nan" fails too: no comparison with it holds.
+    if (!value || !(*value >= static_cast<double>(minimum)) || !(*value <= 1e15)) {
+        commandLine.usageError("--" + option.names.front() + " needs a number, got '" + text + "'");
         return false;
     }
-    into = static_cast<uint64_t>(value);
+    into = static_cast<uint64_t>(*value);
     return true;
 }
 
-bool readInt(const CommandLine& commandLine, const QCommandLineOption& option, int& into, int minimum = 1)
+bool readInt(const CommandLine& commandLine, const Option& option, int& into, int minimum = 1)
 {
     uint64_t value = static_cast<uint64_t>(into);
     if (!readCount(commandLine, option, value, static_cast<uint64_t>(minimum)))
         return false;
     if (value > (1u << 30)) {
-        commandLine.usageError(QStringLiteral("--%1 is too large").arg(option.names().front()));
+        commandLine.usageError("--" + option.names.front() + " is too large");
         return false;
     }
     into = static_cast<int>(value);
@@ -151,16 +114,15 @@ bool readInt(const CommandLine& commandLine, const QCommandLineOption& option, i
 }
 
 template <typename Enum, typename FromName>
-bool readChoice(const CommandLine& commandLine, const QCommandLineOption& option, Enum& into, FromName fromName)
+bool readChoice(const CommandLine& commandLine, const Option& option, Enum& into, FromName fromName)
 {
-    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    const OptionParser& parser = commandLine.parser();
     if (!parser.isSet(option))
         return true;
-    const QString text = parser.value(option);
-    const auto value = fromName(text.toStdString());
+    const std::string text = parser.value(option);
+    const auto value = fromName(text);
     if (!value) {
-        commandLine.usageError(
-            QStringLiteral("--%1 does not know '%2' (see --help)").arg(option.names().front(), text));
+        commandLine.usageError("--" + option.names.front() + " does not know '" + text + "' (see --help)");
         return false;
     }
     into = *value;
@@ -171,30 +133,28 @@ bool readChoice(const CommandLine& commandLine, const QCommandLineOption& option
 // Returns the exit status on failure.
 std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& o, ModelSpec& model)
 {
-    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    const OptionParser& parser = commandLine.parser();
     if (parser.isSet(o.model)) {
-        const QString source = parser.value(o.model);
-        if (const auto named = modelPreset(source.toStdString())) {
+        const std::string source = parser.value(o.model);
+        if (const auto named = modelPreset(source)) {
             model = *named;
         } else {
             // A config.json is a few KB; the bound keeps a device or an endless pipe from hanging.
             std::string error;
-            const std::optional<std::string> bytes = readSmallFile(source.toStdString(), uint64_t(16) << 20, &error);
+            const std::optional<std::string> bytes = readSmallFile(source, uint64_t(16) << 20, &error);
             if (!bytes) {
-                printErrorLine(
-                    QStringLiteral("oomlens: %1: %2 (nor a preset name)").arg(source, QString::fromStdString(error)));
+                printErrorLine("oomlens: " + source + ": " + error + " (nor a preset name)");
                 return 1;
             }
             const HfConfigResult parsed = modelFromHfConfig(*bytes);
             if (!parsed.model) {
-                printErrorLine(QStringLiteral("oomlens: %1: not a model config.json: %2")
-                                   .arg(source, QString::fromStdString(parsed.error)));
+                printErrorLine("oomlens: " + source + ": not a model config.json: " + parsed.error);
                 return 1;
             }
             model = *parsed.model;
         }
     } else if (!parser.isSet(o.params) && !parser.isSet(o.layers)) {
-        return commandLine.usageError(QStringLiteral("give a model: --model FILE|PRESET or --params N"));
+        return commandLine.usageError("give a model: --model FILE|PRESET or --params N");
     } else {
         model.name = "custom";
     }
@@ -211,16 +171,16 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
             return 2;
     }
     if (const std::string problem = model.sizeProblem(); !problem.empty())
-        return commandLine.usageError(QStringLiteral("the model: %1").arg(QString::fromStdString(problem)));
+        return commandLine.usageError("the model: " + problem);
     if (model.totalParameters() == 0)
-        return commandLine.usageError(QStringLiteral("--params is needed unless --layers, --hidden, --heads and "
-                                                     "--vocab give the whole model"));
+        return commandLine.usageError(
+            "--params is needed unless --layers, --hidden, --heads and --vocab give the whole model");
     return std::nullopt;
 }
 
 std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& o, TrainingSetup& setup)
 {
-    const QCommandLineParser& parser = const_cast<CommandLine&>(commandLine).parser();
+    const OptionParser& parser = commandLine.parser();
     if (!readInt(commandLine, o.batch, setup.microBatch) || !readInt(commandLine, o.seq, setup.sequence)
         || !readInt(commandLine, o.accumulation, setup.gradientAccumulation)
         || !readInt(commandLine, o.gpus, setup.gpusPerNode) || !readInt(commandLine, o.nodes, setup.nodes)
@@ -243,40 +203,38 @@ std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& 
     if (!setup.inference
         && (parser.isSet(o.kvDtype) || parser.isSet(o.weightDtype) || parser.isSet(o.gpuMemoryUtilization)))
         return commandLine.usageError(
-            QStringLiteral("--kv-dtype, --weight-dtype and --gpu-memory-utilization plan serving: add --inference"));
+            "--kv-dtype, --weight-dtype and --gpu-memory-utilization plan serving: add --inference");
     if (!readChoice(commandLine, o.kvDtype, setup.kvDtype, kvDtypeFromName)
         || !readChoice(commandLine, o.weightDtype, setup.weights, weightFormatFromName))
         return 2;
     if (parser.isSet(o.gpuMemoryUtilization)) {
-        bool ok = false;
-        setup.gpuMemoryUtilization = parser.value(o.gpuMemoryUtilization).toDouble(&ok);
-        if (!ok)
-            return commandLine.usageError(QStringLiteral("--gpu-memory-utilization needs a number such as 0.9"));
+        const std::optional<double> share = doubleFromText(parser.value(o.gpuMemoryUtilization));
+        if (!share)
+            return commandLine.usageError("--gpu-memory-utilization needs a number such as 0.9");
+        setup.gpuMemoryUtilization = *share;
     }
-    if (parser.isSet(o.checkpointing) && !readCheckpointing(parser.value(o.checkpointing).toStdString(), setup))
+    if (parser.isSet(o.checkpointing) && !readCheckpointing(parser.value(o.checkpointing), setup))
         return commandLine.usageError(
-            QStringLiteral("--checkpointing does not know '%1' (none, full, selective or every:K)")
-                .arg(parser.value(o.checkpointing)));
+            "--checkpointing does not know '" + parser.value(o.checkpointing) + "' (none, full, selective or every:K)");
     setup.quantizedBase = parser.isSet(o.qlora);
     const std::string problem = setupProblem(setup);
     if (!problem.empty())
-        return commandLine.usageError(QString::fromStdString(problem));
+        return commandLine.usageError(problem);
     return std::nullopt;
 }
 
 } // namespace
 
-PlanRun readPlanRun(const QStringList& arguments)
+PlanRun readPlanRun(const std::vector<std::string>& arguments)
 {
     PlanRun run;
     CommandLine commandLine("plan (--model FILE|PRESET | --params N) [set-up options] [--card NAME] [--json]",
-        QStringLiteral(
-            "Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
-            "whether it fits the card, the largest micro-batch, the fix ladder, a ds_config.json and its FSDP / "
-            "accelerate equivalents. With --tp/--pp/--cp/--ep, Megatron's layout per pipeline stage; with "
-            "--inference, serving: the KV cache and what vLLM makes of the card."));
+        "Plans a training run's GPU memory: bytes per GPU by band, the peak phase, host memory, "
+        "whether it fits the card, the largest micro-batch, the fix ladder, a ds_config.json and its FSDP / "
+        "accelerate equivalents. With --tp/--pp/--cp/--ep, Megatron's layout per pipeline stage; with "
+        "--inference, serving: the KV cache and what vLLM makes of the card.");
     const PlanOptions o;
-    QCommandLineParser& parser = commandLine.parser();
+    OptionParser& parser = commandLine.parser();
     parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.experts,
         o.expertsPerToken, o.expertFfn, o.sharedExperts, o.batch, o.seq, o.precision, o.optimizer, o.accumulation,
         o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload, o.loraRank, o.qlora, o.loraTargets, o.tp,
@@ -284,9 +242,8 @@ PlanRun readPlanRun(const QStringList& arguments)
         o.weightDtype, o.gpuMemoryUtilization, o.card, o.snapshot, o.device, o.json, o.report });
     if ((run.stop = commandLine.parse(arguments)))
         return run;
-    if (!parser.positionalArguments().isEmpty()) {
-        run.stop = commandLine.usageError(
-            QStringLiteral("unexpected argument '%1'").arg(parser.positionalArguments().front()));
+    if (!parser.positionalArguments().empty()) {
+        run.stop = commandLine.usageError("unexpected argument '" + parser.positionalArguments().front() + "'");
         return run;
     }
 
@@ -298,11 +255,10 @@ PlanRun readPlanRun(const QStringList& arguments)
         return run;
     std::optional<GpuCard> card;
     if (parser.isSet(o.card)) {
-        card = cardFromText(parser.value(o.card).toStdString());
+        card = cardFromText(parser.value(o.card));
         if (!card) {
-            run.stop = commandLine.usageError(QStringLiteral("--card does not know '%1' (16GB, 24GB, 40GB, 48GB, 80GB, "
-                                                             "94GB, 141GB, a card name or a size)")
-                                                  .arg(parser.value(o.card)));
+            run.stop = commandLine.usageError("--card does not know '" + parser.value(o.card)
+                + "' (16GB, 24GB, 40GB, 48GB, 80GB, 94GB, 141GB, a card name or a size)");
             return run;
         }
     }
@@ -328,19 +284,19 @@ PlanRun readPlanRun(const QStringList& arguments)
     return run;
 }
 
-int runPlan(const QStringList& arguments)
+int runPlan(const std::vector<std::string>& arguments)
 {
     const PlanRun run = readPlanRun(arguments);
     if (run.stop)
         return *run.stop;
-    if (!run.reportPath.isEmpty()) {
+    if (!run.reportPath.empty()) {
         const CaseAnalysis caseAnalysis = analyzeCase(run.input, run.analysisOptions);
         report::ReportOptions reportOptions;
         reportOptions.plan = &run.result;
-        reportOptions.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+        reportOptions.generatedAt = utcTimestampNow();
         if (!writeReportFile(run.reportPath, report::buildHtmlReport(run.input, caseAnalysis, reportOptions)))
             return 1;
-        if (run.reportPath == QLatin1String("-"))
+        if (run.reportPath == "-")
             return 0; // the report is the output
     }
     if (run.json)

@@ -4,15 +4,15 @@
 #include "core/case.h"
 #include "core/planner/planresult.h"
 
-#include <QStringList>
-
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace oomlens::cli {
 
 // `oomlens plan`: the memory planner (product.md §5, Wave-2 commands). Returns 0 when planned
 // (whether or not it fits), 1 when a model or snapshot file cannot be read, 2 for usage errors.
-int runPlan(const QStringList& arguments);
+int runPlan(const std::vector<std::string>& arguments);
 
 // The words after `oomlens plan` read and planned, without printing the plan: what runPlan
 // prints and what `oomlens mcp`'s plan tool returns. A usage error or an unreadable model or
@@ -24,8 +24,8 @@ struct PlanRun
     Case input; // the --snapshot, which a --report shows beside the plan
     AnalysisOptions analysisOptions;
     bool json = false; // --json
-    QString reportPath; // --report FILE, empty without
+    std::string reportPath; // --report FILE, empty without
 };
-PlanRun readPlanRun(const QStringList& arguments);
+PlanRun readPlanRun(const std::vector<std::string>& arguments);
 
 } // namespace oomlens::cli

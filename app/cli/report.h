@@ -1,6 +1,7 @@
 #pragma once
 
-#include <QStringList>
+#include <string>
+#include <vector>
 
 namespace oomlens::cli {
 
@@ -8,6 +9,6 @@ namespace oomlens::cli {
 // "report". Writes the self-contained HTML report ('-o -' writes it to stdout). Returns 0 when
 // every input was read, 1 when some input could not be read (the report still covers the
 // others) or the report could not be written, 2 on a usage error.
-int runReport(const QStringList& arguments);
+int runReport(const std::vector<std::string>& arguments);
 
 } // namespace oomlens::cli

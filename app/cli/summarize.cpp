@@ -1,24 +1,25 @@
 #include "app/cli/summarize.h"
 
+#include "app/cli/atomicfile.h"
 #include "app/cli/commandline.h"
-#include "app/cli/qtlists.h"
+#include "app/cli/numbertext.h"
+#include "app/cli/paths.h"
 #include "core/job/jobsummarizer.h"
 #include "core/job/ranksummaryfile.h"
 #include "opening/jobgathering.h"
+#include "parsers/filepaths.h"
 #include "parsers/ranksummaryfiles.h"
 #include "parsers/snapshotfiles.h"
-
-#include <QDir>
-#include <QFileInfo>
-#include <QHash>
-#include <QSaveFile>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #ifdef __linux__
 #include <sched.h>
@@ -35,17 +36,16 @@ struct Shard
 };
 
 // "I/N" with 0 <= I < N: SLURM_PROCID and SLURM_ARRAY_TASK_ID (of --array=0-N-1) count from 0.
-std::optional<Shard> parseShard(const QString& text)
+std::optional<Shard> parseShard(const std::string& text)
 {
-    const QStringList parts = text.split(QLatin1Char('/'));
-    if (parts.size() != 2)
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos || text.find('/', slash + 1) != std::string::npos)
         return std::nullopt;
-    bool indexOk = false;
-    bool countOk = false;
-    const Shard shard { parts[0].toInt(&indexOk), parts[1].toInt(&countOk) };
-    if (!indexOk || !countOk || shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
+    const std::optional<int> index = intFromText(std::string_view(text).substr(0, slash));
+    const std::optional<int> count = intFromText(std::string_view(text).substr(slash + 1));
+    if (!index || !count || *count < 1 || *index < 0 || *index >= *count)
         return std::nullopt;
-    return shard;
+    return Shard { *index, *count };
 }
 
 // The CPUs this process may run on: a Slurm task bound to 8 of a node's 128 cores gets 8 workers,
@@ -63,116 +63,111 @@ size_t usableCpus()
 
 // Folders stand for the snapshots in them; files are taken as given (one that is not a snapshot
 // gets an error entry). Sorted and without repeats: every shard must see the same list.
-QStringList snapshotInputs(const QStringList& paths, int& failures)
+std::vector<std::string> snapshotInputs(const std::vector<std::string>& paths, int& failures)
 {
-    QStringList files;
-    for (const QString& path : paths) {
-        if (!QFileInfo(path).isDir()) {
-            files.append(path);
+    std::vector<std::string> files;
+    for (const std::string& path : paths) {
+        if (!isFolder(path)) {
+            files.push_back(path);
             continue;
         }
-        const QStringList snapshots = toQStringList(snapshotFilesInFolder(path.toStdString()));
-        if (snapshots.isEmpty()) {
-            std::fprintf(stderr, "oomlens: %s: no snapshot files in the folder\n", qPrintable(path));
+        const std::vector<std::string> snapshots = snapshotFilesInFolder(path);
+        if (snapshots.empty()) {
+            std::fprintf(stderr, "oomlens: %s: no snapshot files in the folder\n", path.c_str());
             ++failures;
         }
-        files.append(snapshots);
+        files.insert(files.end(), snapshots.begin(), snapshots.end());
     }
-    files.sort();
-    files.removeDuplicates();
+    std::sort(files.begin(), files.end());
+    files.erase(std::unique(files.begin(), files.end()), files.end());
     return files;
 }
 
 // The snapshot's name without its container's extensions: rank3.pickle.gz -> rank3.
-QString stem(const QString& path)
+std::string stem(const std::string& path)
 {
-    QString name = QFileInfo(path).fileName();
-    if (name.endsWith(QLatin1String(".gz")))
-        name.chop(3);
-    const qsizetype dot = name.lastIndexOf(QLatin1Char('.'));
-    return dot > 0 ? name.left(dot) : name;
+    std::string name = fileNameOf(path);
+    if (name.ends_with(".gz"))
+        name.resize(name.size() - 3);
+    const size_t dot = name.rfind('.');
+    return dot != std::string::npos && dot > 0 ? name.substr(0, dot) : name;
+}
+
+// The folders above `file`, innermost first: /scratch/job/logs/rank3.pickle -> logs, job, scratch.
+std::vector<std::string> foldersAbove(const std::string& file)
+{
+    std::vector<std::string> parts;
+    const std::string absolute = absoluteFilePath(file);
+    for (size_t start = 0; start < absolute.size();) {
+        const size_t end = std::min(absolute.find('/', start), absolute.size());
+        if (end > start)
+            parts.push_back(absolute.substr(start, end - start));
+        start = end + 1;
+    }
+    if (!parts.empty())
+        parts.pop_back(); // the file's own name
+    std::reverse(parts.begin(), parts.end());
+    return parts;
 }
 
 // Each file's summary name, NAME.oomlens-summary.json, unique over the whole list (so shards never
 // write over each other): a name that several snapshots share (logs/rank_3/snapshot.pickle,
 // logs/rank_4/snapshot.pickle) takes its folders' names in front until it is unique
 // (rank_3-snapshot).
-QStringList summaryNames(const QStringList& files)
+std::vector<std::string> summaryNames(const std::vector<std::string>& files)
 {
-    std::vector<QStringList> folders; // innermost first
-    QStringList names;
-    for (const QString& file : files) {
-        QStringList parts = QFileInfo(file).absoluteFilePath().split(QLatin1Char('/'), Qt::SkipEmptyParts);
-        parts.removeLast();
-        std::reverse(parts.begin(), parts.end());
-        folders.push_back(parts);
-        names.append(stem(file));
+    std::vector<std::vector<std::string>> folders; // innermost first
+    std::vector<std::string> names;
+    for (const std::string& file : files) {
+        folders.push_back(foldersAbove(file));
+        names.push_back(stem(file));
     }
-    std::vector<qsizetype> depth(static_cast<size_t>(files.size()), 0);
+    std::vector<size_t> depth(files.size(), 0);
     for (bool changed = true; changed;) {
         changed = false;
-        QHash<QString, int> uses;
-        for (const QString& name : std::as_const(names))
+        std::unordered_map<std::string, int> uses;
+        for (const std::string& name : names)
             ++uses[name];
-        for (qsizetype i = 0; i < names.size(); ++i) {
-            auto& level = depth[static_cast<size_t>(i)];
-            const QStringList& up = folders[static_cast<size_t>(i)];
-            if (uses.value(names[i]) > 1 && level < up.size()) {
-                names[i] = up[level] + QLatin1Char('-') + names[i];
-                ++level;
+        for (size_t i = 0; i < names.size(); ++i) {
+            const std::vector<std::string>& up = folders[i];
+            if (uses[names[i]] > 1 && depth[i] < up.size()) {
+                names[i] = up[depth[i]] + '-' + names[i];
+                ++depth[i];
                 changed = true;
             }
         }
     }
     // Two inputs naming one file by different paths: numbered rather than overwritten.
-    QHash<QString, int> seen;
-    for (QString& name : names) {
+    std::unordered_map<std::string, int> seen;
+    for (std::string& name : names) {
         if (const int before = seen[name]++; before > 0)
-            name += QLatin1Char('-') + QString::number(before);
+            name += '-' + std::to_string(before);
     }
-    for (QString& name : names)
-        name += QString::fromUtf8(rankSummarySuffix.data(), static_cast<qsizetype>(rankSummarySuffix.size()));
+    for (std::string& name : names)
+        name += rankSummarySuffix;
     return names;
-}
-
-bool writeSummary(const QString& path, const std::string& text, QString& error)
-{
-    // QSaveFile: a shard killed mid-write leaves the old summary or none, never half of one.
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)
-        || file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size())
-        || !file.commit()) {
-        error = file.errorString();
-        return false;
-    }
-    return true;
 }
 
 } // namespace
 
-int runSummarize(const QStringList& arguments)
+int runSummarize(const std::vector<std::string>& arguments)
 {
     CommandLine commandLine("summarize INPUT... -o DIR [--shard I/N] [--jobs N] [--device N] [--rules FILE]",
-        QStringLiteral("Writes one small NAME.oomlens-summary.json per rank snapshot: what the job summary needs "
-                       "of the rank. Run it where the snapshots are; give the summaries to diagnose, report or the "
-                       "app's Job tab in place of the snapshots."));
-    QCommandLineParser& parser = commandLine.parser();
-    const QCommandLineOption output({ QStringLiteral("o"), QStringLiteral("output") },
-        QStringLiteral("Write the summaries into DIR (made when missing)."), QStringLiteral("DIR"));
-    const QCommandLineOption shard(QStringLiteral("shard"),
-        QStringLiteral("Summarize only every N-th file of the sorted list, starting at I (0 <= I < N): "
-                       "--shard $SLURM_PROCID/$SLURM_NTASKS."),
-        QStringLiteral("I/N"));
-    const QCommandLineOption jobs(QStringLiteral("jobs"),
-        QStringLiteral("Snapshots decoded at once, each held in memory (default: the CPUs this process may use)."),
-        QStringLiteral("N"));
-    const QCommandLineOption device(QStringLiteral("device"),
-        QStringLiteral("Describe snapshot device N (default: the device of the OOM event)."), QStringLiteral("N"));
-    const QCommandLineOption rules(QStringLiteral("rules"),
-        QStringLiteral("Category rules (JSON or YAML; first match wins)."), QStringLiteral("FILE"));
+        "Writes one small NAME.oomlens-summary.json per rank snapshot: what the job summary needs of the rank. Run "
+        "it where the snapshots are; give the summaries to diagnose, report or the app's Job tab in place of the "
+        "snapshots.");
+    OptionParser& parser = commandLine.parser();
+    const Option output({ "o", "output" }, "Write the summaries into DIR (made when missing).", "DIR");
+    const Option shard("shard",
+        "Summarize only every N-th file of the sorted list, starting at I (0 <= I < N): "
+        "--shard $SLURM_PROCID/$SLURM_NTASKS.",
+        "I/N");
+    const Option jobs(
+        "jobs", "Snapshots decoded at once, each held in memory (default: the CPUs this process may use).", "N");
+    const Option device("device", "Describe snapshot device N (default: the device of the OOM event).", "N");
+    const Option rules("rules", "Category rules (JSON or YAML; first match wins).", "FILE");
     parser.addOptions({ output, shard, jobs, device, rules });
-    parser.addPositionalArgument(QStringLiteral("INPUT"),
-        QStringLiteral("Rank snapshot files, or folders holding them."), QStringLiteral("INPUT..."));
+    parser.addPositionalArgument("INPUT", "Rank snapshot files, or folders holding them.", "INPUT...");
     if (const std::optional<int> stop = commandLine.parse(arguments))
         return *stop;
 
@@ -181,45 +176,42 @@ int runSummarize(const QStringList& arguments)
         return 2;
     if (const std::optional<int> stop = commandLine.readRules(rules, analysis))
         return *stop;
-    const std::string rulesPath = parser.value(rules).toStdString();
-    const QString outputDir = parser.value(output);
-    if (outputDir.isEmpty())
-        return commandLine.usageError(QStringLiteral("no output folder: add -o DIR"));
+    const std::string rulesPath = parser.value(rules);
+    const std::string outputDir = parser.value(output);
+    if (outputDir.empty())
+        return commandLine.usageError("no output folder: add -o DIR");
     Shard part;
     if (parser.isSet(shard)) {
         const std::optional<Shard> parsed = parseShard(parser.value(shard));
         if (!parsed)
-            return commandLine.usageError(
-                QStringLiteral("--shard needs I/N with 0 <= I < N, got '%1'").arg(parser.value(shard)));
+            return commandLine.usageError("--shard needs I/N with 0 <= I < N, got '" + parser.value(shard) + "'");
         part = *parsed;
     }
     size_t workers = usableCpus();
     if (parser.isSet(jobs)) {
-        bool ok = false;
-        const int value = parser.value(jobs).toInt(&ok);
-        if (!ok || value < 1)
-            return commandLine.usageError(
-                QStringLiteral("--jobs needs a number of 1 or more, got '%1'").arg(parser.value(jobs)));
-        workers = static_cast<size_t>(value);
+        const std::optional<int> value = intFromText(parser.value(jobs));
+        if (!value || *value < 1)
+            return commandLine.usageError("--jobs needs a number of 1 or more, got '" + parser.value(jobs) + "'");
+        workers = static_cast<size_t>(*value);
     }
-    const QStringList positional = parser.positionalArguments();
-    if (positional.isEmpty())
-        return commandLine.usageError(QStringLiteral("no INPUT given"));
-    if (positional.contains(QStringLiteral("-")))
-        return commandLine.usageError(QStringLiteral("summarize reads snapshot files, not standard input"));
+    const std::vector<std::string>& positional = parser.positionalArguments();
+    if (positional.empty())
+        return commandLine.usageError("no INPUT given");
+    if (std::find(positional.begin(), positional.end(), "-") != positional.end())
+        return commandLine.usageError("summarize reads snapshot files, not standard input");
 
     int failures = 0;
-    const QStringList all = snapshotInputs(positional, failures);
-    const QStringList names = summaryNames(all);
+    const std::vector<std::string> all = snapshotInputs(positional, failures);
+    const std::vector<std::string> names = summaryNames(all);
     std::vector<std::string> mine;
-    QStringList mineNames;
-    for (qsizetype i = part.index; i < all.size(); i += part.count) {
+    std::vector<std::string> mineNames;
+    for (size_t i = static_cast<size_t>(part.index); i < all.size(); i += static_cast<size_t>(part.count)) {
         // Recorded absolute: on the desktop, "copy /scratch/job/logs/rank6.pickle" says where it is.
-        mine.push_back(QFileInfo(all[i]).absoluteFilePath().toStdString());
-        mineNames.append(names[i]);
+        mine.push_back(absoluteFilePath(all[i]));
+        mineNames.push_back(names[i]);
     }
-    if (!QDir().mkpath(outputDir)) {
-        std::fprintf(stderr, "oomlens: cannot create the folder %s\n", qPrintable(outputDir));
+    if (!makeFolders(outputDir)) {
+        std::fprintf(stderr, "oomlens: cannot create the folder %s\n", outputDir.c_str());
         return 1;
     }
 
@@ -237,9 +229,10 @@ int runSummarize(const QStringList& arguments)
         summary.oomlensVersion = OOMLENS_VERSION;
         summary.device = analysis.device;
         summary.rules = rulesPath;
-        const QString path = QDir(outputDir).filePath(mineNames[static_cast<qsizetype>(index)]);
-        QString error;
-        const bool written = writeSummary(path, summarizedRankToJson(summary), error);
+        // A shard killed mid-write leaves the old summary or none, never half of one.
+        const std::string path = pathInFolder(outputDir, mineNames[index]);
+        std::string error;
+        const bool written = writeFileAtomically(path, summarizedRankToJson(summary), error);
         const std::lock_guard lock(printing);
         if (!rank.readable()) {
             ++unreadable;
@@ -247,15 +240,16 @@ int runSummarize(const QStringList& arguments)
         }
         if (!written) {
             ++unwritten;
-            std::fprintf(stderr, "oomlens: cannot write %s: %s\n", qPrintable(path), qPrintable(error));
+            std::fprintf(stderr, "oomlens: cannot write %s: %s\n", path.c_str(), error.c_str());
         }
     };
     summarizeRankFiles(mine, loadRankFile, options);
 
-    const QString shardText
-        = part.count > 1 ? QStringLiteral(" (shard %1/%2)").arg(part.index).arg(part.count) : QString();
+    const std::string shardText = part.count > 1
+        ? " (shard " + std::to_string(part.index) + "/" + std::to_string(part.count) + ")"
+        : std::string();
     std::printf("summarized %zu of %lld rank files%s into %s: %zu read, %d unreadable\n", mine.size(),
-        static_cast<long long>(all.size()), qPrintable(shardText), qPrintable(outputDir),
+        static_cast<long long>(all.size()), shardText.c_str(), outputDir.c_str(),
         mine.size() - static_cast<size_t>(unreadable.load()), unreadable.load());
     std::fflush(stdout);
     failures += unreadable + unwritten;

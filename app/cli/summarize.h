@@ -1,6 +1,7 @@
 #pragma once
 
-#include <QStringList>
+#include <string>
+#include <vector>
 
 namespace oomlens::cli {
 
@@ -10,6 +11,6 @@ namespace oomlens::cli {
 // sorted list, so N processes of a job array or `srun -n N` split a folder with no coordination.
 // Returns 0 when every file was summarized, 1 when one could not be read (its summary holds the
 // error; the others are still written) or a summary could not be written, 2 for usage errors.
-int runSummarize(const QStringList& arguments);
+int runSummarize(const std::vector<std::string>& arguments);
 
 } // namespace oomlens::cli

@@ -2,16 +2,15 @@
 
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
-#include "app/cli/qtlists.h"
 #include "core/job/jobjson.h"
 #include "core/jsonexport.h"
 #include "opening/jobfiles.h"
 #include "opening/opening.h"
-
-#include <QDateTime>
-#include <QFileInfo>
+#include "parsers/filepaths.h"
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <stdexcept>
 
 namespace oomlens::mcp {
@@ -20,7 +19,7 @@ namespace {
 
 std::string absolutePath(const std::string& path)
 {
-    return QFileInfo(QString::fromStdString(path)).absoluteFilePath().toStdString();
+    return absoluteFilePath(path);
 }
 
 } // namespace
@@ -50,16 +49,20 @@ CaseCache::CaseCache(size_t capacity)
     : m_capacity(capacity == 0 ? 1 : capacity)
 { }
 
-std::vector<CaseCache::FileStamp> CaseCache::stamps(const QStringList& paths)
+std::vector<CaseCache::FileStamp> CaseCache::stamps(const std::vector<std::string>& paths)
 {
+    namespace fs = std::filesystem;
     std::vector<FileStamp> files;
-    for (const QString& path : paths) {
-        const QFileInfo info(path);
+    for (const std::string& path : paths) {
         FileStamp stamp;
-        stamp.path = info.absoluteFilePath().toStdString();
-        if (info.exists()) {
-            stamp.size = info.size();
-            stamp.modifiedMs = info.lastModified().toMSecsSinceEpoch();
+        stamp.path = absolutePath(path);
+        std::error_code error;
+        const fs::file_status status = fs::status(path, error);
+        if (fs::exists(status)) {
+            stamp.size = fs::is_regular_file(status) ? static_cast<int64_t>(fs::file_size(path, error)) : 0;
+            const fs::file_time_type modified = fs::last_write_time(path, error);
+            stamp.modifiedMs
+                = std::chrono::duration_cast<std::chrono::milliseconds>(modified.time_since_epoch()).count();
         }
         files.push_back(std::move(stamp));
     }
@@ -68,9 +71,9 @@ std::vector<CaseCache::FileStamp> CaseCache::stamps(const QStringList& paths)
 
 bool CaseCache::unchanged(const Entry& entry)
 {
-    QStringList paths;
+    std::vector<std::string> paths;
     for (const FileStamp& file : entry.files)
-        paths.append(QString::fromStdString(file.path));
+        paths.push_back(file.path);
     return stamps(paths) == entry.files;
 }
 
@@ -81,18 +84,17 @@ size_t CaseCache::size() const
 }
 
 std::shared_ptr<const LoadedCase> CaseCache::read(
-    const QStringList& paths, const CaseRequest& request, const CallControl& control)
+    const std::vector<std::string>& paths, const CaseRequest& request, const CallControl& control)
 {
     ++m_reads;
     // Opened as `diagnose` opens its INPUTs (a job or one case, opening/opening.h), the pasted
     // text last; the CLI's own lines are printed on stderr and kept by the capture.
     cli::ErrorLineCapture errors;
     std::vector<LoadRequest> requests;
-    for (const QString& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
+    for (const std::string& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
         // A file found in a folder given is listed, not an error, when it is no input (a README).
-        const bool inFolder
-            = std::find(request.paths.begin(), request.paths.end(), path.toStdString()) == request.paths.end();
-        requests.push_back(LoadRequest::file(path.toStdString(), inFolder));
+        const bool inFolder = std::find(request.paths.begin(), request.paths.end(), path) == request.paths.end();
+        requests.push_back(LoadRequest::file(path, inFolder));
     }
     if (!request.text.empty())
         requests.push_back(LoadRequest::pasted(request.text));
@@ -122,10 +124,7 @@ void CaseCache::keep(Entry entry)
 
 std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request, const CallControl& control)
 {
-    QStringList given;
-    for (const std::string& path : request.paths)
-        given.append(QString::fromStdString(path));
-    const QStringList paths = cli::toQStringList(expandFolders(cli::toStdStrings(given)));
+    const std::vector<std::string> paths = expandFolders(request.paths);
     const std::vector<FileStamp> files = stamps(paths);
     {
         const std::lock_guard lock(m_mutex);

@@ -5,8 +5,6 @@
 #include "core/caseanalysis.h"
 #include "core/job/jobsummary.h"
 
-#include <QStringList>
-
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -96,10 +94,10 @@ private:
         std::optional<int32_t> device;
         std::shared_ptr<const LoadedCase> loaded;
     };
-    static std::vector<FileStamp> stamps(const QStringList& paths);
+    static std::vector<FileStamp> stamps(const std::vector<std::string>& paths);
     static bool unchanged(const Entry& entry);
     std::shared_ptr<const LoadedCase> read(
-        const QStringList& paths, const CaseRequest& request, const CallControl& control);
+        const std::vector<std::string>& paths, const CaseRequest& request, const CallControl& control);
     void keep(Entry entry); // with the lock held
 
     const size_t m_capacity;

@@ -5,6 +5,7 @@
 #include "app/cli/inputs.h"
 #include "app/cli/plancommand.h"
 #include "app/cli/reportfile.h"
+#include "app/cli/timestamp.h"
 #include "app/mcp/arguments.h"
 #include "app/mcp/casecache.h"
 #include "app/mcp/tool.h"
@@ -17,9 +18,7 @@
 #include "core/planner/planjson.h"
 #include "core/report/htmlreport.h"
 #include "core/units.h"
-
-#include <QDateTime>
-#include <QFileInfo>
+#include "parsers/filepaths.h"
 
 #include <algorithm>
 #include <cctype>
@@ -71,15 +70,15 @@ ToolResult report(const Json& json, CaseCache& cache, const CallControl& control
     const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
     control.stopIfCancelled();
     report::ReportOptions options;
-    options.generatedAt = QDateTime::currentDateTimeUtc().toString(Qt::ISODate).toStdString();
+    options.generatedAt = cli::utcTimestampNow();
     if (loaded->job)
         options.job = &*loaded->job;
     const std::string html = report::buildHtmlReport(loaded->input, loaded->analysis, options);
     cli::ErrorLineCapture errors;
-    if (!cli::writeReportFile(QString::fromStdString(output), html))
+    if (!cli::writeReportFile(output, html))
         throw ToolError(errors.joined());
     ToolResult result;
-    const std::string path = QFileInfo(QString::fromStdString(output)).absoluteFilePath().toStdString();
+    const std::string path = absoluteFilePath(output);
     result.structured = { { "path", path }, { "bytes", html.size() },
         { "diagnoses", loaded->analysis.diagnoses.size() },
         { "top_diagnosis",
@@ -185,7 +184,7 @@ ToolResult plan(const Json& json, CaseCache&, const CallControl& control)
     std::vector<std::string> known(std::begin(planValueFlags), std::end(planValueFlags));
     known.insert(known.end(), std::begin(planSwitches), std::end(planSwitches));
     const Arguments arguments("plan", json, known);
-    QStringList words;
+    std::vector<std::string> words;
     for (const char* key : planValueFlags) {
         if (!arguments.has(key))
             continue;
@@ -203,11 +202,11 @@ ToolResult plan(const Json& json, CaseCache&, const CallControl& control)
         if (std::string(key) == "model" && !fileArgumentsAllowed() && !planner::modelPreset(text))
             arguments.fail("\"model\": this server reads no files; give a preset");
         // --flag=value: a value that starts with '-' stays the flag's value.
-        words.append(QString::fromStdString(flagName(key) + "=" + text));
+        words.push_back(flagName(key) + "=" + text);
     }
     for (const char* key : planSwitches) {
         if (arguments.optionalBoolean(key).value_or(false))
-            words.append(QString::fromStdString(flagName(key)));
+            words.push_back(flagName(key));
     }
 
     cli::ErrorLineCapture errors;

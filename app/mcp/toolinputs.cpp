@@ -62,12 +62,11 @@ const SnapshotAnalysis& loadSnapshot(CaseCache& cache, const std::string& path, 
     ref = cache.snapshot(path, device, control);
     if (ref.owner->failures > 0)
         throw ToolError(joinedLines(ref.owner->errorLines));
-    const QString qpath = QString::fromStdString(path);
     if (ref.index < 0)
-        throw ToolError(cli::notASnapshotError(qpath).toStdString());
+        throw ToolError(cli::notASnapshotError(path));
     const SnapshotAnalysis& analysis = ref.owner->analysis.snapshots[static_cast<size_t>(ref.index)];
     if (!analysis.primary())
-        throw ToolError(cli::noSuchDeviceError(qpath).toStdString());
+        throw ToolError(cli::noSuchDeviceError(path));
     return analysis;
 }
 

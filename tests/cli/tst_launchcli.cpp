@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <array>
 
 using namespace oomlens;
@@ -122,17 +123,71 @@ private Q_SLOTS:
         QCOMPARE(decide({}, chosen).kind, Kind::Window);
         QCOMPARE(decide({}, desktop).kind, Kind::Window);
         QCOMPARE(decide({ "reprot" }, x11).kind, Kind::Stop);
-        QVERIFY(decide({ "reprot" }, x11).message.contains(QStringLiteral("did you mean 'report'?")));
+        QVERIFY(decide({ "reprot" }, x11).message.find("did you mean 'report'?") != std::string::npos);
         const cli::Launch screenshots = decide({ "--screenshot", "/tmp/shots", "a.pickle" }, none);
         QCOMPARE(screenshots.kind, Kind::Window);
         QVERIFY(screenshots.offscreen);
         QVERIFY(!decide({ "--screenshot=/tmp/shots" }, chosen).offscreen); // the platform asked for wins
 
-        QCOMPARE(cli::closestCommand("diagnos"), QStringLiteral("diagnose"));
-        QCOMPARE(cli::closestCommand("sumarize"), QStringLiteral("summarize"));
-        QCOMPARE(cli::closestCommand("pln"), QStringLiteral("plan"));
-        QVERIFY(cli::closestCommand("frobnicate").isEmpty());
-        QVERIFY(cli::closestCommand("x").isEmpty());
+        QCOMPARE(cli::closestCommand("diagnos"), std::string("diagnose"));
+        QCOMPARE(cli::closestCommand("sumarize"), std::string("summarize"));
+        QCOMPARE(cli::closestCommand("pln"), std::string("plan"));
+        QVERIFY(cli::closestCommand("frobnicate").empty());
+        QVERIFY(cli::closestCommand("x").empty());
+    }
+
+    // A command-line-only build (OOMLENS_BUILD_GUI=OFF, the static binary for cluster nodes): what
+    // would open the window says in one line that there is none, display or not, and exits 2;
+    // every command, --help and --version, and a mistyped command, are answered as in any build.
+    void decisionWithoutTheGui()
+    {
+        using Kind = cli::Launch::Kind;
+        cli::DisplayEnvironment x11;
+        x11.display = true;
+        cli::DisplayEnvironment none;
+        const auto decide = [](std::initializer_list<const char*> words, const cli::DisplayEnvironment& environment) {
+            std::vector<const char*> argv { "oomlens" };
+            argv.insert(argv.end(), words.begin(), words.end());
+            return cli::decideLaunch(argv, environment, cli::Gui::Absent);
+        };
+        const QString existing = snapshot();
+        const QByteArray file = existing.toUtf8();
+        for (const cli::DisplayEnvironment& environment : { x11, none }) {
+            for (const std::vector<const char*>& words :
+                std::vector<std::vector<const char*>> { {}, { file.constData() }, { "runs/missing.pickle" }, { "-" },
+                    { "--screenshot", "/tmp/shots" }, { "--screenshot=/tmp/shots", file.constData() } }) {
+                std::vector<const char*> argv { "oomlens" };
+                argv.insert(argv.end(), words.begin(), words.end());
+                const cli::Launch launch = cli::decideLaunch(argv, environment, cli::Gui::Absent);
+                QCOMPARE(launch.kind, Kind::Stop);
+                QCOMPARE(launch.exitStatus, 2);
+                QVERIFY(launch.message.ends_with('\n'));
+                QCOMPARE(std::count(launch.message.begin(), launch.message.end(), '\n'), 1);
+                QVERIFY2(launch.message.starts_with("oomlens: this build has no GUI; "), launch.message.c_str());
+                QVERIFY(launch.message.find("'oomlens diagnose FILE...'") != std::string::npos);
+            }
+            QCOMPARE(decide({ "diagnose", "x" }, environment).kind, Kind::Command);
+            QCOMPARE(decide({ "mcp" }, environment).kind, Kind::Command);
+            QCOMPARE(decide({ "--help" }, environment).kind, Kind::Command);
+            QCOMPARE(decide({ "--version" }, environment).kind, Kind::Command);
+            // An option the window would not take either is the usage error it always was.
+            QCOMPARE(decide({ "--bogus" }, environment).kind, Kind::Command);
+            const cli::Launch typo = decide({ "diagnos", "x" }, environment);
+            QCOMPARE(typo.kind, Kind::Stop);
+            QVERIFY(typo.message.find("did you mean 'diagnose'?") != std::string::npos);
+        }
+    }
+
+    // In that build `oomlens --help` lists every command but the window.
+    void usageWithoutTheGui()
+    {
+        const std::string built = cli::usageText(cli::Gui::Built);
+        const std::string absent = cli::usageText(cli::Gui::Absent);
+        QVERIFY(built.find("oomlens [FILE...]") != std::string::npos);
+        QVERIFY(absent.find("oomlens [FILE...]") == std::string::npos);
+        QVERIFY(absent.find("GUI") == std::string::npos);
+        for (const cli::Command& command : cli::commands())
+            QVERIFY2(absent.find(std::string("oomlens ") + command.synopsis) != std::string::npos, command.name);
     }
 };
 

@@ -228,9 +228,7 @@ private Q_SLOTS:
         JSON_COMPARE(result["isError"], false);
         // What `diagnose --json` prints for the same inputs.
         oomlens::Case input;
-        JSON_COMPARE(
-            oomlens::cli::loadInputs({ QString::fromStdString(snapshot), QString::fromStdString(traceback) }, input),
-            0);
+        JSON_COMPARE(oomlens::cli::loadInputs({ snapshot, traceback }, input), 0);
         const Json expected = oomlens::caseToJson(input, oomlens::analyzeCase(input));
         JSON_COMPARE(result["structuredContent"], expected);
         QVERIFY(!expected["diagnoses"].empty());
@@ -293,7 +291,7 @@ private Q_SLOTS:
         handshake(server);
         const Json live = structured(server, "live_at", { { "input", path }, { "at", "oom" }, { "top", 5 } });
         oomlens::Case input;
-        oomlens::cli::loadInputs({ QString::fromStdString(path) }, input);
+        oomlens::cli::loadInputs({ path }, input);
         const oomlens::CaseAnalysis analysis = oomlens::analyzeCase(input);
         const oomlens::DeviceAnalysis& device = *analysis.snapshots[0].primary();
         const oomlens::OomAnalysis& oom = device.ooms.front();
@@ -509,9 +507,8 @@ private Q_SLOTS:
 
         const Json plan = structured(server, "plan",
             { { "model", "gpt2" }, { "batch", 8 }, { "seq", 512 }, { "card", "24GB" }, { "precision", "mixed-bf16" } });
-        const oomlens::cli::PlanRun run
-            = oomlens::cli::readPlanRun({ QStringLiteral("--model=gpt2"), QStringLiteral("--batch=8"),
-                QStringLiteral("--seq=512"), QStringLiteral("--precision=mixed-bf16"), QStringLiteral("--card=24GB") });
+        const oomlens::cli::PlanRun run = oomlens::cli::readPlanRun(
+            { "--model=gpt2", "--batch=8", "--seq=512", "--precision=mixed-bf16", "--card=24GB" });
         QVERIFY(!run.stop);
         JSON_COMPARE(plan, oomlens::planner::planToJson(run.result));
         JSON_COMPARE(
@@ -521,9 +518,8 @@ private Q_SLOTS:
         const Json serving = structured(server, "plan",
             { { "model", "llama-2-7b" }, { "inference", true }, { "batch", 8 }, { "seq", 4096 }, { "card", "80GB" },
                 { "tp", 2 }, { "gpus", 2 } });
-        const oomlens::cli::PlanRun servingRun = oomlens::cli::readPlanRun({ QStringLiteral("--model=llama-2-7b"),
-            QStringLiteral("--inference"), QStringLiteral("--batch=8"), QStringLiteral("--seq=4096"),
-            QStringLiteral("--card=80GB"), QStringLiteral("--tp=2"), QStringLiteral("--gpus=2") });
+        const oomlens::cli::PlanRun servingRun = oomlens::cli::readPlanRun(
+            { "--model=llama-2-7b", "--inference", "--batch=8", "--seq=4096", "--card=80GB", "--tp=2", "--gpus=2" });
         QVERIFY(!servingRun.stop);
         JSON_COMPARE(serving, oomlens::planner::planToJson(servingRun.result));
         JSON_COMPARE(errorText(server, "plan", { { "model", "gpt2" }, { "inference", "yes" } }),

@@ -285,7 +285,7 @@ private slots:
     {
         QTemporaryDir directory;
         const QString summaries = directory.filePath(QStringLiteral("summaries"));
-        QCOMPARE(cli::runSummarize({ jobDir(), QStringLiteral("-o"), summaries }), 0);
+        QCOMPARE(cli::runSummarize({ jobDir().toStdString(), "-o", summaries.toStdString() }), 0);
         QStringList files;
         for (const QString& name : QDir(summaries).entryList(QDir::Files, QDir::Name))
             files << QDir(summaries).filePath(name);
@@ -318,7 +318,7 @@ private slots:
         for (const QString& file : rankFiles())
             QVERIFY(QFile::copy(file, cluster + QLatin1Char('/') + QFileInfo(file).fileName()));
         const QString far = directory.filePath(QStringLiteral("far"));
-        QCOMPARE(cli::runSummarize({ cluster, QStringLiteral("-o"), far }), 0);
+        QCOMPARE(cli::runSummarize({ cluster.toStdString(), "-o", far.toStdString() }), 0);
         QVERIFY(QDir(cluster).removeRecursively());
         window.openFiles({ QDir(far).filePath(QStringLiteral("rank6.oomlens-summary.json")),
             QDir(far).filePath(QStringLiteral("rank5.oomlens-summary.json")) });
