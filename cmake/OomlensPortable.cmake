@@ -21,6 +21,9 @@ if(OOMLENS_STATIC)
     # -static pulls libstdc++ and libgcc in as archives too; -static-pie is not used because
     # older kernels' and qemu-user's loaders handle a plain static executable everywhere.
     add_link_options(-static)
+    # The same numbers on every architecture: aarch64 compilers fuse a*b+c into one rounding
+    # by default, x86-64's baseline has no such instruction; the desktop build's JSON is the check.
+    add_compile_options(-ffp-contract=off)
     # Keep only the functions the executable reaches: a smaller file to copy to every node.
     add_compile_options(-ffunction-sections -fdata-sections)
     add_link_options(-Wl,--gc-sections)
