@@ -63,6 +63,11 @@ pack() {
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@${SOURCE_DATE_EPOCH:-0}" \
         -C "$stage" -cf - "$name" | gzip -9n >"$dist/$name.tar.gz"
     rm -rf "$stage"
+    local listed entry
+    listed="$(tar -tzf "$dist/$name.tar.gz")"
+    for entry in oomlens oomlens_capture/__init__.py oomlens_capture/_capture.py README.md; do
+        grep -qx "$name/$entry" <<<"$listed" || { echo "make-tarballs: $name/$entry missing from the tarball" >&2; return 1; }
+    done
     echo "$dist/$name.tar.gz ($(stat -c %s "$dist/$name.tar.gz") bytes; oomlens $(stat -c %s "$build/app/oomlens") bytes before strip)"
 }
 

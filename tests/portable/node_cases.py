@@ -146,6 +146,17 @@ def bad_input(root, tally):
     both(root, tally, "a folder of no inputs", ["diagnose", "--json", "data/planner"])
 
 
+def window_asked(root, tally):
+    """The one answer that differs by design: the portable build has no window, and says so in
+    one line (the desktop build, without a display here, says that instead)."""
+    for arguments in ([], [SCENARIO + ".pickle"]):
+        answer = root.portable(arguments)
+        lines = answer.stderr.decode(errors="replace").splitlines()
+        tally.expect("asked for the GUI: %s" % (arguments or "no arguments"),
+                     answer.status != 0 and len(lines) == 1 and "no GUI" in lines[0] and not answer.stdout,
+                     "exit %d, stderr %r" % (answer.status, lines))
+
+
 def mcp_messages():
     """A coding agent's session: the handshake, tools/list, every tool on the fixtures."""
     snapshot, traceback = "/" + SCENARIO + ".pickle", "/" + SCENARIO + ".oom.txt"
@@ -200,5 +211,6 @@ def run_all(root):
     commands_that_write(root, tally)
     commands_that_print(root, tally)
     bad_input(root, tally)
+    window_asked(root, tally)
     mcp_session(root, tally)
     return tally.passed, tally.failed
