@@ -3,8 +3,7 @@
 #include "core/phase.h"
 #include "core/snapshot.h"
 
-#include <QRegularExpression>
-
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +13,8 @@ namespace oomlens {
 // User category rules: regexes over a stack's frames, each naming the category of what it
 // allocates. A rule matches a stack when its regex matches any frame's function name or
 // filename. Earlier rules win over later ones, and user rules win over the built-in evidence.
+// Patterns are ECMAScript regular expressions (what Python's `re` writes for the patterns such
+// rules hold: classes, groups, alternatives, anchors), searched anywhere in the name.
 // Read from the user's JSON or YAML by parsers/categoryrulesparser.h.
 class CategoryRules
 {
@@ -22,7 +23,7 @@ public:
     {
         Category category = Category::Unknown;
         std::string pattern;
-        QRegularExpression regex;
+        std::regex regex;
     };
 
     // Appends a rule; false with a one-line error when `pattern` is not a valid regex.

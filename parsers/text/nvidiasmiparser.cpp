@@ -4,10 +4,9 @@
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
 
-#include <QRegularExpression>
-#include <QString>
-
+#include <limits>
 #include <optional>
+#include <regex>
 
 namespace oomlens::text {
 
@@ -15,9 +14,27 @@ namespace {
 
 constexpr uint64_t mib = uint64_t(1) << 20;
 
-std::string toStd(const QString& text)
+// A run of ASCII digits as a number; 0 when it does not fit, as the table's other readers take it.
+template <typename Number> Number digitsValue(std::string_view digits)
 {
-    return text.toStdString();
+    uint64_t value = 0;
+    for (const char c : digits) {
+        const auto d = uint64_t(c - '0');
+        if (value > (uint64_t(std::numeric_limits<Number>::max()) - d) / 10)
+            return 0;
+        value = value * 10 + d;
+    }
+    return Number(value);
+}
+
+std::string_view captured(const std::cmatch& match, size_t group)
+{
+    return std::string_view(match[group].first, size_t(match[group].length()));
+}
+
+bool search(std::string_view row, std::cmatch& match, const std::regex& pattern)
+{
+    return std::regex_search(row.data(), row.data() + row.size(), match, pattern);
 }
 
 std::string versionAfter(std::string_view line, std::string_view marker)
@@ -32,12 +49,11 @@ std::string versionAfter(std::string_view line, std::string_view marker)
     return std::string(rest.substr(0, end));
 }
 
-std::optional<uint64_t> mibValue(const QString& text)
+std::optional<uint64_t> mibValue(std::string_view digits)
 {
-    bool ok = false;
-    const qulonglong value = text.toULongLong(&ok);
-    if (!ok || value > (uint64_t(1) << 40))
-        return std::nullopt;
+    const auto value = digitsValue<uint64_t>(digits);
+    if (value > (uint64_t(1) << 40) || (value == 0 && digits.find_first_not_of('0') != std::string_view::npos))
+        return std::nullopt; // beyond any GPU, or beyond 64 bits
     return value * mib;
 }
 
@@ -90,14 +106,13 @@ std::optional<NvidiaSmiGpu> csvGpu(
 
 std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
 {
-    // Rows are short (< 120 characters), so these patterns never see long input.
-    static const QRegularExpression gpuRow(QStringLiteral("^\\|\\s+(\\d+)\\s+(.+?)\\s+(On|Off)\\s+\\|"));
-    static const QRegularExpression memoryRow(QStringLiteral("\\|\\s+(\\d+)MiB\\s*/\\s*(\\d+)MiB\\s+\\|"));
-    static const QRegularExpression processRow(
-        QStringLiteral("^\\|\\s+(\\d+)\\s+(?:(?:N/A|\\d+)\\s+(?:N/A|\\d+)\\s+)?(\\d+|N/"
-                       "A)\\s+(C\\+G|C|G)\\s+(.+?)\\s+(\\d+MiB|N/A)\\s*\\|$"));
-    static const QRegularExpression listProcess(
-        QStringLiteral("^process\\s+(\\d+)\\s+uses\\s+([0-9.]+)\\s+MB GPU memory"));
+    // Rows are short (at most 200 bytes, checked below), so these patterns never see long input,
+    // and only rows of a table already found reach them.
+    static const std::regex gpuRow(R"(^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|)");
+    static const std::regex memoryRow(R"(\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|)");
+    static const std::regex processRow(R"(^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+|N/)"
+                                       R"(A)\s+(C\+G|C|G)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$)");
+    static const std::regex listProcess(R"(^process\s+(\d+)\s+uses\s+([0-9.]+)\s+MB GPU memory)");
 
     std::vector<NvidiaSmiTable> tables;
     std::optional<NvidiaSmiTable> table;
@@ -149,15 +164,14 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
         }
         if (text.empty() || text.size() > 200)
             continue;
-        const QString row = QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+        std::cmatch match;
         if (listGpu >= 0 && text.starts_with("process ")) {
-            const auto match = listProcess.match(row);
-            if (match.hasMatch()) {
+            if (search(text, match, listProcess)) {
                 GpuProcess process;
                 process.gpu = listGpu;
-                process.pid = match.captured(1).toLongLong();
+                process.pid = digitsValue<int64_t>(captured(match, 1));
                 // list_gpu_processes divides by 1024*1024 and prints three decimals.
-                const auto size = parseSizeAt(toStd(match.captured(2) + QStringLiteral(" MiB")), 0);
+                const auto size = parseSizeAt(std::string(captured(match, 2)) + " MiB", 0);
                 if (size)
                     process.bytes = size->bytes;
                 ensure(i).processes.push_back(process);
@@ -173,31 +187,31 @@ std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
         }
         if (!table || text[0] != '|')
             continue;
-        if (const auto gpu = gpuRow.match(row); gpu.hasMatch() && !contains(text, "MiB")) {
+        if (!contains(text, "MiB") && search(text, match, gpuRow)) {
             NvidiaSmiGpu entry;
-            entry.index = gpu.captured(1).toInt();
-            entry.name = toStd(gpu.captured(2).trimmed());
+            entry.index = digitsValue<int>(captured(match, 1));
+            entry.name = std::string(trimmed(captured(match, 2)));
             ensure(i).gpus.push_back(entry);
             pendingGpu = static_cast<int>(table->gpus.size() - 1);
             continue;
         }
-        if (const auto memory = memoryRow.match(row); memory.hasMatch() && pendingGpu) {
+        if (pendingGpu && search(text, match, memoryRow)) {
             NvidiaSmiGpu& entry = ensure(i).gpus[static_cast<size_t>(*pendingGpu)];
-            entry.usedBytes = mibValue(memory.captured(1));
-            entry.totalBytes = mibValue(memory.captured(2));
+            entry.usedBytes = mibValue(captured(match, 1));
+            entry.totalBytes = mibValue(captured(match, 2));
             pendingGpu.reset();
             continue;
         }
-        if (const auto process = processRow.match(row); process.hasMatch()) {
+        if (search(text, match, processRow)) {
             GpuProcess entry;
-            entry.gpu = process.captured(1).toInt();
-            if (process.captured(2) != QStringLiteral("N/A"))
-                entry.pid = process.captured(2).toLongLong();
-            entry.type = toStd(process.captured(3));
-            entry.name = toStd(process.captured(4).trimmed());
-            const QString memory = process.captured(5);
-            if (memory.endsWith(QStringLiteral("MiB")))
-                entry.bytes = mibValue(memory.chopped(3));
+            entry.gpu = digitsValue<int>(captured(match, 1));
+            if (captured(match, 2) != "N/A")
+                entry.pid = digitsValue<int64_t>(captured(match, 2));
+            entry.type = std::string(captured(match, 3));
+            entry.name = std::string(trimmed(captured(match, 4)));
+            const std::string_view memory = captured(match, 5);
+            if (memory.ends_with("MiB"))
+                entry.bytes = mibValue(memory.substr(0, memory.size() - 3));
             ensure(i).processes.push_back(entry);
             continue;
         }
