@@ -254,7 +254,7 @@ int runAppChild(const char* path)
             toDiagnosis = ms(start, Clock::now());
     };
     const LoadOutcome outcome = CaseLoader::load(
-        nullptr, { LoadRequest::file(QString::fromLocal8Bit(path)) }, QStringLiteral("bench"), cancel, progress, {},
+        nullptr, { LoadRequest::file(path) }, QStringLiteral("bench"), cancel, progress, {},
         [&](const TimelineFirst&) {
             toTimeline = ms(start, Clock::now());
             toTimelineCpu = cpuMs();

@@ -1,8 +1,7 @@
 #include "opening/opening.h"
 
+#include "parsers/filepaths.h"
 #include "parsers/inputloader.h"
-
-#include <QFileInfo>
 
 #include <algorithm>
 #include <future>
@@ -19,7 +18,7 @@ bool cancelled(const OpenOptions& options)
 
 uint64_t requestBytes(const LoadRequest& request)
 {
-    return request.isFile() ? uint64_t(QFileInfo(request.path).size()) : uint64_t(request.text.size());
+    return request.isFile() ? fileSizeAt(request.path) : uint64_t(request.text.size());
 }
 
 // A file that failed as none of the inputs oomlens knows by their content (a picture, notes):
@@ -81,7 +80,7 @@ bool Opened::anyReadable() const
     });
 }
 
-std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& requests, const OpenOptions& options)
+std::vector<InputFailure> readInputs(Case& into, const std::vector<LoadRequest>& requests, const OpenOptions& options)
 {
     // Progress is in bytes across all inputs: reading dominates, the analysis gets the last 10%.
     uint64_t totalBytes = 0;
@@ -90,7 +89,7 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
     totalBytes = std::max<uint64_t>(totalBytes, 1);
     uint64_t doneBefore = 0;
     int lastPermille = -1;
-    const auto report = [&](uint64_t done, const QString& text) {
+    const auto report = [&](uint64_t done, const std::string& text) {
         const int permille = int(900.0 * double(std::min(done, totalBytes)) / double(totalBytes));
         if (permille != lastPermille && options.progress) {
             lastPermille = permille;
@@ -102,24 +101,23 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
     for (const LoadRequest& request : requests) {
         if (cancelled(options))
             break;
-        const QString name = request.isFile() ? QFileInfo(request.path).fileName() : QStringLiteral("pasted text");
-        const QString text = QStringLiteral("Reading %1…").arg(name);
+        const std::string name = request.isFile() ? fileNameOf(request.path) : std::string("pasted text");
+        const std::string text = "Reading " + name + "…";
         report(doneBefore, text);
         SnapshotReadOptions readOptions;
         readOptions.cancel = options.cancel;
         if (options.progress)
             readOptions.progress = [&](uint64_t done, uint64_t) { report(doneBefore + done, text); };
         const size_t before = into.inputs.size();
-        if (!request.error.isEmpty()) {
+        if (!request.error.empty()) {
             CaseInput input;
-            input.path = request.textName.toStdString();
-            input.error = request.error.toStdString();
+            input.path = request.textName;
+            input.error = request.error;
             into.inputs.push_back(std::move(input));
         } else if (request.isFile()) {
-            addFile(into, request.path.toStdString(), readOptions);
+            addFile(into, request.path, readOptions);
         } else {
-            addInput(into, request.textName.toStdString(),
-                std::string_view(request.text.constData(), size_t(request.text.size())), readOptions);
+            addInput(into, request.textName, request.text, readOptions);
         }
         doneBefore += requestBytes(request);
         for (size_t i = before; i < into.inputs.size(); ++i) {
@@ -135,8 +133,8 @@ std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& reque
     return failures;
 }
 
-Opened openCase(
-    const LoadedCasePtr& base, const QList<LoadRequest>& requests, const QString& title, const OpenOptions& options)
+Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
+    const OpenOptions& options)
 {
     Opened opened;
     auto loaded = std::make_shared<LoadedCase>();
@@ -150,7 +148,7 @@ Opened openCase(
         return opened;
     }
     if (options.progress)
-        options.progress(900, QStringLiteral("Analyzing…"));
+        options.progress(900, "Analyzing…");
     AnalysisOptions analysis = options.analysis;
     if (!analysis.cancel)
         analysis.cancel = options.cancel; // a cancel stops the analysis too, not only the reading
@@ -172,7 +170,7 @@ Opened openCase(
         // milliseconds that the second core would otherwise spend idle.
         auto first = std::async(std::launch::async, [&loaded, &options] { options.timelineFirst(loaded); });
         if (options.progress)
-            options.progress(950, QStringLiteral("Diagnosing…"));
+            options.progress(950, "Diagnosing…");
         diagnoseCase(loaded->input, loaded->analysis);
         first.get(); // its exception, if any, is this opening's
     } else {
@@ -184,7 +182,7 @@ Opened openCase(
     }
     opened.loaded = std::move(loaded);
     if (options.progress)
-        options.progress(1000, QStringLiteral("Done"));
+        options.progress(1000, "Done");
     return opened;
 }
 

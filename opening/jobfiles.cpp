@@ -1,14 +1,12 @@
 #include "opening/jobfiles.h"
 
+#include "parsers/filepaths.h"
 #include "parsers/ranksummaryfiles.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/snapshotfiles.h"
 
-#include <QDir>
-#include <QFileInfo>
-
+#include <algorithm>
 #include <set>
-#include <string>
 
 namespace oomlens {
 
@@ -16,63 +14,65 @@ namespace {
 
 // Everything a folder holds, by name: its files and subfolders, but hidden entries and the capture
 // sidecars that are read with the snapshot beside them (NAME.oomlens.json).
-QStringList folderEntries(const QString& folder)
+std::vector<std::string> entriesToRead(const std::string& folder)
 {
-    const QDir directory(folder);
-    QStringList entries;
+    std::vector<std::string> entries = folderEntries(folder, true);
     std::set<std::string> sidecars;
-    for (const QString& name : directory.entryList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
-        const QString path = directory.filePath(name);
-        entries.append(path);
+    for (const std::string& path : entries) {
         if (isSnapshotFile(path)) {
-            for (std::string& sidecar : sidecarPathsFor(path.toStdString()))
+            for (std::string& sidecar : sidecarPathsFor(path))
                 sidecars.insert(std::move(sidecar));
         }
     }
-    entries.removeIf([&sidecars](const QString& path) { return sidecars.count(path.toStdString()) > 0; });
+    std::erase_if(entries, [&sidecars](const std::string& path) { return sidecars.count(path) > 0; });
     return entries;
+}
+
+bool contains(const std::vector<std::string>& paths, const std::string& path)
+{
+    return std::find(paths.begin(), paths.end(), path) != paths.end();
 }
 
 } // namespace
 
-QStringList expandFolders(const QStringList& paths)
+std::vector<std::string> expandFolders(const std::vector<std::string>& paths)
 {
-    QStringList expanded;
-    for (const QString& path : paths) {
-        const QStringList entries
-            = path == QLatin1String("-") || !QFileInfo(path).isDir() ? QStringList() : folderEntries(path);
-        if (entries.isEmpty())
-            expanded.append(path);
+    std::vector<std::string> expanded;
+    for (const std::string& path : paths) {
+        const std::vector<std::string> entries
+            = path == "-" || !isFolder(path) ? std::vector<std::string>() : entriesToRead(path);
+        if (entries.empty())
+            expanded.push_back(path);
         else
-            expanded.append(entries);
+            expanded.insert(expanded.end(), entries.begin(), entries.end());
     }
     return expanded;
 }
 
-QStringList jobRankFiles(const QStringList& paths)
+std::vector<std::string> jobRankFiles(const std::vector<std::string>& paths)
 {
-    QStringList rankFiles;
+    std::vector<std::string> rankFiles;
     bool summaries = false;
-    for (const QString& path : paths) {
-        if (path == QLatin1String("-"))
+    for (const std::string& path : paths) {
+        if (path == "-")
             continue;
         if (isRankSummaryFile(path)) {
             summaries = true;
-            rankFiles.append(path);
+            rankFiles.push_back(path);
         } else if (isSnapshotFile(path)) {
-            rankFiles.append(path);
+            rankFiles.push_back(path);
         }
     }
     // A rank summary means nothing but as a rank of a job, even alone.
-    return rankFiles.size() >= 2 || summaries ? rankFiles : QStringList();
+    return rankFiles.size() >= 2 || summaries ? rankFiles : std::vector<std::string>();
 }
 
-QStringList besideRanks(const QStringList& paths, const QStringList& rankFiles)
+std::vector<std::string> besideRanks(const std::vector<std::string>& paths, const std::vector<std::string>& rankFiles)
 {
-    QStringList beside;
-    for (const QString& path : paths) {
-        if (!rankFiles.contains(path))
-            beside.append(path);
+    std::vector<std::string> beside;
+    for (const std::string& path : paths) {
+        if (!contains(rankFiles, path))
+            beside.push_back(path);
     }
     return beside;
 }

@@ -3,11 +3,9 @@
 #include "core/job/jobassembly.h"
 #include "core/job/ranksummary.h"
 #include "core/units.h"
+#include "parsers/filepaths.h"
 #include "parsers/inputloader.h"
 #include "parsers/ranksummaryfiles.h"
-
-#include <QDir>
-#include <QFileInfo>
 
 #include <algorithm>
 #include <optional>
@@ -47,9 +45,8 @@ void removeDuplicates(std::vector<SummaryEntry>& summaries, std::vector<std::str
     };
     std::vector<Given> given;
     for (const std::string& snapshot : snapshots) {
-        const QFileInfo info(QString::fromStdString(snapshot));
-        Given file { info.absoluteFilePath().toStdString(), std::nullopt, false };
-        const auto size = static_cast<uint64_t>(info.size());
+        Given file { absoluteFilePath(snapshot), std::nullopt, false };
+        const uint64_t size = fileSizeAt(snapshot);
         if (std::any_of(summaries.begin(), summaries.end(),
                 [&](const SummaryEntry& entry) { return entry.summarized.snapshot.sizeBytes == size; }))
             file.identity = identifySnapshotFile(snapshot);
@@ -86,12 +83,9 @@ std::optional<std::string> reachableSnapshot(const SummaryEntry& entry)
     if (!entry.givenSnapshot.empty())
         return entry.givenSnapshot;
     const SnapshotIdentity& recorded = entry.summarized.snapshot;
-    const QString beside = QFileInfo(QString::fromStdString(entry.summarized.rank.summaryFile))
-                               .dir()
-                               .filePath(QFileInfo(QString::fromStdString(recorded.path)).fileName());
-    for (const std::string& candidate : { recorded.path, beside.toStdString() }) {
-        const QFileInfo info(QString::fromStdString(candidate));
-        if (!info.isFile() || static_cast<uint64_t>(info.size()) != recorded.sizeBytes)
+    const std::string beside = pathInFolder(folderOf(entry.summarized.rank.summaryFile), fileNameOf(recorded.path));
+    for (const std::string& candidate : { recorded.path, beside }) {
+        if (!isRegularFile(candidate) || fileSizeAt(candidate) != recorded.sizeBytes)
             continue;
         if (identifySnapshotFile(candidate).sameContent(recorded))
             return candidate;
@@ -142,9 +136,9 @@ GatheredJob gatherJob(const std::vector<std::string>& files, const JobOptions& o
     std::vector<RankSummary> unreadableSummaries;
     std::unordered_set<std::string> seen; // a file named twice is one rank file
     for (const std::string& file : files) {
-        if (!seen.insert(QFileInfo(QString::fromStdString(file)).absoluteFilePath().toStdString()).second)
+        if (!seen.insert(absoluteFilePath(file)).second)
             continue;
-        if (!isRankSummaryFile(QString::fromStdString(file))) {
+        if (!isRankSummaryFile(file)) {
             snapshots.push_back(file);
             continue;
         }

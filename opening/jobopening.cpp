@@ -1,25 +1,21 @@
 #include "opening/jobfiles.h"
 #include "opening/jobgathering.h"
 #include "opening/opening.h"
+#include "parsers/filepaths.h"
 
-#include <QFileInfo>
+#include <algorithm>
 
 namespace oomlens {
 
 namespace {
 
-QString fileName(const std::string& path)
-{
-    return QFileInfo(QString::fromStdString(path)).fileName();
-}
-
 // What the failing rank's case is called: its snapshot, or the one still to be copied here.
-QString failingCaseTitle(const GatheredJob& gathered)
+std::string failingCaseTitle(const GatheredJob& gathered)
 {
     if (!gathered.failingSnapshot.empty())
-        return fileName(gathered.failingSnapshot);
+        return fileNameOf(gathered.failingSnapshot);
     if (!gathered.summary.failingSnapshotToCopy.empty())
-        return QStringLiteral("%1 (snapshot not here)").arg(fileName(gathered.summary.failingSnapshotToCopy));
+        return fileNameOf(gathered.summary.failingSnapshotToCopy) + " (snapshot not here)";
     return {};
 }
 
@@ -30,12 +26,9 @@ std::string InputFailure::where() const
     return summarizedIn.empty() ? path : path + " (summarized in " + summarizedIn + ")";
 }
 
-Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, const OpenOptions& options)
+Opened openJob(
+    const std::vector<std::string>& rankFiles, const std::vector<LoadRequest>& beside, const OpenOptions& options)
 {
-    std::vector<std::string> files;
-    files.reserve(size_t(rankFiles.size()));
-    for (const QString& file : rankFiles)
-        files.push_back(file.toStdString());
     JobOptions jobOptions;
     jobOptions.analysis = options.analysis;
     if (!jobOptions.analysis.cancel)
@@ -43,7 +36,7 @@ Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, c
     jobOptions.progress = options.rankProgress;
     jobOptions.cancel = options.cancel;
     // Snapshots are summarized by the worker pool, summaries read; the failing rank's snapshot is found.
-    GatheredJob gathered = gatherJob(files, jobOptions);
+    GatheredJob gathered = gatherJob(rankFiles, jobOptions);
     Opened opened;
     if (options.cancel && *options.cancel) {
         opened.cancelled = true;
@@ -59,10 +52,10 @@ Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, c
     }
 
     // The failing rank read in full, with the text given beside the ranks: the job's diagnosis.
-    QList<LoadRequest> failingInputs;
+    std::vector<LoadRequest> failingInputs;
     if (!gathered.failingSnapshot.empty())
-        failingInputs.append(LoadRequest::file(QString::fromStdString(gathered.failingSnapshot)));
-    failingInputs.append(beside);
+        failingInputs.push_back(LoadRequest::file(gathered.failingSnapshot));
+    failingInputs.insert(failingInputs.end(), beside.begin(), beside.end());
     OpenOptions caseOptions = options;
     caseOptions.timelineFirst = {};
     Opened failing = openCase(nullptr, failingInputs, failingCaseTitle(gathered), caseOptions);
@@ -74,20 +67,20 @@ Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, c
     return opened;
 }
 
-Opened openInputs(const QList<LoadRequest>& requests, const OpenOptions& options)
+Opened openInputs(const std::vector<LoadRequest>& requests, const OpenOptions& options)
 {
-    QStringList files;
+    std::vector<std::string> files;
     for (const LoadRequest& request : requests) {
         if (request.isFile())
-            files.append(request.path);
+            files.push_back(request.path);
     }
-    const QStringList rankFiles = jobRankFiles(files);
-    if (rankFiles.isEmpty())
-        return openCase(nullptr, requests, QString(), options);
-    QList<LoadRequest> beside;
+    const std::vector<std::string> rankFiles = jobRankFiles(files);
+    if (rankFiles.empty())
+        return openCase(nullptr, requests, std::string(), options);
+    std::vector<LoadRequest> beside;
     for (const LoadRequest& request : requests) {
-        if (!request.isFile() || !rankFiles.contains(request.path))
-            beside.append(request);
+        if (!request.isFile() || std::find(rankFiles.begin(), rankFiles.end(), request.path) == rankFiles.end())
+            beside.push_back(request);
     }
     return openJob(rankFiles, beside, options);
 }

@@ -3,9 +3,8 @@
 #include "core/case.h"
 #include "core/caseanalysis.h"
 
-#include <QString>
-
 #include <memory>
+#include <string>
 
 namespace oomlens {
 
@@ -16,7 +15,7 @@ struct LoadedCase
 {
     Case input;
     CaseAnalysis analysis;
-    QString title;
+    std::string title;
 };
 
 using LoadedCasePtr = std::shared_ptr<const LoadedCase>;

@@ -1,7 +1,6 @@
 #pragma once
 
-#include <QByteArray>
-#include <QString>
+#include <string>
 
 namespace oomlens {
 
@@ -9,27 +8,30 @@ namespace oomlens {
 // input).
 struct LoadRequest
 {
-    QString path; // file path; empty for text
-    QByteArray text; // the text when path is empty
+    std::string path; // file path; empty for text
+    std::string text; // the text when path is empty
     // The text's name among the case's inputs and in its errors: "(pasted)", "-" for stdin.
-    QString textName;
+    std::string textName;
     // Set when the text could not be taken in (standard input beyond its bound): the input is
     // then listed under textName with this reason.
-    QString error;
+    std::string error;
     // A file found in a folder the user gave rather than named itself: when it is no kind of input
     // oomlens reads (a picture, a README), it is listed as not read without failing the run.
     bool inFolder = false;
 
-    static LoadRequest file(const QString& path, bool inFolder = false) { return { path, {}, {}, {}, inFolder }; }
-    static LoadRequest pasted(const QByteArray& text, const QString& name = QStringLiteral("(pasted)"))
+    static LoadRequest file(std::string path, bool inFolder = false)
     {
-        return { {}, text, name, {}, false };
+        return { std::move(path), {}, {}, {}, inFolder };
     }
-    static LoadRequest unreadable(const QString& name, const QString& reason)
+    static LoadRequest pasted(std::string text, std::string name = "(pasted)")
     {
-        return { {}, {}, name, reason, false };
+        return { {}, std::move(text), std::move(name), {}, false };
     }
-    bool isFile() const { return !path.isEmpty(); }
+    static LoadRequest unreadable(std::string name, std::string reason)
+    {
+        return { {}, {}, std::move(name), std::move(reason), false };
+    }
+    bool isFile() const { return !path.empty(); }
 };
 
 } // namespace oomlens

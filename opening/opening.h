@@ -10,9 +10,6 @@
 #include "opening/loadedcase.h"
 #include "opening/loadrequest.h"
 
-#include <QList>
-#include <QStringList>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -45,7 +42,7 @@ struct OpenOptions
     const std::atomic_bool* cancel = nullptr; // checked between inputs and stages, and by the decoder
     // A case: permille done (reading the inputs' bytes is 0–900, the analysis the rest) and what
     // is being done ("Reading rank0.pickle…"); on the opening thread, each value once.
-    std::function<void(int permille, const QString& text)> progress;
+    std::function<void(int permille, const std::string& text)> progress;
     // A job: ranks summarized so far and their total, from the summarizer's worker threads.
     std::function<void(size_t done, size_t total)> rankProgress;
     // The timeline first: for a new case whose snapshots hold at least `timelineFirstFrom` trace
@@ -82,20 +79,22 @@ std::string noSuchDeviceReason(const Snapshot& snapshot, int32_t device);
 
 // Reads `requests` into `into` without analyzing them; the failures of these requests. Stops
 // before the next request once options.cancel is set.
-std::vector<InputFailure> readInputs(Case& into, const QList<LoadRequest>& requests, const OpenOptions& options = {});
+std::vector<InputFailure> readInputs(
+    Case& into, const std::vector<LoadRequest>& requests, const OpenOptions& options = {});
 
 // One case: `base`'s inputs (null: a new case titled `title`) and `requests` read, then analyzed;
 // no job rule applied. The failures are those of `requests` only.
-Opened openCase(const LoadedCasePtr& base, const QList<LoadRequest>& requests, const QString& title,
+Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
     const OpenOptions& options = {});
 
 // A job of `rankFiles` (snapshots and rank summaries, mixed: opening/jobgathering.h), then the
 // failing rank's snapshot opened in full with `beside`, the inputs given beside the ranks (a
 // launcher's log, a traceback), which belong to the rank that failed.
-Opened openJob(const QStringList& rankFiles, const QList<LoadRequest>& beside, const OpenOptions& options = {});
+Opened openJob(
+    const std::vector<std::string>& rankFiles, const std::vector<LoadRequest>& beside, const OpenOptions& options = {});
 
 // The requests as the user means them: a job when jobRankFiles() finds one among the files (the
 // other requests then join the failing rank's case), else one case.
-Opened openInputs(const QList<LoadRequest>& requests, const OpenOptions& options = {});
+Opened openInputs(const std::vector<LoadRequest>& requests, const OpenOptions& options = {});
 
 } // namespace oomlens

@@ -139,14 +139,13 @@ std::optional<CategoryRules> readCategoryRules(const std::string& path, std::str
     // Rules are a few lines; a bound keeps a device or an endless pipe given as rules from hanging.
     constexpr uint64_t maxRulesBytes = uint64_t(16) << 20;
     std::string reason;
-    const std::optional<QByteArray> bytes = readSmallFile(QString::fromStdString(path), maxRulesBytes, &reason);
+    const std::optional<std::string> bytes = readSmallFile(path, maxRulesBytes, &reason);
     if (!bytes) {
         if (error)
             *error = "cannot read category rules " + path + ": " + reason;
         return std::nullopt;
     }
-    std::optional<CategoryRules> rules
-        = parseCategoryRules(std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())), &reason);
+    std::optional<CategoryRules> rules = parseCategoryRules(*bytes, &reason);
     if (!rules && error) {
         // Named by the file, as a read error is: "category rules FILE: unknown category 'x' ...".
         std::string_view what = reason;

@@ -1,8 +1,7 @@
 #include "parsers/filemapping.h"
 
-#include <QFile>
-
-#if defined(Q_OS_UNIX)
+#if defined(__unix__) || defined(__APPLE__)
+#define OOMLENS_POSIX_MMAP 1
 #include <sys/mman.h>
 #endif
 #if defined(__linux__) && !defined(MADV_POPULATE_READ)
@@ -26,32 +25,25 @@ namespace {
 
 } // namespace
 
-std::optional<FileMapping> mapWholeFile(QFile& file)
+std::optional<FileMapping> mapFileHandle(int handle, uint64_t size, bool wholeRead)
 {
-    const qint64 size = file.size();
-    const int handle = file.handle();
-    if (size <= 0 || handle < 0)
-        return std::nullopt;
-    return mapFileHandle(handle, uint64_t(size));
-}
-
-std::optional<FileMapping> mapFileHandle(int handle, uint64_t size)
-{
-#if defined(Q_OS_UNIX)
+#if defined(OOMLENS_POSIX_MMAP)
     if (size == 0 || handle < 0)
         return std::nullopt;
     const auto bytes = static_cast<size_t>(size);
     void* mapped = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, handle, 0);
     if (mapped == MAP_FAILED)
         return std::nullopt;
-    populate(mapped, bytes);
+    if (wholeRead)
+        populate(mapped, bytes);
     FileMapping mapping;
     mapping.bytes = std::string_view(static_cast<const char*>(mapped), bytes);
     mapping.owner = std::shared_ptr<void>(mapped, [bytes](void* start) { munmap(start, bytes); });
     return mapping;
 #else
-    Q_UNUSED(handle);
-    Q_UNUSED(size);
+    (void)handle;
+    (void)size;
+    (void)wholeRead;
     return std::nullopt;
 #endif
 }

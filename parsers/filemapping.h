@@ -5,8 +5,6 @@
 #include <optional>
 #include <string_view>
 
-class QFile;
-
 namespace oomlens {
 
 // A whole file mapped read-only, so that a gigabyte snapshot is decoded straight from the page
@@ -20,10 +18,10 @@ struct FileMapping
     std::shared_ptr<void> owner;
 };
 
-// Maps `file` (open for reading) from start to end; nullopt where it cannot be mapped (an empty
-// file, a pipe, a special file, a system without mmap), which the caller then reads instead.
-std::optional<FileMapping> mapWholeFile(QFile& file);
-// The same for an open file descriptor of a regular file holding `size` bytes.
-std::optional<FileMapping> mapFileHandle(int handle, uint64_t size);
+// Maps the open file descriptor `handle` of a regular file holding `size` bytes from start to end;
+// nullopt where it cannot be mapped (an empty file, a pipe, a special file, a system without
+// mmap), which the caller then reads instead. `wholeRead`: the bytes will be read from end to end,
+// so a big file's pages are brought in at once; a sniffer that reads a few pages passes false.
+std::optional<FileMapping> mapFileHandle(int handle, uint64_t size, bool wholeRead = true);
 
 } // namespace oomlens

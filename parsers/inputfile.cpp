@@ -2,30 +2,32 @@
 
 #include "parsers/filemapping.h"
 
-#include <QFile>
-
 #include <cerrno>
 #include <cstring>
 
-#if defined(Q_OS_UNIX)
+#if defined(__unix__) || defined(__APPLE__)
+#define OOMLENS_POSIX_FILES 1
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#else
+#include <fstream>
+#include <iostream>
 #endif
 
 namespace oomlens {
 
 namespace {
 
-#if defined(Q_OS_UNIX)
+#if defined(OOMLENS_POSIX_FILES)
 
 // Why nothing could be opened at `path`, after stat() failed with `error`.
-std::string missingReason(const QByteArray& path, int error)
+std::string missingReason(const std::string& path, int error)
 {
     struct stat link = {};
     switch (error) {
     case ENOENT:
-        return ::lstat(path.constData(), &link) == 0 ? "a symbolic link to a file that does not exist" : "no such file";
+        return ::lstat(path.c_str(), &link) == 0 ? "a symbolic link to a file that does not exist" : "no such file";
     case ENOTDIR:
         return "no such file";
     case ELOOP:
@@ -56,12 +58,12 @@ FileStamp stampFrom(const struct stat& info)
 }
 
 // Reads `handle` to its end, or fails once more than `limit` bytes came.
-std::optional<QByteArray> readStream(int handle, uint64_t limit, std::string* error)
+std::optional<std::string> readStream(int handle, uint64_t limit, std::string* error)
 {
-    QByteArray bytes;
-    constexpr qsizetype chunk = qsizetype(1) << 20;
+    std::string bytes;
+    constexpr size_t chunk = size_t(1) << 20;
     for (;;) {
-        const qsizetype before = bytes.size();
+        const size_t before = bytes.size();
         bytes.resize(before + chunk);
         const ssize_t got = ::read(handle, bytes.data() + before, size_t(chunk));
         if (got < 0 && errno == EINTR) {
@@ -72,7 +74,7 @@ std::optional<QByteArray> readStream(int handle, uint64_t limit, std::string* er
             *error = std::string("reading failed (") + std::strerror(errno) + ")";
             return std::nullopt;
         }
-        bytes.resize(before + qsizetype(got));
+        bytes.resize(before + size_t(got));
         if (got == 0)
             return bytes;
         if (uint64_t(bytes.size()) > limit) {
@@ -93,6 +95,26 @@ struct Handle
     }
 };
 
+#else
+
+// Reads `input` to its end, or fails once more than `limit` bytes came.
+std::optional<std::string> readAtMost(std::istream& input, uint64_t limit, std::string* error)
+{
+    std::string bytes;
+    constexpr size_t chunk = size_t(1) << 20;
+    while (input) {
+        const size_t before = bytes.size();
+        bytes.resize(before + chunk);
+        input.read(bytes.data() + before, std::streamsize(chunk));
+        bytes.resize(before + size_t(input.gcount()));
+        if (bytes.size() > limit) {
+            *error = "larger than " + boundText(limit);
+            return std::nullopt;
+        }
+    }
+    return bytes;
+}
+
 #endif
 
 } // namespace
@@ -106,20 +128,19 @@ std::string boundText(uint64_t bytes)
     return std::to_string(bytes) + " bytes";
 }
 
-InputFileBytes readInputFile(const QString& path, uint64_t streamLimit)
+InputFileBytes readInputFile(const std::string& path, uint64_t streamLimit)
 {
     InputFileBytes result;
-#if defined(Q_OS_UNIX)
-    const QByteArray native = QFile::encodeName(path);
+#if defined(OOMLENS_POSIX_FILES)
     struct stat info = {};
-    if (::stat(native.constData(), &info) != 0) {
-        result.error = missingReason(native, errno);
+    if (::stat(path.c_str(), &info) != 0) {
+        result.error = missingReason(path, errno);
         return result;
     }
     if (result.error = notReadableReason(info.st_mode); !result.error.empty())
         return result;
     // O_NONBLOCK: opening a named pipe nobody writes to would otherwise wait for a writer forever.
-    Handle handle { ::open(native.constData(), O_RDONLY | O_NONBLOCK | O_CLOEXEC) };
+    Handle handle { ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC) };
     if (handle.fd < 0) {
         result.error = std::string("cannot open the file (") + std::strerror(errno) + ")";
         return result;
@@ -140,47 +161,76 @@ InputFileBytes readInputFile(const QString& path, uint64_t streamLimit)
             return result;
         }
     }
-    std::optional<QByteArray> bytes = readStream(handle.fd, streamLimit, &result.error);
+    std::optional<std::string> bytes = readStream(handle.fd, streamLimit, &result.error);
 #else
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        result.error = "cannot open the file (" + file.errorString().toStdString() + ")";
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        result.error = std::string("cannot open the file (") + std::strerror(errno) + ")";
         return result;
     }
-    std::optional<QByteArray> bytes = file.read(qint64(streamLimit) + 1);
-    if (uint64_t(bytes->size()) > streamLimit) {
-        result.error = "larger than " + boundText(streamLimit);
-        bytes.reset();
-    }
+    std::optional<std::string> bytes = readAtMost(file, streamLimit, &result.error);
 #endif
     if (!bytes)
         return result;
-    auto buffer = std::make_shared<QByteArray>(std::move(*bytes));
-    result.bytes = std::string_view(buffer->constData(), size_t(buffer->size()));
+    auto buffer = std::make_shared<std::string>(std::move(*bytes));
+    result.bytes = std::string_view(buffer->data(), buffer->size());
     result.owner = std::move(buffer);
     return result;
 }
 
-std::optional<QByteArray> readStandardInput(std::string* error, uint64_t streamLimit)
+InputFileBytes peekRegularFile(const std::string& path, size_t headBytes)
 {
-#if defined(Q_OS_UNIX)
+    InputFileBytes result;
+#if defined(OOMLENS_POSIX_FILES)
+    // O_NONBLOCK: what was a file a moment ago may be a pipe nobody writes to now.
+    Handle handle { ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC) };
+    struct stat info = {};
+    if (handle.fd < 0 || ::fstat(handle.fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        result.error = "not a regular file";
+        return result;
+    }
+    if (std::optional<FileMapping> mapping = mapFileHandle(handle.fd, uint64_t(info.st_size), false)) {
+        result.bytes = mapping->bytes;
+        result.owner = std::move(mapping->owner);
+        return result;
+    }
+    auto head = std::make_shared<std::string>(headBytes, '\0');
+    size_t got = 0;
+    while (got < headBytes) {
+        const ssize_t read = ::read(handle.fd, head->data() + got, headBytes - got);
+        if (read < 0 && errno == EINTR)
+            continue;
+        if (read <= 0)
+            break;
+        got += size_t(read);
+    }
+    head->resize(got);
+#else
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        result.error = "not a regular file";
+        return result;
+    }
+    auto head = std::make_shared<std::string>(headBytes, '\0');
+    file.read(head->data(), std::streamsize(headBytes));
+    head->resize(size_t(file.gcount()));
+#endif
+    result.bytes = *head;
+    result.owner = std::move(head);
+    return result;
+}
+
+std::optional<std::string> readStandardInput(std::string* error, uint64_t streamLimit)
+{
+#if defined(OOMLENS_POSIX_FILES)
     return readStream(STDIN_FILENO, streamLimit, error);
 #else
-    QFile input;
-    if (!input.open(stdin, QIODevice::ReadOnly)) {
-        *error = "cannot read standard input";
-        return std::nullopt;
-    }
-    QByteArray bytes = input.read(qint64(streamLimit) + 1);
-    if (uint64_t(bytes.size()) > streamLimit) {
-        *error = "larger than " + boundText(streamLimit);
-        return std::nullopt;
-    }
-    return bytes;
+    std::ios::sync_with_stdio(true);
+    return readAtMost(std::cin, streamLimit, error);
 #endif
 }
 
-std::optional<QByteArray> readSmallFile(const QString& path, uint64_t maxBytes, std::string* error)
+std::optional<std::string> readSmallFile(const std::string& path, uint64_t maxBytes, std::string* error)
 {
     const InputFileBytes read = readInputFile(path, maxBytes);
     if (!read.error.empty()) {
@@ -191,18 +241,18 @@ std::optional<QByteArray> readSmallFile(const QString& path, uint64_t maxBytes, 
         *error = "larger than " + boundText(maxBytes);
         return std::nullopt;
     }
-    return QByteArray(read.bytes.data(), qsizetype(read.bytes.size()));
+    return std::string(read.bytes);
 }
 
-std::optional<FileStamp> fileStamp(const QString& path)
+std::optional<FileStamp> fileStamp(const std::string& path)
 {
-#if defined(Q_OS_UNIX)
+#if defined(OOMLENS_POSIX_FILES)
     struct stat info = {};
-    if (::stat(QFile::encodeName(path).constData(), &info) != 0 || !S_ISREG(info.st_mode))
+    if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
         return std::nullopt;
     return stampFrom(info);
 #else
-    Q_UNUSED(path);
+    (void)path;
     return std::nullopt;
 #endif
 }

@@ -4,9 +4,6 @@
 // and a loop of symbolic links are each one clear error; a named pipe is read as a stream, and
 // no read blocks on a pipe nobody writes to or goes on without end.
 
-#include <QByteArray>
-#include <QString>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,17 +35,22 @@ struct InputFileBytes
 };
 
 // A regular file mapped whole; a pipe or a file that reports no size read up to `streamLimit`.
-InputFileBytes readInputFile(const QString& path, uint64_t streamLimit = maxStreamBytes);
+InputFileBytes readInputFile(const std::string& path, uint64_t streamLimit = maxStreamBytes);
+
+// A regular file for a sniffer that looks at a few of its pages (a snapshot's container, a
+// summary's key): mapped without reading it ahead, or its first `headBytes` where it cannot be
+// mapped. `error` is set for anything but a regular file.
+InputFileBytes peekRegularFile(const std::string& path, size_t headBytes);
 
 // Standard input read up to `streamLimit` bytes; nullopt with `error` set beyond it.
-std::optional<QByteArray> readStandardInput(std::string* error, uint64_t streamLimit = maxStreamBytes);
+std::optional<std::string> readStandardInput(std::string* error, uint64_t streamLimit = maxStreamBytes);
 
 // A small file read whole (category rules, a capture sidecar, a config.json, a rank summary):
 // nullopt with `error` set when it cannot be read or holds more than `maxBytes`.
-std::optional<QByteArray> readSmallFile(const QString& path, uint64_t maxBytes, std::string* error);
+std::optional<std::string> readSmallFile(const std::string& path, uint64_t maxBytes, std::string* error);
 
 // The file's stamp now; nullopt when it is gone or not a regular file.
-std::optional<FileStamp> fileStamp(const QString& path);
+std::optional<FileStamp> fileStamp(const std::string& path);
 
 // "16 MiB", "1 GiB": a bound as the errors above word it.
 std::string boundText(uint64_t bytes);

@@ -201,8 +201,7 @@ void addUnreadable(Case& target, const std::string& path, std::string reason)
 
 void addFile(Case& target, const std::string& path, const SnapshotReadOptions& options)
 {
-    const QString filePath = QString::fromStdString(path);
-    InputFileBytes file = readInputFile(filePath);
+    InputFileBytes file = readInputFile(path);
     if (!file.error.empty()) {
         addUnreadable(target, path, std::move(file.error));
         return;
@@ -211,7 +210,7 @@ void addFile(Case& target, const std::string& path, const SnapshotReadOptions& o
     addInput(target, path, file.bytes, options);
     releaseInBackground(std::move(file.owner));
     if (file.stamp && target.inputs.size() > mark.inputs
-        && changedWhileRead(*file.stamp, fileStamp(filePath), target.inputs[mark.inputs].kind)) {
+        && changedWhileRead(*file.stamp, fileStamp(path), target.inputs[mark.inputs].kind)) {
         rollBack(target, mark);
         addUnreadable(target, path,
             "the file changed while it was read (still being written?); read it again once it is complete");

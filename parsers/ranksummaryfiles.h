@@ -6,16 +6,14 @@
 
 #include "core/job/ranksummaryfile.h"
 
-#include <QString>
-#include <QStringList>
-
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace oomlens {
 
 // Whether the file is a rank summary, by its first few KB (never by its name).
-bool isRankSummaryFile(const QString& path);
+bool isRankSummaryFile(const std::string& path);
 
 struct RankSummaryRead
 {
@@ -30,6 +28,6 @@ SnapshotIdentity identifySnapshotFile(const std::string& path);
 
 // The snapshots and rank summaries directly inside `folder`, by name: a job's output directory on
 // the desktop, holding what was copied from the cluster.
-QStringList jobFilesInFolder(const QString& folder);
+std::vector<std::string> jobFilesInFolder(const std::string& folder);
 
 } // namespace oomlens

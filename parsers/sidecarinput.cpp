@@ -1,13 +1,11 @@
 #include "parsers/sidecarinput.h"
 
+#include "parsers/filepaths.h"
 #include "parsers/inputfile.h"
 #include "parsers/inputloader.h"
 #include "parsers/sidecarreader.h"
 #include "parsers/text/allocconfparser.h"
 #include "parsers/text/textparser.h"
-
-#include <QFile>
-#include <QFileInfo>
 
 #include <algorithm>
 
@@ -17,16 +15,10 @@ namespace {
 
 constexpr uint64_t maxSidecarFileBytes = uint64_t(16) << 20;
 
-std::string fileName(const std::string& path)
-{
-    const size_t slash = path.find_last_of('/');
-    return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string canonical(const std::string& path)
 {
-    const QString resolved = QFileInfo(QString::fromStdString(path)).canonicalFilePath();
-    return resolved.isEmpty() ? path : resolved.toStdString();
+    std::string resolved = canonicalFilePath(path);
+    return resolved.empty() ? path : resolved;
 }
 
 // A sidecar beside a snapshot and the same object embedded in it describe one failure; its
@@ -47,7 +39,7 @@ void feedTexts(Case& target, const CaptureSidecar& sidecar)
     if (sidecar.allocConf && !alreadyFed(target, sidecar, &CaptureSidecar::allocConf)) {
         AllocConfSetting setting;
         setting.raw = *sidecar.allocConf;
-        setting.source = fileName(sidecar.sourcePath) + ": alloc_conf";
+        setting.source = fileNameOf(sidecar.sourcePath) + ": alloc_conf";
         text::parseAllocConfOptions(setting.raw, setting);
         target.text.allocConfs.push_back(std::move(setting));
     }
@@ -96,13 +88,12 @@ void addSidecar(Case& target, const std::string& path, std::string_view bytes, i
 void addSidecarBeside(Case& target, const std::string& snapshotPath, int snapshotIndex)
 {
     for (const std::string& candidate : sidecarPathsFor(snapshotPath)) {
-        const QFileInfo info(QString::fromStdString(candidate));
-        if (!info.isFile())
+        if (!isRegularFile(candidate))
             continue;
         if (linkKnown(target, candidate, snapshotIndex))
             return;
         std::string error;
-        const std::optional<QByteArray> bytes = readSmallFile(info.filePath(), maxSidecarFileBytes, &error);
+        const std::optional<std::string> bytes = readSmallFile(candidate, maxSidecarFileBytes, &error);
         if (!bytes) {
             CaseInput input;
             input.path = candidate;
@@ -111,8 +102,7 @@ void addSidecarBeside(Case& target, const std::string& snapshotPath, int snapsho
             target.inputs.push_back(std::move(input));
             return;
         }
-        addSidecar(
-            target, candidate, std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())), snapshotIndex);
+        addSidecar(target, candidate, *bytes, snapshotIndex);
         return;
     }
 }

@@ -1,15 +1,15 @@
 #pragma once
 
-#include <QString>
-#include <QStringList>
+#include <string>
+#include <vector>
 
 namespace oomlens {
 
 // Whether a file is a memory snapshot, judged by its container (pickle opcodes, gzip, ZIP, JSON
 // keys) without decoding it: how the CLI and the app tell the rank files of a job from text.
-bool isSnapshotFile(const QString& path);
+bool isSnapshotFile(const std::string& path);
 
 // The snapshot files directly inside `folder`, by name: a job's output directory.
-QStringList snapshotFilesInFolder(const QString& folder);
+std::vector<std::string> snapshotFilesInFolder(const std::string& folder);
 
 } // namespace oomlens

@@ -1,6 +1,7 @@
 #include "views/caseloader.h"
 
 #include "views/plots/timelinedata.h"
+#include "views/viewutil.h"
 
 #include <QFileInfo>
 #include <QFutureWatcher>
@@ -47,7 +48,9 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
     OpenOptions openOptions;
     openOptions.analysis = options;
     openOptions.cancel = &cancel;
-    openOptions.progress = progress;
+    if (progress)
+        openOptions.progress
+            = [&progress](int permille, const std::string& text) { progress(permille, toQString(text)); };
     openOptions.timelineFirstFrom = timelineFirstFrom;
     if (timelineReady) {
         // The view's series are built on the opening's own first-stage thread, beside the
@@ -66,7 +69,8 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
     LoadOutcome outcome;
     Opened opened;
     try {
-        opened = openCase(base, requests, title, openOptions);
+        opened = openCase(
+            base, std::vector<LoadRequest>(requests.begin(), requests.end()), title.toStdString(), openOptions);
     } catch (const std::exception& error) {
         outcome.errors << QStringLiteral("internal error while loading: %1").arg(QString::fromUtf8(error.what()));
         return outcome;

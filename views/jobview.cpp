@@ -192,16 +192,17 @@ void JobView::start(const QStringList& rankFiles, const AnalysisOptions& options
             },
             Qt::QueuedConnection);
     };
-    QList<LoadRequest> besideRequests;
+    std::vector<LoadRequest> besideRequests;
     for (const QString& path : beside)
-        besideRequests.append(LoadRequest::file(path));
-    m_watcher->setFuture(QtConcurrent::run([rankFiles, besideRequests, options, cancel = m_cancel, report] {
-        OpenOptions openOptions;
-        openOptions.analysis = options;
-        openOptions.cancel = cancel.get();
-        openOptions.rankProgress = report;
-        return openJob(rankFiles, besideRequests, openOptions);
-    }));
+        besideRequests.push_back(LoadRequest::file(path.toStdString()));
+    m_watcher->setFuture(
+        QtConcurrent::run([rankFiles = toStdStrings(rankFiles), besideRequests, options, cancel = m_cancel, report] {
+            OpenOptions openOptions;
+            openOptions.analysis = options;
+            openOptions.cancel = cancel.get();
+            openOptions.rankProgress = report;
+            return openJob(rankFiles, besideRequests, openOptions);
+        }));
 }
 
 void JobView::cancel()

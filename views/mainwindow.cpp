@@ -13,6 +13,7 @@
 #include "views/settingsdialog.h"
 #include "views/startuptrace.h"
 #include "views/timelinewidget.h"
+#include "views/viewutil.h"
 #include "views/whatifview.h"
 #include "views/windowscreenshots.h"
 
@@ -51,8 +52,8 @@ QString MainWindow::titleFor(const QList<LoadRequest>& requests)
 {
     if (requests.isEmpty())
         return QStringLiteral("Case");
-    const QString first
-        = requests.front().path.isEmpty() ? QStringLiteral("Pasted text") : QFileInfo(requests.front().path).fileName();
+    const QString first = requests.front().path.empty() ? QStringLiteral("Pasted text")
+                                                        : QFileInfo(toQString(requests.front().path)).fileName();
     return requests.size() == 1 ? first : QStringLiteral("%1 +%2").arg(first).arg(requests.size() - 1);
 }
 
@@ -183,14 +184,14 @@ void MainWindow::openFiles(const QStringList& paths)
     for (const QString& path : paths)
         absolute << QFileInfo(path).absoluteFilePath();
     const QStringList given = absolute;
-    absolute = expandFolders(absolute);
-    if (const QStringList ranks = jobRankFiles(absolute); !ranks.isEmpty()) {
-        openJob(ranks, besideRanks(absolute, ranks));
+    const std::vector<std::string> expanded = expandFolders(toStdStrings(absolute));
+    if (const std::vector<std::string> ranks = jobRankFiles(expanded); !ranks.empty()) {
+        openJob(toQStringList(ranks), toQStringList(besideRanks(expanded, ranks)));
         return;
     }
     QList<LoadRequest> requests;
-    for (const QString& path : absolute)
-        requests << LoadRequest::file(path, !given.contains(path)); // a file found in a folder dropped
+    for (const std::string& path : expanded) // a file found in a folder dropped:
+        requests << LoadRequest::file(path, !given.contains(toQString(path)));
     load(nullptr, requests, titleFor(requests));
 }
 
@@ -306,8 +307,8 @@ void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, co
     }
     QStringList files;
     for (const LoadRequest& request : requests) {
-        if (!request.path.isEmpty())
-            files << request.path;
+        if (!request.path.empty())
+            files << toQString(request.path);
     }
     m_recent->add(files);
     // A case still being diagnosed takes more inputs from its inputs as read so far.
@@ -332,7 +333,7 @@ void MainWindow::pasteFromClipboard(bool newCase)
         return;
     }
     CaseWidget* target = newCase ? nullptr : currentCase();
-    load(target, { LoadRequest::pasted(text.toUtf8()) }, target ? QString() : nextPasteTitle());
+    load(target, { LoadRequest::pasted(text.toStdString()) }, target ? QString() : nextPasteTitle());
 }
 
 QString MainWindow::nextPasteTitle()
@@ -352,7 +353,7 @@ void MainWindow::openDialog(bool newCase)
         return;
     QList<LoadRequest> requests;
     for (const QString& path : paths)
-        requests << LoadRequest::file(path);
+        requests << LoadRequest::file(path.toStdString());
     CaseWidget* target = newCase ? nullptr : currentCase();
     load(target, requests, titleFor(requests));
 }
@@ -373,7 +374,7 @@ void MainWindow::openJobFolderDialog()
     const QString folder = QFileDialog::getExistingDirectory(this, QStringLiteral("Open a job's folder"), directory);
     if (folder.isEmpty())
         return;
-    const QStringList files = jobFilesInFolder(folder);
+    const QStringList files = toQStringList(jobFilesInFolder(folder.toStdString()));
     if (files.isEmpty()) {
         showBanner({ QStringLiteral("No snapshot or rank summary files in %1").arg(folder) });
         return;
@@ -386,7 +387,7 @@ void MainWindow::openExample()
     QFile file(exampleResource);
     if (!file.open(QIODevice::ReadOnly))
         return;
-    load(nullptr, { LoadRequest::pasted(file.readAll()) }, QStringLiteral("Example case"));
+    load(nullptr, { LoadRequest::pasted(file.readAll().toStdString()) }, QStringLiteral("Example case"));
 }
 
 void MainWindow::showSettings()
@@ -446,7 +447,7 @@ void MainWindow::onTimelineReady(int jobId, const TimelineFirst& first)
         return;
     CaseWidget* widget = takeCaseWidget();
     widget->showTimelineFirst(first);
-    const int index = m_cases->addTab(widget, first.partial->title);
+    const int index = m_cases->addTab(widget, toQString(first.partial->title));
     m_cases->setCurrentIndex(index);
     // The rest of this load completes that widget; closing it drops the rest (closeCase).
     it->target = widget;
@@ -494,17 +495,17 @@ void MainWindow::onFinished(int jobId, const LoadOutcome& outcome)
             } else if (!widget) {
                 // Placed before it is filled: the pages are then laid out once, at the tab's size.
                 widget = takeCaseWidget();
-                const int index = m_cases->addTab(widget, outcome.loaded->title);
+                const int index = m_cases->addTab(widget, toQString(outcome.loaded->title));
                 m_cases->setCurrentIndex(index);
                 widget->setCase(outcome.loaded);
             } else {
                 widget->setCase(outcome.loaded);
-                m_cases->setTabText(m_cases->indexOf(widget), outcome.loaded->title);
+                m_cases->setTabText(m_cases->indexOf(widget), toQString(outcome.loaded->title));
             }
             if (widget) {
                 const qsizetype inputs = qsizetype(outcome.loaded->input.inputs.size());
                 statusBar()->showMessage(QStringLiteral("%1: %2 input(s), %3 diagnosis(es)")
-                                             .arg(outcome.loaded->title)
+                                             .arg(toQString(outcome.loaded->title))
                                              .arg(inputs)
                                              .arg(outcome.loaded->analysis.diagnoses.size()),
                     8000);
@@ -637,12 +638,12 @@ void MainWindow::dropEvent(QDropEvent* event)
     QStringList skipped;
     for (const QUrl& url : mime->urls()) {
         if (url.isLocalFile())
-            requests << LoadRequest::file(url.toLocalFile());
+            requests << LoadRequest::file(url.toLocalFile().toStdString());
         else
             skipped << url.toString();
     }
     if (requests.isEmpty() && skipped.isEmpty() && mime->hasText())
-        requests << LoadRequest::pasted(mime->text().toUtf8());
+        requests << LoadRequest::pasted(mime->text().toStdString());
     if (!skipped.isEmpty())
         showBanner({ QStringLiteral("Only local files can be opened; download first: %1")
                          .arg(skipped.join(QStringLiteral(", "))) });
@@ -652,13 +653,13 @@ void MainWindow::dropEvent(QDropEvent* event)
     // Several snapshots dropped together are the ranks of one job, a log dropped with them the
     // failing rank's (hold Shift to add them all to the current case instead).
     if (!(event->modifiers() & Qt::ShiftModifier)) {
-        QStringList files;
+        std::vector<std::string> files;
         for (const LoadRequest& request : std::as_const(requests)) {
             if (request.isFile())
-                files << request.path;
+                files.push_back(request.path);
         }
-        if (const QStringList ranks = jobRankFiles(files); !ranks.isEmpty()) {
-            openJob(ranks, besideRanks(files, ranks));
+        if (const std::vector<std::string> ranks = jobRankFiles(files); !ranks.empty()) {
+            openJob(toQStringList(ranks), toQStringList(besideRanks(files, ranks)));
             statusBar()->showMessage(QStringLiteral("%1 snapshot files dropped together: opened as one job (hold "
                                                     "Shift while dropping to add them to the current case)")
                                          .arg(ranks.size()),
@@ -668,7 +669,7 @@ void MainWindow::dropEvent(QDropEvent* event)
     }
     // Dropping on an open case adds to it; hold Ctrl to open a separate case.
     CaseWidget* target = (event->modifiers() & Qt::ControlModifier) ? nullptr : currentCase();
-    const QString title = requests.front().path.isEmpty() && !target ? nextPasteTitle() : titleFor(requests);
+    const QString title = requests.front().path.empty() && !target ? nextPasteTitle() : titleFor(requests);
     load(target, requests, title);
 }
 

@@ -4,12 +4,14 @@
 #include "core/phase.h"
 
 #include <QString>
+#include <QStringList>
 
 class QFontMetrics;
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oomlens {
 
@@ -19,6 +21,25 @@ class StringTable;
 inline QString toQString(std::string_view text)
 {
     return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
+
+// Paths between the views (QString) and the engine (std::string, UTF-8), which takes no Qt type.
+inline std::vector<std::string> toStdStrings(const QStringList& list)
+{
+    std::vector<std::string> strings;
+    strings.reserve(size_t(list.size()));
+    for (const QString& each : list)
+        strings.push_back(each.toStdString());
+    return strings;
+}
+
+inline QStringList toQStringList(const std::vector<std::string>& strings)
+{
+    QStringList list;
+    list.reserve(qsizetype(strings.size()));
+    for (const std::string& each : strings)
+        list.append(toQString(each));
+    return list;
 }
 
 QString bytesText(uint64_t bytes);

@@ -1,6 +1,7 @@
 #include "app/cli/inputs.h"
 
 #include "app/cli/errorlines.h"
+#include "app/cli/qtlists.h"
 #include "opening/jobfiles.h"
 #include "parsers/inputfile.h"
 
@@ -8,19 +9,19 @@
 
 namespace oomlens::cli {
 
-QList<LoadRequest> inputRequests(const QStringList& paths)
+std::vector<LoadRequest> inputRequests(const QStringList& paths)
 {
-    QList<LoadRequest> requests;
+    std::vector<LoadRequest> requests;
     for (const QString& path : paths) {
         if (path != QLatin1String("-")) {
-            requests.append(LoadRequest::file(path));
+            requests.push_back(LoadRequest::file(path.toStdString()));
             continue;
         }
         std::string error;
-        if (const std::optional<QByteArray> text = readStandardInput(&error))
-            requests.append(LoadRequest::pasted(*text, path));
+        if (std::optional<std::string> text = readStandardInput(&error))
+            requests.push_back(LoadRequest::pasted(std::move(*text), path.toStdString()));
         else
-            requests.append(LoadRequest::unreadable(path, QString::fromStdString(error)));
+            requests.push_back(LoadRequest::unreadable(path.toStdString(), error));
     }
     return requests;
 }
@@ -41,9 +42,9 @@ Opened openCommandLine(const QStringList& given, const AnalysisOptions& options)
 {
     OpenOptions openOptions;
     openOptions.analysis = options;
-    QList<LoadRequest> requests = inputRequests(expandFolders(given));
+    std::vector<LoadRequest> requests = inputRequests(toQStringList(expandFolders(toStdStrings(given))));
     for (LoadRequest& request : requests)
-        request.inFolder = request.isFile() && !given.contains(request.path);
+        request.inFolder = request.isFile() && !given.contains(QString::fromStdString(request.path));
     Opened opened = openInputs(requests, openOptions);
     printFailures(opened.failures);
     return opened;

@@ -7,7 +7,6 @@
 #include "core/case.h"
 #include "opening/opening.h"
 
-#include <QList>
 #include <QStringList>
 
 #include <optional>
@@ -16,7 +15,7 @@
 namespace oomlens::cli {
 
 // The INPUTs as requests: '-' is standard input, read here (as text named "-").
-QList<LoadRequest> inputRequests(const QStringList& paths);
+std::vector<LoadRequest> inputRequests(const QStringList& paths);
 
 // Prints each failure as "oomlens: PATH: reason" (printErrorLine); returns how many inputs
 // failed (a broken capture sidecar is only a warning: the snapshot beside it was still read).

@@ -179,14 +179,13 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
         } else {
             // A config.json is a few KB; the bound keeps a device or an endless pipe from hanging.
             std::string error;
-            const std::optional<QByteArray> bytes = readSmallFile(source, uint64_t(16) << 20, &error);
+            const std::optional<std::string> bytes = readSmallFile(source.toStdString(), uint64_t(16) << 20, &error);
             if (!bytes) {
                 printErrorLine(
                     QStringLiteral("oomlens: %1: %2 (nor a preset name)").arg(source, QString::fromStdString(error)));
                 return 1;
             }
-            const HfConfigResult parsed
-                = modelFromHfConfig(std::string_view(bytes->constData(), static_cast<size_t>(bytes->size())));
+            const HfConfigResult parsed = modelFromHfConfig(*bytes);
             if (!parsed.model) {
                 printErrorLine(QStringLiteral("oomlens: %1: not a model config.json: %2")
                                    .arg(source, QString::fromStdString(parsed.error)));

@@ -2,6 +2,7 @@
 
 #include "app/cli/commandline.h"
 #include "app/cli/inputs.h"
+#include "app/cli/qtlists.h"
 #include "core/caseanalysis.h"
 #include "core/report/htmlreport.h"
 #include "opening/jobfiles.h"
@@ -47,7 +48,8 @@ int runReport(const QStringList& arguments)
     const Opened opened = openCommandLine(inputs, options);
     const int failures = opened.failedInputs();
     // A job's report has its job section even when the failing rank's snapshot is elsewhere.
-    const bool nothingRead = opened.job ? failures == expandFolders(inputs).size() : !opened.anyReadable();
+    const bool nothingRead
+        = opened.job ? failures == qsizetype(expandFolders(toStdStrings(inputs)).size()) : !opened.anyReadable();
     if (nothingRead) {
         std::fprintf(stderr, "oomlens: no input could be read; no report written\n");
         return 1;

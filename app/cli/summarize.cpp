@@ -1,6 +1,7 @@
 #include "app/cli/summarize.h"
 
 #include "app/cli/commandline.h"
+#include "app/cli/qtlists.h"
 #include "core/job/jobsummarizer.h"
 #include "core/job/ranksummaryfile.h"
 #include "opening/jobgathering.h"
@@ -70,7 +71,7 @@ QStringList snapshotInputs(const QStringList& paths, int& failures)
             files.append(path);
             continue;
         }
-        const QStringList snapshots = snapshotFilesInFolder(path);
+        const QStringList snapshots = toQStringList(snapshotFilesInFolder(path.toStdString()));
         if (snapshots.isEmpty()) {
             std::fprintf(stderr, "oomlens: %s: no snapshot files in the folder\n", qPrintable(path));
             ++failures;

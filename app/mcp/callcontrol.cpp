@@ -43,13 +43,13 @@ void CallControl::attachTo(OpenOptions& options) const
     if (!m_report)
         return;
     const CallControl self = *this;
-    options.progress = [self](int permille, const QString& text) {
+    options.progress = [self](int permille, const std::string& text) {
         bool job = false;
         {
             const std::lock_guard lock(self.m_state->mutex);
             job = self.m_state->job;
         }
-        self.report(job ? total / 2 + permille / 2 : permille, text.toStdString());
+        self.report(job ? total / 2 + permille / 2 : permille, text);
     };
     options.rankProgress = [self](size_t done, size_t ranks) {
         {

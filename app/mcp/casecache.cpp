@@ -2,6 +2,7 @@
 
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
+#include "app/cli/qtlists.h"
 #include "core/job/jobjson.h"
 #include "core/jsonexport.h"
 #include "opening/jobfiles.h"
@@ -86,15 +87,15 @@ std::shared_ptr<const LoadedCase> CaseCache::read(
     // Opened as `diagnose` opens its INPUTs (a job or one case, opening/opening.h), the pasted
     // text last; the CLI's own lines are printed on stderr and kept by the capture.
     cli::ErrorLineCapture errors;
-    QList<LoadRequest> requests;
+    std::vector<LoadRequest> requests;
     for (const QString& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
         // A file found in a folder given is listed, not an error, when it is no input (a README).
         const bool inFolder
             = std::find(request.paths.begin(), request.paths.end(), path.toStdString()) == request.paths.end();
-        requests.append(LoadRequest::file(path, inFolder));
+        requests.push_back(LoadRequest::file(path.toStdString(), inFolder));
     }
     if (!request.text.empty())
-        requests.append(LoadRequest::pasted(QByteArray::fromStdString(request.text)));
+        requests.push_back(LoadRequest::pasted(request.text));
     OpenOptions options;
     options.analysis.device = request.device;
     control.attachTo(options);
@@ -124,7 +125,7 @@ std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request, co
     QStringList given;
     for (const std::string& path : request.paths)
         given.append(QString::fromStdString(path));
-    const QStringList paths = expandFolders(given);
+    const QStringList paths = cli::toQStringList(expandFolders(cli::toStdStrings(given)));
     const std::vector<FileStamp> files = stamps(paths);
     {
         const std::lock_guard lock(m_mutex);

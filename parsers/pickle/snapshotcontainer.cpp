@@ -1,9 +1,8 @@
 #include "parsers/pickle/snapshotcontainer.h"
 
+#include "parsers/pickle/base64.h"
 #include "parsers/pickle/picklevalue.h"
 #include "parsers/text/textlines.h"
-
-#include <QByteArray>
 
 #include <zlib.h>
 
@@ -327,13 +326,12 @@ Unwrapped unwrapSnapshot(std::string_view bytes, const std::atomic_bool* cancel)
         const size_t end = bytes.find('"', *blob);
         if (end == std::string_view::npos)
             throw formatError("truncated memory_viz page: the base64 snapshot has no end");
-        QByteArray encoded(bytes.data() + *blob, static_cast<qsizetype>(end - *blob));
-        encoded.replace('\\', QByteArray()); // JSON may escape '/' as "\/"
-        auto decoded = QByteArray::fromBase64Encoding(encoded, QByteArray::AbortOnBase64DecodingErrors);
+        std::string encoded(bytes.substr(*blob, end - *blob));
+        std::erase(encoded, '\\'); // JSON may escape '/' as "\/"
+        std::optional<std::string> decoded = decodeBase64(encoded);
         if (!decoded)
             throw formatError("memory_viz page: the embedded snapshot is not valid base64");
-        result.storage
-            = std::make_unique<std::string>(decoded.decoded.constData(), static_cast<size_t>(decoded.decoded.size()));
+        result.storage = std::make_unique<std::string>(std::move(*decoded));
         result.payload = *result.storage; // the NUL padding after STOP is never read
         result.container = "memory_viz html";
     } else {

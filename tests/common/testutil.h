@@ -5,6 +5,7 @@
 #include <QTest>
 
 #include <string>
+#include <vector>
 
 namespace oomlens::test {
 
@@ -21,6 +22,23 @@ QByteArray runPython(const QString& script, const QStringList& args = {});
 // Compares `actual` with tests/data/golden/<name>. On mismatch writes <name>.actual beside it,
 // prints `diff -u`, and returns false. Set OOMLENS_UPDATE_GOLDEN=1 to rewrite the golden file.
 bool matchesGolden(const QString& name, const std::string& actual);
+
+// Paths between the suites (QString) and the engine (std::string, UTF-8), which takes no Qt type.
+inline std::vector<std::string> toStdStrings(const QStringList& list)
+{
+    std::vector<std::string> strings;
+    for (const QString& each : list)
+        strings.push_back(each.toStdString());
+    return strings;
+}
+
+inline QStringList toQStringList(const std::vector<std::string>& strings)
+{
+    QStringList list;
+    for (const std::string& each : strings)
+        list.append(QString::fromStdString(each));
+    return list;
+}
 
 } // namespace oomlens::test
 

@@ -224,7 +224,7 @@ private Q_SLOTS:
             summary.snapshot = identifySnapshotFile(direct[r]);
             const QString path = desk + QStringLiteral("/rank%1.oomlens-summary.json").arg(r);
             writeFile(path, summarizedRankToJson(summary));
-            QVERIFY(isRankSummaryFile(path));
+            QVERIFY(isRankSummaryFile(path.toStdString()));
             gathered.push_back(path.toStdString());
         }
         // Rank 0 also as its snapshot, rank 1's summary twice (copied under another name).

@@ -39,12 +39,28 @@ void writeFile(const QString& path, const QByteArray& bytes)
     QCOMPARE(file.write(bytes), bytes.size());
 }
 
-QList<LoadRequest> files(const QStringList& paths)
+std::vector<LoadRequest> files(const QStringList& paths)
 {
-    QList<LoadRequest> requests;
+    std::vector<LoadRequest> requests;
     for (const QString& path : paths)
-        requests.append(LoadRequest::file(path));
+        requests.push_back(LoadRequest::file(path.toStdString()));
     return requests;
+}
+
+// The job rule over the suite's QString paths.
+QStringList jobRankFiles(const QStringList& paths)
+{
+    return test::toQStringList(oomlens::jobRankFiles(test::toStdStrings(paths)));
+}
+
+QStringList besideRanks(const QStringList& paths, const QStringList& rankFiles)
+{
+    return test::toQStringList(oomlens::besideRanks(test::toStdStrings(paths), test::toStdStrings(rankFiles)));
+}
+
+QStringList expandFolders(const QStringList& paths)
+{
+    return test::toQStringList(oomlens::expandFolders(test::toStdStrings(paths)));
 }
 
 QStringList inputPaths(const Case& input)
@@ -131,7 +147,7 @@ private slots:
         QCOMPARE(opened.failingSnapshot, jobFile(QStringLiteral("rank6.pickle")).toStdString());
         QVERIFY(opened.loaded);
         QCOMPARE(inputPaths(opened.loaded->input), QStringList({ jobFile(QStringLiteral("rank6.pickle")), traceback }));
-        QCOMPARE(opened.loaded->title, QStringLiteral("rank6.pickle"));
+        QCOMPARE(opened.loaded->title, std::string("rank6.pickle"));
         QCOMPARE(opened.loaded->input.snapshots.size(), size_t(1));
         QVERIFY(!opened.loaded->analysis.diagnoses.empty());
         QVERIFY(!opened.loaded->input.text.oomMessages.empty()); // the traceback's OOM line, read with rank 6
@@ -167,8 +183,8 @@ private slots:
         writeFile(dir.filePath(QStringLiteral("run.oomlens.json")), "{ broken");
         const QString missing = dir.filePath(QStringLiteral("missing.txt"));
 
-        Opened opened = openInputs({ LoadRequest::file(missing), LoadRequest::file(snapshot),
-            LoadRequest::pasted("Killed\n", QStringLiteral("-")) });
+        Opened opened = openInputs({ LoadRequest::file(missing.toStdString()),
+            LoadRequest::file(snapshot.toStdString()), LoadRequest::pasted("Killed\n", "-") });
         QVERIFY(!opened.job);
         QCOMPARE(opened.failures.size(), size_t(2));
         QCOMPARE(opened.failures[0].path, missing.toStdString());
@@ -212,7 +228,7 @@ private slots:
         QVERIFY(!none.job->failing());
         QCOMPARE(none.failedInputs(), 1);
         QVERIFY(none.loaded && none.loaded->input.inputs.empty());
-        QVERIFY(none.loaded->title.isEmpty());
+        QVERIFY(none.loaded->title.empty());
     }
 
     // Progress is in permille of the bytes read, then the analysis: it only grows and ends done.
@@ -221,16 +237,16 @@ private slots:
         OpenOptions options;
         std::vector<int> permille;
         QStringList texts;
-        options.progress = [&](int value, const QString& text) {
+        options.progress = [&](int value, const std::string& text) {
             permille.push_back(value);
-            texts.append(text);
+            texts.append(QString::fromStdString(text));
         };
         const Opened opened = openCase(nullptr,
             files({ scenario(QStringLiteral("first_backward.pickle")),
                 scenario(QStringLiteral("first_backward.oom.txt")) }),
-            QStringLiteral("run"), options);
+            "run", options);
         QVERIFY(opened.loaded);
-        QCOMPARE(opened.loaded->title, QStringLiteral("run"));
+        QCOMPARE(opened.loaded->title, std::string("run"));
         QVERIFY(permille.size() >= 3);
         QVERIFY(std::is_sorted(permille.begin(), permille.end()));
         QCOMPARE(permille.back(), 1000);
@@ -251,7 +267,7 @@ private slots:
         };
         const QStringList ranks { jobFile(QStringLiteral("rank0.pickle")), jobFile(QStringLiteral("rank5.pickle")),
             jobFile(QStringLiteral("rank6.pickle")) };
-        const Opened opened = openJob(ranks, {}, options);
+        const Opened opened = openJob(test::toStdStrings(ranks), {}, options);
         QVERIFY(opened.job);
         QCOMPARE(counts.size(), size_t(3));
         std::sort(counts.begin(), counts.end());
@@ -289,9 +305,9 @@ private slots:
             handedOver = partial;
             snapshotsSeen = partial->analysis.snapshots.size();
         };
-        const QList<LoadRequest> run = files(
+        const std::vector<LoadRequest> run = files(
             { scenario(QStringLiteral("first_backward.pickle")), scenario(QStringLiteral("first_backward.oom.txt")) });
-        const Opened opened = openCase(nullptr, run, QStringLiteral("run"), options);
+        const Opened opened = openCase(nullptr, run, "run", options);
         QCOMPARE(calls.load(), 1);
         QCOMPARE(handedOver.get(), opened.loaded.get());
         QCOMPARE(snapshotsSeen, size_t(1));
@@ -301,7 +317,7 @@ private slots:
         const Opened added = openCase(opened.loaded, files({ jobFile(QStringLiteral("rank6.oom.txt")) }), {}, options);
         QCOMPARE(calls.load(), 1);
         QCOMPARE(added.loaded->input.inputs.size(), opened.loaded->input.inputs.size() + 1);
-        QCOMPARE(added.loaded->title, QStringLiteral("run"));
+        QCOMPARE(added.loaded->title, std::string("run"));
 
         // Below the threshold the case arrives whole.
         options.timelineFirstFrom = OpenOptions::defaultTimelineFirstFrom;
@@ -317,7 +333,7 @@ private slots:
     // Added to an open case, only the new inputs' failures are this opening's.
     void addingReportsOnlyTheNewFailures()
     {
-        const Opened first = openCase(nullptr, files({ QStringLiteral("/nonexistent/a.txt") }), QStringLiteral("a"));
+        const Opened first = openCase(nullptr, files({ QStringLiteral("/nonexistent/a.txt") }), "a");
         QCOMPARE(first.failedInputs(), 1);
         const Opened added = openCase(first.loaded, { LoadRequest::pasted("Killed\n") }, {});
         QVERIFY(added.failures.empty());

@@ -62,8 +62,9 @@ private slots:
         out.write("0123456789");
         out.close();
         QVERIFY(QFile::link(file, dir.filePath(QStringLiteral("link.pickle"))));
-        for (const QString& path : { file, dir.path(), dir.filePath(QStringLiteral("link.pickle")),
-                 dir.filePath(QStringLiteral("missing")), dir.path() + QStringLiteral("/./rank0.pickle") }) {
+        const QStringList paths { file, dir.path(), dir.filePath(QStringLiteral("link.pickle")),
+            dir.filePath(QStringLiteral("missing")), dir.path() + QStringLiteral("/./rank0.pickle") };
+        for (const QString& path : paths) {
             const std::string p = path.toStdString();
             const QFileInfo info(path);
             QCOMPARE(isRegularFile(p), info.isFile());
@@ -93,7 +94,8 @@ private slots:
         QVERIFY(QFile::link(dir.filePath(QStringLiteral("A.txt")), dir.filePath(QStringLiteral("to-file"))));
         QVERIFY(QFile::link(dir.filePath(QStringLiteral("sub")), dir.filePath(QStringLiteral("to-folder"))));
         QVERIFY(QFile::link(dir.filePath(QStringLiteral("pipe")), dir.filePath(QStringLiteral("to-pipe"))));
-        for (const QString& folder : { dir.path(), dir.path() + QStringLiteral("/") }) {
+        const QStringList folders { dir.path(), dir.path() + QStringLiteral("/") };
+        for (const QString& folder : folders) {
             const QDir listed(folder);
             QStringList files;
             for (const QString& name : listed.entryList(QDir::Files, QDir::Name))

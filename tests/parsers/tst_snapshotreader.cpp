@@ -302,7 +302,7 @@ private Q_SLOTS:
         {
             QFile file(path);
             QVERIFY(file.open(QIODevice::ReadOnly));
-            mapping = mapWholeFile(file);
+            mapping = mapFileHandle(file.handle(), uint64_t(file.size()));
         }
         QVERIFY(mapping);
         QCOMPARE(QByteArray(mapping->bytes.data(), qsizetype(mapping->bytes.size())), bytes);
@@ -314,7 +314,7 @@ private Q_SLOTS:
         QVERIFY(writeFile(empty, QByteArray()));
         QFile emptyFile(empty);
         QVERIFY(emptyFile.open(QIODevice::ReadOnly));
-        QVERIFY(!mapWholeFile(emptyFile));
+        QVERIFY(!mapFileHandle(emptyFile.handle(), uint64_t(emptyFile.size())));
 
         Case loaded;
         addFile(loaded, path.toStdString());

@@ -151,7 +151,8 @@ private slots:
         window.show();
         window.openFiles({ scenario(QStringLiteral("leak.oom.txt")) });
         QVERIFY(waitForLoads(window));
-        window.load(window.currentCase(), { LoadRequest::file(scenario(QStringLiteral("leak.summary.txt"))) }, {});
+        window.load(window.currentCase(),
+            { LoadRequest::file(scenario(QStringLiteral("leak.summary.txt")).toStdString()) }, {});
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
         const LoadedCasePtr loaded = window.currentCase()->loadedCase();
@@ -166,8 +167,8 @@ private slots:
         window.openFiles({ scenario(QStringLiteral("capacity.oom.txt")) });
         QVERIFY(waitForLoads(window));
         CaseWidget* target = window.currentCase();
-        window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.pickle"))) }, {});
-        window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.summary.txt"))) }, {});
+        window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.pickle")).toStdString()) }, {});
+        window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.summary.txt")).toStdString()) }, {});
         QVERIFY(waitForLoads(window));
         QTest::qWait(50); // a stale result arriving late must still be ignored
         const LoadedCasePtr loaded = target->loadedCase();
@@ -179,8 +180,9 @@ private slots:
     void cancelledLoadProducesNothing()
     {
         std::atomic_bool cancel = true;
-        const LoadOutcome outcome = CaseLoader::load(
-            nullptr, { LoadRequest::file(scenario(QStringLiteral("leak.pickle"))) }, QStringLiteral("x"), cancel, {});
+        const LoadOutcome outcome
+            = CaseLoader::load(nullptr, { LoadRequest::file(scenario(QStringLiteral("leak.pickle")).toStdString()) },
+                QStringLiteral("x"), cancel, {});
         QVERIFY(outcome.cancelled);
         QVERIFY(!outcome.loaded);
     }

@@ -26,8 +26,8 @@ QString scenario(const QString& name)
 // A failing run: its diagnosis is not empty, so "not diagnosed yet" can be told from "done".
 QList<LoadRequest> failingRun()
 {
-    return { LoadRequest::file(scenario(QStringLiteral("first_backward.pickle"))),
-        LoadRequest::file(scenario(QStringLiteral("first_backward.oom.txt"))) };
+    return { LoadRequest::file(scenario(QStringLiteral("first_backward.pickle")).toStdString()),
+        LoadRequest::file(scenario(QStringLiteral("first_backward.oom.txt")).toStdString()) };
 }
 
 } // namespace
