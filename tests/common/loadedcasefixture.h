@@ -16,7 +16,8 @@ inline LoadedCasePtr loadTestCase(const QString& relative)
     Case input;
     addFile(input, QString(testDataDir() + QLatin1Char('/') + relative).toStdString());
     CaseAnalysis analysis = analyzeCase(input);
-    return std::make_shared<const LoadedCase>(LoadedCase { std::move(input), std::move(analysis), relative });
+    return std::make_shared<const LoadedCase>(
+        LoadedCase { std::move(input), std::move(analysis), relative.toStdString() });
 }
 
 } // namespace oomlens::test

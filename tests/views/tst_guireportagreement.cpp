@@ -173,7 +173,8 @@ private Q_SLOTS:
         // The snapshot alone: the peak and the categories are the snapshot's.
         Case input;
         addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
-        const auto loaded = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario });
+        const auto loaded
+            = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario.toStdString() });
         QCOMPARE(loaded->analysis.snapshots.size(), size_t(1));
         const SnapshotAnalysis& snapshot = loaded->analysis.snapshots.front();
         const DeviceAnalysis* device = snapshot.primary();
@@ -263,7 +264,8 @@ private Q_SLOTS:
         addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
         addFile(input, QString(base + QStringLiteral(".oom.txt")).toStdString());
         QCOMPARE(input.text.oomMessages.size(), size_t(1));
-        const auto loaded = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario });
+        const auto loaded
+            = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario.toStdString() });
         const QString html = QString::fromStdString(report::buildHtmlReport(loaded->input, loaded->analysis));
         OverviewPage overview;
         overview.setCase(loaded);

@@ -26,7 +26,7 @@ LoadedCasePtr loaded(bool withSnapshot)
         addFile(input, QString(test::testDataDir() + QStringLiteral("/snapshots/newest.pickle.gz")).toStdString());
     addInput(input, "memory.raw.json", raw);
     CaseAnalysis analysis = analyzeCase(input);
-    return std::make_shared<const LoadedCase>(LoadedCase { std::move(input), std::move(analysis), QString() });
+    return std::make_shared<const LoadedCase>(LoadedCase { std::move(input), std::move(analysis), std::string() });
 }
 
 } // namespace

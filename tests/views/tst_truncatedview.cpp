@@ -190,8 +190,7 @@ private slots:
         CaseAnalysis analysis = analyzeCase(input);
         const auto band = cardTimelineBand(reconcileCard(input, analysis));
         QVERIFY(band);
-        auto loaded
-            = std::make_shared<const LoadedCase>(LoadedCase { input, std::move(analysis), QStringLiteral("x") });
+        auto loaded = std::make_shared<const LoadedCase>(LoadedCase { input, std::move(analysis), "x" });
 
         TimelineWidget timeline;
         timeline.resize(900, 500);
@@ -249,7 +248,7 @@ private slots:
 
         OverviewPage agreeing;
         CaseAnalysis analysis = analyzeCase(input);
-        agreeing.setCase(std::make_shared<const LoadedCase>(LoadedCase { input, analysis, QStringLiteral("real") }));
+        agreeing.setCase(std::make_shared<const LoadedCase>(LoadedCase { input, analysis, "real" }));
         const auto same = verdicts(agreeing);
         for (const char* key : { "allocated", "reserved", "device_free", "private_pools" }) {
             QVERIFY2(same.count(QLatin1String(key)), key);
@@ -260,7 +259,7 @@ private slots:
         input.text.oomMessages.front().allocatedBytes = *input.text.oomMessages.front().allocatedBytes + GiB;
         analysis = analyzeCase(input);
         OverviewPage differing;
-        differing.setCase(std::make_shared<const LoadedCase>(LoadedCase { input, analysis, QStringLiteral("real") }));
+        differing.setCase(std::make_shared<const LoadedCase>(LoadedCase { input, analysis, "real" }));
         QVERIFY(!verdicts(differing).at(QStringLiteral("allocated")).second);
         QVERIFY(verdicts(differing).at(QStringLiteral("reserved")).second);
         const auto* notes = differing.findChild<QLabel*>(QStringLiteral("cardNotes"));

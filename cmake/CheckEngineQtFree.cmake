@@ -1,0 +1,21 @@
+# cmake -DSOURCE_DIR=... -P CheckEngineQtFree.cmake: fails, naming file and line, when a source of
+# the engine (core/, parsers/, opening/) includes a Qt header or uses Qt's platform macros. What
+# the engine links is checked at configure time (cmake/OomlensEngine.cmake).
+if(NOT SOURCE_DIR)
+    message(FATAL_ERROR "pass -DSOURCE_DIR=<the source tree>")
+endif()
+set(found "")
+foreach(folder core parsers opening)
+    file(GLOB_RECURSE sources "${SOURCE_DIR}/${folder}/*.h" "${SOURCE_DIR}/${folder}/*.cpp")
+    foreach(source ${sources})
+        file(STRINGS "${source}" lines REGEX "#[ \t]*include[ \t]*[<\"](Q[A-Za-z]+|Qt[A-Za-z]+/)|\\bQ_[A-Z_]+\\b|QT_[A-Z_]+")
+        foreach(line ${lines})
+            file(RELATIVE_PATH shown "${SOURCE_DIR}" "${source}")
+            string(APPEND found "\n  ${shown}: ${line}")
+        endforeach()
+    endforeach()
+endforeach()
+if(found)
+    message(FATAL_ERROR "the engine libraries must not use Qt:${found}")
+endif()
+message(STATUS "core/, parsers/ and opening/ use no Qt header")
