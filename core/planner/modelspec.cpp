@@ -95,9 +95,22 @@ uint64_t ModelSpec::blockLinearParameters() const
 {
     if (!hasDimensions())
         return 0;
+    return blocksParameters() - static_cast<uint64_t>(layers) * blockExtraParameters();
+}
+
+uint64_t ModelSpec::blocksParameters() const
+{
+    if (!hasDimensions())
+        return 0;
+    // Two kinds of block, counted once each: a loop over the layers made every plan O(layers) per
+    // figure, and the ladder asks for these figures thousands of times.
+    const uint64_t moeCount = static_cast<uint64_t>(moeLayers());
+    const uint64_t denseCount = static_cast<uint64_t>(std::max(layers, 0)) - moeCount;
     uint64_t total = 0;
-    for (int layer = 0; layer < layers; ++layer)
-        total += layerParameters(layer) - blockExtraParameters();
+    if (denseCount > 0)
+        total += denseCount * layerParameters(0);
+    if (moeCount > 0)
+        total += moeCount * layerParameters(layers - 1);
     return total;
 }
 
@@ -124,9 +137,7 @@ uint64_t ModelSpec::countedParameters() const
     if (!hasDimensions() || vocab <= 0)
         return 0;
     const uint64_t h = static_cast<uint64_t>(hidden);
-    uint64_t blocks = 0;
-    for (int layer = 0; layer < layers; ++layer)
-        blocks += layerParameters(layer);
+    const uint64_t blocks = blocksParameters();
     const uint64_t finalNorm = layerNormBiases ? 2 * h : h;
     return blocks + embeddingParameters() + outputLayerParameters() + finalNorm;
 }

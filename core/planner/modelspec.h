@@ -76,8 +76,9 @@ struct ModelSpec
     uint64_t sharedMoeParameters() const;
     // The norms and biases of one block.
     uint64_t blockExtraParameters() const;
-    // One whole block.
+    // One whole block, and every block together.
     uint64_t layerParameters(int index) const;
+    uint64_t blocksParameters() const;
     // The input embedding (and learned positions), and the LM head's own matrix (0 when tied).
     uint64_t embeddingParameters() const;
     uint64_t outputLayerParameters() const;
