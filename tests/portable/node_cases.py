@@ -121,7 +121,9 @@ def commands_that_write(root, tally):
     written(root, tally, "report", ["report", SCENARIO + ".pickle", SCENARIO + ".oom.txt", "-o", "out/report.html"])
     # Summaries written on the node, merged where the user diagnoses.
     written(root, tally, "summarize for the merge", ["summarize", "data/job", "-o", "out/merge"])
-    os.replace(os.path.join(root.path, "out", "merge"), os.path.join(root.path, "data", "job-summaries"))
+    merge = os.path.join(root.path, "out", "merge")
+    if os.path.isdir(merge):  # else the summarize above failed, and said so
+        os.replace(merge, os.path.join(root.path, "data", "job-summaries"))
     both(root, tally, "diagnose --json on summaries", ["diagnose", "--json", "data/job-summaries"])
 
 
@@ -186,8 +188,11 @@ def mcp_messages():
 def by_id(stdout):
     """Tool calls run on several workers: answers come in any order, each on its own line."""
     answers = {}
-    for line in stdout.splitlines():
-        answers[json.loads(line).get("id")] = line
+    for number, line in enumerate(stdout.splitlines()):
+        try:
+            answers[json.loads(line).get("id")] = line
+        except (ValueError, AttributeError):
+            answers["not JSON-RPC, line %d" % number] = line  # compared like the rest: never equal by luck
     return answers
 
 

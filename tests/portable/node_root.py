@@ -11,6 +11,7 @@ import subprocess
 
 COMMAND_TIMEOUT_S = 300
 ROOT_BINARY = "/oomlens"
+CHROOT_FAILED = 125
 
 
 class RootNotAllowed(Exception):
@@ -45,7 +46,9 @@ class NodeRoot:
         self.how, self.enter = self._way_in()
 
     def _way_in(self):
-        """chroot as root, else in a user namespace of our own; the first that runs --version."""
+        """chroot as root, else in a user namespace of our own: the first that gets the binary
+        started. GNU chroot exits 125 when it cannot change root, unshare names itself when it
+        cannot make the namespace; any other status is the binary's own (checked by the cases)."""
         chroot = find_tool("chroot")
         unshare = find_tool("unshare")
         if chroot is None:
@@ -59,7 +62,8 @@ class NodeRoot:
         for how, enter in ways:
             done = subprocess.run(enter + self.prefix + ["--version"], stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, timeout=COMMAND_TIMEOUT_S)
-            if done.returncode == 0:
+            refused = done.returncode == CHROOT_FAILED or done.stderr.startswith(b"unshare:")
+            if not refused:
                 return how, enter
             said = "%s: %s" % (how, done.stderr.decode(errors="replace").strip())
         raise RootNotAllowed(said)
