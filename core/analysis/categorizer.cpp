@@ -89,6 +89,10 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, bool ca
     case Phase::Load:
         if (sameRun)
             return { Category::Temporaries, "allocated while loading the model and freed during loading" };
+        if (features & FeatureOptimizerSetup)
+            return { Category::OptimizerState,
+                "optimizer state created when the engine was built (DeepSpeed's initialize_optimizer_states steps the "
+                "optimizer once with zero gradients) and kept across steps" };
         return { Category::Parameters, "created by model loading (_apply/.to()/load_state_dict/module init) and kept" };
     case Phase::Optimizer:
         if (sameRun)

@@ -98,6 +98,8 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
         f |= FeatureOptimizer;
     if (name == "_init_group" || name == "_init_state" || contains(name, "init_state"))
         f |= FeatureOptimizerInit;
+    if (name == "initialize_optimizer_states" && inTorch(file, "deepspeed/runtime/"))
+        f |= FeatureOptimizerSetup;
     if (name == "zero_grad")
         f |= FeatureZeroGrad;
     // Names only: PyTorch 1.9-1.12 kept whole optimizers, state creation included, in
@@ -207,6 +209,10 @@ Phase iterationPhase(uint32_t marker)
 
 Phase decidePhase(uint32_t f, const FramePositions& at)
 {
+    // The optimizer step a framework takes while it is being built creates state, trains nothing:
+    // what it allocates belongs with the weights' loading, and no training step starts there.
+    if (f & FeatureOptimizerSetup)
+        return Phase::Load;
     // An optimizer frame inside which no module ran and no backward ran: the step's own work.
     if (at.optimizer < at.forward && at.optimizer < at.backward)
         return Phase::Optimizer;

@@ -48,6 +48,11 @@ enum StackFeature : uint32_t {
     // Hugging Face Trainer's evaluation_loop/prediction_loop/prediction_step, Lightning's
     // evaluation loop. What it allocates is evaluation, model frames or not.
     FeatureEvalLoop = 1u << 25,
+    // DeepSpeed ZeRO's initialize_optimizer_states: the engine's constructor steps the optimizer
+    // once with zero gradients so that its state exists before the first batch (stage3.py,
+    // stage_1_and_2.py, bf16_optimizer.py: "to allocate internal optimizer state ... at the
+    // beginning of training"). Set-up, not a training step.
+    FeatureOptimizerSetup = 1u << 26,
 };
 
 // The RL iteration's stage markers; the innermost one decides a stack's phase (Phase::Rollout..).

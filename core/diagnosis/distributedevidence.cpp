@@ -132,12 +132,18 @@ void findCapturingPool(
         if (event.action != TraceAction::Alloc || event.stream != oom.stream)
             continue;
         const StateSegment* segment = state.segmentAt(event.addr);
-        if (!segment || poolOwner(segment->pool) != PoolOwner::CudaGraph)
+        if (!segment || segment->pool.isDefault())
+            return;
+        // Before PyTorch 2.5 graph_pool_handle() made (0, N) ids, as MemPools do now; cudagraph trees
+        // capture every graph into one such pool. With capture frames on the failing request, that
+        // pool is the capture's; without them only a graph's own (N, 0) id says so.
+        const bool graphPool = poolOwner(segment->pool) == PoolOwner::CudaGraph;
+        if (!graphPool && !out.oomInCapture)
             return;
         const bool streamHasDefault = std::any_of(state.segments.begin(), state.segments.end(),
             [&](const StateSegment& s) { return s.stream == oom.stream && poolOwner(s.pool) != PoolOwner::CudaGraph; });
         // Frames that show the capture make the stream's other segments no objection.
-        out.captureSeenByPool = !streamHasDefault;
+        out.captureSeenByPool = graphPool && !streamHasDefault;
         if (out.captureSeenByPool || out.oomInCapture) {
             out.capturingPool = segment->pool;
             out.capturingPoolEvent = e;
@@ -183,8 +189,10 @@ void measureGraphs(const Snapshot& snapshot, const DeviceAnalysis& device, const
     if (!out.oomInCapture || out.capturingPool.isDefault())
         return;
     for (const StateSegment& segment : state.segments) {
-        if (segment.pool == out.capturingPool)
+        if (segment.pool == out.capturingPool) {
+            out.capturingPoolFreeBytes += segment.freeBytes;
             continue;
+        }
         out.cacheOutsideCaptureBytes += segment.freeBytes;
         if (poolOwner(segment.pool) != PoolOwner::CudaGraph)
             continue;

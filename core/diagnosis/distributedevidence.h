@@ -70,6 +70,9 @@ struct DistributedEvidence
     // only from its own pool, and the OOM path skips release_cached_blocks while captures_underway
     // is not empty, so that cache stays reserved. 0 when the capturing pool is unknown.
     uint64_t cacheOutsideCaptureBytes = 0;
+    // Cached free inside the capturing pool: the capture's own cache, split by what it and the
+    // graphs captured into the same pool before it allocated. 0 when the capturing pool is unknown.
+    uint64_t capturingPoolFreeBytes = 0;
     // Reserved by graph pools other than the capturing one: graphs captured before and still alive.
     uint64_t otherGraphPoolsReservedBytes = 0;
     uint64_t otherGraphPoolsLiveBytes = 0; // of which held by live blocks (their static outputs)

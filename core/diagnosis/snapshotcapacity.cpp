@@ -168,8 +168,14 @@ void capacityOrOptimizerStep2(const SnapshotEvidence& e, std::vector<Diagnosis>&
         return;
     }
 
-    const bool stateAppearedEarlier = e.profile.firstOptimizerStateEvent >= 0 && e.oom.step >= 0
-        && e.profile.firstOptimizerStateStep >= 0 && e.profile.firstOptimizerStateStep == e.oom.step - 1
+    // The lazy-state story needs state that an optimizer step made: state made while the model and
+    // its optimizer were built (ZeRO's fp32 master partitions, DeepSpeed's initialize_optimizer_states)
+    // existed before any batch, and every step carried it alike.
+    const int64_t stateEvent = e.profile.firstOptimizerStateEvent;
+    const bool stateMadeByStep = stateEvent >= 0 && static_cast<size_t>(stateEvent) < e.device.eventPhase.size()
+        && e.device.eventPhase[static_cast<size_t>(stateEvent)] == Phase::Optimizer;
+    const bool stateAppearedEarlier = stateMadeByStep && e.oom.step >= 0 && e.profile.firstOptimizerStateStep >= 0
+        && e.profile.firstOptimizerStateStep == e.oom.step - 1
         && e.profile.firstOptimizerStateStep <= e.firstTrainingStep();
     // demandBytes 0: not that reading (a plain struct: GCC cannot follow an optional through the branches).
     const CacheBeforeFailingStep older = !inFirstOptimizer && !stateAppearedEarlier

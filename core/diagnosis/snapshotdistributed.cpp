@@ -115,6 +115,16 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const uint64_t request = e.oom.requestedBytes;
     if (p.windows.empty() || request == 0)
         return;
+    // Before it gives up, the allocator waits for every pending event and returns those blocks to
+    // the cache (release_cached_blocks begins with synchronize_and_free_events,
+    // CUDACachingAllocator.cpp), so pending frees can have caused the failure only through the
+    // split cache their window left behind, or through blocks still pending at the failure where
+    // that wait is skipped (a capture underway, a private pool in use; the trace counts them live
+    // until free_completed). When the live tensors other than those and the request exceed what this
+    // process could hold, no layout of the cache would have served the request.
+    const auto spareUnsplit = e.fixes.budget.spareAfter(p.atOomBytes, true);
+    if (spareUnsplit && *spareUnsplit < 0)
+        return;
     // What pending frees kept from reuse around the failure: segments reserved in the failing step
     // that the pending blocks could have served, what the allocator's synchronize returned just
     // before it gave up, or what was still pending at the oom event.
@@ -326,6 +336,11 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const bool captureLockedOut = g.oomInCapture && request > 0 && g.cacheOutsideCaptureBytes >= request;
     // Graphs captured before, still referenced, whose pools alone would have served the request.
     const bool oldGraphsHold = g.oomInCapture && request > 0 && g.otherGraphPoolsReservedBytes >= request;
+    // Or the capturing pool's own cache would have held the request, but split: a private pool grows
+    // by whole segments only (alloc_block uses expandable segments for no pool a private pool owns)
+    // and gives nothing back while a capture is underway, so every shape captured into it leaves its
+    // blocks there for later captures to fit between. Fewer shapes, not an allocator setting.
+    const bool splitInCapturingPool = g.oomInCapture && request > 0 && g.capturingPoolFreeBytes >= request;
     const uint64_t unused = e.fixes.budget.fragmentedBytes;
     const double confidence
         = g.oomInCapture ? 0.85 : 0.55 + 0.3 * clamp01(safeRatio(g.graphPoolFreeBytes, std::max(unused, request)));
@@ -363,6 +378,13 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                   "pool, and while one is underway the allocator does not release cached segments to retry, so "
                   "torch.cuda.empty_cache() (and deleting graphs no longer needed) before capturing returns it",
             e.oom.eventIndex);
+    if (splitInCapturingPool)
+        e.evidence(d,
+            formatBytes(g.capturingPoolFreeBytes) + " sat free inside " + poolName(g.capturingPool)
+                + ", the capturing pool, split among the blocks of what was captured into it before: a private "
+                  "pool grows by whole segments (expandable segments are never used for one) and releases nothing "
+                  "while a capture is underway",
+            e.oom.eventIndex);
     if (oldGraphsHold)
         d.summary = "The run ran out of memory while capturing CUDA graphs, with "
             + formatBytes(g.otherGraphPoolsReservedBytes)
@@ -373,6 +395,11 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                     "pool, and the "
             + formatBytes(g.cacheOutsideCaptureBytes)
             + " cached outside it (warm-up, eager work) could neither serve it nor be released while capturing.";
+    else if (splitInCapturingPool)
+        d.summary = "The run ran out of memory while capturing a CUDA graph into a pool that already held "
+            + formatBytes(g.capturingPoolFreeBytes)
+            + " free, split among what earlier captures of other shapes left in it: each new shape needs blocks of "
+              "its own sizes, and a private pool only grows. Capturing fewer shapes keeps it small.";
     else if (g.oomInCapture)
         d.summary
             = "The run ran out of memory while capturing CUDA graphs: each graph's pool keeps the memory it used, "
@@ -384,9 +411,18 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // What the capture could not use leads when it alone would have served the request.
     if (captureLockedOut || oldGraphsHold)
         appendFixes(d.fixes, { FixKind::ReleaseBeforeCapture }, e.fixes);
+    // The capturing pool split by the shapes captured into it: fewer shapes first (sharing a pool
+    // is what split it).
+    if (splitInCapturingPool && !captureLockedOut && !oldGraphsHold)
+        appendFixes(d.fixes, { FixKind::FewerGraphShapes }, e.fixes);
     appendFixes(d.fixes, { FixKind::ShareGraphPool, FixKind::FewerGraphShapes, FixKind::EagerFallback }, e.fixes);
     d.outlook = dynamicOutlook();
     out.push_back(std::move(d));
+    if (splitInCapturingPool && !captureLockedOut)
+        markFragmentationBelow(e, out, out.back(),
+            "the " + formatBytes(g.capturingPoolFreeBytes)
+                + " of split cache is the capturing pool's own, made by the shapes captured into it; expandable "
+                  "segments do not apply to a private pool");
     if (captureLockedOut)
         markFragmentationBelow(e, out, out.back(),
             "the failing request was captured into a private pool, and the " + formatBytes(g.cacheOutsideCaptureBytes)

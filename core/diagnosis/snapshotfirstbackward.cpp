@@ -48,8 +48,10 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive && dynamicNow <= previous->peakDynamic
         && e.oom.freeInPoolBytes < e.oom.requestedBytes;
     // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
-    // backward overflow one step on, 0.45 for a later backward otherwise.
-    const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (sameOverflowAgain ? 0.6 : 0.45);
+    // backward overflow one step on. A later backward with neither says only where the working set
+    // overflowed, which working_set describes at 0.4; the first-backward story does not hold there
+    // (a step completed before), so 0.35, below that description.
+    const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (sameOverflowAgain ? 0.6 : 0.35);
     Diagnosis d = makeDiagnosis(DiagnosisId::FirstBackward, confidence, {});
     e.evidence(
         d, "the OOM is in " + e.where() + (state == 0 ? ", before any optimizer state exists" : ""), e.oom.eventIndex);

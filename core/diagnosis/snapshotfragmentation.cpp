@@ -1,5 +1,6 @@
 #include "core/diagnosis/snapshotrules.h"
 
+#include "core/analysis/privatepools.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/units.h"
 
@@ -69,15 +70,28 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         confidence *= 0.6;
         e.evidence(d, "expandable segments were already on in this run");
     }
+    // A request routed into a private pool (a capture underway) is served by that pool alone, which
+    // grows by whole segments: alloc_block uses expandable segments for no pool a private pool owns
+    // (CUDACachingAllocator.cpp), so that setting would not change its layout.
+    const bool privatePoolRequest = e.distributed.oomInCapture && !e.distributed.capturingPool.isDefault();
+    if (privatePoolRequest)
+        e.evidence(d,
+            "the request went to " + poolName(e.distributed.capturingPool)
+                + ", a private pool: the allocator grows one by whole segments and never with expandable segments, "
+                  "so only fewer or smaller captures change its layout");
     d.confidence = confidence;
     d.summary = formatBytes(unused) + " sat unused in PyTorch's cache, but split into blocks smaller than the "
         + formatBytes(request) + " that failed.";
-    appendFixes(d.fixes,
-        { FixKind::ExpandableSegments, FixKind::MaxSplitSize, FixKind::MicroBatch, FixKind::Bf16,
-            FixKind::Checkpointing },
-        e.fixes);
+    if (privatePoolRequest)
+        appendFixes(d.fixes, { FixKind::MicroBatch, FixKind::Bf16, FixKind::Checkpointing }, e.fixes);
+    else
+        appendFixes(d.fixes,
+            { FixKind::ExpandableSegments, FixKind::MaxSplitSize, FixKind::MicroBatch, FixKind::Bf16,
+                FixKind::Checkpointing },
+            e.fixes);
     d.outlook = dynamicOutlook();
-    d.outlook->leadingFixFreesOnceBytes = unused + std::min(roomToReserve, e.oom.deviceFreeBytes);
+    if (!privatePoolRequest)
+        d.outlook->leadingFixFreesOnceBytes = unused + std::min(roomToReserve, e.oom.deviceFreeBytes);
     out.push_back(std::move(d));
 }
 

@@ -10,22 +10,11 @@
 // where activation checkpointing is on, no fix proposes turning it on. Rows that fail today are
 // listed in expectedFailures() with the reason; QtTest reports a listed row that starts passing as
 // XPASS, which fails the suite, so whoever writes a rule removes the rows it fixes.
-#include "common/analysisfixtures.h"
-#include "common/scenariofamily.h"
+#include "common/scenariofamilysuite.h"
 #include "common/testutil.h"
-#include "core/caseanalysis.h"
-#include "core/jsonexport.h"
 
-#include <QDir>
-#include <QFile>
-#include <QJsonObject>
-#include <QProcess>
-#include <QRegularExpression>
-#include <QTemporaryDir>
 #include <QTest>
 
-#include <algorithm>
-#include <cstdint>
 #include <map>
 
 using namespace oomlens;
@@ -75,83 +64,28 @@ const test::ScenarioFamily& family()
 
 } // namespace
 
-class TestDiagFamilyD : public QObject
+class TestDiagFamilyD : public test::ScenarioFamilySuite
 {
     Q_OBJECT
+public:
+    TestDiagFamilyD()
+        : ScenarioFamilySuite(family(), QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familyd/generate.py"))
+    { }
+
 private Q_SLOTS:
     void everyClassIsCovered()
     {
         // The yardstick itself: every class of issues 22/24 has at least three scenarios, there are
         // at least six controls (a classic cause under a distributed or checkpointed recipe), and
         // every label is complete.
-        std::map<QString, int> perCase;
-        int controls = 0;
-        const QStringList names = test::scenarioNames(family().scenariosDir);
-        for (const QString& name : names) {
-            const QJsonObject label = family().scenarioLabel(name);
-            const QString truth = label.value(QStringLiteral("case")).toString();
-            ++perCase[truth];
-            if (label.value(QStringLiteral("control")).toBool())
-                ++controls;
-            QVERIFY2(QFile::exists(family().scenario(name) + QStringLiteral(".pickle")), qPrintable(name));
-            QVERIFY2(QFile::exists(family().scenario(name) + QStringLiteral(".oom.txt")), qPrintable(name));
-            QVERIFY2(!label.value(QStringLiteral("phase")).toString().isEmpty(), qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("step")).isDouble(), qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("capacity_bytes")).toDouble() > 0, qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("checkpointing")).isBool(), qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("bytes_at_oom")).isObject(), qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("bytes_at_peak")).isObject(), qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("pending_free_bytes_at_oom")).isDouble(), qPrintable(name));
-            QVERIFY2(label.value(QStringLiteral("private_pool_bytes_at_oom")).isDouble(), qPrintable(name));
-        }
-        QVERIFY(names.size() >= 20);
+        test::FamilyCensus census;
+        test::countLabels(family(), census);
+        if (QTest::currentTestFailed())
+            return;
+        QVERIFY(census.names.size() >= 20);
         for (const char* id : { "pending_frees", "communication_buffers", "graph_capture", "colocated_engine" })
-            QVERIFY2(perCase[QLatin1String(id)] >= 3, id);
-        QVERIFY(controls >= 6);
-    }
-
-    // The data is what the generator writes: run it into a second folder and compare every file
-    // byte for byte. The generator also re-checks every label's physics (the run as written fails,
-    // its counterfactual completes), so a change to it that breaks a label fails here.
-    void generatorReproducesTheData()
-    {
-        test::checkGeneratorReproduces(family(), QStringLiteral(OOMLENS_SOURCE_DIR "/tests/tools/familyd/generate.py"));
-    }
-
-    void scenariosRead_data() { test::scenarioRows(family()); }
-
-    // Every input of every scenario loads, as one snapshot and at least one OOM message.
-    void scenariosRead()
-    {
-        QFETCH(QString, name);
-        test::checkScenarioRead(family(), name);
-    }
-
-    void scenarioDiagnosis_data() { test::scenarioDiagnosisRows(family()); }
-
-    // The top diagnosis is the label's case (or one it allows), from the snapshot alone and with the
-    // OOM text added.
-    void scenarioDiagnosis()
-    {
-        QFETCH(QString, name);
-        QFETCH(bool, withText);
-        test::checkScenarioDiagnosis(family(), name, withText);
-    }
-
-    void bands_data() { test::scenarioBandRows(family()); }
-
-    void bands()
-    {
-        QFETCH(QString, name);
-        test::checkScenarioBands(family(), name);
-    }
-
-    void checkpointingNotProposed_data() { test::checkpointingRows(family()); }
-
-    void checkpointingNotProposed()
-    {
-        QFETCH(QString, name);
-        test::checkCheckpointingNotProposed(family(), name);
+            QVERIFY2(census.perCase[QLatin1String(id)] >= 3, id);
+        QVERIFY(census.controls >= 6);
     }
 };
 

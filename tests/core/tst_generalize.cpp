@@ -146,6 +146,69 @@ std::string zero3Prefetch()
     return text;
 }
 
+// DeepSpeed ZeRO-3 building its engine: the fp32 master partitions, then initialize_optimizer_states
+// stepping FusedAdam once with zero gradients so that Adam's moments exist before the first batch
+// (deepspeed/runtime/zero/stage3.py). Then two training steps whose update allocates nothing (the
+// moments exist); the second batch is three times the first and fails in its forward. (Family F's
+// ZeRO-3 runs check the diagnoses this enables end to end.)
+std::string zero3EngineThenTwoSteps()
+{
+    const std::string engine = "deepspeed/runtime/zero/stage3.py:__init__:346;deepspeed/runtime/engine.py:"
+                               "_configure_zero_optimizer:1744;deepspeed/runtime/engine.py:__init__:328;"
+                               "deepspeed/__init__.py:initialize:193;train.py:main:70";
+    std::string text = "alloc p 1GiB load\n";
+    text += "alloc master 2GiB stack=deepspeed/runtime/zero/stage3.py:_create_fp32_partitions:933;" + engine + "\n";
+    for (const char* moment : { "exp_avg", "exp_avg_sq" })
+        text += std::string("alloc ") + moment
+            + " 2GiB stack=deepspeed/ops/adam/fused_adam.py:step:157;"
+              "deepspeed/runtime/zero/stage3.py:initialize_optimizer_states:1046;"
+            + engine + "\n";
+    for (int step = 1; step <= 2; ++step) {
+        const std::string s = std::to_string(step);
+        for (int l = 0; l < 4 * (step == 1 ? 1 : 3); ++l)
+            text += "alloc a" + s + "_" + std::to_string(l) + " 256MiB fwd\n";
+        if (step == 2)
+            return text + "oom 256MiB free=100MiB fwd\n";
+        text += "alloc lv 1MiB loss\n";
+        for (int l = 3; l >= 0; --l) {
+            const std::string n = s + "_" + std::to_string(l);
+            text += "alloc g" + n + " 256MiB bwdcpp\nfree g" + n + " bwdcpp\nfree a" + n + " bwdcpp\n";
+        }
+        text += "free lv bwd\n";
+    }
+    return text;
+}
+
+// Frees that waited for another stream (free_requested, then free_completed once the stream's
+// event completed) while a segment was reserved beside them; then the step goes on until a request
+// fails. `splitAfter`: what follows the window only splits the cache (live + the request fit what
+// the process holds); otherwise the live tensors alone leave no room for the request.
+std::string pendingWindowThenOom(bool splitAfter)
+{
+    std::string text = lines(
+        { "alloc w 1GiB load", "alloc a 1GiB fwd", "free_requested a", "alloc b 1GiB fwd", "free_completed a" });
+    text += splitAfter ? "alloc s 16MiB fwd\n" : "alloc c 1GiB fwd\n";
+    return text + "oom 1GiB free=100MiB fwd\n";
+}
+
+// torch.compile(mode="reduce-overhead") warming up and recording a graph per new sequence length,
+// all into the cudagraph trees' one pool ((0, 1): graph_pool_handle() before PyTorch 2.5): each
+// length's blocks stay cached in the pool, and the next, longer length fits none of them.
+std::string treesRecordEachLength()
+{
+    const std::string trees
+        = " pool=0,1 stream=7 stack=/tmp/torchinductor_u/q3/cq3.py:call:1437;"
+          "torch/_inductor/cudagraph_trees.py:run_eager:2016;"
+          "torch/_inductor/cudagraph_trees.py:run:1980;score.py:score_batches:101;score.py:main:131";
+    std::string text = "alloc w 1GiB load\n";
+    for (int length = 1; length <= 2; ++length) {
+        const std::string n = std::to_string(length);
+        text += "alloc x" + n + (length == 1 ? " 300MiB" : " 500MiB") + trees + "\n";
+        text += "free x" + n + trees + "\n";
+    }
+    return text + "oom 600MiB free=100MiB" + trees + "\n";
+}
+
 // Two steps; the second's batch is three times the first's and comes from other lines of code (a
 // new sequence bucket), so no call site matches to compare sizes.
 std::string twoStepsSecondLarger()
@@ -329,6 +392,61 @@ private Q_SLOTS:
             { "alloc w 1GiB load", "alloc x 6GiB fwd", "free x bwd", "alloc y 512MiB fwd", "oom 6GiB free=1MiB fwd" }));
         const Diagnosis* other = test::findDiagnosis(alone, DiagnosisId::OtherProcess);
         QVERIFY(!other || !test::hasEvidence(*other, "taken by something outside it"));
+    }
+
+    // DeepSpeed's engine steps the optimizer once while it is built (initialize_optimizer_states):
+    // set-up, not a training step. The moments it makes are optimizer state, the steps after it are
+    // told apart by their forward following a backward, and the state is not the lazy state of a
+    // first optimizer.step().
+    void zero3InitialOptimizerStepIsSetUp()
+    {
+        const auto analysis = test::analyzeTrace(zero3EngineThenTwoSteps());
+        const DeviceAnalysis& device = *analysis.primary();
+        const Allocation& moment = allocationOfSize(device, 2048 * MiB);
+        QCOMPARE(moment.phase, Phase::Load);
+        for (const Allocation& a : device.allocations) {
+            if (a.requestedSize == 2048 * MiB)
+                QCOMPARE(a.category, Category::OptimizerState);
+        }
+        QCOMPARE(device.ooms.back().step, 2);
+        const auto diagnoses = diagnoseSnapshot(analysis, {});
+        QVERIFY(!diagnoses.empty());
+        QVERIFY(diagnoses.front().id != DiagnosisId::OptimizerStep2);
+        const Diagnosis* lazy = test::findDiagnosis(diagnoses, DiagnosisId::OptimizerStep2);
+        QVERIFY(!lazy || !test::hasEvidence(*lazy, "first appeared in step"));
+    }
+
+    // The allocator waits for every pending free before it gives up (release_cached_blocks), so at
+    // the failure pending frees can only have left the cache split: when the live tensors and the
+    // request exceed what the process holds, they are not the cause; when they fit, they may be.
+    void pendingFreesDrainBeforeTheFailure()
+    {
+        const auto overflow = test::diagnoseTrace(pendingWindowThenOom(false));
+        QVERIFY(!overflow.empty());
+        QVERIFY(!test::findDiagnosis(overflow, DiagnosisId::PendingFrees));
+        const auto split = test::diagnoseTrace(pendingWindowThenOom(true));
+        QVERIFY(test::findDiagnosis(split, DiagnosisId::PendingFrees));
+    }
+
+    // Recording into a pool whose free blocks together would hold the request but none alone: the
+    // pool is the capture's own, which expandable segments never serve and nothing releases during
+    // a capture, so the captures' shapes are the cause and the split cache how it showed.
+    void captureIntoASplitPoolIsGraphCapture()
+    {
+        const auto diagnoses = test::diagnoseTrace(treesRecordEachLength());
+        QVERIFY(!diagnoses.empty());
+        const Diagnosis& top = diagnoses.front();
+        QCOMPARE(top.id, DiagnosisId::GraphCapture);
+        QVERIFY(test::hasEvidence(top, "the capturing pool, split among the blocks"));
+        QCOMPARE(top.fixes.front().id(), std::string("fewer_graph_shapes"));
+        const Diagnosis* fragmentation = test::findDiagnosis(diagnoses, DiagnosisId::Fragmentation);
+        QVERIFY(!fragmentation || fragmentation->confidence < top.confidence);
+        // Nor does the split cache offer expandable segments: the allocator never uses them for a
+        // private pool.
+        if (fragmentation) {
+            for (const Fix& fix : fragmentation->fixes)
+                QVERIFY(fix.kind != FixKind::ExpandableSegments);
+        }
     }
 };
 
