@@ -73,7 +73,9 @@ Snapshot decode(const pickle::Unwrapped& input, const SnapshotReadOptions& optio
     try {
         return decodeNative(input.payload, options);
     } catch (const DecodeError& e) {
-        if (e.kind() != ErrorKind::Unsupported || !options.allowFallback)
+        // Without an interpreter (the portable build has none) the native decoder's own error,
+        // which names the byte offset, is the clearer answer.
+        if (e.kind() != ErrorKind::Unsupported || !options.allowFallback || !python::pythonAvailable())
             throw;
         used = SnapshotDecoder::Python;
         Snapshot snapshot = decodePython(input.payload, options);

@@ -11,7 +11,8 @@ every CUDA out-of-memory error writes ``oomlens-…-rankR-….pickle`` plus
 exception, which the snapshot itself lacks — into ``./oomlens-dumps`` (or
 ``$OOMLENS_CAPTURE_DIR``). Open the .pickle with oomlens; the sidecar is read with it.
 
-When an ``oomlens`` executable is on the node's PATH, each dump is also summarized right
+When the node has an ``oomlens`` executable (beside this package's folder, as the release
+tarball unpacks it, or else on PATH), each dump is also summarized right
 away (``oomlens summarize``: a few KB, ``….oomlens-summary.json``), so that a job of many
 ranks is merged on a desktop from the summaries alone; ``install(summarize=False)`` turns
 that off.
@@ -51,7 +52,8 @@ def install(
         (1 KiB per entry: 100 MB -> 102400 entries). max_entries overrides it.
     keep: dumps of this rank kept in the directory; older ones are deleted.
     stacks: "python" (small, fast) or "all" (adds C++ frames; files several times larger).
-    summarize: run `oomlens summarize` on each dump when an oomlens executable is on PATH
+    summarize: run `oomlens summarize` on each dump when an oomlens executable is found
+        (beside this package's folder first, then on PATH)
         (seconds per 100 MB of snapshot, in the dying process; False skips it).
     """
     global _current

@@ -28,6 +28,20 @@ MAX_EXCEPTION_CHARS = 64 * 1024
 SUMMARIZE_TIMEOUT_S = 600
 
 
+# The release tarball unpacks the static `oomlens` beside this package's folder: on a node where
+# it was only unpacked (nothing installed, nothing added to PATH) dumps are still summarized.
+BESIDE_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def find_oomlens():
+    """The oomlens to summarize with: the one beside this package's folder (the tarball's
+    layout) first, then the first on PATH; None when there is neither."""
+    beside = os.path.join(BESIDE_PACKAGE, "oomlens")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("oomlens")
+
+
 def max_entries_for(file_budget_mb):
     return max(1000, int(file_budget_mb * 1024 * 1024) // BYTES_PER_ENTRY)
 
@@ -196,12 +210,12 @@ class Capture:
         return path
 
     def _summarize(self, snapshot_path):
-        """`oomlens summarize` on our own dump, when an oomlens is on this node's PATH: the few-KB
+        """`oomlens summarize` on our own dump, when this node has an oomlens (find_oomlens): the few-KB
         summary that a job of many ranks is merged from on a desktop, written beside the dump
         before the job dies. Returns the summary's path, or None."""
         if not self.summarize:
             return None
-        executable = shutil.which("oomlens")
+        executable = find_oomlens()
         if executable is None:
             return None
         command = [executable, "summarize", snapshot_path, "-o", os.path.dirname(snapshot_path), "--jobs", "1"]

@@ -456,6 +456,44 @@ class SummarizeTest(CaptureTestCase):
         self.assertEqual(len(self.snapshots()), 1)
         self.assertTrue(any("cannot summarize" in line for line in self.logs), self.logs)
 
+    def test_the_oomlens_beside_the_package_comes_before_path(self):
+        """The release tarball's layout: the package's folder and `oomlens` side by side."""
+        on_path = self.fake_oomlens()
+        unpacked = os.path.join(self.tmp.name, "unpacked")
+        os.makedirs(unpacked)
+        beside_calls = os.path.join(self.tmp.name, "beside-calls")
+        beside = os.path.join(unpacked, "oomlens")
+        with open(beside, "w") as out:
+            out.write("#!/bin/sh\necho \"$@\" >> %s\n" % beside_calls)
+        os.chmod(beside, stat.S_IRWXU)
+        saved = _capture.BESIDE_PACKAGE
+        _capture.BESIDE_PACKAGE = unpacked
+        try:
+            self.install()
+            self.fire_observer()
+        finally:
+            _capture.BESIDE_PACKAGE = saved
+        [snapshot] = self.snapshots()
+        self.assertEqual(self.calls(beside_calls), [["summarize", snapshot, "-o", self.dir, "--jobs", "1"]])
+        self.assertEqual(self.calls(on_path), [])
+
+    def test_beside_means_the_folder_that_holds_the_package(self):
+        """Where an unpacked copy of the package looks, asked of that copy in a fresh interpreter."""
+        unpacked = os.path.join(self.tmp.name, "oomlens-unpacked")
+        package = os.path.dirname(os.path.abspath(_capture.__file__))
+        shutil.copytree(package, os.path.join(unpacked, "oomlens_capture"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        ask = [sys.executable, "-c", "from oomlens_capture import _capture; print(_capture.find_oomlens())"]
+        env = {"PATH": os.environ["PATH"], "PYTHONPATH": unpacked, "PYTHONDONTWRITEBYTECODE": "1"}
+        without = subprocess.run(ask, env=env, stdout=subprocess.PIPE, check=True, timeout=60)
+        self.assertEqual(without.stdout.decode().strip(), "None")
+        beside = os.path.join(unpacked, "oomlens")
+        with open(beside, "w") as out:
+            out.write("#!/bin/sh\n")
+        os.chmod(beside, stat.S_IRWXU)
+        found = subprocess.run(ask, env=env, stdout=subprocess.PIPE, check=True, timeout=60)
+        self.assertEqual(found.stdout.decode().strip(), beside)
+
     def test_rotation_removes_the_summaries_too(self):
         os.environ["RANK"] = "0"
         self.fake_oomlens()
