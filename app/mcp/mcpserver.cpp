@@ -7,6 +7,9 @@
 #include <exception>
 #include <istream>
 #include <ostream>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace oomlens::mcp {
 
@@ -313,6 +316,21 @@ void McpServer::cancel(const Json& params)
     }
 }
 
+namespace {
+
+// The server lives for hours and each call may decode a snapshot of hundreds of MB on one of the
+// workers. glibc keeps what a call freed in that thread's arena, so the resident size would follow
+// the largest call each worker ever ran rather than what is live (the cache): hand the free pages
+// back to the system once a call is done.
+void returnFreedMemory()
+{
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
+} // namespace
+
 void McpServer::work()
 {
     for (;;) {
@@ -332,6 +350,7 @@ void McpServer::work()
         }
         if (answered && !pending->cancelled)
             send(serialize(*answered));
+        returnFreedMemory();
     }
 }
 
