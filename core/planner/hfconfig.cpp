@@ -106,13 +106,6 @@ HfConfigResult modelFromHfConfig(std::string_view jsonText)
             "no layer count, hidden size and head count (num_hidden_layers/n_layer, "
             "hidden_size/n_embd, num_attention_heads/n_head)" };
 
-    // A config is whatever a file says: dimensions beyond any model are a typo or not a model.
-    {
-        ModelSpec sized = model;
-        sized.experts = std::max(0, firstInt(c, { "num_local_experts", "n_routed_experts", "num_experts" }));
-        if (const std::string problem = sized.sizeProblem(); !problem.empty())
-            return { std::nullopt, problem + " (a mistyped hidden_size, intermediate_size or layer count?)" };
-    }
     const std::string activation
         = text(c, "hidden_act").empty() ? text(c, "activation_function") : text(c, "hidden_act");
     model.gatedMlp = activation == "silu" || activation == "swiglu" || activation == "gelu_pytorch_tanh"
@@ -127,6 +120,10 @@ HfConfigResult modelFromHfConfig(std::string_view jsonText)
     const auto tied = c.find("tie_word_embeddings");
     model.tiedEmbeddings = tied == c.end() || !tied->is_boolean() || tied->get<bool>();
     readExperts(c, model);
+    // A config is whatever a file says: dimensions beyond any model are a typo or not a model. Checked
+    // on the whole model read, experts and latent attention included, in ModelSpec's one reckoning.
+    if (const std::string problem = model.sizeProblem(); !problem.empty())
+        return { std::nullopt, problem + " (a mistyped hidden_size, intermediate_size or layer count?)" };
     model.dropout = anyPositive(c,
         { "attn_pdrop", "resid_pdrop", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
             "attention_probs_dropout_prob", "dropout" });
