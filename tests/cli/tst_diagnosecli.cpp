@@ -78,8 +78,10 @@ private Q_SLOTS:
     {
         const Run run = oomlens({ QStringLiteral("-h") });
         QCOMPARE(run.exitCode, 0);
-        for (const char* command : { "oomlens [FILE...]", "oomlens diagnose", "oomlens report", "--version" })
+        for (const char* command : { "oomlens diagnose", "oomlens report", "oomlens mcp", "--version" })
             QVERIFY2(run.out.contains(command), command);
+        // The window's line only where the build has one.
+        QCOMPARE(run.out.contains("oomlens [FILE...]"), oomlens::test::oomlensBinaryHasGui());
         QCOMPARE(oomlens({ QStringLiteral("-v") }).out, oomlens({ QStringLiteral("--version") }).out);
     }
 

@@ -13,6 +13,11 @@ QString oomlensBinary()
     return qEnvironmentVariable("OOMLENS_BINARY");
 }
 
+bool oomlensBinaryHasGui()
+{
+    return OOMLENS_BINARY_HAS_GUI;
+}
+
 CliRun runOomlens(const QStringList& arguments, const QByteArray& stdinBytes)
 {
     CliOptions options;

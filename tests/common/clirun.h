@@ -19,6 +19,10 @@ struct CliRun
 // The `oomlens` binary that ctest names in OOMLENS_BINARY; empty when run outside ctest.
 QString oomlensBinary();
 
+// Whether that binary holds the window: false for a command-line-only build (OOMLENS_BUILD_GUI=OFF,
+// as the asan-ci and portable presets build it), where what would open it says so in one line.
+bool oomlensBinaryHasGui();
+
 // Runs `oomlens arguments...` as a shell would, `stdinBytes` on its standard input, offscreen and
 // with a runtime dir of its own (arguments that are not a command take the GUI path, whose
 // platform plugin warns on stderr without a login session: root in CI). A run that hangs for two
