@@ -133,6 +133,26 @@ std::vector<InputFailure> readInputs(Case& into, const std::vector<LoadRequest>&
     return failures;
 }
 
+OpenedSnapshot openSnapshot(const LoadRequest& request, const AnalysisOptions& options)
+{
+    OpenedSnapshot opened;
+    opened.failures = readInputs(opened.input, { request });
+    const std::string path = request.isFile() ? request.path : request.textName;
+    if (std::any_of(opened.failures.begin(), opened.failures.end(), [](const auto& f) { return !f.warningOnly; }))
+        return opened;
+    if (opened.input.snapshots.empty()) {
+        opened.failures.push_back(notASnapshot(path));
+        return opened;
+    }
+    const std::shared_ptr<const Snapshot>& snapshot = opened.input.snapshots.front();
+    opened.analysis = analyzeSnapshot(snapshot, options);
+    if (!opened.analysis->primary()) {
+        opened.failures.push_back({ path, noSuchDeviceReason(*snapshot, options.device.value_or(0)), false, {} });
+        opened.analysis.reset();
+    }
+    return opened;
+}
+
 Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
     const OpenOptions& options)
 {

@@ -67,6 +67,16 @@ std::vector<std::string> jobRankFiles(const std::vector<std::string>& paths)
     return rankFiles.size() >= 2 || summaries ? rankFiles : std::vector<std::string>();
 }
 
+std::vector<std::string> jobFilesInFolder(const std::string& folder)
+{
+    std::vector<std::string> files;
+    for (std::string& file : folderEntries(folder, false)) {
+        if (isSnapshotFile(file) || isRankSummaryFile(file))
+            files.push_back(std::move(file));
+    }
+    return files;
+}
+
 std::vector<std::string> besideRanks(const std::vector<std::string>& paths, const std::vector<std::string>& rankFiles)
 {
     std::vector<std::string> beside;

@@ -20,6 +20,10 @@ std::vector<std::string> expandFolders(const std::vector<std::string>& paths);
 // the inputs are one case. "-" (standard input) is text, never a rank.
 std::vector<std::string> jobRankFiles(const std::vector<std::string>& paths);
 
+// The snapshots and rank summaries directly inside `folder`, by name: a job's output directory on
+// the desktop, holding what was copied from the cluster (the app's File ▸ Open Job Folder).
+std::vector<std::string> jobFilesInFolder(const std::string& folder);
+
 // The paths that are not among `rankFiles`: what a job's failing rank reads beside its snapshot.
 std::vector<std::string> besideRanks(const std::vector<std::string>& paths, const std::vector<std::string>& rankFiles);
 

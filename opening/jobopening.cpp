@@ -21,11 +21,6 @@ std::string failingCaseTitle(const GatheredJob& gathered)
 
 } // namespace
 
-std::string InputFailure::where() const
-{
-    return summarizedIn.empty() ? path : path + " (summarized in " + summarizedIn + ")";
-}
-
 Opened openJob(
     const std::vector<std::string>& rankFiles, const std::vector<LoadRequest>& beside, const OpenOptions& options)
 {
@@ -67,22 +62,31 @@ Opened openJob(
     return opened;
 }
 
-Opened openInputs(const std::vector<LoadRequest>& requests, const OpenOptions& options)
+JobInputs jobInputsAmong(const std::vector<LoadRequest>& requests)
 {
     std::vector<std::string> files;
     for (const LoadRequest& request : requests) {
         if (request.isFile())
             files.push_back(request.path);
     }
-    const std::vector<std::string> rankFiles = jobRankFiles(files);
-    if (rankFiles.empty())
-        return openCase(nullptr, requests, std::string(), options);
-    std::vector<LoadRequest> beside;
+    JobInputs inputs;
+    inputs.rankFiles = jobRankFiles(files);
+    if (!inputs.isJob())
+        return inputs;
     for (const LoadRequest& request : requests) {
-        if (!request.isFile() || std::find(rankFiles.begin(), rankFiles.end(), request.path) == rankFiles.end())
-            beside.push_back(request);
+        if (!request.isFile()
+            || std::find(inputs.rankFiles.begin(), inputs.rankFiles.end(), request.path) == inputs.rankFiles.end())
+            inputs.beside.push_back(request);
     }
-    return openJob(rankFiles, beside, options);
+    return inputs;
+}
+
+Opened openInputs(const std::vector<LoadRequest>& requests, const OpenOptions& options)
+{
+    const JobInputs inputs = jobInputsAmong(requests);
+    if (!inputs.isJob())
+        return openCase(nullptr, requests, std::string(), options);
+    return openJob(inputs.rankFiles, inputs.beside, options);
 }
 
 } // namespace oomlens

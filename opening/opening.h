@@ -2,11 +2,13 @@
 
 // The one way in: files and pasted text turned into an analyzed case, or into a job of many ranks
 // with its failing rank's case, for the CLI, the app and the MCP server alike. Which files make a
-// job is opening/jobfiles.h's one rule. The front ends keep only their wrappers: the app its
-// worker threads and signals (views/caseloader.h, the Job view), the CLI standard input and its
-// stderr lines (app/cli/inputs.h), the MCP server its cache (app/mcp/casecache.h).
+// job is opening/jobfiles.h's one rule; what a named input stands for, opening/inputrequests.h's;
+// how a failure is worded, opening/inputfailure.h's. The front ends keep only their wrappers: the
+// app its worker threads and signals (views/caseloader.h, the Job view), the CLI its stderr lines
+// (app/cli/inputs.h), the MCP server its cache (app/mcp/casecache.h).
 
 #include "core/job/jobsummary.h"
+#include "opening/inputfailure.h"
 #include "opening/loadedcase.h"
 #include "opening/loadrequest.h"
 
@@ -19,22 +21,6 @@
 #include <vector>
 
 namespace oomlens {
-
-// One input that could not be read, as each front end words it ("oomlens: PATH: reason" on the
-// command line, "NAME: reason" in the app's banner).
-struct InputFailure
-{
-    std::string path; // as given (a text's name: "(pasted)", "-")
-    std::string reason;
-    // A broken capture sidecar (the snapshot beside it was still read), or a file found in a folder
-    // that is no input oomlens reads (LoadRequest::inFolder): listed, without failing the run.
-    bool warningOnly = false;
-    // A rank read from a summary: the summary that named the snapshot `path` the reason is about.
-    std::string summarizedIn;
-
-    // The path, and the summary it was named in where there is one: "FILE (summarized in SUMMARY)".
-    std::string where() const;
-};
 
 struct OpenOptions
 {
@@ -82,6 +68,17 @@ std::string noSuchDeviceReason(const Snapshot& snapshot, int32_t device);
 std::vector<InputFailure> readInputs(
     Case& into, const std::vector<LoadRequest>& requests, const OpenOptions& options = {});
 
+// One input that must be a snapshot (`compare`, `plan --snapshot`), read and analyzed for
+// `options.device`. Without an analysis the failures say why: it could not be read, it is not a
+// snapshot, or it lacks the device asked for.
+struct OpenedSnapshot
+{
+    Case input;
+    std::optional<SnapshotAnalysis> analysis;
+    std::vector<InputFailure> failures; // in the order found, warnings (a broken sidecar) included
+};
+OpenedSnapshot openSnapshot(const LoadRequest& request, const AnalysisOptions& options);
+
 // One case: `base`'s inputs (null: a new case titled `title`) and `requests` read, then analyzed;
 // no job rule applied. The failures are those of `requests` only.
 Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
@@ -93,8 +90,18 @@ Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& reque
 Opened openJob(
     const std::vector<std::string>& rankFiles, const std::vector<LoadRequest>& beside, const OpenOptions& options = {});
 
-// The requests as the user means them: a job when jobRankFiles() finds one among the files (the
-// other requests then join the failing rank's case), else one case.
+// Whether requests are a job or one case: the rank files jobRankFiles() finds among their files,
+// and the other requests beside them, which join the failing rank's case. No rank files: the
+// requests are one case. The app decides with it which tab to open; openInputs opens either.
+struct JobInputs
+{
+    std::vector<std::string> rankFiles; // empty: the requests are one case
+    std::vector<LoadRequest> beside;
+    bool isJob() const { return !rankFiles.empty(); }
+};
+JobInputs jobInputsAmong(const std::vector<LoadRequest>& requests);
+
+// The requests as the user means them (jobInputsAmong): a job, or one case.
 Opened openInputs(const std::vector<LoadRequest>& requests, const OpenOptions& options = {});
 
 } // namespace oomlens

@@ -54,14 +54,4 @@ SnapshotIdentity identifySnapshotFile(const std::string& path)
     return identity;
 }
 
-std::vector<std::string> jobFilesInFolder(const std::string& folder)
-{
-    std::vector<std::string> files;
-    for (std::string& file : folderEntries(folder, false)) {
-        if (isSnapshotFile(file) || isRankSummaryFile(file))
-            files.push_back(std::move(file));
-    }
-    return files;
-}
-
 } // namespace oomlens

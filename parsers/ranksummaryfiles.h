@@ -26,8 +26,4 @@ RankSummaryRead readRankSummaryFile(const std::string& path);
 // when the file cannot be read; the size is 0 when it does not exist.
 SnapshotIdentity identifySnapshotFile(const std::string& path);
 
-// The snapshots and rank summaries directly inside `folder`, by name: a job's output directory on
-// the desktop, holding what was copied from the cluster.
-std::vector<std::string> jobFilesInFolder(const std::string& folder);
-
 } // namespace oomlens

@@ -3,7 +3,6 @@
 #include "views/plots/timelinedata.h"
 #include "views/viewutil.h"
 
-#include <QFileInfo>
 #include <QFutureWatcher>
 #include <QPointer>
 #include <QPromise>
@@ -19,13 +18,6 @@ struct CaseLoader::Job
     std::shared_ptr<std::atomic_bool> cancel = std::make_shared<std::atomic_bool>(false);
     QFutureWatcher<LoadOutcome>* watcher = nullptr;
 };
-
-QString failureLine(const InputFailure& failure)
-{
-    const QString shown = failure.path == "(pasted)" ? QStringLiteral("pasted text")
-                                                     : QFileInfo(QString::fromStdString(failure.path)).fileName();
-    return shown + QStringLiteral(": ") + QString::fromStdString(failure.reason);
-}
 
 CaseLoader::CaseLoader(QObject* parent)
     : QObject(parent)
@@ -80,7 +72,7 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
         return outcome;
     }
     for (const InputFailure& failure : opened.failures)
-        outcome.errors << failureLine(failure);
+        outcome.errors << toQString(failureLine(failure, FailureReader::Banner));
     if (opened.anyReadable())
         outcome.loaded = std::move(opened.loaded);
     return outcome;

@@ -39,9 +39,6 @@ struct LoadOutcome
     bool cancelled = false;
 };
 
-// An input that could not be read as the app's banner shows it: "NAME: reason".
-QString failureLine(const InputFailure& failure);
-
 // Opens a case off the GUI thread: opening/opening.h's openCase in a worker, its progress, the
 // timeline first and the outcome handed back as signals. Each load gets a job id; the caller
 // keeps the id of the load it still wants and ignores the rest (a superseded load's result is

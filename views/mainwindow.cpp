@@ -1,8 +1,9 @@
 #include "views/mainwindow.h"
 
-#include "core/report/htmlreport.h"
+#include "opening/inputrequests.h"
 #include "opening/jobfiles.h"
-#include "parsers/ranksummaryfiles.h"
+#include "opening/opening.h"
+#include "opening/reportwriter.h"
 #include "views/casewidget.h"
 #include "views/compareview.h"
 #include "views/emptystatewidget.h"
@@ -30,7 +31,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
-#include <QSaveFile>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -41,6 +41,17 @@ namespace oomlens {
 namespace {
 
 const QString exampleResource = QStringLiteral(":/oomlens/examples/oom_case.txt");
+
+// The files among a job's inputs given beside its ranks: the Job view reads them with the failing rank.
+QStringList filesOf(const std::vector<LoadRequest>& requests)
+{
+    QStringList files;
+    for (const LoadRequest& request : requests) {
+        if (request.isFile())
+            files << toQString(request.path);
+    }
+    return files;
+}
 
 } // namespace
 
@@ -184,16 +195,13 @@ void MainWindow::openFiles(const QStringList& paths)
     QStringList absolute;
     for (const QString& path : paths)
         absolute << QFileInfo(path).absoluteFilePath();
-    const QStringList given = absolute;
-    const std::vector<std::string> expanded = expandFolders(toStdStrings(absolute));
-    if (const std::vector<std::string> ranks = jobRankFiles(expanded); !ranks.empty()) {
-        openJob(toQStringList(ranks), toQStringList(besideRanks(expanded, ranks)));
+    const std::vector<LoadRequest> requests = requestsFor(toStdStrings(absolute));
+    if (const JobInputs job = jobInputsAmong(requests); job.isJob()) {
+        openJob(toQStringList(job.rankFiles), filesOf(job.beside));
         return;
     }
-    QList<LoadRequest> requests;
-    for (const std::string& path : expanded) // a file found in a folder dropped:
-        requests << LoadRequest::file(path, !given.contains(toQString(path)));
-    load(nullptr, requests, titleFor(requests));
+    const QList<LoadRequest> caseRequests(requests.begin(), requests.end());
+    load(nullptr, caseRequests, titleFor(caseRequests));
 }
 
 JobView* MainWindow::openJob(const QStringList& rankFiles, const QStringList& beside)
@@ -214,7 +222,7 @@ JobView* MainWindow::openJob(const QStringList& rankFiles, const QStringList& be
         }
         QStringList unreadable;
         for (const InputFailure& failure : job->failures())
-            unreadable << failureLine(failure);
+            unreadable << toQString(failureLine(failure, FailureReader::Banner));
         if (!unreadable.isEmpty())
             showBanner(unreadable);
         statusBar()->showMessage(job->headline(), 10000);
@@ -665,16 +673,11 @@ void MainWindow::dropEvent(QDropEvent* event)
     // Several snapshots dropped together are the ranks of one job, a log dropped with them the
     // failing rank's (hold Shift to add them all to the current case instead).
     if (!(event->modifiers() & Qt::ShiftModifier)) {
-        std::vector<std::string> files;
-        for (const LoadRequest& request : std::as_const(requests)) {
-            if (request.isFile())
-                files.push_back(request.path);
-        }
-        if (const std::vector<std::string> ranks = jobRankFiles(files); !ranks.empty()) {
-            openJob(toQStringList(ranks), toQStringList(besideRanks(files, ranks)));
+        if (const JobInputs job = jobInputsAmong({ requests.begin(), requests.end() }); job.isJob()) {
+            openJob(toQStringList(job.rankFiles), filesOf(job.beside));
             statusBar()->showMessage(QStringLiteral("%1 snapshot files dropped together: opened as one job (hold "
                                                     "Shift while dropping to add them to the current case)")
-                                         .arg(ranks.size()),
+                                         .arg(job.rankFiles.size()),
                 10000);
             return;
         }
@@ -758,11 +761,10 @@ bool MainWindow::exportReport(const QString& path)
         showBanner({ QStringLiteral("Open a case first: there is nothing to report yet.") });
         return false;
     }
-    const std::string html = report::buildHtmlReport(loaded->input, loaded->analysis, options);
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(html.data(), qint64(html.size())) != qint64(html.size())
-        || !file.commit()) {
-        showBanner({ QStringLiteral("Could not write the report to %1: %2").arg(path, file.errorString()) });
+    const WrittenReport written
+        = writeReport(loaded->input, loaded->analysis, options, path.toStdString(), ReportStamp::None);
+    if (!written.ok()) {
+        showBanner({ QStringLiteral("Could not write the report to %1: %2").arg(path, toQString(written.error)) });
         return false;
     }
     statusBar()->showMessage(QStringLiteral("Report written to %1").arg(path), 8000);

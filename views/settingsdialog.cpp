@@ -1,6 +1,6 @@
 #include "views/settingsdialog.h"
 
-#include "parsers/categoryrulesparser.h"
+#include "opening/categoryrulesfile.h"
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 

@@ -3,7 +3,7 @@
 #include "app/cli/characters.h"
 #include "app/cli/errorlines.h"
 #include "app/cli/numbertext.h"
-#include "parsers/categoryrulesparser.h"
+#include "opening/categoryrulesfile.h"
 
 #include <cstdio>
 

@@ -5,12 +5,10 @@
 #include "app/cli/inputs.h"
 #include "app/cli/numbertext.h"
 #include "app/cli/reportfile.h"
-#include "app/cli/timestamp.h"
 #include "core/caseanalysis.h"
 #include "core/compare/comparison.h"
 #include "core/compare/comparisonjson.h"
 #include "core/compare/comparisontext.h"
-#include "core/report/htmlreport.h"
 
 #include <cstdio>
 #include <iostream>
@@ -37,9 +35,8 @@ int writeReport(
 {
     const CaseAnalysis analysis = analyzeCase(input, options);
     report::ReportOptions reportOptions;
-    reportOptions.generatedAt = utcTimestampNow();
     reportOptions.comparison = &comparison;
-    return writeReportFile(path, report::buildHtmlReport(input, analysis, reportOptions)) ? 0 : 1;
+    return writeReportFile(path, input, analysis, reportOptions) ? 0 : 1;
 }
 
 } // namespace

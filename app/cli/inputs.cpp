@@ -1,35 +1,11 @@
 #include "app/cli/inputs.h"
 
 #include "app/cli/errorlines.h"
-#include "opening/jobfiles.h"
-#include "parsers/inputfile.h"
+#include "opening/inputrequests.h"
 
-#include <algorithm>
 #include <string>
 
 namespace oomlens::cli {
-
-namespace {
-
-// The INPUTs as requests: '-' is standard input, read here (as text named "-").
-std::vector<LoadRequest> inputRequests(const std::vector<std::string>& paths)
-{
-    std::vector<LoadRequest> requests;
-    for (const std::string& path : paths) {
-        if (path != "-") {
-            requests.push_back(LoadRequest::file(path));
-            continue;
-        }
-        std::string error;
-        if (std::optional<std::string> text = readStandardInput(&error))
-            requests.push_back(LoadRequest::pasted(std::move(*text), path));
-        else
-            requests.push_back(LoadRequest::unreadable(path, error));
-    }
-    return requests;
-}
-
-} // namespace
 
 int printFailures(const std::vector<InputFailure>& failures)
 {
@@ -37,7 +13,7 @@ int printFailures(const std::vector<InputFailure>& failures)
     for (const InputFailure& failure : failures) {
         if (!failure.warningOnly)
             ++failed;
-        printErrorLine("oomlens: " + failure.where() + ": " + failure.reason);
+        printErrorLine(failureLine(failure, FailureReader::CommandLine));
     }
     return failed;
 }
@@ -46,38 +22,25 @@ Opened openCommandLine(const std::vector<std::string>& given, const AnalysisOpti
 {
     OpenOptions openOptions;
     openOptions.analysis = options;
-    std::vector<LoadRequest> requests = inputRequests(expandFolders(given));
-    for (LoadRequest& request : requests)
-        request.inFolder = request.isFile() && std::find(given.begin(), given.end(), request.path) == given.end();
-    Opened opened = openInputs(requests, openOptions);
+    Opened opened = openInputs(requestsFor(given), openOptions);
     printFailures(opened.failures);
     return opened;
 }
 
 int loadInputs(const std::vector<std::string>& paths, Case& into)
 {
-    return printFailures(readInputs(into, inputRequests(paths)));
+    std::vector<LoadRequest> requests;
+    for (const std::string& path : paths)
+        requests.push_back(requestFor(path));
+    return printFailures(readInputs(into, requests));
 }
 
 LoadedSnapshot loadSnapshotInput(const std::string& path, const AnalysisOptions& options)
 {
-    LoadedSnapshot loaded;
-    if (loadInputs({ path }, loaded.input) > 0) {
-        loaded.status = 1;
-        return loaded;
-    }
-    if (loaded.input.snapshots.empty()) {
-        printErrorLine(notASnapshotError(path));
-        loaded.status = 1;
-        return loaded;
-    }
-    loaded.analysis = analyzeSnapshot(loaded.input.snapshots.front(), options);
-    if (!loaded.analysis->primary()) {
-        printErrorLine("oomlens: " + path + ": "
-            + noSuchDeviceReason(*loaded.input.snapshots.front(), options.device.value_or(0)));
-        loaded.status = 1;
-    }
-    return loaded;
+    OpenedSnapshot opened = openSnapshot(requestFor(path), options);
+    printFailures(opened.failures);
+    const int status = opened.analysis ? 0 : 1;
+    return { std::move(opened.input), std::move(opened.analysis), status };
 }
 
 std::string caseInputsHelp()
@@ -86,16 +49,6 @@ std::string caseInputsHelp()
            "'-' reads standard input; a folder stands for every file in it. Several snapshot files, or rank "
            "summaries from `oomlens summarize`, are the ranks of one job: "
            "the job summary comes first, then the failing rank's diagnosis.";
-}
-
-std::string notASnapshotError(const std::string& path)
-{
-    return "oomlens: " + path + ": not a memory snapshot";
-}
-
-std::string noSuchDeviceError(const std::string& path)
-{
-    return "oomlens: " + path + ": the snapshot has no such device";
 }
 
 } // namespace oomlens::cli

@@ -1,7 +1,7 @@
 #pragma once
 
-// The command line's side of opening its INPUTs (opening/opening.h does the rest): '-' read from
-// standard input, and each input that cannot be read printed as one line on stderr.
+// The command line's side of opening its INPUTs (opening/opening.h does the rest): each input that
+// cannot be read printed as one line on stderr.
 
 #include "core/analysis/snapshotanalysis.h"
 #include "core/case.h"
@@ -13,12 +13,13 @@
 
 namespace oomlens::cli {
 
-// Prints each failure as "oomlens: PATH: reason" (printErrorLine); returns how many inputs
-// failed (a broken capture sidecar is only a warning: the snapshot beside it was still read).
+// Prints each failure as the command line words it (opening/inputfailure.h's failureLine:
+// "oomlens: PATH: reason"); returns how many inputs failed (a broken capture sidecar is only a warning: the snapshot
+// beside it was still read).
 int printFailures(const std::vector<InputFailure>& failures);
 
-// The INPUTs opened as the user means them, each folder standing for what it holds
-// (opening/jobfiles.h's expandFolders): the ranks of one job with the text given beside them, or
+// The INPUTs opened as the user means them, each folder standing for what it holds and '-' read
+// from standard input (opening/inputrequests.h): the ranks of one job with the text given beside them, or
 // one case (opening/opening.h's openInputs). Each input that cannot be read gets its line on
 // stderr; the others are still analyzed.
 Opened openCommandLine(const std::vector<std::string>& given, const AnalysisOptions& options);
@@ -39,10 +40,5 @@ LoadedSnapshot loadSnapshotInput(const std::string& path, const AnalysisOptions&
 
 // What `diagnose` and `report` say of their INPUT arguments in --help.
 std::string caseInputsHelp();
-
-// The lines `compare` and `plan --snapshot` print when an input that must be a snapshot is not
-// one, or lacks the device asked for (`oomlens mcp` returns the same lines).
-std::string notASnapshotError(const std::string& path);
-std::string noSuchDeviceError(const std::string& path);
 
 } // namespace oomlens::cli

@@ -5,13 +5,10 @@
 #include "app/cli/inputs.h"
 #include "app/cli/numbertext.h"
 #include "app/cli/reportfile.h"
-#include "app/cli/timestamp.h"
 #include "core/caseanalysis.h"
-#include "core/planner/hfconfig.h"
 #include "core/planner/planjson.h"
 #include "core/planner/plantext.h"
-#include "core/report/htmlreport.h"
-#include "parsers/inputfile.h"
+#include "opening/modelsource.h"
 
 #include <cstdio>
 #include <iostream>
@@ -135,24 +132,12 @@ std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& 
 {
     const OptionParser& parser = commandLine.parser();
     if (parser.isSet(o.model)) {
-        const std::string source = parser.value(o.model);
-        if (const auto named = modelPreset(source)) {
-            model = *named;
-        } else {
-            // A config.json is a few KB; the bound keeps a device or an endless pipe from hanging.
-            std::string error;
-            const std::optional<std::string> bytes = readSmallFile(source, uint64_t(16) << 20, &error);
-            if (!bytes) {
-                printErrorLine("oomlens: " + source + ": " + error + " (nor a preset name)");
-                return 1;
-            }
-            const HfConfigResult parsed = modelFromHfConfig(*bytes);
-            if (!parsed.model) {
-                printErrorLine("oomlens: " + source + ": not a model config.json: " + parsed.error);
-                return 1;
-            }
-            model = *parsed.model;
+        ModelRead read = readModelSource(parser.value(o.model));
+        if (!read.model) {
+            printErrorLine(failureLine(*read.failure, FailureReader::CommandLine));
+            return 1;
         }
+        model = std::move(*read.model);
     } else if (!parser.isSet(o.params) && !parser.isSet(o.layers)) {
         return commandLine.usageError("give a model: --model FILE|PRESET or --params N");
     } else {
@@ -293,8 +278,7 @@ int runPlan(const std::vector<std::string>& arguments)
         const CaseAnalysis caseAnalysis = analyzeCase(run.input, run.analysisOptions);
         report::ReportOptions reportOptions;
         reportOptions.plan = &run.result;
-        reportOptions.generatedAt = utcTimestampNow();
-        if (!writeReportFile(run.reportPath, report::buildHtmlReport(run.input, caseAnalysis, reportOptions)))
+        if (!writeReportFile(run.reportPath, run.input, caseAnalysis, reportOptions))
             return 1;
         if (run.reportPath == "-")
             return 0; // the report is the output

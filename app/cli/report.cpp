@@ -3,7 +3,6 @@
 #include "app/cli/commandline.h"
 #include "app/cli/inputs.h"
 #include "app/cli/reportfile.h"
-#include "app/cli/timestamp.h"
 #include "core/caseanalysis.h"
 #include "core/report/htmlreport.h"
 #include "opening/jobfiles.h"
@@ -49,16 +48,11 @@ int runReport(const std::vector<std::string>& arguments)
         std::fprintf(stderr, "oomlens: no input could be read; no report written\n");
         return 1;
     }
-    const Case& loaded = opened.loaded->input;
-    const CaseAnalysis& analysis = opened.loaded->analysis;
     report::ReportOptions reportOptions;
-    reportOptions.generatedAt = utcTimestampNow();
     if (opened.job)
         reportOptions.job = &*opened.job;
-    const std::string html = report::buildHtmlReport(loaded, analysis, reportOptions);
-
     // A failed write never leaves half a report where the old one was; '-' is standard output.
-    if (!writeReportFile(outputPath, html))
+    if (!writeReportFile(outputPath, opened.loaded->input, opened.loaded->analysis, reportOptions))
         return 1;
     return failures > 0 ? 1 : 0;
 }

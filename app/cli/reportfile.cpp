@@ -1,25 +1,17 @@
 #include "app/cli/reportfile.h"
 
-#include "app/cli/atomicfile.h"
 #include "app/cli/errorlines.h"
-
-#include <cstdio>
+#include "opening/reportwriter.h"
 
 namespace oomlens::cli {
 
-bool writeReportFile(const std::string& path, const std::string& html)
+bool writeReportFile(
+    const std::string& path, const Case& input, const CaseAnalysis& analysis, const report::ReportOptions& options)
 {
-    if (path == "-") {
-        std::fwrite(html.data(), 1, html.size(), stdout);
-        std::fflush(stdout);
-        return true;
-    }
-    std::string error;
-    if (!writeFileAtomically(path, html, error)) {
-        printErrorLine("oomlens: cannot write " + path + ": " + error);
-        return false;
-    }
-    return true;
+    const WrittenReport written = writeReport(input, analysis, options, path);
+    if (!written.ok())
+        printErrorLine(written.errorLine());
+    return written.ok();
 }
 
 } // namespace oomlens::cli

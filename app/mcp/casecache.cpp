@@ -1,40 +1,22 @@
 #include "app/mcp/casecache.h"
 
-#include "app/cli/errorlines.h"
-#include "app/cli/inputs.h"
 #include "core/job/jobjson.h"
 #include "core/jsonexport.h"
+#include "opening/inputrequests.h"
 #include "opening/jobfiles.h"
 #include "opening/opening.h"
-#include "parsers/filepaths.h"
 
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
+#include <cstdio>
 #include <stdexcept>
 
 namespace oomlens::mcp {
 
-namespace {
-
-std::string absolutePath(const std::string& path)
+int CachedCase::snapshotIndexOf(const std::string& path) const
 {
-    return absoluteFilePath(path);
+    return snapshotReadFrom(input, path);
 }
 
-} // namespace
-
-int LoadedCase::snapshotIndexOf(const std::string& path) const
-{
-    const std::string wanted = absolutePath(path);
-    for (const CaseInput& in : input.inputs) {
-        if (in.kind == InputKind::Snapshot && in.snapshotIndex >= 0 && absolutePath(in.path) == wanted)
-            return in.snapshotIndex;
-    }
-    return -1;
-}
-
-const nlohmann::ordered_json& LoadedCase::diagnoseDocument() const
+const nlohmann::ordered_json& CachedCase::diagnoseDocument() const
 {
     const std::lock_guard lock(m_documentMutex);
     if (!m_diagnoseDocument) {
@@ -49,53 +31,18 @@ CaseCache::CaseCache(size_t capacity)
     : m_capacity(capacity == 0 ? 1 : capacity)
 { }
 
-std::vector<CaseCache::FileStamp> CaseCache::stamps(const std::vector<std::string>& paths)
-{
-    namespace fs = std::filesystem;
-    std::vector<FileStamp> files;
-    for (const std::string& path : paths) {
-        FileStamp stamp;
-        stamp.path = absolutePath(path);
-        std::error_code error;
-        const fs::file_status status = fs::status(path, error);
-        if (fs::exists(status)) {
-            stamp.size = fs::is_regular_file(status) ? static_cast<int64_t>(fs::file_size(path, error)) : 0;
-            const fs::file_time_type modified = fs::last_write_time(path, error);
-            stamp.modifiedMs
-                = std::chrono::duration_cast<std::chrono::milliseconds>(modified.time_since_epoch()).count();
-        }
-        files.push_back(std::move(stamp));
-    }
-    return files;
-}
-
-bool CaseCache::unchanged(const Entry& entry)
-{
-    std::vector<std::string> paths;
-    for (const FileStamp& file : entry.files)
-        paths.push_back(file.path);
-    return stamps(paths) == entry.files;
-}
-
 size_t CaseCache::size() const
 {
     const std::lock_guard lock(m_mutex);
     return m_entries.size();
 }
 
-std::shared_ptr<const LoadedCase> CaseCache::read(
-    const std::vector<std::string>& paths, const CaseRequest& request, const CallControl& control)
+std::shared_ptr<const CachedCase> CaseCache::read(const CaseRequest& request, const CallControl& control)
 {
     ++m_reads;
     // Opened as `diagnose` opens its INPUTs (a job or one case, opening/opening.h), the pasted
-    // text last; the CLI's own lines are printed on stderr and kept by the capture.
-    cli::ErrorLineCapture errors;
-    std::vector<LoadRequest> requests;
-    for (const std::string& path : paths) { // "-" is refused by the arguments: stdin is the protocol's
-        // A file found in a folder given is listed, not an error, when it is no input (a README).
-        const bool inFolder = std::find(request.paths.begin(), request.paths.end(), path) == request.paths.end();
-        requests.push_back(LoadRequest::file(path, inFolder));
-    }
+    // text last. "-" is refused by the arguments: standard input is the protocol's.
+    std::vector<LoadRequest> requests = requestsFor(request.paths);
     if (!request.text.empty())
         requests.push_back(LoadRequest::pasted(request.text));
     OpenOptions options;
@@ -106,9 +53,12 @@ std::shared_ptr<const LoadedCase> CaseCache::read(
         throw CallCancelled {}; // what was decoded goes with `opened`, here
     if (!opened.loaded)
         throw std::runtime_error("the inputs were not opened");
-    auto loaded = std::make_shared<LoadedCase>();
-    loaded->failures = cli::printFailures(opened.failures);
-    loaded->errorLines = errors.lines();
+    auto loaded = std::make_shared<CachedCase>();
+    loaded->failures = opened.failedInputs();
+    for (const InputFailure& failure : opened.failures) {
+        loaded->errorLines.push_back(failureLine(failure, FailureReader::CommandLine));
+        std::fprintf(stderr, "%s\n", loaded->errorLines.back().c_str()); // the server's log
+    }
     loaded->input = std::move(opened.loaded->input);
     loaded->analysis = std::move(opened.loaded->analysis);
     loaded->job = std::move(opened.job);
@@ -122,23 +72,22 @@ void CaseCache::keep(Entry entry)
         m_entries.pop_back();
 }
 
-std::shared_ptr<const LoadedCase> CaseCache::load(const CaseRequest& request, const CallControl& control)
+std::shared_ptr<const CachedCase> CaseCache::load(const CaseRequest& request, const CallControl& control)
 {
-    const std::vector<std::string> paths = expandFolders(request.paths);
-    const std::vector<FileStamp> files = stamps(paths);
+    const std::vector<InputStamp> files = stampInputs(expandFolders(request.paths));
     {
         const std::lock_guard lock(m_mutex);
         for (auto it = m_entries.begin(); it != m_entries.end(); ++it) {
             if (it->files != files || it->text != request.text || it->device != request.device)
                 continue;
-            std::shared_ptr<const LoadedCase> found = it->loaded;
+            std::shared_ptr<const CachedCase> found = it->loaded;
             m_entries.splice(m_entries.begin(), m_entries, it); // most recently used first
             return found;
         }
     }
     // Read without the lock: a ping or a cached question is answered meanwhile. Two calls asking
     // for the same new files at once both read them; the second kept replaces nothing it needs.
-    std::shared_ptr<const LoadedCase> loaded = read(paths, request, control);
+    std::shared_ptr<const CachedCase> loaded = read(request, control);
     if (loaded->failures == 0) {
         const std::lock_guard lock(m_mutex);
         keep(Entry { files, request.text, request.device, loaded });
@@ -155,7 +104,7 @@ CaseCache::SnapshotRef CaseCache::snapshot(
             if (it->device != device)
                 continue;
             const int index = it->loaded->snapshotIndexOf(path);
-            if (index < 0 || !unchanged(*it))
+            if (index < 0 || !unchanged(it->files))
                 continue;
             SnapshotRef ref { it->loaded, index };
             m_entries.splice(m_entries.begin(), m_entries, it);
@@ -165,7 +114,7 @@ CaseCache::SnapshotRef CaseCache::snapshot(
     CaseRequest request;
     request.paths = { path };
     request.device = device;
-    std::shared_ptr<const LoadedCase> loaded = load(request, control);
+    std::shared_ptr<const CachedCase> loaded = load(request, control);
     const int index = loaded->input.snapshots.empty() ? -1 : 0;
     return SnapshotRef { loaded, index };
 }

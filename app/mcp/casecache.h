@@ -4,6 +4,7 @@
 #include "core/case.h"
 #include "core/caseanalysis.h"
 #include "core/job/jobsummary.h"
+#include "opening/inputstamps.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,14 +28,18 @@ struct CaseRequest
     std::optional<int32_t> device;
 };
 
-// A case read and analyzed the way `diagnose` and `report` do it (opening/opening.h): several
-// snapshot files are the ranks of one job, the failing rank diagnosed in full.
-struct LoadedCase
+// A case the server keeps for an agent's next question: read and analyzed the way `diagnose`
+// and `report` do it (opening/opening.h; several snapshot files are the ranks of one job, the
+// failing rank diagnosed in full), with the lines saying which inputs failed and its
+// `diagnose --json` document once made.
+struct CachedCase
 {
     Case input;
     CaseAnalysis analysis;
     std::optional<JobSummary> job;
-    std::vector<std::string> errorLines; // "oomlens: PATH: reason", one per input that failed
+    // "oomlens: PATH: reason", one per input that failed (opening/inputfailure.h's words: an agent
+    // reads what a terminal user would).
+    std::vector<std::string> errorLines;
     int failures = 0; // inputs that could not be read (a broken sidecar is only a warning)
 
     // The snapshot read from `path` (compared as an absolute path), or -1.
@@ -64,13 +69,13 @@ public:
     // before and are unchanged, else read now. A case some of whose inputs failed is returned
     // (with its error lines) but not kept.
     // Throws CallCancelled when `control` is cancelled while the case is read; nothing is kept then.
-    std::shared_ptr<const LoadedCase> load(const CaseRequest& request, const CallControl& control = {});
+    std::shared_ptr<const CachedCase> load(const CaseRequest& request, const CallControl& control = {});
 
     // A snapshot file's analysis for `device`: from any cached case that read that file (the
     // snapshot's analysis depends only on it and the device), else the file read alone.
     struct SnapshotRef
     {
-        std::shared_ptr<const LoadedCase> owner;
+        std::shared_ptr<const CachedCase> owner;
         int index = -1; // into owner->input.snapshots / owner->analysis.snapshots; -1: not a snapshot
     };
     SnapshotRef snapshot(const std::string& path, std::optional<int32_t> device, const CallControl& control = {});
@@ -80,24 +85,14 @@ public:
     uint64_t reads() const { return m_reads; } // cases read from disk, for tests and logs
 
 private:
-    struct FileStamp
-    {
-        std::string path; // absolute
-        int64_t size = -1;
-        int64_t modifiedMs = 0;
-        friend bool operator==(const FileStamp&, const FileStamp&) = default;
-    };
     struct Entry
     {
-        std::vector<FileStamp> files;
+        std::vector<InputStamp> files;
         std::string text;
         std::optional<int32_t> device;
-        std::shared_ptr<const LoadedCase> loaded;
+        std::shared_ptr<const CachedCase> loaded;
     };
-    static std::vector<FileStamp> stamps(const std::vector<std::string>& paths);
-    static bool unchanged(const Entry& entry);
-    std::shared_ptr<const LoadedCase> read(
-        const std::vector<std::string>& paths, const CaseRequest& request, const CallControl& control);
+    std::shared_ptr<const CachedCase> read(const CaseRequest& request, const CallControl& control);
     void keep(Entry entry); // with the lock held
 
     const size_t m_capacity;

@@ -4,8 +4,6 @@
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
 #include "app/cli/plancommand.h"
-#include "app/cli/reportfile.h"
-#include "app/cli/timestamp.h"
 #include "app/mcp/arguments.h"
 #include "app/mcp/casecache.h"
 #include "app/mcp/tool.h"
@@ -16,9 +14,8 @@
 #include "core/jsonexport.h"
 #include "core/planner/modelspec.h"
 #include "core/planner/planjson.h"
-#include "core/report/htmlreport.h"
 #include "core/units.h"
-#include "parsers/filepaths.h"
+#include "opening/reportwriter.h"
 
 #include <algorithm>
 #include <cctype>
@@ -55,7 +52,7 @@ std::string diagnosisSummary(const Json& document)
 ToolResult diagnose(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("diagnose", json, { "inputs", "text", "device" });
-    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
+    const std::shared_ptr<const CachedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
     control.stopIfCancelled(); // the document of a big trace takes a second more
     ToolResult result;
     result.structured = loaded->diagnoseDocument();
@@ -67,24 +64,22 @@ ToolResult report(const Json& json, CaseCache& cache, const CallControl& control
 {
     const Arguments arguments("report", json, { "inputs", "text", "device", "output" });
     const std::string output = arguments.path("output");
-    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
+    const std::shared_ptr<const CachedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
     control.stopIfCancelled();
     report::ReportOptions options;
-    options.generatedAt = cli::utcTimestampNow();
     if (loaded->job)
         options.job = &*loaded->job;
-    const std::string html = report::buildHtmlReport(loaded->input, loaded->analysis, options);
-    cli::ErrorLineCapture errors;
-    if (!cli::writeReportFile(output, html))
-        throw ToolError(errors.joined());
+    const WrittenReport written = writeReport(loaded->input, loaded->analysis, options, output);
+    if (!written.ok())
+        throw ToolError(written.errorLine());
     ToolResult result;
-    const std::string path = absoluteFilePath(output);
-    result.structured = { { "path", path }, { "bytes", html.size() },
+    const std::string& path = written.path;
+    result.structured = { { "path", path }, { "bytes", written.bytes },
         { "diagnoses", loaded->analysis.diagnoses.size() },
         { "top_diagnosis",
             loaded->analysis.diagnoses.empty() ? Json(nullptr)
                                                : Json(diagnosisToJson(loaded->analysis.diagnoses.front())["id"]) } };
-    result.summary = "Wrote the HTML report to " + path + " (" + formatBytes(html.size()) + ").";
+    result.summary = "Wrote the HTML report to " + path + " (" + formatBytes(written.bytes) + ").";
     return result;
 }
 

@@ -191,7 +191,7 @@ ToolResult evidence(const Json& json, CaseCache& cache, const CallControl& contr
     const Arguments arguments("evidence", json, { "inputs", "text", "device", "diagnosis", "top", "frames" });
     const size_t top = static_cast<size_t>(arguments.optionalInteger("top", 0, maxTop).value_or(5));
     const StackFrames frames = readFrames(arguments);
-    const std::shared_ptr<const LoadedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
+    const std::shared_ptr<const CachedCase> loaded = loadCase(cache, readCaseRequest(arguments), control);
     size_t index = 0;
     const Diagnosis& diagnosis = pickDiagnosis(arguments, loaded->analysis, index);
 

@@ -1,7 +1,8 @@
 #include "app/mcp/toolinputs.h"
 
-#include "app/cli/inputs.h"
 #include "app/mcp/tool.h"
+#include "opening/inputfailure.h"
+#include "opening/opening.h"
 
 namespace oomlens::mcp {
 
@@ -48,9 +49,9 @@ CaseRequest readCaseRequest(const Arguments& arguments)
     return request;
 }
 
-std::shared_ptr<const LoadedCase> loadCase(CaseCache& cache, const CaseRequest& request, const CallControl& control)
+std::shared_ptr<const CachedCase> loadCase(CaseCache& cache, const CaseRequest& request, const CallControl& control)
 {
-    std::shared_ptr<const LoadedCase> loaded = cache.load(request, control);
+    std::shared_ptr<const CachedCase> loaded = cache.load(request, control);
     if (loaded->failures > 0)
         throw ToolError(joinedLines(loaded->errorLines));
     return loaded;
@@ -63,10 +64,14 @@ const SnapshotAnalysis& loadSnapshot(CaseCache& cache, const std::string& path, 
     if (ref.owner->failures > 0)
         throw ToolError(joinedLines(ref.owner->errorLines));
     if (ref.index < 0)
-        throw ToolError(cli::notASnapshotError(path));
+        throw ToolError(failureLine(notASnapshot(path), FailureReader::CommandLine));
     const SnapshotAnalysis& analysis = ref.owner->analysis.snapshots[static_cast<size_t>(ref.index)];
-    if (!analysis.primary())
-        throw ToolError(cli::noSuchDeviceError(path));
+    if (!analysis.primary()) { // a snapshot without any device: one asked for is refused while read
+        const std::string reason = analysis.snapshot ? noSuchDeviceReason(*analysis.snapshot, device.value_or(0))
+                                                     : std::string("the snapshot has no such device");
+        const InputFailure noDevice { path, reason, false, {} };
+        throw ToolError(failureLine(noDevice, FailureReader::CommandLine));
+    }
     return analysis;
 }
 

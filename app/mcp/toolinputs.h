@@ -22,7 +22,7 @@ std::optional<int32_t> readDevice(const Arguments& arguments);
 
 // The case, or ToolError with the CLI's line for each input that could not be read.
 // Throws CallCancelled when `control` is cancelled meanwhile.
-std::shared_ptr<const LoadedCase> loadCase(CaseCache& cache, const CaseRequest& request, const CallControl& control);
+std::shared_ptr<const CachedCase> loadCase(CaseCache& cache, const CaseRequest& request, const CallControl& control);
 
 // One snapshot file and its analysis for `device`; ToolError when it cannot be read, is not a
 // snapshot or has no such device. `ref` keeps the case that holds it alive.

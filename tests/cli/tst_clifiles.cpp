@@ -1,6 +1,6 @@
-#include "app/cli/atomicfile.h"
 #include "app/cli/paths.h"
-#include "app/cli/timestamp.h"
+#include "opening/atomicfile.h"
+#include "opening/timestamp.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -17,8 +17,8 @@
 
 using namespace oomlens;
 
-// The file-system side of the command line without Qt (app/cli/atomicfile.h, paths.h,
-// timestamp.h): reports and summaries written whole or not at all as QSaveFile wrote them, the
+// The file-system side of the command line without Qt (opening/atomicfile.h, opening/timestamp.h,
+// app/cli/paths.h): reports and summaries written whole or not at all as QSaveFile wrote them, the
 // folders `summarize -o` makes, and the report's time stamp in QDateTime's ISO form.
 class TestCliFiles : public QObject
 {
@@ -65,11 +65,11 @@ private Q_SLOTS:
     void writesWholeFilesAndReplacesOldOnes()
     {
         std::string error;
-        QVERIFY(cli::writeFileAtomically(path("report.html"), "first", error));
+        QVERIFY(writeFileAtomically(path("report.html"), "first", error));
         QCOMPARE(contents(path("report.html")), QByteArray("first"));
-        QVERIFY(cli::writeFileAtomically(path("report.html"), "second, longer", error));
+        QVERIFY(writeFileAtomically(path("report.html"), "second, longer", error));
         QCOMPARE(contents(path("report.html")), QByteArray("second, longer"));
-        QVERIFY(cli::writeFileAtomically(path("empty.html"), "", error));
+        QVERIFY(writeFileAtomically(path("empty.html"), "", error));
         QCOMPARE(QFileInfo(QString::fromStdString(path("empty.html"))).size(), 0);
         verifyOnly({ QStringLiteral("empty.html"), QStringLiteral("report.html") });
     }
@@ -77,15 +77,15 @@ private Q_SLOTS:
     void keepsPermissionsAndLinks()
     {
         std::string error;
-        QVERIFY(cli::writeFileAtomically(path("shared.json"), "old", error));
+        QVERIFY(writeFileAtomically(path("shared.json"), "old", error));
         QVERIFY(::chmod(path("shared.json").c_str(), 0640) == 0);
-        QVERIFY(cli::writeFileAtomically(path("shared.json"), "new", error));
+        QVERIFY(writeFileAtomically(path("shared.json"), "new", error));
         struct stat status = {};
         QVERIFY(::stat(path("shared.json").c_str(), &status) == 0);
         QCOMPARE(status.st_mode & 07777, mode_t(0640));
         // A link keeps pointing at the file, which is replaced.
         QVERIFY(QFile::link(QString::fromStdString(path("shared.json")), m_dir.filePath(QStringLiteral("link.json"))));
-        QVERIFY(cli::writeFileAtomically(path("link.json"), "through the link", error));
+        QVERIFY(writeFileAtomically(path("link.json"), "through the link", error));
         QVERIFY(QFileInfo(m_dir.filePath(QStringLiteral("link.json"))).isSymLink());
         QCOMPARE(contents(path("shared.json")), QByteArray("through the link"));
         verifyOnly({ QStringLiteral("link.json"), QStringLiteral("shared.json") });
@@ -97,7 +97,7 @@ private Q_SLOTS:
         QVERIFY(QDir().mkpath(m_dir.filePath(QStringLiteral("folder"))));
         for (const char* name : { "no/such/folder/r.html", "folder" }) {
             std::string error;
-            QVERIFY(!cli::writeFileAtomically(path(name), "x", error));
+            QVERIFY(!writeFileAtomically(path(name), "x", error));
             QSaveFile file(QString::fromStdString(path(name)));
             QVERIFY(!file.open(QIODevice::WriteOnly));
             QCOMPARE(error, file.errorString().toStdString());
@@ -108,7 +108,7 @@ private Q_SLOTS:
     void timestampIsIsoUtcToTheSecond()
     {
         const QString before = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
-        const std::string stamp = cli::utcTimestampNow();
+        const std::string stamp = utcTimestampNow();
         const QString after = QDateTime::currentDateTimeUtc().toString(Qt::ISODate);
         QVERIFY2(QRegularExpression(QStringLiteral("^\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ$"))
                      .match(QString::fromStdString(stamp))

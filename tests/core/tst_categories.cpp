@@ -4,6 +4,7 @@
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/units.h"
+#include "opening/categoryrulesfile.h"
 #include "parsers/categoryrulesparser.h"
 
 #include <QTemporaryFile>

@@ -1,9 +1,9 @@
-#include "app/cli/timestamp.h"
+#include "opening/timestamp.h"
 
 #include <chrono>
 #include <cstdio>
 
-namespace oomlens::cli {
+namespace oomlens {
 
 std::string utcTimestampNow()
 {
@@ -19,4 +19,4 @@ std::string utcTimestampNow()
     return text;
 }
 
-} // namespace oomlens::cli
+} // namespace oomlens

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-namespace oomlens::cli {
+namespace oomlens {
 
 // Writes `bytes` to `path` whole or not at all: into a new file beside it, flushed to the disk,
 // then renamed over it, so that a failed write or a process killed mid-write leaves the old file
@@ -12,4 +12,4 @@ namespace oomlens::cli {
 // says why ("Permission denied", "Filename refers to a directory").
 bool writeFileAtomically(const std::string& path, std::string_view bytes, std::string& error);
 
-} // namespace oomlens::cli
+} // namespace oomlens

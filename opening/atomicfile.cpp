@@ -1,4 +1,4 @@
-#include "app/cli/atomicfile.h"
+#include "opening/atomicfile.h"
 
 #include <atomic>
 #include <cerrno>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #endif
 
-namespace oomlens::cli {
+namespace oomlens {
 
 namespace {
 
@@ -160,4 +160,4 @@ bool writeFileAtomically(const std::string& path, std::string_view bytes, std::s
 #endif
 }
 
-} // namespace oomlens::cli
+} // namespace oomlens
