@@ -3,10 +3,10 @@
 #include "app/cli/commandline.h"
 #include "app/cli/comparecommand.h"
 #include "app/cli/diagnose.h"
+#include "app/cli/mcpcommand.h"
 #include "app/cli/plancommand.h"
 #include "app/cli/report.h"
 #include "app/cli/summarize.h"
-#include "app/mcp/mcpcommand.h"
 
 #include <array>
 #include <cstdio>

@@ -1,8 +1,8 @@
 #include "app/cli/commandline.h"
 
-#include "app/cli/characters.h"
 #include "app/cli/errorlines.h"
-#include "app/cli/numbertext.h"
+#include "core/characters.h"
+#include "core/numbertext.h"
 #include "opening/categoryrulesfile.h"
 
 #include <cstdio>

@@ -3,12 +3,12 @@
 #include "app/cli/commandline.h"
 #include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
-#include "app/cli/numbertext.h"
 #include "app/cli/reportfile.h"
 #include "core/caseanalysis.h"
 #include "core/compare/comparison.h"
 #include "core/compare/comparisonjson.h"
 #include "core/compare/comparisontext.h"
+#include "core/numbertext.h"
 
 #include <cstdio>
 #include <iostream>

@@ -1,6 +1,6 @@
 #include "app/cli/optionparser.h"
 
-#include "app/cli/characters.h"
+#include "core/characters.h"
 
 #include <algorithm>
 #include <cstddef>

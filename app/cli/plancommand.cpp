@@ -1,14 +1,12 @@
 #include "app/cli/plancommand.h"
 
 #include "app/cli/commandline.h"
-#include "app/cli/errorlines.h"
 #include "app/cli/inputs.h"
-#include "app/cli/numbertext.h"
 #include "app/cli/reportfile.h"
 #include "core/caseanalysis.h"
 #include "core/planner/planjson.h"
 #include "core/planner/plantext.h"
-#include "opening/modelsource.h"
+#include "opening/planrequest.h"
 
 #include <cstdio>
 #include <iostream>
@@ -16,8 +14,6 @@
 namespace oomlens::cli {
 
 namespace {
-
-using namespace oomlens::planner;
 
 struct PlanOptions
 {
@@ -80,133 +76,45 @@ struct PlanOptions
         "Also write the plan as a self-contained HTML report to FILE ('-' for standard output).", "FILE" };
 };
 
-// A positive count; "1.3e9" and "7000000000" both read.
-bool readCount(const CommandLine& commandLine, const Option& option, uint64_t& into, uint64_t minimum = 1)
+// Each setting's option, in the order of the help.
+std::vector<std::pair<PlanField, const Option*>> fieldOptions(const PlanOptions& o)
 {
-    const OptionParser& parser = commandLine.parser();
-    if (!parser.isSet(option))
-        return true;
-    const std::string text = parser.value(option);
-    const std::optional<double> value = doubleFromText(text);
-    // Written so that "nan" fails too: no comparison with it holds.
-    if (!value || !(*value >= static_cast<double>(minimum)) || !(*value <= 1e15)) {
-        commandLine.usageError("--" + option.names.front() + " needs a number, got '" + text + "'");
-        return false;
-    }
-    into = static_cast<uint64_t>(*value);
-    return true;
+    return { { PlanField::Model, &o.model }, { PlanField::Params, &o.params }, { PlanField::Layers, &o.layers },
+        { PlanField::Hidden, &o.hidden }, { PlanField::Heads, &o.heads }, { PlanField::KvHeads, &o.kvHeads },
+        { PlanField::Vocab, &o.vocab }, { PlanField::Ffn, &o.ffn }, { PlanField::Experts, &o.experts },
+        { PlanField::ExpertsPerToken, &o.expertsPerToken }, { PlanField::ExpertFfn, &o.expertFfn },
+        { PlanField::SharedExperts, &o.sharedExperts }, { PlanField::Batch, &o.batch }, { PlanField::Seq, &o.seq },
+        { PlanField::Precision, &o.precision }, { PlanField::Optimizer, &o.optimizer },
+        { PlanField::Accumulation, &o.accumulation }, { PlanField::Checkpointing, &o.checkpointing },
+        { PlanField::Attention, &o.attention }, { PlanField::Gpus, &o.gpus }, { PlanField::Nodes, &o.nodes },
+        { PlanField::Zero, &o.zero }, { PlanField::Offload, &o.offload }, { PlanField::LoraRank, &o.loraRank },
+        { PlanField::Qlora, &o.qlora }, { PlanField::LoraTargets, &o.loraTargets }, { PlanField::Tp, &o.tp },
+        { PlanField::SequenceParallel, &o.sequenceParallel }, { PlanField::Cp, &o.cp }, { PlanField::Pp, &o.pp },
+        { PlanField::Vpp, &o.vpp }, { PlanField::Microbatches, &o.microbatches }, { PlanField::Ep, &o.ep },
+        { PlanField::DistributedOptimizer, &o.distributedOptimizer }, { PlanField::Inference, &o.inference },
+        { PlanField::KvDtype, &o.kvDtype }, { PlanField::WeightDtype, &o.weightDtype },
+        { PlanField::GpuMemoryUtilization, &o.gpuMemoryUtilization }, { PlanField::Card, &o.card },
+        { PlanField::Snapshot, &o.snapshot }, { PlanField::Device, &o.device } };
 }
 
-bool readInt(const CommandLine& commandLine, const Option& option, int& into, int minimum = 1)
+// The flags given, as a plan request.
+PlanRequest requestFromFlags(const OptionParser& parser, const PlanOptions& o)
 {
-    uint64_t value = static_cast<uint64_t>(into);
-    if (!readCount(commandLine, option, value, static_cast<uint64_t>(minimum)))
-        return false;
-    if (value > (1u << 30)) {
-        commandLine.usageError("--" + option.names.front() + " is too large");
-        return false;
+    PlanRequest request;
+    for (const auto& [field, option] : fieldOptions(o)) {
+        if (!parser.isSet(*option))
+            continue;
+        if (isPlanSwitch(field))
+            request.switches.insert(field);
+        else
+            request.values[field] = parser.value(*option);
     }
-    into = static_cast<int>(value);
-    return true;
+    return request;
 }
 
-template <typename Enum, typename FromName>
-bool readChoice(const CommandLine& commandLine, const Option& option, Enum& into, FromName fromName)
-{
-    const OptionParser& parser = commandLine.parser();
-    if (!parser.isSet(option))
-        return true;
-    const std::string text = parser.value(option);
-    const auto value = fromName(text);
-    if (!value) {
-        commandLine.usageError("--" + option.names.front() + " does not know '" + text + "' (see --help)");
-        return false;
-    }
-    into = *value;
-    return true;
-}
-
-// The model from --model (a file or a preset) or --params, with any dimension flags on top.
-// Returns the exit status on failure.
-std::optional<int> readModel(const CommandLine& commandLine, const PlanOptions& o, ModelSpec& model)
-{
-    const OptionParser& parser = commandLine.parser();
-    if (parser.isSet(o.model)) {
-        ModelRead read = readModelSource(parser.value(o.model));
-        if (!read.model) {
-            printErrorLine(failureLine(*read.failure, FailureReader::CommandLine));
-            return 1;
-        }
-        model = std::move(*read.model);
-    } else if (!parser.isSet(o.params) && !parser.isSet(o.layers)) {
-        return commandLine.usageError("give a model: --model FILE|PRESET or --params N");
-    } else {
-        model.name = "custom";
-    }
-    uint64_t parameters = model.parameters;
-    if (!readCount(commandLine, o.params, parameters))
-        return 2;
-    model.parameters = parameters;
-    for (const auto& [option, field] : { std::pair { &o.layers, &model.layers }, std::pair { &o.hidden, &model.hidden },
-             std::pair { &o.heads, &model.heads }, std::pair { &o.kvHeads, &model.kvHeads },
-             std::pair { &o.vocab, &model.vocab }, std::pair { &o.ffn, &model.ffn },
-             std::pair { &o.experts, &model.experts }, std::pair { &o.expertsPerToken, &model.expertsPerToken },
-             std::pair { &o.expertFfn, &model.expertFfn }, std::pair { &o.sharedExperts, &model.sharedExperts } }) {
-        if (!readInt(commandLine, *option, *field))
-            return 2;
-    }
-    if (const std::string problem = model.sizeProblem(); !problem.empty())
-        return commandLine.usageError("the model: " + problem);
-    if (model.totalParameters() == 0)
-        return commandLine.usageError(
-            "--params is needed unless --layers, --hidden, --heads and --vocab give the whole model");
-    return std::nullopt;
-}
-
-std::optional<int> readSetup(const CommandLine& commandLine, const PlanOptions& o, TrainingSetup& setup)
-{
-    const OptionParser& parser = commandLine.parser();
-    if (!readInt(commandLine, o.batch, setup.microBatch) || !readInt(commandLine, o.seq, setup.sequence)
-        || !readInt(commandLine, o.accumulation, setup.gradientAccumulation)
-        || !readInt(commandLine, o.gpus, setup.gpusPerNode) || !readInt(commandLine, o.nodes, setup.nodes)
-        || !readInt(commandLine, o.zero, setup.zeroStage, 0) || !readInt(commandLine, o.loraRank, setup.loraRank, 0))
-        return 2;
-    if (!readChoice(commandLine, o.precision, setup.precision, precisionFromName)
-        || !readChoice(commandLine, o.optimizer, setup.optimizer, optimizerFromName)
-        || !readChoice(commandLine, o.attention, setup.attention, attentionFromName)
-        || !readChoice(commandLine, o.offload, setup.offload, offloadFromName)
-        || !readChoice(commandLine, o.loraTargets, setup.loraTargets, loraTargetsFromName))
-        return 2;
-    Parallelism& parallel = setup.parallel;
-    if (!readInt(commandLine, o.tp, parallel.tensor) || !readInt(commandLine, o.cp, parallel.context)
-        || !readInt(commandLine, o.pp, parallel.pipeline) || !readInt(commandLine, o.vpp, parallel.virtualStages)
-        || !readInt(commandLine, o.microbatches, parallel.microbatches) || !readInt(commandLine, o.ep, parallel.expert))
-        return 2;
-    parallel.sequenceParallel = parser.isSet(o.sequenceParallel);
-    parallel.distributedOptimizer = parser.isSet(o.distributedOptimizer);
-    setup.inference = parser.isSet(o.inference);
-    if (!setup.inference
-        && (parser.isSet(o.kvDtype) || parser.isSet(o.weightDtype) || parser.isSet(o.gpuMemoryUtilization)))
-        return commandLine.usageError(
-            "--kv-dtype, --weight-dtype and --gpu-memory-utilization plan serving: add --inference");
-    if (!readChoice(commandLine, o.kvDtype, setup.kvDtype, kvDtypeFromName)
-        || !readChoice(commandLine, o.weightDtype, setup.weights, weightFormatFromName))
-        return 2;
-    if (parser.isSet(o.gpuMemoryUtilization)) {
-        const std::optional<double> share = doubleFromText(parser.value(o.gpuMemoryUtilization));
-        if (!share)
-            return commandLine.usageError("--gpu-memory-utilization needs a number such as 0.9");
-        setup.gpuMemoryUtilization = *share;
-    }
-    if (parser.isSet(o.checkpointing) && !readCheckpointing(parser.value(o.checkpointing), setup))
-        return commandLine.usageError(
-            "--checkpointing does not know '" + parser.value(o.checkpointing) + "' (none, full, selective or every:K)");
-    setup.quantizedBase = parser.isSet(o.qlora);
-    const std::string problem = setupProblem(setup);
-    if (!problem.empty())
-        return commandLine.usageError(problem);
-    return std::nullopt;
-}
+// The command line names a setting by its flag.
+const PlanWording flagWording { [](PlanField field) { return "--" + std::string(planFieldName(field)); },
+    "see --help" };
 
 } // namespace
 
@@ -220,11 +128,9 @@ PlanRun readPlanRun(const std::vector<std::string>& arguments)
         "--inference, serving: the KV cache and what vLLM makes of the card.");
     const PlanOptions o;
     OptionParser& parser = commandLine.parser();
-    parser.addOptions({ o.model, o.params, o.layers, o.hidden, o.heads, o.kvHeads, o.vocab, o.ffn, o.experts,
-        o.expertsPerToken, o.expertFfn, o.sharedExperts, o.batch, o.seq, o.precision, o.optimizer, o.accumulation,
-        o.checkpointing, o.attention, o.gpus, o.nodes, o.zero, o.offload, o.loraRank, o.qlora, o.loraTargets, o.tp,
-        o.sequenceParallel, o.cp, o.pp, o.vpp, o.microbatches, o.ep, o.distributedOptimizer, o.inference, o.kvDtype,
-        o.weightDtype, o.gpuMemoryUtilization, o.card, o.snapshot, o.device, o.json, o.report });
+    for (const auto& [field, option] : fieldOptions(o))
+        parser.addOption(*option);
+    parser.addOptions({ o.json, o.report });
     if ((run.stop = commandLine.parse(arguments)))
         return run;
     if (!parser.positionalArguments().empty()) {
@@ -232,38 +138,19 @@ PlanRun readPlanRun(const std::vector<std::string>& arguments)
         return run;
     }
 
-    ModelSpec model;
-    if ((run.stop = readModel(commandLine, o, model)))
-        return run;
-    TrainingSetup setup;
-    if ((run.stop = readSetup(commandLine, o, setup)))
-        return run;
-    std::optional<GpuCard> card;
-    if (parser.isSet(o.card)) {
-        card = cardFromText(parser.value(o.card));
-        if (!card) {
-            run.stop = commandLine.usageError("--card does not know '" + parser.value(o.card)
-                + "' (16GB, 24GB, 40GB, 48GB, 80GB, 94GB, 141GB, a card name or a size)");
-            return run;
-        }
-    }
-
-    if (!commandLine.readDevice(o.device, run.analysisOptions.device)) {
-        run.stop = 2;
+    PlanReading reading = readPlanRequest(requestFromFlags(parser, o), flagWording);
+    printFailures(reading.failures);
+    if (reading.problem) {
+        run.stop = commandLine.usageError(*reading.problem);
         return run;
     }
-    std::optional<SnapshotAnalysis> analysis;
-    if (parser.isSet(o.snapshot)) {
-        LoadedSnapshot snapshot = loadSnapshotInput(parser.value(o.snapshot), run.analysisOptions);
-        if (snapshot.status != 0) {
-            run.stop = snapshot.status;
-            return run;
-        }
-        run.input = std::move(snapshot.input);
-        analysis = std::move(snapshot.analysis);
+    if (!reading.planned()) {
+        run.stop = 1;
+        return run;
     }
-
-    run.result = makePlan(model, setup, card, analysis ? analysis->primary() : nullptr);
+    run.result = std::move(reading.result);
+    run.input = std::move(reading.input);
+    run.analysisOptions = reading.analysisOptions;
     run.json = parser.isSet(o.json);
     run.reportPath = parser.value(o.report);
     return run;

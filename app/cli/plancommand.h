@@ -14,9 +14,9 @@ namespace oomlens::cli {
 // (whether or not it fits), 1 when a model or snapshot file cannot be read, 2 for usage errors.
 int runPlan(const std::vector<std::string>& arguments);
 
-// The words after `oomlens plan` read and planned, without printing the plan: what runPlan
-// prints and what `oomlens mcp`'s plan tool returns. A usage error or an unreadable model or
-// snapshot prints its one line (app/cli/errorlines.h) and sets `stop`.
+// The words after `oomlens plan` read into a plan request (opening/planrequest.h, which the MCP
+// plan tool fills from its JSON) and planned, without printing the plan. A usage error or an
+// unreadable model or snapshot prints its one line (app/cli/errorlines.h) and sets `stop`.
 struct PlanRun
 {
     std::optional<int> stop; // the exit status when the command ends here (error, --help)

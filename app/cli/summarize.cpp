@@ -2,10 +2,10 @@
 
 #include "app/cli/commandline.h"
 #include "app/cli/errorlines.h"
-#include "app/cli/numbertext.h"
 #include "app/cli/paths.h"
 #include "core/job/jobsummarizer.h"
 #include "core/job/ranksummaryfile.h"
+#include "core/numbertext.h"
 #include "opening/jobgathering.h"
 #include "opening/summaryfiles.h"
 

@@ -1,9 +1,6 @@
 // The tools that answer what a CLI command answers, from the same code: diagnose (`diagnose
 // --json`), report (`report -o`), compare (`compare --json`) and plan (`plan --json`).
 
-#include "app/cli/errorlines.h"
-#include "app/cli/inputs.h"
-#include "app/cli/plancommand.h"
 #include "app/mcp/arguments.h"
 #include "app/mcp/casecache.h"
 #include "app/mcp/tool.h"
@@ -15,10 +12,10 @@
 #include "core/planner/modelspec.h"
 #include "core/planner/planjson.h"
 #include "core/units.h"
+#include "opening/planrequest.h"
 #include "opening/reportwriter.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace oomlens::mcp {
 
@@ -126,62 +123,25 @@ ToolResult compare(const Json& json, CaseCache& cache, const CallControl& contro
     return result;
 }
 
-// plan's keys are its command-line flags with '_' for '-'; they are handed to the command's own
-// reader, so the tool takes exactly what `oomlens plan` takes and says the same about bad values.
-constexpr const char* planValueFlags[]
-    = { "model", "params", "layers", "hidden", "heads", "kv_heads", "vocab", "ffn", "experts", "experts_per_token",
-          "expert_ffn", "shared_experts", "batch", "seq", "precision", "optimizer", "accumulation", "checkpointing",
-          "attention", "gpus", "nodes", "zero", "offload", "lora_rank", "lora_targets", "tp", "cp", "pp", "vpp",
-          "microbatches", "ep", "kv_dtype", "weight_dtype", "gpu_memory_utilization", "card", "snapshot", "device" };
-// The flags that take no value: true sets them.
-constexpr const char* planSwitches[] = { "qlora", "sequence_parallel", "distributed_optimizer", "inference" };
-
-std::string flagName(std::string key)
+// plan's keys are `oomlens plan`'s flags with '_' for '-' (opening/planrequest.h): the tool takes
+// exactly what the command takes, read and checked by the same code, its problems naming the keys.
+std::string planKey(PlanField field)
 {
-    for (char& c : key) {
-        if (c == '_')
-            c = '-';
-    }
-    return "--" + key;
+    std::string key(planFieldName(field));
+    std::replace(key.begin(), key.end(), '-', '_');
+    return key;
 }
 
-// The command's error line in the tool's words: the agent set "gpus", not --gpus. The line is the
-// command's own (one reader, one set of checks); only its names change: each flag becomes the
-// key it was made from, and "see --help" points at the input schema.
-std::string inToolWords(std::string line, const std::vector<std::string>& keys)
-{
-    const std::string command = "oomlens plan: ";
-    if (line.starts_with(command))
-        line = "plan: " + line.substr(command.size());
-    const auto replaceAll = [&line](const std::string& from, const std::string& to) {
-        for (size_t at = line.find(from); at != std::string::npos; at = line.find(from, at + to.size()))
-            line.replace(at, from.size(), to);
-    };
-    replaceAll("(see --help)", "(see the tool's input schema)");
-    // Longest first: --experts-per-token before --experts.
-    std::vector<std::string> byLength = keys;
-    std::sort(byLength.begin(), byLength.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
-    for (const std::string& key : byLength) {
-        const std::string flag = flagName(key);
-        for (size_t at = line.find(flag); at != std::string::npos; at = line.find(flag, at + 1)) {
-            const size_t end = at + flag.size();
-            const bool wholeWord
-                = end == line.size() || !(std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '-');
-            if (wholeWord)
-                line.replace(at, flag.size(), "\"" + key + "\"");
-        }
-    }
-    return line;
-}
+const PlanWording keyWording { [](PlanField field) { return "\"" + planKey(field) + "\""; },
+    "see the tool's input schema" };
 
-ToolResult plan(const Json& json, CaseCache&, const CallControl& control)
+// The tool's arguments as a plan request: a value as a string or a number, a switch as a boolean.
+PlanRequest planRequest(const Arguments& arguments)
 {
-    std::vector<std::string> known(std::begin(planValueFlags), std::end(planValueFlags));
-    known.insert(known.end(), std::begin(planSwitches), std::end(planSwitches));
-    const Arguments arguments("plan", json, known);
-    std::vector<std::string> words;
-    for (const char* key : planValueFlags) {
-        if (!arguments.has(key))
+    PlanRequest request;
+    for (const PlanField field : planFields()) {
+        const std::string key = planKey(field);
+        if (isPlanSwitch(field) || !arguments.has(key))
             continue;
         const Json& value = arguments.raw(key);
         std::string text;
@@ -190,27 +150,35 @@ ToolResult plan(const Json& json, CaseCache&, const CallControl& control)
         else if (value.is_number())
             text = value.dump();
         else
-            arguments.fail(std::string("\"") + key + "\" must be a string or a number");
-        if (std::string(key) == "snapshot")
+            arguments.fail("\"" + key + "\" must be a string or a number");
+        if (field == PlanField::Snapshot)
             text = arguments.path(key);
         // A model is a preset or a config.json's path: the latter only where files may be read.
-        if (std::string(key) == "model" && !fileArgumentsAllowed() && !planner::modelPreset(text))
+        if (field == PlanField::Model && !fileArgumentsAllowed() && !planner::modelPreset(text))
             arguments.fail("\"model\": this server reads no files; give a preset");
-        // --flag=value: a value that starts with '-' stays the flag's value.
-        words.push_back(flagName(key) + "=" + text);
+        request.values[field] = text;
     }
-    for (const char* key : planSwitches) {
-        if (arguments.optionalBoolean(key).value_or(false))
-            words.push_back(flagName(key));
+    for (const PlanField field : planFields()) {
+        if (isPlanSwitch(field) && arguments.optionalBoolean(planKey(field)).value_or(false))
+            request.switches.insert(field);
     }
+    return request;
+}
 
-    cli::ErrorLineCapture errors;
-    const cli::PlanRun run = cli::readPlanRun(words);
-    if (run.stop) {
+ToolResult plan(const Json& json, CaseCache&, const CallControl& control)
+{
+    std::vector<std::string> known;
+    for (const PlanField field : planFields())
+        known.push_back(planKey(field));
+    const Arguments arguments("plan", json, known);
+    PlanReading run = readPlanRequest(planRequest(arguments), keyWording);
+    if (run.problem)
+        throw ToolError("plan: " + *run.problem);
+    if (!run.planned()) {
         std::string lines;
-        for (const std::string& line : errors.lines())
-            lines += (lines.empty() ? "" : "\n") + inToolWords(line, known);
-        throw ToolError(lines.empty() ? std::string("plan: the arguments do not make a plan") : lines);
+        for (const InputFailure& failure : run.failures)
+            lines += (lines.empty() ? "" : "\n") + failureLine(failure, FailureReader::CommandLine);
+        throw ToolError(lines);
     }
     control.stopIfCancelled();
     ToolResult result;

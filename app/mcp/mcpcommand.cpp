@@ -1,8 +1,8 @@
-#include "app/mcp/mcpcommand.h"
+#include "app/cli/mcpcommand.h"
 
 #include "app/cli/commandline.h"
-#include "app/cli/numbertext.h"
 #include "app/mcp/mcpserver.h"
+#include "core/numbertext.h"
 
 #include <cstdio>
 #include <iostream>

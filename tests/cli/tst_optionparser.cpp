@@ -1,5 +1,5 @@
-#include "app/cli/numbertext.h"
 #include "app/cli/optionparser.h"
+#include "core/numbertext.h"
 
 #include <QCommandLineParser>
 #include <QTest>
@@ -237,13 +237,13 @@ private Q_SLOTS:
             const QString qtText = QString::fromStdString(text);
             bool ok = false;
             const int qtInt = qtText.toInt(&ok);
-            const std::optional<int> ownInt = cli::intFromText(text);
+            const std::optional<int> ownInt = intFromText(text);
             QVERIFY2(ok == ownInt.has_value() && (!ok || qtInt == *ownInt), text.c_str());
             const uint qtUnsigned = qtText.toUInt(&ok);
-            const std::optional<unsigned> ownUnsigned = cli::unsignedFromText(text);
+            const std::optional<unsigned> ownUnsigned = unsignedFromText(text);
             QVERIFY2(ok == ownUnsigned.has_value() && (!ok || qtUnsigned == *ownUnsigned), text.c_str());
             const double qtDouble = qtText.toDouble(&ok);
-            const std::optional<double> ownDouble = cli::doubleFromText(text);
+            const std::optional<double> ownDouble = doubleFromText(text);
             QVERIFY2(ok == ownDouble.has_value(), text.c_str());
             if (ok)
                 QVERIFY2(std::isnan(qtDouble) ? std::isnan(*ownDouble) : qtDouble == *ownDouble, text.c_str());

@@ -1,8 +1,8 @@
-#include "app/cli/characters.h"
+#include "core/characters.h"
 
 #include <cstdint>
 
-namespace oomlens::cli {
+namespace oomlens {
 
 namespace {
 
@@ -80,4 +80,4 @@ std::string_view trimmedSpaces(std::string_view text)
     return text;
 }
 
-} // namespace oomlens::cli
+} // namespace oomlens

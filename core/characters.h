@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace oomlens::cli {
+namespace oomlens {
 
 // The characters of `text`, each a view of its UTF-8 bytes; a byte that starts no valid sequence
 // is a character of its own.
@@ -19,4 +19,4 @@ bool isSpaceCharacter(std::string_view character);
 // `text` without the white space around it.
 std::string_view trimmedSpaces(std::string_view text);
 
-} // namespace oomlens::cli
+} // namespace oomlens

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace oomlens::cli {
+namespace oomlens {
 
 std::optional<int> intFromText(std::string_view text);
 std::optional<unsigned> unsignedFromText(std::string_view text);
@@ -18,4 +18,4 @@ std::optional<unsigned> unsignedFromText(std::string_view text);
 // one that rounds to zero though a digit before its exponent is not 0, is no number.
 std::optional<double> doubleFromText(std::string_view text);
 
-} // namespace oomlens::cli
+} // namespace oomlens

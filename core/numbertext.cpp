@@ -1,6 +1,6 @@
-#include "app/cli/numbertext.h"
+#include "core/numbertext.h"
 
-#include "app/cli/characters.h"
+#include "core/characters.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <string>
 
-namespace oomlens::cli {
+namespace oomlens {
 
 namespace {
 
@@ -132,4 +132,4 @@ std::optional<double> doubleFromText(std::string_view text)
     return value;
 }
 
-} // namespace oomlens::cli
+} // namespace oomlens
