@@ -13,6 +13,7 @@
 #include "core/presentation/stackframes.h"
 #include "core/units.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <unordered_map>
@@ -282,6 +283,121 @@ ToolResult stepPeaks(const Json& json, CaseCache& cache, const CallControl& cont
 
 // --- stack_history ---
 
+// Which allocations belong to the site: those of one allocation's stack, or those whose stack has
+// a frame ("file:line:function") containing `site`. Each stack is judged once.
+class SiteMatcher
+{
+public:
+    SiteMatcher(const Snapshot& snapshot, const DeviceAnalysis& device, std::optional<std::string> site,
+        std::optional<int64_t> allocation)
+        : m_snapshot(snapshot)
+        , m_device(device)
+        , m_site(std::move(site))
+        , m_allocation(allocation)
+    { }
+
+    bool operator()(StackId stack)
+    {
+        if (m_allocation)
+            return stack == m_device.allocations[static_cast<size_t>(*m_allocation)].stack;
+        auto found = m_matches.find(stack.value);
+        if (found == m_matches.end()) {
+            const auto frames = m_snapshot.frames->stack(stack);
+            const bool any = std::any_of(frames.begin(), frames.end(),
+                [this](FrameId frame) { return frameText(m_snapshot, frame).find(*m_site) != std::string::npos; });
+            found = m_matches.emplace(stack.value, any).first;
+        }
+        return found->second;
+    }
+
+private:
+    const Snapshot& m_snapshot;
+    const DeviceAnalysis& m_device;
+    std::optional<std::string> m_site;
+    std::optional<int64_t> m_allocation;
+    std::unordered_map<uint32_t, bool> m_matches;
+};
+
+// What the site's allocations add up to, in all and per step.
+struct SiteFigures
+{
+    struct Step
+    {
+        uint64_t count = 0;
+        uint64_t bytes = 0;
+        uint64_t freedCount = 0;
+    };
+    std::map<int32_t, Step> perStep;
+    std::vector<uint32_t> matched; // allocation indices, in time order
+    uint64_t totalBytes = 0;
+    uint64_t liveAtEndCount = 0;
+    uint64_t liveAtEndBytes = 0;
+    std::optional<StackId> firstStack;
+    size_t distinctStacks = 0;
+};
+
+SiteFigures siteFigures(const DeviceAnalysis& device, SiteMatcher& matches)
+{
+    SiteFigures figures;
+    std::unordered_map<uint32_t, bool> seenStacks;
+    for (uint32_t i = 0; i < device.allocations.size(); ++i) {
+        const Allocation& a = device.allocations[i];
+        if (!matches(a.stack))
+            continue;
+        if (seenStacks.emplace(a.stack.value, true).second)
+            ++figures.distinctStacks;
+        if (!figures.firstStack)
+            figures.firstStack = a.stack;
+        figures.matched.push_back(i);
+        figures.totalBytes += a.requestedSize;
+        SiteFigures::Step& step = figures.perStep[a.step];
+        ++step.count;
+        step.bytes += a.requestedSize;
+        if (a.freeEvent >= 0) {
+            ++step.freedCount;
+        } else {
+            ++figures.liveAtEndCount;
+            figures.liveAtEndBytes += a.requestedSize;
+        }
+    }
+    return figures;
+}
+
+// The site's allocations still live at the first OOM; null without one.
+Json liveAtOom(const DeviceAnalysis& device, const std::vector<uint32_t>& matched)
+{
+    if (device.ooms.empty())
+        return nullptr;
+    const int64_t oomEvent = device.ooms.front().eventIndex;
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    for (uint32_t i : matched) {
+        if (device.allocations[i].liveAfter(oomEvent)) {
+            ++count;
+            bytes += device.allocations[i].requestedSize;
+        }
+    }
+    return { { "event", oomEvent }, { "count", count }, { "bytes", bytes } };
+}
+
+Json perStepJson(const SiteFigures& figures)
+{
+    Json steps = Json::array();
+    for (const auto& [step, each] : figures.perStep) {
+        steps.push_back({ { "step", step >= 0 ? Json(step) : Json(nullptr) }, { "count", each.count },
+            { "bytes", each.bytes }, { "freed_count", each.freedCount } });
+    }
+    return steps;
+}
+
+std::string stackHistorySummary(const SiteFigures& figures)
+{
+    return std::to_string(figures.matched.size()) + " allocations (" + sizeText(figures.totalBytes) + ") from "
+        + std::to_string(figures.distinctStacks) + (figures.distinctStacks == 1 ? " stack" : " stacks") + " over "
+        + std::to_string(figures.perStep.size()) + (figures.perStep.size() == 1 ? " step" : " steps") + "; "
+        + std::to_string(figures.liveAtEndCount) + " (" + sizeText(figures.liveAtEndBytes) + ") never freed.";
+}
+
 ToolResult stackHistory(const Json& json, CaseCache& cache, const CallControl& control)
 {
     const Arguments arguments("stack_history", json, { "input", "device", "site", "allocation", "limit", "frames" });
@@ -292,9 +408,6 @@ ToolResult stackHistory(const Json& json, CaseCache& cache, const CallControl& c
     const SnapshotAnalysis& analysis = loadSnapshot(cache, path, readDevice(arguments), ref, control);
     const DeviceAnalysis& device = *analysis.primary();
     const Snapshot& snapshot = *analysis.snapshot;
-
-    // Which allocations belong to the site: those of one allocation's stack, or those whose stack
-    // has a frame ("file:line:function") containing `site`.
     const std::optional<std::string> site = arguments.optionalString("site");
     const std::optional<int64_t> allocation
         = arguments.optionalInteger("allocation", 0, static_cast<int64_t>(device.allocations.size()) - 1);
@@ -303,59 +416,9 @@ ToolResult stackHistory(const Json& json, CaseCache& cache, const CallControl& c
                        "live_at), one of them");
     if (site && site->empty())
         arguments.fail("\"site\" is empty");
-    std::unordered_map<uint32_t, bool> stackMatches;
-    const auto matches = [&](StackId stack) {
-        if (allocation)
-            return stack == device.allocations[static_cast<size_t>(*allocation)].stack;
-        auto found = stackMatches.find(stack.value);
-        if (found == stackMatches.end()) {
-            bool any = false;
-            for (FrameId frame : snapshot.frames->stack(stack)) {
-                if (frameText(snapshot, frame).find(*site) != std::string::npos) {
-                    any = true;
-                    break;
-                }
-            }
-            found = stackMatches.emplace(stack.value, any).first;
-        }
-        return found->second;
-    };
-
-    struct StepFigures
-    {
-        uint64_t count = 0;
-        uint64_t bytes = 0;
-        uint64_t freedCount = 0;
-    };
-    std::map<int32_t, StepFigures> perStep;
-    std::vector<uint32_t> matched;
-    uint64_t totalBytes = 0;
-    uint64_t liveAtEndCount = 0;
-    uint64_t liveAtEndBytes = 0;
-    std::optional<StackId> firstStack;
-    size_t distinctStacks = 0;
-    std::unordered_map<uint32_t, bool> seenStacks;
-    for (uint32_t i = 0; i < device.allocations.size(); ++i) {
-        const Allocation& a = device.allocations[i];
-        if (!matches(a.stack))
-            continue;
-        if (seenStacks.emplace(a.stack.value, true).second)
-            ++distinctStacks;
-        if (!firstStack)
-            firstStack = a.stack;
-        matched.push_back(i);
-        totalBytes += a.requestedSize;
-        StepFigures& figures = perStep[a.step];
-        ++figures.count;
-        figures.bytes += a.requestedSize;
-        if (a.freeEvent >= 0)
-            ++figures.freedCount;
-        else {
-            ++liveAtEndCount;
-            liveAtEndBytes += a.requestedSize;
-        }
-    }
-    if (matched.empty() && site)
+    SiteMatcher matches(snapshot, device, site, allocation);
+    const SiteFigures figures = siteFigures(device, matches);
+    if (figures.matched.empty() && site)
         arguments.fail("no allocation on device " + std::to_string(device.device) + " of " + path
             + " has a frame containing '" + *site + "'");
 
@@ -364,45 +427,24 @@ ToolResult stackHistory(const Json& json, CaseCache& cache, const CallControl& c
     out["input"] = path;
     out["device"] = device.device;
     out["site"] = site ? Json(*site) : Json(nullptr);
-    out["stack"] = firstStack ? Json(frames == StackFrames::All ? allFrameTexts(snapshot, *firstStack)
-                                                                : userFrameTexts(snapshot, *firstStack))
-                              : Json::array();
-    out["distinct_stacks"] = distinctStacks;
-    out["allocation_count"] = matched.size();
-    out["allocated_bytes"] = totalBytes;
-    out["live_at_end_count"] = liveAtEndCount;
-    out["live_at_end_bytes"] = liveAtEndBytes;
-    if (!device.ooms.empty()) {
-        const int64_t oomEvent = device.ooms.front().eventIndex;
-        uint64_t count = 0;
-        uint64_t bytes = 0;
-        for (uint32_t i : matched) {
-            if (device.allocations[i].liveAfter(oomEvent)) {
-                ++count;
-                bytes += device.allocations[i].requestedSize;
-            }
-        }
-        out["live_at_oom"] = { { "event", oomEvent }, { "count", count }, { "bytes", bytes } };
-    } else {
-        out["live_at_oom"] = nullptr;
-    }
-    Json steps = Json::array();
-    for (const auto& [step, figures] : perStep) {
-        steps.push_back({ { "step", step >= 0 ? Json(step) : Json(nullptr) }, { "count", figures.count },
-            { "bytes", figures.bytes }, { "freed_count", figures.freedCount } });
-    }
-    out["per_step"] = std::move(steps);
+    out["stack"] = figures.firstStack ? Json(frames == StackFrames::All ? allFrameTexts(snapshot, *figures.firstStack)
+                                                                        : userFrameTexts(snapshot, *figures.firstStack))
+                                      : Json::array();
+    out["distinct_stacks"] = figures.distinctStacks;
+    out["allocation_count"] = figures.matched.size();
+    out["allocated_bytes"] = figures.totalBytes;
+    out["live_at_end_count"] = figures.liveAtEndCount;
+    out["live_at_end_bytes"] = figures.liveAtEndBytes;
+    out["live_at_oom"] = liveAtOom(device, figures.matched);
+    out["per_step"] = perStepJson(figures);
     // The newest `limit`, in time order: the ones nearest the failure.
     Json list = Json::array();
-    const size_t first = matched.size() > limit ? matched.size() - limit : 0;
-    for (size_t k = first; k < matched.size(); ++k)
-        list.push_back(allocationToJson(snapshot, device, matched[k], frames));
+    const size_t first = figures.matched.size() > limit ? figures.matched.size() - limit : 0;
+    for (size_t k = first; k < figures.matched.size(); ++k)
+        list.push_back(allocationToJson(snapshot, device, figures.matched[k], frames));
     out["allocations"] = std::move(list);
     out["allocations_omitted"] = first;
-    result.summary = std::to_string(matched.size()) + " allocations (" + sizeText(totalBytes) + ") from "
-        + std::to_string(distinctStacks) + (distinctStacks == 1 ? " stack" : " stacks") + " over "
-        + std::to_string(perStep.size()) + (perStep.size() == 1 ? " step" : " steps") + "; "
-        + std::to_string(liveAtEndCount) + " (" + sizeText(liveAtEndBytes) + ") never freed.";
+    result.summary = stackHistorySummary(figures);
     return result;
 }
 
