@@ -28,18 +28,29 @@ SettingsDialog::SettingsDialog(const AppSettings& settings, QWidget* parent)
 {
     setWindowTitle(QStringLiteral("oomlens settings"));
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(analysisGroup());
+    layout->addWidget(timelineGroup());
+    m_buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    layout->addWidget(m_buttons);
+    connect(m_rules, &QLineEdit::textChanged, this, &SettingsDialog::checkRules);
+    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    checkRules();
+}
 
+QGroupBox* SettingsDialog::analysisGroup()
+{
     auto* analysis = new QGroupBox(QStringLiteral("Analysis"), this);
     auto* form = new QFormLayout(analysis);
     m_device = new QSpinBox(analysis);
     m_device->setRange(-1, 255);
     m_device->setSpecialValueText(QStringLiteral("Automatic: the OOM's device, else the busiest"));
-    m_device->setValue(settings.device ? *settings.device : -1);
+    m_device->setValue(m_settings.device ? *m_settings.device : -1);
     m_device->setToolTip(QStringLiteral("The GPU whose figures the diagnosis and the timeline show first"));
     form->addRow(QStringLiteral("Default device:"), m_device);
 
     auto* rulesRow = new QHBoxLayout;
-    m_rules = new QLineEdit(settings.rulesPath, analysis);
+    m_rules = new QLineEdit(m_settings.rulesPath, analysis);
     m_rules->setPlaceholderText(QStringLiteral("none — built-in categories only"));
     m_rules->setClearButtonEnabled(true);
     rulesRow->addWidget(m_rules, 1);
@@ -57,14 +68,23 @@ SettingsDialog::SettingsDialog(const AppSettings& settings, QWidget* parent)
         analysis);
     rulesHelp->setWordWrap(true);
     form->addRow(QString(), rulesHelp);
-    layout->addWidget(analysis);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Category rules"),
+            QFileInfo(m_rules->text()).absolutePath(), QStringLiteral("Rules (*.json *.yaml *.yml);;All files (*)"));
+        if (!path.isEmpty())
+            setRulesPath(path);
+    });
+    return analysis;
+}
 
+QGroupBox* SettingsDialog::timelineGroup()
+{
     auto* timeline = new QGroupBox(QStringLiteral("Timeline"), this);
     auto* timelineForm = new QFormLayout(timeline);
     m_axis = new QComboBox(timeline);
     m_axis->addItem(QStringLiteral("Wall-clock time"));
     m_axis->addItem(QStringLiteral("Event index"));
-    m_axis->setCurrentIndex(settings.eventAxis ? 1 : 0);
+    m_axis->setCurrentIndex(m_settings.eventAxis ? 1 : 0);
     timelineForm->addRow(QStringLiteral("Horizontal axis:"), m_axis);
     auto* grid = new QGridLayout;
     for (int i = 0; i < categoryCount; ++i) {
@@ -85,27 +105,13 @@ SettingsDialog::SettingsDialog(const AppSettings& settings, QWidget* parent)
     auto* resetColors = new QPushButton(QStringLiteral("Default colours"), timeline);
     grid->addWidget(resetColors, 1, 3);
     timelineForm->addRow(QStringLiteral("Category colours:"), grid);
-    layout->addWidget(timeline);
-
-    m_buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-    layout->addWidget(m_buttons);
-
     connect(resetColors, &QPushButton::clicked, this, [this] {
         for (int i = 0; i < categoryCount; ++i) {
             m_settings.categoryColors[size_t(i)] = QColor();
             showColor(i);
         }
     });
-    connect(browse, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, QStringLiteral("Category rules"),
-            QFileInfo(m_rules->text()).absolutePath(), QStringLiteral("Rules (*.json *.yaml *.yml);;All files (*)"));
-        if (!path.isEmpty())
-            setRulesPath(path);
-    });
-    connect(m_rules, &QLineEdit::textChanged, this, &SettingsDialog::checkRules);
-    connect(m_buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    checkRules();
+    return timeline;
 }
 
 void SettingsDialog::showColor(int category)

@@ -8,6 +8,7 @@
 
 class QComboBox;
 class QDialogButtonBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -28,6 +29,8 @@ public:
     void setRulesPath(const QString& path);
 
 private:
+    QGroupBox* analysisGroup(); // the default device and the category rules file
+    QGroupBox* timelineGroup(); // the axis and the category colours
     void checkRules();
     void showColor(int category);
 
