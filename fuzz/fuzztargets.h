@@ -266,7 +266,7 @@ inline std::string configTarget(const uint8_t* data, size_t size)
 }
 
 // `oomlens plan` flags: one "name value" per line, read with the same bounds and the same name
-// tables as app/cli/plancommand.cpp (a count is 1 to 1e15, "1.3e9" reads; an int at most 2^30;
+// tables as opening/planrequest.cpp (a count is 1 to 1e15, "1.3e9" reads; an int at most 2^30;
 // --zero and --lora-rank may be 0), then planned, printed and serialized. Flags the CLI rejects
 // end the input quietly, as the CLI stops with its usage error.
 inline std::string planFlagsTarget(const uint8_t* data, size_t size)
@@ -403,7 +403,7 @@ inline std::string planFlagsTarget(const uint8_t* data, size_t size)
         if (!ok)
             return {};
     }
-    // The checks the command line makes before it plans, in its order (app/cli/plancommand.cpp).
+    // The checks the command line makes before it plans, in its order (opening/planrequest.cpp).
     if (!model.sizeProblem().empty() || model.totalParameters() == 0 || !planner::setupProblem(setup).empty())
         return {};
     return checkPlan(planner::makePlan(model, setup, card));
