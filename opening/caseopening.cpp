@@ -153,11 +153,11 @@ OpenedSnapshot openSnapshot(const LoadRequest& request, const AnalysisOptions& o
     return opened;
 }
 
-Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
+Opened openCase(const AnalyzedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
     const OpenOptions& options)
 {
     Opened opened;
-    auto loaded = std::make_shared<LoadedCase>();
+    auto loaded = std::make_shared<AnalyzedCase>();
     if (base)
         loaded->input = base->input;
     loaded->title = base ? base->title : title;

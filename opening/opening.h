@@ -8,8 +8,8 @@
 // (app/cli/inputs.h), the MCP server its cache (app/mcp/casecache.h).
 
 #include "core/job/jobsummary.h"
+#include "opening/analyzedcase.h"
 #include "opening/inputfailure.h"
-#include "opening/loadedcase.h"
 #include "opening/loadrequest.h"
 
 #include <atomic>
@@ -36,7 +36,7 @@ struct OpenOptions
     // on a thread of its own while the diagnosis runs, and always before openCase returns.
     // `partial` is the very case openCase then returns, still being completed: until then only
     // its `input`, `title` and `analysis.snapshots` may be read. Not used for a job's case.
-    std::function<void(const LoadedCasePtr& partial)> timelineFirst;
+    std::function<void(const AnalyzedCasePtr& partial)> timelineFirst;
     uint64_t timelineFirstFrom = defaultTimelineFirstFrom;
     // Smaller cases arrive whole in about the time a staged first paint would take.
     static constexpr uint64_t defaultTimelineFirstFrom = 1'000'000;
@@ -47,7 +47,7 @@ struct Opened
     // The case; for a job, the failing rank's snapshot opened in full together with the inputs
     // given beside the ranks (empty of snapshots when the failing rank came from a summary whose
     // snapshot is not here: job->failingSnapshotToCopy names it). Null only when cancelled.
-    std::shared_ptr<LoadedCase> loaded;
+    std::shared_ptr<AnalyzedCase> loaded;
     std::optional<JobSummary> job; // set when the inputs were a job
     // A job: where the failing rank's snapshot was opened from (for a rank read from a summary,
     // the snapshot found beside it may lie elsewhere than the path in its summary).
@@ -81,7 +81,7 @@ OpenedSnapshot openSnapshot(const LoadRequest& request, const AnalysisOptions& o
 
 // One case: `base`'s inputs (null: a new case titled `title`) and `requests` read, then analyzed;
 // no job rule applied. The failures are those of `requests` only.
-Opened openCase(const LoadedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
+Opened openCase(const AnalyzedCasePtr& base, const std::vector<LoadRequest>& requests, const std::string& title,
     const OpenOptions& options = {});
 
 // A job of `rankFiles` (snapshots and rank summaries, mixed: opening/jobgathering.h), then the

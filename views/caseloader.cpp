@@ -32,7 +32,7 @@ CaseLoader::~CaseLoader()
     waitForAll();
 }
 
-LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
+LoadOutcome CaseLoader::load(AnalyzedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
     const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
     const AnalysisOptions& options, const std::function<void(const TimelineFirst&)>& timelineReady,
     uint64_t timelineFirstFrom)
@@ -47,7 +47,7 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
     if (timelineReady) {
         // The view's series are built on the opening's own first-stage thread, beside the
         // diagnosis. The timeline aliases the case.
-        openOptions.timelineFirst = [&timelineReady](const LoadedCasePtr& partial) {
+        openOptions.timelineFirst = [&timelineReady](const AnalyzedCasePtr& partial) {
             TimelineFirst first;
             first.partial = partial;
             first.snapshotIndex = 0;
@@ -79,7 +79,7 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
 }
 
 int CaseLoader::start(
-    LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title, const AnalysisOptions& options)
+    AnalyzedCasePtr base, const QList<LoadRequest>& requests, const QString& title, const AnalysisOptions& options)
 {
     const int id = m_nextId++;
     auto job = std::make_shared<Job>();

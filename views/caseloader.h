@@ -1,6 +1,6 @@
 #pragma once
 
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 #include "opening/loadrequest.h"
 #include "opening/opening.h"
 
@@ -26,7 +26,7 @@ class TimelineData;
 // primary device.
 struct TimelineFirst
 {
-    LoadedCasePtr partial;
+    AnalyzedCasePtr partial;
     std::shared_ptr<const TimelineData> timeline;
     int snapshotIndex = 0;
     int32_t device = 0;
@@ -34,7 +34,7 @@ struct TimelineFirst
 
 struct LoadOutcome
 {
-    LoadedCasePtr loaded; // null when cancelled or when nothing could be read
+    AnalyzedCasePtr loaded; // null when cancelled or when nothing could be read
     QStringList errors; // one line per bad input of this load
     bool cancelled = false;
 };
@@ -52,7 +52,7 @@ public:
 
     // `base` is the case the inputs are added to (a copy is extended); null starts a new case.
     // With no requests the base case is analyzed again (new settings: device, category rules).
-    int start(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
+    int start(AnalyzedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
         const AnalysisOptions& options = {});
     void cancel(int jobId);
     void cancelAll();
@@ -71,7 +71,7 @@ public:
     // built, for a new case with a snapshot of at least `timelineFirstFrom` trace events; it runs
     // on another thread than the caller's while the second stage (the diagnosis) runs, and always
     // before this returns (OpenOptions::timelineFirst).
-    static LoadOutcome load(LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
+    static LoadOutcome load(AnalyzedCasePtr base, const QList<LoadRequest>& requests, const QString& title,
         const std::atomic_bool& cancel, const std::function<void(int, const QString&)>& progress,
         const AnalysisOptions& options = {}, const std::function<void(const TimelineFirst&)>& timelineReady = {},
         uint64_t timelineFirstFrom = defaultTimelineFirstFrom);

@@ -188,7 +188,7 @@ void CaseWidget::showTimelineFirst(const TimelineFirst& first)
     showPage(TimelineTab);
 }
 
-void CaseWidget::setCase(LoadedCasePtr loaded)
+void CaseWidget::setCase(AnalyzedCasePtr loaded)
 {
     // A timeline shown first stays: the same case's snapshot is not built into series again.
     std::shared_ptr<const TimelineData> early;

@@ -2,7 +2,7 @@
 
 #include "core/diagnosis.h"
 #include "core/presentation/cardtimeline.h"
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 #include "views/caseloader.h"
 
 #include <QWidget>
@@ -35,7 +35,7 @@ public:
     enum Page { OverviewTab, TimelineTab, EventsTab, WhatIfTab, PinnedHostTab, ProfilerTab };
 
     explicit CaseWidget(QWidget* parent = nullptr);
-    void setCase(LoadedCasePtr loaded);
+    void setCase(AnalyzedCasePtr loaded);
     // A big snapshot's timeline before its diagnosis (CaseLoader::timelineReady): the timeline
     // and the views below it show it, the overview waits for setCase() with the same case, which
     // keeps this timeline rather than building it again.
@@ -43,8 +43,8 @@ public:
     // True between showTimelineFirst() and setCase().
     bool awaitingDiagnosis() const { return m_awaitingDiagnosis; }
     // Meanwhile, the case being completed; only its inputs and snapshots' analyses may be read.
-    LoadedCasePtr caseBeingDiagnosed() const { return m_awaitingDiagnosis ? m_partial : nullptr; }
-    LoadedCasePtr loadedCase() const { return m_case; }
+    AnalyzedCasePtr caseBeingDiagnosed() const { return m_awaitingDiagnosis ? m_partial : nullptr; }
+    AnalyzedCasePtr loadedCase() const { return m_case; }
 
     // Shows snapshot `snapshotIndex`, device `device` in the timeline views.
     void selectDevice(int snapshotIndex, int32_t device);
@@ -92,8 +92,8 @@ private:
     // recorded any; the tab is disabled when none did.
     void showPinnedHost(int snapshotIndex);
 
-    LoadedCasePtr m_case;
-    LoadedCasePtr m_partial; // showTimelineFirst's case, until setCase
+    AnalyzedCasePtr m_case;
+    AnalyzedCasePtr m_partial; // showTimelineFirst's case, until setCase
     std::optional<CardTimelineBand> m_cardBand; // the rest of the card, from the case's reconciliation
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     std::shared_ptr<const TimelineData> m_data;

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/compare/comparison.h"
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 
 #include <QString>
 
@@ -13,7 +13,7 @@ namespace oomlens {
 struct CompareCandidate
 {
     QString label; // the case's tab title, with the snapshot's number when the case has several
-    LoadedCasePtr loaded;
+    AnalyzedCasePtr loaded;
     int snapshotIndex = 0; // into loaded->analysis.snapshots
     const SnapshotAnalysis* analysis() const
     {
@@ -39,7 +39,7 @@ struct ComputedComparison
 {
     std::shared_ptr<const Comparison> comparison; // null when `problem` says why not
     ComparisonTimeline timeNormalised;
-    LoadedCasePtr reportCase;
+    AnalyzedCasePtr reportCase;
     QString problem;
 };
 

@@ -57,7 +57,7 @@ public:
     Mode mode() const;
     std::shared_ptr<const Comparison> comparison() const { return m_computed.comparison; }
     // The case whose report carries the comparison section (File ▸ Export Report…).
-    LoadedCasePtr reportCase() const { return m_computed.reportCase; }
+    AnalyzedCasePtr reportCase() const { return m_computed.reportCase; }
     QString summaryText() const;
     QString peakText(bool sideB) const;
 

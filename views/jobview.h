@@ -55,7 +55,7 @@ public:
     // The failing rank read in full with the inputs given beside the ranks, for the report's
     // diagnosis; null when no rank could be read (or while summarizing). When the failing rank came
     // from a summary whose snapshot is not here (summary().failingSnapshotToCopy), no snapshot.
-    LoadedCasePtr failingCase() const { return m_failingCase; }
+    AnalyzedCasePtr failingCase() const { return m_failingCase; }
     // The rank files and the inputs beside them that could not be read, unreadable ranks first.
     const std::vector<InputFailure>& failures() const { return m_failures; }
     QString headline() const;
@@ -80,7 +80,7 @@ private:
 
     QStringList m_files;
     JobSummary m_summary;
-    LoadedCasePtr m_failingCase;
+    AnalyzedCasePtr m_failingCase;
     // Where the failing rank's snapshot was opened from (for a rank read from a summary, the
     // snapshot found beside it may lie elsewhere than the path in its summary).
     std::string m_failingSnapshot;

@@ -239,7 +239,7 @@ QList<CompareCandidate> MainWindow::compareCandidates() const
         const CaseWidget* widget = caseAt(i);
         if (!widget || !widget->loadedCase())
             continue;
-        const LoadedCasePtr loaded = widget->loadedCase();
+        const AnalyzedCasePtr loaded = widget->loadedCase();
         const size_t snapshots = loaded->analysis.snapshots.size();
         for (size_t s = 0; s < snapshots; ++s) {
             const SnapshotAnalysis& analysis = loaded->analysis.snapshots[s];
@@ -321,9 +321,9 @@ void MainWindow::load(CaseWidget* target, const QList<LoadRequest>& requests, co
     }
     m_recent->add(files);
     // A case still being diagnosed takes more inputs from its inputs as read so far.
-    const LoadedCasePtr base = !target ? nullptr
-        : target->loadedCase()         ? target->loadedCase()
-                                       : target->caseBeingDiagnosed();
+    const AnalyzedCasePtr base = !target ? nullptr
+        : target->loadedCase()           ? target->loadedCase()
+                                         : target->caseBeingDiagnosed();
     const int id = m_loader->start(base, requests, title, m_settings.analysisOptions());
     m_pending.insert(id, { target, target == nullptr });
     m_latestJob = id;
@@ -733,7 +733,7 @@ void MainWindow::applySettings(const AppSettings& settings)
 bool MainWindow::exportReport(const QString& path)
 {
     report::ReportOptions options;
-    LoadedCasePtr loaded;
+    AnalyzedCasePtr loaded;
     std::shared_ptr<const Comparison> comparison; // kept alive while the report is written
     if (const CompareView* compare = qobject_cast<CompareView*>(currentTab())) {
         comparison = compare->comparison();

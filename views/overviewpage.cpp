@@ -66,7 +66,7 @@ QTableView* makeTable(QAbstractItemModel* model, QWidget* parent, bool fitWidth 
 }
 
 // Why there is no diagnosis, in terms of what this case holds, and which input would give one.
-QString noDiagnosisText(const LoadedCase& loaded)
+QString noDiagnosisText(const AnalyzedCase& loaded)
 {
     const bool hasMessage = !loaded.input.text.oomMessages.empty();
     const bool hasSummary = !loaded.input.text.summaries.empty();
@@ -126,7 +126,7 @@ QList<DiagnosisCard*> OverviewPage::cards()
     return m_content ? m_content->findChildren<DiagnosisCard*>() : QList<DiagnosisCard*>();
 }
 
-void OverviewPage::setCase(LoadedCasePtr loaded, std::optional<CardReconciliation> card)
+void OverviewPage::setCase(AnalyzedCasePtr loaded, std::optional<CardReconciliation> card)
 {
     m_case = std::move(loaded);
     m_card = std::move(card);
@@ -223,7 +223,7 @@ QWidget* OverviewPage::addLabel(const QString& text, bool rich)
     return label;
 }
 
-void OverviewPage::addGlance(const LoadedCase& loaded)
+void OverviewPage::addGlance(const AnalyzedCase& loaded)
 {
     // The failure in one line, above the explanations: what was asked for and what was left.
     QStringList parts;
@@ -285,7 +285,7 @@ void OverviewPage::showTimeline(std::shared_ptr<const TimelineData> data)
         m_thumbnail->setTimeline(std::move(data));
 }
 
-void OverviewPage::addMemoryPicture(const LoadedCase& loaded)
+void OverviewPage::addMemoryPicture(const AnalyzedCase& loaded)
 {
     // The first snapshot's primary device: the one the diagnosis and the Timeline tab open on.
     const SnapshotAnalysis* analysis = nullptr;
@@ -429,7 +429,7 @@ void OverviewPage::addTopSites(const Snapshot& snapshot, const DeviceAnalysis& d
     m_layout->addWidget(box);
 }
 
-void OverviewPage::addDiagnoses(const LoadedCase& loaded)
+void OverviewPage::addDiagnoses(const AnalyzedCase& loaded)
 {
     addHeading(QStringLiteral("Diagnosis"));
     const auto& diagnoses = loaded.analysis.diagnoses;
@@ -444,7 +444,7 @@ void OverviewPage::addDiagnoses(const LoadedCase& loaded)
     }
 }
 
-void OverviewPage::addOomMessages(const LoadedCase& loaded)
+void OverviewPage::addOomMessages(const AnalyzedCase& loaded)
 {
     const auto& messages = loaded.input.text.oomMessages;
     if (messages.empty())
@@ -530,7 +530,7 @@ void OverviewPage::addOomMessages(const LoadedCase& loaded)
     }
 }
 
-void OverviewPage::addSummaries(const LoadedCase& loaded)
+void OverviewPage::addSummaries(const AnalyzedCase& loaded)
 {
     for (const MemorySummary& summary : loaded.input.text.summaries) {
         addHeading(QStringLiteral("memory_summary() of device %1").arg(summary.device));
@@ -557,7 +557,7 @@ void OverviewPage::addSummaries(const LoadedCase& loaded)
     }
 }
 
-void OverviewPage::addProcesses(const LoadedCase& loaded)
+void OverviewPage::addProcesses(const AnalyzedCase& loaded)
 {
     auto* model = new ProcessesModel;
     model->setFindings(loaded.input.text);
@@ -576,7 +576,7 @@ void OverviewPage::addProcesses(const LoadedCase& loaded)
     }
 }
 
-void OverviewPage::addCard(const LoadedCase& loaded)
+void OverviewPage::addCard(const AnalyzedCase& loaded)
 {
     if (!m_card)
         m_card = reconcileCard(loaded.input, loaded.analysis);
@@ -655,7 +655,7 @@ void OverviewPage::addCard(const LoadedCase& loaded)
 // numbers and whether they tell the same moment.
 // The inference engine's budget as it split the card, and the settings it printed: the same rows
 // as the text output and the report (core/serving/servingview.h).
-void OverviewPage::addServing(const LoadedCase& loaded)
+void OverviewPage::addServing(const AnalyzedCase& loaded)
 {
     if (!loaded.analysis.serving)
         return;
@@ -722,7 +722,7 @@ void OverviewPage::addOomChecks(const CardReconciliation& card, QWidget* section
     layout->addWidget(box);
 }
 
-void OverviewPage::addAllocatorSettings(const LoadedCase& loaded)
+void OverviewPage::addAllocatorSettings(const AnalyzedCase& loaded)
 {
     QStringList lines;
     for (const AllocConfSetting& setting : loaded.input.text.allocConfs)
@@ -742,7 +742,7 @@ void OverviewPage::addAllocatorSettings(const LoadedCase& loaded)
     addLabel(lines.join(QStringLiteral("<br>")), true);
 }
 
-void OverviewPage::addSnapshots(const LoadedCase& loaded)
+void OverviewPage::addSnapshots(const AnalyzedCase& loaded)
 {
     if (loaded.analysis.snapshots.empty())
         return;
@@ -812,7 +812,7 @@ void OverviewPage::addHistory(const Snapshot& snapshot, const DeviceAnalysis& de
     label->setStyleSheet(QStringLiteral("QLabel { padding: 6px; border-left: 3px solid palette(mid); }"));
 }
 
-void OverviewPage::addInputs(const LoadedCase& loaded)
+void OverviewPage::addInputs(const AnalyzedCase& loaded)
 {
     addHeading(QStringLiteral("Inputs"));
     auto* model = new InputsModel;

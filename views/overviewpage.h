@@ -2,7 +2,7 @@
 
 #include "core/diagnosis.h"
 #include "core/presentation/cardreconciliation.h"
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 
 #include <QEvent>
 #include <QScrollArea>
@@ -29,7 +29,7 @@ public:
     explicit OverviewPage(QWidget* parent = nullptr);
     // `card`: the case's reconciled card when the caller has it already (the case widget derives it
     // once for the timeline's band too); otherwise the page derives it.
-    void setCase(LoadedCasePtr loaded, std::optional<CardReconciliation> card = std::nullopt);
+    void setCase(AnalyzedCasePtr loaded, std::optional<CardReconciliation> card = std::nullopt);
     // On screen, the page shows the glance and the memory picture first and adds the rest (the
     // diagnosis cards, the messages, the card, the inputs: word-wrapped rich text, slow to lay
     // out) once that has been painted; off screen it is whole as soon as setCase returns. This
@@ -53,30 +53,30 @@ protected:
     bool event(QEvent* event) override;
 
 private:
-    void addGlance(const LoadedCase& loaded);
+    void addGlance(const AnalyzedCase& loaded);
     // The memory picture (memory over the run, each device's holding, the top call sites): kept
     // apart from the text sections so it can move as a block.
-    void addMemoryPicture(const LoadedCase& loaded);
+    void addMemoryPicture(const AnalyzedCase& loaded);
     void addDeviceHoldings(const SnapshotAnalysis& analysis);
     void addTopSites(const Snapshot& snapshot, const DeviceAnalysis& device);
-    void addDiagnoses(const LoadedCase& loaded);
-    void addOomMessages(const LoadedCase& loaded);
-    void addSummaries(const LoadedCase& loaded);
-    void addProcesses(const LoadedCase& loaded);
-    void addCard(const LoadedCase& loaded);
-    void addServing(const LoadedCase& loaded);
+    void addDiagnoses(const AnalyzedCase& loaded);
+    void addOomMessages(const AnalyzedCase& loaded);
+    void addSummaries(const AnalyzedCase& loaded);
+    void addProcesses(const AnalyzedCase& loaded);
+    void addCard(const AnalyzedCase& loaded);
+    void addServing(const AnalyzedCase& loaded);
     void addOomChecks(const CardReconciliation& card, QWidget* section, QVBoxLayout* layout);
-    void addAllocatorSettings(const LoadedCase& loaded);
-    void addSnapshots(const LoadedCase& loaded);
+    void addAllocatorSettings(const AnalyzedCase& loaded);
+    void addSnapshots(const AnalyzedCase& loaded);
     void addHistory(const Snapshot& snapshot, const DeviceAnalysis& device);
-    void addInputs(const LoadedCase& loaded);
+    void addInputs(const AnalyzedCase& loaded);
     void addHeading(const QString& text);
     QWidget* addLabel(const QString& text, bool rich = false);
     static QEvent::Type fillEvent();
 
     QWidget* m_content = nullptr;
     QVBoxLayout* m_layout = nullptr;
-    LoadedCasePtr m_case;
+    AnalyzedCasePtr m_case;
     std::optional<CardReconciliation> m_card;
     bool m_filled = true;
     TimelineThumbnail* m_thumbnail = nullptr;

@@ -2,7 +2,7 @@
 
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 #include "parsers/inputloader.h"
 
 #include <memory>
@@ -11,13 +11,13 @@ namespace oomlens::test {
 
 // tests/data/<relative> opened and analysed as the app holds a case. Header-only: only the
 // view suites, which link the views library, include it.
-inline LoadedCasePtr loadTestCase(const QString& relative)
+inline AnalyzedCasePtr loadTestCase(const QString& relative)
 {
     Case input;
     addFile(input, QString(testDataDir() + QLatin1Char('/') + relative).toStdString());
     CaseAnalysis analysis = analyzeCase(input);
-    return std::make_shared<const LoadedCase>(
-        LoadedCase { std::move(input), std::move(analysis), relative.toStdString() });
+    return std::make_shared<const AnalyzedCase>(
+        AnalyzedCase { std::move(input), std::move(analysis), relative.toStdString() });
 }
 
 } // namespace oomlens::test

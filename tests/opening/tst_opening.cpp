@@ -298,9 +298,9 @@ private slots:
         OpenOptions options;
         options.timelineFirstFrom = 0;
         std::atomic_int calls = 0;
-        LoadedCasePtr handedOver;
+        AnalyzedCasePtr handedOver;
         size_t snapshotsSeen = 0;
-        options.timelineFirst = [&](const LoadedCasePtr& partial) {
+        options.timelineFirst = [&](const AnalyzedCasePtr& partial) {
             ++calls;
             handedOver = partial;
             snapshotsSeen = partial->analysis.snapshots.size();

@@ -73,7 +73,7 @@ QStringList inputPaths(const CaseWidget* view)
 }
 
 // The first diagnosis's id as `diagnose --json` names it.
-QString topDiagnosis(const LoadedCase& loaded)
+QString topDiagnosis(const AnalyzedCase& loaded)
 {
     const auto json = caseToJson(loaded.input, loaded.analysis);
     const auto& diagnoses = json.at("diagnoses");
@@ -102,7 +102,7 @@ private slots:
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
         QVERIFY2(window.bannerText().isEmpty(), qPrintable(window.bannerText()));
-        const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr loaded = window.currentCase()->loadedCase();
         QCOMPARE(loaded->input.snapshots.size(), size_t(1));
         QCOMPARE(inputPaths(window.currentCase()), QStringList { file });
         // A snapshot has a timeline to look at.
@@ -119,7 +119,7 @@ private slots:
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
         QVERIFY2(window.bannerText().isEmpty(), qPrintable(window.bannerText()));
-        const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr loaded = window.currentCase()->loadedCase();
         QCOMPARE(inputPaths(window.currentCase()), files);
         QCOMPARE(loaded->input.snapshots.size(), size_t(1));
         QCOMPARE(loaded->input.text.oomMessages.size(), size_t(1));
@@ -134,7 +134,7 @@ private slots:
         window.show();
         window.openFiles({ scenario(QStringLiteral("leak.oom.txt")) });
         QVERIFY(waitForLoads(window));
-        const LoadedCasePtr before = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr before = window.currentCase()->loadedCase();
 
         QTemporaryDir folder;
         QVERIFY(folder.isValid());
@@ -147,7 +147,7 @@ private slots:
         QVERIFY2(window.bannerText().contains(QStringLiteral("folder")), qPrintable(window.bannerText()));
         QVERIFY(window.bannerText().contains(QDir(folder.path()).dirName()));
         QCOMPARE(window.bannerText().count(QLatin1Char('\n')), 0);
-        const LoadedCasePtr after = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr after = window.currentCase()->loadedCase();
         QCOMPARE(after->input.text.oomMessages.size(), before->input.text.oomMessages.size());
         QCOMPARE(after->input.text.summaries.size(), size_t(0));
         QCOMPARE(QString::fromStdString(after->input.inputs.front().path),
@@ -163,7 +163,7 @@ private slots:
         QVERIFY(dropOn(window, *textDrag(message)));
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
-        const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr loaded = window.currentCase()->loadedCase();
         QCOMPARE(loaded->input.text.oomMessages.size(), size_t(1));
         QCOMPARE(topDiagnosis(*loaded), QStringLiteral("first_backward"));
     }
@@ -208,7 +208,7 @@ private slots:
         QVERIFY(window.isLoading());
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
-        const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr loaded = window.currentCase()->loadedCase();
         QCOMPARE(loaded->input.inputs.size(), size_t(2));
         QCOMPARE(loaded->input.snapshots.size(), size_t(1));
         QCOMPARE(loaded->input.text.oomMessages.size(), size_t(1));

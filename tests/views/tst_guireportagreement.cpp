@@ -10,7 +10,7 @@
 #include "core/report/htmlescape.h"
 #include "core/report/htmlreport.h"
 #include "core/units.h"
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 #include "parsers/inputloader.h"
 #include "views/categorycolors.h"
 #include "views/overviewpage.h"
@@ -176,7 +176,7 @@ private Q_SLOTS:
         Case input;
         addFile(input, QString(base + QStringLiteral(".pickle")).toStdString());
         const auto loaded
-            = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario.toStdString() });
+            = std::make_shared<AnalyzedCase>(AnalyzedCase { input, analyzeCase(input), scenario.toStdString() });
         QCOMPARE(loaded->analysis.snapshots.size(), size_t(1));
         const SnapshotAnalysis& snapshot = loaded->analysis.snapshots.front();
         const DeviceAnalysis* device = snapshot.primary();
@@ -267,7 +267,7 @@ private Q_SLOTS:
         addFile(input, QString(base + QStringLiteral(".oom.txt")).toStdString());
         QCOMPARE(input.text.oomMessages.size(), size_t(1));
         const auto loaded
-            = std::make_shared<LoadedCase>(LoadedCase { input, analyzeCase(input), scenario.toStdString() });
+            = std::make_shared<AnalyzedCase>(AnalyzedCase { input, analyzeCase(input), scenario.toStdString() });
         const QString html = QString::fromStdString(report::buildHtmlReport(loaded->input, loaded->analysis));
         OverviewPage overview;
         overview.setCase(loaded);

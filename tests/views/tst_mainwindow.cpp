@@ -129,7 +129,7 @@ private slots:
         window.openFiles({ scenario(QStringLiteral("fragmentation.oom.txt")) });
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
-        const LoadedCasePtr before = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr before = window.currentCase()->loadedCase();
 
         QApplication::clipboard()->setText(QStringLiteral("hello, this is not an error message at all"));
         window.pasteFromClipboard(true);
@@ -155,7 +155,7 @@ private slots:
             { LoadRequest::file(scenario(QStringLiteral("leak.summary.txt")).toStdString()) }, {});
         QVERIFY(waitForLoads(window));
         QCOMPARE(window.caseCount(), 1);
-        const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+        const AnalyzedCasePtr loaded = window.currentCase()->loadedCase();
         QCOMPARE(loaded->input.inputs.size(), size_t(2));
         QCOMPARE(loaded->input.text.summaries.size(), size_t(1));
     }
@@ -171,7 +171,7 @@ private slots:
         window.load(target, { LoadRequest::file(scenario(QStringLiteral("capacity.summary.txt")).toStdString()) }, {});
         QVERIFY(waitForLoads(window));
         QTest::qWait(50); // a stale result arriving late must still be ignored
-        const LoadedCasePtr loaded = target->loadedCase();
+        const AnalyzedCasePtr loaded = target->loadedCase();
         QCOMPARE(loaded->input.inputs.size(), size_t(2));
         QVERIFY(loaded->input.snapshots.empty());
         QCOMPARE(loaded->input.text.summaries.size(), size_t(1));

@@ -19,14 +19,14 @@ namespace {
 const std::string raw = R"([[-1, 1, 4096, 0], [100, 2, 8192, 4], [200, 2, 2048, 5], [250, 4, -8192, 4],
   [300, 2, 256, 6]])";
 
-LoadedCasePtr loaded(bool withSnapshot)
+AnalyzedCasePtr loaded(bool withSnapshot)
 {
     Case input;
     if (withSnapshot)
         addFile(input, QString(test::testDataDir() + QStringLiteral("/snapshots/newest.pickle.gz")).toStdString());
     addInput(input, "memory.raw.json", raw);
     CaseAnalysis analysis = analyzeCase(input);
-    return std::make_shared<const LoadedCase>(LoadedCase { std::move(input), std::move(analysis), std::string() });
+    return std::make_shared<const AnalyzedCase>(AnalyzedCase { std::move(input), std::move(analysis), std::string() });
 }
 
 } // namespace

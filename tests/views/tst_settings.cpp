@@ -107,7 +107,7 @@ private slots:
         window.openFiles({ scenario(QStringLiteral("first_backward.pickle")) });
         QVERIFY(waitForLoads(window));
         auto inputsAtPeak = [&] {
-            const LoadedCasePtr loaded = window.currentCase()->loadedCase();
+            const AnalyzedCasePtr loaded = window.currentCase()->loadedCase();
             return loaded->analysis.snapshots.front().primary()->categoriesAtPeak[size_t(Category::Inputs)];
         };
         const uint64_t before = inputsAtPeak();

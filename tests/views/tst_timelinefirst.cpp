@@ -66,7 +66,7 @@ private slots:
         QVERIFY(handedOver.timeline);
         QVERIFY(handedOver.timeline->eventCount() > 10);
         QCOMPARE(handedOver.timeline->device(), handedOver.partial->analysis.snapshots.front().primary());
-        const LoadedCasePtr partial = handedOver.partial;
+        const AnalyzedCasePtr partial = handedOver.partial;
         QVERIFY(outcome.loaded);
         QCOMPARE(outcome.loaded.get(), partial.get());
         QVERIFY(!outcome.loaded->analysis.diagnoses.empty());
@@ -99,8 +99,8 @@ private slots:
         CaseLoader loader;
         loader.setTimelineFirstFrom(0);
         QStringList order;
-        const LoadedCase* early = nullptr;
-        const LoadedCase* whole = nullptr;
+        const AnalyzedCase* early = nullptr;
+        const AnalyzedCase* whole = nullptr;
         connect(&loader, &CaseLoader::timelineReady, this, [&](int, const TimelineFirst& first) {
             order << QStringLiteral("timeline");
             early = first.partial.get();

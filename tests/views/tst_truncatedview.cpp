@@ -5,7 +5,7 @@
 #include "core/presentation/cardreconciliation.h"
 #include "core/presentation/cardtimeline.h"
 #include "core/units.h"
-#include "opening/loadedcase.h"
+#include "opening/analyzedcase.h"
 #include "parsers/inputloader.h"
 #include "views/overviewpage.h"
 #include "views/plots/dumpstatepicture.h"
@@ -27,12 +27,12 @@ using namespace oomlens;
 
 namespace {
 
-LoadedCasePtr loadCase(const QString& relative)
+AnalyzedCasePtr loadCase(const QString& relative)
 {
     return test::loadTestCase(relative);
 }
 
-std::shared_ptr<const TimelineData> timelineOf(const LoadedCasePtr& loaded)
+std::shared_ptr<const TimelineData> timelineOf(const AnalyzedCasePtr& loaded)
 {
     const SnapshotAnalysis& snapshot = loaded->analysis.snapshots.front();
     return std::make_shared<const TimelineData>(
@@ -190,7 +190,7 @@ private slots:
         CaseAnalysis analysis = analyzeCase(input);
         const auto band = cardTimelineBand(reconcileCard(input, analysis));
         QVERIFY(band);
-        auto loaded = std::make_shared<const LoadedCase>(LoadedCase { input, std::move(analysis), "x" });
+        auto loaded = std::make_shared<const AnalyzedCase>(AnalyzedCase { input, std::move(analysis), "x" });
 
         TimelineWidget timeline;
         timeline.resize(900, 500);
@@ -248,7 +248,7 @@ private slots:
 
         OverviewPage agreeing;
         CaseAnalysis analysis = analyzeCase(input);
-        agreeing.setCase(std::make_shared<const LoadedCase>(LoadedCase { input, analysis, "real" }));
+        agreeing.setCase(std::make_shared<const AnalyzedCase>(AnalyzedCase { input, analysis, "real" }));
         const auto same = verdicts(agreeing);
         for (const char* key : { "allocated", "reserved", "device_free", "private_pools" }) {
             QVERIFY2(same.count(QLatin1String(key)), key);
@@ -259,7 +259,7 @@ private slots:
         input.text.oomMessages.front().allocatedBytes = *input.text.oomMessages.front().allocatedBytes + GiB;
         analysis = analyzeCase(input);
         OverviewPage differing;
-        differing.setCase(std::make_shared<const LoadedCase>(LoadedCase { input, analysis, "real" }));
+        differing.setCase(std::make_shared<const AnalyzedCase>(AnalyzedCase { input, analysis, "real" }));
         QVERIFY(!verdicts(differing).at(QStringLiteral("allocated")).second);
         QVERIFY(verdicts(differing).at(QStringLiteral("reserved")).second);
         const auto* notes = differing.findChild<QLabel*>(QStringLiteral("cardNotes"));
