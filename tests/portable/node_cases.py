@@ -13,6 +13,7 @@ import shutil
 DIAGNOSE_FOLDERS = ["text", "text_b", "text_c", "real", "snapshots", "sidecar", "hostmemory",
                     "scenarios_serving", "compare", "job"]
 SCENARIO = "data/scenarios/first_backward"
+MCP_REPORT_CASE = "data/scenarios/closure_first_backward"
 # The one thing in a written file that differs by design: a report's footer says when it was
 # written, to the second ("Written by oomlens 0.1.0 on 2026-11-29T13:50:00Z."), and the two builds
 # run one after the other. Both files' stamps are replaced by the same word before comparing.
@@ -189,7 +190,10 @@ def mcp_messages():
         # The report holds its inputs' paths and its answer says its size: relative paths (from
         # the server's working directory, the root's top for both builds) so that the desktop
         # build, which sees the fixtures under the root's longer path, writes the same bytes.
-        ("report", {"inputs": [SCENARIO + ".pickle", SCENARIO + ".oom.txt"], "output": "out/report.html"}),
+        # And a case no other call opens: the server's cache is keyed by absolute path, so a case
+        # another call loaded first (calls run on several workers, in any order) would bring
+        # that call's spelling of the paths.
+        ("report", {"inputs": [MCP_REPORT_CASE + ".pickle", MCP_REPORT_CASE + ".oom.txt"], "output": "out/report.html"}),
         ("diagnose", {"inputs": ["/data/no-such-file.pickle"]}),
     ]
     messages = [
