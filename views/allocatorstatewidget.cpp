@@ -6,14 +6,12 @@
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
-#include <QFutureWatcher>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
 #include <QScrollArea>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <map>
 
@@ -162,17 +160,14 @@ AllocatorStateWidget::AllocatorStateWidget(QWidget* parent)
     scroll->setWidget(m_canvas);
     scroll->setWidgetResizable(true);
     layout->addWidget(scroll, 1);
-    m_watcher = new QFutureWatcher<AllocatorState>(this);
-    connect(m_watcher, &QFutureWatcher<AllocatorState>::finished, this, &AllocatorStateWidget::finished);
+    // A request that waited for a dropped job starts once that job is done.
+    connect(&m_jobs, &JobTracker::idle, this, &AllocatorStateWidget::startWaiting);
 }
-
-// A job still running keeps its own reference to the timeline; nothing waits for it here.
-AllocatorStateWidget::~AllocatorStateWidget() = default;
 
 void AllocatorStateWidget::setTimeline(std::shared_ptr<const TimelineData> data)
 {
     m_data = std::move(data);
-    ++m_generation;
+    m_jobs.dropAll();
     m_state = {};
     m_hasState = false;
     m_holders.clear();
@@ -198,7 +193,7 @@ void AllocatorStateWidget::setEvent(int64_t event)
     if (!m_data || !m_data->device())
         return;
     m_requested = event;
-    if (m_running) {
+    if (m_jobs.isRunning()) {
         m_waiting = true; // started when the running job hands in its result
         m_summary->setText(summaryText());
         return;
@@ -208,29 +203,27 @@ void AllocatorStateWidget::setEvent(int64_t event)
 
 bool AllocatorStateWidget::isBusy() const
 {
-    return m_running || m_waiting;
+    return m_jobs.isRunning() || m_waiting;
 }
 
+// A job holds its own reference to the timeline; the widget does not wait for it.
 void AllocatorStateWidget::start(int64_t event)
 {
     m_waiting = false;
-    m_running = true;
-    m_runningGeneration = m_generation;
-    m_watcher->setFuture(QtConcurrent::run(
-        [data = m_data, event] { return allocatorStateAt(data->snapshot(), *data->device(), event); }));
+    auto work = [data = m_data, event](
+                    const JobContext&) { return allocatorStateAt(data->snapshot(), *data->device(), event); };
+    m_jobs.start(std::move(work), [this](AllocatorState state) {
+        // Start the newest request first, so it computes while this result is painted.
+        startWaiting();
+        showState(std::move(state));
+    });
     m_summary->setText(summaryText());
 }
 
-void AllocatorStateWidget::finished()
+void AllocatorStateWidget::startWaiting()
 {
-    m_running = false;
-    const bool current = m_runningGeneration == m_generation;
-    AllocatorState state = current ? m_watcher->result() : AllocatorState {};
-    // Start the newest request first, so it computes while this result is painted.
     if (m_waiting)
         start(m_requested);
-    if (current)
-        showState(std::move(state));
 }
 
 void AllocatorStateWidget::showState(AllocatorState state)
