@@ -70,7 +70,8 @@ public:
 
     // Starts `work(const JobContext&) -> R` on the thread pool beside any job still running;
     // `deliver(R)` or `deliver(R, JobEnd)` runs on the tracker's thread with the result unless the
-    // job was dropped first. Work that throws delivers nothing (a warning says why).
+    // job was dropped first. Work that throws delivers nothing (a warning says why). `deliver` may
+    // start jobs; it must not delete the tracker's owner there and then (deleteLater does).
     template <typename Work, typename Deliver> int start(Work work, Deliver deliver);
     // The newest request wins: drops every earlier job, then starts this one.
     template <typename Work, typename Deliver> int replace(Work work, Deliver deliver)
@@ -121,13 +122,18 @@ template <typename Work, typename Deliver> int JobTracker::start(Work work, Deli
     using Result = std::invoke_result_t<Work&, const JobContext&>;
     const std::shared_ptr<jobtracking::Job> job = newJob();
     const JobContext context(job);
-    // `deliver` travels with the job and comes back with its result; it is only called here.
+    // `deliver` travels with the job and comes back with its result, to be called on the tracker's
+    // thread only (JobTracker::ended).
     auto run = [context, work = std::move(work), deliver = std::move(deliver)]() mutable {
         std::shared_ptr<Result> result;
         try {
             result = std::make_shared<Result>(work(context));
         } catch (const std::exception& error) {
             warnFailed(context.id(), error.what());
+            context.finish({});
+            return;
+        } catch (...) {
+            warnFailed(context.id(), "not a std::exception");
             context.finish({});
             return;
         }
