@@ -287,143 +287,186 @@ std::optional<TracebackFrame> parseFrameLine(std::string_view line)
     return std::nullopt;
 }
 
-TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& messageStarts)
+namespace {
+
+// Walks the lines once, holding the block being read; each step takes one kind of line.
+class TracebackScanner
 {
-    TracebackScan scan;
-    std::optional<TracebackBlock> open;
-    FrameStyle style = FrameStyle::Python;
-    size_t frameIndent = 0;
-    bool lastWasFrame = false;
-    int blankRun = 0;
-    int strayLines = 0;
+public:
+    TracebackScanner(const TextLines& lines, const std::vector<char>& messageStarts)
+        : m_lines(lines)
+        , m_messageStarts(messageStarts)
+    { }
 
-    auto close = [&](std::optional<size_t> terminator, bool truncated) {
-        if (!open)
-            return;
-        if (!open->info.frames.empty() || terminator) {
-            open->terminator = terminator;
-            if (terminator) {
-                open->lastLine = *terminator;
-                open->info.exceptionLine = normalizedWhitespace(lines[*terminator]);
-            }
-            open->info.truncated = truncated;
-            scan.blocks.push_back(std::move(*open));
+    TracebackScan run()
+    {
+        for (size_t i = 0; i < m_lines.size(); ++i) {
+            if (takeHeaderOrSeparator(i) || takeFrames(i) || takeCodeLineOpeningThePaste(i) || !m_open)
+                continue;
+            continueBlock(i);
         }
-        open.reset();
-    };
+        close(std::nullopt, true);
+        return std::move(m_scan);
+    }
 
-    for (size_t i = 0; i < lines.size(); ++i) {
-        const std::string_view line = lines[i];
-        const std::string_view text = trimmed(line);
+private:
+    void close(std::optional<size_t> terminator, bool truncated)
+    {
+        if (!m_open)
+            return;
+        if (!m_open->info.frames.empty() || terminator) {
+            m_open->terminator = terminator;
+            if (terminator) {
+                m_open->lastLine = *terminator;
+                m_open->info.exceptionLine = normalizedWhitespace(m_lines[*terminator]);
+            }
+            m_open->info.truncated = truncated;
+            m_scan.blocks.push_back(std::move(*m_open));
+        }
+        m_open.reset();
+    }
+
+    // A block starting at `line` unless one is open.
+    void openAt(size_t line)
+    {
+        if (m_open)
+            return;
+        m_open = TracebackBlock {};
+        m_open->firstLine = line;
+        m_open->info.sourceLine = m_lines.lineNumber(line);
+    }
+
+    bool takeHeaderOrSeparator(size_t i)
+    {
+        const std::string_view text = trimmed(m_lines[i]);
         if (contains(text, "Traceback (most recent call last)")) {
             close(std::nullopt, false);
-            open = TracebackBlock {};
-            open->firstLine = open->lastLine = i;
-            open->hasHeader = true;
-            open->info.sourceLine = lines.lineNumber(i);
-            lastWasFrame = false;
-            blankRun = strayLines = 0;
-            continue;
+            openAt(i);
+            m_open->lastLine = i;
+            m_open->hasHeader = true;
+            m_lastWasFrame = false;
+            m_blankRun = m_strayLines = 0;
+            return true;
         }
-        if (isChainSeparator(text)) {
-            close(std::nullopt, false);
-            scan.chainSeparators.push_back(i);
-            continue;
+        if (!isChainSeparator(text))
+            return false;
+        close(std::nullopt, false);
+        m_scan.chainSeparators.push_back(i);
+        return true;
+    }
+
+    // A frame line, or a call chain a poster condensed by hand; never on a message's first line.
+    bool takeFrames(size_t i)
+    {
+        if (m_messageStarts[i])
+            return false;
+        const std::string_view line = m_lines[i];
+        std::vector<TracebackFrame> chain = parseCallChain(trimmed(line));
+        auto parsed = chain.empty() ? parseFrame(line) : std::nullopt;
+        if (chain.empty() && !parsed)
+            return false;
+        openAt(i);
+        m_style = parsed ? parsed->second : FrameStyle::Python;
+        m_frameIndent = indentation(line);
+        if (parsed)
+            chain.push_back(std::move(parsed->first));
+        for (TracebackFrame& frame : chain)
+            m_open->info.frames.push_back(std::move(frame));
+        m_open->lastLine = i;
+        m_lastWasFrame = parsed.has_value(); // no source line follows a hand-condensed chain
+        m_blankRun = m_strayLines = 0;
+        return true;
+    }
+
+    bool takeCodeLineOpeningThePaste(size_t i)
+    {
+        if (m_open || !m_messageStarts[i])
+            return false;
+        auto frame = codeLineOpeningThePaste(m_lines, i);
+        if (!frame)
+            return false;
+        openAt(i - 1);
+        m_open->info.frames.push_back(std::move(*frame));
+        close(i, false);
+        return true;
+    }
+
+    // IPython's numbered source lines under a frame; the arrow marks the line that ran.
+    bool takeNumberedLine(size_t i)
+    {
+        bool arrow = false;
+        int number = 0;
+        std::string_view code;
+        if (!parseNumberedLine(m_lines[i], &arrow, &number, &code))
+            return false;
+        TracebackFrame& frame = m_open->info.frames.back();
+        if (arrow) {
+            if (frame.line == 0 || frame.function != "<cell>")
+                frame.line = number;
+            frame.code = std::string(code);
         }
-        if (!messageStarts[i]) {
-            if (std::vector<TracebackFrame> chain = parseCallChain(text); !chain.empty()) {
-                if (!open) {
-                    open = TracebackBlock {};
-                    open->firstLine = i;
-                    open->info.sourceLine = lines.lineNumber(i);
-                }
-                style = FrameStyle::Python;
-                frameIndent = indentation(line);
-                for (TracebackFrame& frame : chain)
-                    open->info.frames.push_back(std::move(frame));
-                open->lastLine = i;
-                lastWasFrame = false; // no source line follows a hand-condensed chain
-                blankRun = strayLines = 0;
-                continue;
-            }
-            if (auto parsed = parseFrame(line)) {
-                if (!open) {
-                    open = TracebackBlock {};
-                    open->firstLine = i;
-                    open->info.sourceLine = lines.lineNumber(i);
-                }
-                style = parsed->second;
-                frameIndent = indentation(line);
-                open->info.frames.push_back(std::move(parsed->first));
-                open->lastLine = i;
-                lastWasFrame = true;
-                blankRun = strayLines = 0;
-                continue;
-            }
-        }
-        if (!open && messageStarts[i]) {
-            if (auto frame = codeLineOpeningThePaste(lines, i)) {
-                open = TracebackBlock {};
-                open->firstLine = i - 1;
-                open->info.sourceLine = lines.lineNumber(i - 1);
-                open->info.frames.push_back(std::move(*frame));
-                close(i, false);
-                continue;
-            }
-        }
-        if (!open)
-            continue;
+        m_open->lastLine = i;
+        return true;
+    }
+
+    // Header seen, no frame yet: the exception line may follow directly, or unrelated text.
+    void takeLineAfterHeader(size_t i, std::string_view text)
+    {
+        if (m_messageStarts[i] || looksLikeException(text))
+            close(i, false);
+        else if (++m_strayLines > 3)
+            m_open.reset();
+    }
+
+    // A line inside an open block: a separator, a frame's source line, or its end.
+    void continueBlock(size_t i)
+    {
+        const std::string_view line = m_lines[i];
+        const std::string_view text = trimmed(line);
         if (text.empty()) {
             // IPython separates frames with blank lines; CPython never prints them, but pastes do.
-            if (++blankRun > (style == FrameStyle::IPython ? 2 : 1) && !open->info.frames.empty())
+            if (++m_blankRun > (m_style == FrameStyle::IPython ? 2 : 1) && !m_open->info.frames.empty())
                 close(std::nullopt, false);
-            continue;
+            return;
         }
         if (isMarkerLine(text) || isElision(text) || text.starts_with("-----") || text.starts_with("```"))
-            continue;
-        blankRun = 0;
-        if (open->info.frames.empty()) {
-            // Header seen, no frame yet: the exception line may follow directly, or unrelated text.
-            if (messageStarts[i] || looksLikeException(text))
-                close(i, false);
-            else if (++strayLines > 3)
-                open.reset();
-            continue;
-        }
-        if (style == FrameStyle::IPython) {
-            bool arrow = false;
-            int number = 0;
-            std::string_view code;
-            if (parseNumberedLine(line, &arrow, &number, &code)) {
-                TracebackFrame& frame = open->info.frames.back();
-                if (arrow) {
-                    if (frame.line == 0 || frame.function != "<cell>")
-                        frame.line = number;
-                    frame.code = std::string(code);
-                }
-                open->lastLine = i;
-                continue;
-            }
-        }
-        if (messageStarts[i] || looksLikeException(text)) {
-            close(i, false);
-            lastWasFrame = false;
-            continue;
-        }
-        if (style == FrameStyle::Python && (lastWasFrame || indentation(line) > frameIndent)) {
-            TracebackFrame& frame = open->info.frames.back();
-            if (frame.code.empty() && lastWasFrame)
+            return;
+        m_blankRun = 0;
+        if (m_open->info.frames.empty())
+            return takeLineAfterHeader(i, text);
+        if (m_style == FrameStyle::IPython && takeNumberedLine(i))
+            return;
+        if (!m_messageStarts[i] && !looksLikeException(text) && m_style == FrameStyle::Python
+            && (m_lastWasFrame || indentation(line) > m_frameIndent)) {
+            TracebackFrame& frame = m_open->info.frames.back();
+            if (frame.code.empty() && m_lastWasFrame)
                 frame.code = std::string(text);
-            open->lastLine = i;
-            lastWasFrame = false;
-            continue;
+            m_open->lastLine = i;
+            m_lastWasFrame = false;
+            return;
         }
-        // CPython prints the exception right after the last frame, whatever it looks like.
+        // The exception or message line; CPython prints the exception right after the last frame,
+        // whatever it looks like.
         close(i, false);
-        lastWasFrame = false;
+        m_lastWasFrame = false;
     }
-    close(std::nullopt, true);
-    return scan;
+
+    const TextLines& m_lines;
+    const std::vector<char>& m_messageStarts;
+    TracebackScan m_scan;
+    std::optional<TracebackBlock> m_open;
+    FrameStyle m_style = FrameStyle::Python;
+    size_t m_frameIndent = 0;
+    bool m_lastWasFrame = false;
+    int m_blankRun = 0;
+    int m_strayLines = 0;
+};
+
+} // namespace
+
+TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& messageStarts)
+{
+    return TracebackScanner(lines, messageStarts).run();
 }
 
 } // namespace oomlens::text
