@@ -102,9 +102,11 @@ Option::Option(std::vector<std::string> names, std::string description, std::str
 
 void OptionParser::addHelpOption()
 {
-    // QCommandLineParser's wording, which `--help` has always printed.
+    // QCommandLineParser's wording for --help, which it has always printed. --help-all stays
+    // accepted (scripts written against the Qt parser pass it) and prints the same: the command
+    // line has no Qt options any more.
     addOption(Option({ "h", "help" }, "Displays help on commandline options."));
-    addOption(Option("help-all", "Displays help including Qt specific options."));
+    addOption(Option("help-all", "Displays the same help as --help."));
 }
 
 void OptionParser::addVersionOption()
