@@ -61,7 +61,12 @@ class TestOptionParser : public QObject
                                                             "description runs past one line of the terminal."));
         parsers.own.setDescription("Does a thing, described at some length so that the description runs past one "
                                    "line of the terminal.");
-        parsers.qt.addHelpOption();
+        // Qt's addHelpOption with our --help-all wording (the command line has no Qt options to
+        // include); for reading words, help options are options like any other.
+        parsers.qt.addOption(QCommandLineOption(
+            { QStringLiteral("h"), QStringLiteral("help") }, QStringLiteral("Displays help on commandline options.")));
+        parsers.qt.addOption(
+            QCommandLineOption(QStringLiteral("help-all"), QStringLiteral("Displays the same help as --help.")));
         parsers.own.addHelpOption();
         for (const Spec& spec : specs()) {
             QStringList names;
