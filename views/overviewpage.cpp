@@ -1,11 +1,12 @@
 #include "views/overviewpage.h"
 
+#include "core/analysis/cardreconciliation.h"
 #include "core/analysis/topsites.h"
-#include "core/presentation/cardreconciliation.h"
+#include "core/presentation/cardwords.h"
 #include "core/presentation/explain.h"
+#include "core/presentation/historywords.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
-#include "core/presentation/tracehistory.h"
 #include "core/serving/servingfixes.h"
 #include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
@@ -126,10 +127,9 @@ QList<DiagnosisCard*> OverviewPage::cards()
     return m_content ? m_content->findChildren<DiagnosisCard*>() : QList<DiagnosisCard*>();
 }
 
-void OverviewPage::setCase(LoadedCasePtr loaded, std::optional<CardReconciliation> card)
+void OverviewPage::setCase(LoadedCasePtr loaded)
 {
     m_case = std::move(loaded);
-    m_card = std::move(card);
     m_thumbnail = nullptr;
     m_pictureDevice = nullptr;
     m_content = new QWidget;
@@ -299,7 +299,7 @@ void OverviewPage::addMemoryPicture(const LoadedCase& loaded)
         return;
     const DeviceAnalysis& device = *analysis->primary();
     m_pictureDevice = &device;
-    const bool atDump = traceHistory(*analysis->snapshot, device).segmentsOnly();
+    const bool atDump = device.history.segmentsOnly();
     addHeading(atDump ? QStringLiteral("Memory at the dump") : QStringLiteral("Memory over the run"));
     if (!atDump) {
         m_thumbnail = new TimelineThumbnail(m_content);
@@ -401,7 +401,7 @@ void OverviewPage::addTopSites(const Snapshot& snapshot, const DeviceAnalysis& d
     grid->setContentsMargins(0, 6, 0, 0);
     grid->setHorizontalSpacing(14);
     grid->setVerticalSpacing(2);
-    const bool atDump = traceHistory(snapshot, device).segmentsOnly();
+    const bool atDump = device.history.segmentsOnly();
     grid->addWidget(new QLabel(atDump ? QStringLiteral("<b>Where the memory at the dump was allocated</b>")
                                       : QStringLiteral("<b>Where the memory at the peak was allocated</b>"),
                         box),
@@ -578,9 +578,7 @@ void OverviewPage::addProcesses(const LoadedCase& loaded)
 
 void OverviewPage::addCard(const LoadedCase& loaded)
 {
-    if (!m_card)
-        m_card = reconcileCard(loaded.input, loaded.analysis);
-    const CardReconciliation& card = *m_card;
+    const CardReconciliation& card = loaded.analysis.card;
     if (!card.available())
         return;
     addHeading(QStringLiteral("The card's memory: allocator, process, card (device %1)").arg(card.device));
@@ -767,7 +765,7 @@ void OverviewPage::addSnapshots(const LoadedCase& loaded)
                            .arg(devices.size() == 1 ? QStringLiteral("device") : QStringLiteral("devices"),
                                devices.join(QStringLiteral(", ")));
         if (const DeviceAnalysis* device = analysis.primary()) {
-            const bool atDump = traceHistory(snapshot, *device).segmentsOnly();
+            const bool atDump = device->history.segmentsOnly();
             text += (atDump ? QStringLiteral("<br>Device %1 at the dump: %2 allocated, %3 reserved")
                             : QStringLiteral("<br>Device %1: peak %2 allocated, %3 reserved"))
                         .arg(device->device)
@@ -798,7 +796,7 @@ void OverviewPage::addSnapshots(const LoadedCase& loaded)
 
 void OverviewPage::addHistory(const Snapshot& snapshot, const DeviceAnalysis& device)
 {
-    const TraceHistory history = traceHistory(snapshot, device);
+    const TraceHistory& history = device.history;
     if (!history.truncated() && !history.segmentsOnly())
         return;
     QStringList lines;

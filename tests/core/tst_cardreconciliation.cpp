@@ -1,9 +1,9 @@
 #include "common/analysisfixtures.h"
 #include "common/testutil.h"
+#include "core/analysis/cardreconciliation.h"
+#include "core/analysis/cardtimeline.h"
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
-#include "core/presentation/cardreconciliation.h"
-#include "core/presentation/cardtimeline.h"
 #include "core/presentation/palette.h"
 #include "core/report/htmlreport.h"
 #include "core/strings.h"
@@ -49,7 +49,7 @@ bool near(uint64_t actual, uint64_t expected)
 } // namespace
 
 // The allocator's, this process's and the card's memory reconciled in one table
-// (core/presentation/cardreconciliation.h), whichever inputs give the figures.
+// (core/analysis/cardreconciliation.h), whichever inputs give the figures.
 class TestCardReconciliation : public QObject
 {
     Q_OBJECT
