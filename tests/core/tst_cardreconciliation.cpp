@@ -173,7 +173,7 @@ private slots:
         addFile(input,
             QString(test::testDataDir() + QStringLiteral("/real/extra/") + name + QStringLiteral(".oom.txt"))
                 .toStdString());
-        const CaseAnalysis analysis = analyzeCase(input);
+        CaseAnalysis analysis = analyzeCase(input);
         const CardReconciliation card = reconcileCard(input, analysis);
         QVERIFY(card.available());
         QVERIFY(card.oomEvent >= 0);
@@ -200,6 +200,7 @@ private slots:
                 || (contains(note, formatBytes(reserved->messageBytes))
                     && contains(note, formatBytes(reserved->snapshotBytes)) && contains(note, "not the same moment"));
         QVERIFY(said);
+        reconcileCase(input, analysis); // the analysis reconciles the card once: again, for the changed message
         const nlohmann::ordered_json json = caseToJson(input, analysis)["card_reconciliation"];
         bool disagreesInJson = false;
         for (const auto& check : json["message_vs_snapshot"])
