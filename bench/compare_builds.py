@@ -5,8 +5,10 @@ against the desktop build (bench/README.md, "The portable executable").
 usage: bench/compare_builds.py --runs 5 DESKTOP PORTABLE -- diagnose --json /tmp/snap_1m.pickle
 
 Runs alternate (desktop, portable, desktop, ...) so that a machine getting busier slows both
-alike; prints each build's best and median wall time and peak RSS, and the ratio of medians.
-Output is discarded; a run that fails stops the benchmark.
+alike; prints each build's best and median wall time, median CPU time (user + system: on a
+machine shared with other work, where wall time measures the neighbours as much as the program,
+the figure to compare) and peak RSS, and the ratios of the medians. Output is discarded; a run
+that fails stops the benchmark.
 """
 
 import argparse
@@ -18,7 +20,8 @@ import time
 
 
 def timed_run(binary, arguments):
-    """Wall seconds and peak RSS (MiB) of one run, from the kernel's accounting of the child."""
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one run, from the kernel's accounting of
+    the child."""
     started = time.monotonic()
     child = subprocess.Popen([binary] + arguments, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
@@ -28,7 +31,7 @@ def timed_run(binary, arguments):
     child.stderr.close()
     if child.returncode not in (0, 1):
         sys.exit("%s exited %d: %s" % (binary, child.returncode, stderr.strip()[-500:]))
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
 
 
 def main():
@@ -44,13 +47,16 @@ def main():
     for _ in range(arguments.runs):
         for name, binary in builds.items():
             samples[name].append(timed_run(binary, command))
-    medians = {}
+    medians, cpu_medians = {}, {}
     for name, runs in samples.items():
-        walls = [wall for wall, _ in runs]
+        walls = [wall for wall, _, _ in runs]
         medians[name] = statistics.median(walls)
-        print("%-8s %10d bytes  best %.3f s  median %.3f s  peak RSS %.0f MiB" % (
-            name, os.path.getsize(builds[name]), min(walls), medians[name], max(rss for _, rss in runs)))
-    print("portable / desktop (medians): %.3f" % (medians["portable"] / medians["desktop"]))
+        cpu_medians[name] = statistics.median(cpu for _, cpu, _ in runs)
+        print("%-8s %10d bytes  best %.3f s  median %.3f s  CPU median %.3f s  peak RSS %.0f MiB" % (
+            name, os.path.getsize(builds[name]), min(walls), medians[name], cpu_medians[name],
+            max(rss for _, _, rss in runs)))
+    print("portable / desktop (medians): wall %.3f, CPU %.3f; load average %.1f" % (
+        medians["portable"] / medians["desktop"], cpu_medians["portable"] / cpu_medians["desktop"], os.getloadavg()[0]))
 
 
 if __name__ == "__main__":

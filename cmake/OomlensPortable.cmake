@@ -2,7 +2,12 @@
 #
 # OOMLENS_STATIC: one executable that runs on any Linux of its architecture with nothing
 # installed (cluster nodes: no Qt, no Python headers, no root). glibc, libstdc++, libgcc and zlib
-# are linked in; the C library's name-service and dlopen paths are never used by the command line.
+# are linked in. A static glibc still loads shared objects for the name service (getpwnam,
+# getaddrinfo) and for character-set conversion: the command line calls no name-service
+# function (the linker warns when one is linked, and with OOMLENS_WERROR the warning fails the
+# link), and the conversion code (dlopen, iconv) is there only for libstdc++'s named locales,
+# which nothing asks for: the program runs in the "C" locale whatever LANG says (the node test
+# runs it with a LANG whose files are not in its root).
 # OOMLENS_EMBED_PYTHON: the embedded-Python pickle decoder, a fallback for pickles the native
 # decoder does not support. It needs libpython at run time, so the portable build leaves it out;
 # the native decoder is the default everywhere.
@@ -21,6 +26,9 @@ if(OOMLENS_STATIC)
     # -static pulls libstdc++ and libgcc in as archives too; -static-pie is not used because
     # older kernels' and qemu-user's loaders handle a plain static executable everywhere.
     add_link_options(-static)
+    if(OOMLENS_WERROR)
+        add_link_options(-Wl,--fatal-warnings)
+    endif()
     # The same numbers on every architecture: aarch64 compilers fuse a*b+c into one rounding
     # by default, x86-64's baseline has no such instruction; the desktop build's JSON is the check.
     add_compile_options(-ffp-contract=off)

@@ -44,6 +44,32 @@ require_static() {
     fi
 }
 
+# The tarball as a user unpacks it: the three things it promises, the README filled in, the
+# executable static, and the capture helper finding the executable beside its folder with nothing
+# on PATH (python3 is what the training job runs it with).
+check_unpacked() {
+    local tarball="$1" name="$2" unpacked entry found python
+    unpacked="$(mktemp -d)"
+    tar -xzf "$tarball" -C "$unpacked"
+    for entry in oomlens oomlens_capture/__init__.py oomlens_capture/_capture.py README.md; do
+        [ -e "$unpacked/$name/$entry" ] || { echo "make-tarballs: $name/$entry missing from the tarball" >&2; return 1; }
+    done
+    if grep -q '@[A-Z]*@' "$unpacked/$name/README.md"; then
+        echo "make-tarballs: $name/README.md has a placeholder left" >&2
+        return 1
+    fi
+    require_static "$unpacked/$name/oomlens"
+    # The interpreter itself, not a wrapper (pyenv's shims) that needs PATH.
+    python="$(python3 -c 'import sys; print(sys.executable)')"
+    found="$(cd / && env -i PATH=/nonexistent PYTHONPATH="$unpacked/$name" "$python" -c \
+        'import oomlens_capture._capture as c; print(c.find_oomlens())')"
+    if [ "$found" != "$unpacked/$name/oomlens" ]; then
+        echo "make-tarballs: the capture helper found '$found', not the oomlens beside it" >&2
+        return 1
+    fi
+    rm -rf "$unpacked"
+}
+
 pack() {
     local arch="$1" preset build version name stage
     preset="$(preset_of "$arch")"
@@ -63,11 +89,7 @@ pack() {
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@${SOURCE_DATE_EPOCH:-0}" \
         -C "$stage" -cf - "$name" | gzip -9n >"$dist/$name.tar.gz"
     rm -rf "$stage"
-    local listed entry
-    listed="$(tar -tzf "$dist/$name.tar.gz")"
-    for entry in oomlens oomlens_capture/__init__.py oomlens_capture/_capture.py README.md; do
-        grep -qx "$name/$entry" <<<"$listed" || { echo "make-tarballs: $name/$entry missing from the tarball" >&2; return 1; }
-    done
+    check_unpacked "$dist/$name.tar.gz" "$name"
     echo "$dist/$name.tar.gz ($(stat -c %s "$dist/$name.tar.gz") bytes; oomlens $(stat -c %s "$build/app/oomlens") bytes before strip)"
 }
 

@@ -6,14 +6,12 @@
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
-#include <QFutureWatcher>
 #include <QHelpEvent>
 #include <QLabel>
 #include <QPainter>
 #include <QScrollArea>
 #include <QToolTip>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <map>
 
@@ -40,6 +38,74 @@ QString holderTag(const SegmentCanvas::PoolHolders& holders, PoolId pool)
 {
     const auto it = holders.find({ pool.first, pool.second });
     return it == holders.end() ? QString() : QStringLiteral(" \u00b7 ") + it->second;
+}
+
+QString overallLine(const AllocatorState& state)
+{
+    uint64_t free = 0, largest = 0;
+    for (const StateSegment& segment : state.segments) {
+        free += segment.freeBytes;
+        largest = std::max(largest, segment.largestFree);
+    }
+    return QStringLiteral("<b>Allocator state after event #%1</b>: %2 segments, reserved %3, in blocks %4, "
+                          "free %5, largest free block <b>%6</b>")
+        .arg(state.event)
+        .arg(state.segments.size())
+        .arg(bytesText(state.reservedBytes), bytesText(state.activeBytes), bytesText(free), bytesText(largest));
+}
+
+QString privatePoolsLine(const AllocatorState& state)
+{
+    uint64_t reserved = 0, free = 0;
+    size_t segments = 0;
+    for (const StateSegment& segment : state.segments) {
+        if (segment.pool.isDefault())
+            continue;
+        ++segments;
+        reserved += segment.size;
+        free += segment.freeBytes;
+    }
+    if (segments == 0)
+        return {};
+    return QStringLiteral("<br>Private pools (CUDA graphs, MemPools; hatched): %1 segments, reserved %2, "
+                          "free but held %3 (only their own graph or pool can use it)")
+        .arg(segments)
+        .arg(bytesText(reserved), bytesText(free));
+}
+
+QString pendingFreesLine(const AllocatorState& state)
+{
+    uint64_t pending = 0;
+    size_t blocks = 0;
+    for (const StateSegment& segment : state.segments) {
+        for (const StateBlock& block : segment.blocks) {
+            if (block.pendingFree) {
+                pending += block.size;
+                ++blocks;
+            }
+        }
+    }
+    if (blocks == 0)
+        return {};
+    return QStringLiteral("<br>Pending frees (cross-hatched): %1 blocks, %2 freed by the program but not yet "
+                          "reusable (another stream may still use them)")
+        .arg(blocks)
+        .arg(bytesText(pending));
+}
+
+// A cached block serves only requests of its own stream.
+QString freePerStreamLine(const AllocatorState& state)
+{
+    std::map<int64_t, uint64_t> freeByStream;
+    for (const StateSegment& segment : state.segments)
+        freeByStream[segment.stream] += segment.freeBytes;
+    if (freeByStream.size() <= 1)
+        return {};
+    QStringList parts;
+    for (const auto& [stream, bytes] : freeByStream)
+        parts << QStringLiteral("stream %1: %2").arg(stream).arg(bytesText(bytes));
+    return QStringLiteral("<br>Free per stream (a block serves only its own stream): ")
+        + parts.join(QStringLiteral(", "));
 }
 
 } // namespace
@@ -162,17 +228,14 @@ AllocatorStateWidget::AllocatorStateWidget(QWidget* parent)
     scroll->setWidget(m_canvas);
     scroll->setWidgetResizable(true);
     layout->addWidget(scroll, 1);
-    m_watcher = new QFutureWatcher<AllocatorState>(this);
-    connect(m_watcher, &QFutureWatcher<AllocatorState>::finished, this, &AllocatorStateWidget::finished);
+    // A request that waited for a dropped job starts once that job is done.
+    connect(&m_jobs, &JobTracker::idle, this, &AllocatorStateWidget::startWaiting);
 }
-
-// A job still running keeps its own reference to the timeline; nothing waits for it here.
-AllocatorStateWidget::~AllocatorStateWidget() = default;
 
 void AllocatorStateWidget::setTimeline(std::shared_ptr<const TimelineData> data)
 {
     m_data = std::move(data);
-    ++m_generation;
+    m_jobs.dropAll();
     m_state = {};
     m_hasState = false;
     m_holders.clear();
@@ -198,7 +261,7 @@ void AllocatorStateWidget::setEvent(int64_t event)
     if (!m_data || !m_data->device())
         return;
     m_requested = event;
-    if (m_running) {
+    if (m_jobs.isRunning()) {
         m_waiting = true; // started when the running job hands in its result
         m_summary->setText(summaryText());
         return;
@@ -208,29 +271,27 @@ void AllocatorStateWidget::setEvent(int64_t event)
 
 bool AllocatorStateWidget::isBusy() const
 {
-    return m_running || m_waiting;
+    return m_jobs.isRunning() || m_waiting;
 }
 
+// A job holds its own reference to the timeline; the widget does not wait for it.
 void AllocatorStateWidget::start(int64_t event)
 {
     m_waiting = false;
-    m_running = true;
-    m_runningGeneration = m_generation;
-    m_watcher->setFuture(QtConcurrent::run(
-        [data = m_data, event] { return allocatorStateAt(data->snapshot(), *data->device(), event); }));
+    auto work = [data = m_data, event](
+                    const JobContext&) { return allocatorStateAt(data->snapshot(), *data->device(), event); };
+    m_jobs.start(std::move(work), [this](AllocatorState state) {
+        // Start the newest request first, so it computes while this result is painted.
+        startWaiting();
+        showState(std::move(state));
+    });
     m_summary->setText(summaryText());
 }
 
-void AllocatorStateWidget::finished()
+void AllocatorStateWidget::startWaiting()
 {
-    m_running = false;
-    const bool current = m_runningGeneration == m_generation;
-    AllocatorState state = current ? m_watcher->result() : AllocatorState {};
-    // Start the newest request first, so it computes while this result is painted.
     if (m_waiting)
         start(m_requested);
-    if (current)
-        showState(std::move(state));
 }
 
 void AllocatorStateWidget::showState(AllocatorState state)
@@ -248,56 +309,8 @@ QString AllocatorStateWidget::summaryText() const
         return QStringLiteral("No snapshot");
     if (!m_hasState)
         return QStringLiteral("Rebuilding the allocator state after event #%1…").arg(m_requested);
-    uint64_t free = 0, largest = 0;
-    for (const StateSegment& segment : m_state.segments) {
-        free += segment.freeBytes;
-        largest = std::max(largest, segment.largestFree);
-    }
-    QString text = QStringLiteral("<b>Allocator state after event #%1</b>: %2 segments, reserved %3, in blocks %4, "
-                                  "free %5, largest free block <b>%6</b>")
-                       .arg(m_state.event)
-                       .arg(m_state.segments.size())
-                       .arg(bytesText(m_state.reservedBytes), bytesText(m_state.activeBytes), bytesText(free),
-                           bytesText(largest));
-    uint64_t privateReserved = 0, privateFree = 0;
-    size_t privateSegments = 0;
-    for (const StateSegment& segment : m_state.segments) {
-        if (segment.pool.isDefault())
-            continue;
-        ++privateSegments;
-        privateReserved += segment.size;
-        privateFree += segment.freeBytes;
-    }
-    if (privateSegments > 0)
-        text += QStringLiteral("<br>Private pools (CUDA graphs, MemPools; hatched): %1 segments, reserved %2, "
-                               "free but held %3 (only their own graph or pool can use it)")
-                    .arg(privateSegments)
-                    .arg(bytesText(privateReserved), bytesText(privateFree));
-    uint64_t pending = 0;
-    size_t pendingBlocks = 0;
-    std::map<int64_t, uint64_t> freeByStream;
-    for (const StateSegment& segment : m_state.segments) {
-        freeByStream[segment.stream] += segment.freeBytes;
-        for (const StateBlock& block : segment.blocks) {
-            if (block.pendingFree) {
-                pending += block.size;
-                ++pendingBlocks;
-            }
-        }
-    }
-    if (pendingBlocks > 0)
-        text += QStringLiteral("<br>Pending frees (cross-hatched): %1 blocks, %2 freed by the program but not yet "
-                               "reusable (another stream may still use them)")
-                    .arg(pendingBlocks)
-                    .arg(bytesText(pending));
-    // A cached block serves only requests of its own stream.
-    if (freeByStream.size() > 1) {
-        QStringList parts;
-        for (const auto& [stream, bytes] : freeByStream)
-            parts << QStringLiteral("stream %1: %2").arg(stream).arg(bytesText(bytes));
-        text += QStringLiteral("<br>Free per stream (a block serves only its own stream): ")
-            + parts.join(QStringLiteral(", "));
-    }
+    QString text
+        = overallLine(m_state) + privatePoolsLine(m_state) + pendingFreesLine(m_state) + freePerStreamLine(m_state);
     for (const auto& [id, holder] : m_holders)
         text += QStringLiteral("<br>%1 holds %2").arg(toQString(poolName(PoolId { id.first, id.second })), holder);
     if (m_state.event != m_requested)

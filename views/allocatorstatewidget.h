@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/analysis/allocatorstate.h"
+#include "views/jobtracker.h"
 #include "views/plots/timelinedata.h"
 
 #include <QWidget>
@@ -10,8 +11,6 @@
 #include <utility>
 
 class QLabel;
-class QScrollArea;
-template <typename T> class QFutureWatcher;
 
 namespace oomlens {
 
@@ -41,15 +40,15 @@ private:
 };
 
 // The allocator state at the time cursor. Rebuilding it walks the segment history (tens of ms on
-// a big trace), so it is computed on the thread pool: at most one job runs, a cursor that moves
-// meanwhile replaces the waiting request (dragging shows states as fast as they can be built,
-// never a queue of old ones), and a result for a timeline that has since been replaced is dropped.
+// a big trace), so it is computed on the thread pool (a JobTracker job): at most one job runs, a
+// cursor that moves meanwhile replaces the waiting request (dragging shows states as fast as they
+// can be built, never a queue of old ones), and a job for a timeline that has since been replaced
+// is dropped.
 class AllocatorStateWidget : public QWidget
 {
     Q_OBJECT
 public:
     explicit AllocatorStateWidget(QWidget* parent = nullptr);
-    ~AllocatorStateWidget() override;
     void setTimeline(std::shared_ptr<const TimelineData> data);
     void setEvent(int64_t event);
     // The state on screen; state().event lags requestedEvent() while a job runs.
@@ -64,7 +63,7 @@ signals:
 
 private:
     void start(int64_t event);
-    void finished();
+    void startWaiting();
     void showState(AllocatorState state);
 
     std::shared_ptr<const TimelineData> m_data;
@@ -72,15 +71,11 @@ private:
     SegmentCanvas::PoolHolders m_holders;
     QLabel* m_summary = nullptr;
     SegmentCanvas* m_canvas = nullptr;
-    QFutureWatcher<AllocatorState>* m_watcher = nullptr;
-    uint64_t m_generation = 0; // bumped by setTimeline: results of older jobs are dropped
-    uint64_t m_runningGeneration = 0;
     int64_t m_requested = -1;
-    // Until the watcher's finished() is handled: a future can be done before that, and a new one
-    // must not replace it while its result is on the way.
-    bool m_running = false;
     bool m_waiting = false; // m_requested still has to be started
     bool m_hasState = false; // m_state belongs to the current timeline
+    // A dropped job still counts as running until it ends: one job at a time, even then.
+    JobTracker m_jobs; // last: destroyed first, so that no result reaches the widgets
 };
 
 } // namespace oomlens

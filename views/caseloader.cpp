@@ -4,21 +4,10 @@
 #include "views/viewutil.h"
 
 #include <QFileInfo>
-#include <QFutureWatcher>
-#include <QPointer>
-#include <QPromise>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <exception>
 
 namespace oomlens {
-
-struct CaseLoader::Job
-{
-    // Shared with the worker, which may outlive the job's bookkeeping here.
-    std::shared_ptr<std::atomic_bool> cancel = std::make_shared<std::atomic_bool>(false);
-    QFutureWatcher<LoadOutcome>* watcher = nullptr;
-};
 
 QString failureLine(const InputFailure& failure)
 {
@@ -32,6 +21,8 @@ CaseLoader::CaseLoader(QObject* parent)
 {
     qRegisterMetaType<oomlens::LoadOutcome>();
     qRegisterMetaType<oomlens::TimelineFirst>();
+    connect(&m_jobs, &JobTracker::progressChanged, this,
+        [this](int jobId, int permille, int, const QString& text) { emit progressChanged(jobId, permille, text); });
 }
 
 CaseLoader::~CaseLoader()
@@ -89,65 +80,38 @@ LoadOutcome CaseLoader::load(LoadedCasePtr base, const QList<LoadRequest>& reque
 int CaseLoader::start(
     LoadedCasePtr base, const QList<LoadRequest>& requests, const QString& title, const AnalysisOptions& options)
 {
-    const int id = m_nextId++;
-    auto job = std::make_shared<Job>();
-    job->watcher = new QFutureWatcher<LoadOutcome>(this);
-    m_jobs.insert(id, job);
-
-    auto* watcher = job->watcher;
-    connect(watcher, &QFutureWatcherBase::progressValueChanged, this,
-        [this, id, watcher](int value) { emit progressChanged(id, value, watcher->progressText()); });
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, id, watcher] {
-        const std::shared_ptr<Job> finishedJob = m_jobs.take(id);
-        LoadOutcome outcome;
-        if (watcher->future().resultCount() > 0)
-            outcome = watcher->result();
-        outcome.cancelled = outcome.cancelled || (finishedJob && *finishedJob->cancel);
-        watcher->deleteLater();
-        emit finished(id, outcome);
-    });
-
-    // The first stage is handed over on the GUI thread, and only while the job is still wanted.
-    QPointer<CaseLoader> self(this);
-    auto timelineReady = [self, id](const TimelineFirst& first) {
-        QMetaObject::invokeMethod(
-            self,
-            [self, id, first] {
-                const auto job = self ? self->m_jobs.value(id) : nullptr;
-                if (job && !*job->cancel)
-                    emit self->timelineReady(id, first);
-            },
-            Qt::QueuedConnection);
+    // `this` is only used in what the job posts back, which runs only while m_jobs, and so this
+    // loader, exists.
+    auto work = [this, base, requests, title, options, from = m_timelineFirstFrom](const JobContext& job) {
+        const auto progress = [&job](int permille, const QString& text) { job.progress(permille, 1000, text); };
+        // The first stage is handed over while the load is still wanted and not cancelled.
+        const auto timelineFirst = [this, &job](const TimelineFirst& first) {
+            job.post([this, job, first] {
+                if (!job.cancelled())
+                    emit timelineReady(job.id(), first);
+            });
+        };
+        return load(base, requests, title, job.cancelFlag(), progress, options, timelineFirst, from);
     };
-    QFuture<LoadOutcome> future
-        = QtConcurrent::run([base, requests, title, options, timelineReady, from = m_timelineFirstFrom,
-                                cancel = job->cancel](QPromise<LoadOutcome>& promise) {
-              promise.setProgressRange(0, 1000);
-              promise.addResult(load(
-                  base, requests, title, *cancel,
-                  [&promise](int permille, const QString& text) { promise.setProgressValueAndText(permille, text); },
-                  options, timelineReady, from));
-          });
-    watcher->setFuture(future);
-    return id;
+    return m_jobs.start(std::move(work), [this](LoadOutcome outcome, const JobEnd& end) {
+        outcome.cancelled = outcome.cancelled || end.cancelled;
+        emit finished(end.id, outcome);
+    });
 }
 
 void CaseLoader::cancel(int jobId)
 {
-    if (auto job = m_jobs.value(jobId))
-        *job->cancel = true;
+    m_jobs.cancel(jobId);
 }
 
 void CaseLoader::cancelAll()
 {
-    for (const auto& job : std::as_const(m_jobs))
-        *job->cancel = true;
+    m_jobs.cancelAll();
 }
 
 void CaseLoader::waitForAll()
 {
-    for (const auto& job : m_jobs.values())
-        job->watcher->waitForFinished();
+    m_jobs.waitForAll();
 }
 
 } // namespace oomlens

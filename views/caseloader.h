@@ -3,9 +3,8 @@
 #include "opening/loadedcase.h"
 #include "opening/loadrequest.h"
 #include "opening/opening.h"
+#include "views/jobtracker.h"
 
-#include <QByteArray>
-#include <QHash>
 #include <QList>
 #include <QObject>
 #include <QStringList>
@@ -42,10 +41,10 @@ struct LoadOutcome
 // An input that could not be read as the app's banner shows it: "NAME: reason".
 QString failureLine(const InputFailure& failure);
 
-// Opens a case off the GUI thread: opening/opening.h's openCase in a worker, its progress, the
-// timeline first and the outcome handed back as signals. Each load gets a job id; the caller
-// keeps the id of the load it still wants and ignores the rest (a superseded load's result is
-// dropped).
+// Opens a case off the GUI thread: opening/opening.h's openCase as a JobTracker job, its progress,
+// the timeline first and the outcome handed back as signals. Loads run side by side, each with its
+// job id; the caller keeps the id of the load it still wants and ignores the rest (a superseded
+// load's result is dropped). A cancelled load still says finished(), with `cancelled` set.
 class CaseLoader : public QObject
 {
     Q_OBJECT
@@ -59,7 +58,7 @@ public:
         const AnalysisOptions& options = {});
     void cancel(int jobId);
     void cancelAll();
-    int runningCount() const { return static_cast<int>(m_jobs.size()); }
+    int runningCount() const { return m_jobs.runningCount(); }
     // Blocks until every running job has finished; for tests and shutdown.
     void waitForAll();
 
@@ -86,10 +85,8 @@ signals:
     void finished(int jobId, const oomlens::LoadOutcome& outcome);
 
 private:
-    struct Job;
-    QHash<int, std::shared_ptr<Job>> m_jobs;
-    int m_nextId = 1;
     uint64_t m_timelineFirstFrom = defaultTimelineFirstFrom;
+    JobTracker m_jobs;
 };
 
 } // namespace oomlens

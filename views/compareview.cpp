@@ -6,6 +6,8 @@
 #include "views/timelinewidget.h"
 #include "views/viewutil.h"
 
+#include "ui_compareview.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
@@ -25,7 +27,6 @@
 #include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <cstdlib>
 
@@ -49,207 +50,153 @@ QTableWidgetItem* cell(const QString& text, Qt::Alignment alignment = Qt::AlignR
     return item;
 }
 
-QSpinBox* stepBox(QWidget* parent, const char* name)
+// The sentence above the figures, a size larger than the text.
+QFont headlineFont(QFont font)
 {
-    auto* box = new QSpinBox(parent);
-    box->setObjectName(QString::fromLatin1(name));
-    box->setRange(0, 0);
-    return box;
+    font.setBold(true);
+    font.setPointSizeF(font.pointSizeF() * 1.15);
+    return font;
 }
 
 } // namespace
 
 CompareView::CompareView(QWidget* parent)
     : QWidget(parent)
+    , m_ui(std::make_unique<Ui::CompareView>())
 {
-    auto* layout = new QVBoxLayout(this);
+    m_ui->setupUi(this);
+    m_ui->busyLabel->hide();
+    m_ui->compareSummary->setFont(headlineFont(m_ui->compareSummary->font()));
+    setUpSplitters();
+    setUpLists();
+    connectPickers();
+    connect(m_ui->alignSteps, &QCheckBox::toggled, this, &CompareView::showOverlay);
+    connect(m_ui->compareSites, &QTableView::doubleClicked, this,
+        [this](const QModelIndex& index) { showStack(index.row()); });
+}
 
-    auto* controls = new QHBoxLayout;
-    m_mode = new QComboBox(this);
-    m_mode->setObjectName(QStringLiteral("compareMode"));
-    m_mode->addItems({ QStringLiteral("Two snapshots"), QStringLiteral("Two step windows of one run") });
-    controls->addWidget(m_mode);
+CompareView::~CompareView() = default;
 
-    m_pickers = new QStackedWidget(this);
-    auto* snapshotsPage = new QWidget(m_pickers);
-    auto* snapshotsLayout = new QHBoxLayout(snapshotsPage);
-    snapshotsLayout->setContentsMargins(0, 0, 0, 0);
-    m_pickA = new QComboBox(snapshotsPage);
-    m_pickA->setObjectName(QStringLiteral("pickA"));
-    m_pickB = new QComboBox(snapshotsPage);
-    m_pickB->setObjectName(QStringLiteral("pickB"));
-    for (QComboBox* box : { m_pickA, m_pickB })
-        box->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    auto* swap = new QPushButton(QStringLiteral("⇄"), snapshotsPage);
-    swap->setToolTip(QStringLiteral("Swap A and B"));
-    swap->setMaximumWidth(36);
-    snapshotsLayout->addWidget(new QLabel(QStringLiteral("A (before):"), snapshotsPage));
-    snapshotsLayout->addWidget(m_pickA);
-    snapshotsLayout->addWidget(swap);
-    snapshotsLayout->addWidget(new QLabel(QStringLiteral("B (after):"), snapshotsPage));
-    snapshotsLayout->addWidget(m_pickB);
-    snapshotsLayout->addStretch(1);
-    m_pickers->addWidget(snapshotsPage);
-
-    auto* windowsPage = new QWidget(m_pickers);
-    auto* windowsLayout = new QHBoxLayout(windowsPage);
-    windowsLayout->setContentsMargins(0, 0, 0, 0);
-    m_pickRun = new QComboBox(windowsPage);
-    m_pickRun->setObjectName(QStringLiteral("pickRun"));
-    m_pickRun->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-    m_firstFrom = stepBox(windowsPage, "firstFrom");
-    m_firstTo = stepBox(windowsPage, "firstTo");
-    m_secondFrom = stepBox(windowsPage, "secondFrom");
-    m_secondTo = stepBox(windowsPage, "secondTo");
-    windowsLayout->addWidget(new QLabel(QStringLiteral("Run:"), windowsPage));
-    windowsLayout->addWidget(m_pickRun);
-    windowsLayout->addWidget(new QLabel(QStringLiteral("steps"), windowsPage));
-    windowsLayout->addWidget(m_firstFrom);
-    windowsLayout->addWidget(new QLabel(QStringLiteral("–"), windowsPage));
-    windowsLayout->addWidget(m_firstTo);
-    windowsLayout->addWidget(new QLabel(QStringLiteral("against steps"), windowsPage));
-    windowsLayout->addWidget(m_secondFrom);
-    windowsLayout->addWidget(new QLabel(QStringLiteral("–"), windowsPage));
-    windowsLayout->addWidget(m_secondTo);
-    windowsLayout->addStretch(1);
-    m_pickers->addWidget(windowsPage);
-    controls->addWidget(m_pickers, 1);
-
-    m_alignSteps = new QCheckBox(QStringLiteral("Align steps"), this);
-    m_alignSteps->setObjectName(QStringLiteral("alignSteps"));
-    m_alignSteps->setToolTip(QStringLiteral("Line the runs' steps up (step 3's backward over step 3's backward); "
-                                            "off: each run from its first to its last event"));
-    m_alignSteps->setChecked(true);
-    m_alignSteps->setEnabled(false);
-    controls->addWidget(m_alignSteps);
-    m_busyLabel = new QLabel(QStringLiteral("Comparing…"), this);
-    m_busyLabel->hide();
-    controls->addWidget(m_busyLabel);
-    layout->addLayout(controls);
-
-    m_summary = new QLabel(QStringLiteral("Open two snapshots (or one with steps) to compare them."), this);
-    m_summary->setObjectName(QStringLiteral("compareSummary"));
-    m_summary->setWordWrap(true);
-    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    QFont big = m_summary->font();
-    big.setBold(true);
-    big.setPointSizeF(big.pointSizeF() * 1.15);
-    m_summary->setFont(big);
-    layout->addWidget(m_summary);
-    for (QLabel** peak : { &m_peakA, &m_peakB }) {
-        *peak = new QLabel(this);
-        (*peak)->setWordWrap(true);
-        (*peak)->setTextInteractionFlags(Qt::TextSelectableByMouse);
-        layout->addWidget(*peak);
-    }
-    m_peakA->setObjectName(QStringLiteral("peakA"));
-    m_peakB->setObjectName(QStringLiteral("peakB"));
-
-    auto* split = new QSplitter(Qt::Vertical, this);
-    auto* upper = new QSplitter(Qt::Horizontal, split);
-    m_categories = new QTableWidget(0, CategoryColumnCount, upper);
-    m_categories->setObjectName(QStringLiteral("categoryDeltas"));
-    m_categories->setHorizontalHeaderLabels({ QStringLiteral("Category"), QStringLiteral("A at peak"),
-        QStringLiteral("B at peak"), QStringLiteral("Δ at peak"), QStringLiteral("Δ at OOM") });
-    m_categories->verticalHeader()->hide();
-    m_categories->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_categories->setSelectionMode(QAbstractItemView::NoSelection);
-    upper->addWidget(m_categories);
-    m_overlay = new CompareOverlay(upper);
-    upper->addWidget(m_overlay);
+void CompareView::setUpSplitters()
+{
     // The table needs its five columns; the chart takes the rest.
-    upper->setStretchFactor(0, 0);
-    upper->setStretchFactor(1, 1);
-    upper->setSizes({ 460, 940 });
-    split->addWidget(upper);
+    m_ui->upper->setStretchFactor(0, 0);
+    m_ui->upper->setStretchFactor(1, 1);
+    m_ui->upper->setSizes({ 460, 940 });
+    m_ui->split->setStretchFactor(0, 2);
+    m_ui->split->setStretchFactor(1, 3);
+}
 
-    m_lists = new QTabWidget(split);
+void CompareView::setUpLists()
+{
     m_sites = new CompareSitesModel(this);
     m_proxy = new QSortFilterProxyModel(this);
     m_proxy->setSourceModel(m_sites);
     m_proxy->setSortRole(CompareSitesModel::SortRole);
-    m_sitesView = new QTableView(m_lists);
-    m_sitesView->setObjectName(QStringLiteral("compareSites"));
-    m_sitesView->setModel(m_proxy);
-    m_sitesView->setSortingEnabled(true);
-    m_sitesView->sortByColumn(CompareSitesModel::DeltaColumn, Qt::DescendingOrder);
-    m_sitesView->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_sitesView->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_sitesView->verticalHeader()->hide();
-    m_sitesView->horizontalHeader()->setSectionResizeMode(CompareSitesModel::SiteColumn, QHeaderView::Stretch);
-    m_sitesView->setToolTip(QStringLiteral("Double-click a site for its whole stack"));
-    m_lists->addTab(m_sitesView, QStringLiteral("Sites"));
-    m_surviving = new QTableWidget(0, 5, m_lists);
-    m_surviving->setObjectName(QStringLiteral("surviving"));
-    m_surviving->setHorizontalHeaderLabels(
-        { QStringLiteral("Site"), QStringLiteral("Category"), QStringLiteral("Alive after the second window"),
-            QStringLiteral("Allocations"), QStringLiteral("Repeats in the second window") });
-    m_surviving->verticalHeader()->hide();
-    m_surviving->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_surviving->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
-    m_lists->addTab(m_surviving, QStringLiteral("Kept across windows"));
-    m_lists->setTabEnabled(1, false);
-    split->addWidget(m_lists);
-    split->setStretchFactor(0, 2);
-    split->setStretchFactor(1, 3);
-    layout->addWidget(split, 1);
+    QTableView* sites = m_ui->compareSites;
+    sites->setModel(m_proxy);
+    sites->sortByColumn(CompareSitesModel::DeltaColumn, Qt::DescendingOrder);
+    sites->horizontalHeader()->setSectionResizeMode(CompareSitesModel::SiteColumn, QHeaderView::Stretch);
+    m_ui->surviving->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    m_ui->lists->setTabEnabled(1, false);
+}
 
-    connect(m_mode, &QComboBox::currentIndexChanged, this, [this](int index) {
-        m_pickers->setCurrentIndex(index);
+void CompareView::connectPickers()
+{
+    connect(m_ui->compareMode, &QComboBox::currentIndexChanged, this, [this](int index) {
+        m_ui->pickers->setCurrentIndex(index);
         schedule();
     });
-    connect(m_pickA, &QComboBox::currentIndexChanged, this, &CompareView::schedule);
-    connect(m_pickB, &QComboBox::currentIndexChanged, this, &CompareView::schedule);
-    connect(swap, &QPushButton::clicked, this, [this] {
-        const int a = m_pickA->currentIndex();
-        const QSignalBlocker block(m_pickA);
-        m_pickA->setCurrentIndex(m_pickB->currentIndex());
-        m_pickB->setCurrentIndex(a);
-        schedule();
-    });
-    connect(m_pickRun, &QComboBox::currentIndexChanged, this, [this] {
+    connect(m_ui->pickA, &QComboBox::currentIndexChanged, this, &CompareView::schedule);
+    connect(m_ui->pickB, &QComboBox::currentIndexChanged, this, &CompareView::schedule);
+    connect(m_ui->swap, &QPushButton::clicked, this, &CompareView::swapPicks);
+    connect(m_ui->pickRun, &QComboBox::currentIndexChanged, this, [this] {
         updateStepRanges();
         schedule();
     });
-    for (QSpinBox* box : { m_firstFrom, m_firstTo, m_secondFrom, m_secondTo })
+    for (QSpinBox* box : stepBoxes())
         connect(box, &QSpinBox::valueChanged, this, &CompareView::schedule);
-    connect(m_alignSteps, &QCheckBox::toggled, this, &CompareView::showOverlay);
-    connect(
-        m_sitesView, &QTableView::doubleClicked, this, [this](const QModelIndex& index) { showStack(index.row()); });
 }
 
-CompareView::~CompareView()
+void CompareView::swapPicks()
 {
-    // The computation holds its own references to the cases; nothing of this view is touched.
-    if (m_watcher)
-        m_watcher->disconnect(this);
+    const int a = m_ui->pickA->currentIndex();
+    const QSignalBlocker block(m_ui->pickA);
+    m_ui->pickA->setCurrentIndex(m_ui->pickB->currentIndex());
+    m_ui->pickB->setCurrentIndex(a);
+    schedule();
+}
+
+QList<QSpinBox*> CompareView::stepBoxes() const
+{
+    return { m_ui->firstFrom, m_ui->firstTo, m_ui->secondFrom, m_ui->secondTo };
+}
+
+QComboBox* CompareView::modeBox() const
+{
+    return m_ui->compareMode;
+}
+
+QComboBox* CompareView::pickerA() const
+{
+    return m_ui->pickA;
+}
+
+QComboBox* CompareView::pickerB() const
+{
+    return m_ui->pickB;
+}
+
+QCheckBox* CompareView::alignSteps() const
+{
+    return m_ui->alignSteps;
+}
+
+QTableWidget* CompareView::categoryTable() const
+{
+    return m_ui->categoryDeltas;
+}
+
+QTableView* CompareView::sitesView() const
+{
+    return m_ui->compareSites;
+}
+
+CompareOverlay* CompareView::overlay() const
+{
+    return m_ui->overlay;
+}
+
+QTableWidget* CompareView::survivingTable() const
+{
+    return m_ui->surviving;
 }
 
 void CompareView::setCandidates(const QList<CompareCandidate>& candidates)
 {
-    const QString a = m_pickA->currentText();
-    const QString b = m_pickB->currentText();
-    const QString run = m_pickRun->currentText();
+    const QString a = m_ui->pickA->currentText();
+    const QString b = m_ui->pickB->currentText();
+    const QString run = m_ui->pickRun->currentText();
     m_candidates = candidates;
     {
-        const QSignalBlocker blockA(m_pickA);
-        const QSignalBlocker blockB(m_pickB);
-        const QSignalBlocker blockRun(m_pickRun);
-        for (QComboBox* box : { m_pickA, m_pickB, m_pickRun }) {
+        const QSignalBlocker blockA(m_ui->pickA);
+        const QSignalBlocker blockB(m_ui->pickB);
+        const QSignalBlocker blockRun(m_ui->pickRun);
+        for (QComboBox* box : { m_ui->pickA, m_ui->pickB, m_ui->pickRun }) {
             box->clear();
             for (const CompareCandidate& candidate : candidates)
                 box->addItem(candidate.label);
         }
         // Keep the picks still open; else the first two (the order the user opened them in).
-        m_pickA->setCurrentIndex(std::max(0, m_pickA->findText(a)));
-        const int keptB = m_pickB->findText(b);
-        m_pickB->setCurrentIndex(keptB >= 0 ? keptB : std::min<int>(1, int(candidates.size()) - 1));
-        m_pickRun->setCurrentIndex(std::max(0, m_pickRun->findText(run)));
+        m_ui->pickA->setCurrentIndex(std::max(0, m_ui->pickA->findText(a)));
+        const int keptB = m_ui->pickB->findText(b);
+        m_ui->pickB->setCurrentIndex(keptB >= 0 ? keptB : std::min<int>(1, int(candidates.size()) - 1));
+        m_ui->pickRun->setCurrentIndex(std::max(0, m_ui->pickRun->findText(run)));
     }
     updateStepRanges();
     // One snapshot alone can only be compared with itself, window by window.
-    if (candidates.size() == 1 && m_mode->currentIndex() == SnapshotsMode) {
-        m_mode->setCurrentIndex(WindowsMode);
+    if (candidates.size() == 1 && m_ui->compareMode->currentIndex() == SnapshotsMode) {
+        m_ui->compareMode->setCurrentIndex(WindowsMode);
         return;
     }
     schedule();
@@ -257,16 +204,16 @@ void CompareView::setCandidates(const QList<CompareCandidate>& candidates)
 
 void CompareView::updateStepRanges()
 {
-    const int index = m_pickRun->currentIndex();
+    const int index = m_ui->pickRun->currentIndex();
     const SnapshotAnalysis* run = index >= 0 && index < m_candidates.size() ? m_candidates[index].analysis() : nullptr;
     const int steps = run && run->primary() ? run->primary()->stepCount : 0;
-    for (QSpinBox* box : { m_firstFrom, m_firstTo, m_secondFrom, m_secondTo }) {
+    for (QSpinBox* box : stepBoxes()) {
         const QSignalBlocker block(box);
         const bool untouched = box->maximum() == 0;
         box->setRange(0, steps);
         // A fresh run starts on step 1 against step 2: the first full steps after warm-up.
         if (untouched) {
-            const bool second = box == m_secondFrom || box == m_secondTo;
+            const bool second = box == m_ui->secondFrom || box == m_ui->secondTo;
             box->setValue(std::min(steps, second ? 2 : 1));
         }
     }
@@ -274,28 +221,29 @@ void CompareView::updateStepRanges()
 
 void CompareView::compareSnapshots(int candidateA, int candidateB)
 {
-    const QSignalBlocker blockMode(m_mode);
-    const QSignalBlocker blockA(m_pickA);
-    const QSignalBlocker blockB(m_pickB);
-    m_mode->setCurrentIndex(SnapshotsMode);
-    m_pickers->setCurrentIndex(SnapshotsMode);
-    m_pickA->setCurrentIndex(candidateA);
-    m_pickB->setCurrentIndex(candidateB);
+    const QSignalBlocker blockMode(m_ui->compareMode);
+    const QSignalBlocker blockA(m_ui->pickA);
+    const QSignalBlocker blockB(m_ui->pickB);
+    m_ui->compareMode->setCurrentIndex(SnapshotsMode);
+    m_ui->pickers->setCurrentIndex(SnapshotsMode);
+    m_ui->pickA->setCurrentIndex(candidateA);
+    m_ui->pickB->setCurrentIndex(candidateB);
     schedule();
 }
 
 void CompareView::compareWindows(int candidate, const StepWindow& first, const StepWindow& second)
 {
     {
-        const QSignalBlocker blockMode(m_mode);
-        const QSignalBlocker blockRun(m_pickRun);
-        m_mode->setCurrentIndex(WindowsMode);
-        m_pickers->setCurrentIndex(WindowsMode);
-        m_pickRun->setCurrentIndex(candidate);
+        const QSignalBlocker blockMode(m_ui->compareMode);
+        const QSignalBlocker blockRun(m_ui->pickRun);
+        m_ui->compareMode->setCurrentIndex(WindowsMode);
+        m_ui->pickers->setCurrentIndex(WindowsMode);
+        m_ui->pickRun->setCurrentIndex(candidate);
     }
     updateStepRanges();
-    const std::pair<QSpinBox*, int> values[] = { { m_firstFrom, first.firstStep }, { m_firstTo, first.lastStep },
-        { m_secondFrom, second.firstStep }, { m_secondTo, second.lastStep } };
+    const std::pair<QSpinBox*, int> values[]
+        = { { m_ui->firstFrom, first.firstStep }, { m_ui->firstTo, first.lastStep },
+              { m_ui->secondFrom, second.firstStep }, { m_ui->secondTo, second.lastStep } };
     for (const auto& [box, value] : values) {
         const QSignalBlocker block(box);
         box->setValue(value);
@@ -305,7 +253,7 @@ void CompareView::compareWindows(int candidate, const StepWindow& first, const S
 
 CompareView::Mode CompareView::mode() const
 {
-    return m_mode->currentIndex() == WindowsMode ? WindowsMode : SnapshotsMode;
+    return m_ui->compareMode->currentIndex() == WindowsMode ? WindowsMode : SnapshotsMode;
 }
 
 CompareRequest CompareView::request() const
@@ -316,12 +264,12 @@ CompareRequest CompareView::request() const
         return index >= 0 && index < m_candidates.size() ? m_candidates[index] : CompareCandidate {};
     };
     if (request.windows) {
-        request.a = candidate(m_pickRun->currentIndex());
-        request.first = { m_firstFrom->value(), m_firstTo->value() };
-        request.second = { m_secondFrom->value(), m_secondTo->value() };
+        request.a = candidate(m_ui->pickRun->currentIndex());
+        request.first = { m_ui->firstFrom->value(), m_ui->firstTo->value() };
+        request.second = { m_ui->secondFrom->value(), m_ui->secondTo->value() };
     } else {
-        request.a = candidate(m_pickA->currentIndex());
-        request.b = candidate(m_pickB->currentIndex());
+        request.a = candidate(m_ui->pickA->currentIndex());
+        request.b = candidate(m_ui->pickB->currentIndex());
     }
     return request;
 }
@@ -331,7 +279,7 @@ CompareRequest CompareView::request() const
 void CompareView::schedule()
 {
     m_busy = true;
-    m_busyLabel->show();
+    m_ui->busyLabel->show();
     if (m_scheduled)
         return;
     m_scheduled = true;
@@ -343,49 +291,40 @@ void CompareView::schedule()
 
 void CompareView::run()
 {
-    const int generation = ++m_generation;
-    if (m_watcher) {
-        m_watcher->disconnect(this);
-        m_watcher->deleteLater();
-    }
-    m_watcher = new QFutureWatcher<ComputedComparison>(this);
-    connect(m_watcher, &QFutureWatcherBase::finished, this, [this, generation] {
-        if (generation != m_generation)
-            return;
-        const ComputedComparison computed = m_watcher->result();
+    auto work = [request = request()](const JobContext&) { return computeComparison(request); };
+    m_jobs.replace(std::move(work), [this](const ComputedComparison& computed) {
         m_busy = false;
-        m_busyLabel->hide();
+        m_ui->busyLabel->hide();
         showResult(computed);
         emit compared();
     });
-    m_watcher->setFuture(QtConcurrent::run([request = request()] { return computeComparison(request); }));
 }
 
 QString CompareView::summaryText() const
 {
-    return m_summary->text();
+    return m_ui->compareSummary->text();
 }
 
 QString CompareView::peakText(bool sideB) const
 {
-    return (sideB ? m_peakB : m_peakA)->text();
+    return (sideB ? m_ui->peakB : m_ui->peakA)->text();
 }
 
 void CompareView::showResult(const ComputedComparison& computed)
 {
     m_computed = computed;
     if (!computed.comparison) {
-        m_summary->setText(computed.problem);
-        m_peakA->clear();
-        m_peakB->clear();
-        m_categories->setRowCount(0);
+        m_ui->compareSummary->setText(computed.problem);
+        m_ui->peakA->clear();
+        m_ui->peakB->clear();
+        m_ui->categoryDeltas->setRowCount(0);
         m_sites->setComparison(nullptr);
-        m_surviving->setRowCount(0);
-        m_overlay->setTimeline({}, {}, {});
+        m_ui->surviving->setRowCount(0);
+        m_ui->overlay->setTimeline({}, {}, {});
         return;
     }
     const Comparison& comparison = *computed.comparison;
-    m_summary->setText(toQString(comparison.summary));
+    m_ui->compareSummary->setText(toQString(comparison.summary));
     const auto sideText = [](const ComparisonSide& side) {
         QString name = toQString(side.label);
         if (!side.source.empty() && !side.window)
@@ -398,16 +337,16 @@ void CompareView::showResult(const ComputedComparison& computed)
                         .arg(colors::oomMarker().name(), momentText(*side.oom).toHtmlEscaped());
         return text;
     };
-    m_peakA->setText(sideText(comparison.a));
-    m_peakB->setText(sideText(comparison.b));
+    m_ui->peakA->setText(sideText(comparison.a));
+    m_ui->peakB->setText(sideText(comparison.b));
     fillCategories(comparison);
     m_sites->setComparison(computed.comparison);
-    m_sitesView->sortByColumn(CompareSitesModel::DeltaColumn, Qt::DescendingOrder);
-    m_sitesView->resizeColumnsToContents();
-    m_sitesView->horizontalHeader()->setSectionResizeMode(CompareSitesModel::SiteColumn, QHeaderView::Stretch);
+    m_ui->compareSites->sortByColumn(CompareSitesModel::DeltaColumn, Qt::DescendingOrder);
+    m_ui->compareSites->resizeColumnsToContents();
+    m_ui->compareSites->horizontalHeader()->setSectionResizeMode(CompareSitesModel::SiteColumn, QHeaderView::Stretch);
     fillSurviving(comparison);
-    m_lists->setTabEnabled(1, comparison.windows);
-    m_alignSteps->setEnabled(comparison.timeline.stepAligned);
+    m_ui->lists->setTabEnabled(1, comparison.windows);
+    m_ui->alignSteps->setEnabled(comparison.timeline.stepAligned);
     showOverlay();
 }
 
@@ -416,20 +355,20 @@ void CompareView::showOverlay()
     if (!m_computed.comparison)
         return;
     const Comparison& comparison = *m_computed.comparison;
-    const bool aligned = comparison.timeline.stepAligned && m_alignSteps->isChecked();
-    m_overlay->setTimeline(aligned ? comparison.timeline : m_computed.timeNormalised, toQString(comparison.a.label),
+    const bool aligned = comparison.timeline.stepAligned && m_ui->alignSteps->isChecked();
+    m_ui->overlay->setTimeline(aligned ? comparison.timeline : m_computed.timeNormalised, toQString(comparison.a.label),
         toQString(comparison.b.label));
 }
 
 void CompareView::fillCategories(const Comparison& comparison)
 {
     const bool oom = comparison.categoriesDeltaAtOom.has_value();
-    m_categories->setColumnHidden(CategoryOomDeltaColumn, !oom);
-    m_categories->setHorizontalHeaderItem(
+    m_ui->categoryDeltas->setColumnHidden(CategoryOomDeltaColumn, !oom);
+    m_ui->categoryDeltas->setHorizontalHeaderItem(
         CategoryAColumn, new QTableWidgetItem(QStringLiteral("%1 at peak").arg(toQString(comparison.a.label))));
-    m_categories->setHorizontalHeaderItem(
+    m_ui->categoryDeltas->setHorizontalHeaderItem(
         CategoryBColumn, new QTableWidgetItem(QStringLiteral("%1 at peak").arg(toQString(comparison.b.label))));
-    m_categories->setRowCount(0);
+    m_ui->categoryDeltas->setRowCount(0);
     for (int c = 0; c < categoryCount; ++c) {
         const auto category = static_cast<Category>(c);
         const uint64_t a = comparison.a.peak.categories[size_t(c)];
@@ -438,59 +377,59 @@ void CompareView::fillCategories(const Comparison& comparison)
         const int64_t oomDelta = oom ? (*comparison.categoriesDeltaAtOom)[size_t(c)] : 0;
         if (a == 0 && b == 0 && oomDelta == 0)
             continue;
-        const int row = m_categories->rowCount();
-        m_categories->insertRow(row);
+        const int row = m_ui->categoryDeltas->rowCount();
+        m_ui->categoryDeltas->insertRow(row);
         QTableWidgetItem* name = cell(categoryText(category), Qt::AlignLeft | Qt::AlignVCenter);
         name->setData(Qt::DecorationRole, colors::category(category));
         name->setData(Qt::UserRole, c);
-        m_categories->setItem(row, CategoryNameColumn, name);
-        m_categories->setItem(row, CategoryAColumn, cell(bytesText(a)));
-        m_categories->setItem(row, CategoryBColumn, cell(bytesText(b)));
+        m_ui->categoryDeltas->setItem(row, CategoryNameColumn, name);
+        m_ui->categoryDeltas->setItem(row, CategoryAColumn, cell(bytesText(a)));
+        m_ui->categoryDeltas->setItem(row, CategoryBColumn, cell(bytesText(b)));
         QTableWidgetItem* deltaItem = cell(bytesDeltaText(delta));
         deltaItem->setData(Qt::UserRole, qlonglong(delta));
         // A diverging shade: the category's colour, stronger the larger its share of the change.
         QColor shade = colors::category(category);
         shade.setAlpha(delta == 0 ? 0 : 90);
         deltaItem->setBackground(shade);
-        m_categories->setItem(row, CategoryDeltaColumn, deltaItem);
+        m_ui->categoryDeltas->setItem(row, CategoryDeltaColumn, deltaItem);
         QTableWidgetItem* oomItem = cell(oom ? bytesDeltaText(oomDelta) : QString());
         oomItem->setData(Qt::UserRole, qlonglong(oomDelta));
-        m_categories->setItem(row, CategoryOomDeltaColumn, oomItem);
+        m_ui->categoryDeltas->setItem(row, CategoryOomDeltaColumn, oomItem);
     }
-    m_categories->resizeColumnsToContents();
+    m_ui->categoryDeltas->resizeColumnsToContents();
 }
 
 void CompareView::fillSurviving(const Comparison& comparison)
 {
-    m_surviving->setRowCount(int(comparison.surviving.size()));
+    m_ui->surviving->setRowCount(int(comparison.surviving.size()));
     for (size_t i = 0; i < comparison.surviving.size(); ++i) {
         const SurvivingSite& site = comparison.surviving[i];
         const int row = int(i);
-        m_surviving->setItem(row, 0, cell(toQString(siteLabel(site.key)), Qt::AlignLeft | Qt::AlignVCenter));
+        m_ui->surviving->setItem(row, 0, cell(toQString(siteLabel(site.key)), Qt::AlignLeft | Qt::AlignVCenter));
         QTableWidgetItem* category = cell(categoryText(site.key.category), Qt::AlignLeft | Qt::AlignVCenter);
         category->setData(Qt::DecorationRole, colors::category(site.key.category));
-        m_surviving->setItem(row, 1, category);
+        m_ui->surviving->setItem(row, 1, category);
         QTableWidgetItem* bytes = cell(bytesText(site.bytes));
         bytes->setData(Qt::UserRole, qulonglong(site.bytes));
-        m_surviving->setItem(row, 2, bytes);
-        m_surviving->setItem(row, 3, cell(QString::number(site.count)));
-        m_surviving->setItem(row, 4,
+        m_ui->surviving->setItem(row, 2, bytes);
+        m_ui->surviving->setItem(row, 3, cell(QString::number(site.count)));
+        m_ui->surviving->setItem(row, 4,
             cell(site.repeats ? QStringLiteral("yes: %1 more").arg(bytesText(site.secondWindowBytes)) : QString(),
                 Qt::AlignLeft | Qt::AlignVCenter));
         if (site.repeats) {
-            for (int column = 0; column < m_surviving->columnCount(); ++column) {
-                QFont font = m_surviving->item(row, column)->font();
+            for (int column = 0; column < m_ui->surviving->columnCount(); ++column) {
+                QFont font = m_ui->surviving->item(row, column)->font();
                 font.setBold(true);
-                m_surviving->item(row, column)->setFont(font);
+                m_ui->surviving->item(row, column)->setFont(font);
             }
         }
     }
-    m_lists->setTabText(1,
+    m_ui->lists->setTabText(1,
         comparison.windows && comparison.survivingBytes > 0
             ? QStringLiteral("Kept across windows (%1)").arg(bytesText(comparison.survivingBytes))
             : QStringLiteral("Kept across windows"));
-    m_surviving->resizeColumnsToContents();
-    m_surviving->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
+    m_ui->surviving->resizeColumnsToContents();
+    m_ui->surviving->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
 }
 
 QDialog* CompareView::showStack(int row)

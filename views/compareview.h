@@ -1,8 +1,8 @@
 #pragma once
 
 #include "views/comparecomputation.h"
+#include "views/jobtracker.h"
 
-#include <QFutureWatcher>
 #include <QList>
 #include <QWidget>
 
@@ -11,13 +11,14 @@
 class QCheckBox;
 class QComboBox;
 class QDialog;
-class QLabel;
 class QSortFilterProxyModel;
 class QSpinBox;
-class QStackedWidget;
-class QTabWidget;
 class QTableView;
 class QTableWidget;
+
+namespace Ui {
+class CompareView;
+}
 
 namespace oomlens {
 
@@ -28,7 +29,8 @@ class CompareSitesModel;
 // run (the leak check). Shows core's Comparison: the sentence, each side's peak, the category
 // deltas at the peak and the OOM, both timelines on one axis, the matched sites (sortable, new
 // and vanished marked, double-click for the whole stack) and, for windows, what the first window
-// left alive. Computed on the thread pool so a big pair never freezes the window.
+// left alive. Computed on the thread pool so a big pair never freezes the window. The layout is
+// views/compareview.ui.
 class CompareView : public QWidget
 {
     Q_OBJECT
@@ -61,16 +63,16 @@ public:
     QString summaryText() const;
     QString peakText(bool sideB) const;
 
-    QComboBox* modeBox() const { return m_mode; }
-    QComboBox* pickerA() const { return m_pickA; }
-    QComboBox* pickerB() const { return m_pickB; }
-    QCheckBox* alignSteps() const { return m_alignSteps; }
-    QTableWidget* categoryTable() const { return m_categories; }
-    QTableView* sitesView() const { return m_sitesView; }
+    QComboBox* modeBox() const;
+    QComboBox* pickerA() const;
+    QComboBox* pickerB() const;
+    QCheckBox* alignSteps() const;
+    QTableWidget* categoryTable() const;
+    QTableView* sitesView() const;
     QSortFilterProxyModel* sitesProxy() const { return m_proxy; }
     CompareSitesModel* sitesModel() const { return m_sites; }
-    CompareOverlay* overlay() const { return m_overlay; }
-    QTableWidget* survivingTable() const { return m_surviving; }
+    CompareOverlay* overlay() const;
+    QTableWidget* survivingTable() const;
     // Shows the whole stack of the site in the sites table's `row` (as sorted on screen).
     QDialog* showStack(int row);
 
@@ -78,6 +80,11 @@ signals:
     void compared();
 
 private:
+    void setUpSplitters();
+    void setUpLists();
+    void connectPickers();
+    void swapPicks();
+    QList<QSpinBox*> stepBoxes() const;
     void schedule();
     void run();
     void showResult(const ComputedComparison& computed);
@@ -87,34 +94,14 @@ private:
     void updateStepRanges();
     CompareRequest request() const;
 
+    std::unique_ptr<Ui::CompareView> m_ui;
+    CompareSitesModel* m_sites = nullptr;
+    QSortFilterProxyModel* m_proxy = nullptr;
     QList<CompareCandidate> m_candidates;
     ComputedComparison m_computed;
     bool m_busy = false;
     bool m_scheduled = false;
-    int m_generation = 0;
-    QFutureWatcher<ComputedComparison>* m_watcher = nullptr;
-
-    QComboBox* m_mode = nullptr;
-    QStackedWidget* m_pickers = nullptr;
-    QComboBox* m_pickA = nullptr;
-    QComboBox* m_pickB = nullptr;
-    QComboBox* m_pickRun = nullptr;
-    QSpinBox* m_firstFrom = nullptr;
-    QSpinBox* m_firstTo = nullptr;
-    QSpinBox* m_secondFrom = nullptr;
-    QSpinBox* m_secondTo = nullptr;
-    QCheckBox* m_alignSteps = nullptr;
-    QLabel* m_busyLabel = nullptr;
-    QLabel* m_summary = nullptr;
-    QLabel* m_peakA = nullptr;
-    QLabel* m_peakB = nullptr;
-    QTableWidget* m_categories = nullptr;
-    CompareOverlay* m_overlay = nullptr;
-    QTabWidget* m_lists = nullptr;
-    CompareSitesModel* m_sites = nullptr;
-    QSortFilterProxyModel* m_proxy = nullptr;
-    QTableView* m_sitesView = nullptr;
-    QTableWidget* m_surviving = nullptr;
+    JobTracker m_jobs; // last: destroyed first, so that no result reaches the widgets
 };
 
 } // namespace oomlens

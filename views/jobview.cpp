@@ -13,12 +13,10 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QProgressBar>
-#include <QPromise>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 namespace oomlens {
 
@@ -39,13 +37,53 @@ QString imbalanceText(const JobSummary& job)
         .arg(toQString(formatRatio(job.imbalance)), bytesText(job.maxPeakBytes), bytesText(job.medianPeakBytes));
 }
 
+// The failing rank's row stands out: bold, shaded, its sentence as the tooltip.
+void markFailingRow(QTableWidget* table, int row, const JobSummary& summary)
+{
+    QColor failingShade = colors::oomMarker();
+    failingShade.setAlpha(50);
+    for (int column = 0; column < JobView::ColumnCount; ++column) {
+        QTableWidgetItem* item = table->item(row, column);
+        QFont font = item->font();
+        font.setBold(true);
+        item->setFont(font);
+        item->setBackground(failingShade);
+        item->setToolTip(toQString(failingRankSentence(summary)));
+    }
+    if (summary.failingIsClosestOnly())
+        table->item(row, JobView::OomColumn)->setText(QStringLiteral("no (closest)"));
+}
+
 } // namespace
 
 JobView::JobView(QWidget* parent)
     : QWidget(parent)
 {
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(makeBusyRow());
+    makeHeadline(layout);
 
+    auto* split = new QSplitter(Qt::Vertical, this);
+    m_bars = new JobBars(split);
+    split->addWidget(m_bars);
+    auto* lower = new QSplitter(Qt::Horizontal, split);
+    lower->addWidget(makeRanksPane(lower));
+    lower->addWidget(makeSidePane(lower));
+    lower->setStretchFactor(0, 3);
+    lower->setStretchFactor(1, 2);
+    split->addWidget(lower);
+    split->setStretchFactor(0, 3);
+    split->setStretchFactor(1, 2);
+    layout->addWidget(split, 1);
+
+    connectRanks();
+    connect(
+        &m_jobs, &JobTracker::progressChanged, this, [this](int, int done, int total) { showProgress(done, total); });
+    m_busyRow->hide();
+}
+
+QWidget* JobView::makeBusyRow()
+{
     m_busyRow = new QWidget(this);
     auto* busyLayout = new QHBoxLayout(m_busyRow);
     busyLayout->setContentsMargins(0, 0, 0, 0);
@@ -60,9 +98,12 @@ JobView::JobView(QWidget* parent)
     busyLayout->addWidget(m_progress);
     busyLayout->addWidget(cancelButton);
     busyLayout->addStretch(1);
-    layout->addWidget(m_busyRow);
     connect(cancelButton, &QPushButton::clicked, this, &JobView::cancel);
+    return m_busyRow;
+}
 
+void JobView::makeHeadline(QLayout* layout)
+{
     m_headline = new QLabel(this);
     m_headline->setObjectName(QStringLiteral("jobHeadline"));
     m_headline->setWordWrap(true);
@@ -77,13 +118,11 @@ JobView::JobView(QWidget* parent)
     m_figures->setWordWrap(true);
     m_figures->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_figures);
+}
 
-    auto* split = new QSplitter(Qt::Vertical, this);
-    m_bars = new JobBars(split);
-    split->addWidget(m_bars);
-
-    auto* lower = new QSplitter(Qt::Horizontal, split);
-    auto* tablePane = new QWidget(lower);
+QWidget* JobView::makeRanksPane(QWidget* parent)
+{
+    auto* tablePane = new QWidget(parent);
     auto* tableLayout = new QVBoxLayout(tablePane);
     tableLayout->setContentsMargins(0, 0, 0, 0);
     m_table = new QTableWidget(0, ColumnCount, tablePane);
@@ -106,9 +145,12 @@ JobView::JobView(QWidget* parent)
     buttons->addWidget(m_open);
     buttons->addStretch(1);
     tableLayout->addLayout(buttons);
-    lower->addWidget(tablePane);
+    return tablePane;
+}
 
-    auto* side = new QWidget(lower);
+QWidget* JobView::makeSidePane(QWidget* parent)
+{
+    auto* side = new QWidget(parent);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
     sideLayout->addWidget(new QLabel(QStringLiteral("<b>Ranks that look alike</b>"), side));
@@ -121,14 +163,11 @@ JobView::JobView(QWidget* parent)
     m_notes->setObjectName(QStringLiteral("jobNotes"));
     m_notes->setWordWrap(true);
     sideLayout->addWidget(m_notes, 1);
-    lower->addWidget(side);
-    lower->setStretchFactor(0, 3);
-    lower->setStretchFactor(1, 2);
-    split->addWidget(lower);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    layout->addWidget(split, 1);
+    return side;
+}
 
+void JobView::connectRanks()
+{
     connect(m_table, &QTableWidget::itemSelectionChanged, this, [this] {
         const int rank = selectedRank();
         m_open->setEnabled(rank >= 0 && m_summary.ranks[size_t(rank)].readable());
@@ -137,29 +176,13 @@ JobView::JobView(QWidget* parent)
     connect(m_open, &QPushButton::clicked, this, [this] { openRank(selectedRank()); });
     connect(m_bars, &JobBars::rankClicked, this, &JobView::selectRank);
     connect(m_bars, &JobBars::rankDoubleClicked, this, &JobView::openRank);
-    m_busyRow->hide();
-}
-
-JobView::~JobView()
-{
-    if (m_cancel)
-        *m_cancel = true;
-    if (m_watcher)
-        m_watcher->waitForFinished();
 }
 
 void JobView::start(const QStringList& rankFiles, const AnalysisOptions& options, const QStringList& beside)
 {
-    cancel();
-    if (m_watcher) {
-        m_watcher->disconnect(this);
-        m_watcher->waitForFinished();
-        m_watcher->deleteLater();
-    }
     m_files = rankFiles;
     m_busy = true;
     m_cancelled = false;
-    m_cancel = std::make_shared<std::atomic_bool>(false);
     m_headline->setText(QStringLiteral("Summarizing %1 rank files…").arg(rankFiles.size()));
     m_figures->clear();
     m_progress->setRange(0, int(rankFiles.size()));
@@ -167,48 +190,44 @@ void JobView::start(const QStringList& rankFiles, const AnalysisOptions& options
     m_progressText->setText(QStringLiteral("0 of %1 ranks").arg(rankFiles.size()));
     m_busyRow->show();
 
-    m_watcher = new QFutureWatcher<Opened>(this);
-    connect(m_watcher, &QFutureWatcherBase::finished, this, [this] {
-        m_busy = false;
-        m_busyRow->hide();
-        const Opened job = m_watcher->future().resultCount() > 0 ? m_watcher->result() : Opened {};
-        m_cancelled = job.cancelled || (m_cancel && *m_cancel);
-        if (m_cancelled) {
-            m_headline->setText(QStringLiteral("Cancelled: the job was not summarized."));
-        } else {
-            showJob(job);
-        }
-        emit finished();
-    });
-    // The summarizer reports from its worker threads; the count reaches the view as a queued call,
-    // dropped if the view is gone by then.
-    auto report = [this](size_t done, size_t total) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, done, total] {
-                m_progress->setValue(int(done));
-                m_progressText->setText(QStringLiteral("%1 of %2 ranks").arg(done).arg(total));
-                emit progressChanged(int(done), int(total));
-            },
-            Qt::QueuedConnection);
-    };
     std::vector<LoadRequest> besideRequests;
     for (const QString& path : beside)
         besideRequests.push_back(LoadRequest::file(path.toStdString()));
-    m_watcher->setFuture(
-        QtConcurrent::run([rankFiles = toStdStrings(rankFiles), besideRequests, options, cancel = m_cancel, report] {
-            OpenOptions openOptions;
-            openOptions.analysis = options;
-            openOptions.cancel = cancel.get();
-            openOptions.rankProgress = report;
-            return openJob(rankFiles, besideRequests, openOptions);
-        }));
+    // The summarizer counts its ranks from its own worker threads.
+    auto work = [rankFiles = toStdStrings(rankFiles), besideRequests, options](const JobContext& job) {
+        OpenOptions openOptions;
+        openOptions.analysis = options;
+        openOptions.cancel = &job.cancelFlag();
+        openOptions.rankProgress = [&job](size_t done, size_t total) { job.progress(int(done), int(total)); };
+        return openJob(rankFiles, besideRequests, openOptions);
+    };
+    // A job started again replaces the one still summarizing: its result is dropped.
+    m_jobs.replace(std::move(work), [this](Opened job, const JobEnd& end) { summarized(job, end.cancelled); });
+}
+
+void JobView::showProgress(int done, int total)
+{
+    m_progress->setValue(done);
+    m_progressText->setText(QStringLiteral("%1 of %2 ranks").arg(done).arg(total));
+    emit progressChanged(done, total);
+}
+
+void JobView::summarized(const Opened& job, bool cancelled)
+{
+    m_busy = false;
+    m_busyRow->hide();
+    m_cancelled = job.cancelled || cancelled;
+    if (m_cancelled)
+        m_headline->setText(QStringLiteral("Cancelled: the job was not summarized."));
+    else
+        showJob(job);
+    emit finished();
 }
 
 void JobView::cancel()
 {
-    if (m_busy && m_cancel) {
-        *m_cancel = true;
+    if (m_busy) {
+        m_jobs.cancelAll();
         m_progressText->setText(QStringLiteral("Cancelling…"));
     }
 }
@@ -224,16 +243,25 @@ void JobView::showJob(const Opened& job)
     m_failingCase = m_summary.failing() ? job.loaded : nullptr;
     m_failingSnapshot = job.failingSnapshot;
     m_failures = job.failures;
-    const JobSummary& summary = m_summary;
-    QString headline = toQString(failingRankSentence(summary));
+    QString headline = toQString(failingRankSentence(m_summary));
     // The sentence names the file as given; the table beside it has the full path.
-    if (const RankSummary* failing = summary.failing())
+    if (const RankSummary* failing = m_summary.failing())
         headline.replace(
             QString::fromStdString(failing->file), QFileInfo(QString::fromStdString(failing->file)).fileName());
-    if (summary.failingIsClosestOnly())
+    if (m_summary.failingIsClosestOnly())
         headline = QStringLiteral("No rank ran out of memory. Closest: ") + headline;
     m_headline->setText(headline);
-    m_bars->setJob(summary);
+    m_bars->setJob(m_summary);
+    showFigures();
+    showGroupsAndNotes();
+    fillTable();
+    if (m_summary.failingRank)
+        selectRank(int(*m_summary.failingRank));
+}
+
+void JobView::showFigures()
+{
+    const JobSummary& summary = m_summary;
     QStringList figures;
     figures << QStringLiteral("%1 ranks").arg(summary.ranks.size());
     figures << QStringLiteral("%1 ran out of memory").arg(summary.oomRanks);
@@ -245,7 +273,11 @@ void JobView::showJob(const Opened& job)
     if (summary.workers > 0)
         figures << QStringLiteral("summarized by %1 worker threads").arg(summary.workers);
     m_figures->setText(figures.join(QStringLiteral(" · ")));
+}
 
+void JobView::showGroupsAndNotes()
+{
+    const JobSummary& summary = m_summary;
     m_groups->clear();
     for (const RankGroup& group : summary.groups) {
         const QString range = group.minPeakBytes == group.maxPeakBytes
@@ -263,57 +295,43 @@ void JobView::showJob(const Opened& job)
     }
     if (m_notes->count() == 0)
         m_notes->addItem(QStringLiteral("(none)"));
-    fillTable();
-    if (summary.failingRank)
-        selectRank(int(*summary.failingRank));
 }
 
 void JobView::fillTable()
 {
-    const JobSummary& summary = m_summary;
-    m_table->setRowCount(int(summary.ranks.size()));
-    QColor failingShade = colors::oomMarker();
-    failingShade.setAlpha(50);
-    for (size_t i = 0; i < summary.ranks.size(); ++i) {
-        const RankSummary& rank = summary.ranks[i];
-        const int row = int(i);
-        const bool failing = summary.failingRank == i;
-        m_table->setItem(row, RankColumn, cell(toQString(rankName(rank)), rank.rank));
-        m_table->setItem(row, FileColumn, cell(QFileInfo(QString::fromStdString(rank.file)).fileName()));
-        m_table->item(row, FileColumn)->setToolTip(QString::fromStdString(rank.file));
-        if (!rank.readable()) {
-            m_table->setItem(row, PeakColumn, cell(QStringLiteral("unreadable: %1").arg(toQString(rank.error))));
-            for (int column = ReservedColumn; column < ColumnCount; ++column)
-                m_table->setItem(row, column, cell(QString()));
-            continue;
-        }
-        m_table->setItem(
-            row, PeakColumn, cell(bytesText(rank.peakAllocatedBytes), qulonglong(rank.peakAllocatedBytes)));
-        m_table->setItem(
-            row, ReservedColumn, cell(bytesText(rank.peakReservedBytes), qulonglong(rank.peakReservedBytes)));
-        const auto use = rank.capacityUse();
-        m_table->setItem(row, CardColumn, cell(use ? QStringLiteral("%1%").arg(*use * 100, 0, 'f', 0) : QString()));
-        m_table->setItem(row, OomColumn,
-            cell(rank.oom ? (failing ? QStringLiteral("yes, first") : QStringLiteral("yes")) : QString()));
-        const QString group = rank.group >= 0 && size_t(rank.group) < summary.groups.size()
-            ? toQString(summary.groups[size_t(rank.group)].label)
-            : QString();
-        m_table->setItem(row, GroupColumn, cell(group));
-        m_table->setItem(row, DiagnosisColumn, cell(toQString(rank.topDiagnosisTitle)));
-        if (failing) {
-            for (int column = 0; column < ColumnCount; ++column) {
-                QTableWidgetItem* item = m_table->item(row, column);
-                QFont font = item->font();
-                font.setBold(true);
-                item->setFont(font);
-                item->setBackground(failingShade);
-                item->setToolTip(toQString(failingRankSentence(summary)));
-            }
-            if (summary.failingIsClosestOnly())
-                m_table->item(row, OomColumn)->setText(QStringLiteral("no (closest)"));
-        }
-    }
+    m_table->setRowCount(int(m_summary.ranks.size()));
+    for (size_t i = 0; i < m_summary.ranks.size(); ++i)
+        fillRank(int(i));
     m_table->resizeColumnsToContents();
+}
+
+void JobView::fillRank(int row)
+{
+    const JobSummary& summary = m_summary;
+    const RankSummary& rank = summary.ranks[size_t(row)];
+    const bool failing = summary.failingRank == size_t(row);
+    m_table->setItem(row, RankColumn, cell(toQString(rankName(rank)), rank.rank));
+    m_table->setItem(row, FileColumn, cell(QFileInfo(QString::fromStdString(rank.file)).fileName()));
+    m_table->item(row, FileColumn)->setToolTip(QString::fromStdString(rank.file));
+    if (!rank.readable()) {
+        m_table->setItem(row, PeakColumn, cell(QStringLiteral("unreadable: %1").arg(toQString(rank.error))));
+        for (int column = ReservedColumn; column < ColumnCount; ++column)
+            m_table->setItem(row, column, cell(QString()));
+        return;
+    }
+    m_table->setItem(row, PeakColumn, cell(bytesText(rank.peakAllocatedBytes), qulonglong(rank.peakAllocatedBytes)));
+    m_table->setItem(row, ReservedColumn, cell(bytesText(rank.peakReservedBytes), qulonglong(rank.peakReservedBytes)));
+    const auto use = rank.capacityUse();
+    m_table->setItem(row, CardColumn, cell(use ? QStringLiteral("%1%").arg(*use * 100, 0, 'f', 0) : QString()));
+    m_table->setItem(
+        row, OomColumn, cell(rank.oom ? (failing ? QStringLiteral("yes, first") : QStringLiteral("yes")) : QString()));
+    const QString group = rank.group >= 0 && size_t(rank.group) < summary.groups.size()
+        ? toQString(summary.groups[size_t(rank.group)].label)
+        : QString();
+    m_table->setItem(row, GroupColumn, cell(group));
+    m_table->setItem(row, DiagnosisColumn, cell(toQString(rank.topDiagnosisTitle)));
+    if (failing)
+        markFailingRow(m_table, row, summary);
 }
 
 int JobView::selectedRank() const

@@ -2,12 +2,11 @@
 
 #include "core/job/jobsummary.h"
 #include "opening/opening.h"
+#include "views/jobtracker.h"
 
-#include <QFutureWatcher>
 #include <QStringList>
 #include <QWidget>
 
-#include <atomic>
 #include <memory>
 
 class QLabel;
@@ -23,8 +22,8 @@ class JobBars;
 // A job of many rank files at once: per-rank peaks stacked by category against the card, the
 // failing rank (or the one that came closest, flagged as such), the imbalance, the groups of
 // ranks that look alike, the notes and a table of ranks. Summarized by core's worker pool off the
-// GUI thread (opening/opening.h's openJob in a worker), with progress and cancel; a double-click
-// on a rank opens its file as a case.
+// GUI thread (opening/opening.h's openJob as a JobTracker job), with progress and cancel; a
+// double-click on a rank opens its file as a case.
 class JobView : public QWidget
 {
     Q_OBJECT
@@ -42,7 +41,6 @@ public:
     };
 
     explicit JobView(QWidget* parent = nullptr);
-    ~JobView() override;
 
     // `beside`: the inputs given with the ranks (a log, a traceback), read into the failing rank's case.
     void start(const QStringList& rankFiles, const AnalysisOptions& options = {}, const QStringList& beside = {});
@@ -75,8 +73,18 @@ signals:
     void openRankRequested(const QString& file);
 
 private:
+    QWidget* makeBusyRow();
+    void makeHeadline(QLayout* layout);
+    QWidget* makeRanksPane(QWidget* parent);
+    QWidget* makeSidePane(QWidget* parent);
+    void connectRanks();
+    void showProgress(int done, int total);
+    void summarized(const Opened& job, bool cancelled);
     void showJob(const Opened& job);
+    void showFigures();
+    void showGroupsAndNotes();
     void fillTable();
+    void fillRank(int row);
 
     QStringList m_files;
     JobSummary m_summary;
@@ -87,8 +95,6 @@ private:
     std::vector<InputFailure> m_failures;
     bool m_busy = false;
     bool m_cancelled = false;
-    std::shared_ptr<std::atomic_bool> m_cancel;
-    QFutureWatcher<Opened>* m_watcher = nullptr;
 
     QWidget* m_busyRow = nullptr;
     QProgressBar* m_progress = nullptr;
@@ -100,6 +106,7 @@ private:
     QListWidget* m_groups = nullptr;
     QListWidget* m_notes = nullptr;
     QPushButton* m_open = nullptr;
+    JobTracker m_jobs; // last: destroyed first, so that nothing reaches the widgets above
 };
 
 } // namespace oomlens

@@ -6,20 +6,14 @@
 
 #include <QWidget>
 
+#include <memory>
 #include <optional>
 
-class QCheckBox;
-class QComboBox;
-class QDoubleSpinBox;
-class QLabel;
-class QLineEdit;
-class QPlainTextEdit;
-class QPushButton;
-class QSpinBox;
+namespace Ui {
+class WhatIfView;
+}
 
 namespace oomlens {
-
-class WhatIfBars;
 
 // "What if": a training set-up as controls and its memory per GPU as stacked bars in the
 // timeline's band colours, with the card's capacity across them and the verdict in words. With
@@ -31,11 +25,13 @@ class WhatIfBars;
 // There is no default model: until one is given (a config.json opened in the case, a known
 // model picked, or a parameter count typed) the bars are the run's own measured bands and the
 // set-up waits; a model whose parameters cannot be the run's is planned but not calibrated.
+// The form is views/whatifview.ui.
 class WhatIfView : public QWidget
 {
     Q_OBJECT
 public:
     explicit WhatIfView(QWidget* parent = nullptr);
+    ~WhatIfView() override;
 
     // The snapshot's device whose peak the current controls describe; nullptr forgets it.
     void setMeasured(std::shared_ptr<const SnapshotAnalysis> analysis, int32_t device);
@@ -70,7 +66,20 @@ signals:
     void planChanged();
 
 private:
+    void fillModels();
+    void fillCoreChoices();
+    void fillCards();
+    void styleResults();
+    void connectModel();
+    void connectSetup();
+    void connectConfig();
     void recompute();
+    void enableControls(bool haveModel);
+    void showSetupProblem(const std::string& problem);
+    void showVerdict(const planner::TrainingSetup& current, uint64_t capacity);
+    QString detailsText(const planner::ModelSpec& spec, const planner::TrainingSetup& current, uint64_t capacity) const;
+    QString servingText(const planner::TrainingSetup& current) const;
+    void showCalibration();
     // No model to plan with: the measured run's bands, and the question for a model.
     void showWithoutModel();
     void showConfig();
@@ -79,45 +88,7 @@ private:
     QList<QWidget*> setupControls() const;
     std::optional<planner::GpuCard> card() const;
 
-    QComboBox* m_model = nullptr;
-    QLineEdit* m_parameters = nullptr;
-    QSpinBox* m_batch = nullptr;
-    QSpinBox* m_sequence = nullptr;
-    QComboBox* m_precision = nullptr;
-    QComboBox* m_optimizer = nullptr;
-    QSpinBox* m_accumulation = nullptr;
-    QComboBox* m_checkpointing = nullptr;
-    QSpinBox* m_checkpointEvery = nullptr; // K of "every K-th block"
-    QComboBox* m_attention = nullptr;
-    QSpinBox* m_gpus = nullptr;
-    QSpinBox* m_nodes = nullptr;
-    QComboBox* m_zero = nullptr;
-    QComboBox* m_offload = nullptr;
-    QSpinBox* m_loraRank = nullptr;
-    QCheckBox* m_qlora = nullptr;
-    QComboBox* m_loraTargets = nullptr;
-    // Model parallelism (Megatron's layout) and serving.
-    QSpinBox* m_tp = nullptr;
-    QCheckBox* m_sequenceParallel = nullptr;
-    QSpinBox* m_cp = nullptr;
-    QSpinBox* m_pp = nullptr;
-    QSpinBox* m_vpp = nullptr;
-    QSpinBox* m_microbatches = nullptr;
-    QSpinBox* m_ep = nullptr;
-    QCheckBox* m_distributedOptimizer = nullptr;
-    QCheckBox* m_inference = nullptr;
-    QComboBox* m_kvDtype = nullptr;
-    QComboBox* m_weights = nullptr;
-    QDoubleSpinBox* m_gpuUtilization = nullptr;
-    QComboBox* m_card = nullptr;
-    QLabel* m_verdict = nullptr;
-    QLabel* m_details = nullptr;
-    QLabel* m_calibrationLabel = nullptr;
-    QComboBox* m_configKind = nullptr;
-    QPushButton* m_measuredRun = nullptr;
-    QPlainTextEdit* m_config = nullptr;
-    WhatIfBars* m_bars = nullptr;
-
+    std::unique_ptr<Ui::WhatIfView> m_ui;
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     const DeviceAnalysis* m_device = nullptr;
     std::optional<planner::PlanCalibration> m_calibration;

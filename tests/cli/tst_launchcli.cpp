@@ -33,10 +33,7 @@ class TestLaunchCli : public QObject
     static QString snapshot() { return test::testDataDir() + QStringLiteral("/scenarios/first_backward.pickle"); }
 
     // What a window that cannot open says: no display where the build has a GUI, none at all where not.
-    static const char* noWindowWords()
-    {
-        return test::oomlensBinaryHasGui() ? "no display" : "this build has no GUI";
-    }
+    static const char* noWindowWords() { return test::oomlensBinaryHasGui() ? "no display" : "this build has no GUI"; }
 
     static void verifyOneLine(const Run& run, const char* part)
     {

@@ -3,6 +3,7 @@ and the two answers compared byte for byte (exit status, stdout, stderr, files w
 
 import json
 import os
+import re
 import shutil
 
 # The fixtures diagnosed one by one: every kind of input the command line reads (OOM messages,
@@ -12,6 +13,11 @@ import shutil
 DIAGNOSE_FOLDERS = ["text", "text_b", "text_c", "real", "snapshots", "sidecar", "hostmemory",
                     "scenarios_serving", "compare", "job"]
 SCENARIO = "data/scenarios/first_backward"
+MCP_REPORT_CASE = "data/scenarios/closure_first_backward"
+# The one thing in a written file that differs by design: a report's footer says when it was
+# written, to the second ("Written by oomlens 0.1.0 on 2026-11-29T13:50:00Z."), and the two builds
+# run one after the other. Both files' stamps are replaced by the same word before comparing.
+GENERATED_AT = re.compile(rb"(Written by oomlens \S+ on )\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 class Tally:
@@ -85,6 +91,7 @@ def files_under(folder, unrooted=b""):
             path = os.path.join(directory, name)
             with open(path, "rb") as source:
                 data = source.read()
+            data = GENERATED_AT.sub(rb"\1(time)", data)
             contents[os.path.relpath(path, folder)] = data.replace(unrooted, b"") if unrooted else data
     return contents
 
@@ -119,12 +126,22 @@ def commands_that_write(root, tally):
     written(root, tally, "summarize a job folder", ["summarize", "data/job", "-o", "out/summaries"])
     written(root, tally, "summarize one shard", ["summarize", "data/job", "-o", "out/shard", "--shard", "1/2"])
     written(root, tally, "report", ["report", SCENARIO + ".pickle", SCENARIO + ".oom.txt", "-o", "out/report.html"])
-    # Summaries written on the node, merged where the user diagnoses.
+    # Summaries written on the node, merged where the user diagnoses. A summary names its
+    # snapshot by absolute path ("/data/job/rank0.pickle" in the root) and the diagnosis reads the
+    # snapshot when it is there; the desktop build, outside the root, could not find it at that
+    # path. So both diagnose the summaries as they are read after being copied home: with the
+    # snapshots left behind (data/job moved aside meanwhile).
     written(root, tally, "summarize for the merge", ["summarize", "data/job", "-o", "out/merge"])
     merge = os.path.join(root.path, "out", "merge")
     if os.path.isdir(merge):  # else the summarize above failed, and said so
         os.replace(merge, os.path.join(root.path, "data", "job-summaries"))
-    both(root, tally, "diagnose --json on summaries", ["diagnose", "--json", "data/job-summaries"])
+    job, aside = os.path.join(root.path, "data", "job"), os.path.join(root.path, "job-left-on-the-cluster")
+    os.replace(job, aside)
+    try:
+        both(root, tally, "diagnose --json on summaries", ["diagnose", "--json", "data/job-summaries"])
+        both(root, tally, "diagnose on summaries", ["diagnose", "data/job-summaries"])
+    finally:
+        os.replace(aside, job)
 
 
 def commands_that_print(root, tally):
@@ -170,7 +187,13 @@ def mcp_messages():
         ("stack_history", {"input": "/data/scenarios/leak.pickle", "site": ".py:", "limit": 5}),
         ("compare", {"a": "/data/compare/batch.a.pickle", "b": "/data/compare/batch.b.pickle"}),
         ("plan", {"model": "llama-2-7b", "batch": 2, "seq": 2048, "zero": 3, "gpus": 8, "card": "80GB"}),
-        ("report", {"inputs": [snapshot, traceback], "output": "/out/report.html"}),
+        # The report holds its inputs' paths and its answer says its size: relative paths (from
+        # the server's working directory, the root's top for both builds) so that the desktop
+        # build, which sees the fixtures under the root's longer path, writes the same bytes.
+        # And a case no other call opens: the server's cache is keyed by absolute path, so a case
+        # another call loaded first (calls run on several workers, in any order) would bring
+        # that call's spelling of the paths.
+        ("report", {"inputs": [MCP_REPORT_CASE + ".pickle", MCP_REPORT_CASE + ".oom.txt"], "output": "out/report.html"}),
         ("diagnose", {"inputs": ["/data/no-such-file.pickle"]}),
     ]
     messages = [

@@ -12,6 +12,7 @@ import subprocess
 COMMAND_TIMEOUT_S = 300
 ROOT_BINARY = "/oomlens"
 CHROOT_FAILED = 125
+NODE_ENVIRONMENT = {"PATH": "/", "LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8", "HOME": "/home/user"}
 
 
 class RootNotAllowed(Exception):
@@ -69,9 +70,12 @@ class NodeRoot:
         raise RootNotAllowed(said)
 
     def portable(self, arguments, stdin=b""):
-        """The static oomlens inside the root (working directory /)."""
+        """The static oomlens inside the root (working directory /), with a user's environment on
+        a node: a named locale whose files are not there (a static C library would look for
+        them only if the program asked for the user's locale, which it must not) and a home that
+        does not exist."""
         done = subprocess.run(self.enter + self.prefix + arguments, input=stdin, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=COMMAND_TIMEOUT_S, env={"PATH": "/"})
+                              stderr=subprocess.PIPE, timeout=COMMAND_TIMEOUT_S, env=NODE_ENVIRONMENT)
         return Answer(done.returncode, done.stdout, done.stderr)
 
     def desktop(self, arguments, stdin=b""):

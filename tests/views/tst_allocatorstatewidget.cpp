@@ -1,9 +1,11 @@
+#include "common/heldthreadpool.h"
 #include "common/tracebuilder.h"
 #include "views/allocatorstatewidget.h"
 
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTest>
+#include <QThreadPool>
 
 #include <sstream>
 
@@ -100,6 +102,47 @@ private slots:
         const AllocatorState direct = allocatorStateAt(second->snapshot(), *second->device(), 7);
         QCOMPARE(widget.state().reservedBytes, direct.reservedBytes);
         QVERIFY(widget.state().reservedBytes >= uint64_t(2) << 30);
+    }
+
+    // The first timeline's job has not even started when the second replaces it: it is dropped,
+    // and the one request that waited for it is the only state shown.
+    void aReplacedJobIsNeverShown()
+    {
+        AllocatorStateWidget widget;
+        const auto first = timeline(50, "64MiB");
+        const auto second = timeline(50, "2GiB");
+        QSignalSpy shown(&widget, &AllocatorStateWidget::stateShown);
+        test::HeldThreadPool held;
+        widget.setTimeline(first);
+        widget.setTimeline(second);
+        widget.setEvent(9);
+        held.release();
+        QVERIFY(waitIdle(widget));
+        QCOMPARE(shown.count(), 1);
+        QCOMPARE(widget.state().event, 9);
+        QCOMPARE(
+            widget.state().reservedBytes, allocatorStateAt(second->snapshot(), *second->device(), 9).reservedBytes);
+    }
+
+    // Closing the timeline's tab while the state is rebuilt: the job holds its own timeline and
+    // its result reaches nobody, whether it was waiting in the pool or already running.
+    void destroyedWhileComputing()
+    {
+        const auto data = timeline(400, "64MiB");
+        {
+            test::HeldThreadPool held;
+            auto* waiting = new AllocatorStateWidget;
+            waiting->setTimeline(data);
+            QVERIFY(waiting->isBusy());
+            delete waiting;
+        }
+        auto* running = new AllocatorStateWidget;
+        running->setTimeline(data);
+        QVERIFY(running->isBusy());
+        delete running;
+        QThreadPool::globalInstance()->waitForDone();
+        QCoreApplication::processEvents();
+        QCOMPARE(data.use_count(), 1); // the jobs let go of it
     }
 
     void noSnapshotSaysSo()

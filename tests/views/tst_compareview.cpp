@@ -1,3 +1,4 @@
+#include "common/heldthreadpool.h"
 #include "common/testutil.h"
 #include "core/compare/comparison.h"
 #include "views/casewidget.h"
@@ -15,6 +16,7 @@
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QPlainTextEdit>
+#include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QStatusBar>
@@ -23,6 +25,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThreadPool>
 #include <QTimer>
 
 #include <nlohmann/json.hpp>
@@ -312,6 +315,54 @@ private slots:
         QVERIFY(!view->comparison()->sites.empty());
         qInfo("corpus pair compared in %lld ms; longest GUI-thread gap meanwhile %lld ms", took, longestGap);
         QVERIFY2(longestGap < 500, qPrintable(QStringLiteral("the window froze for %1 ms").arg(longestGap)));
+    }
+
+    // The picks change while a comparison waits for the pool: the older comparison is dropped and
+    // only the newest request is ever shown.
+    void aSupersededComparisonIsNeverShown()
+    {
+        const auto pair = truth()["checkpointing"];
+        MainWindow window;
+        QVERIFY(openCases(window, { compareFile(pair["a"]), compareFile(pair["b"]) }));
+        CompareView* view = window.openCompare();
+        QVERIFY(waitForComparison(view));
+        QSignalSpy compared(view, &CompareView::compared);
+        {
+            // Only the view's own queued calls run meanwhile: painting would want the pool too.
+            test::HeldThreadPool held;
+            view->compareSnapshots(1, 0);
+            QCoreApplication::sendPostedEvents(view, QEvent::MetaCall); // B against A waits for the pool
+            view->compareSnapshots(0, 1);
+            QCoreApplication::sendPostedEvents(view, QEvent::MetaCall);
+            QVERIFY(view->isBusy());
+        }
+        QVERIFY(waitForComparison(view));
+        QThreadPool::globalInstance()->waitForDone();
+        QCoreApplication::processEvents();
+        QCOMPARE(compared.count(), 1);
+        QVERIFY(view->comparison());
+        QCOMPARE(QFileInfo(toQString(view->comparison()->a.source)).fileName(),
+            QFileInfo(compareFile(pair["a"])).fileName());
+    }
+
+    // Closing the Compare tab while it computes: the result reaches nobody.
+    void closingWhileComparingIsSafe()
+    {
+        const auto pair = truth()["checkpointing"];
+        MainWindow window;
+        QVERIFY(openCases(window, { compareFile(pair["a"]), compareFile(pair["b"]) }));
+        CompareView* view = window.openCompare();
+        QVERIFY(waitForComparison(view));
+        {
+            test::HeldThreadPool held;
+            view->compareSnapshots(1, 0);
+            QCoreApplication::sendPostedEvents(view, QEvent::MetaCall);
+            QVERIFY(view->isBusy());
+            delete view;
+        }
+        QThreadPool::globalInstance()->waitForDone();
+        QCoreApplication::processEvents();
+        QCOMPARE(window.tabCount(), 2); // the two cases
     }
 
     void exportWritesTheComparisonSection()

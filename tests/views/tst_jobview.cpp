@@ -1,4 +1,5 @@
 #include "app/cli/summarize.h"
+#include "common/heldthreadpool.h"
 #include "common/testutil.h"
 #include "core/job/jobsummary.h"
 #include "core/job/jobtext.h"
@@ -17,10 +18,12 @@
 #include <QListWidget>
 #include <QMimeData>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThreadPool>
 #include <QUrl>
 #include <qcustomplot.h>
 
@@ -346,6 +349,41 @@ private slots:
         QVERIFY(job->wasCancelled());
         QVERIFY(job->headline().startsWith(QStringLiteral("Cancelled")));
         QCOMPARE(job->ranksTable()->rowCount(), 0);
+    }
+
+    // A job started again before the first summary came back: the first is dropped, and only the
+    // second is ever shown.
+    void startingAgainDropsTheFirstSummary()
+    {
+        const QStringList all = rankFiles();
+        QVERIFY(all.size() > 2);
+        JobView view;
+        QSignalSpy finished(&view, &JobView::finished);
+        {
+            test::HeldThreadPool held;
+            view.start(all);
+            view.start(all.mid(0, 2));
+        }
+        QVERIFY(waitForJob(&view));
+        QVERIFY(!view.wasCancelled());
+        QCOMPARE(view.summary().ranks.size(), size_t(2));
+        QCOMPARE(view.ranksTable()->rowCount(), 2);
+        QThreadPool::globalInstance()->waitForDone();
+        QCoreApplication::processEvents();
+        QCOMPARE(finished.count(), 1);
+        QCOMPARE(view.summary().ranks.size(), size_t(2));
+    }
+
+    // Closing the Job tab while it is summarized: the summary is told to stop and reaches nobody.
+    void closingWhileSummarizingIsSafe()
+    {
+        auto* view = new JobView;
+        QSignalSpy progress(view, &JobView::progressChanged);
+        view->start(rankFiles());
+        QVERIFY(progress.wait(120000) || !view->isBusy());
+        delete view;
+        QThreadPool::globalInstance()->waitForDone();
+        QCoreApplication::processEvents();
     }
 };
 
