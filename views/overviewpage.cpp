@@ -452,82 +452,92 @@ void OverviewPage::addOomMessages(const LoadedCase& loaded)
     addHeading(messages.size() == 1 ? QStringLiteral("The out-of-memory message")
                                     : QStringLiteral("Out-of-memory messages (%1)").arg(messages.size()));
     for (const OomMessage& message : messages) {
-        QString title = message.exception.empty()
-            ? toQString(backendName(message.backend)).toUpper() + QStringLiteral(" out of memory")
-            : toQString(message.exception);
-        if (message.device)
-            title += QStringLiteral(" on device %1").arg(*message.device);
-        QStringList facts;
-        if (message.templateId != OomTemplate::None)
-            facts << QStringLiteral("message format %1").arg(toQString(oomTemplateName(message.templateId)));
-        if (!message.torchVersionHint.empty())
-            facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
-        if (message.phase != Phase::Unknown)
-            facts << QStringLiteral("during %1").arg(toQString(phaseInSentence(message.phase)));
-        if (message.truncated)
-            facts << QStringLiteral("truncated");
-        if (message.probable)
-            facts << QStringLiteral("probable OOM (indirect error)");
-        addLabel(QStringLiteral("<b>%1</b><br><span style='color:gray'>%2</span>")
-                     .arg(title.toHtmlEscaped(), facts.join(QStringLiteral(" · ")).toHtmlEscaped()),
-            true);
-
+        addMessageTitle(message);
         auto* text = new QLabel(toQString(message.text), m_content);
         text->setWordWrap(true);
         text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
         text->setTextInteractionFlags(Qt::TextSelectableByMouse);
         text->setStyleSheet(QStringLiteral("QLabel { padding: 8px; border-left: 3px solid palette(mid); }"));
         m_layout->addWidget(text);
-
-        // Each number the message prints, with what it means (the processes have their own table).
-        auto* grid = new QGridLayout;
-        grid->setHorizontalSpacing(16);
-        grid->setVerticalSpacing(3);
-        int row = 0;
-        for (const ExplainedNumber& number : explainMessageNumbers(message)) {
-            if (number.kind != ExplainedNumber::Kind::Printed)
-                continue;
-            auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(toQString(number.value)), m_content);
-            value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            grid->addWidget(new QLabel(toQString(number.label), m_content), row, 0);
-            grid->addWidget(value, row, 1);
-            grid->addWidget(
-                new QLabel(
-                    QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(number.meaning)), m_content),
-                row, 2);
-            ++row;
-        }
-        grid->setColumnStretch(2, 1);
-        m_layout->addLayout(grid);
-
+        addMessageNumbers(message);
         // The reading ends with the parser's notes: the report shows the same lines.
         QStringList lines;
         for (const std::string& line : explainOomMessage(message))
             lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
         if (!lines.isEmpty())
             addLabel(lines.join(QStringLiteral("<br>")), true);
-
-        if (message.traceback && !message.traceback->frames.empty()) {
-            const TracebackInfo& traceback = *message.traceback;
-            QStringList frames;
-            const size_t first = traceback.frames.size() > 6 ? traceback.frames.size() - 6 : 0;
-            for (size_t i = first; i < traceback.frames.size(); ++i) {
-                const TracebackFrame& frame = traceback.frames[i];
-                frames << QStringLiteral("%1:%2 in %3")
-                              .arg(toQString(frame.filename))
-                              .arg(frame.line)
-                              .arg(toQString(frame.function));
-            }
-            QString header = QStringLiteral("Where it failed (last %1 frames)").arg(frames.size());
-            if (!traceback.phaseEvidence.empty())
-                header += QStringLiteral(" — phase from ") + toQString(traceback.phaseEvidence);
-            addLabel(header);
-            auto* stack = new QLabel(frames.join(QLatin1Char('\n')), m_content);
-            stack->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-            stack->setTextInteractionFlags(Qt::TextSelectableByMouse);
-            m_layout->addWidget(stack);
-        }
+        if (message.traceback && !message.traceback->frames.empty())
+            addMessageTraceback(*message.traceback);
     }
+}
+
+// What raised it, on which device, and what the parser knows of the message.
+void OverviewPage::addMessageTitle(const OomMessage& message)
+{
+    QString title = message.exception.empty()
+        ? toQString(backendName(message.backend)).toUpper() + QStringLiteral(" out of memory")
+        : toQString(message.exception);
+    if (message.device)
+        title += QStringLiteral(" on device %1").arg(*message.device);
+    QStringList facts;
+    if (message.templateId != OomTemplate::None)
+        facts << QStringLiteral("message format %1").arg(toQString(oomTemplateName(message.templateId)));
+    if (!message.torchVersionHint.empty())
+        facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
+    if (message.phase != Phase::Unknown)
+        facts << QStringLiteral("during %1").arg(toQString(phaseInSentence(message.phase)));
+    if (message.truncated)
+        facts << QStringLiteral("truncated");
+    if (message.probable)
+        facts << QStringLiteral("probable OOM (indirect error)");
+    addLabel(QStringLiteral("<b>%1</b><br><span style='color:gray'>%2</span>")
+                 .arg(title.toHtmlEscaped(), facts.join(QStringLiteral(" · ")).toHtmlEscaped()),
+        true);
+}
+
+// Each number the message prints, with what it means (the processes have their own table).
+void OverviewPage::addMessageNumbers(const OomMessage& message)
+{
+    auto* grid = new QGridLayout;
+    grid->setHorizontalSpacing(16);
+    grid->setVerticalSpacing(3);
+    int row = 0;
+    for (const ExplainedNumber& number : explainMessageNumbers(message)) {
+        if (number.kind != ExplainedNumber::Kind::Printed)
+            continue;
+        auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(toQString(number.value)), m_content);
+        value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        grid->addWidget(new QLabel(toQString(number.label), m_content), row, 0);
+        grid->addWidget(value, row, 1);
+        grid->addWidget(
+            new QLabel(QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(number.meaning)), m_content),
+            row, 2);
+        ++row;
+    }
+    grid->setColumnStretch(2, 1);
+    m_layout->addLayout(grid);
+}
+
+// The last frames of the traceback that came with the message.
+void OverviewPage::addMessageTraceback(const TracebackInfo& traceback)
+{
+    QStringList frames;
+    const size_t first = traceback.frames.size() > 6 ? traceback.frames.size() - 6 : 0;
+    for (size_t i = first; i < traceback.frames.size(); ++i) {
+        const TracebackFrame& frame = traceback.frames[i];
+        frames << QStringLiteral("%1:%2 in %3")
+                      .arg(toQString(frame.filename))
+                      .arg(frame.line)
+                      .arg(toQString(frame.function));
+    }
+    QString header = QStringLiteral("Where it failed (last %1 frames)").arg(frames.size());
+    if (!traceback.phaseEvidence.empty())
+        header += QStringLiteral(" — phase from ") + toQString(traceback.phaseEvidence);
+    addLabel(header);
+    auto* stack = new QLabel(frames.join(QLatin1Char('\n')), m_content);
+    stack->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    stack->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_layout->addWidget(stack);
 }
 
 void OverviewPage::addSummaries(const LoadedCase& loaded)

@@ -59,6 +59,9 @@ private:
     void addTopSites(const Snapshot& snapshot, const DeviceAnalysis& device);
     void addDiagnoses(const LoadedCase& loaded);
     void addOomMessages(const LoadedCase& loaded);
+    void addMessageTitle(const OomMessage& message);
+    void addMessageNumbers(const OomMessage& message);
+    void addMessageTraceback(const TracebackInfo& traceback);
     void addSummaries(const LoadedCase& loaded);
     void addProcesses(const LoadedCase& loaded);
     void addCard(const LoadedCase& loaded);
