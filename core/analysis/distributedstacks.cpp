@@ -1,6 +1,6 @@
 #include "core/analysis/distributedstacks.h"
 
-#include "core/analysis/userframe.h"
+#include "core/analysis/framewords.h"
 #include "core/strings.h"
 
 #include <algorithm>
@@ -10,20 +10,6 @@
 namespace oomlens {
 
 namespace {
-
-// Filenames are whatever co_filename was (site-packages paths, relative paths, backslashes on
-// Windows); match the package-relative tail with either separator.
-bool inFile(std::string_view file, std::string_view tail)
-{
-    if (contains(file, tail))
-        return true;
-    std::string windows(tail);
-    for (char& c : windows) {
-        if (c == '/')
-            c = '\\';
-    }
-    return contains(file, windows);
-}
 
 // What one frame decides about the collectives, innermost frame first. `Storage` stops the search:
 // the buffer is the gradient or parameter storage itself (Megatron's contiguous param-and-grad
@@ -38,9 +24,9 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
     };
     // FSDP (FlatParamHandle.unshard, _runtime_utils._unshard / _reduce_grad) and FSDP2
     // (torch.distributed._composable.fsdp, later torch.distributed.fsdp._fully_shard).
-    const bool fsdp2
-        = inFile(file, "torch/distributed/_composable/fsdp/") || inFile(file, "torch/distributed/fsdp/_fully_shard/");
-    if (fsdp2 || inFile(file, "torch/distributed/fsdp/")) {
+    const bool fsdp2 = inPackage(file, "torch/distributed/_composable/fsdp/")
+        || inPackage(file, "torch/distributed/fsdp/_fully_shard/");
+    if (fsdp2 || inPackage(file, "torch/distributed/fsdp/")) {
         // FSDP2 without gradient sync (set_requires_gradient_sync(False)) upcasts each unsharded
         // gradient to reduce_dtype and keeps it for the micro-batch that will reduce-scatter it.
         if (fsdp2 && (name == "to_accumulated_grad_if_needed" || name == "accumulate_unsharded_grad_if_needed"))
@@ -61,37 +47,37 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
             return decide(CommunicationKind::AllGather);
         return FrameVerdict::Undecided;
     }
-    if (inFile(file, "torch/distributed/_functional_collectives.py")
-        || inFile(file, "torch/distributed/distributed_c10d.py")) {
+    if (inPackage(file, "torch/distributed/_functional_collectives.py")
+        || inPackage(file, "torch/distributed/distributed_c10d.py")) {
         if (contains(name, "reduce_scatter"))
             return decide(CommunicationKind::ReduceScatter);
         if (contains(name, "all_gather"))
             return decide(CommunicationKind::AllGather);
         return FrameVerdict::Undecided;
     }
-    if (inFile(file, "torch/distributed/_symmetric_memory") || contains(name, "ncclMemAlloc"))
+    if (inPackage(file, "torch/distributed/_symmetric_memory") || contains(name, "ncclMemAlloc"))
         return decide(CommunicationKind::NcclPool);
     // DDP: the Reducer's buckets are made when the module is wrapped and rebuilt after the first
     // iteration in the order gradients became ready.
     if (contains(name, "Reducer::initialize_buckets") || contains(name, "Reducer::rebuild_buckets")
-        || (inFile(file, "torch/nn/parallel/distributed.py")
+        || (inPackage(file, "torch/nn/parallel/distributed.py")
             && (name == "_ddp_init_helper" || name == "_rebuild_buckets")))
         return decide(CommunicationKind::DdpBucket);
     // DeepSpeed ZeRO: stage 1/2 IPG buckets and their reduction; stage 3's parameter all-gather
     // (partition_parameters, the parameter coordinator's fetch) and its gradient reduction.
-    if (inFile(file, "deepspeed/runtime/zero/")) {
+    if (inPackage(file, "deepspeed/runtime/zero/")) {
         // The optimizers' own state, made where the optimizer is constructed: only what the
         // constructor allocates itself (its helpers and the first optimizer step run under it).
-        if (inFile(file, "deepspeed/runtime/zero/stage_1_and_2.py") && name == "__init__") {
+        if (inPackage(file, "deepspeed/runtime/zero/stage_1_and_2.py") && name == "__init__") {
             kind = CommunicationKind::ZeroOptimizerInit;
             return FrameVerdict::DecidedIfInnermost;
         }
-        if (inFile(file, "deepspeed/runtime/zero/stage3.py") && name == "_create_fp32_partitions")
+        if (inPackage(file, "deepspeed/runtime/zero/stage3.py") && name == "_create_fp32_partitions")
             return decide(CommunicationKind::ZeroMasterPartition);
         // ZeRO-1/2's backward allocates the IPG buffers (torch.empty(reduce_bucket_size), a second one
         // with overlap_comm) and then runs the loss's backward under the same frame: only what it
         // allocates itself, with no Python frame inside, is the bucket.
-        if (inFile(file, "deepspeed/runtime/zero/stage_1_and_2.py")
+        if (inPackage(file, "deepspeed/runtime/zero/stage_1_and_2.py")
             && (name == "backward" || name == "backward_prologue" || name == "_backward_prologue")) {
             kind = CommunicationKind::ZeroIpgBuffer;
             return FrameVerdict::DecidedIfInnermost;
@@ -107,13 +93,13 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
     // parameters): its constructor allocates it (grad_buffer.py before Megatron-Core 0.6 held the
     // gradients only); whatever else runs in those files works on views of it. The
     // sequence/tensor-parallel mappings gather and scatter along a dimension.
-    if (inFile(file, "megatron/core/distributed/param_and_grad_buffer.py")
-        || inFile(file, "megatron/core/distributed/grad_buffer.py")) {
+    if (inPackage(file, "megatron/core/distributed/param_and_grad_buffer.py")
+        || inPackage(file, "megatron/core/distributed/grad_buffer.py")) {
         if (name == "__init__")
             return decide(CommunicationKind::ContiguousBuffer);
         return FrameVerdict::Storage;
     }
-    if (inFile(file, "megatron/core/tensor_parallel/mappings.py")) {
+    if (inPackage(file, "megatron/core/tensor_parallel/mappings.py")) {
         if (contains(name, "reduce_scatter"))
             return decide(CommunicationKind::ReduceScatter);
         if (contains(name, "gather"))
@@ -122,58 +108,27 @@ FrameVerdict communicationOf(std::string_view file, std::string_view name, Commu
     return FrameVerdict::Undecided;
 }
 
-// Activation checkpointing's own frames: where the checkpointed region starts (forward) and where
-// backward re-runs it.
-struct CheckpointFrame
-{
-    bool checkpointing = false;
-    bool recompute = false;
-};
-
-CheckpointFrame checkpointOf(std::string_view file, std::string_view name)
-{
-    CheckpointFrame c;
-    if (inFile(file, "torch/utils/checkpoint.py")) {
-        c.checkpointing = true;
-        c.recompute = name == "backward" || name == "unpack_hook" || name == "unpack" || name == "recompute_fn";
-    } else if (inFile(file, "torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py")
-        || name == "_gradient_checkpointing_func" || name == "_checkpointed_forward") {
-        c.checkpointing = true;
-    } else if (inFile(file, "megatron/core/tensor_parallel/random.py")
-        || inFile(file, "deepspeed/runtime/activation_checkpointing/checkpointing.py")) {
-        c.checkpointing = name == "checkpoint" || name == "forward" || name == "backward";
-        c.recompute = name == "backward";
-    }
-    return c;
-}
-
 CollectiveFramework frameworkOf(std::string_view file, std::string_view name)
 {
-    if (inFile(file, "torch/distributed/_composable/fsdp/") || inFile(file, "torch/distributed/fsdp/_fully_shard/"))
+    if (inPackage(file, "torch/distributed/_composable/fsdp/")
+        || inPackage(file, "torch/distributed/fsdp/_fully_shard/"))
         return CollectiveFramework::Fsdp2;
-    if (inFile(file, "torch/distributed/fsdp/"))
+    if (inPackage(file, "torch/distributed/fsdp/"))
         return CollectiveFramework::Fsdp1;
-    if (inFile(file, "deepspeed/"))
+    if (inPackage(file, "deepspeed/"))
         return CollectiveFramework::DeepSpeed;
-    if (inFile(file, "megatron/core/"))
+    if (inPackage(file, "megatron/core/"))
         return CollectiveFramework::Megatron;
-    if (inFile(file, "torch/nn/parallel/distributed.py") || contains(name, "c10d::Reducer::"))
+    if (inPackage(file, "torch/nn/parallel/distributed.py") || contains(name, "c10d::Reducer::"))
         return CollectiveFramework::Ddp;
     return CollectiveFramework::Unknown;
 }
 
 bool isGraphCaptureFrame(std::string_view file, std::string_view name)
 {
-    return inFile(file, "torch/cuda/graphs.py") || inFile(file, "torch/_inductor/cudagraph_trees.py")
+    return inPackage(file, "torch/cuda/graphs.py") || inPackage(file, "torch/_inductor/cudagraph_trees.py")
         || contains(name, "CUDAGraph::capture") || name == "capture_model" || contains(file, "cuda_graph_runner")
         || (contains(name, "capture") && contains(name, "graph"));
-}
-
-// A frame of the model's forward: a module call or a function named forward.
-bool isForwardFrame(std::string_view file, std::string_view name)
-{
-    return name == "forward"
-        || ((name == "_call_impl" || name == "_wrapped_call_impl") && inFile(file, "torch/nn/modules/module.py"));
 }
 
 } // namespace
@@ -202,11 +157,12 @@ const DistributedStacks::FrameFacts& DistributedStacks::frameFacts(FrameId id)
         f.bufferLine = static_cast<uint32_t>(std::max(frame.line, 1));
     f.decidesOnlyInnermost = verdict == FrameVerdict::DecidedIfInnermost;
     f.python = isPythonFile(file);
-    const CheckpointFrame checkpoint = checkpointOf(file, name);
-    f.checkpointing = checkpoint.checkpointing;
-    f.recompute = checkpoint.recompute;
+    const uint32_t words = frameWords(file, name);
+    f.checkpointing = words & WordCheckpointing;
+    f.recompute = words & WordRecompute;
     f.graphCapture = isGraphCaptureFrame(file, name);
-    f.forward = isForwardFrame(file, name) && !checkpoint.checkpointing;
+    // The model's forward: a module call or a function named forward, not checkpointing's own.
+    f.forward = (words & (WordModuleCall | WordForwardName)) && !f.checkpointing;
     f.framework = frameworkOf(file, name);
     return f;
 }

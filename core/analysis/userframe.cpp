@@ -4,47 +4,6 @@
 
 namespace oomlens {
 
-bool isPythonFile(std::string_view filename)
-{
-    return filename.ends_with(".py");
-}
-
-bool isPyTorchFile(std::string_view filename)
-{
-    // co_filename is absolute (site-packages), relative to the working directory, or Windows.
-    return filename.starts_with("torch/") || filename.starts_with("torch\\")
-        || filename.find("/torch/") != std::string_view::npos || filename.find("\\torch\\") != std::string_view::npos;
-}
-
-bool isInstalledPackageFile(std::string_view filename)
-{
-    for (std::string_view folder : { "site-packages", "dist-packages" }) {
-        for (size_t at = filename.find(folder); at != std::string_view::npos; at = filename.find(folder, at + 1)) {
-            const size_t end = at + folder.size();
-            if (end < filename.size() && (filename[end] == '/' || filename[end] == '\\'))
-                return true;
-        }
-    }
-    return false;
-}
-
-bool isCompilerGeneratedFile(std::string_view filename)
-{
-    // Inductor writes its output code to its cache, /tmp/torchinductor_<user>/xx/c<hash>.py by
-    // default (TORCHINDUCTOR_CACHE_DIR moves it, the name stays: 'c' and 51 base32 characters).
-    if (filename.find("torchinductor_") != std::string_view::npos)
-        return true;
-    const size_t slash = filename.find_last_of("/\\");
-    const std::string_view base = slash == std::string_view::npos ? filename : filename.substr(slash + 1);
-    if (base.size() != 55 || base[0] != 'c' || !base.ends_with(".py"))
-        return false;
-    for (char c : base.substr(1, 51)) {
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
-            return false;
-    }
-    return true;
-}
-
 namespace {
 
 // The memory recorder (stacks='all' unwinds from inside it), the allocator and the plumbing that

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/analysis/framewords.h"
 #include "core/ids.h"
 
 #include <cstdint>
@@ -12,19 +13,6 @@ namespace oomlens {
 class FrameTable;
 class StringTable;
 struct Snapshot;
-
-// True for a Python source file that belongs to PyTorch itself: a path with a `torch`
-// directory ("torch/nn/modules/module.py", ".../site-packages/torch/optim/adam.py",
-// "C:\...\torch\autograd\graph.py"). "mytorch/" or "pytorch_lightning/" are not PyTorch.
-bool isPyTorchFile(std::string_view filename);
-bool isPythonFile(std::string_view filename);
-// A file of an installed package, a framework's code rather than the program's: a path through
-// site-packages or dist-packages (pip, conda, Debian's python3-*), with either separator.
-bool isInstalledPackageFile(std::string_view filename);
-// Code torch.compile generated (Inductor's output code): a compiled region's allocations come from
-// it, and with augment_with_fx_traces PyTorch 2.11 puts the model lines that produced each FX node
-// right after its frame, so the user frame is found past it.
-bool isCompilerGeneratedFile(std::string_view filename);
 
 // The frame of a stack a reader recognises as their code: the innermost Python frame outside
 // PyTorch's own package and torch.compile's generated code, else the innermost Python frame, else (a C++-only stack,

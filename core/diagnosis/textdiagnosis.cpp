@@ -1,5 +1,6 @@
 #include "core/diagnosis/textdiagnosis.h"
 
+#include "core/analysis/framewords.h"
 #include "core/caseanalysis.h"
 #include "core/diagnosis/catalogue.h"
 #include "core/diagnosis/hostmemorydiagnosis.h"
@@ -48,10 +49,7 @@ std::string checkpointingInTracebacks(const TextFindings& context)
 {
     auto scan = [](const TracebackInfo& traceback) -> std::string {
         for (const TracebackFrame& frame : traceback.frames) {
-            const bool checkpoint = frame.filename.find("torch/utils/checkpoint.py") != std::string::npos
-                || frame.filename.find("checkpoint_wrapper.py") != std::string::npos
-                || frame.function == "_gradient_checkpointing_func" || frame.function == "_checkpointed_forward";
-            if (checkpoint)
+            if (frameWords(frame.filename, frame.function) & WordCheckpointing)
                 return "the traceback passes through " + frame.filename + " (" + frame.function + ")";
         }
         return {};

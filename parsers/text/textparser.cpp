@@ -1,5 +1,6 @@
 #include "parsers/text/textparser.h"
 
+#include "core/analysis/tracebackphase.h"
 #include "parsers/text/allocconfparser.h"
 #include "parsers/text/hostmemoryparser.h"
 #include "parsers/text/launcherranks.h"
@@ -136,7 +137,7 @@ void linkTracebacks(const text::TextLines& lines, std::vector<text::FoundOom>& o
                 std::reverse(info.frames.begin(), info.frames.end());
                 info.truncated
                     = !block.terminator && (info.frames.empty() || info.frames.front().function != "<module>");
-                text::decidePhase(info);
+                decideTracebackPhase(info);
                 message.traceback = std::move(info);
                 used[b] = 1;
                 break;
@@ -166,7 +167,9 @@ void findFailures(const text::TextLines& lines, TextFindings& findings)
         for (size_t repeat : found.repeatLines)
             messageStarts[repeat] = 1;
     }
-    const text::TracebackScan scan = text::findTracebacks(lines, messageStarts);
+    text::TracebackScan scan = text::findTracebacks(lines, messageStarts);
+    for (text::TracebackBlock& block : scan.blocks)
+        decideTracebackPhase(block.info);
     std::vector<char> used(scan.blocks.size(), 0);
     linkTracebacks(lines, ooms, scan, used);
 

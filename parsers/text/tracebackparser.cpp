@@ -1,5 +1,6 @@
 #include "parsers/text/tracebackparser.h"
 
+#include "core/analysis/tracebackphase.h"
 #include "core/strings.h"
 #include "parsers/text/sizeparse.h"
 #include "parsers/text/textlines.h"
@@ -14,25 +15,6 @@ namespace oomlens::text {
 namespace {
 
 enum class FrameStyle : uint8_t { Python, IPython };
-
-std::string withForwardSlashes(std::string_view path)
-{
-    std::string out(path);
-    std::replace(out.begin(), out.end(), '\\', '/');
-    return out;
-}
-
-// "Trainer.evaluate(self, eval_dataset)" -> "evaluate"
-std::string_view bareFunction(std::string_view function)
-{
-    const size_t paren = function.find('(');
-    if (paren != std::string_view::npos)
-        function = function.substr(0, paren);
-    const size_t dot = function.rfind('.');
-    if (dot != std::string_view::npos && dot + 1 < function.size())
-        function = function.substr(dot + 1);
-    return trimmed(function);
-}
 
 std::optional<TracebackFrame> parseFileFrame(std::string_view text)
 {
@@ -277,8 +259,6 @@ bool isChainSeparator(std::string_view text)
 //    attn_weights = torch.matmul(query_states, key_states.transpose(2, 3))
 // torch.cuda.OutOfMemoryError: CUDA out of memory. ...
 // The indented line right before the message, with nothing before it, is that frame's code.
-constexpr std::string_view cutBeforeThisLine = "(cut before this line)";
-
 std::optional<TracebackFrame> codeLineOpeningThePaste(const TextLines& lines, size_t messageLine)
 {
     if (messageLine == 0)
@@ -293,7 +273,7 @@ std::optional<TracebackFrame> codeLineOpeningThePaste(const TextLines& lines, si
             return std::nullopt;
     }
     TracebackFrame frame;
-    frame.filename = std::string(cutBeforeThisLine);
+    frame.filename = std::string(pasteOpeningLineFile);
     frame.code = std::string(code);
     return frame;
 }
@@ -307,482 +287,186 @@ std::optional<TracebackFrame> parseFrameLine(std::string_view line)
     return std::nullopt;
 }
 
-TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& messageStarts)
-{
-    TracebackScan scan;
-    std::optional<TracebackBlock> open;
-    FrameStyle style = FrameStyle::Python;
-    size_t frameIndent = 0;
-    bool lastWasFrame = false;
-    int blankRun = 0;
-    int strayLines = 0;
-
-    auto close = [&](std::optional<size_t> terminator, bool truncated) {
-        if (!open)
-            return;
-        if (!open->info.frames.empty() || terminator) {
-            open->terminator = terminator;
-            if (terminator) {
-                open->lastLine = *terminator;
-                open->info.exceptionLine = normalizedWhitespace(lines[*terminator]);
-            }
-            open->info.truncated = truncated;
-            decidePhase(open->info);
-            scan.blocks.push_back(std::move(*open));
-        }
-        open.reset();
-    };
-
-    for (size_t i = 0; i < lines.size(); ++i) {
-        const std::string_view line = lines[i];
-        const std::string_view text = trimmed(line);
-        if (contains(text, "Traceback (most recent call last)")) {
-            close(std::nullopt, false);
-            open = TracebackBlock {};
-            open->firstLine = open->lastLine = i;
-            open->hasHeader = true;
-            open->info.sourceLine = lines.lineNumber(i);
-            lastWasFrame = false;
-            blankRun = strayLines = 0;
-            continue;
-        }
-        if (isChainSeparator(text)) {
-            close(std::nullopt, false);
-            scan.chainSeparators.push_back(i);
-            continue;
-        }
-        if (!messageStarts[i]) {
-            if (std::vector<TracebackFrame> chain = parseCallChain(text); !chain.empty()) {
-                if (!open) {
-                    open = TracebackBlock {};
-                    open->firstLine = i;
-                    open->info.sourceLine = lines.lineNumber(i);
-                }
-                style = FrameStyle::Python;
-                frameIndent = indentation(line);
-                for (TracebackFrame& frame : chain)
-                    open->info.frames.push_back(std::move(frame));
-                open->lastLine = i;
-                lastWasFrame = false; // no source line follows a hand-condensed chain
-                blankRun = strayLines = 0;
-                continue;
-            }
-            if (auto parsed = parseFrame(line)) {
-                if (!open) {
-                    open = TracebackBlock {};
-                    open->firstLine = i;
-                    open->info.sourceLine = lines.lineNumber(i);
-                }
-                style = parsed->second;
-                frameIndent = indentation(line);
-                open->info.frames.push_back(std::move(parsed->first));
-                open->lastLine = i;
-                lastWasFrame = true;
-                blankRun = strayLines = 0;
-                continue;
-            }
-        }
-        if (!open && messageStarts[i]) {
-            if (auto frame = codeLineOpeningThePaste(lines, i)) {
-                open = TracebackBlock {};
-                open->firstLine = i - 1;
-                open->info.sourceLine = lines.lineNumber(i - 1);
-                open->info.frames.push_back(std::move(*frame));
-                close(i, false);
-                continue;
-            }
-        }
-        if (!open)
-            continue;
-        if (text.empty()) {
-            // IPython separates frames with blank lines; CPython never prints them, but pastes do.
-            if (++blankRun > (style == FrameStyle::IPython ? 2 : 1) && !open->info.frames.empty())
-                close(std::nullopt, false);
-            continue;
-        }
-        if (isMarkerLine(text) || isElision(text) || text.starts_with("-----") || text.starts_with("```"))
-            continue;
-        blankRun = 0;
-        if (open->info.frames.empty()) {
-            // Header seen, no frame yet: the exception line may follow directly, or unrelated text.
-            if (messageStarts[i] || looksLikeException(text))
-                close(i, false);
-            else if (++strayLines > 3)
-                open.reset();
-            continue;
-        }
-        if (style == FrameStyle::IPython) {
-            bool arrow = false;
-            int number = 0;
-            std::string_view code;
-            if (parseNumberedLine(line, &arrow, &number, &code)) {
-                TracebackFrame& frame = open->info.frames.back();
-                if (arrow) {
-                    if (frame.line == 0 || frame.function != "<cell>")
-                        frame.line = number;
-                    frame.code = std::string(code);
-                }
-                open->lastLine = i;
-                continue;
-            }
-        }
-        if (messageStarts[i] || looksLikeException(text)) {
-            close(i, false);
-            lastWasFrame = false;
-            continue;
-        }
-        if (style == FrameStyle::Python && (lastWasFrame || indentation(line) > frameIndent)) {
-            TracebackFrame& frame = open->info.frames.back();
-            if (frame.code.empty() && lastWasFrame)
-                frame.code = std::string(text);
-            open->lastLine = i;
-            lastWasFrame = false;
-            continue;
-        }
-        // CPython prints the exception right after the last frame, whatever it looks like.
-        close(i, false);
-        lastWasFrame = false;
-    }
-    close(std::nullopt, true);
-    return scan;
-}
-
 namespace {
 
-struct PhaseRule
+// Walks the lines once, holding the block being read; each step takes one kind of line.
+class TracebackScanner
 {
-    Phase phase;
-    std::string_view evidence;
-};
+public:
+    TracebackScanner(const TextLines& lines, const std::vector<char>& messageStarts)
+        : m_lines(lines)
+        , m_messageStarts(messageStarts)
+    { }
 
-bool isAny(std::string_view value, std::initializer_list<std::string_view> options)
-{
-    return std::find(options.begin(), options.end(), value) != options.end();
-}
-
-// Evaluation as the user's own code names it: eval_epoch, evaluate, run_validation, val_step,
-// compute_metrics, predict_batch, test_step. torch.compile's eval_frame and TF's Tensor.eval are
-// not evaluation, and neither is Python's builtin eval.
-bool isLibraryFile(const std::string& file)
-{
-    return contains(file, "site-packages/") || contains(file, "dist-packages/") || contains(file, "/lib/python")
-        || contains(file, "/torch/");
-}
-
-bool isEvaluationName(std::string_view function, const std::string& file)
-{
-    if (isAny(function,
-            { "evaluate", "validate", "validation_step", "predict", "test_step", "eval_step", "evaluation_loop",
-                "prediction_step", "prediction_loop", "generate", "inference", "validation_loop", "evaluate_model",
-                "run_eval", "run_validation", "compute_metrics" }))
-        return true;
-    // Library code is full of names like _validate_args that run in every forward; only the user's own
-    // files are read by their names.
-    if (function.empty() || function == "eval" || isLibraryFile(file))
-        return false;
-    const std::string name = lowercase(function);
-    const std::string_view n = name;
-    if (n.starts_with("eval") || contains(n, "_eval") || contains(n, "evaluat") || contains(n, "validat")
-        || contains(n, "compute_metric") || n.starts_with("predict") || contains(n, "_predict")
-        || contains(n, "prediction")
-        || isAny(n,
-            { "generate", "inference", "run_inference", "test_step", "test_epoch", "test_loop", "val_step", "val_epoch",
-                "val_loop", "run_val", "validation_step" })
-        || n.starts_with("val_") || n.ends_with("_val"))
-        return true;
-    return false;
-}
-
-// A code line that calls into evaluation: "metrics = evaluate(model, loader)", "trainer.predict(ds)".
-bool callsEvaluation(std::string_view code)
-{
-    for (std::string_view call : { "evaluate(", "validate(", "validation(", "compute_metrics(", "predict(",
-             "eval_epoch(", "eval_step(", "run_eval(", "eval_loop(", "val_epoch(", "val_step(" }) {
-        const size_t at = code.find(call);
-        if (at == std::string_view::npos)
-            continue;
-        // The name must start there ("evaluate(" but not "reevaluate(").
-        if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_'))
-            return true;
-    }
-    return false;
-}
-
-// The user's loop calling the model: "out = model(batch)", "logits = self.model(input_ids).logits",
-// or running one of its methods: "self.model.sample(...)", "self.first_stage_model.decode(samples)"
-// (a model object's own computation; loading, generation and backward through it are read first
-// and outrank forward).
-bool callsModel(std::string_view code)
-{
-    for (std::string_view call : { "model(", "net(", "module(" }) {
-        for (size_t at = code.find(call); at != std::string_view::npos; at = code.find(call, at + 1)) {
-            const char before = at == 0 ? ' ' : code[at - 1];
-            if (!(std::isalnum(static_cast<unsigned char>(before)) || before == '_'))
-                return true;
+    TracebackScan run()
+    {
+        for (size_t i = 0; i < m_lines.size(); ++i) {
+            if (takeHeaderOrSeparator(i) || takeFrames(i) || takeCodeLineOpeningThePaste(i) || !m_open)
+                continue;
+            continueBlock(i);
         }
+        close(std::nullopt, true);
+        return std::move(m_scan);
     }
-    for (size_t at = code.find("model."); at != std::string_view::npos; at = code.find("model.", at + 1)) {
-        size_t end = at + 6;
-        while (end < code.size() && (std::isalnum(static_cast<unsigned char>(code[end])) || code[end] == '_'))
-            ++end;
-        const std::string_view method = code.substr(at + 6, end - at - 6);
-        // Bookkeeping on the model object is not its computation (moving it is read as loading).
-        if (!method.empty() && end < code.size() && code[end] == '('
-            && !isAny(method,
-                { "step", "to", "cuda", "cpu", "half", "float", "bfloat16", "train", "eval", "zero_grad", "parameters",
-                    "named_parameters", "state_dict", "save_pretrained", "apply" }))
+
+private:
+    void close(std::optional<size_t> terminator, bool truncated)
+    {
+        if (!m_open)
+            return;
+        if (!m_open->info.frames.empty() || terminator) {
+            m_open->terminator = terminator;
+            if (terminator) {
+                m_open->lastLine = *terminator;
+                m_open->info.exceptionLine = normalizedWhitespace(m_lines[*terminator]);
+            }
+            m_open->info.truncated = truncated;
+            m_scan.blocks.push_back(std::move(*m_open));
+        }
+        m_open.reset();
+    }
+
+    // A block starting at `line` unless one is open.
+    void openAt(size_t line)
+    {
+        if (m_open)
+            return;
+        m_open = TracebackBlock {};
+        m_open->firstLine = line;
+        m_open->info.sourceLine = m_lines.lineNumber(line);
+    }
+
+    bool takeHeaderOrSeparator(size_t i)
+    {
+        const std::string_view text = trimmed(m_lines[i]);
+        if (contains(text, "Traceback (most recent call last)")) {
+            close(std::nullopt, false);
+            openAt(i);
+            m_open->lastLine = i;
+            m_open->hasHeader = true;
+            m_lastWasFrame = false;
+            m_blankRun = m_strayLines = 0;
             return true;
+        }
+        if (!isChainSeparator(text))
+            return false;
+        close(std::nullopt, false);
+        m_scan.chainSeparators.push_back(i);
+        return true;
     }
-    return false;
-}
 
-// Where an optimizer's update runs: torch.optim, and the optimizer packages of other libraries
-// (fairseq/optim, bitsandbytes/optim, apex/optimizers, deepspeed's ops/adam).
-bool isOptimizerCode(const std::string& file)
-{
-    return contains(file, "/optim/") || file.starts_with("optim/") || contains(file, "/optimizers/")
-        || contains(file, "/ops/adam/");
-}
-
-// The user's own function that assembles a batch before the model sees it: "get_batch",
-// "get_batch_pipe", "prepare_batch", "load_batch". Library helpers are not read by their names.
-bool isBatchBuilderName(std::string_view function, const std::string& file)
-{
-    if (isLibraryFile(file) || !contains(function, "batch"))
-        return false;
-    for (std::string_view verb : { "get_", "load_", "prepare_", "make_", "next_", "fetch_", "build_" }) {
-        if (function.starts_with(verb) || function.starts_with(std::string("_") + std::string(verb)))
-            return true;
+    // A frame line, or a call chain a poster condensed by hand; never on a message's first line.
+    bool takeFrames(size_t i)
+    {
+        if (m_messageStarts[i])
+            return false;
+        const std::string_view line = m_lines[i];
+        std::vector<TracebackFrame> chain = parseCallChain(trimmed(line));
+        auto parsed = chain.empty() ? parseFrame(line) : std::nullopt;
+        if (chain.empty() && !parsed)
+            return false;
+        openAt(i);
+        m_style = parsed ? parsed->second : FrameStyle::Python;
+        m_frameIndent = indentation(line);
+        if (parsed)
+            chain.push_back(std::move(parsed->first));
+        for (TracebackFrame& frame : chain)
+            m_open->info.frames.push_back(std::move(frame));
+        m_open->lastLine = i;
+        m_lastWasFrame = parsed.has_value(); // no source line follows a hand-condensed chain
+        m_blankRun = m_strayLines = 0;
+        return true;
     }
-    return false;
-}
 
-// The script the user ran, when its own name says it evaluates: "python test.py", "eval.py",
-// "inference.py" (the <module> frame's file). Training scripts call the model too; a script
-// named for testing runs it without backward or optimizer, which outrank this when they show.
-bool isEvaluationScript(std::string_view function, const std::string& file)
-{
-    if (function != "<module>" || isLibraryFile(file))
-        return false;
-    std::string_view stem = file;
-    if (const size_t slash = stem.rfind('/'); slash != std::string_view::npos)
-        stem.remove_prefix(slash + 1);
-    if (!stem.ends_with(".py"))
-        return false;
-    stem.remove_suffix(3);
-    return isAny(stem,
-        { "test", "eval", "evaluate", "evaluation", "validate", "validation", "val", "inference", "infer", "predict" });
-}
-
-// torch.no_grad / inference_mode as a decorator shows up as decorate_context. Around the user's own
-// function it marks evaluation or inference; libraries use it for their plumbing (loading weights,
-// optimizer steps, a warm-up run, target assignment inside a loss), and a decorated module's
-// forward sits inside a module call that the outer frames already place.
-bool isNoGradDecorator(const TracebackFrame& frame, const std::string& file)
-{
-    // A first frame line the paste cut at its start keeps only the path's tail ("ils/_contextlib.py").
-    const std::string_view decoratorFile = "torch/utils/_contextlib.py";
-    const bool cutTail = file.size() >= 10 && file.find('/') != std::string::npos && decoratorFile.ends_with(file);
-    return bareFunction(frame.function) == "decorate_context"
-        && (contains(file, decoratorFile) || cutTail || contains(file, "grad_mode.py"));
-}
-
-bool isModuleCall(std::string_view function)
-{
-    return isAny(function, { "_call_impl", "_wrapped_call_impl", "__call__" });
-}
-
-// Code that only runs inside a model's forward: the layers of model libraries (diffusers'
-// attention processors, transformers' modeling files), torch.nn.functional, attention kernels. Load,
-// backward, optimizer and evaluation frames outrank it, and a module's forward names the layer
-// better: it decides only when no other frame does.
-bool isModelLibraryCode(const std::string& file)
-{
-    for (std::string_view library : { "diffusers/models/", "transformers/models/", "timm/models/",
-             "torchvision/models/", "torch/nn/functional.py", "flash_attn/", "xformers/ops/" }) {
-        if (contains(file, library))
-            return true;
+    bool takeCodeLineOpeningThePaste(size_t i)
+    {
+        if (m_open || !m_messageStarts[i])
+            return false;
+        auto frame = codeLineOpeningThePaste(m_lines, i);
+        if (!frame)
+            return false;
+        openAt(i - 1);
+        m_open->info.frames.push_back(std::move(*frame));
+        close(i, false);
+        return true;
     }
-    return false;
-}
 
-// The signature frame `index` carries, strongest first within the frame; the frames around it
-// say whose code a no_grad decorator wraps.
-std::optional<Phase> framePhase(const std::vector<TracebackFrame>& frames, size_t index)
-{
-    const TracebackFrame& frame = frames[index];
-    const std::string file = withForwardSlashes(frame.filename);
-    const std::string_view function = bareFunction(frame.function);
-    const std::string_view code = frame.code;
-
-    if (contains(code, ".backward(") || contains(code, "run_backward(") || function == "_engine_run_backward"
-        || (function == "backward"
-            && (contains(file, "torch/_tensor.py") || contains(file, "torch/autograd/") || contains(file, "accelerate/")
-                || contains(file, "deepspeed/"))))
-        return Phase::Backward;
-    if (isOptimizerCode(file) || contains(code, "optimizer.step(") || contains(code, "optim.step(")
-        || contains(code, "scaler.step(") || function.starts_with("_multi_tensor_adam")
-        || function.starts_with("_single_tensor_") || function.starts_with("_fused_adam"))
-        return Phase::Optimizer;
-    if (contains(file, "torch/serialization.py") || contains(code, "torch.load(")
-        || (isAny(function, { "_apply", "convert" }) && contains(file, "torch/nn/modules/module.py"))
-        || contains(function, "from_pretrained") || contains(code, "from_pretrained(")
-        || contains(function, "load_state_dict")
-        || contains(code, "load_state_dict(")
-        // module._load_from_state_dict and the hooks that replace it: checkpoint weights materialised
-        || (contains(function, "load") && contains(function, "state_dict")) || contains(code, "_load_from_state_dict(")
-        || function == "caching_allocator_warmup" || function == "load_checkpoint" || contains(code, "model.to(")
-        || contains(code, "model.cuda(") || contains(function, "load_model") || contains(function, "unload")
-        || contains(code, ".unload(")
-        // `with torch.device("cuda"): model = Net()` builds the model through this hook
-        || contains(file, "torch/utils/_device.py"))
-        return Phase::Load;
-    if (contains(file, "torch/utils/data/") || contains(function, "collate") || contains(function, "pin_memory")
-        || isBatchBuilderName(function, file))
-        return Phase::Data;
-    if (isNoGradDecorator(frame, file)) {
-        const bool insideModuleCall = std::any_of(frames.begin(), frames.begin() + static_cast<std::ptrdiff_t>(index),
-            [](const TracebackFrame& outer) { return isModuleCall(bareFunction(outer.function)); });
-        const bool wrapsUserCode = index + 1 < frames.size()
-            && !isLibraryFile(withForwardSlashes(frames[index + 1].filename)) && !insideModuleCall;
-        if (wrapsUserCode)
-            return Phase::Eval;
+    // IPython's numbered source lines under a frame; the arrow marks the line that ran.
+    bool takeNumberedLine(size_t i)
+    {
+        bool arrow = false;
+        int number = 0;
+        std::string_view code;
+        if (!parseNumberedLine(m_lines[i], &arrow, &number, &code))
+            return false;
+        TracebackFrame& frame = m_open->info.frames.back();
+        if (arrow) {
+            if (frame.line == 0 || frame.function != "<cell>")
+                frame.line = number;
+            frame.code = std::string(code);
+        }
+        m_open->lastLine = i;
+        return true;
     }
-    if (isEvaluationScript(function, file) || contains(file, "transformers/generation/") || contains(code, ".generate(")
-        || contains(code, ".evaluate(") || isEvaluationName(function, file) || callsEvaluation(code))
-        return Phase::Eval;
-    if (isAny(function, { "_call_impl", "_wrapped_call_impl", "forward", "_conv_forward" })
-        || contains(code, "forward_call(")
-        || callsModel(code)
-        // JAX running a compiled program: a jitted apply, not yet known to be a training step
-        || (contains(file, "jax/")
-            && (function == "_execute_compiled" || function == "execute_sharded_on_local_devices")))
-        return Phase::Forward;
-    return std::nullopt;
-}
 
-int priority(Phase phase)
-{
-    switch (phase) {
-    case Phase::Backward:
-        return 6;
-    case Phase::Optimizer:
-        return 5;
-    case Phase::Load:
-        return 4;
-    case Phase::Data:
-        return 3;
-    case Phase::Eval:
-        return 2;
-    case Phase::Forward:
-        return 1;
-    default:
-        return 0;
+    // Header seen, no frame yet: the exception line may follow directly, or unrelated text.
+    void takeLineAfterHeader(size_t i, std::string_view text)
+    {
+        if (m_messageStarts[i] || looksLikeException(text))
+            close(i, false);
+        else if (++m_strayLines > 3)
+            m_open.reset();
     }
-}
 
-// A tensor made from sizes and values alone (torch.zeros, torch.empty, x.new_ones, torch.randn_like):
-// a buffer, a state or a test's allocation, which can belong to any phase, unlike an operation
-// whose result is computed from the tensors it is given.
-bool createsFromSizes(std::string_view code)
-{
-    for (std::string_view factory :
-        { "torch.zeros", "torch.empty", "torch.ones", "torch.full", "torch.rand", "torch.arange", "torch.tensor(",
-            "torch.eye(", "torch.linspace(", ".new_zeros(", ".new_empty(", ".new_ones(", ".new_full(", "_like(" }) {
-        if (contains(code, factory))
-            return true;
-    }
-    return false;
-}
-
-// A call through an attribute: a tensor's method or a module's function ("torch.cat(", "x.expand(",
-// "F.linear("), which runs in C++ when it is the innermost line. A bare call ("build_model(cfg)") is
-// as likely the user's own Python whose frames the paste left out, so it decides nothing.
-bool callsThroughAttribute(std::string_view code)
-{
-    for (size_t open = code.find('('); open != std::string_view::npos; open = code.find('(', open + 1)) {
-        size_t start = open;
-        while (start > 0
-            && (std::isalnum(static_cast<unsigned char>(code[start - 1])) || code[start - 1] == '_'
-                || code[start - 1] == '.'))
-            --start;
-        const std::string_view callee = code.substr(start, open - start);
-        const size_t dot = callee.rfind('.');
-        if (dot != std::string_view::npos && dot + 1 < callee.size())
-            return true;
-    }
-    return false;
-}
-
-// A traceback whose frames carry none of the signatures above can still say where the memory went:
-// the innermost frame's line is what ran when the allocation failed (CPython lists every Python
-// frame, so a line that calls a tensor operation is the one that allocated). Outside backward, the
-// optimizer, loading, data and evaluation, which all leave their own frames, the operations a run
-// executes are its forward computation (the model, the loss, a library's target assignment). The same
-// holds for a library function run under no_grad (torch's decorator frame) with nothing else shown:
-// a warm-up or inference pass. A `raise` line allocates nothing and a cut traceback may have lost the
-// innermost frames, so neither decides.
-template <typename Decide> void decideByElimination(const TracebackInfo& info, const Decide& decide)
-{
-    if (info.frames.empty() || info.truncated || info.exceptionLine.empty())
-        return;
-    const TracebackFrame& innermost = info.frames.back();
-    const std::string_view code = trimmed(innermost.code);
-    const bool raises = code.starts_with("raise ") || code == "raise";
-    const bool computes = !raises && callsThroughAttribute(code) && !code.starts_with("import ")
-        && !code.starts_with("from ") && !code.starts_with("assert ") && !createsFromSizes(code);
-    if (computes) {
-        decide(Phase::Forward, innermost);
-        return;
-    }
-    for (size_t i = 0; i < info.frames.size(); ++i) {
-        if (isNoGradDecorator(info.frames[i], withForwardSlashes(info.frames[i].filename))) {
-            decide(Phase::Forward, info.frames[i]);
+    // A line inside an open block: a separator, a frame's source line, or its end.
+    void continueBlock(size_t i)
+    {
+        const std::string_view line = m_lines[i];
+        const std::string_view text = trimmed(line);
+        if (text.empty()) {
+            // IPython separates frames with blank lines; CPython never prints them, but pastes do.
+            if (++m_blankRun > (m_style == FrameStyle::IPython ? 2 : 1) && !m_open->info.frames.empty())
+                close(std::nullopt, false);
             return;
         }
+        if (isMarkerLine(text) || isElision(text) || text.starts_with("-----") || text.starts_with("```"))
+            return;
+        m_blankRun = 0;
+        if (m_open->info.frames.empty())
+            return takeLineAfterHeader(i, text);
+        if (m_style == FrameStyle::IPython && takeNumberedLine(i))
+            return;
+        if (!m_messageStarts[i] && !looksLikeException(text) && m_style == FrameStyle::Python
+            && (m_lastWasFrame || indentation(line) > m_frameIndent)) {
+            TracebackFrame& frame = m_open->info.frames.back();
+            if (frame.code.empty() && m_lastWasFrame)
+                frame.code = std::string(text);
+            m_open->lastLine = i;
+            m_lastWasFrame = false;
+            return;
+        }
+        // The exception or message line; CPython prints the exception right after the last frame,
+        // whatever it looks like.
+        close(i, false);
+        m_lastWasFrame = false;
     }
-}
+
+    const TextLines& m_lines;
+    const std::vector<char>& m_messageStarts;
+    TracebackScan m_scan;
+    std::optional<TracebackBlock> m_open;
+    FrameStyle m_style = FrameStyle::Python;
+    size_t m_frameIndent = 0;
+    bool m_lastWasFrame = false;
+    int m_blankRun = 0;
+    int m_strayLines = 0;
+};
 
 } // namespace
 
-void decidePhase(TracebackInfo& info)
+TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& messageStarts)
 {
-    info.phase = Phase::Unknown;
-    info.phaseEvidence.clear();
-    const auto decide = [&info](Phase phase, const TracebackFrame& frame) {
-        info.phase = phase;
-        std::string where = frame.filename;
-        if (frame.line > 0)
-            where += ':' + std::to_string(frame.line);
-        if (frame.function.empty() && !frame.code.empty()) {
-            // A frame line without its function, or only the code line the paste starts with.
-            info.phaseEvidence = frame.code
-                + (frame.filename == cutBeforeThisLine ? std::string(" — the paste's first line") : " at " + where);
-            return;
-        }
-        info.phaseEvidence = std::string(frame.function) + " in " + where;
-        if (!frame.code.empty())
-            info.phaseEvidence += " (" + frame.code + ")";
-    };
-    int best = 0;
-    const TracebackFrame* layer = nullptr;
-    for (const TracebackFrame& frame : info.frames) {
-        const std::string file = withForwardSlashes(frame.filename);
-        if (contains(file, "torch/_dynamo/") || contains(file, "torch/_inductor/"))
-            info.compiled = true;
-        if (isModelLibraryCode(file))
-            layer = &frame;
-        const auto phase = framePhase(info.frames, static_cast<size_t>(&frame - info.frames.data()));
-        // Ties go to the innermost frame: frames are stored outermost first.
-        if (phase && priority(*phase) >= best) {
-            best = priority(*phase);
-            decide(*phase, frame);
-        }
-    }
-    if (info.phase == Phase::Unknown && layer)
-        decide(Phase::Forward, *layer);
-    if (info.phase == Phase::Unknown)
-        decideByElimination(info, decide);
+    return TracebackScanner(lines, messageStarts).run();
 }
 
 } // namespace oomlens::text

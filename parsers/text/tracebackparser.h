@@ -26,12 +26,10 @@ struct TracebackScan
     std::vector<size_t> chainSeparators; // "During handling of the above exception ..." lines
 };
 
-// Finds CPython, faulthandler and IPython tracebacks. `messageStarts[i]` marks lines where an OOM
+// Finds CPython, faulthandler and IPython tracebacks: frames, code lines and the exception line; what
+// phase they show is core's reading (decideTracebackPhase). `messageStarts[i]` marks lines where an OOM
 // message starts: such a line always ends the frames before it.
 TracebackScan findTracebacks(const TextLines& lines, const std::vector<char>& messageStarts);
-
-// Decides the training phase from the frames (innermost decides ties), filling phase and evidence.
-void decidePhase(TracebackInfo& info);
 
 // Parses one frame line in any of the supported styles; exposed for tests.
 std::optional<TracebackFrame> parseFrameLine(std::string_view line);
