@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/analysis/cardreconciliation.h"
+#include "core/analysis/cardtimeline.h"
 #include "core/analysis/snapshotanalysis.h"
 #include "core/case.h"
 #include "core/diagnosis.h"
@@ -37,6 +39,16 @@ struct CaseAnalysis
     // The inference run the inputs show (engine, version, its budget and settings); nothing for
     // training and for inputs that show no engine. core/serving/servingdiagnosis.h.
     std::optional<ServingView> serving;
+    // The allocator's, the process's and the card's view of the failing device, reconciled once
+    // (core/analysis/cardreconciliation.h) for the overview, the report, `diagnose` and the JSON.
+    CardReconciliation card;
+    // What the card held outside PyTorch as a band over each snapshot's timeline, parallel to
+    // snapshots: card's device on that snapshot, following its oom events (cardtimeline.h);
+    // nothing where the card's total or the gap is unknown. Read through cardBandOn.
+    std::vector<std::optional<CardTimelineBand>> cardBands;
+
+    // The band over snapshot `snapshot`'s device `device`; null when it has none.
+    const CardTimelineBand* cardBandOn(size_t snapshot, int32_t device) const;
 };
 
 CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options = {});
@@ -44,8 +56,12 @@ CaseAnalysis analyzeCase(const Case& input, const AnalysisOptions& options = {})
 // analyzeCase in its two stages, for a caller that shows the timeline before the diagnosis is
 // ready (views/caseloader.h): first every snapshot's timeline (reconstruction, phases,
 // categories, peak), parallel to Case::snapshots; then, from those, the diagnoses, headroom and
-// links. The second stage reads result.snapshots and writes only the other members.
+// links, the card's reconciliation and its bands. The second stage reads result.snapshots and
+// writes only the other members.
 std::vector<SnapshotAnalysis> analyzeSnapshots(const Case& input, const AnalysisOptions& options = {});
 void diagnoseCase(const Case& input, CaseAnalysis& result);
+// diagnoseCase's last stage: the card and its bands from the snapshots and the diagnoses. For an
+// analysis assembled by hand (a test's fixture).
+void reconcileCase(const Case& input, CaseAnalysis& result);
 
 } // namespace oomlens

@@ -261,7 +261,7 @@ json caseToJson(const Case& input, const CaseAnalysis& analysis)
             { "oom_messages", std::move(messages) }, { "memory_summaries", std::move(summaries) },
             { "host_kills", std::move(hostKills) }, { "snapshots", std::move(snapshots) },
             { "diagnoses", std::move(diagnoses) }, { "links", analysis.links } },
-        input, analysis);
+        analysis);
     document["private_pools"] = privatePoolsToJson(input, analysis);
     document["compiled_regions"] = compiledRegionsToJson(analysis);
     document["pinned_host_memory"] = pinnedHostMemoryToJson(input, analysis);

@@ -1,12 +1,13 @@
 #include "core/textreport.h"
 
+#include "core/analysis/cardreconciliation.h"
 #include "core/diagnosis/diagnosistext.h"
-#include "core/presentation/cardreconciliation.h"
+#include "core/presentation/cardwords.h"
 #include "core/presentation/devicesheld.h"
 #include "core/presentation/explain.h"
+#include "core/presentation/historywords.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/poolstext.h"
-#include "core/presentation/tracehistory.h"
 #include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
 #include "core/units.h"
@@ -93,7 +94,7 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
             out << "  no allocations recorded on this device\n";
             continue;
         }
-        TraceHistory history = traceHistory(*snapshot.snapshot, *device);
+        TraceHistory history = device->history;
         history.backend = backend;
         if (history.segmentsOnly()) {
             // No trace: the figures are the dump's, and a "peak" would only be the dump again.
@@ -148,9 +149,9 @@ void writeSnapshots(std::ostringstream& out, const Case& input, const CaseAnalys
 
 // The allocator's, the process's and the card's figures side by side, and what the rest of the
 // card (outside PyTorch's allocator) usually is.
-void writeCard(std::ostringstream& out, const Case& input, const CaseAnalysis& analysis)
+void writeCard(std::ostringstream& out, const CaseAnalysis& analysis)
 {
-    const CardReconciliation card = reconcileCard(input, analysis);
+    const CardReconciliation& card = analysis.card;
     if (!card.available())
         return;
     out << "\nThe card's memory: allocator, process, card (device " << card.device << ")\n";
@@ -214,7 +215,7 @@ std::string caseToText(const Case& input, const CaseAnalysis& analysis)
     std::ostringstream out;
     writeInputs(out, input);
     writeMessages(out, input);
-    writeCard(out, input, analysis);
+    writeCard(out, analysis);
     out << servingToText(analysis);
     writeSnapshots(out, input, analysis);
     writeProfilerTimelines(out, input);

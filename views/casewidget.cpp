@@ -1,6 +1,5 @@
 #include "views/casewidget.h"
 
-#include "core/presentation/cardreconciliation.h"
 #include "core/profilercomparison.h"
 
 #include "views/allocatorstatewidget.h"
@@ -32,6 +31,13 @@ QWidget* emptyPage(QWidget* parent)
     auto* layout = new QVBoxLayout(page);
     layout->setContentsMargins(0, 0, 0, 0);
     return page;
+}
+
+// The rest of the card over one device's timeline, as the case's analysis holds it.
+std::optional<CardTimelineBand> cardBandOf(const AnalyzedCase& loaded, size_t snapshot, int32_t device)
+{
+    const CardTimelineBand* band = loaded.analysis.cardBandOn(snapshot, device);
+    return band ? std::optional<CardTimelineBand>(*band) : std::nullopt;
 }
 
 } // namespace
@@ -201,13 +207,7 @@ void CaseWidget::setCase(AnalyzedCasePtr loaded)
     m_tabs->setTabText(OverviewTab, QStringLiteral("Overview"));
     m_tabs->setTabToolTip(OverviewTab, QString());
     m_case = std::move(loaded);
-    // The card's total and what besides PyTorch held it, once per case: the overview's table and
-    // the timeline's top band.
-    std::optional<CardReconciliation> card;
-    if (m_case)
-        card = reconcileCard(m_case->input, m_case->analysis);
-    m_cardBand = card ? cardTimelineBand(*card) : std::nullopt;
-    m_overview->setCase(m_case, std::move(card));
+    m_overview->setCase(m_case);
     fillDeviceChoices();
     const bool hasSnapshot = m_deviceBox->count() > 0;
     m_tabs->setTabEnabled(TimelineTab, hasSnapshot);
@@ -218,7 +218,7 @@ void CaseWidget::setCase(AnalyzedCasePtr loaded)
     m_tabs->setTabToolTip(EventsTab, hasSnapshot ? QString() : hint);
     if (hasSnapshot && early && early->device() == m_case->analysis.snapshots.front().primary()) {
         m_deviceBox->setCurrentIndex(0);
-        m_timeline->setCardBand(m_cardBand);
+        m_timeline->setCardBand(cardBandOf(*m_case, 0, early->device()->device));
     } else if (hasSnapshot) {
         const QPoint choice = m_deviceBox->itemData(0).toPoint();
         selectDevice(choice.x(), choice.y());
@@ -312,7 +312,7 @@ void CaseWidget::selectDevice(int snapshotIndex, int32_t device)
     const int choice = m_deviceBox->findData(QPoint(snapshotIndex, device));
     if (choice >= 0)
         m_deviceBox->setCurrentIndex(choice);
-    m_timeline->setCardBand(m_cardBand);
+    m_timeline->setCardBand(cardBandOf(*m_case, size_t(snapshotIndex), device));
     showTimelineData(std::make_shared<TimelineData>(m_analysis, device));
     showPinnedHost(snapshotIndex);
 }
@@ -385,7 +385,7 @@ void CaseWidget::showEvidence(const EvidenceLink& link)
     showPage(TimelineTab);
     int64_t event = link.eventIndex;
     if (event < 0 && m_data && m_data->hasTime())
-        event = m_data->eventAtTime(link.timeUs - m_data->trace()->events.front().timeUs);
+        event = m_data->eventAtTime(link.timeUs - m_data->device()->timeAxis.originUs); // on the axis
     setCursorEvent(event);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/analysis/cardtimeline.h"
 #include "core/diagnosis.h"
-#include "core/presentation/cardtimeline.h"
 #include "opening/analyzedcase.h"
 #include "views/caseloader.h"
 
@@ -94,7 +94,6 @@ private:
 
     AnalyzedCasePtr m_case;
     AnalyzedCasePtr m_partial; // showTimelineFirst's case, until setCase
-    std::optional<CardTimelineBand> m_cardBand; // the rest of the card, from the case's reconciliation
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     std::shared_ptr<const TimelineData> m_data;
     QTabWidget* m_tabs = nullptr;

@@ -1,11 +1,12 @@
 #include "views/overviewpage.h"
 
+#include "core/analysis/cardreconciliation.h"
 #include "core/analysis/topsites.h"
-#include "core/presentation/cardreconciliation.h"
+#include "core/presentation/cardwords.h"
 #include "core/presentation/explain.h"
+#include "core/presentation/historywords.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/messagenumbers.h"
-#include "core/presentation/tracehistory.h"
 #include "core/serving/servingfixes.h"
 #include "core/serving/servingtext.h"
 #include "core/snapshotbackend.h"
@@ -126,10 +127,9 @@ QList<DiagnosisCard*> OverviewPage::cards()
     return m_content ? m_content->findChildren<DiagnosisCard*>() : QList<DiagnosisCard*>();
 }
 
-void OverviewPage::setCase(AnalyzedCasePtr loaded, std::optional<CardReconciliation> card)
+void OverviewPage::setCase(AnalyzedCasePtr loaded)
 {
     m_case = std::move(loaded);
-    m_card = std::move(card);
     m_thumbnail = nullptr;
     m_pictureDevice = nullptr;
     m_content = new QWidget;
@@ -299,7 +299,7 @@ void OverviewPage::addMemoryPicture(const AnalyzedCase& loaded)
         return;
     const DeviceAnalysis& device = *analysis->primary();
     m_pictureDevice = &device;
-    const bool atDump = traceHistory(*analysis->snapshot, device).segmentsOnly();
+    const bool atDump = device.history.segmentsOnly();
     addHeading(atDump ? QStringLiteral("Memory at the dump") : QStringLiteral("Memory over the run"));
     if (!atDump) {
         m_thumbnail = new TimelineThumbnail(m_content);
@@ -401,7 +401,7 @@ void OverviewPage::addTopSites(const Snapshot& snapshot, const DeviceAnalysis& d
     grid->setContentsMargins(0, 6, 0, 0);
     grid->setHorizontalSpacing(14);
     grid->setVerticalSpacing(2);
-    const bool atDump = traceHistory(snapshot, device).segmentsOnly();
+    const bool atDump = device.history.segmentsOnly();
     grid->addWidget(new QLabel(atDump ? QStringLiteral("<b>Where the memory at the dump was allocated</b>")
                                       : QStringLiteral("<b>Where the memory at the peak was allocated</b>"),
                         box),
@@ -452,82 +452,92 @@ void OverviewPage::addOomMessages(const AnalyzedCase& loaded)
     addHeading(messages.size() == 1 ? QStringLiteral("The out-of-memory message")
                                     : QStringLiteral("Out-of-memory messages (%1)").arg(messages.size()));
     for (const OomMessage& message : messages) {
-        QString title = message.exception.empty()
-            ? toQString(backendName(message.backend)).toUpper() + QStringLiteral(" out of memory")
-            : toQString(message.exception);
-        if (message.device)
-            title += QStringLiteral(" on device %1").arg(*message.device);
-        QStringList facts;
-        if (message.templateId != OomTemplate::None)
-            facts << QStringLiteral("message format %1").arg(toQString(oomTemplateName(message.templateId)));
-        if (!message.torchVersionHint.empty())
-            facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
-        if (message.phase != Phase::Unknown)
-            facts << QStringLiteral("during %1").arg(toQString(phaseInSentence(message.phase)));
-        if (message.truncated)
-            facts << QStringLiteral("truncated");
-        if (message.probable)
-            facts << QStringLiteral("probable OOM (indirect error)");
-        addLabel(QStringLiteral("<b>%1</b><br><span style='color:gray'>%2</span>")
-                     .arg(title.toHtmlEscaped(), facts.join(QStringLiteral(" · ")).toHtmlEscaped()),
-            true);
-
+        addMessageTitle(message);
         auto* text = new QLabel(toQString(message.text), m_content);
         text->setWordWrap(true);
         text->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
         text->setTextInteractionFlags(Qt::TextSelectableByMouse);
         text->setStyleSheet(QStringLiteral("QLabel { padding: 8px; border-left: 3px solid palette(mid); }"));
         m_layout->addWidget(text);
-
-        // Each number the message prints, with what it means (the processes have their own table).
-        auto* grid = new QGridLayout;
-        grid->setHorizontalSpacing(16);
-        grid->setVerticalSpacing(3);
-        int row = 0;
-        for (const ExplainedNumber& number : explainMessageNumbers(message)) {
-            if (number.kind != ExplainedNumber::Kind::Printed)
-                continue;
-            auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(toQString(number.value)), m_content);
-            value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            grid->addWidget(new QLabel(toQString(number.label), m_content), row, 0);
-            grid->addWidget(value, row, 1);
-            grid->addWidget(
-                new QLabel(
-                    QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(number.meaning)), m_content),
-                row, 2);
-            ++row;
-        }
-        grid->setColumnStretch(2, 1);
-        m_layout->addLayout(grid);
-
+        addMessageNumbers(message);
         // The reading ends with the parser's notes: the report shows the same lines.
         QStringList lines;
         for (const std::string& line : explainOomMessage(message))
             lines << QStringLiteral("• ") + toQString(line).toHtmlEscaped();
         if (!lines.isEmpty())
             addLabel(lines.join(QStringLiteral("<br>")), true);
-
-        if (message.traceback && !message.traceback->frames.empty()) {
-            const TracebackInfo& traceback = *message.traceback;
-            QStringList frames;
-            const size_t first = traceback.frames.size() > 6 ? traceback.frames.size() - 6 : 0;
-            for (size_t i = first; i < traceback.frames.size(); ++i) {
-                const TracebackFrame& frame = traceback.frames[i];
-                frames << QStringLiteral("%1:%2 in %3")
-                              .arg(toQString(frame.filename))
-                              .arg(frame.line)
-                              .arg(toQString(frame.function));
-            }
-            QString header = QStringLiteral("Where it failed (last %1 frames)").arg(frames.size());
-            if (!traceback.phaseEvidence.empty())
-                header += QStringLiteral(" — phase from ") + toQString(traceback.phaseEvidence);
-            addLabel(header);
-            auto* stack = new QLabel(frames.join(QLatin1Char('\n')), m_content);
-            stack->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-            stack->setTextInteractionFlags(Qt::TextSelectableByMouse);
-            m_layout->addWidget(stack);
-        }
+        if (message.traceback && !message.traceback->frames.empty())
+            addMessageTraceback(*message.traceback);
     }
+}
+
+// What raised it, on which device, and what the parser knows of the message.
+void OverviewPage::addMessageTitle(const OomMessage& message)
+{
+    QString title = message.exception.empty()
+        ? toQString(backendName(message.backend)).toUpper() + QStringLiteral(" out of memory")
+        : toQString(message.exception);
+    if (message.device)
+        title += QStringLiteral(" on device %1").arg(*message.device);
+    QStringList facts;
+    if (message.templateId != OomTemplate::None)
+        facts << QStringLiteral("message format %1").arg(toQString(oomTemplateName(message.templateId)));
+    if (!message.torchVersionHint.empty())
+        facts << QStringLiteral("PyTorch %1").arg(toQString(message.torchVersionHint));
+    if (message.phase != Phase::Unknown)
+        facts << QStringLiteral("during %1").arg(toQString(phaseInSentence(message.phase)));
+    if (message.truncated)
+        facts << QStringLiteral("truncated");
+    if (message.probable)
+        facts << QStringLiteral("probable OOM (indirect error)");
+    addLabel(QStringLiteral("<b>%1</b><br><span style='color:gray'>%2</span>")
+                 .arg(title.toHtmlEscaped(), facts.join(QStringLiteral(" · ")).toHtmlEscaped()),
+        true);
+}
+
+// Each number the message prints, with what it means (the processes have their own table).
+void OverviewPage::addMessageNumbers(const OomMessage& message)
+{
+    auto* grid = new QGridLayout;
+    grid->setHorizontalSpacing(16);
+    grid->setVerticalSpacing(3);
+    int row = 0;
+    for (const ExplainedNumber& number : explainMessageNumbers(message)) {
+        if (number.kind != ExplainedNumber::Kind::Printed)
+            continue;
+        auto* value = new QLabel(QStringLiteral("<b>%1</b>").arg(toQString(number.value)), m_content);
+        value->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+        grid->addWidget(new QLabel(toQString(number.label), m_content), row, 0);
+        grid->addWidget(value, row, 1);
+        grid->addWidget(
+            new QLabel(QStringLiteral("<span style='color:gray'>%1</span>").arg(toQString(number.meaning)), m_content),
+            row, 2);
+        ++row;
+    }
+    grid->setColumnStretch(2, 1);
+    m_layout->addLayout(grid);
+}
+
+// The last frames of the traceback that came with the message.
+void OverviewPage::addMessageTraceback(const TracebackInfo& traceback)
+{
+    QStringList frames;
+    const size_t first = traceback.frames.size() > 6 ? traceback.frames.size() - 6 : 0;
+    for (size_t i = first; i < traceback.frames.size(); ++i) {
+        const TracebackFrame& frame = traceback.frames[i];
+        frames << QStringLiteral("%1:%2 in %3")
+                      .arg(toQString(frame.filename))
+                      .arg(frame.line)
+                      .arg(toQString(frame.function));
+    }
+    QString header = QStringLiteral("Where it failed (last %1 frames)").arg(frames.size());
+    if (!traceback.phaseEvidence.empty())
+        header += QStringLiteral(" — phase from ") + toQString(traceback.phaseEvidence);
+    addLabel(header);
+    auto* stack = new QLabel(frames.join(QLatin1Char('\n')), m_content);
+    stack->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    stack->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_layout->addWidget(stack);
 }
 
 void OverviewPage::addSummaries(const AnalyzedCase& loaded)
@@ -578,9 +588,7 @@ void OverviewPage::addProcesses(const AnalyzedCase& loaded)
 
 void OverviewPage::addCard(const AnalyzedCase& loaded)
 {
-    if (!m_card)
-        m_card = reconcileCard(loaded.input, loaded.analysis);
-    const CardReconciliation& card = *m_card;
+    const CardReconciliation& card = loaded.analysis.card;
     if (!card.available())
         return;
     addHeading(QStringLiteral("The card's memory: allocator, process, card (device %1)").arg(card.device));
@@ -767,7 +775,7 @@ void OverviewPage::addSnapshots(const AnalyzedCase& loaded)
                            .arg(devices.size() == 1 ? QStringLiteral("device") : QStringLiteral("devices"),
                                devices.join(QStringLiteral(", ")));
         if (const DeviceAnalysis* device = analysis.primary()) {
-            const bool atDump = traceHistory(snapshot, *device).segmentsOnly();
+            const bool atDump = device->history.segmentsOnly();
             text += (atDump ? QStringLiteral("<br>Device %1 at the dump: %2 allocated, %3 reserved")
                             : QStringLiteral("<br>Device %1: peak %2 allocated, %3 reserved"))
                         .arg(device->device)
@@ -798,7 +806,7 @@ void OverviewPage::addSnapshots(const AnalyzedCase& loaded)
 
 void OverviewPage::addHistory(const Snapshot& snapshot, const DeviceAnalysis& device)
 {
-    const TraceHistory history = traceHistory(snapshot, device);
+    const TraceHistory& history = device.history;
     if (!history.truncated() && !history.segmentsOnly())
         return;
     QStringList lines;

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/analysis/cardreconciliation.h"
 #include "core/diagnosis.h"
-#include "core/presentation/cardreconciliation.h"
 #include "opening/analyzedcase.h"
 
 #include <QEvent>
@@ -27,9 +27,7 @@ class OverviewPage : public QScrollArea
     Q_OBJECT
 public:
     explicit OverviewPage(QWidget* parent = nullptr);
-    // `card`: the case's reconciled card when the caller has it already (the case widget derives it
-    // once for the timeline's band too); otherwise the page derives it.
-    void setCase(AnalyzedCasePtr loaded, std::optional<CardReconciliation> card = std::nullopt);
+    void setCase(AnalyzedCasePtr loaded);
     // On screen, the page shows the glance and the memory picture first and adds the rest (the
     // diagnosis cards, the messages, the card, the inputs: word-wrapped rich text, slow to lay
     // out) once that has been painted; off screen it is whole as soon as setCase returns. This
@@ -61,6 +59,9 @@ private:
     void addTopSites(const Snapshot& snapshot, const DeviceAnalysis& device);
     void addDiagnoses(const AnalyzedCase& loaded);
     void addOomMessages(const AnalyzedCase& loaded);
+    void addMessageTitle(const OomMessage& message);
+    void addMessageNumbers(const OomMessage& message);
+    void addMessageTraceback(const TracebackInfo& traceback);
     void addSummaries(const AnalyzedCase& loaded);
     void addProcesses(const AnalyzedCase& loaded);
     void addCard(const AnalyzedCase& loaded);
@@ -77,7 +78,6 @@ private:
     QWidget* m_content = nullptr;
     QVBoxLayout* m_layout = nullptr;
     AnalyzedCasePtr m_case;
-    std::optional<CardReconciliation> m_card;
     bool m_filled = true;
     TimelineThumbnail* m_thumbnail = nullptr;
     const DeviceAnalysis* m_pictureDevice = nullptr; // the device the picture is about

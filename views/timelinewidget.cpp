@@ -1,7 +1,7 @@
 #include "views/timelinewidget.h"
 
+#include "core/presentation/historywords.h"
 #include "core/presentation/labels.h"
-#include "core/presentation/tracehistory.h"
 #include "views/categorycolors.h"
 #include "views/plots/annotationstrip.h"
 #include "views/plots/axistickers.h"
@@ -33,7 +33,7 @@ std::optional<TraceHistory> historyOf(const TimelineData* data)
 {
     if (!data || !data->device())
         return std::nullopt;
-    return traceHistory(data->snapshot(), *data->device());
+    return data->device()->history;
 }
 
 } // namespace
@@ -148,7 +148,7 @@ void TimelineWidget::updateShownCard()
 {
     m_cardShown.reset();
     if (m_card && m_data && m_data->device() && m_data->device()->device == m_card->device)
-        m_cardShown = followOomFigures(*m_card, *m_data->device());
+        m_cardShown = m_card;
 }
 
 const CardTimelineBand* TimelineWidget::shownCardBand() const
@@ -245,10 +245,37 @@ void TimelineWidget::rebuildVisible()
     if (m_rebuilding || !m_data || m_data->eventCount() == 0 || !m_plot->isVisibleTo(this))
         return;
     m_rebuilding = true;
-    const int64_t count = m_data->eventCount();
-    QCPRange range = m_plot->xAxis->range();
-    // Keep panning within the data, plus a little air at both ends.
-    const double fullLower = keyOf(0), fullUpper = keyOf(count - 1);
+    const QCPRange range = clampedRange(m_plot->xAxis->range());
+    m_plot->xAxis->setRange(range);
+    const std::vector<int64_t> boundaries = columnBoundaries(range);
+
+    const auto points = m_data->downsample(boundaries);
+    QVector<double> keys;
+    keys.reserve(qsizetype(points.size()));
+    for (const auto& point : points)
+        keys.push_back(keyOf(point.event));
+    uint64_t visibleMax = setBands(points, keys);
+    const auto reserved = m_data->reservedPoints(boundaries);
+    const QVector<double> reservedKeys = setReserved(reserved, visibleMax);
+    setPendingFrees(points, keys);
+    setCardGap(reserved, reservedKeys, visibleMax);
+    rescaleValueAxis(visibleMax);
+
+    const auto [first, last] = visibleEvents();
+    QString info = QStringLiteral("Events %1–%2 of %3").arg(first).arg(last).arg(m_data->eventCount());
+    if (m_data->device())
+        info += QStringLiteral(" · peak <b>%1</b>").arg(bytesText(m_data->device()->peakAllocatedBytes));
+    info += QStringLiteral(" · <span style='color:gray'>wheel: zoom · drag: pan · Shift+drag: zoom to area · "
+                           "click: move cursor</span>");
+    m_info->setText(info);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    m_rebuilding = false;
+}
+
+// Keep panning within the data, plus a little air at both ends.
+QCPRange TimelineWidget::clampedRange(QCPRange range) const
+{
+    const double fullLower = keyOf(0), fullUpper = keyOf(m_data->eventCount() - 1);
     const double air = std::max(1.0, (fullUpper - fullLower) * 0.02);
     if (range.size() > fullUpper - fullLower + 2 * air)
         range = QCPRange(fullLower - air, fullUpper + air);
@@ -256,8 +283,13 @@ void TimelineWidget::rebuildVisible()
         range += (fullLower - air) - range.lower;
     if (range.upper > fullUpper + air)
         range -= range.upper - (fullUpper + air);
-    m_plot->xAxis->setRange(range);
+    return range;
+}
 
+// One bucket of events per pixel column of the visible range.
+std::vector<int64_t> TimelineWidget::columnBoundaries(const QCPRange& range) const
+{
+    const int64_t count = m_data->eventCount();
     const int pixels = std::max(16, m_plot->axisRect()->width());
     std::vector<int64_t> boundaries;
     boundaries.reserve(size_t(pixels) + 2);
@@ -273,12 +305,12 @@ void TimelineWidget::rebuildVisible()
     }
     if (boundaries.size() < 2)
         boundaries.push_back(std::min(boundaries.back() + 1, count));
+    return boundaries;
+}
 
-    const auto points = m_data->downsample(boundaries);
-    QVector<double> keys;
-    keys.reserve(qsizetype(points.size()));
-    for (const auto& point : points)
-        keys.push_back(keyOf(point.event));
+// The stacked category bands; returns the highest stack drawn.
+uint64_t TimelineWidget::setBands(const std::vector<TimelineData::Point>& points, const QVector<double>& keys)
+{
     uint64_t visibleMax = 0;
     std::vector<StackedBands::Tops> tops(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
@@ -291,8 +323,13 @@ void TimelineWidget::rebuildVisible()
     }
     m_bands->setData(std::vector<double>(keys.begin(), keys.end()), std::move(tops));
     m_lastPointCount = int(points.size());
+    return visibleMax;
+}
 
-    const auto reserved = m_data->reservedPoints(boundaries);
+// The reserved line and, beneath it, the private pools' share; returns the reserved points' keys.
+QVector<double> TimelineWidget::setReserved(
+    const std::vector<TimelineData::ReservedPoint>& reserved, uint64_t& visibleMax)
+{
     QVector<double> reservedKeys, reservedValues;
     for (const auto& point : reserved) {
         reservedKeys.push_back(keyOf(point.event));
@@ -310,8 +347,13 @@ void TimelineWidget::rebuildVisible()
         }
     }
     m_privatePools->setData(privateValues.isEmpty() ? QVector<double>() : reservedKeys, privateValues, true);
-    // Pending frees change at free_requested / free_completed: drawn at the allocation points, the
-    // most pending within each point's span of events so a short window is not lost between pixels.
+    return reservedKeys;
+}
+
+// Pending frees change at free_requested / free_completed: drawn at the allocation points, the
+// most pending within each point's span of events so a short window is not lost between pixels.
+void TimelineWidget::setPendingFrees(const std::vector<TimelineData::Point>& points, const QVector<double>& keys)
+{
     QVector<double> pendingValues;
     if (!m_pending.windows.empty()) {
         for (size_t i = 0; i < points.size(); ++i) {
@@ -323,7 +365,12 @@ void TimelineWidget::rebuildVisible()
         }
     }
     m_pendingFrees->setData(pendingValues.isEmpty() ? QVector<double>() : keys, pendingValues, true);
-    // The rest of the card stacks on reserved; the card's total bounds the chart.
+}
+
+// The rest of the card stacks on reserved; the card's total bounds the chart.
+void TimelineWidget::setCardGap(
+    const std::vector<TimelineData::ReservedPoint>& reserved, const QVector<double>& reservedKeys, uint64_t& visibleMax)
+{
     QVector<double> cardValues;
     if (const CardTimelineBand* card = shownCardBand()) {
         // Where no figure says how much the rest of the card held, the band has a gap.
@@ -334,17 +381,6 @@ void TimelineWidget::rebuildVisible()
         visibleMax = std::max(visibleMax, card->totalBytes);
     }
     m_cardGap->setData(cardValues.isEmpty() ? QVector<double>() : reservedKeys, cardValues, true);
-    rescaleValueAxis(visibleMax);
-
-    const auto [first, last] = visibleEvents();
-    QString info = QStringLiteral("Events %1–%2 of %3").arg(first).arg(last).arg(count);
-    if (m_data->device())
-        info += QStringLiteral(" · peak <b>%1</b>").arg(bytesText(m_data->device()->peakAllocatedBytes));
-    info += QStringLiteral(" · <span style='color:gray'>wheel: zoom · drag: pan · Shift+drag: zoom to area · "
-                           "click: move cursor</span>");
-    m_info->setText(info);
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
-    m_rebuilding = false;
 }
 
 void TimelineWidget::rescaleValueAxis(uint64_t visibleMax)
@@ -383,85 +419,94 @@ void TimelineWidget::buildStatic()
         return;
     }
 
-    std::vector<PhaseShading::Run> shading;
-    shading.reserve(m_data->phaseRuns().size());
-    for (const auto& run : m_data->phaseRuns())
-        shading.push_back({ keyOf(run.first), keyOf(run.last + 1), run.phase });
-    auto* phases = new PhaseShading(m_plot);
-    phases->setLayer(QStringLiteral("grid"));
-    phases->setClipAxisRect(m_plot->axisRect());
-    phases->setRuns(std::move(shading));
-
-    if (!m_data->annotationSpans().empty()) {
-        std::vector<AnnotationStrip::Bar> bars;
-        bars.reserve(m_data->annotationSpans().size());
-        for (const AnnotationSpan& span : m_data->annotationSpans()) {
-            if (!span.mark)
-                bars.push_back({ keyOf(span.firstEvent), keyOf(span.lastEvent + 1), span.depth,
-                    QString::fromUtf8(annotationLabel(span.name)), span.closed });
-        }
-        auto* strip = new AnnotationStrip(m_plot);
-        strip->setClipAxisRect(m_plot->axisRect());
-        strip->setBars(std::move(bars));
-    }
-
-    const auto& steps = m_data->stepStarts();
-    if (!steps.empty()) {
-        auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-        const size_t stride = (steps.size() + maxStepLabels - 1) / maxStepLabels;
-        for (size_t i = 0; i < steps.size(); i += stride)
-            ticker->addTick(keyOf(steps[i].event), QStringLiteral("step %1").arg(steps[i].step));
-        m_plot->xAxis2->setTicker(ticker);
-        m_plot->xAxis2->setVisible(true);
-        // Room for the slanted step labels even when none is in view, so zooming between steps
-        // does not make the whole chart jump up and down.
-        const QFontMetrics metrics(m_plot->xAxis2->tickLabelFont());
-        int widest = 0;
-        for (auto it = ticker->ticks().cbegin(); it != ticker->ticks().cend(); ++it)
-            widest = std::max(widest, metrics.horizontalAdvance(it.value()));
-        const double slant = std::abs(m_plot->xAxis2->tickLabelRotation()) * std::numbers::pi / 180;
-        const int top = int(std::ceil(widest * std::sin(slant) + metrics.height() * std::cos(slant)))
-            + m_plot->xAxis2->tickLabelPadding() + m_plot->xAxis2->padding() + m_plot->xAxis2->tickLengthOut() + 4;
-        m_plot->axisRect()->setMinimumMargins(QMargins(0, top, 0, 0));
-        m_plot->xAxis2->setRange(m_plot->xAxis->range());
-        connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_plot->xAxis2,
-            qOverload<const QCPRange&>(&QCPAxis::setRange), Qt::UniqueConnection);
-    }
-
-    const DeviceAnalysis* device = m_data->device();
-    if (device && device->peakEvent >= 0) {
-        auto* line = new QCPItemStraightLine(m_plot);
-        line->setProperty("marker", QStringLiteral("peak"));
-        line->point1->setCoords(keyOf(device->peakEvent), 0);
-        line->point2->setCoords(keyOf(device->peakEvent), 1);
-        auto* label = new QCPItemText(m_plot);
-        label->setProperty("marker", QStringLiteral("peak"));
-        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        label->position->setCoords(keyOf(device->peakEvent), 0.02);
-        label->setPositionAlignment(Qt::AlignTop | Qt::AlignRight);
-        label->setText(QStringLiteral("peak %1").arg(bytesText(device->peakAllocatedBytes)));
-        label->setPadding(QMargins(4, 2, 4, 2));
-    }
-    if (device) {
+    addPhaseShading();
+    addAnnotationStrip();
+    addStepTicks();
+    if (const DeviceAnalysis* device = m_data->device()) {
+        if (device->peakEvent >= 0)
+            addMarker(QStringLiteral("peak"), device->peakEvent, 0.02,
+                QStringLiteral("peak %1").arg(bytesText(device->peakAllocatedBytes)));
         for (const OomAnalysis& oom : device->ooms) {
-            if (oom.eventIndex < 0)
-                continue;
-            auto* line = new QCPItemStraightLine(m_plot);
-            line->setProperty("marker", QStringLiteral("oom"));
-            line->point1->setCoords(keyOf(oom.eventIndex), 0);
-            line->point2->setCoords(keyOf(oom.eventIndex), 1);
-            auto* label = new QCPItemText(m_plot);
-            label->setProperty("marker", QStringLiteral("oom"));
-            label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-            label->position->setCoords(keyOf(oom.eventIndex), 0.10);
-            label->setPositionAlignment(Qt::AlignTop | Qt::AlignRight);
-            label->setText(QStringLiteral("OOM: %1 requested").arg(bytesText(oom.requestedBytes)));
-            label->setPadding(QMargins(4, 2, 4, 2));
+            if (oom.eventIndex >= 0)
+                addMarker(QStringLiteral("oom"), oom.eventIndex, 0.10,
+                    QStringLiteral("OOM: %1 requested").arg(bytesText(oom.requestedBytes)));
         }
     }
     applyColors();
     if (m_cursorEvent >= 0)
         setCursorEvent(m_cursorEvent);
+}
+
+// The analysis' phase runs behind the curves.
+void TimelineWidget::addPhaseShading()
+{
+    std::vector<PhaseShading::Run> shading;
+    shading.reserve(m_data->phaseRuns().size());
+    for (const auto& run : m_data->phaseRuns())
+        shading.push_back({ keyOf(run.firstEvent), keyOf(run.lastEvent + 1), run.phase });
+    auto* phases = new PhaseShading(m_plot);
+    phases->setLayer(QStringLiteral("grid"));
+    phases->setClipAxisRect(m_plot->axisRect());
+    phases->setRuns(std::move(shading));
+}
+
+void TimelineWidget::addAnnotationStrip()
+{
+    if (m_data->annotationSpans().empty())
+        return;
+    std::vector<AnnotationStrip::Bar> bars;
+    bars.reserve(m_data->annotationSpans().size());
+    for (const AnnotationSpan& span : m_data->annotationSpans()) {
+        if (!span.mark)
+            bars.push_back({ keyOf(span.firstEvent), keyOf(span.lastEvent + 1), span.depth,
+                QString::fromUtf8(annotationLabel(span.name)), span.closed });
+    }
+    auto* strip = new AnnotationStrip(m_plot);
+    strip->setClipAxisRect(m_plot->axisRect());
+    strip->setBars(std::move(bars));
+}
+
+// The analysis' step starts as slanted labels on the top axis.
+void TimelineWidget::addStepTicks()
+{
+    const auto& steps = m_data->stepStarts();
+    if (steps.empty())
+        return;
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    const size_t stride = (steps.size() + maxStepLabels - 1) / maxStepLabels;
+    for (size_t i = 0; i < steps.size(); i += stride)
+        ticker->addTick(keyOf(steps[i].event), QStringLiteral("step %1").arg(steps[i].step));
+    m_plot->xAxis2->setTicker(ticker);
+    m_plot->xAxis2->setVisible(true);
+    // Room for the slanted step labels even when none is in view, so zooming between steps
+    // does not make the whole chart jump up and down.
+    const QFontMetrics metrics(m_plot->xAxis2->tickLabelFont());
+    int widest = 0;
+    for (auto it = ticker->ticks().cbegin(); it != ticker->ticks().cend(); ++it)
+        widest = std::max(widest, metrics.horizontalAdvance(it.value()));
+    const double slant = std::abs(m_plot->xAxis2->tickLabelRotation()) * std::numbers::pi / 180;
+    const int top = int(std::ceil(widest * std::sin(slant) + metrics.height() * std::cos(slant)))
+        + m_plot->xAxis2->tickLabelPadding() + m_plot->xAxis2->padding() + m_plot->xAxis2->tickLengthOut() + 4;
+    m_plot->axisRect()->setMinimumMargins(QMargins(0, top, 0, 0));
+    m_plot->xAxis2->setRange(m_plot->xAxis->range());
+    connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), m_plot->xAxis2,
+        qOverload<const QCPRange&>(&QCPAxis::setRange), Qt::UniqueConnection);
+}
+
+// A vertical line at `event` with its label near the top (`y` of the axis rect's height).
+void TimelineWidget::addMarker(const QString& kind, int64_t event, double y, const QString& text)
+{
+    auto* line = new QCPItemStraightLine(m_plot);
+    line->setProperty("marker", kind);
+    line->point1->setCoords(keyOf(event), 0);
+    line->point2->setCoords(keyOf(event), 1);
+    auto* label = new QCPItemText(m_plot);
+    label->setProperty("marker", kind);
+    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    label->position->setCoords(keyOf(event), y);
+    label->setPositionAlignment(Qt::AlignTop | Qt::AlignRight);
+    label->setText(text);
+    label->setPadding(QMargins(4, 2, 4, 2));
 }
 
 void TimelineWidget::applyColors()
@@ -510,6 +555,14 @@ void TimelineWidget::applyColors()
     if (const CardTimelineBand* card = shownCardBand())
         legend << QStringLiteral("<span style='color:%1'>&#9638;</span>&nbsp;%2")
                       .arg(colors::oomMarker().name(), toQString(card->label).toHtmlEscaped());
+    addHistoryToLegend(legend);
+    colorMarkers(palette);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// What the trace's history lacks: in place of the chart when there is no trace, else one line.
+void TimelineWidget::addHistoryToLegend(QStringList& legend)
+{
     const std::optional<TraceHistory> history = historyOf(m_data.get());
     if (history && history->segmentsOnly()) {
         // The legend's row carries what is missing and how to record it, in place of the chart.
@@ -530,7 +583,10 @@ void TimelineWidget::applyColors()
         m_legend->setAlignment(Qt::AlignLeft | Qt::AlignTop);
         m_legend->setText(legend.join(QStringLiteral("&nbsp;&nbsp; ")));
     }
+}
 
+void TimelineWidget::colorMarkers(const QPalette& palette)
+{
     for (int i = 0; i < m_plot->itemCount(); ++i) {
         QCPAbstractItem* item = m_plot->item(i);
         const QString marker = item->property("marker").toString();
@@ -545,7 +601,6 @@ void TimelineWidget::applyColors()
     }
     if (m_cursorLine)
         m_cursorLine->setPen(QPen(palette.color(QPalette::Highlight), 1.5));
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void TimelineWidget::setCursorEvent(int64_t event)

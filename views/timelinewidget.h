@@ -1,19 +1,23 @@
 #pragma once
 
+#include "core/analysis/cardtimeline.h"
 #include "core/analysis/pendingfrees.h"
 #include "core/analysis/privatepools.h"
 #include "core/phase.h"
-#include "core/presentation/cardtimeline.h"
 #include "views/plots/timelinedata.h"
 
+#include <QStringList>
+#include <QVector>
 #include <QWidget>
 
 #include <array>
 #include <memory>
 #include <optional>
+#include <vector>
 
 class QCustomPlot;
 class QCPGraph;
+class QCPRange;
 class QCPItemLine;
 class QCPItemStraightLine;
 class QCPItemText;
@@ -41,7 +45,8 @@ public:
 
     void setTimeline(std::shared_ptr<const TimelineData> data);
     // The rest of the card (context, libraries, other processes) as a band above reserved, with
-    // the card's total as a line; drawn on timelines of its device. Set it before the timeline.
+    // the card's total as a line; drawn on timelines of its device. The band is the case analysis'
+    // for the snapshot shown (CaseAnalysis::cardBandOn). Set it before the timeline.
     void setCardBand(std::optional<CardTimelineBand> band);
     // The band as drawn on the current timeline: nothing when none is set or the device differs.
     const CardTimelineBand* shownCardBand() const;
@@ -88,6 +93,19 @@ protected:
 
 private:
     void buildStatic();
+    QCPRange clampedRange(QCPRange range) const;
+    std::vector<int64_t> columnBoundaries(const QCPRange& range) const;
+    uint64_t setBands(const std::vector<TimelineData::Point>& points, const QVector<double>& keys);
+    QVector<double> setReserved(const std::vector<TimelineData::ReservedPoint>& reserved, uint64_t& visibleMax);
+    void setPendingFrees(const std::vector<TimelineData::Point>& points, const QVector<double>& keys);
+    void setCardGap(const std::vector<TimelineData::ReservedPoint>& reserved, const QVector<double>& reservedKeys,
+        uint64_t& visibleMax);
+    void addPhaseShading();
+    void addHistoryToLegend(QStringList& legend);
+    void colorMarkers(const QPalette& palette);
+    void addAnnotationStrip();
+    void addStepTicks();
+    void addMarker(const QString& kind, int64_t event, double y, const QString& text);
     void applyColors();
     void rebuildVisible();
     void rescaleValueAxis(uint64_t visibleMax);
@@ -115,7 +133,7 @@ private:
     QCPGraph* m_cardGap = nullptr; // reserved + the rest of the card, filled down to m_reserved
     QCPItemStraightLine* m_cardTotal = nullptr; // the card's capacity
     std::optional<CardTimelineBand> m_card; // as set
-    std::optional<CardTimelineBand> m_cardShown; // m_card on the shown device, following its oom events
+    std::optional<CardTimelineBand> m_cardShown; // m_card when the shown device is its own
     void updateShownCard();
     QCPItemStraightLine* m_cursorLine = nullptr;
     std::shared_ptr<const TimelineData> m_data;

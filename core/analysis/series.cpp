@@ -1,6 +1,7 @@
 #include "core/analysis/series.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace oomlens {
 
@@ -308,6 +309,7 @@ uint64_t reservedAt(const DeviceAnalysis& d, int64_t event)
 void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& d)
 {
     d.timeCheckpoints.clear();
+    d.timeAxis = {};
     if (!trace)
         return;
     const size_t n = trace->events.size();
@@ -318,6 +320,33 @@ void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& d)
             d.timeCheckpoints.push_back(runningMax);
         runningMax = std::max(runningMax, trace->events[i].timeUs);
     }
+    if (n == 0)
+        return;
+    d.timeAxis.firstUs = trace->events.front().timeUs;
+    d.timeAxis.lastUs = trace->events.back().timeUs;
+    const auto timed = std::find_if(
+        trace->events.begin(), trace->events.end(), [](const TraceEvent& event) { return event.timeUs != 0; });
+    d.timeAxis.originUs = timed == trace->events.end() ? 0 : timed->timeUs;
+    d.timeAxis.hasTime = n > 1 && runningMax - d.timeAxis.originUs > 0;
+}
+
+int64_t timeSinceStart(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t event)
+{
+    if (trace.events.empty() || event < 0)
+        return 0;
+    // Events before the first with a time, and jitter below it, sit at zero.
+    return std::max<int64_t>(0, runningMaxTime(d, trace, event) - d.timeAxis.originUs);
+}
+
+int64_t eventAtTimeSinceStart(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t sinceStartUs)
+{
+    const auto n = static_cast<int64_t>(trace.events.size());
+    if (n == 0 || sinceStartUs < 0)
+        return 0;
+    if (sinceStartUs >= std::numeric_limits<int64_t>::max() - std::max<int64_t>(d.timeAxis.originUs, 0))
+        return n - 1;
+    // The first event whose time passes sinceStartUs, less one.
+    return std::max<int64_t>(0, eventAtTime(d, trace, d.timeAxis.originUs + sinceStartUs + 1) - 1);
 }
 
 int64_t eventAtTime(const DeviceAnalysis& d, const DeviceTrace& trace, int64_t timeUs)

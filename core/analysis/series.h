@@ -131,7 +131,13 @@ int64_t eventAtTime(const DeviceAnalysis& device, const DeviceTrace& trace, int6
 // scan, without the search.
 int64_t runningMaxTime(const DeviceAnalysis& device, const DeviceTrace& trace, int64_t event);
 
-// Fills DeviceAnalysis::timeCheckpoints from the device's trace.
+// An event's time on the axis the timelines draw (DeviceAnalysis::timeAxis): microseconds after
+// its origin on the running maximum; 0 before the first event with a time and for -1.
+int64_t timeSinceStart(const DeviceAnalysis& device, const DeviceTrace& trace, int64_t event);
+// The last event at or before `sinceStartUs` on that axis; 0 before the first.
+int64_t eventAtTimeSinceStart(const DeviceAnalysis& device, const DeviceTrace& trace, int64_t sinceStartUs);
+
+// Fills DeviceAnalysis::timeCheckpoints and timeAxis from the device's trace.
 void buildTimeCheckpoints(const DeviceTrace* trace, DeviceAnalysis& device);
 
 } // namespace oomlens

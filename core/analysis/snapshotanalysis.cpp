@@ -4,6 +4,7 @@
 #include "core/analysis/categorizer.h"
 #include "core/analysis/categoryrules.h"
 #include "core/analysis/livequery.h"
+#include "core/analysis/phaseruns.h"
 #include "core/analysis/phases.h"
 #include "core/analysis/reconstruction.h"
 #include "core/analysis/series.h"
@@ -159,6 +160,7 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
     auto devices = snapshot->devices();
     result.primaryDevice = choosePrimary(*snapshot, options);
     std::unique_ptr<PagePrefaulter> prefaulter;
+    const SnapshotBackend framesBackend = snapshotBackendFromFrames(*snapshot);
     for (int32_t ordinal : devices) {
         if (options.cancelled())
             break;
@@ -168,12 +170,14 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
         if (options.cancelled())
             break;
         labelPhases(*snapshot, features, d);
+        buildPhaseRuns(d);
         categorize(*snapshot, features, rules ? &*rules : nullptr, d);
         if (options.cancelled())
             break;
         buildTimeCheckpoints(snapshot->trace(ordinal), d);
         findPeak(*snapshot, d);
         analyzeOoms(*snapshot, features, d);
+        d.history = traceHistory(*snapshot, d, framesBackend);
         result.devices.push_back(std::move(d));
     }
     return result;

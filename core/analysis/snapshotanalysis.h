@@ -7,6 +7,7 @@
 // any event), poolseries.h (reserved, active and largest free block per stream and pool over
 // time).
 
+#include "core/analysis/tracehistory.h"
 #include "core/phase.h"
 #include "core/snapshot.h"
 
@@ -79,6 +80,33 @@ struct PhaseSpan
     int32_t step = -1;
 };
 
+// A maximal run of events in one known phase, whatever the step: what every timeline (the app's,
+// the report's) shades. Built from the PhaseSpans, Unknown runs left out.
+struct PhaseRun
+{
+    int64_t firstEvent = 0;
+    int64_t lastEvent = 0; // inclusive
+    Phase phase = Phase::Unknown;
+};
+
+// The first event of a known training step, where the timelines draw the step's line.
+struct StepStart
+{
+    int64_t event = 0;
+    int32_t step = -1;
+};
+
+// The trace's clock as the timelines draw it. Eras without time_us write 0, so the axis starts at
+// the first event that has a time; time_us is not strictly monotonic, so a time on the axis is
+// the running maximum (series.h timeSinceStart).
+struct TimeAxis
+{
+    int64_t originUs = 0; // the first non-zero time_us
+    int64_t firstUs = 0; // the first and the last event's own time_us: the trace's span as recorded
+    int64_t lastUs = 0;
+    bool hasTime = false; // two events or more and the clock advances past the origin
+};
+
 struct DeviceAnalysis
 {
     int32_t device = 0;
@@ -87,6 +115,9 @@ struct DeviceAnalysis
     std::vector<Phase> eventPhase; // per trace event
     std::vector<int32_t> eventStep; // per trace event, -1 unknown; step 0 = before the first step start
     std::vector<PhaseSpan> phaseSpans;
+    std::vector<PhaseRun> phaseRuns;
+    std::vector<StepStart> stepStarts; // each change to another known step, in event order
+    TimeAxis timeAxis;
     uint64_t peakAllocatedBytes = 0; // requested bytes, allocations older than the trace included
     int64_t peakEvent = -1; // the peak holds right after this event; -1: before the first event
     int64_t peakTimeUs = 0;
@@ -114,6 +145,10 @@ struct DeviceAnalysis
     std::vector<int64_t> timeCheckpoints;
 
     std::vector<std::string> warnings; // inconsistencies met while reconstructing
+    // How much of the run the trace saw (ring buffer, late start), with the backend of the
+    // snapshot's frames; a consumer holding the case sets backend from snapshotBackendOf, which
+    // also reads the OOM message.
+    TraceHistory history;
 };
 
 struct SnapshotAnalysis

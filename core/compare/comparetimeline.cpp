@@ -29,10 +29,13 @@ public:
             m_ranges.push_back({ side.firstEvent, side.lastEvent });
             return;
         }
-        for (int64_t e = side.firstEvent; e <= side.lastEvent; ++e) {
-            if (m_ranges.empty() || stepOf(e) != stepOf(m_ranges.back().first))
-                m_ranges.push_back({ e, e });
-            m_ranges.back().last = e;
+        // Every event has a known step here (knownSteps): the analysis' step starts cut the range.
+        m_ranges.push_back({ side.firstEvent, side.lastEvent });
+        for (const StepStart& start : m_device.stepStarts) {
+            if (start.event <= side.firstEvent || start.event > side.lastEvent)
+                continue;
+            m_ranges.back().last = start.event - 1;
+            m_ranges.push_back({ start.event, side.lastEvent });
         }
     }
 

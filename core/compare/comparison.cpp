@@ -222,11 +222,9 @@ std::string windowProblem(const DeviceAnalysis& device, const StepWindow& window
 {
     int32_t lowest = -1;
     int32_t highest = -1;
-    for (int32_t step : device.eventStep) {
-        if (step < 0)
-            continue;
-        lowest = lowest < 0 ? step : std::min(lowest, step);
-        highest = std::max(highest, step);
+    for (const StepStart& start : device.stepStarts) {
+        lowest = lowest < 0 ? start.step : std::min(lowest, start.step);
+        highest = std::max(highest, start.step);
     }
     if (highest < 0)
         return "the trace of device " + std::to_string(device.device) + " has no steps to window";

@@ -1,9 +1,9 @@
 #include "core/job/ranksummary.h"
 
+#include "core/analysis/cardreconciliation.h"
+#include "core/analysis/compileattribution.h"
 #include "core/analysis/topsites.h"
 #include "core/job/rankname.h"
-#include "core/presentation/cardreconciliation.h"
-#include "core/presentation/compileattribution.h"
 
 #include <algorithm>
 
@@ -92,7 +92,7 @@ RankSummary summarizeRank(const std::string& file, const Case& rankCase, const C
     }
     if (!analysis.headroom.empty())
         summary.capacityBytes = analysis.headroom.front().capacityBytes;
-    summary.restOfCardBytes = reconcileCard(rankCase, analysis).restOfCardBytes;
+    summary.restOfCardBytes = analysis.card.restOfCardBytes;
     if (!analysis.diagnoses.empty()) {
         summary.topDiagnosisId = analysis.diagnoses.front().id;
         summary.topDiagnosisTitle = analysis.diagnoses.front().title;

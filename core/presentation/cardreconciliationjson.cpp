@@ -1,15 +1,15 @@
 #include "core/presentation/cardreconciliationjson.h"
 
-#include "core/presentation/cardreconciliation.h"
-#include "core/presentation/tracehistory.h"
+#include "core/analysis/cardreconciliation.h"
+#include "core/presentation/cardwords.h"
+#include "core/presentation/historywords.h"
 
 namespace oomlens {
 
 using json = nlohmann::ordered_json;
 
-json cardReconciliationToJson(const Case& input, const CaseAnalysis& analysis)
+json cardReconciliationToJson(const CardReconciliation& card)
 {
-    const CardReconciliation card = reconcileCard(input, analysis);
     if (!card.available())
         return nullptr;
     json figures = json::array();
@@ -43,7 +43,7 @@ json traceHistoryToJson(const SnapshotAnalysis& analysis)
     const DeviceAnalysis* device = analysis.primary();
     if (!analysis.snapshot || !device)
         return nullptr;
-    const TraceHistory history = traceHistory(*analysis.snapshot, *device);
+    const TraceHistory& history = device->history;
     return json { { "coverage", coverageName(history.coverage) }, { "trace_events", history.traceEvents },
         { "alloc_events", history.allocEvents }, { "ghost_frees", history.ghostFrees },
         { "ghost_free_bytes", history.ghostFreeBytes }, { "older_live_blocks", history.olderLiveBlocks },
@@ -52,12 +52,12 @@ json traceHistoryToJson(const SnapshotAnalysis& analysis)
         { "statement", historyStatement(*analysis.snapshot, history) }, { "advice", historyAdvice(history) } };
 }
 
-json withPresentationKeys(json document, const Case& input, const CaseAnalysis& analysis)
+json withPresentationKeys(json document, const CaseAnalysis& analysis)
 {
     json& snapshots = document["snapshots"];
     for (size_t i = 0; i < snapshots.size() && i < analysis.snapshots.size(); ++i)
         snapshots[i]["history"] = traceHistoryToJson(analysis.snapshots[i]);
-    document["card_reconciliation"] = cardReconciliationToJson(input, analysis);
+    document["card_reconciliation"] = cardReconciliationToJson(analysis.card);
     return document;
 }
 

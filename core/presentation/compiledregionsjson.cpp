@@ -1,6 +1,6 @@
 #include "core/presentation/compiledregionsjson.h"
 
-#include "core/presentation/compileattribution.h"
+#include "core/analysis/compileattribution.h"
 
 namespace oomlens {
 

@@ -7,7 +7,7 @@
 namespace oomlens {
 
 // `diagnose --json`'s "compiled_regions": per snapshot, the torch.compile regions its primary
-// device's allocations ran in (core/presentation/compileattribution.h), each with the model
+// device's allocations ran in (core/analysis/compileattribution.h), each with the model
 // lines that allocated most; an empty list for an eager run, null without a primary device.
 nlohmann::ordered_json compiledRegionsToJson(const CaseAnalysis& analysis);
 

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/analysis/cardbandkind.h"
 #include "core/phase.h"
-#include "core/presentation/cardbandkind.h"
 
 #include <cstdint>
 #include <optional>

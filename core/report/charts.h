@@ -1,9 +1,9 @@
 #pragma once
 
 #include "core/analysis/allocatorstate.h"
+#include "core/analysis/cardtimeline.h"
 #include "core/analysis/series.h"
 #include "core/analysis/snapshotanalysis.h"
-#include "core/presentation/cardtimeline.h"
 
 #include <cstdint>
 #include <optional>
@@ -19,7 +19,8 @@ struct TimelineMarker
     bool oom = false;
 };
 
-struct PhaseRun
+// A run of columns in one phase (DeviceAnalysis::phaseRuns by majority per column).
+struct ChartPhaseRun
 {
     int64_t firstEvent = 0;
     int64_t lastEvent = 0; // inclusive
@@ -44,7 +45,7 @@ struct TimelineChartData
     int64_t eventCount = 0;
     std::vector<TimelineSeries::Point> points;
     std::vector<TimelineSeries::ReservedPoint> reserved;
-    std::vector<PhaseRun> phases; // Unknown runs omitted
+    std::vector<ChartPhaseRun> phases; // Unknown runs omitted
     std::vector<ChartSpan> spans; // at most one per column and row, so thousands of steps stay small
     uint64_t maxAllocated = 0; // exact, over every event
     uint64_t maxReserved = 0;

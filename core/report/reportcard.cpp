@@ -1,3 +1,4 @@
+#include "core/presentation/cardwords.h"
 #include "core/presentation/labels.h"
 #include "core/presentation/palette.h"
 #include "core/report/reportsections.h"

@@ -90,7 +90,7 @@ ShownSnapshot showSnapshot(const Case& input, const SnapshotAnalysis& analysis, 
     shown.device = shownDevice(analysis);
     shown.backend = snapshotBackend(*analysis.snapshot, input.text.oomMessages);
     if (shown.device) {
-        shown.history = traceHistory(*analysis.snapshot, *shown.device);
+        shown.history = shown.device->history;
         shown.history.backend = shown.backend;
         shown.annotations = AllocationAnnotations(*analysis.snapshot, *shown.device);
     }
@@ -110,8 +110,7 @@ ReportContext::ReportContext(
     , options(reportOptions)
     , planOnly(reportOptions.plan && reportedCase.inputs.empty())
     , capacityBytes(findCapacity(reportedCase))
-    , card(reconcileCard(reportedCase, caseAnalysis))
-    , cardBand(cardTimelineBand(card))
+    , card(caseAnalysis.card)
 {
     title = reportTitle(*this);
     captureAdviceReason = adviceReason(*this);

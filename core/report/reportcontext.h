@@ -1,9 +1,9 @@
 #pragma once
 
 #include "core/analysis/allocationannotations.h"
-#include "core/presentation/cardreconciliation.h"
-#include "core/presentation/cardtimeline.h"
-#include "core/presentation/tracehistory.h"
+#include "core/analysis/cardreconciliation.h"
+#include "core/analysis/cardtimeline.h"
+#include "core/presentation/historywords.h"
 #include "core/report/htmlreport.h"
 #include "core/snapshotbackend.h"
 
@@ -46,10 +46,8 @@ struct ReportContext
     std::string title;
     // The card's capacity from the first OOM message or nvidia-smi table that gives it.
     std::optional<uint64_t> capacityBytes;
-    // Allocator, process and card figures side by side (presentation/cardreconciliation.h), and
-    // the rest of the card as the timeline's band, for the device it was measured on.
-    CardReconciliation card;
-    std::optional<CardTimelineBand> cardBand;
+    // Allocator, process and card figures side by side: the analysis' (CaseAnalysis::card).
+    const CardReconciliation& card;
     // Why the capture section is written (what the snapshots lack); empty leaves it out.
     std::string captureAdviceReason;
     std::vector<ShownSnapshot> snapshots; // one per CaseAnalysis::snapshots entry

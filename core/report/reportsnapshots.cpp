@@ -1,4 +1,4 @@
-#include "core/presentation/tracehistory.h"
+#include "core/presentation/historywords.h"
 #include "core/report/charts.h"
 #include "core/report/reportsections.h"
 #include "core/units.h"

@@ -20,12 +20,10 @@ void timeline(HtmlWriter& html, const ReportContext& context, const ShownSnapsho
         markers.push_back({ oom.eventIndex, "OOM: " + formatBytes(oom.requestedBytes) + " requested", true });
     // The rest of the card (context, libraries, other processes) on top of reserved, when an
     // input gives the card's total and this is its device.
-    std::optional<CardTimelineBand> card;
-    if (context.cardBand && context.cardBand->device == device.device)
-        card.emplace(followOomFigures(*context.cardBand, device));
+    const CardTimelineBand* card = context.analysis.cardBandOn(shown.index, device.device);
     html.raw("<div class=\"figure\">\n");
-    html.svg(timelineSvg(series, markers, card ? std::optional<uint64_t>(card->totalBytes) : context.capacityBytes,
-        card ? &*card : nullptr));
+    html.svg(
+        timelineSvg(series, markers, card ? std::optional<uint64_t>(card->totalBytes) : context.capacityBytes, card));
     html.raw("\n<div class=\"legend\">");
     parts::categoryLegend(html, [&curves](Category category) { return curves.holds(category); });
     html.legendEntry("reserved", "reserved");
@@ -37,7 +35,7 @@ void timeline(HtmlWriter& html, const ReportContext& context, const ShownSnapsho
     for (int p = 1; p < phaseCount; ++p) {
         const auto phase = static_cast<Phase>(p);
         bool present = false;
-        for (const PhaseRun& run : series.phases)
+        for (const ChartPhaseRun& run : series.phases)
             present = present || run.phase == phase;
         if (!present)
             continue;

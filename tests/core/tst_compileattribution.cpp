@@ -2,11 +2,11 @@
 // produced the FX node (past Inductor's generated code), and carry their compile_context.
 #include "common/analysisfixtures.h"
 #include "common/testutil.h"
+#include "core/analysis/compileattribution.h"
+#include "core/analysis/generatedcodeframes.h"
 #include "core/analysis/userframe.h"
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
-#include "core/presentation/compileattribution.h"
-#include "core/presentation/generatedcodeframes.h"
 #include "parsers/inputloader.h"
 #include "parsers/snapshotreader.h"
 

@@ -151,6 +151,7 @@ inline std::pair<Case, CaseAnalysis> hostileTrainingCase()
     lora.changesExperiment = true;
     diagnosis.fixes.push_back(lora);
     analysis.diagnoses.push_back(diagnosis);
+    reconcileCase(input, analysis); // the card, as diagnoseCase reconciles it
     return { std::move(input), std::move(analysis) };
 }
 

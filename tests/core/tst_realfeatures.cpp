@@ -4,7 +4,7 @@
 #include "common/testutil.h"
 #include "core/analysis/annotationspans.h"
 #include "core/caseanalysis.h"
-#include "core/presentation/tracehistory.h"
+#include "core/presentation/historywords.h"
 #include "parsers/inputloader.h"
 
 #include <QTest>

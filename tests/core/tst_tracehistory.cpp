@@ -2,7 +2,7 @@
 #include "common/testutil.h"
 #include "core/caseanalysis.h"
 #include "core/jsonexport.h"
-#include "core/presentation/tracehistory.h"
+#include "core/presentation/historywords.h"
 #include "core/report/htmlreport.h"
 #include "core/strings.h"
 #include "core/textreport.h"
@@ -34,7 +34,7 @@ bool anyContains(const std::vector<std::string>& lines, const std::string& needl
 } // namespace
 
 // Truncated history (the ring buffer wrapped, or recording started late) and segments-only
-// snapshots, counted once in core/presentation/tracehistory.h and shown by the CLI and the report.
+// snapshots, counted once in core/analysis/tracehistory.h and shown by the CLI and the report.
 class TestTraceHistory : public QObject
 {
     Q_OBJECT

@@ -1,8 +1,8 @@
 #include "views/models/allocationsmodel.h"
 
+#include "core/analysis/compileattribution.h"
 #include "core/analysis/poolowners.h"
 #include "core/analysis/userframe.h"
-#include "core/presentation/compileattribution.h"
 
 #include "views/categorycolors.h"
 #include "views/viewutil.h"

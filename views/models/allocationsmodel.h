@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/analysis/generatedcodeframes.h"
 #include "core/analysis/privatepools.h"
-#include "core/presentation/generatedcodeframes.h"
 #include "views/plots/timelinedata.h"
 
 #include <QAbstractTableModel>

@@ -2,7 +2,7 @@
 
 #include "core/analysis/poolowners.h"
 #include "core/analysis/privatepools.h"
-#include "core/presentation/tracehistory.h"
+#include "core/presentation/historywords.h"
 #include "views/categorycolors.h"
 #include "views/viewutil.h"
 
@@ -30,7 +30,7 @@ DumpStatePicture::DumpStatePicture(const TimelineData& data, const QFont& font, 
     if (!device)
         return;
     const Snapshot& snapshot = data.snapshot();
-    const TraceHistory history = traceHistory(snapshot, *device);
+    const TraceHistory& history = device->history;
     // The same words the timeline shows in place of its chart.
     m_lines << QStringLiteral("No timeline: this snapshot holds no allocation history, only the allocator's state "
                               "at the dump (below).");

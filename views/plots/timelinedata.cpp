@@ -2,9 +2,6 @@
 
 #include "core/analysis/recomputespans.h"
 
-#include <algorithm>
-#include <limits>
-
 namespace oomlens {
 
 namespace {
@@ -29,59 +26,35 @@ TimelineData::TimelineData(std::shared_ptr<const SnapshotAnalysis> analysis, int
     , m_series(deviceOrEmpty(m_device))
 {
     m_eventCount = m_trace ? int64_t(m_trace->events.size()) : 0;
-    if (m_device && m_trace) {
-        for (const TraceEvent& event : m_trace->events) {
-            if (event.timeUs != 0) {
-                m_firstTime = event.timeUs;
-                break;
-            }
-        }
-        m_hasTime = m_eventCount > 1 && timeOf(m_eventCount - 1) > 0;
-    }
-    buildPhases();
     if (m_device) {
         m_spans = oomlens::annotationAndRecomputeSpans(*m_analysis->snapshot, *m_device);
         m_allocationAnnotations = AllocationAnnotations(*m_analysis->snapshot, *m_device);
     }
 }
 
-void TimelineData::buildPhases()
+bool TimelineData::hasTime() const
 {
-    if (!m_device)
-        return;
-    const auto& phases = m_device->eventPhase;
-    for (size_t i = 0; i < phases.size() && i < size_t(m_eventCount); ++i) {
-        if (!m_phaseRuns.empty() && m_phaseRuns.back().phase == phases[i] && m_phaseRuns.back().last == int64_t(i) - 1)
-            m_phaseRuns.back().last = int64_t(i);
-        else if (phases[i] != Phase::Unknown)
-            m_phaseRuns.push_back({ int64_t(i), int64_t(i), phases[i] });
-    }
-    const auto& steps = m_device->eventStep;
-    int32_t current = -1;
-    for (size_t i = 0; i < steps.size() && i < size_t(m_eventCount); ++i) {
-        if (steps[i] >= 0 && steps[i] != current) {
-            current = steps[i];
-            m_stepStarts.push_back({ int64_t(i), current });
-        }
-    }
+    return m_device && m_trace && m_device->timeAxis.hasTime;
 }
 
 int64_t TimelineData::timeOf(int64_t event) const
 {
-    if (!m_device || m_eventCount == 0 || event < 0)
-        return 0;
-    // Events before the first with a time, and jitter below it, sit at zero.
-    return std::max<int64_t>(0, runningMaxTime(*m_device, *m_trace, event) - m_firstTime);
+    return m_device && m_trace ? timeSinceStart(*m_device, *m_trace, event) : 0;
 }
 
 int64_t TimelineData::eventAtTime(int64_t timeUs) const
 {
-    if (!m_device || m_eventCount == 0 || timeUs < 0)
-        return 0;
-    if (timeUs >= std::numeric_limits<int64_t>::max() - std::max<int64_t>(m_firstTime, 0))
-        return m_eventCount - 1;
-    // The first event whose time passes timeUs, less one.
-    return std::max<int64_t>(0, oomlens::eventAtTime(*m_device, *m_trace, m_firstTime + timeUs + 1) - 1);
+    return m_device && m_trace ? eventAtTimeSinceStart(*m_device, *m_trace, timeUs) : 0;
+}
+
+const std::vector<PhaseRun>& TimelineData::phaseRuns() const
+{
+    return deviceOrEmpty(m_device).phaseRuns;
+}
+
+const std::vector<StepStart>& TimelineData::stepStarts() const
+{
+    return deviceOrEmpty(m_device).stepStarts;
 }
 
 int32_t TimelineData::allocationOfEvent(int64_t event) const

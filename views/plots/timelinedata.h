@@ -11,9 +11,10 @@
 
 namespace oomlens {
 
-// Plot-ready view of one device's memory over the trace for the widgets: the wall-clock axis,
-// phase runs and step starts here; the curves themselves (categories, reserved, min/max
-// downsampling) are core's TimelineSeries, the same the HTML report draws.
+// Plot-ready view of one device's memory over the trace for the widgets. The wall-clock axis,
+// phase runs and step starts are the analysis' (DeviceAnalysis::timeAxis, phaseRuns, stepStarts)
+// and the curves (categories, reserved, min/max downsampling) core's TimelineSeries: the same
+// the HTML report draws.
 class TimelineData
 {
 public:
@@ -25,7 +26,7 @@ public:
     const TimelineSeries& series() const { return m_series; }
     int64_t eventCount() const { return m_eventCount; }
 
-    bool hasTime() const { return m_hasTime; }
+    bool hasTime() const;
     // Monotonic wall-clock time of an event, relative to the first event that has one
     // (microseconds): time_us's running maximum (series.h runningMaxTime), read from the
     // analysis' checkpoints and at most 16 events instead of a per-event table.
@@ -53,36 +54,19 @@ public:
         return m_series.reservedPoints(boundaries);
     }
 
-    struct PhaseRun
-    {
-        int64_t first;
-        int64_t last;
-        Phase phase;
-    };
-    const std::vector<PhaseRun>& phaseRuns() const { return m_phaseRuns; }
-    struct StepStart
-    {
-        int64_t event;
-        int32_t step;
-    };
-    const std::vector<StepStart>& stepStarts() const { return m_stepStarts; }
+    const std::vector<PhaseRun>& phaseRuns() const;
+    const std::vector<StepStart>& stepStarts() const;
     // record_function ranges and user metadata runs on this device (core/analysis/annotationspans.h).
     const std::vector<AnnotationSpan>& annotationSpans() const { return m_spans; }
     // Notes `_annotate_tensor` attached to single allocations (core/analysis/allocationannotations.h).
     const AllocationAnnotations& allocationAnnotations() const { return m_allocationAnnotations; }
 
 private:
-    void buildPhases();
-
     std::shared_ptr<const SnapshotAnalysis> m_analysis;
     const DeviceAnalysis* m_device = nullptr;
     const DeviceTrace* m_trace = nullptr;
     TimelineSeries m_series;
     int64_t m_eventCount = 0;
-    int64_t m_firstTime = 0; // the first non-zero time_us: eras without time_us write 0
-    bool m_hasTime = false;
-    std::vector<PhaseRun> m_phaseRuns;
-    std::vector<StepStart> m_stepStarts;
     std::vector<AnnotationSpan> m_spans;
     AllocationAnnotations m_allocationAnnotations;
 };

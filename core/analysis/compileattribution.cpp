@@ -1,4 +1,4 @@
-#include "core/presentation/compileattribution.h"
+#include "core/analysis/compileattribution.h"
 
 #include "core/analysis/userframe.h"
 

@@ -1,4 +1,4 @@
-#include "core/presentation/cardtimeline.h"
+#include "core/analysis/cardtimeline.h"
 
 #include "core/units.h"
 

@@ -1,4 +1,4 @@
-#include "core/presentation/generatedcodeframes.h"
+#include "core/analysis/generatedcodeframes.h"
 
 #include "core/analysis/userframe.h"
 #include "core/snapshot.h"

@@ -1,14 +1,14 @@
 #pragma once
 
-#include "core/analysis/snapshotanalysis.h"
+#include "core/snapshot.h"
 #include "core/snapshotbackend.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <vector>
 
 namespace oomlens {
+
+struct DeviceAnalysis;
 
 // How much of the run one device's trace saw, counted once for the overview, the timeline, the
 // report and `diagnose`. PyTorch's history is a ring buffer of `max_entries` entries that starts
@@ -49,21 +49,10 @@ struct TraceHistory
     bool segmentsOnly() const { return coverage == Coverage::SegmentsOnly; }
 };
 
+// Counted by analyzeSnapshot into DeviceAnalysis::history; read that. `backend` is the frames' own
+// (snapshotBackendFromFrames).
+TraceHistory traceHistory(const Snapshot& snapshot, const DeviceAnalysis& device, SnapshotBackend backend);
+// The same with the backend read from the snapshot's frames here.
 TraceHistory traceHistory(const Snapshot& snapshot, const DeviceAnalysis& device);
-
-// The JSON value of `coverage`: "complete", "late_start", "wrapped", "segments_only".
-std::string_view coverageName(TraceHistory::Coverage coverage);
-
-// What the history means for the reader, in plain sentences: the counts and what they cost (no
-// stacks for the ghosts' allocations, the timeline's floor is memory of unknown age), or for a
-// segments-only snapshot what is there and what is missing. Empty for a complete trace.
-std::vector<std::string> historyStatement(const Snapshot& snapshot, const TraceHistory& history);
-
-// How to record more: a longer ring buffer, recording from the start, no clear_history in between;
-// or, for a segments-only snapshot, how to record a history at all. Empty for a complete trace.
-std::string historyAdvice(const TraceHistory& history);
-
-// The lines to run, for a code block under the advice.
-std::string historyRecordingSnippet(SnapshotBackend backend = SnapshotBackend::Cuda);
 
 } // namespace oomlens

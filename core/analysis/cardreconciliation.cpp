@@ -1,7 +1,8 @@
-#include "core/presentation/cardreconciliation.h"
+#include "core/analysis/cardreconciliation.h"
 
 #include "core/analysis/allocatorstate.h"
 #include "core/analysis/privatepools.h"
+#include "core/caseanalysis.h"
 #include "core/diagnosis/oomfacts.h"
 #include "core/units.h"
 
@@ -348,32 +349,6 @@ const CardFigure* CardReconciliation::figure(std::string_view key) const
             return &figure;
     }
     return nullptr;
-}
-
-std::string_view cardViewLabel(CardFigure::View view)
-{
-    switch (view) {
-    case CardFigure::View::Allocator:
-        return "PyTorch's allocator";
-    case CardFigure::View::Process:
-        return "This process";
-    case CardFigure::View::Card:
-        return "The card";
-    }
-    return "The card";
-}
-
-std::string_view cardViewName(CardFigure::View view)
-{
-    switch (view) {
-    case CardFigure::View::Allocator:
-        return "allocator";
-    case CardFigure::View::Process:
-        return "process";
-    case CardFigure::View::Card:
-        return "card";
-    }
-    return "card";
 }
 
 CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis)

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/analysis/cardreconciliation.h"
 #include "core/analysis/snapshotanalysis.h"
-#include "core/presentation/cardreconciliation.h"
 
 #include <cstdint>
 #include <optional>

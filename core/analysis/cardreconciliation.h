@@ -1,8 +1,6 @@
 #pragma once
 
-#include "core/case.h"
-#include "core/caseanalysis.h"
-#include "core/presentation/cardbandkind.h"
+#include "core/analysis/cardbandkind.h"
 #include "core/runtimewords.h"
 
 #include <cstdint>
@@ -12,6 +10,9 @@
 #include <vector>
 
 namespace oomlens {
+
+struct Case;
+struct CaseAnalysis;
 
 // One figure of the three views of the card's memory, with where it comes from.
 struct CardFigure
@@ -79,11 +80,7 @@ struct CardReconciliation
     const CardFigure* figure(std::string_view key) const;
 };
 
+// Reconciled once by diagnoseCase into CaseAnalysis::card (it reads the diagnoses); read that.
 CardReconciliation reconcileCard(const Case& input, const CaseAnalysis& analysis);
-
-// "PyTorch's allocator", "This process", "The card".
-std::string_view cardViewLabel(CardFigure::View view);
-// The JSON value of a view: "allocator", "process", "card".
-std::string_view cardViewName(CardFigure::View view);
 
 } // namespace oomlens

@@ -1,7 +1,7 @@
 #pragma once
 
+#include "core/analysis/generatedcodeframes.h"
 #include "core/analysis/snapshotanalysis.h"
-#include "core/presentation/generatedcodeframes.h"
 
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-#include "core/presentation/cardbandkind.h"
+#include "core/analysis/cardbandkind.h"
 
 #include "core/nametable.h"
 
