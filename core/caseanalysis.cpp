@@ -7,6 +7,7 @@
 #include "core/diagnosis/ranking.h"
 #include "core/diagnosis/snapshotdiagnosis.h"
 #include "core/diagnosis/textdiagnosis.h"
+#include "core/planner/servingplan.h"
 #include "core/serving/servingdiagnosis.h"
 
 #include <algorithm>
@@ -89,14 +90,8 @@ SnapshotDiagnosisContext textContext(const Case& input)
     for (const planner::ModelSpec& model : input.models) {
         if (!model.hasDimensions())
             continue;
-        planner::KvCacheShape shape;
-        shape.layers = model.layers;
-        shape.kvHeads = model.kvHeadsOrHeads();
-        shape.headDim = model.headDim();
-        shape.elementBytes = planner::kvDtypeBytes(planner::KvDtype::Bf16);
-        if (model.latentAttention())
-            shape.latentDim = model.kvLoraRank + model.qkRopeHeadDim;
-        context.kvShape = shape;
+        // A 16-bit cache on one GPU: the serving planner's shape with its default settings.
+        context.kvShape = planner::servingKvShape(model, planner::TrainingSetup {});
         context.kvShapeSource = (model.name.empty() ? std::string("the model") : model.name) + "'s config.json";
         break;
     }

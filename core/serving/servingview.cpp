@@ -1,6 +1,7 @@
 #include "core/serving/servingview.h"
 
 #include "core/planner/kvcache.h"
+#include "core/planner/servingplan.h"
 #include "core/units.h"
 
 #include <array>
@@ -94,14 +95,11 @@ void findKvBytesPerToken(const Case& input, ServingView& view)
     for (const planner::ModelSpec& model : input.models) {
         if (!model.hasDimensions())
             continue;
-        planner::KvCacheShape shape;
-        shape.layers = model.layers;
-        shape.kvHeads = model.kvHeadsOrHeads();
-        shape.headDim = model.headDim();
-        shape.elementBytes = planner::kvDtypeBytes(planner::KvDtype::Bf16);
-        shape.tensorParallel = std::max(1, static_cast<int>(view.run.settingValue("tensor_parallel_size").value_or(1)));
-        if (model.latentAttention())
-            shape.latentDim = model.kvLoraRank + model.qkRopeHeadDim;
+        // The serving planner's shape: a 16-bit cache, the engine's tensor parallelism.
+        planner::TrainingSetup setup;
+        setup.parallel.tensor
+            = std::max(1, static_cast<int>(view.run.settingValue("tensor_parallel_size").value_or(1)));
+        const planner::KvCacheShape shape = planner::servingKvShape(model, setup);
         if (const uint64_t bytes = planner::kvBytesPerToken(shape)) {
             view.kvBytesPerToken = static_cast<double>(bytes);
             view.kvBytesPerTokenSource = (model.name.empty() ? std::string("the model") : model.name)
