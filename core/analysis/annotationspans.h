@@ -4,15 +4,20 @@
 // Optimizer.step#AdamW.step, the user's own `torch.profiler.record_function("eval")`) recorded as
 // START/END pairs while memory history was on, and marks without a stage (the capture helper's
 // step annotations, `user_metadata` events). The timeline draws them, its hover names the spans
-// under the cursor, the report's timeline shows them, and phase detection reads them.
+// under the cursor, the report's timeline shows them, and phase detection reads them. Derived
+// once per device, with the recompute spans, into DeviceAnalysis::annotationSpans
+// (snapshotanalysis.h includes this header for the struct, hence only a declaration of
+// DeviceAnalysis here).
 
-#include "core/analysis/snapshotanalysis.h"
+#include "core/snapshot.h"
 
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace oomlens {
+
+struct DeviceAnalysis;
 
 struct AnnotationSpan
 {

@@ -6,6 +6,7 @@
 #include "core/analysis/livequery.h"
 #include "core/analysis/phaseruns.h"
 #include "core/analysis/phases.h"
+#include "core/analysis/recomputespans.h"
 #include "core/analysis/reconstruction.h"
 #include "core/analysis/series.h"
 #include "core/analysis/stackfeatures.h"
@@ -178,6 +179,7 @@ SnapshotAnalysis analyzeSnapshot(std::shared_ptr<const Snapshot> snapshot, const
         findPeak(*snapshot, d);
         analyzeOoms(*snapshot, features, d);
         d.history = traceHistory(*snapshot, d, framesBackend);
+        d.annotationSpans = annotationAndRecomputeSpans(*snapshot, d); // reads the time checkpoints
         result.devices.push_back(std::move(d));
     }
     return result;

@@ -7,6 +7,7 @@
 // any event), poolseries.h (reserved, active and largest free block per stream and pool over
 // time).
 
+#include "core/analysis/annotationspans.h"
 #include "core/analysis/tracehistory.h"
 #include "core/phase.h"
 #include "core/snapshot.h"
@@ -149,6 +150,11 @@ struct DeviceAnalysis
     // snapshot's frames; a consumer holding the case sets backend from snapshotBackendOf, which
     // also reads the OOM message.
     TraceHistory history;
+    // The named spans over the trace: record_function ranges, the user's metadata runs and
+    // activation checkpointing's recompute, in start order (annotationspans.h, recomputespans.h's
+    // annotationAndRecomputeSpans). The app's timeline, its hover and tables, and the report's
+    // chart all draw these.
+    std::vector<AnnotationSpan> annotationSpans;
 };
 
 struct SnapshotAnalysis

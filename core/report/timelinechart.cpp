@@ -1,7 +1,6 @@
 #include "core/report/charts.h"
 
 #include "core/analysis/annotationspans.h"
-#include "core/analysis/recomputespans.h"
 #include "core/presentation/labels.h"
 #include "core/report/chartframe.h"
 #include "core/report/svgwriter.h"
@@ -73,16 +72,16 @@ std::vector<ChartPhaseRun> columnPhases(const DeviceAnalysis& device, size_t eve
 
 namespace {
 
+// The analysis' spans (DeviceAnalysis::annotationSpans, what the app's timeline draws too).
 // Spans narrower than a column are kept only when their row's previous span ended in an earlier
 // column: the picture is the same and the SVG stays a few hundred elements.
-std::vector<ChartSpan> chartSpans(
-    const Snapshot& snapshot, const DeviceAnalysis& device, int64_t events, size_t columns)
+std::vector<ChartSpan> chartSpans(const DeviceAnalysis& device, int64_t events, size_t columns)
 {
     std::vector<ChartSpan> spans;
     const double perColumn = static_cast<double>(events) / static_cast<double>(std::max<size_t>(columns, 1));
     std::array<int64_t, maxSpanRows> lastColumn;
     lastColumn.fill(-1);
-    for (const AnnotationSpan& span : annotationAndRecomputeSpans(snapshot, device)) {
+    for (const AnnotationSpan& span : device.annotationSpans) {
         if (span.mark || span.lastEvent < span.firstEvent)
             continue;
         const int row = std::min(span.depth, maxSpanRows - 1);
@@ -97,8 +96,9 @@ std::vector<ChartSpan> chartSpans(
 
 } // namespace
 
+// `snapshot` goes unread: the spans come with the analysis (DeviceAnalysis::annotationSpans).
 TimelineChartData timelineChartData(
-    const Snapshot& snapshot, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets)
+    const Snapshot& /*snapshot*/, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets)
 {
     TimelineChartData chart;
     chart.eventCount = series.eventCount();
@@ -115,7 +115,7 @@ TimelineChartData timelineChartData(
     chart.points = series.downsample(boundaries);
     chart.reserved = series.reservedPoints(boundaries);
     chart.phases = columnPhases(device, static_cast<size_t>(chart.eventCount), boundaries.size() - 1);
-    chart.spans = chartSpans(snapshot, device, chart.eventCount, boundaries.size() - 1);
+    chart.spans = chartSpans(device, chart.eventCount, boundaries.size() - 1);
     chart.firstTimeUs = device.timeAxis.firstUs;
     chart.lastTimeUs = device.timeAxis.lastUs;
     return chart;

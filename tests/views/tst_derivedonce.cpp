@@ -1,5 +1,7 @@
 #include "common/analysisfixtures.h"
+#include "core/analysis/annotationspans.h"
 #include "core/analysis/cardtimeline.h"
+#include "core/analysis/recomputespans.h"
 #include "core/analysis/series.h"
 #include "core/analysis/tracehistory.h"
 #include "core/caseanalysis.h"
@@ -37,6 +39,22 @@ constexpr const char* run = "alloc w 2GiB load t=0\n"
                             "alloc x3 1GiB fwd t=500\n"
                             "oom 4GiB free=1GiB fwd t=520\n";
 
+// record_function ranges (a step with the optimizer's range nested in it, a step never closed) and
+// a recompute under checkpointing's unpack hook: the spans the timelines draw.
+constexpr const char* spannedRun
+    = "annotate ProfilerStep#1 stage=START t=10\n"
+      "alloc x 1GiB fwd t=20\n"
+      "alloc r 256MiB stack=model.py:forward:12;torch/utils/checkpoint.py:recompute_fn:1480;"
+      "torch/utils/checkpoint.py:unpack_hook:1125 t=30\n"
+      "free r bwd t=40\n"
+      "annotate Optimizer.step#AdamW.step stage=START t=50\n"
+      "alloc s 256MiB opt t=60\n"
+      "annotate Optimizer.step#AdamW.step stage=END t=70\n"
+      "annotate ProfilerStep#1 stage=END t=80\n"
+      "annotate ProfilerStep#2 stage=START t=90\n"
+      "alloc y 1GiB fwd t=100\n"
+      "free y bwd t=110\n";
+
 struct Fixture
 {
     Case input;
@@ -44,10 +62,10 @@ struct Fixture
     const DeviceAnalysis* device = nullptr;
 };
 
-Fixture analyzedRun()
+Fixture analyzedRun(const char* text = run)
 {
     Fixture fixture;
-    fixture.input.snapshots.push_back(test::traceSnapshot(run));
+    fixture.input.snapshots.push_back(test::traceSnapshot(text));
     fixture.input.inputs.push_back({ "run.pickle", InputKind::Snapshot, std::nullopt, 0 });
     CaptureSidecar sidecar;
     sidecar.totalMemoryBytes = 16 * GiB;
@@ -108,6 +126,14 @@ bool sameRuns(const std::vector<report::ChartPhaseRun>& a, const std::vector<Pha
     });
 }
 
+bool sameSpans(const std::vector<AnnotationSpan>& a, const std::vector<AnnotationSpan>& b)
+{
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+        return x.name == y.name && x.startUs == y.startUs && x.endUs == y.endUs && x.firstEvent == y.firstEvent
+            && x.lastEvent == y.lastEvent && x.depth == y.depth && x.closed == y.closed && x.mark == y.mark;
+    });
+}
+
 bool sameColumns(const std::vector<report::ChartPhaseRun>& a, const std::vector<report::ChartPhaseRun>& b)
 {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
@@ -117,8 +143,8 @@ bool sameColumns(const std::vector<report::ChartPhaseRun>& a, const std::vector<
 
 } // namespace
 
-// Phase runs, step starts, the time axis, each device's trace history and the card's
-// reconciliation with its timeline band are derived once, into the case analysis; the app's
+// Phase runs, step starts, the time axis, the annotation spans, each device's trace history and
+// the card's reconciliation with its timeline band are derived once, into the case analysis; the app's
 // timeline and the HTML report read those fields. Each check below fails if a consumer went back
 // to deriving its own copy differently, or the field stopped saying what the consumers drew.
 class TestDerivedOnce : public QObject
@@ -191,6 +217,54 @@ private Q_SLOTS:
         const auto chart = report::timelineChartData(*fixture.input.snapshots.front(), device, series, 10);
         QCOMPARE(chart.firstTimeUs, device.timeAxis.firstUs);
         QCOMPARE(chart.lastTimeUs, device.timeAxis.lastUs);
+    }
+
+    void annotationSpansAreTheAnalysisOnes()
+    {
+        const Fixture fixture = analyzedRun(spannedRun);
+        const DeviceAnalysis& device = *fixture.device;
+        const Snapshot& snapshot = *fixture.input.snapshots.front();
+        // The field says what the derivation says: the record_function ranges and the recompute.
+        const std::vector<AnnotationSpan>& spans = device.annotationSpans;
+        QVERIFY(sameSpans(spans, annotationAndRecomputeSpans(snapshot, device)));
+        const auto named = [&](std::string_view name) {
+            return int(
+                std::count_if(spans.begin(), spans.end(), [&](const AnnotationSpan& s) { return s.name == name; }));
+        };
+        QCOMPARE(named("ProfilerStep#1"), 1);
+        QCOMPARE(named("Optimizer.step#AdamW.step"), 1);
+        QCOMPARE(named(recomputeSpanName), 1);
+        QVERIFY(std::any_of(spans.begin(), spans.end(), [](const AnnotationSpan& s) { return !s.closed; }));
+
+        // The view hands out the analysis' own spans.
+        const TimelineData data(snapshotOf(fixture), device.device);
+        QCOMPARE(&data.annotationSpans(), &device.annotationSpans);
+
+        // The report's chart draws the field, not spans of its own from the snapshot: at one
+        // column per event every range is drawn; with the field changed, the chart changes with it.
+        const TimelineSeries series(device);
+        const auto events = size_t(series.eventCount());
+        const auto chart = report::timelineChartData(snapshot, device, series, events);
+        const auto ranges = std::count_if(
+            spans.begin(), spans.end(), [](const AnnotationSpan& s) { return !s.mark && s.lastEvent >= s.firstEvent; });
+        QCOMPARE(qsizetype(chart.spans.size()), qsizetype(ranges));
+        for (const report::ChartSpan& drawn : chart.spans) {
+            QVERIFY(std::any_of(spans.begin(), spans.end(), [&](const AnnotationSpan& s) {
+                return s.firstEvent == drawn.firstEvent && s.lastEvent == drawn.lastEvent
+                    && annotationLabel(s.name) == drawn.label;
+            }));
+        }
+        DeviceAnalysis altered = device;
+        AnnotationSpan only;
+        only.name = "only-in-the-field";
+        only.firstEvent = 1;
+        only.lastEvent = 2;
+        altered.annotationSpans = { only };
+        const auto alteredChart = report::timelineChartData(snapshot, altered, series, events);
+        QCOMPARE(alteredChart.spans.size(), size_t(1));
+        QCOMPARE(alteredChart.spans.front().label, std::string("only-in-the-field"));
+        altered.annotationSpans.clear();
+        QVERIFY(report::timelineChartData(snapshot, altered, series, events).spans.empty());
     }
 
     void traceHistoryIsCountedOnce()

@@ -1,7 +1,5 @@
 #include "views/plots/timelinedata.h"
 
-#include "core/analysis/recomputespans.h"
-
 namespace oomlens {
 
 namespace {
@@ -26,10 +24,8 @@ TimelineData::TimelineData(std::shared_ptr<const SnapshotAnalysis> analysis, int
     , m_series(deviceOrEmpty(m_device))
 {
     m_eventCount = m_trace ? int64_t(m_trace->events.size()) : 0;
-    if (m_device) {
-        m_spans = oomlens::annotationAndRecomputeSpans(*m_analysis->snapshot, *m_device);
+    if (m_device)
         m_allocationAnnotations = AllocationAnnotations(*m_analysis->snapshot, *m_device);
-    }
 }
 
 bool TimelineData::hasTime() const
@@ -55,6 +51,11 @@ const std::vector<PhaseRun>& TimelineData::phaseRuns() const
 const std::vector<StepStart>& TimelineData::stepStarts() const
 {
     return deviceOrEmpty(m_device).stepStarts;
+}
+
+const std::vector<AnnotationSpan>& TimelineData::annotationSpans() const
+{
+    return deviceOrEmpty(m_device).annotationSpans;
 }
 
 int32_t TimelineData::allocationOfEvent(int64_t event) const

@@ -12,9 +12,9 @@
 namespace oomlens {
 
 // Plot-ready view of one device's memory over the trace for the widgets. The wall-clock axis,
-// phase runs and step starts are the analysis' (DeviceAnalysis::timeAxis, phaseRuns, stepStarts)
-// and the curves (categories, reserved, min/max downsampling) core's TimelineSeries: the same
-// the HTML report draws.
+// phase runs, step starts and annotation spans are the analysis' (DeviceAnalysis::timeAxis,
+// phaseRuns, stepStarts, annotationSpans) and the curves (categories, reserved, min/max
+// downsampling) core's TimelineSeries: the same the HTML report draws.
 class TimelineData
 {
 public:
@@ -56,8 +56,9 @@ public:
 
     const std::vector<PhaseRun>& phaseRuns() const;
     const std::vector<StepStart>& stepStarts() const;
-    // record_function ranges and user metadata runs on this device (core/analysis/annotationspans.h).
-    const std::vector<AnnotationSpan>& annotationSpans() const { return m_spans; }
+    // record_function ranges, user metadata runs and recompute spans on this device: the
+    // analysis' (DeviceAnalysis::annotationSpans), which the report's chart draws too.
+    const std::vector<AnnotationSpan>& annotationSpans() const;
     // Notes `_annotate_tensor` attached to single allocations (core/analysis/allocationannotations.h).
     const AllocationAnnotations& allocationAnnotations() const { return m_allocationAnnotations; }
 
@@ -67,7 +68,6 @@ private:
     const DeviceTrace* m_trace = nullptr;
     TimelineSeries m_series;
     int64_t m_eventCount = 0;
-    std::vector<AnnotationSpan> m_spans;
     AllocationAnnotations m_allocationAnnotations;
 };
 
