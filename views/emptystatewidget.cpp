@@ -12,22 +12,23 @@
 
 namespace oomlens {
 
-EmptyStateWidget::EmptyStateWidget(QWidget* parent)
-    : QWidget(parent)
-{
-    setObjectName(QStringLiteral("emptyState"));
-    auto* outer = new QVBoxLayout(this);
-    outer->addStretch(2);
-    auto* column = new QVBoxLayout;
-    column->setSpacing(12);
+namespace {
 
+// The application's icon, when it has one, above the title.
+void addLogo(QVBoxLayout* column, QWidget* parent)
+{
     if (const QIcon icon = QApplication::windowIcon(); !icon.isNull()) {
-        auto* logo = new QLabel(this);
+        auto* logo = new QLabel(parent);
         logo->setPixmap(icon.pixmap(96, 96));
         logo->setAlignment(Qt::AlignCenter);
         column->addWidget(logo);
     }
-    auto* title = new QLabel(QStringLiteral("Why did the GPU run out of memory?"), this);
+}
+
+// The question oomlens answers, and what it reads.
+void addIntroduction(QVBoxLayout* column, QWidget* parent)
+{
+    auto* title = new QLabel(QStringLiteral("Why did the GPU run out of memory?"), parent);
     QFont titleFont = title->font();
     titleFont.setPointSizeF(titleFont.pointSizeF() * 1.9);
     titleFont.setBold(true);
@@ -40,33 +41,22 @@ EmptyStateWidget::EmptyStateWidget(QWidget* parent)
                        "(<code>_dump_snapshot()</code> pickle), the <b>CUDA out of memory</b> traceback, "
                        "<code>torch.cuda.memory_summary()</code> output, <code>nvidia-smi</code> or the whole training "
                        "log.<br>Or copy the error text and press <b>Ctrl+V</b> anywhere in this window."),
-        this);
+        parent);
     text->setTextFormat(Qt::RichText);
     text->setWordWrap(true);
     text->setAlignment(Qt::AlignCenter);
     text->setFixedWidth(640);
     text->setMinimumHeight(text->heightForWidth(640));
     column->addWidget(text, 0, Qt::AlignHCenter);
+}
 
-    auto* buttons = new QHBoxLayout;
-    buttons->addStretch(1);
-    auto* open = new QPushButton(QStringLiteral("Open files…"), this);
-    open->setDefault(true);
-    auto* paste = new QPushButton(QStringLiteral("Paste from clipboard"), this);
-    auto* example = new QPushButton(QStringLiteral("Open an example case"), this);
-    m_exampleButton = example;
-    for (QPushButton* button : { open, paste, example }) {
-        button->setMinimumHeight(34);
-        button->setMinimumWidth(150);
-        buttons->addWidget(button);
-    }
-    buttons->addStretch(1);
-    column->addLayout(buttons);
-
+// How to record the failing run, and where the capture helper is.
+void addCaptureHint(QVBoxLayout* column, QWidget* parent)
+{
     auto* hint = new QLabel(QStringLiteral("Record the failing run: two lines at the top of the training script\n"
                                            "import oomlens_capture\n"
                                            "oomlens_capture.install()  # every CUDA OOM writes a snapshot + sidecar"),
-        this);
+        parent);
     hint->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
     hint->setTextInteractionFlags(Qt::TextSelectableByMouse);
     hint->setStyleSheet(QStringLiteral("QLabel { color: gray; padding: 10px; border: 1px dashed palette(mid);"
@@ -81,10 +71,26 @@ EmptyStateWidget::EmptyStateWidget(QWidget* parent)
                                    .arg(QUrl::fromLocalFile(helperDir).toString(), helperDir.toHtmlEscaped())
                              : QString())
                 + QStringLiteral("README: <i>Capturing a snapshot that answers the question</i>."),
-            this);
+            parent);
     helper->setOpenExternalLinks(true);
     helper->setStyleSheet(QStringLiteral("QLabel { color: gray; }"));
     column->addWidget(helper, 0, Qt::AlignHCenter);
+}
+
+} // namespace
+
+EmptyStateWidget::EmptyStateWidget(QWidget* parent)
+    : QWidget(parent)
+{
+    setObjectName(QStringLiteral("emptyState"));
+    auto* outer = new QVBoxLayout(this);
+    outer->addStretch(2);
+    auto* column = new QVBoxLayout;
+    column->setSpacing(12);
+    addLogo(column, this);
+    addIntroduction(column, this);
+    column->addLayout(buildButtons());
+    addCaptureHint(column, this);
 
     m_recentBox = new QWidget(this);
     m_recentLayout = new QVBoxLayout(m_recentBox);
@@ -94,10 +100,27 @@ EmptyStateWidget::EmptyStateWidget(QWidget* parent)
 
     outer->addLayout(column);
     outer->addStretch(3);
+}
 
+QHBoxLayout* EmptyStateWidget::buildButtons()
+{
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    auto* open = new QPushButton(QStringLiteral("Open files…"), this);
+    open->setDefault(true);
+    auto* paste = new QPushButton(QStringLiteral("Paste from clipboard"), this);
+    auto* example = new QPushButton(QStringLiteral("Open an example case"), this);
+    m_exampleButton = example;
+    for (QPushButton* button : { open, paste, example }) {
+        button->setMinimumHeight(34);
+        button->setMinimumWidth(150);
+        buttons->addWidget(button);
+    }
+    buttons->addStretch(1);
     connect(open, &QPushButton::clicked, this, &EmptyStateWidget::openRequested);
     connect(paste, &QPushButton::clicked, this, &EmptyStateWidget::pasteRequested);
     connect(example, &QPushButton::clicked, this, &EmptyStateWidget::exampleRequested);
+    return buttons;
 }
 
 void EmptyStateWidget::setExampleAvailable(bool available)

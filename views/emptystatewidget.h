@@ -2,6 +2,7 @@
 
 #include <QWidget>
 
+class QHBoxLayout;
 class QVBoxLayout;
 
 namespace oomlens {
@@ -22,6 +23,9 @@ signals:
     void recentRequested(const QString& path);
 
 private:
+    // Open, Paste and the example, centred in a row; connected to the signals.
+    QHBoxLayout* buildButtons();
+
     QWidget* m_recentBox = nullptr;
     QVBoxLayout* m_recentLayout = nullptr;
     QWidget* m_exampleButton = nullptr;

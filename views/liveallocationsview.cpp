@@ -50,6 +50,18 @@ LiveAllocationsView::LiveAllocationsView(QWidget* parent)
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
+    layout->addLayout(buildBar());
+    buildTable();
+    buildTree();
+    m_pages = new QStackedWidget(this);
+    m_pages->addWidget(m_table);
+    m_pages->addWidget(m_treeView);
+    layout->addWidget(m_pages, 1);
+    connectControls();
+}
+
+QHBoxLayout* LiveAllocationsView::buildBar()
+{
     auto* bar = new QHBoxLayout;
     m_header = new QLabel(this);
     m_header->setTextFormat(Qt::RichText);
@@ -82,8 +94,11 @@ LiveAllocationsView::LiveAllocationsView(QWidget* parent)
     m_filter->setClearButtonEnabled(true);
     m_filter->setMinimumWidth(220);
     bar->addWidget(m_filter);
-    layout->addLayout(bar);
+    return bar;
+}
 
+void LiveAllocationsView::buildTable()
+{
     m_model = new AllocationsModel(this);
     m_proxy = filterProxy(m_model, AllocationsModel::SortRole, AllocationsModel::FilterRole, this);
     m_table = new QTableView(this);
@@ -99,19 +114,20 @@ LiveAllocationsView::LiveAllocationsView(QWidget* parent)
     m_table->setToolTip(QString());
     // Widths from the longest value each column can hold: measuring thousands of rows on every
     // cursor move cost milliseconds, and "before the trace" or "Optimizer state" were cut off.
-    {
-        const QFontMetrics metrics = m_table->fontMetrics();
-        const int pad = 20;
-        const int icon = m_table->iconSize().isValid() ? m_table->iconSize().width() : 16;
-        m_table->setColumnWidth(
-            AllocationsModel::SizeColumn, metrics.horizontalAdvance(QStringLiteral("1023.99 MiB")) + pad);
-        m_table->setColumnWidth(AllocationsModel::CategoryColumn, widestCategoryText(metrics) + icon + pad);
-        m_table->setColumnWidth(AllocationsModel::PhaseColumn, widestPhaseText(metrics) + pad);
-        m_table->setColumnWidth(AllocationsModel::StepColumn, metrics.horizontalAdvance(QStringLiteral("99999")) + pad);
-        m_table->setColumnWidth(
-            AllocationsModel::AllocatedAtColumn, metrics.horizontalAdvance(QStringLiteral("before the trace")) + pad);
-    }
+    const QFontMetrics metrics = m_table->fontMetrics();
+    const int pad = 20;
+    const int icon = m_table->iconSize().isValid() ? m_table->iconSize().width() : 16;
+    m_table->setColumnWidth(
+        AllocationsModel::SizeColumn, metrics.horizontalAdvance(QStringLiteral("1023.99 MiB")) + pad);
+    m_table->setColumnWidth(AllocationsModel::CategoryColumn, widestCategoryText(metrics) + icon + pad);
+    m_table->setColumnWidth(AllocationsModel::PhaseColumn, widestPhaseText(metrics) + pad);
+    m_table->setColumnWidth(AllocationsModel::StepColumn, metrics.horizontalAdvance(QStringLiteral("99999")) + pad);
+    m_table->setColumnWidth(
+        AllocationsModel::AllocatedAtColumn, metrics.horizontalAdvance(QStringLiteral("before the trace")) + pad);
+}
 
+void LiveAllocationsView::buildTree()
+{
     m_tree = new CallTreeModel(this);
     m_treeProxy = filterProxy(m_tree, CallTreeModel::SortRole, CallTreeModel::FilterRole, this);
     // A matching frame keeps its callers visible, so the path to it stays readable.
@@ -124,12 +140,10 @@ LiveAllocationsView::LiveAllocationsView(QWidget* parent)
     m_treeView->setAlternatingRowColors(true);
     m_treeView->header()->setStretchLastSection(false);
     m_treeView->header()->setSectionResizeMode(CallTreeModel::FunctionColumn, QHeaderView::Stretch);
+}
 
-    m_pages = new QStackedWidget(this);
-    m_pages->addWidget(m_table);
-    m_pages->addWidget(m_treeView);
-    layout->addWidget(m_pages, 1);
-
+void LiveAllocationsView::connectControls()
+{
     m_filterTimer = new QTimer(this);
     m_filterTimer->setSingleShot(true);
     m_filterTimer->setInterval(180);

@@ -7,6 +7,7 @@
 #include <memory>
 
 class QButtonGroup;
+class QHBoxLayout;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
@@ -53,6 +54,12 @@ signals:
     void cursorRequested(int64_t event);
 
 private:
+    // The constructor's parts: the moment and display toggles with the filter, the table, the
+    // call tree, and the signals between them.
+    QHBoxLayout* buildBar();
+    void buildTable();
+    void buildTree();
+    void connectControls();
     void refresh();
     void refreshTree();
     void applyFilter();

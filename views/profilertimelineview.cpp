@@ -19,6 +19,65 @@
 
 namespace oomlens {
 
+namespace {
+
+// The summary line: the format, the events and the peak, what the peak held in PyTorch's own
+// categories (and the oomlens category each is shown as), and the reader's notes.
+QString summaryText(const ProfilerTimeline& timeline)
+{
+    const ProfilerTimeline::Point* peak = timeline.peak();
+    QString text = QStringLiteral("torch.profiler memory timeline (%1): %2 events, peak %3 at %4.")
+                       .arg(QString::fromStdString(std::string(profilerTimelineFormatName(timeline.format))))
+                       .arg(timeline.events)
+                       .arg(bytesText(peak ? static_cast<uint64_t>(std::max<int64_t>(peak->total(), 0)) : 0))
+                       .arg(QString::fromStdString(formatDurationUs(peak ? peak->timeUs - timeline.firstTimeUs() : 0)));
+    if (peak) {
+        QStringList parts;
+        for (int p = 0; p < profilerCategoryCount; ++p) {
+            const int64_t bytes = peak->bytes[static_cast<size_t>(p)];
+            if (bytes > 0)
+                parts << QStringLiteral("%1 %2 (%3)")
+                             .arg(QString::fromStdString(
+                                      std::string(profilerCategoryName(static_cast<ProfilerCategory>(p)))),
+                                 bytesText(static_cast<uint64_t>(bytes)),
+                                 QString::fromStdString(
+                                     std::string(categoryLabel(oomlensCategory(static_cast<ProfilerCategory>(p))))));
+        }
+        if (!parts.isEmpty())
+            text += QStringLiteral(" At the peak, in PyTorch's categories (shown as): ")
+                + parts.join(QStringLiteral(", ")) + QStringLiteral(".");
+    }
+    for (const std::string& warning : timeline.warnings)
+        text += QStringLiteral(" Note: ") + QString::fromStdString(warning) + QStringLiteral(".");
+    return text;
+}
+
+// A point's bytes in oomlens's categories, stacked bottom band first.
+StackedBands::Tops stackedTops(const ProfilerTimeline::Point& point)
+{
+    const auto mapped = toOomlensCategories(point.bytes);
+    StackedBands::Tops top {};
+    double sum = 0;
+    for (int c = 0; c < categoryCount; ++c) {
+        sum += static_cast<double>(mapped[static_cast<size_t>(c)]);
+        top[static_cast<size_t>(c)] = sum;
+    }
+    return top;
+}
+
+// The comparison with an open snapshot for the timeline at `index`; the last one wins.
+const ProfilerComparison* comparisonOf(const std::vector<ProfilerComparison>& comparisons, size_t index)
+{
+    const ProfilerComparison* comparison = nullptr;
+    for (const ProfilerComparison& candidate : comparisons) {
+        if (candidate.timelineIndex == index)
+            comparison = &candidate;
+    }
+    return comparison;
+}
+
+} // namespace
+
 ProfilerTimelineView::ProfilerTimelineView(QWidget* parent)
     : QWidget(parent)
 {
@@ -88,32 +147,14 @@ void ProfilerTimelineView::rebuild()
         return;
     }
     const ProfilerTimeline& timeline = m_timelines[static_cast<size_t>(index)];
-    const ProfilerTimeline::Point* peak = timeline.peak();
-    QString text = QStringLiteral("torch.profiler memory timeline (%1): %2 events, peak %3 at %4.")
-                       .arg(QString::fromStdString(std::string(profilerTimelineFormatName(timeline.format))))
-                       .arg(timeline.events)
-                       .arg(bytesText(peak ? static_cast<uint64_t>(std::max<int64_t>(peak->total(), 0)) : 0))
-                       .arg(QString::fromStdString(formatDurationUs(peak ? peak->timeUs - timeline.firstTimeUs() : 0)));
-    if (peak) {
-        QStringList parts;
-        for (int p = 0; p < profilerCategoryCount; ++p) {
-            const int64_t bytes = peak->bytes[static_cast<size_t>(p)];
-            if (bytes > 0)
-                parts << QStringLiteral("%1 %2 (%3)")
-                             .arg(QString::fromStdString(
-                                      std::string(profilerCategoryName(static_cast<ProfilerCategory>(p)))),
-                                 bytesText(static_cast<uint64_t>(bytes)),
-                                 QString::fromStdString(
-                                     std::string(categoryLabel(oomlensCategory(static_cast<ProfilerCategory>(p))))));
-        }
-        if (!parts.isEmpty())
-            text += QStringLiteral(" At the peak, in PyTorch's categories (shown as): ")
-                + parts.join(QStringLiteral(", ")) + QStringLiteral(".");
-    }
-    for (const std::string& warning : timeline.warnings)
-        text += QStringLiteral(" Note: ") + QString::fromStdString(warning) + QStringLiteral(".");
-    m_summary->setText(text);
+    m_summary->setText(summaryText(timeline));
+    plotTimeline(timeline);
+    showComparison(comparisonOf(m_comparisons, static_cast<size_t>(index)));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
 
+void ProfilerTimelineView::plotTimeline(const ProfilerTimeline& timeline)
+{
     const int64_t origin = timeline.firstTimeUs();
     std::vector<double> keys;
     std::vector<StackedBands::Tops> tops;
@@ -121,16 +162,9 @@ void ProfilerTimelineView::rebuild()
     tops.reserve(timeline.points.size());
     double highest = 1;
     for (const ProfilerTimeline::Point& point : timeline.points) {
-        const auto mapped = toOomlensCategories(point.bytes);
-        StackedBands::Tops top {};
-        double sum = 0;
-        for (int c = 0; c < categoryCount; ++c) {
-            sum += static_cast<double>(mapped[static_cast<size_t>(c)]);
-            top[static_cast<size_t>(c)] = sum;
-        }
-        highest = std::max(highest, sum);
+        tops.push_back(stackedTops(point));
+        highest = std::max(highest, tops.back().back());
         keys.push_back(static_cast<double>(point.timeUs - origin));
-        tops.push_back(top);
     }
     auto* bands = new StackedBands(m_plot->xAxis, m_plot->yAxis);
     std::array<QColor, StackedBands::bandCount> fills;
@@ -140,39 +174,36 @@ void ProfilerTimelineView::rebuild()
     bands->setData(std::move(keys), std::move(tops));
     m_plot->xAxis->setRange(0, std::max<double>(1, static_cast<double>(timeline.lastTimeUs() - origin)));
     m_plot->yAxis->setRange(0, highest * 1.1);
-    if (peak) {
+    if (const ProfilerTimeline::Point* peak = timeline.peak()) {
         auto* line = new QCPItemStraightLine(m_plot);
         line->point1->setCoords(static_cast<double>(peak->timeUs - origin), 0);
         line->point2->setCoords(static_cast<double>(peak->timeUs - origin), 1);
         line->setPen(QPen(colors::peakMarker(), 1.5, Qt::DashLine));
     }
+}
 
-    const ProfilerComparison* comparison = nullptr;
-    for (const ProfilerComparison& candidate : m_comparisons) {
-        if (candidate.timelineIndex == static_cast<size_t>(index))
-            comparison = &candidate;
-    }
+void ProfilerTimelineView::showComparison(const ProfilerComparison* comparison)
+{
     m_table->setVisible(comparison != nullptr);
-    if (comparison) {
-        m_table->setRowCount(static_cast<int>(comparison->rows.size()) + 1);
-        int row = 0;
-        for (const ProfilerComparisonRow& item : comparison->rows) {
-            QStringList sources;
-            for (ProfilerCategory source : item.profilerSources)
-                sources << QString::fromStdString(std::string(profilerCategoryName(source)));
-            m_table->setItem(
-                row, 0, new QTableWidgetItem(QString::fromStdString(std::string(categoryLabel(item.category)))));
-            m_table->setItem(row, 1, new QTableWidgetItem(bytesText(item.snapshotBytes)));
-            m_table->setItem(row, 2, new QTableWidgetItem(bytesText(item.profilerBytes)));
-            m_table->setItem(row, 3, new QTableWidgetItem(sources.join(QStringLiteral(", "))));
-            ++row;
-        }
-        m_table->setItem(row, 0, new QTableWidgetItem(QStringLiteral("Total")));
-        m_table->setItem(row, 1, new QTableWidgetItem(bytesText(comparison->snapshotPeakBytes)));
-        m_table->setItem(row, 2, new QTableWidgetItem(bytesText(comparison->profilerPeakBytes)));
-        m_table->resizeColumnsToContents();
+    if (!comparison)
+        return;
+    m_table->setRowCount(static_cast<int>(comparison->rows.size()) + 1);
+    int row = 0;
+    for (const ProfilerComparisonRow& item : comparison->rows) {
+        QStringList sources;
+        for (ProfilerCategory source : item.profilerSources)
+            sources << QString::fromStdString(std::string(profilerCategoryName(source)));
+        m_table->setItem(
+            row, 0, new QTableWidgetItem(QString::fromStdString(std::string(categoryLabel(item.category)))));
+        m_table->setItem(row, 1, new QTableWidgetItem(bytesText(item.snapshotBytes)));
+        m_table->setItem(row, 2, new QTableWidgetItem(bytesText(item.profilerBytes)));
+        m_table->setItem(row, 3, new QTableWidgetItem(sources.join(QStringLiteral(", "))));
+        ++row;
     }
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    m_table->setItem(row, 0, new QTableWidgetItem(QStringLiteral("Total")));
+    m_table->setItem(row, 1, new QTableWidgetItem(bytesText(comparison->snapshotPeakBytes)));
+    m_table->setItem(row, 2, new QTableWidgetItem(bytesText(comparison->profilerPeakBytes)));
+    m_table->resizeColumnsToContents();
 }
 
 } // namespace oomlens

@@ -37,6 +37,9 @@ protected:
 
 private:
     void rebuild();
+    void plotTimeline(const ProfilerTimeline& timeline);
+    // The snapshot's categories beside the profiler's, at their peaks; hidden without one.
+    void showComparison(const ProfilerComparison* comparison);
 
     std::vector<ProfilerTimeline> m_timelines;
     std::vector<ProfilerComparison> m_comparisons;

@@ -72,96 +72,21 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
 {
     if (!checkIndex(index, CheckIndexOption::IndexIsValid) || !m_data)
         return {};
-    const DeviceAnalysis& device = *m_data->device();
-    const Allocation& allocation = device.allocations[size_t(m_rows[size_t(index.row())])];
-    const Snapshot& snapshot = m_data->snapshot();
+    const int32_t allocationIndex = m_rows[size_t(index.row())];
+    const Allocation& allocation = m_data->device()->allocations[size_t(allocationIndex)];
     switch (role) {
     case Qt::DisplayRole:
-        switch (index.column()) {
-        case SizeColumn:
-            return bytesText(allocation.requestedSize);
-        case CategoryColumn:
-            return categoryText(allocation.category);
-        case PhaseColumn:
-            return phaseText(allocation.phase);
-        case StepColumn:
-            return allocation.step >= 0 ? QString::number(allocation.step) : QStringLiteral("—");
-        case AllocatedAtColumn:
-            return allocation.allocEvent >= 0 ? QStringLiteral("#%1").arg(allocation.allocEvent)
-                                              : QStringLiteral("before the trace");
-        case LocationColumn: {
-            // Allocations older than the trace, and traces recorded without stacks, have none.
-            const QString location = topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
-            return location.isEmpty() ? QStringLiteral("— no stack recorded") : location;
-        }
-        case PoolColumn:
-            return poolText(allocation);
-        case CompiledColumn:
-            return compiledText(allocation);
-        case NotesColumn:
-            return notesText(m_rows[size_t(index.row())]);
-        }
-        break;
+        return displayText(allocation, allocationIndex, index.column());
     case SortRole:
-        switch (index.column()) {
-        case SizeColumn:
-            return qulonglong(allocation.requestedSize);
-        case CategoryColumn:
-            return int(allocation.category);
-        case PhaseColumn:
-            return int(allocation.phase);
-        case StepColumn:
-            return allocation.step;
-        case AllocatedAtColumn:
-            return qlonglong(allocation.allocEvent);
-        case LocationColumn:
-            return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
-        case PoolColumn:
-            return poolText(allocation);
-        case CompiledColumn:
-            return compiledText(allocation);
-        case NotesColumn:
-            return notesText(m_rows[size_t(index.row())]);
-        }
-        break;
-    case FilterRole: {
-        auto it = m_stackText.find(allocation.stack.value);
-        if (it == m_stackText.end())
-            it = m_stackText.insert(
-                allocation.stack.value, stackSearchText(*snapshot.frames, *snapshot.strings, allocation.stack));
-        return QString(categoryText(allocation.category) + QLatin1Char(' ') + phaseText(allocation.phase)
-            + QLatin1Char(' ') + poolText(allocation) + QLatin1Char(' ') + compiledText(allocation) + QLatin1Char(' ')
-            + annotationText(m_rows[size_t(index.row())]) + *it);
-    }
+        return sortKey(allocation, allocationIndex, index.column());
+    case FilterRole:
+        return filterText(allocation, allocationIndex);
     case BytesRole:
         return qulonglong(allocation.requestedSize);
     case AllocationRole:
-        return m_rows[size_t(index.row())];
-    case Qt::ToolTipRole: {
-        QString reason;
-        if (allocation.reason < device.reasons.size())
-            reason = toQString(device.reasons[allocation.reason]);
-        QString text = bytesText(allocation.requestedSize) + QStringLiteral(" — ") + categoryText(allocation.category);
-        if (!reason.isEmpty())
-            text += QStringLiteral("\nWhy: ") + reason;
-        if (const QString pool = poolText(allocation); m_pools.hasPrivate() && !pool.isEmpty())
-            text += QStringLiteral("\nPool: ") + pool;
-        const CompileAttribution compiled = compileAttribution(snapshot, device, allocation, *m_generated);
-        if (compiled.compiled()) {
-            text += QStringLiteral("\nCompiled: ")
-                + (compiled.context.empty() ? QStringLiteral("torch.compile output code")
-                                            : toQString(compiled.context));
-            if (compiled.generatedFrame)
-                text += QStringLiteral(" (generated ") + toQString(frameSiteText(snapshot, *compiled.generatedFrame))
-                    + QStringLiteral(")");
-        }
-        for (const AllocationAnnotation* note : m_data->allocationAnnotations().of(m_rows[size_t(index.row())])) {
-            if (note->event <= m_event)
-                text += QStringLiteral("\nAnnotated: ") + toQString(note->text);
-        }
-        const QString stack = stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 12);
-        return stack.isEmpty() ? text : QString(text + QStringLiteral("\n\n") + stack);
-    }
+        return allocationIndex;
+    case Qt::ToolTipRole:
+        return toolTip(allocation, allocationIndex);
     case Qt::DecorationRole:
         if (index.column() == CategoryColumn)
             return colors::category(allocation.category);
@@ -172,6 +97,114 @@ QVariant AllocationsModel::data(const QModelIndex& index, int role) const
         break;
     }
     return {};
+}
+
+QVariant AllocationsModel::displayText(const Allocation& allocation, int32_t allocationIndex, int column) const
+{
+    switch (column) {
+    case SizeColumn:
+        return bytesText(allocation.requestedSize);
+    case CategoryColumn:
+        return categoryText(allocation.category);
+    case PhaseColumn:
+        return phaseText(allocation.phase);
+    case StepColumn:
+        return allocation.step >= 0 ? QString::number(allocation.step) : QStringLiteral("—");
+    case AllocatedAtColumn:
+        return allocation.allocEvent >= 0 ? QStringLiteral("#%1").arg(allocation.allocEvent)
+                                          : QStringLiteral("before the trace");
+    case LocationColumn: {
+        // Allocations older than the trace, and traces recorded without stacks, have none.
+        const QString location = locationText(allocation);
+        return location.isEmpty() ? QStringLiteral("— no stack recorded") : location;
+    }
+    case PoolColumn:
+        return poolText(allocation);
+    case CompiledColumn:
+        return compiledText(allocation);
+    case NotesColumn:
+        return notesText(allocationIndex);
+    }
+    return {};
+}
+
+QVariant AllocationsModel::sortKey(const Allocation& allocation, int32_t allocationIndex, int column) const
+{
+    switch (column) {
+    case SizeColumn:
+        return qulonglong(allocation.requestedSize);
+    case CategoryColumn:
+        return int(allocation.category);
+    case PhaseColumn:
+        return int(allocation.phase);
+    case StepColumn:
+        return allocation.step;
+    case AllocatedAtColumn:
+        return qlonglong(allocation.allocEvent);
+    case LocationColumn:
+        return locationText(allocation);
+    case PoolColumn:
+        return poolText(allocation);
+    case CompiledColumn:
+        return compiledText(allocation);
+    case NotesColumn:
+        return notesText(allocationIndex);
+    }
+    return {};
+}
+
+QString AllocationsModel::locationText(const Allocation& allocation) const
+{
+    const Snapshot& snapshot = m_data->snapshot();
+    return topFrameText(*snapshot.frames, *snapshot.strings, allocation.stack);
+}
+
+QString AllocationsModel::filterText(const Allocation& allocation, int32_t allocationIndex) const
+{
+    auto it = m_stackText.find(allocation.stack.value);
+    if (it == m_stackText.end()) {
+        const Snapshot& snapshot = m_data->snapshot();
+        it = m_stackText.insert(
+            allocation.stack.value, stackSearchText(*snapshot.frames, *snapshot.strings, allocation.stack));
+    }
+    return QString(categoryText(allocation.category) + QLatin1Char(' ') + phaseText(allocation.phase) + QLatin1Char(' ')
+        + poolText(allocation) + QLatin1Char(' ') + compiledText(allocation) + QLatin1Char(' ')
+        + annotationText(allocationIndex) + *it);
+}
+
+QString AllocationsModel::toolTip(const Allocation& allocation, int32_t allocationIndex) const
+{
+    const DeviceAnalysis& device = *m_data->device();
+    const Snapshot& snapshot = m_data->snapshot();
+    QString reason;
+    if (allocation.reason < device.reasons.size())
+        reason = toQString(device.reasons[allocation.reason]);
+    QString text = bytesText(allocation.requestedSize) + QStringLiteral(" — ") + categoryText(allocation.category);
+    if (!reason.isEmpty())
+        text += QStringLiteral("\nWhy: ") + reason;
+    if (const QString pool = poolText(allocation); m_pools.hasPrivate() && !pool.isEmpty())
+        text += QStringLiteral("\nPool: ") + pool;
+    text += compiledToolTip(allocation);
+    for (const AllocationAnnotation* note : m_data->allocationAnnotations().of(allocationIndex)) {
+        if (note->event <= m_event)
+            text += QStringLiteral("\nAnnotated: ") + toQString(note->text);
+    }
+    const QString stack = stackText(*snapshot.frames, *snapshot.strings, allocation.stack, 12);
+    return stack.isEmpty() ? text : QString(text + QStringLiteral("\n\n") + stack);
+}
+
+QString AllocationsModel::compiledToolTip(const Allocation& allocation) const
+{
+    const Snapshot& snapshot = m_data->snapshot();
+    const CompileAttribution compiled = compileAttribution(snapshot, *m_data->device(), allocation, *m_generated);
+    if (!compiled.compiled())
+        return {};
+    QString text = QStringLiteral("\nCompiled: ")
+        + (compiled.context.empty() ? QStringLiteral("torch.compile output code") : toQString(compiled.context));
+    if (compiled.generatedFrame)
+        text += QStringLiteral(" (generated ") + toQString(frameSiteText(snapshot, *compiled.generatedFrame))
+            + QStringLiteral(")");
+    return text;
 }
 
 QVariant AllocationsModel::headerData(int section, Qt::Orientation orientation, int role) const

@@ -46,6 +46,13 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
+    // What data() answers per role and column, for the allocation at a row.
+    QVariant displayText(const Allocation& allocation, int32_t allocationIndex, int column) const;
+    QVariant sortKey(const Allocation& allocation, int32_t allocationIndex, int column) const;
+    QString filterText(const Allocation& allocation, int32_t allocationIndex) const;
+    QString toolTip(const Allocation& allocation, int32_t allocationIndex) const;
+    QString compiledToolTip(const Allocation& allocation) const;
+    QString locationText(const Allocation& allocation) const;
     QString poolText(const Allocation& allocation) const;
     QString compiledText(const Allocation& allocation) const;
     QString annotationText(int32_t allocationIndex) const;

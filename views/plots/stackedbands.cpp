@@ -1,9 +1,148 @@
 #include "views/plots/stackedbands.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 
 namespace oomlens {
+
+namespace {
+
+using Fills = std::array<QColor, StackedBands::bandCount>;
+
+// Where a column's rectangles go: on screen straight into the raster image (reused between
+// redraws), in a vector export real rectangles through the painter. Band -1 is the outline.
+class ColumnCanvas
+{
+public:
+    ColumnCanvas(QCPPainter* painter, const QRect& clip, const Fills& fills, const QColor& outline)
+        : m_painter(painter)
+        , m_clip(clip)
+        , m_colors(&fills)
+        , m_outlineColor(&outline)
+    {
+        painter->setPen(Qt::NoPen);
+    }
+
+    ColumnCanvas(QImage& image, const QRect& clip, double scale, const Fills& fills, const QColor& outline)
+        : m_clip(clip)
+        , m_colors(&fills)
+        , m_outlineColor(&outline)
+    {
+        // Reused between redraws: a fresh multi-megabyte image per frame costs page faults.
+        const QSize size(int(std::ceil(clip.width() * scale)), int(std::ceil(clip.height() * scale)));
+        if (image.size() != size)
+            image = QImage(size, QImage::Format_ARGB32_Premultiplied);
+        image.setDevicePixelRatio(1.0);
+        image.fill(Qt::transparent);
+        // Raw rows: QImage::scanLine() checks for a detach on every call, which at one call per
+        // row per column was most of the redraw time.
+        m_bits = image.bits();
+        m_stride = image.bytesPerLine();
+        m_width = image.width();
+        m_height = image.height();
+        for (size_t band = 0; band < m_fills.size(); ++band)
+            m_fills[band] = qPremultiply(fills[band].rgba());
+        m_outline = qPremultiply(outline.rgba());
+    }
+
+    // Columns [x0, x1) between device pixel rows `top` and `bottom`, relative to the clip.
+    void fill(int x0, int x1, double top, double bottom, int band) const
+    {
+        if (m_painter) {
+            const QColor& color = band < 0 ? *m_outlineColor : (*m_colors)[size_t(band)];
+            m_painter->fillRect(QRectF(m_clip.left() + x0, m_clip.top() + top, x1 - x0, bottom - top), color);
+            return;
+        }
+        const int y0 = std::clamp(int(std::lround(top)), 0, m_height);
+        const int y1 = std::clamp(int(std::lround(bottom)), 0, m_height);
+        const int first = std::max(0, x0), last = std::min(x1, m_width);
+        if (first >= last)
+            return;
+        const QRgb color = band < 0 ? m_outline : m_fills[size_t(band)];
+        uchar* line = m_bits + y0 * m_stride;
+        for (int y = y0; y < y1; ++y, line += m_stride)
+            std::fill(reinterpret_cast<QRgb*>(line) + first, reinterpret_cast<QRgb*>(line) + last, color);
+    }
+
+private:
+    QCPPainter* m_painter = nullptr; // set for a vector export
+    QRect m_clip;
+    const Fills* m_colors;
+    const QColor* m_outlineColor;
+    std::array<QRgb, StackedBands::bandCount> m_fills {};
+    QRgb m_outline = 0;
+    uchar* m_bits = nullptr;
+    qsizetype m_stride = 0;
+    int m_width = 0;
+    int m_height = 0;
+};
+
+// One pixel column [begin, end) and the states landing in it: the highest is filled, the lowest
+// total remembered for the outline tick.
+struct PixelColumn
+{
+    int begin = INT_MIN;
+    int end = INT_MIN;
+    size_t highest = 0; // index of the state with the highest total
+    double lowestTotal = 0;
+};
+
+// Walks the step data one column at a time, handing each finished column to `draw`: states
+// sharing a column merge into it, a state wider than its column's rest opens the next one.
+template <typename PixelOf, typename Draw>
+void forEachColumn(const std::vector<double>& keys, const std::vector<StackedBands::Tops>& tops, PixelOf pixelOf,
+    double width, Draw draw)
+{
+    PixelColumn column;
+    const auto flush = [&] {
+        if (column.begin != INT_MIN)
+            draw(column);
+    };
+    for (size_t i = 0; i < keys.size(); ++i) {
+        const double next = i + 1 < keys.size() ? keys[i + 1] : keys[i];
+        int x0 = int(std::floor(pixelOf(keys[i])));
+        int x1 = std::max(x0 + 1, int(std::floor(pixelOf(next))));
+        if (x1 < 0 || x0 > width)
+            continue;
+        x0 = std::max(x0, 0);
+        x1 = std::min(x1, int(std::ceil(width)));
+        const double total = tops[i].back();
+        if (x0 < column.end) {
+            // Shares the open column: keep its highest state and its lowest total.
+            if (total > tops[column.highest].back())
+                column.highest = i;
+            column.lowestTotal = std::min(column.lowestTotal, total);
+            if (x1 <= column.end)
+                continue;
+            flush();
+            x0 = column.end;
+        } else {
+            flush();
+        }
+        column = { x0, x1, i, total };
+    }
+    flush();
+}
+
+// The column's highest state band by band from `base` up, then the outline tick from the lowest
+// total to the highest (at least a device pixel tall).
+template <typename Row>
+void fillColumn(const ColumnCanvas& canvas, const PixelColumn& column, const StackedBands::Tops& tops, double base,
+    double scale, Row row)
+{
+    double below = base;
+    for (int band = 0; band < StackedBands::bandCount; ++band) {
+        const double above = row(tops[size_t(band)]);
+        if (below - above >= 0.5)
+            canvas.fill(column.begin, column.end, above, below, band);
+        below = std::min(below, above);
+    }
+    const double high = row(tops.back());
+    canvas.fill(column.begin, column.end, high, std::max(high + scale, row(column.lowestTotal)), -1);
+}
+
+} // namespace
 
 StackedBands::StackedBands(QCPAxis* keyAxis, QCPAxis* valueAxis)
     : QCPAbstractPlottable(keyAxis, valueAxis)
@@ -71,98 +210,14 @@ void StackedBands::draw(QCPPainter* painter)
     // real rectangles.
     const bool vector = painter->modes().testFlag(QCPPainter::pmVectorized);
     const double scale = vector ? 1.0 : painter->device()->devicePixelRatioF() * painter->transform().m11();
-    std::array<QRgb, bandCount> fills {};
-    QRgb outline = 0;
-    uchar* bits = nullptr;
-    qsizetype stride = 0;
-    int imageWidth = 0, imageHeight = 0;
-    if (!vector) {
-        // Reused between redraws: a fresh multi-megabyte image per frame costs page faults.
-        const QSize size(int(std::ceil(clip.width() * scale)), int(std::ceil(clip.height() * scale)));
-        if (m_image.size() != size)
-            m_image = QImage(size, QImage::Format_ARGB32_Premultiplied);
-        m_image.setDevicePixelRatio(1.0);
-        m_image.fill(Qt::transparent);
-        // Raw rows: QImage::scanLine() checks for a detach on every call, which at one call per
-        // row per column was most of the redraw time.
-        bits = m_image.bits();
-        stride = m_image.bytesPerLine();
-        imageWidth = m_image.width();
-        imageHeight = m_image.height();
-        for (size_t band = 0; band < fills.size(); ++band)
-            fills[band] = qPremultiply(m_fills[band].rgba());
-        outline = qPremultiply(m_outline.rgba());
-    } else {
-        painter->setPen(Qt::NoPen);
-    }
+    const ColumnCanvas canvas = vector ? ColumnCanvas(painter, clip, m_fills, m_outline)
+                                       : ColumnCanvas(m_image, clip, scale, m_fills, m_outline);
     // Device pixel rows, relative to the image, of a value.
-    auto row = [&](double value) { return (values->coordToPixel(value) - clip.top()) * scale; };
-    auto fill = [&](int x0, int x1, double top, double bottom, int band) {
-        if (vector) {
-            const QColor& color = band < 0 ? m_outline : m_fills[size_t(band)];
-            painter->fillRect(QRectF(clip.left() + x0, clip.top() + top, x1 - x0, bottom - top), color);
-            return;
-        }
-        const int y0 = std::clamp(int(std::lround(top)), 0, imageHeight);
-        const int y1 = std::clamp(int(std::lround(bottom)), 0, imageHeight);
-        const int first = std::max(0, x0), last = std::min(x1, imageWidth);
-        if (first >= last)
-            return;
-        const QRgb color = band < 0 ? outline : fills[size_t(band)];
-        uchar* line = bits + y0 * stride;
-        for (int y = y0; y < y1; ++y, line += stride)
-            std::fill(reinterpret_cast<QRgb*>(line) + first, reinterpret_cast<QRgb*>(line) + last, color);
-    };
-
+    const auto row = [&](double value) { return (values->coordToPixel(value) - clip.top()) * scale; };
+    const auto pixelOf = [&](double key) { return (keys->coordToPixel(key) - clip.left()) * scale; };
     const double base = row(0);
-    const double width = clip.width() * scale;
-    // One column at a time: the highest state landing in it is filled, the lowest remembered for
-    // the outline tick.
-    int column = INT_MIN;
-    int columnEnd = INT_MIN;
-    size_t highest = 0;
-    double lowestTotal = 0;
-    auto flush = [&] {
-        if (column == INT_MIN)
-            return;
-        const Tops& tops = m_tops[highest];
-        double below = base;
-        for (int band = 0; band < bandCount; ++band) {
-            const double above = row(tops[size_t(band)]);
-            if (below - above >= 0.5)
-                fill(column, columnEnd, above, below, band);
-            below = std::min(below, above);
-        }
-        const double high = row(tops.back());
-        fill(column, columnEnd, high, std::max(high + scale, row(lowestTotal)), -1);
-    };
-    for (size_t i = 0; i < m_keys.size(); ++i) {
-        const double next = i + 1 < m_keys.size() ? m_keys[i + 1] : m_keys[i];
-        int x0 = int(std::floor((keys->coordToPixel(m_keys[i]) - clip.left()) * scale));
-        int x1 = std::max(x0 + 1, int(std::floor((keys->coordToPixel(next) - clip.left()) * scale)));
-        if (x1 < 0 || x0 > width)
-            continue;
-        x0 = std::max(x0, 0);
-        x1 = std::min(x1, int(std::ceil(width)));
-        const double total = m_tops[i].back();
-        if (x0 < columnEnd) {
-            // Shares the open column: keep its highest state and its lowest total.
-            if (total > m_tops[highest].back())
-                highest = i;
-            lowestTotal = std::min(lowestTotal, total);
-            if (x1 <= columnEnd)
-                continue;
-            flush();
-            x0 = columnEnd;
-        } else {
-            flush();
-        }
-        column = x0;
-        columnEnd = x1;
-        highest = i;
-        lowestTotal = total;
-    }
-    flush();
+    forEachColumn(m_keys, m_tops, pixelOf, clip.width() * scale,
+        [&](const PixelColumn& column) { fillColumn(canvas, column, m_tops[column.highest], base, scale, row); });
     if (!vector) {
         m_image.setDevicePixelRatio(scale);
         painter->drawImage(QPointF(clip.topLeft()), m_image);
