@@ -318,8 +318,7 @@ void sidesEvidence(const SnapshotEvidence& e, const Sides& s, Diagnosis& d)
         e.oom.eventIndex);
     e.evidence(d,
         "the trainer held " + formatBytes(s.trainerBytes()) + ": parameters " + formatBytes(s.trainerParameters)
-            + ", gradients " + formatBytes(s.trainerGradients) + ", optimizer state "
-            + formatBytes(s.trainerOptimizer),
+            + ", gradients " + formatBytes(s.trainerGradients) + ", optimizer state " + formatBytes(s.trainerOptimizer),
         e.oom.eventIndex);
     kvPerTokenEvidence(e, s, d);
     poolEvidence(e, d);

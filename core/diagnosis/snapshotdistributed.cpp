@@ -264,7 +264,7 @@ double communicationConfidence(const SnapshotEvidence& e, uint64_t kept, const I
     // The memory the fix removes is pure overhead (a second copy of the gradients, buffers kept
     // past their collective, a bucket above its default) and without it the run fits: it is the
     // cause, whatever else the phase holds.
-    const uint64_t removable = ipg.cause                                    ? ipg.saving
+    const uint64_t removable = ipg.cause               ? ipg.saving
         : c.ddpBucketBytes * 2 >= c.communicationBytes ? c.ddpBucketBytes
                                                        : kept;
     const auto spare = e.fixes.budget.spareAfter(removable);

@@ -155,8 +155,7 @@ int batchesKept(const SnapshotEvidence& e)
         const Allocation& allocation = e.device.allocations[i];
         if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
             && allocation.category != Category::KvCache && allocation.category != Category::Communication
-            && allocation.liveAfter(e.oom.eventIndex) && !allocation.releasedBy(e.oom.eventIndex)
-            && !isCaptured(e, i))
+            && allocation.liveAfter(e.oom.eventIndex) && !allocation.releasedBy(e.oom.eventIndex) && !isCaptured(e, i))
             batches = std::max(batches, ++perSite[allocation.stack.value]);
     }
     return batches;
@@ -196,8 +195,8 @@ void measureHowItPiles(const SnapshotEvidence& e, EvalPile& pile)
     // (outside evaluation the rule runs only when outputs were kept).
     pile.turnover = pile.retains || pile.gathered ? EvalTurnover {} : evalTurnover(e);
     const bool traceCoversLive = safeRatio(pile.turnover.olderDynamicBytes, pile.live) < kRetainedShare;
-    pile.seenFreeingEverything = !pile.retains && !pile.gathered && traceCoversLive
-        && pile.turnover.freedCount >= kEvalAllocationsToJudge;
+    pile.seenFreeingEverything
+        = !pile.retains && !pile.gathered && traceCoversLive && pile.turnover.freedCount >= kEvalAllocationsToJudge;
     pile.batches = pile.kept.count > 0 ? batchesKept(e) : 0;
 }
 

@@ -208,8 +208,7 @@ void sameSitesEvidence(const SnapshotEvidence& e, const BatchGrowth& g, Diagnosi
         "at the failure step " + std::to_string(e.oom.step) + " held " + formatBytes(g.heldNow)
             + " of activations and temporaries with the request, against at most "
             + formatBytes(scaling.earlierPeakDynamic) + " the trace shows any earlier step holding"
-            + (startsMidStep ? " (the trace starts mid-step: a lower bound of their peak)" : "")
-            + "; those steps fit");
+            + (startsMidStep ? " (the trace starts mid-step: a lower bound of their peak)" : "") + "; those steps fit");
 }
 
 void cacheLeftEvidence(const SnapshotEvidence& e, const BatchGrowth& g, Diagnosis& d)
@@ -249,8 +248,8 @@ std::string longerBatchSummary(const SnapshotEvidence& e, const BatchGrowth& g)
 {
     const std::string step = "Step " + std::to_string(e.oom.step);
     if (g.grew)
-        return "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about "
-            + times(g.factor) + " as demanding, as the longest sequences in a variable-length dataset are.";
+        return "Other steps peak far lower; step " + std::to_string(e.oom.step) + "'s batch is about " + times(g.factor)
+            + " as demanding, as the longest sequences in a variable-length dataset are.";
     if (g.scaled)
         return step + "'s batch is longer than those before it: the same code allocated about "
             + times(g.scaling->ratio)

@@ -81,8 +81,7 @@ struct LiveWalk
         : live(before)
         , liveTotal(totalOf(before))
         , liveDynamic(dynamicOf(before))
-    {
-    }
+    { }
 
     void enterEvent(int64_t e, int32_t step, Phase phase)
     {

@@ -33,8 +33,8 @@ double unusedCacheCoversRequest(const OomFacts& f, Diagnosis& d, Candidates& out
     const double confidence = (0.5 + 0.35 * clamp01(share / 0.2)) * (0.5 + 0.5 * slack);
     addEvidence(d,
         "PyTorch holds " + formatBytes(unallocated) + " reserved but unallocated ("
-            + percentText(unallocated, *f.reserved) + " of its " + formatBytes(*f.reserved)
-            + " cache), more than the " + formatBytes(request) + " request, yet no cached block could take it");
+            + percentText(unallocated, *f.reserved) + " of its " + formatBytes(*f.reserved) + " cache), more than the "
+            + formatBytes(request) + " request, yet no cached block could take it");
     if (f.limit && slack < 1.0)
         addEvidence(d,
             "but the unused cache is only " + formatBytes(unallocated) + ", " + percentText(unallocated, *f.limit)

@@ -84,10 +84,10 @@ double unaccountedMemoryConfidence(const OomFacts& f, Diagnosis& d, Candidates& 
         return 0.0;
     const double implicit = 0.35 + 0.35 * clamp01((share - 0.15) / 0.45);
     addEvidence(d,
-        formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card ("
-            + percentText(*f.outsideBytes, total) + ") is in use outside PyTorch's "
-            + formatBytes(f.reserved.value_or(0)) + " cache: total − free − reserved, far more than a "
-            + std::string(runtimeWords(f.backend).context) + " (0.3-1 GiB)");
+        formatBytes(*f.outsideBytes) + " of the " + formatBytes(total) + " card (" + percentText(*f.outsideBytes, total)
+            + ") is in use outside PyTorch's " + formatBytes(f.reserved.value_or(0))
+            + " cache: total − free − reserved, far more than a " + std::string(runtimeWords(f.backend).context)
+            + " (0.3-1 GiB)");
     if (f.free && *f.free < request && *f.free + beyondContext >= request)
         out.strongestFullExplanation = std::max(out.strongestFullExplanation, implicit);
     if (d.summary.empty())
