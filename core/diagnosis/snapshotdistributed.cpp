@@ -107,14 +107,6 @@ void markFragmentationBelow(
     }
 }
 
-// What pending frees kept from reuse around the failure: segments reserved in the failing step
-// that the pending blocks could have served, what the allocator's synchronize returned just
-// before it gave up, or what was still pending at the oom event.
-uint64_t heldByPendingFrees(const PendingFrees& p)
-{
-    return std::max({ p.coverableInFailingStepBytes, p.releasedAtOomBytes, p.atOomBytes });
-}
-
 double pendingFreesConfidence(const SnapshotEvidence& e, const PendingFrees& p, uint64_t held)
 {
     if (held >= e.oom.requestedBytes)
@@ -206,7 +198,9 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const auto spareUnsplit = e.fixes.budget.spareAfter(p.atOomBytes, true);
     if (spareUnsplit && *spareUnsplit < 0)
         return;
-    const uint64_t held = heldByPendingFrees(p);
+    // What pending frees kept from reuse around the failure (measured once with the evidence, for
+    // the ladder's projection too).
+    const uint64_t held = e.fixes.pendingFreeBytes;
     const double confidence = pendingFreesConfidence(e, p, held);
     if (confidence <= 0)
         return;

@@ -10,16 +10,6 @@ namespace oomlens::snapshotrules {
 
 namespace {
 
-uint64_t dynamicBytes(const CategoryBytes& bands)
-{
-    uint64_t bytes = 0;
-    for (int i = 0; i < categoryCount; ++i) {
-        if (isDynamic(static_cast<Category>(i)))
-            bytes += bands[static_cast<size_t>(i)];
-    }
-    return bytes;
-}
-
 // An earlier step to compare the failing one with: whole in the trace, a training step, not evaluation.
 bool comparableStep(const SnapshotEvidence& e, const StepProfile& step)
 {
@@ -123,7 +113,7 @@ BatchGrowth measureBatchGrowth(const SnapshotEvidence& e, const StepProfile& fai
 {
     BatchGrowth g;
     g.failing = &failing;
-    const uint64_t dynamicNow = dynamicBytes(e.oom.liveByCategory);
+    const uint64_t dynamicNow = dynamicBandBytes(e.oom.liveByCategory);
     const uint64_t start = failing.startDynamic();
     g.needed = (dynamicNow > start ? dynamicNow - start : 0) + e.oom.requestedBytes;
     g.heldNow = dynamicNow + e.oom.requestedBytes;

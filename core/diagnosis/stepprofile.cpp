@@ -7,16 +7,6 @@ namespace oomlens {
 
 namespace {
 
-uint64_t dynamicOf(const CategoryBytes& bands)
-{
-    uint64_t sum = 0;
-    for (int i = 0; i < categoryCount; ++i) {
-        if (isDynamic(static_cast<Category>(i)))
-            sum += bands[static_cast<size_t>(i)];
-    }
-    return sum;
-}
-
 uint64_t totalOf(const CategoryBytes& bands)
 {
     uint64_t sum = 0;
@@ -33,9 +23,19 @@ bool isDynamic(Category category)
         || category == Category::Unknown;
 }
 
+uint64_t dynamicBandBytes(const CategoryBytes& bands)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < categoryCount; ++i) {
+        if (isDynamic(static_cast<Category>(i)))
+            sum += bands[static_cast<size_t>(i)];
+    }
+    return sum;
+}
+
 uint64_t StepProfile::startDynamic() const
 {
-    return dynamicOf(startBands);
+    return dynamicBandBytes(startBands);
 }
 
 uint64_t StepProfile::startLive() const
@@ -80,7 +80,7 @@ struct LiveWalk
     explicit LiveWalk(const CategoryBytes& before)
         : live(before)
         , liveTotal(totalOf(before))
-        , liveDynamic(dynamicOf(before))
+        , liveDynamic(dynamicBandBytes(before))
     { }
 
     void enterEvent(int64_t e, int32_t step, Phase phase)
