@@ -98,16 +98,9 @@ std::string rankPeaksSvg(const JobSummary& job)
     return svg.finish();
 }
 
-} // namespace
-
-// The job section; written only when ReportOptions::job is set.
-void job(HtmlWriter& html, const ReportContext& context)
+// The rank that failed first (or came closest), with links to its diagnosis and timeline.
+void failingRank(HtmlWriter& html, const JobSummary& job)
 {
-    if (!context.options.job)
-        return;
-    const JobSummary& job = *context.options.job;
-    html.beginSection("job", "Job: every rank");
-
     html.raw("<p><strong>");
     html.text(job.failingIsClosestOnly() ? "Closest to the limit: " : "Failing rank: ");
     html.raw("</strong>");
@@ -122,7 +115,10 @@ void job(HtmlWriter& html, const ReportContext& context)
                 + ", the median " + formatBytes(job.medianPeakBytes) + ".");
         html.raw("\n");
     }
+}
 
+void rankPeaksFigure(HtmlWriter& html, const JobSummary& job)
+{
     html.raw("<div class=\"figure\">\n");
     html.svg(rankPeaksSvg(job));
     html.raw("\n<div class=\"legend\">");
@@ -132,7 +128,30 @@ void job(HtmlWriter& html, const ReportContext& context)
     });
     html.legendEntry("reserved", "peak reserved");
     html.raw("</div>\n</div>\n");
+}
 
+// A rank's figures, or why its file was not read.
+void rankCells(HtmlWriter& html, const RankSummary& rank)
+{
+    if (!rank.readable()) {
+        html.raw("<td colspan=\"6\"><span class=\"badge error\">not read</span> ");
+        html.text(rank.error);
+        html.raw("</td>");
+        return;
+    }
+    html.element("td", formatBytes(rank.peakAllocatedBytes));
+    html.element("td", formatBytes(rank.peakReservedBytes));
+    html.element("td", rank.capacityBytes ? formatBytes(*rank.capacityBytes) : "—");
+    if (rank.oom)
+        html.raw("<td><span class=\"badge error\">OOM</span></td>");
+    else
+        html.element("td", "—");
+    html.element("td", std::to_string(rank.group + 1));
+    html.element("td", rank.topDiagnosisTitle.empty() ? "—" : rank.topDiagnosisTitle);
+}
+
+void rankTable(HtmlWriter& html, const JobSummary& job)
+{
     html.raw("<table>\n<tr><th>rank</th><th>peak allocated</th><th>peak reserved</th><th>card</th><th>OOM</th>"
              "<th>group</th><th>top diagnosis</th><th>file</th></tr>\n");
     for (size_t i = 0; i < job.ranks.size(); ++i) {
@@ -142,43 +161,35 @@ void job(HtmlWriter& html, const ReportContext& context)
         else
             html.raw("<tr>");
         html.element("td", rank.rank >= 0 ? std::to_string(rank.rank) : "?");
-        if (!rank.readable()) {
-            html.raw("<td colspan=\"6\"><span class=\"badge error\">not read</span> ");
-            html.text(rank.error);
-            html.raw("</td>");
-        } else {
-            html.element("td", formatBytes(rank.peakAllocatedBytes));
-            html.element("td", formatBytes(rank.peakReservedBytes));
-            html.element("td", rank.capacityBytes ? formatBytes(*rank.capacityBytes) : "—");
-            if (rank.oom)
-                html.raw("<td><span class=\"badge error\">OOM</span></td>");
-            else
-                html.element("td", "—");
-            html.element("td", std::to_string(rank.group + 1));
-            html.element("td", rank.topDiagnosisTitle.empty() ? "—" : rank.topDiagnosisTitle);
-        }
+        rankCells(html, rank);
         html.element("td", rank.file);
         html.raw("</tr>\n");
     }
     html.raw("</table>\n");
+}
 
-    if (!job.groups.empty()) {
-        html.element("h3",
-            "Ranks that look alike (peaks within " + std::to_string(static_cast<int>(JobSummary::groupTolerance * 100))
-                + "% and the same mix of categories)");
-        html.raw("\n");
-        std::vector<std::string> groups;
-        for (size_t g = 0; g < job.groups.size(); ++g) {
-            const RankGroup& group = job.groups[g];
-            const std::string peaks = group.minPeakBytes == group.maxPeakBytes
-                ? formatBytes(group.maxPeakBytes)
-                : formatBytes(group.minPeakBytes) + "–" + formatBytes(group.maxPeakBytes);
-            const std::string mostly = lowercase(categoryLabel(group.dominantCategory));
-            groups.push_back(
-                "Group " + std::to_string(g + 1) + " — " + group.label + ": peak " + peaks + ", mostly " + mostly);
-        }
-        html.list(groups);
+void rankGroups(HtmlWriter& html, const JobSummary& job)
+{
+    html.element("h3",
+        "Ranks that look alike (peaks within " + std::to_string(static_cast<int>(JobSummary::groupTolerance * 100))
+            + "% and the same mix of categories)");
+    html.raw("\n");
+    std::vector<std::string> groups;
+    for (size_t g = 0; g < job.groups.size(); ++g) {
+        const RankGroup& group = job.groups[g];
+        const std::string peaks = group.minPeakBytes == group.maxPeakBytes
+            ? formatBytes(group.maxPeakBytes)
+            : formatBytes(group.minPeakBytes) + "–" + formatBytes(group.maxPeakBytes);
+        const std::string mostly = lowercase(categoryLabel(group.dominantCategory));
+        groups.push_back(
+            "Group " + std::to_string(g + 1) + " — " + group.label + ": peak " + peaks + ", mostly " + mostly);
     }
+    html.list(groups);
+}
+
+// The job's notes, then each rank's, named by rank.
+void jobNotes(HtmlWriter& html, const JobSummary& job)
+{
     std::vector<std::string> notes = job.notes;
     for (const RankSummary& rank : job.ranks) {
         for (const std::string& note : rank.notes)
@@ -189,6 +200,23 @@ void job(HtmlWriter& html, const ReportContext& context)
         html.raw("\n");
         html.list(notes);
     }
+}
+
+} // namespace
+
+// The job section; written only when ReportOptions::job is set.
+void job(HtmlWriter& html, const ReportContext& context)
+{
+    if (!context.options.job)
+        return;
+    const JobSummary& job = *context.options.job;
+    html.beginSection("job", "Job: every rank");
+    failingRank(html, job);
+    rankPeaksFigure(html, job);
+    rankTable(html, job);
+    if (!job.groups.empty())
+        rankGroups(html, job);
+    jobNotes(html, job);
     html.endSection();
 }
 
