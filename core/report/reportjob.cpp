@@ -33,6 +33,53 @@ std::optional<uint64_t> commonCapacity(const JobSummary& job)
     return capacity;
 }
 
+// Where `bytes` sits on the chart's vertical axis.
+double heightOf(const ByteAxis& axis, uint64_t bytes)
+{
+    return frame.bottom - (frame.bottom - frame.top) * static_cast<double>(bytes) / static_cast<double>(axis.max);
+}
+
+// Where a rank's column sits: its left edge and width.
+struct RankColumn
+{
+    double x = 0;
+    double width = 0;
+    double middle() const { return x + width / 2; }
+};
+
+// The rank's peak, its categories stacked from the bottom, and its peak reserved as a tick.
+void rankBar(SvgWriter& svg, const RankSummary& rank, const RankColumn& column, const ByteAxis& axis)
+{
+    const auto yOf = [&axis](uint64_t bytes) { return heightOf(axis, bytes); };
+    const std::string name = rankName(rank);
+    svg.beginGroup("rank", name + " (" + rank.file + "): peak " + formatBytes(rank.peakAllocatedBytes));
+    uint64_t below = 0;
+    for (int c = 0; c < categoryCount; ++c) {
+        const uint64_t bytes = rank.categoriesAtPeak[static_cast<size_t>(c)];
+        if (bytes == 0)
+            continue;
+        const auto category = static_cast<Category>(c);
+        svg.rect(column.x, yOf(below + bytes), column.width, yOf(below) - yOf(below + bytes),
+            "band " + categoryClass(category),
+            name + ": " + std::string(categoryLabel(category)) + " " + formatBytes(bytes) + " at its peak");
+        below += bytes;
+    }
+    svg.endGroup();
+    if (rank.peakReservedBytes > 0)
+        svg.line(column.x, yOf(rank.peakReservedBytes), column.x + column.width, yOf(rank.peakReservedBytes),
+            "reserved-line");
+}
+
+// "OOM" (or "first OOM" when several ranks hit one) above a rank that ran out, "closest" above the
+// rank nearest the limit when none did.
+std::string_view rankMarker(const JobSummary& job, size_t index)
+{
+    const bool failing = job.failingRank && *job.failingRank == index;
+    if (job.ranks[index].oom)
+        return failing && job.oomRanks > 1 ? "first OOM" : "OOM";
+    return failing ? "closest" : "";
+}
+
 // One column per rank, its peak's categories stacked (parameters at the bottom, as in the
 // timeline), a tick at its peak reserved, the card's line when known, and the ranks that hit an
 // OOM marked above their column.
@@ -45,9 +92,7 @@ std::string rankPeaksSvg(const JobSummary& job)
         top = std::max(top, rank.peakReservedBytes);
     top = std::max<uint64_t>(top, 1);
     const ByteAxis axis = byteAxisFor(top); // never clips the highest bar
-    const auto yOf = [&](uint64_t bytes) {
-        return frame.bottom - (frame.bottom - frame.top) * static_cast<double>(bytes) / static_cast<double>(axis.max);
-    };
+    const auto yOf = [&axis](uint64_t bytes) { return heightOf(axis, bytes); };
     drawByteGrid(svg, frame, axis);
 
     const double slot = (frame.right - frame.left) / static_cast<double>(std::max<size_t>(job.ranks.size(), 1));
@@ -56,40 +101,20 @@ std::string rankPeaksSvg(const JobSummary& job)
     const size_t labelEvery = std::max<size_t>(1, static_cast<size_t>(std::ceil(28.0 / slot)));
     for (size_t i = 0; i < job.ranks.size(); ++i) {
         const RankSummary& rank = job.ranks[i];
-        const double x = frame.left + slot * static_cast<double>(i) + (slot - barWidth) / 2;
-        const double middle = x + barWidth / 2;
-        const std::string name = rankName(rank);
+        const RankColumn column { frame.left + slot * static_cast<double>(i) + (slot - barWidth) / 2, barWidth };
         if (i % labelEvery == 0) {
-            svg.text(middle, frame.bottom + 16, rank.rank >= 0 ? std::to_string(rank.rank) : "?", "tick",
+            svg.text(column.middle(), frame.bottom + 16, rank.rank >= 0 ? std::to_string(rank.rank) : "?", "tick",
                 SvgWriter::Anchor::Middle);
         }
         if (!rank.readable()) {
-            svg.text(middle, frame.bottom - 6, "×", "tick", SvgWriter::Anchor::Middle);
+            svg.text(column.middle(), frame.bottom - 6, "×", "tick", SvgWriter::Anchor::Middle);
             continue;
         }
-        svg.beginGroup("rank", name + " (" + rank.file + "): peak " + formatBytes(rank.peakAllocatedBytes));
-        uint64_t below = 0;
-        for (int c = 0; c < categoryCount; ++c) {
-            const uint64_t bytes = rank.categoriesAtPeak[static_cast<size_t>(c)];
-            if (bytes == 0)
-                continue;
-            const auto category = static_cast<Category>(c);
-            svg.rect(x, yOf(below + bytes), barWidth, yOf(below) - yOf(below + bytes),
-                "band " + categoryClass(category),
-                name + ": " + std::string(categoryLabel(category)) + " " + formatBytes(bytes) + " at its peak");
-            below += bytes;
-        }
-        svg.endGroup();
-        if (rank.peakReservedBytes > 0)
-            svg.line(x, yOf(rank.peakReservedBytes), x + barWidth, yOf(rank.peakReservedBytes), "reserved-line");
-        if (rank.oom) {
-            const bool first = job.failingRank && *job.failingRank == i;
-            svg.text(middle, yOf(std::max(rank.peakAllocatedBytes, rank.peakReservedBytes)) - 6,
-                first && job.oomRanks > 1 ? "first OOM" : "OOM", "marker-label", SvgWriter::Anchor::Middle);
-        } else if (job.failingRank && *job.failingRank == i) {
-            svg.text(middle, yOf(std::max(rank.peakAllocatedBytes, rank.peakReservedBytes)) - 6, "closest",
+        rankBar(svg, rank, column, axis);
+        const std::string_view marker = rankMarker(job, i);
+        if (!marker.empty())
+            svg.text(column.middle(), yOf(std::max(rank.peakAllocatedBytes, rank.peakReservedBytes)) - 6, marker,
                 "marker-label", SvgWriter::Anchor::Middle);
-        }
     }
     if (capacity) {
         svg.line(frame.left, yOf(*capacity), frame.right, yOf(*capacity), "capacity-line");
