@@ -52,8 +52,8 @@ fi
 werror=OFF
 [ "${CI:-}" = true ] && werror=ON
 # Line tables only (-g1), as in the presets: a crash's backtrace still names file and line, and
-# the build tree is about a sixth of full debug information's (13 GB with -g: every test links
-# the engine's debug information again). CI's disk is shared and its free space varies.
+# the build tree is a fifth of full debug information's (2.5 GB against 13: every test links the
+# engine's debug information again; bench/README.md, "CI's disk"). CI's disk is shared.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DOOMLENS_WERROR="$werror" >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
