@@ -36,90 +36,101 @@ bool looksLikeJsonObject(std::string_view bytes)
     return start != std::string_view::npos && bytes[start] == '{';
 }
 
+// An input that is read no further, with the one line that says why.
+void refuse(Case& target, CaseInput& input, std::string error)
+{
+    input.error = std::move(error);
+    target.inputs.push_back(std::move(input));
+}
+
+void addSnapshotInput(Case& target, CaseInput& input, std::string_view bytes, const SnapshotReadOptions& options)
+{
+    input.kind = InputKind::Snapshot;
+    SnapshotReadResult result = readSnapshot(bytes, options);
+    if (result.snapshot) {
+        input.snapshotIndex = static_cast<int>(target.snapshots.size());
+        target.snapshots.push_back(std::move(result.snapshot));
+    } else {
+        input.error = result.cancelled ? std::string("loading was cancelled") : result.error;
+    }
+    const int snapshotIndex = input.snapshotIndex;
+    const std::string path = input.path;
+    target.inputs.push_back(std::move(input));
+    addEmbeddedSidecar(target, path, snapshotIndex);
+}
+
+void addProfilerInput(Case& target, CaseInput& input, std::string_view bytes)
+{
+    input.kind = InputKind::ProfilerTimeline;
+    ProfilerReadResult result = readProfilerFile(bytes, input.path);
+    input.error = std::move(result.error);
+    for (ProfilerTimeline& timeline : result.timelines)
+        target.profilerTimelines.push_back(std::move(timeline));
+    target.inputs.push_back(std::move(input));
+}
+
+// A Hugging Face config.json; false when the JSON object is not one.
+bool addModelConfigInput(Case& target, CaseInput& input, std::string_view bytes)
+{
+    planner::HfConfigResult config = planner::modelFromHfConfig(bytes);
+    // A config that names its architecture but lacks the dimensions is still a model config,
+    // and the user wants to hear what is missing rather than "no OOM message found".
+    const bool namesAModel = bytes.find("\"model_type\"") != std::string_view::npos
+        || bytes.find("\"architectures\"") != std::string_view::npos;
+    if (!config.model && !namesAModel)
+        return false;
+    input.kind = InputKind::ModelConfig;
+    if (config.model)
+        target.models.push_back(std::move(*config.model));
+    else
+        input.error = "a model config.json, but " + config.error;
+    target.inputs.push_back(std::move(input));
+    return true;
+}
+
+void addTextInput(Case& target, CaseInput& input, std::string_view bytes)
+{
+    if (looksBinary(bytes))
+        return refuse(target, input,
+            "not a memory snapshot, and not text: no OOM message, summary or log can be read from binary data");
+    if (bytes.size() > maxTextBytes)
+        return refuse(
+            target, input, "text input is larger than 512 MiB; cut the log down to the part around the error");
+    TextFindings findings = parseText(bytes);
+    input.kind = classifyText(bytes, findings);
+    if (findings.empty())
+        return refuse(
+            target, input, "no OOM message, memory summary, traceback, nvidia-smi table or allocator setting found");
+    appendFindings(target.text, std::move(findings));
+    target.inputs.push_back(std::move(input));
+}
+
 } // namespace
 
 void addInput(Case& target, const std::string& path, std::string_view bytes, const SnapshotReadOptions& options)
 {
     CaseInput input;
     input.path = path;
-    if (bytes.empty()) {
-        input.error = "the input is empty";
-        target.inputs.push_back(std::move(input));
-        return;
-    }
-    if (looksLikeSnapshot(bytes)) {
-        input.kind = InputKind::Snapshot;
-        SnapshotReadResult result = readSnapshot(bytes, options);
-        if (result.snapshot) {
-            input.snapshotIndex = static_cast<int>(target.snapshots.size());
-            target.snapshots.push_back(std::move(result.snapshot));
-        } else {
-            input.error = result.cancelled ? std::string("loading was cancelled") : result.error;
-        }
-        const int snapshotIndex = input.snapshotIndex;
-        target.inputs.push_back(std::move(input));
-        addEmbeddedSidecar(target, path, snapshotIndex);
-        return;
-    }
+    if (bytes.empty())
+        return refuse(target, input, "the input is empty");
+    if (looksLikeSnapshot(bytes))
+        return addSnapshotInput(target, input, bytes, options);
     if (looksLikeRankSummary(bytes)) {
         // The app and the CLI read summaries as the ranks of a job (opening/jobgathering.h); one
         // reaching a case's inputs came with files that are not rank files.
-        input.error = "an oomlens rank summary (from `oomlens summarize`): open it with the job's other rank files, "
-                      "not with a log or message";
-        target.inputs.push_back(std::move(input));
-        return;
+        return refuse(target, input,
+            "an oomlens rank summary (from `oomlens summarize`): open it with the job's other rank files, "
+            "not with a log or message");
     }
     // Before the config and text checks: a chrome trace is a JSON object, a raw timeline often gzip.
-    if (sniffProfilerFile(bytes) != ProfilerFileKind::None) {
-        input.kind = InputKind::ProfilerTimeline;
-        ProfilerReadResult result = readProfilerFile(bytes, path);
-        input.error = std::move(result.error);
-        for (ProfilerTimeline& timeline : result.timelines)
-            target.profilerTimelines.push_back(std::move(timeline));
-        target.inputs.push_back(std::move(input));
-        return;
-    }
-    if (looksLikeCaptureSidecar(bytes)) {
-        addSidecar(target, path, bytes, -1);
-        return;
-    }
+    if (sniffProfilerFile(bytes) != ProfilerFileKind::None)
+        return addProfilerInput(target, input, bytes);
+    if (looksLikeCaptureSidecar(bytes))
+        return addSidecar(target, path, bytes, -1);
     // Configs are a few KB; a large JSON document is a log or a trace, not worth parsing whole.
-    if (bytes.size() < (size_t(1) << 20) && looksLikeJsonObject(bytes)) {
-        planner::HfConfigResult config = planner::modelFromHfConfig(bytes);
-        // A config that names its architecture but lacks the dimensions is still a model config,
-        // and the user wants to hear what is missing rather than "no OOM message found".
-        const bool namesAModel = bytes.find("\"model_type\"") != std::string_view::npos
-            || bytes.find("\"architectures\"") != std::string_view::npos;
-        if (config.model || namesAModel) {
-            input.kind = InputKind::ModelConfig;
-            if (config.model)
-                target.models.push_back(std::move(*config.model));
-            else
-                input.error = "a model config.json, but " + config.error;
-            target.inputs.push_back(std::move(input));
-            return;
-        }
-    }
-    if (looksBinary(bytes)) {
-        input.error
-            = "not a memory snapshot, and not text: no OOM message, summary or log can be read from binary data";
-        target.inputs.push_back(std::move(input));
+    if (bytes.size() < (size_t(1) << 20) && looksLikeJsonObject(bytes) && addModelConfigInput(target, input, bytes))
         return;
-    }
-    if (bytes.size() > maxTextBytes) {
-        input.error = "text input is larger than 512 MiB; cut the log down to the part around the error";
-        target.inputs.push_back(std::move(input));
-        return;
-    }
-    TextFindings findings = parseText(bytes);
-    input.kind = classifyText(bytes, findings);
-    if (findings.empty()) {
-        input.error = "no OOM message, memory summary, traceback, nvidia-smi table or allocator setting found";
-        target.inputs.push_back(std::move(input));
-        return;
-    }
-    appendFindings(target.text, std::move(findings));
-    target.inputs.push_back(std::move(input));
+    addTextInput(target, input, bytes);
 }
 
 void appendFindings(TextFindings& into, TextFindings&& from)

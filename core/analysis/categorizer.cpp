@@ -150,6 +150,143 @@ Verdict byPhase(Phase born, uint32_t features, bool alive, bool sameRun, bool ca
     return { Category::Unknown, "no phase evidence in its stack" };
 }
 
+// Which phase span each event falls in: "freed within the run that allocated it".
+std::vector<int32_t> spanOfEvents(const DeviceAnalysis& out)
+{
+    std::vector<int32_t> spanOf(out.eventPhase.size(), -1);
+    for (size_t s = 0; s < out.phaseSpans.size(); ++s) {
+        for (int64_t e = out.phaseSpans[s].firstEvent; e <= out.phaseSpans[s].lastEvent; ++e)
+            spanOf[static_cast<size_t>(e)] = static_cast<int32_t>(s);
+    }
+    return spanOf;
+}
+
+// The out-of-memory events: what was live at one, allocated in the same phase of the same step,
+// was caught mid-run (phase runs may be split by frameless events, so phase and step decide).
+std::vector<int64_t> failureEvents(const std::vector<TraceEvent>& events)
+{
+    std::vector<int64_t> failures;
+    for (size_t e = 0; e < events.size(); ++e) {
+        if (events[e].action == TraceAction::Oom)
+            failures.push_back(static_cast<int64_t>(e));
+    }
+    return failures;
+}
+
+// DDP's buckets are the gradient storage unless AccumulateGrad allocates gradients apart; one
+// allocated before the trace began shows it as well by the frames the dump keeps for its block.
+DistributedFacts distributedFactsOf(const DeviceAnalysis& out, StackFeatures& features, DistributedStacks& distributed)
+{
+    DistributedFacts facts;
+    facts.gradientsAllocatedApart = std::any_of(out.allocations.begin(), out.allocations.end(),
+        [&](const Allocation& a) { return (features.features(a.stack) & FeatureAccumulateGrad) != 0; });
+    for (const Allocation& a : out.allocations) {
+        uint32_t& last = distributed.communication(a.stack) == CommunicationKind::ZeroOptimizerInit
+            ? facts.zeroMasterLine
+            : facts.gradBufferLine;
+        last = std::max(last, distributed.constructorLine(a.stack));
+    }
+    return facts;
+}
+
+// The user's category rules, matched once per stack; a rule that matches decides outright.
+class UserRules
+{
+public:
+    UserRules(const Snapshot& snapshot, CategoryRules* rules, Reasons& reasons)
+        : m_snapshot(snapshot)
+        , m_rules(rules)
+        , m_reasons(reasons)
+    { }
+
+    // Sets the allocation's category and reason when a rule matches its stack.
+    bool decide(Allocation& a)
+    {
+        if (!m_rules || m_rules->empty() || a.stack == FrameTable::emptyStack())
+            return false;
+        auto it = m_matches.find(a.stack.value);
+        if (it == m_matches.end())
+            it = m_matches.emplace(a.stack.value, m_rules->match(m_snapshot, a.stack)).first;
+        if (it->second.rule < 0)
+            return false;
+        const auto& rule = m_rules->rules()[static_cast<size_t>(it->second.rule)];
+        auto r = m_ruleReason.find(static_cast<uint32_t>(it->second.rule));
+        if (r == m_ruleReason.end()) {
+            const auto text = "user rule " + std::string(categoryName(rule.category)) + ": /" + rule.pattern + "/";
+            r = m_ruleReason.emplace(static_cast<uint32_t>(it->second.rule), m_reasons.intern(text)).first;
+        }
+        a.category = rule.category;
+        a.reason = r->second;
+        return true;
+    }
+
+private:
+    const Snapshot& m_snapshot;
+    CategoryRules* m_rules;
+    Reasons& m_reasons;
+    std::unordered_map<uint32_t, CategoryRules::Match> m_matches;
+    std::unordered_map<uint32_t, uint16_t> m_ruleReason;
+};
+
+// What the whole device's trace tells every allocation's verdict.
+struct TraceFacts
+{
+    const std::vector<TraceEvent>& events;
+    const DeviceAnalysis& out;
+    std::vector<int32_t> spanOf;
+    std::vector<int64_t> failures;
+    DistributedStacks& distributed;
+    DistributedFacts distributedFacts;
+};
+
+// The built-in rules, once the allocation's phase and step are set.
+Verdict builtInVerdict(const Allocation& a, StackFeatures& features, const TraceFacts& trace)
+{
+    const DeviceAnalysis& out = trace.out;
+    const bool older = a.allocEvent < 0;
+    const bool alive = a.freeEvent < 0;
+    const uint32_t f = features.features(a.stack);
+    const Phase stackPhase = features.phase(a.stack);
+    const Phase freedIn = alive ? Phase::Unknown : out.eventPhase[static_cast<size_t>(a.freeEvent)];
+    const std::vector<int32_t>& spanOf = trace.spanOf;
+
+    // What an inference engine's stack says outright: a KV cache, the engine's copy of the weights.
+    const bool keptBeyondRun
+        = alive || older || spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)];
+    const auto engine = a.stack == FrameTable::emptyStack()
+        ? std::nullopt
+        : engineVerdict(f, features.engine(a.stack), a.phase, keptBeyondRun, trace.distributed.graphCapture(a.stack));
+    if (engine)
+        return { engine->category, engine->reason };
+    // Collectives' buffers and recomputed activations, before AccumulateGrad: FSDP reduces
+    // from a hook AccumulateGrad runs, and that buffer is not the gradient.
+    const auto collective = a.stack == FrameTable::emptyStack()
+        ? std::nullopt
+        : distributedVerdict(a, trace.distributed, trace.distributedFacts, a.phase, keptBeyondRun);
+    if (collective)
+        return { collective->category, collective->reason };
+    // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
+    if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward)
+        return { Category::Gradients, "written by AccumulateGrad (a parameter's .grad)" };
+    if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
+        // An allocation first seen at its free carries the free's frames; unless they name
+        // another phase than the free's (the allocation context, record context='alloc'),
+        // they say nothing about what it was, so decide by lifetime.
+        const uint32_t freeFeatures
+            = alive ? 0u : features.features(trace.events[static_cast<size_t>(a.freeEvent)].stack);
+        const bool freedByUnwinding = !alive && !trace.failures.empty() && a.freeEvent > trace.failures.back();
+        return olderWithoutFrames(a, freedIn, freeFeatures, freedByUnwinding);
+    }
+    const bool sameRun
+        = !older && !alive && spanOf[static_cast<size_t>(a.allocEvent)] == spanOf[static_cast<size_t>(a.freeEvent)];
+    const bool caughtByFailure
+        = !older && std::any_of(trace.failures.begin(), trace.failures.end(), [&](int64_t failure) {
+              return a.liveAfter(failure) && out.eventPhase[static_cast<size_t>(failure)] == a.phase
+                  && out.eventStep[static_cast<size_t>(failure)] == a.step;
+          });
+    return byPhase(a.phase, f, alive, sameRun, caughtByFailure, freedIn);
+}
+
 } // namespace
 
 void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules* rules, DeviceAnalysis& out)
@@ -158,101 +295,19 @@ void categorize(const Snapshot& snapshot, StackFeatures& features, CategoryRules
     const DeviceTrace* trace = snapshot.trace(out.device);
     const std::vector<TraceEvent>& events = trace ? trace->events : none;
 
-    // Which phase span each event falls in: "freed within the run that allocated it".
-    std::vector<int32_t> spanOf(out.eventPhase.size(), -1);
-    for (size_t s = 0; s < out.phaseSpans.size(); ++s) {
-        for (int64_t e = out.phaseSpans[s].firstEvent; e <= out.phaseSpans[s].lastEvent; ++e)
-            spanOf[static_cast<size_t>(e)] = static_cast<int32_t>(s);
-    }
-
-    // The out-of-memory events: what was live at one, allocated in the same phase of the same step,
-    // was caught mid-run (phase runs may be split by frameless events, so phase and step decide).
-    std::vector<int64_t> failures;
-    for (size_t e = 0; e < events.size(); ++e) {
-        if (events[e].action == TraceAction::Oom)
-            failures.push_back(static_cast<int64_t>(e));
-    }
-
-    // DDP's buckets are the gradient storage unless AccumulateGrad allocates gradients apart; one
-    // allocated before the trace began shows it as well by the frames the dump keeps for its block.
     DistributedStacks distributed(snapshot);
-    DistributedFacts distributedFacts;
-    distributedFacts.gradientsAllocatedApart = std::any_of(out.allocations.begin(), out.allocations.end(),
-        [&](const Allocation& a) { return (features.features(a.stack) & FeatureAccumulateGrad) != 0; });
-    for (const Allocation& a : out.allocations) {
-        uint32_t& last = distributed.communication(a.stack) == CommunicationKind::ZeroOptimizerInit
-            ? distributedFacts.zeroMasterLine
-            : distributedFacts.gradBufferLine;
-        last = std::max(last, distributed.constructorLine(a.stack));
-    }
-
+    const TraceFacts facts { events, out, spanOfEvents(out), failureEvents(events), distributed,
+        distributedFactsOf(out, features, distributed) };
     Reasons reasons(out.reasons);
-    std::unordered_map<uint32_t, CategoryRules::Match> ruleCache;
-    std::unordered_map<uint32_t, uint16_t> ruleReason;
+    UserRules userRules(snapshot, rules, reasons);
 
     for (Allocation& a : out.allocations) {
         const bool older = a.allocEvent < 0;
-        const bool alive = a.freeEvent < 0;
-        const uint32_t f = features.features(a.stack);
-        const Phase stackPhase = features.phase(a.stack);
-        a.phase = older ? stackPhase : out.eventPhase[static_cast<size_t>(a.allocEvent)];
+        a.phase = older ? features.phase(a.stack) : out.eventPhase[static_cast<size_t>(a.allocEvent)];
         a.step = older ? -1 : out.eventStep[static_cast<size_t>(a.allocEvent)];
-        const Phase freedIn = alive ? Phase::Unknown : out.eventPhase[static_cast<size_t>(a.freeEvent)];
-
-        if (rules && !rules->empty() && a.stack != FrameTable::emptyStack()) {
-            auto it = ruleCache.find(a.stack.value);
-            if (it == ruleCache.end())
-                it = ruleCache.emplace(a.stack.value, rules->match(snapshot, a.stack)).first;
-            if (it->second.rule >= 0) {
-                const auto& rule = rules->rules()[static_cast<size_t>(it->second.rule)];
-                auto r = ruleReason.find(static_cast<uint32_t>(it->second.rule));
-                if (r == ruleReason.end()) {
-                    const auto text
-                        = "user rule " + std::string(categoryName(rule.category)) + ": /" + rule.pattern + "/";
-                    r = ruleReason.emplace(static_cast<uint32_t>(it->second.rule), reasons.intern(text)).first;
-                }
-                a.category = rule.category;
-                a.reason = r->second;
-                continue;
-            }
-        }
-
-        Verdict v { Category::Unknown, "no evidence" };
-        // What an inference engine's stack says outright: a KV cache, the engine's copy of the weights.
-        const bool keptBeyondRun
-            = alive || older || spanOf[static_cast<size_t>(a.allocEvent)] != spanOf[static_cast<size_t>(a.freeEvent)];
-        const auto engine = a.stack == FrameTable::emptyStack()
-            ? std::nullopt
-            : engineVerdict(f, features.engine(a.stack), a.phase, keptBeyondRun, distributed.graphCapture(a.stack));
-        // Collectives' buffers and recomputed activations, before AccumulateGrad: FSDP reduces
-        // from a hook AccumulateGrad runs, and that buffer is not the gradient.
-        const auto collective = engine || a.stack == FrameTable::emptyStack()
-            ? std::nullopt
-            : distributedVerdict(a, distributed, distributedFacts, a.phase, keptBeyondRun);
-        if (engine) {
-            v = { engine->category, engine->reason };
-        } else if (collective) {
-            v = { collective->category, collective->reason };
-        } else if ((f & FeatureAccumulateGrad) && stackPhase == Phase::Backward) {
-            // An optimizer run from a post-accumulate-grad hook has AccumulateGrad outside it.
-            v = { Category::Gradients, "written by AccumulateGrad (a parameter's .grad)" };
-        } else if (older && (a.stack == FrameTable::emptyStack() || (!alive && a.phase == freedIn))) {
-            // An allocation first seen at its free carries the free's frames; unless they name
-            // another phase than the free's (the allocation context, record context='alloc'),
-            // they say nothing about what it was, so decide by lifetime.
-            const uint32_t freeFeatures
-                = alive ? 0u : features.features(events[static_cast<size_t>(a.freeEvent)].stack);
-            const bool freedByUnwinding = !alive && !failures.empty() && a.freeEvent > failures.back();
-            v = olderWithoutFrames(a, freedIn, freeFeatures, freedByUnwinding);
-        } else {
-            const bool sameRun = !older && !alive
-                && spanOf[static_cast<size_t>(a.allocEvent)] == spanOf[static_cast<size_t>(a.freeEvent)];
-            const bool caughtByFailure = !older && std::any_of(failures.begin(), failures.end(), [&](int64_t failure) {
-                return a.liveAfter(failure) && out.eventPhase[static_cast<size_t>(failure)] == a.phase
-                    && out.eventStep[static_cast<size_t>(failure)] == a.step;
-            });
-            v = byPhase(a.phase, f, alive, sameRun, caughtByFailure, freedIn);
-        }
+        if (userRules.decide(a))
+            continue;
+        const Verdict v = builtInVerdict(a, features, facts);
         a.category = v.category;
         a.reason = reasons.intern(v.reason);
     }

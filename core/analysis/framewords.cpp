@@ -161,10 +161,9 @@ bool isEvaluationLoop(std::string_view file, std::string_view name)
 
 bool isLoad(std::string_view file, std::string_view name)
 {
-    // torch.load, nn.init's initialisers, safetensors, and `with torch.device("cuda"): model = Net()`,
-    // which builds the model through torch/utils/_device.py's hook.
+    // torch.load, nn.init's initialisers, safetensors.
     if (inPackage(file, "torch/serialization.py") || inPackage(file, "torch/nn/init.py")
-        || contains(file, "safetensors") || inPackage(file, "torch/utils/_device.py"))
+        || contains(file, "safetensors"))
         return true;
     // Module.to/.cuda move every parameter through _apply and its inner convert().
     if (name == "_apply" || (isAny(name, { "to", "cuda", "convert" }) && inPackage(file, "torch/nn/modules/module.py")))
@@ -203,7 +202,10 @@ bool isData(std::string_view file, std::string_view name, bool userCode)
 // Their names are no function the user wrote.
 bool isNativeFrame(std::string_view file, std::string_view name)
 {
-    if (contains(name, "::") || file == "??")
+    // A frame without a file is compiled code too: the symbolizer leaves it empty where it found no
+    // line table (":run_eval_code_obj"), while a Python frame always has a co_filename ("<string>",
+    // "<stdin>" for code without a file).
+    if (contains(name, "::") || file == "??" || file.empty())
         return true;
     for (std::string_view suffix : { ".c", ".cpp", ".cc", ".h", ".hpp", ".cu" }) {
         if (file.ends_with(suffix))
@@ -271,6 +273,11 @@ uint32_t frameWords(std::string_view file, std::string_view name)
         words |= WordLoad;
     if (name == "__init__")
         words |= WordConstructor;
+    // `with torch.device("cuda"): model = Net()` builds the model through torch/utils/_device.py's
+    // hook, whose __torch_function__ is the innermost frame of every factory call in the block
+    // (and of the whole program after torch.set_default_device).
+    if (inPackage(file, "torch/utils/_device.py"))
+        words |= WordDeviceContext;
     if (isData(file, name, userCode))
         words |= WordData;
     if (contains(name, "THPVariable_to(") || contains(name, "THPVariable_cuda(") || contains(name, "THPVariable_to_("))

@@ -66,6 +66,11 @@ enum FrameWord : uint32_t {
     // when they show; a snapshot's forward stacks carry no backward frame to outrank it, so there a
     // training run started from test.py would read as evaluation.
     WordEvaluationScript = 1u << 23,
+    // torch.utils._device's hook: a `with torch.device(...)` block (or torch.set_default_device) is
+    // open. Models are built that way, but the hook is the innermost frame of every factory call
+    // under it, a forward's included, so like a constructor it says loading only where nothing else
+    // in the stack decides.
+    WordDeviceContext = 1u << 24,
 };
 
 // All the words one frame carries.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace oomlens {
@@ -111,82 +112,138 @@ bool isTraining(Phase p)
     return p == Phase::Forward || p == Phase::Backward || p == Phase::Optimizer || p == Phase::Data || p == Phase::Eval;
 }
 
+// What the trace's labels hold, which decides how its steps are told apart.
+struct PhasesPresent
+{
+    bool anyKnown = false;
+    bool hasOptimizer = false;
+    bool hasBackward = false;
+};
+
+PhasesPresent phasesPresent(const std::vector<Phase>& eventPhase)
+{
+    PhasesPresent present;
+    for (Phase p : eventPhase) {
+        present.anyKnown |= p != Phase::Unknown;
+        present.hasOptimizer |= p == Phase::Optimizer;
+        present.hasBackward |= p == Phase::Backward;
+    }
+    return present;
+}
+
+// A step starts at the first event at or after each ProfilerStep# annotation.
+void profilerBoundaries(
+    const std::vector<TraceEvent>& events, const std::vector<int64_t>& profilerStarts, std::vector<char>& boundary)
+{
+    size_t next = 0;
+    for (size_t i = 0; i < events.size() && next < profilerStarts.size(); ++i) {
+        if (events[i].timeUs >= profilerStarts[next]) {
+            boundary[i] = 1;
+            while (next < profilerStarts.size() && profilerStarts[next] <= events[i].timeUs)
+                ++next;
+        }
+    }
+}
+
+// Reads the requests in order and says where a step starts from the phases alone.
+class StepBoundaries
+{
+public:
+    StepBoundaries(const Snapshot& snapshot, StackFeatures& features, const PhasesPresent& present)
+        : m_snapshot(snapshot)
+        , m_features(features)
+        , m_present(present)
+    { }
+
+    // Whether request i, labelled p, starts a step; nullopt when it says nothing about steps.
+    std::optional<bool> starts(const TraceEvent& event, Phase p)
+    {
+        if (p == Phase::Load) {
+            m_previous = Phase::Unknown;
+            return std::nullopt;
+        }
+        if (!isTraining(p))
+            return std::nullopt;
+        // zero_grad sits at either end of a step (before the forward in most loops and in
+        // Lightning's closure, after the update in others): it neither ends nor starts one.
+        if (p == Phase::Optimizer && (m_features.features(event.stack) & FeatureZeroGrad))
+            return std::nullopt;
+        const bool trains = m_present.hasOptimizer || m_present.hasBackward;
+        // Evaluation between training steps (Trainer's evaluate every eval_steps) belongs to the
+        // step it follows: the next training step still starts where its data or forward
+        // follows the optimizer, whatever evaluation ran in between.
+        if (p == Phase::Eval && trains)
+            return std::nullopt;
+        const bool starts = trains ? startsTrainingStep(p) : startsForwardPass(event, p);
+        m_previous = p;
+        return starts;
+    }
+
+private:
+    bool startsTrainingStep(Phase p) const
+    {
+        const bool entering = p == Phase::Forward || p == Phase::Data;
+        const bool fromEnd = m_previous == Phase::Unknown || m_previous == Phase::Optimizer
+            || (!m_present.hasOptimizer && m_previous == Phase::Backward);
+        return entering && fromEnd;
+    }
+
+    bool startsForwardPass(const TraceEvent& event, Phase p)
+    {
+        const bool forwardLike = p == Phase::Forward || p == Phase::Eval;
+        bool starts = forwardLike && m_previous != Phase::Forward && m_previous != Phase::Eval;
+        // Inside a run of forward passes, a pass starts over when the model's top-level
+        // forward goes back to an earlier line of the same file.
+        const FrameId top = m_features.topForwardFrame(event.stack);
+        if (forwardLike && top.isValid() && event.action == TraceAction::Alloc) {
+            if (m_lastTop.isValid() && !starts) {
+                const Frame& a = m_snapshot.frames->frame(m_lastTop);
+                const Frame& b = m_snapshot.frames->frame(top);
+                starts = a.filename == b.filename && b.line < a.line;
+            }
+            m_lastTop = top;
+        }
+        return starts;
+    }
+
+    const Snapshot& m_snapshot;
+    StackFeatures& m_features;
+    const PhasesPresent m_present;
+    Phase m_previous = Phase::Unknown; // last training phase; Unknown = program start or after load
+    FrameId m_lastTop;
+};
+
+void phaseBoundaries(const Snapshot& snapshot, StackFeatures& features, const std::vector<TraceEvent>& events,
+    const DeviceAnalysis& out, const PhasesPresent& present, std::vector<char>& boundary)
+{
+    StepBoundaries steps(snapshot, features, present);
+    for (size_t i = 0; i < events.size(); ++i) {
+        // Only a request says where the program is now. A free carries the frames of its
+        // allocation (the forward's saved tensors freed during backward read as "forward"), and
+        // segment events the frames of whatever first mapped them.
+        if (events[i].action != TraceAction::Alloc && events[i].action != TraceAction::Oom)
+            continue;
+        if (const auto starts = steps.starts(events[i], out.eventPhase[i]))
+            boundary[i] = *starts ? 1 : 0;
+    }
+}
+
 void labelSteps(
     const Snapshot& snapshot, StackFeatures& features, const std::vector<TraceEvent>& events, DeviceAnalysis& out)
 {
     const size_t n = events.size();
     out.eventStep.assign(n, -1);
     out.stepCount = 0;
-    bool anyKnown = false, hasOptimizer = false, hasBackward = false;
-    for (Phase p : out.eventPhase) {
-        anyKnown |= p != Phase::Unknown;
-        hasOptimizer |= p == Phase::Optimizer;
-        hasBackward |= p == Phase::Backward;
-    }
-    if (!anyKnown)
+    const PhasesPresent present = phasesPresent(out.eventPhase);
+    if (!present.anyKnown)
         return;
 
     std::vector<char> boundary(n, 0);
     const auto profilerStarts = profilerStepStarts(snapshot, out.device);
-    if (profilerStarts.size() >= 2) {
-        size_t next = 0;
-        for (size_t i = 0; i < n && next < profilerStarts.size(); ++i) {
-            if (events[i].timeUs >= profilerStarts[next]) {
-                boundary[i] = 1;
-                while (next < profilerStarts.size() && profilerStarts[next] <= events[i].timeUs)
-                    ++next;
-            }
-        }
-    } else {
-        Phase previous = Phase::Unknown; // last training phase; Unknown = program start or after load
-        FrameId lastTop;
-        for (size_t i = 0; i < n; ++i) {
-            // Only a request says where the program is now. A free carries the frames of its
-            // allocation (the forward's saved tensors freed during backward read as "forward"), and
-            // segment events the frames of whatever first mapped them.
-            if (events[i].action != TraceAction::Alloc && events[i].action != TraceAction::Oom)
-                continue;
-            const Phase p = out.eventPhase[i];
-            if (p == Phase::Load) {
-                previous = Phase::Unknown;
-                continue;
-            }
-            if (!isTraining(p))
-                continue;
-            // zero_grad sits at either end of a step (before the forward in most loops and in
-            // Lightning's closure, after the update in others): it neither ends nor starts one.
-            if (p == Phase::Optimizer && (features.features(events[i].stack) & FeatureZeroGrad))
-                continue;
-            // Evaluation between training steps (Trainer's evaluate every eval_steps) belongs to the
-            // step it follows: the next training step still starts where its data or forward
-            // follows the optimizer, whatever evaluation ran in between.
-            if (p == Phase::Eval && (hasOptimizer || hasBackward))
-                continue;
-            bool starts = false;
-            if (hasOptimizer || hasBackward) {
-                const bool entering = p == Phase::Forward || p == Phase::Data;
-                const bool fromEnd = previous == Phase::Unknown || previous == Phase::Optimizer
-                    || (!hasOptimizer && previous == Phase::Backward);
-                starts = entering && fromEnd;
-            } else {
-                const bool forwardLike = p == Phase::Forward || p == Phase::Eval;
-                starts = forwardLike && previous != Phase::Forward && previous != Phase::Eval;
-                // Inside a run of forward passes, a pass starts over when the model's top-level
-                // forward goes back to an earlier line of the same file.
-                const FrameId top = features.topForwardFrame(events[i].stack);
-                if (forwardLike && top.isValid() && events[i].action == TraceAction::Alloc) {
-                    if (lastTop.isValid() && !starts) {
-                        const Frame& a = snapshot.frames->frame(lastTop);
-                        const Frame& b = snapshot.frames->frame(top);
-                        starts = a.filename == b.filename && b.line < a.line;
-                    }
-                    lastTop = top;
-                }
-            }
-            boundary[i] = starts ? 1 : 0;
-            previous = p;
-        }
-    }
+    if (profilerStarts.size() >= 2)
+        profilerBoundaries(events, profilerStarts, boundary);
+    else
+        phaseBoundaries(snapshot, features, events, out, present, boundary);
 
     int32_t step = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -325,16 +382,35 @@ void buildSpans(DeviceAnalysis& out)
     }
 }
 
-} // namespace
-
-void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalysis& out)
+// The stack an event's phase is read from; empty where its own frames say nothing about it.
+StackId evidenceStack(const TraceEvent& e, size_t i, const DeviceAnalysis& out)
 {
-    static const std::vector<TraceEvent> none;
-    const DeviceTrace* trace = snapshot.trace(out.device);
-    const std::vector<TraceEvent>& events = trace ? trace->events : none;
-    const size_t n = events.size();
+    // Without context='all', a free carries its block's allocation stack: it says where the
+    // memory came from, not where the free happened.
+    if ((e.action == TraceAction::FreeRequested || e.action == TraceAction::FreeCompleted
+            || e.action == TraceAction::Free)
+        && out.eventAllocation[i] >= 0) {
+        const Allocation& a = out.allocations[static_cast<size_t>(out.eventAllocation[i])];
+        if (a.allocEvent >= 0 && a.stack == e.stack)
+            return FrameTable::emptyStack();
+    }
+    // A released segment says nothing about where the program is: the allocator records the
+    // context of the request whose retry released it, or, without one (empty_cache, a
+    // context that records only allocations), the context the segment was first mapped in,
+    // possibly many steps ago (CUDACachingAllocator's release_block:
+    // `context ? context : block->context_when_segment_allocated`). The first is the next
+    // request's own frames, the second misleads: an evaluation that releases cached
+    // segments of the training step would read as backward.
+    if (e.action == TraceAction::SegmentFree || e.action == TraceAction::SegmentUnmap)
+        return FrameTable::emptyStack();
+    return e.stack;
+}
 
-    out.eventPhase.assign(n, Phase::Unknown);
+// Each event's phase from its own frames, and what kind of evidence it had.
+std::vector<Evidence> readFrameEvidence(
+    StackFeatures& features, const std::vector<TraceEvent>& events, DeviceAnalysis& out)
+{
+    const size_t n = events.size();
     std::vector<Evidence> evidence(n, Evidence::None);
     // Frameless allocations only say "another thread" when the trace records Python frames at all
     // (stacks='python' or 'all'); with stacks recording off every event is frameless.
@@ -342,25 +418,7 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         [](const TraceEvent& e) { return isAllocation(e.action) && e.stack != FrameTable::emptyStack(); });
     for (size_t i = 0; i < n; ++i) {
         const TraceEvent& e = events[i];
-        StackId stack = e.stack;
-        // Without context='all', a free carries its block's allocation stack: it says where the
-        // memory came from, not where the free happened.
-        if ((e.action == TraceAction::FreeRequested || e.action == TraceAction::FreeCompleted
-                || e.action == TraceAction::Free)
-            && out.eventAllocation[i] >= 0) {
-            const Allocation& a = out.allocations[static_cast<size_t>(out.eventAllocation[i])];
-            if (a.allocEvent >= 0 && a.stack == stack)
-                stack = FrameTable::emptyStack();
-        }
-        // A released segment says nothing about where the program is: the allocator records the
-        // context of the request whose retry released it, or, without one (empty_cache, a
-        // context that records only allocations), the context the segment was first mapped in,
-        // possibly many steps ago (CUDACachingAllocator's release_block:
-        // `context ? context : block->context_when_segment_allocated`). The first is the next
-        // request's own frames, the second misleads: an evaluation that releases cached
-        // segments of the training step would read as backward.
-        if (e.action == TraceAction::SegmentFree || e.action == TraceAction::SegmentUnmap)
-            stack = FrameTable::emptyStack();
+        const StackId stack = evidenceStack(e, i, out);
         const Phase p = stack == FrameTable::emptyStack() ? Phase::Unknown : features.phase(stack);
         out.eventPhase[i] = p;
         if (p != Phase::Unknown)
@@ -370,33 +428,44 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
         else if (framesRecorded && isAllocation(e.action))
             evidence[i] = Evidence::Frameless;
     }
+    return evidence;
+}
 
-    // An Optimizer.step window only says "optimizer" for frameless events when no forward or
-    // backward ran inside it: with a closure (Lightning, LBFGS) the whole step is in the window.
+// An Optimizer.step window only says "optimizer" for frameless events when no forward or
+// backward ran inside it: with a closure (Lightning, LBFGS) the whole step is in the window.
+void readOptimizerWindows(const Snapshot& snapshot, const std::vector<TraceEvent>& events, DeviceAnalysis& out,
+    std::vector<Evidence>& evidence)
+{
     const auto windows = optimizerWindows(snapshot, out.device);
-    if (!windows.empty()) {
-        std::vector<char> closure(windows.size(), 0);
-        WindowCursor inWindow(windows);
-        for (size_t i = 0; i < n; ++i) {
-            const Phase p = out.eventPhase[i];
-            if ((p == Phase::Forward || p == Phase::Backward) && events[i].timeUs != 0) {
-                const int64_t w = inWindow.at(events[i].timeUs);
-                if (w >= 0)
-                    closure[static_cast<size_t>(w)] = 1;
-            }
-        }
-        WindowCursor frameless(windows);
-        for (size_t i = 0; i < n; ++i) {
-            if (out.eventPhase[i] != Phase::Unknown || events[i].timeUs == 0)
-                continue;
-            const int64_t w = frameless.at(events[i].timeUs);
-            if (w >= 0 && !closure[static_cast<size_t>(w)]) {
-                out.eventPhase[i] = Phase::Optimizer;
-                evidence[i] = Evidence::Known;
-            }
+    if (windows.empty())
+        return;
+    const size_t n = events.size();
+    std::vector<char> closure(windows.size(), 0);
+    WindowCursor inWindow(windows);
+    for (size_t i = 0; i < n; ++i) {
+        const Phase p = out.eventPhase[i];
+        if ((p == Phase::Forward || p == Phase::Backward) && events[i].timeUs != 0) {
+            const int64_t w = inWindow.at(events[i].timeUs);
+            if (w >= 0)
+                closure[static_cast<size_t>(w)] = 1;
         }
     }
+    WindowCursor frameless(windows);
+    for (size_t i = 0; i < n; ++i) {
+        if (out.eventPhase[i] != Phase::Unknown || events[i].timeUs == 0)
+            continue;
+        const int64_t w = frameless.at(events[i].timeUs);
+        if (w >= 0 && !closure[static_cast<size_t>(w)]) {
+            out.eventPhase[i] = Phase::Optimizer;
+            evidence[i] = Evidence::Known;
+        }
+    }
+}
 
+// Events without a phase of their own continue the one before them.
+void continuePhases(const std::vector<Evidence>& evidence, DeviceAnalysis& out)
+{
+    const size_t n = evidence.size();
     Phase current = Phase::Unknown;
     size_t firstKnown = n;
     for (size_t i = 0; i < n; ++i) {
@@ -428,7 +497,20 @@ void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalys
                 out.eventPhase[i] = out.eventPhase[firstKnown];
         }
     }
+}
 
+} // namespace
+
+void labelPhases(const Snapshot& snapshot, StackFeatures& features, DeviceAnalysis& out)
+{
+    static const std::vector<TraceEvent> none;
+    const DeviceTrace* trace = snapshot.trace(out.device);
+    const std::vector<TraceEvent>& events = trace ? trace->events : none;
+
+    out.eventPhase.assign(events.size(), Phase::Unknown);
+    std::vector<Evidence> evidence = readFrameEvidence(features, events, out);
+    readOptimizerWindows(snapshot, events, out, evidence);
+    continuePhases(evidence, out);
     markEvaluationPasses(snapshot, features, events, out);
     labelSteps(snapshot, features, events, out);
     buildSpans(out);

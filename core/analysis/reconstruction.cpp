@@ -95,6 +95,148 @@ void reconstructReserved(const Snapshot& snapshot, int32_t device, const std::ve
     addWarning(out, underflows, "segment events reserve more than the dump-time segments hold");
 }
 
+// Replays the trace's events into allocations: pairs each free with its allocation by address,
+// and keeps the levels of requested bytes and reserved segments relative to the start.
+class TraceReplay
+{
+public:
+    explicit TraceReplay(DeviceAnalysis& out)
+        : m_out(out)
+    { }
+
+    // Handles event i and returns the allocation it belongs to, or -1.
+    int32_t replay(const TraceEvent& e, int64_t i)
+    {
+        switch (e.action) {
+        case TraceAction::Alloc:
+            return allocate(e, i);
+        case TraceAction::FreeRequested:
+            return requestFree(e, i);
+        case TraceAction::FreeCompleted:
+        case TraceAction::Free:
+            return completeFree(e, i);
+        case TraceAction::SegmentAlloc:
+        case TraceAction::SegmentMap:
+            segmentDelta += static_cast<int64_t>(e.size);
+            return -1;
+        case TraceAction::SegmentFree:
+        case TraceAction::SegmentUnmap:
+            segmentDelta -= static_cast<int64_t>(e.size);
+            minSegmentDelta = std::min(minSegmentDelta, segmentDelta);
+            return -1;
+        default:
+            return -1;
+        }
+    }
+
+    // The dump-time blocks: exact rounded sizes for what is still open, and the allocations
+    // that were alive before the trace began and never touched by it.
+    void closeAtDump(const Snapshot& snapshot, int32_t device)
+    {
+        for (const Segment& segment : snapshot.segments) {
+            if (segment.device != device)
+                continue;
+            for (uint32_t b = segment.firstBlock;
+                 b < segment.firstBlock + segment.blockCount && b < snapshot.blocks.size(); ++b) {
+                const Block& block = snapshot.blocks[b];
+                if (block.state == BlockState::ActiveAllocated || block.state == BlockState::ActivePendingFree)
+                    closeBlock(block, segment);
+            }
+        }
+    }
+
+    AddressMap open { 4096 };
+    size_t reallocatedLive = 0;
+    size_t freesBeforeTrace = 0;
+    int64_t level = 0;
+    uint64_t initial = 0;
+    int64_t segmentDelta = 0, minSegmentDelta = 0;
+
+private:
+    int32_t allocate(const TraceEvent& e, int64_t i)
+    {
+        Allocation a;
+        a.address = e.addr;
+        a.requestedSize = e.size;
+        a.blockSize = estimatedBlockSize(e.size); // exact for blocks that survive to the dump
+        a.allocEvent = i;
+        a.stack = e.stack;
+        a.stream = e.stream;
+        m_out.allocations.push_back(a);
+        const auto index = static_cast<int32_t>(m_out.allocations.size() - 1);
+        level += static_cast<int64_t>(e.size);
+        // A live address allocated again means its free was skipped (skip_actions); like
+        // memory_viz we keep the old allocation alive rather than invent a free.
+        if (open.insert(e.addr, index) != AddressMap::none)
+            ++reallocatedLive;
+        return index;
+    }
+
+    int32_t requestFree(const TraceEvent& e, int64_t i)
+    {
+        int32_t index = open.find(e.addr);
+        if (index < 0) {
+            index = openOlder(e);
+            open.insert(e.addr, index);
+        }
+        Allocation& a = m_out.allocations[static_cast<size_t>(index)];
+        if (a.freeRequestedEvent < 0)
+            a.freeRequestedEvent = i;
+        return index;
+    }
+
+    int32_t completeFree(const TraceEvent& e, int64_t i)
+    {
+        int32_t index = open.erase(e.addr);
+        if (index < 0)
+            index = openOlder(e);
+        Allocation& a = m_out.allocations[static_cast<size_t>(index)];
+        a.freeEvent = i;
+        if (a.freeRequestedEvent < 0)
+            a.freeRequestedEvent = i;
+        level -= static_cast<int64_t>(a.requestedSize);
+        return index;
+    }
+
+    // A free whose allocation the trace never saw: it was alive before the trace began.
+    int32_t openOlder(const TraceEvent& e)
+    {
+        Allocation a;
+        a.address = e.addr;
+        a.requestedSize = e.size;
+        a.blockSize = estimatedBlockSize(e.size);
+        a.stack = e.stack;
+        a.stream = e.stream;
+        m_out.allocations.push_back(a);
+        ++freesBeforeTrace;
+        initial += e.size;
+        return static_cast<int32_t>(m_out.allocations.size() - 1);
+    }
+
+    void closeBlock(const Block& block, const Segment& segment)
+    {
+        const int32_t index = open.erase(block.address);
+        if (index >= 0) {
+            Allocation& a = m_out.allocations[static_cast<size_t>(index)];
+            if (block.size)
+                a.blockSize = block.size;
+            if (a.stack == FrameTable::emptyStack())
+                a.stack = block.stack;
+            return;
+        }
+        Allocation a;
+        a.address = block.address;
+        a.requestedSize = block.requestedSize ? block.requestedSize : block.size;
+        a.blockSize = block.size ? block.size : estimatedBlockSize(a.requestedSize);
+        a.stack = block.stack;
+        a.stream = segment.stream;
+        m_out.allocations.push_back(a);
+        initial += a.requestedSize;
+    }
+
+    DeviceAnalysis& m_out;
+};
+
 } // namespace
 
 uint64_t estimatedBlockSize(uint64_t requested)
@@ -117,129 +259,27 @@ void reconstructTimeline(const Snapshot& snapshot, int32_t device, DeviceAnalysi
     out.allocatedAfter.resize(events.size());
     out.reservedAfter.resize(events.size());
 
-    AddressMap open(4096);
-    size_t reallocatedLive = 0;
-    size_t freesBeforeTrace = 0;
-    int64_t level = 0;
-    uint64_t initial = 0;
-    int64_t segmentDelta = 0, minSegmentDelta = 0;
-
-    auto openOlder = [&](const TraceEvent& e) {
-        Allocation a;
-        a.address = e.addr;
-        a.requestedSize = e.size;
-        a.blockSize = estimatedBlockSize(e.size);
-        a.stack = e.stack;
-        a.stream = e.stream;
-        out.allocations.push_back(a);
-        ++freesBeforeTrace;
-        initial += e.size;
-        return static_cast<int32_t>(out.allocations.size() - 1);
-    };
-
+    TraceReplay replay(out);
     for (int64_t i = 0; i < n; ++i) {
-        const TraceEvent& e = events[static_cast<size_t>(i)];
-        int32_t index = -1;
-        switch (e.action) {
-        case TraceAction::Alloc: {
-            Allocation a;
-            a.address = e.addr;
-            a.requestedSize = e.size;
-            a.blockSize = estimatedBlockSize(e.size); // exact for blocks that survive to the dump
-            a.allocEvent = i;
-            a.stack = e.stack;
-            a.stream = e.stream;
-            out.allocations.push_back(a);
-            index = static_cast<int32_t>(out.allocations.size() - 1);
-            level += static_cast<int64_t>(e.size);
-            // A live address allocated again means its free was skipped (skip_actions); like
-            // memory_viz we keep the old allocation alive rather than invent a free.
-            if (open.insert(e.addr, index) != AddressMap::none)
-                ++reallocatedLive;
-            break;
-        }
-        case TraceAction::FreeRequested: {
-            index = open.find(e.addr);
-            if (index < 0) {
-                index = openOlder(e);
-                open.insert(e.addr, index);
-            }
-            Allocation& a = out.allocations[static_cast<size_t>(index)];
-            if (a.freeRequestedEvent < 0)
-                a.freeRequestedEvent = i;
-            break;
-        }
-        case TraceAction::FreeCompleted:
-        case TraceAction::Free: {
-            index = open.erase(e.addr);
-            if (index < 0)
-                index = openOlder(e);
-            Allocation& a = out.allocations[static_cast<size_t>(index)];
-            a.freeEvent = i;
-            if (a.freeRequestedEvent < 0)
-                a.freeRequestedEvent = i;
-            level -= static_cast<int64_t>(a.requestedSize);
-            break;
-        }
-        case TraceAction::SegmentAlloc:
-        case TraceAction::SegmentMap:
-            segmentDelta += static_cast<int64_t>(e.size);
-            break;
-        case TraceAction::SegmentFree:
-        case TraceAction::SegmentUnmap:
-            segmentDelta -= static_cast<int64_t>(e.size);
-            minSegmentDelta = std::min(minSegmentDelta, segmentDelta);
-            break;
-        default:
-            break;
-        }
-        out.eventAllocation[static_cast<size_t>(i)] = index;
-        out.allocatedAfter[static_cast<size_t>(i)] = static_cast<uint64_t>(level);
-        out.reservedAfter[static_cast<size_t>(i)] = static_cast<uint64_t>(segmentDelta);
+        const auto at = static_cast<size_t>(i);
+        out.eventAllocation[at] = replay.replay(events[at], i);
+        out.allocatedAfter[at] = static_cast<uint64_t>(replay.level);
+        out.reservedAfter[at] = static_cast<uint64_t>(replay.segmentDelta);
     }
-
-    // The dump-time blocks: exact rounded sizes for what is still open, and the allocations
-    // that were alive before the trace began and never touched by it.
-    for (const Segment& segment : snapshot.segments) {
-        if (segment.device != device)
-            continue;
-        for (uint32_t b = segment.firstBlock; b < segment.firstBlock + segment.blockCount && b < snapshot.blocks.size();
-             ++b) {
-            const Block& block = snapshot.blocks[b];
-            if (block.state != BlockState::ActiveAllocated && block.state != BlockState::ActivePendingFree)
-                continue;
-            const int32_t index = open.erase(block.address);
-            if (index >= 0) {
-                Allocation& a = out.allocations[static_cast<size_t>(index)];
-                if (block.size)
-                    a.blockSize = block.size;
-                if (a.stack == FrameTable::emptyStack())
-                    a.stack = block.stack;
-                continue;
-            }
-            Allocation a;
-            a.address = block.address;
-            a.requestedSize = block.requestedSize ? block.requestedSize : block.size;
-            a.blockSize = block.size ? block.size : estimatedBlockSize(a.requestedSize);
-            a.stack = block.stack;
-            a.stream = segment.stream;
-            out.allocations.push_back(a);
-            initial += a.requestedSize;
-        }
-    }
+    replay.closeAtDump(snapshot, device);
     orderAllocations(out);
 
-    out.initialAllocatedBytes = initial;
+    out.initialAllocatedBytes = replay.initial;
     for (uint64_t& after : out.allocatedAfter) {
-        const int64_t live = static_cast<int64_t>(after) + static_cast<int64_t>(initial);
+        const int64_t live = static_cast<int64_t>(after) + static_cast<int64_t>(replay.initial);
         after = static_cast<uint64_t>(std::max<int64_t>(live, 0));
     }
 
-    reconstructReserved(snapshot, device, events, segmentDelta, minSegmentDelta, out);
+    reconstructReserved(snapshot, device, events, replay.segmentDelta, replay.minSegmentDelta, out);
     // Blocks alive since before the trace only say recording started late; a free whose alloc
     // is missing says the ring buffer overwrote the beginning.
-    out.traceTruncated = freesBeforeTrace > 0;
-    addWarning(out, reallocatedLive, "allocations at an address that was still live (frees skipped?)");
+    out.traceTruncated = replay.freesBeforeTrace > 0;
+    addWarning(out, replay.reallocatedLive, "allocations at an address that was still live (frees skipped?)");
 }
 
 } // namespace oomlens

@@ -1,9 +1,11 @@
 #include "core/analysis/stackfeatures.h"
 
 #include "core/analysis/framewords.h"
+#include "core/analysis/phaseranking.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -31,6 +33,10 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
     const uint32_t words = frameWords(file, name);
     if (words & WordForwardName)
         cached |= forwardNameBit;
+    // Loading read from the frame's own words; a constructor, a `with torch.device(...)` block or an
+    // engine's start-up count as loading only where nothing else in the stack decides.
+    if (words & WordLoad)
+        cached |= loadWordBit;
     uint32_t f = 0;
     // The vocabulary's words as the stack's features; one word may count for two.
     constexpr std::pair<uint32_t, uint32_t> featureOfWord[] = {
@@ -48,9 +54,11 @@ uint32_t StackFeatures::frameFeatures(FrameId id)
         { WordEvaluation, FeatureEvalName },
         { WordEvalLoop, FeatureEvalLoop },
         // Building a module allocates its weights; a forward that constructs something is still the
-        // forward, which decidePhase reads first.
+        // forward: a constructor (or a `with torch.device` block) is loading only where nothing else
+        // decides (loadWordBit tells the loading words apart for rankPhase).
         { WordLoad, FeatureLoad },
         { WordConstructor, FeatureLoad },
+        { WordDeviceContext, FeatureLoad },
         { WordData, FeatureData },
         { WordTensorToDevice, FeatureTensorTo },
     };
@@ -71,32 +79,57 @@ namespace {
 
 constexpr uint32_t optimizerFeatures = FeatureOptimizer | FeatureZeroGrad | FeatureOptimizerInit;
 
-// Where the decisive frames sit, innermost first; npos where absent.
-struct FramePositions
+// Reads a stack's frames, innermost first, into the clues rankPhase decides from.
+struct StackClues
 {
-    static constexpr size_t npos = SIZE_MAX;
-    size_t optimizer = npos;
-    size_t backward = npos;
-    size_t forward = npos;
-    size_t evalEvidence = npos; // an eval-like name or an explicit no_grad/inference_mode frame
+    PhaseClues clues;
+    size_t evalName = PhaseClues::absent; // a framework's evaluation entry point or the user's function named for it
+    size_t evalLoop = PhaseClues::absent;
+    size_t noGradName = PhaseClues::absent; // a frame named for no_grad / inference_mode
     // The outermost frame that switches grad mode (a @no_grad/@inference_mode decorator, a frame
     // named for them): it governs the forward only when it encloses one.
-    size_t gradModeOutermost = npos;
+    size_t gradModeOutermost = PhaseClues::absent;
     uint32_t iteration = 0; // the innermost RL stage marker
-    void see(size_t index, uint32_t f)
+
+    void see(size_t index, uint32_t f, bool loadWord)
     {
         if (f & (FeatureNoGrad | FeatureGradModeDecorator))
             gradModeOutermost = index;
         if (!iteration && (f & iterationFeatures))
             iteration = f & iterationFeatures;
         auto mark = [&](size_t& slot, bool present) {
-            if (present && slot == npos)
+            if (present && slot == PhaseClues::absent)
                 slot = index;
         };
-        mark(optimizer, f & optimizerFeatures);
-        mark(backward, f & FeatureBackward);
-        mark(forward, f & FeatureForward);
-        mark(evalEvidence, f & (FeatureNoGrad | FeatureEvalName));
+        mark(clues.optimizer, f & optimizerFeatures);
+        mark(clues.backward, f & FeatureBackward);
+        mark(clues.forward, f & FeatureForward);
+        mark(clues.load, loadWord);
+        mark(clues.data, f & FeatureData);
+        mark(clues.weakLoad, (f & FeatureLoad) && !loadWord);
+        mark(clues.weakData, f & FeatureTensorTo);
+        mark(clues.optimizerSetup, f & FeatureOptimizerSetup);
+        mark(evalName, f & FeatureEvalName);
+        mark(evalLoop, f & FeatureEvalLoop);
+        mark(noGradName, f & FeatureNoGrad);
+    }
+
+    // What puts the stack's work under evaluation: a framework's evaluation loop or an evaluation
+    // name anywhere; a grad-mode frame that encloses the forward. Inside optimizer.step(closure)
+    // the optimizer's own @no_grad and the closure's @enable_grad both show as decorate_context, so
+    // there only a frame named for no_grad counts (rankPhase keeps those inside the step).
+    // A grad-mode frame inside the innermost module call is a hook's or a helper's own no_grad,
+    // not the forward's: DeepSpeed ZeRO-3 gathers each submodule's parameters from a forward
+    // pre-hook under @torch.no_grad() (parameter_offload.py's pre_sub_module_forward_function,
+    // the coordinator's fetch_sub_module) while the training forward around it records its graph.
+    size_t evaluation() const
+    {
+        size_t at = std::min(evalName, evalLoop);
+        if (clues.optimizer != PhaseClues::absent)
+            return std::min(at, noGradName);
+        const bool gradModeEnclosesForward = gradModeOutermost != PhaseClues::absent
+            && clues.forward != PhaseClues::absent && gradModeOutermost > clues.forward;
+        return gradModeEnclosesForward ? std::min(at, gradModeOutermost) : at;
     }
 };
 
@@ -119,51 +152,17 @@ Phase iterationPhase(uint32_t marker)
     return Phase::Rollout;
 }
 
-Phase decidePhase(uint32_t f, const FramePositions& at)
+// An RL iteration's stage: the innermost marker (a wake-up inside the weight sync is the wake-up);
+// the policy's own update has none and stays forward/backward/optimizer. An inference engine's code
+// outside any marked stage: its start-up (weights, KV cache) is loading, everything else it runs is
+// generation.
+std::optional<Phase> stageOf(uint32_t f, uint32_t iteration)
 {
-    // The optimizer step a framework takes while it is being built creates state, trains nothing:
-    // what it allocates belongs with the weights' loading, and no training step starts there.
-    if (f & FeatureOptimizerSetup)
-        return Phase::Load;
-    // An optimizer frame inside which no module ran and no backward ran: the step's own work.
-    if (at.optimizer < at.forward && at.optimizer < at.backward)
-        return Phase::Optimizer;
-    // Backward next: activation checkpointing re-runs forward inside backward, and the engine
-    // thread's stacks carry no Python frames at all.
-    if (f & FeatureBackward)
-        return Phase::Backward;
-    // An RL iteration's stage: the innermost marker (a wake-up inside the weight sync is the wake-up);
-    // the policy's own update has none and stays forward/backward/optimizer.
-    if (at.iteration)
-        return iterationPhase(at.iteration);
-    // An inference engine's code outside any marked stage: its start-up (weights, KV cache) is
-    // loading, everything else it runs is generation.
+    if (iteration)
+        return iterationPhase(iteration);
     if (f & FeatureEngine)
         return (f & (FeatureLoad | FeatureKvCache)) ? Phase::Load : Phase::Rollout;
-    // Inside a framework's evaluation loop nothing is differentiated: the model's forward and the
-    // loop's own gathering of its outputs alike.
-    if (f & FeatureEvalLoop)
-        return Phase::Eval;
-    if (f & FeatureForward) {
-        // A forward inside optimizer.step() is a closure's, which runs with grad enabled: the
-        // optimizer's own @no_grad and the closure's @enable_grad both show as decorate_context,
-        // and eval-like names outside the step say nothing about the closure.
-        // A grad-mode frame inside the innermost module call is a hook's or a helper's own no_grad,
-        // not the forward's: DeepSpeed ZeRO-3 gathers each submodule's parameters from a forward
-        // pre-hook under @torch.no_grad() (parameter_offload.py's pre_sub_module_forward_function,
-        // the coordinator's fetch_sub_module) while the training forward around it records its graph.
-        const bool inOptimizer = at.optimizer != FramePositions::npos;
-        const bool gradModeEnclosesForward
-            = at.gradModeOutermost != FramePositions::npos && at.gradModeOutermost > at.forward;
-        const bool eval
-            = inOptimizer ? at.evalEvidence < at.optimizer : (f & FeatureEvalName) != 0 || gradModeEnclosesForward;
-        return eval ? Phase::Eval : Phase::Forward;
-    }
-    if (f & FeatureLoad)
-        return Phase::Load;
-    if (f & (FeatureData | FeatureTensorTo))
-        return Phase::Data;
-    return Phase::Unknown;
+    return std::nullopt;
 }
 
 } // namespace
@@ -177,18 +176,21 @@ const StackFeatures::Entry& StackFeatures::entry(StackId stack)
     if (e.computed)
         return e;
     e.computed = true;
-    FramePositions at;
+    StackClues read;
     size_t index = 0;
     for (FrameId frame : m_snapshot.frames->stack(stack)) {
         const uint32_t f = frameFeatures(frame);
         e.features |= f;
-        at.see(index++, f);
+        read.see(index++, f, (m_frames[frame.value] & loadWordBit) != 0);
         if (m_frames[frame.value] & forwardNameBit)
             e.topForward = frame; // innermost first: the last one seen is the outermost
         if (e.engine == Engine::None)
             e.engine = m_frameEngine[frame.value];
     }
-    e.phase = decidePhase(e.features, at);
+    PhaseClues clues = read.clues;
+    clues.evaluation = read.evaluation();
+    clues.stage = stageOf(e.features, read.iteration);
+    e.phase = rankPhase(clues).phase;
     return e;
 }
 

@@ -65,9 +65,9 @@ public:
     StackFeatures(const Snapshot& snapshot);
 
     uint32_t features(StackId stack);
-    // Decided by the innermost decisive frame: closure-based optimizers (Lightning, LBFGS, SAM,
-    // optimizer.step(closure)) run forward and backward inside optimizer.step(), so an
-    // optimizer frame only wins when it is the innermost of optimizer, forward and backward.
+    // Decided by rankPhase (phaseranking.h), the order tracebacks are decided by as well: the
+    // innermost kind of work, backward over a forward it re-runs, evaluation as a mode over the
+    // forward; an RL stage or an engine's work names all but the update's backward and optimizer.
     Phase phase(StackId stack);
     // The outermost `forward` frame (the model's top-level forward), invalid when none. A
     // forward-only trace starts a new pass when this frame's line jumps back.
@@ -93,6 +93,7 @@ private:
     std::vector<Engine> m_frameEngine; // per frame, set with its features
     static constexpr uint32_t computedBit = 1u << 31;
     static constexpr uint32_t forwardNameBit = 1u << 30;
+    static constexpr uint32_t loadWordBit = 1u << 29; // loading by the frame's own words, not a constructor's
 };
 
 } // namespace oomlens

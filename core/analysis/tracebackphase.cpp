@@ -1,12 +1,12 @@
 #include "core/analysis/tracebackphase.h"
 
 #include "core/analysis/framewords.h"
+#include "core/analysis/phaseranking.h"
 #include "core/strings.h"
 
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,17 +132,7 @@ bool codeRunsModel(std::string_view code)
 // The optimizer's words, as the snapshot's stacks count them.
 constexpr uint32_t optimizerWords = WordOptimizer | WordOptimizerStepMath | WordOptimizerStateInit | WordZeroGrad;
 constexpr uint32_t forwardWords = WordModuleCall | WordForwardName;
-
-// An optimizer frame decides only when no module ran inside it: closure-based optimizers
-// (Lightning's optimizer_step, LBFGS, SAM, optimizer.step(closure)) run the forward inside step().
-bool optimizerStepsHere(const std::vector<FrameRead>& frames, size_t index)
-{
-    const FrameRead& frame = frames[index];
-    if (!(frame.words & optimizerWords) && !codeStepsOptimizer(frame.code))
-        return false;
-    return std::none_of(frames.begin() + static_cast<std::ptrdiff_t>(index) + 1, frames.end(),
-        [](const FrameRead& inner) { return (inner.words & forwardWords) != 0; });
-}
+constexpr uint32_t evaluationWords = WordEvaluation | WordEvalLoop | WordEvaluationScript;
 
 // torch.no_grad / inference_mode as a decorator shows up as decorate_context. Around the user's own
 // function it marks evaluation or inference; libraries use it for their plumbing (loading weights,
@@ -157,46 +147,35 @@ bool noGradWrapsUserCode(const std::vector<FrameRead>& frames, size_t index)
     return !(frames[index + 1].words & WordFramework) && !insideModuleCall;
 }
 
-// The signature frame `index` carries, strongest first within the frame; the frames around it
-// say whose code a no_grad decorator wraps and whether an optimizer step ran a closure.
-std::optional<Phase> framePhase(const std::vector<FrameRead>& frames, size_t index)
+// The clues every frame carries, at its depth from the innermost frame, for rankPhase: its words,
+// and what its source line calls (the call into the frame below it, or the line that failed).
+PhaseClues readClues(const std::vector<FrameRead>& frames)
 {
-    const FrameRead& frame = frames[index];
-    const uint32_t words = frame.words;
-    if ((words & WordBackward) || codeRunsBackward(frame.code))
-        return Phase::Backward;
-    if (optimizerStepsHere(frames, index))
-        return Phase::Optimizer;
-    if ((words & (WordLoad | WordOptimizerSetup)) || codeLoads(frame.code))
-        return Phase::Load;
-    if (words & WordData)
-        return Phase::Data;
-    if (noGradWrapsUserCode(frames, index) || (words & (WordEvaluation | WordEvalLoop | WordEvaluationScript))
-        || codeEvaluates(frame.code))
-        return Phase::Eval;
-    if ((words & (forwardWords | WordCompiledProgram)) || codeRunsModel(frame.code))
-        return Phase::Forward;
-    return std::nullopt;
-}
-
-int priority(Phase phase)
-{
-    switch (phase) {
-    case Phase::Backward:
-        return 6;
-    case Phase::Optimizer:
-        return 5;
-    case Phase::Load:
-        return 4;
-    case Phase::Data:
-        return 3;
-    case Phase::Eval:
-        return 2;
-    case Phase::Forward:
-        return 1;
-    default:
-        return 0;
+    PhaseClues clues;
+    for (size_t i = 0; i < frames.size(); ++i) {
+        const FrameRead& frame = frames[i];
+        const uint32_t words = frame.words;
+        const size_t depth = frames.size() - 1 - i;
+        // Frames are stored outermost first: the last one marked is the innermost.
+        auto mark = [depth](size_t& slot, bool present) {
+            if (present)
+                slot = depth;
+        };
+        mark(clues.backward, (words & WordBackward) || codeRunsBackward(frame.code));
+        mark(clues.optimizer, (words & optimizerWords) || codeStepsOptimizer(frame.code));
+        mark(clues.load, (words & WordLoad) || codeLoads(frame.code));
+        mark(clues.data, words & WordData);
+        mark(clues.forward, (words & (forwardWords | WordCompiledProgram)) || codeRunsModel(frame.code));
+        mark(
+            clues.evaluation, noGradWrapsUserCode(frames, i) || (words & evaluationWords) || codeEvaluates(frame.code));
+        mark(clues.weakLoad, words & (WordConstructor | WordDeviceContext));
+        mark(clues.weakData, words & WordTensorToDevice);
+        mark(clues.weakForward, words & WordModelLibrary);
+        // The outermost set-up frame is the one the evidence names.
+        if ((words & WordOptimizerSetup) && clues.optimizerSetup == PhaseClues::absent)
+            clues.optimizerSetup = depth;
     }
+    return clues;
 }
 
 // A tensor made from sizes and values alone (torch.zeros, torch.empty, x.new_ones, torch.randn_like):
@@ -264,29 +243,12 @@ Decision decideByElimination(const TracebackInfo& info, const std::vector<FrameR
 
 Decision decideFromFrames(const TracebackInfo& info, const std::vector<FrameRead>& frames)
 {
-    Decision decision;
-    int best = 0;
-    const TracebackFrame* layer = nullptr;
-    for (size_t i = 0; i < frames.size(); ++i) {
-        if (frames[i].words & WordModelLibrary)
-            layer = &info.frames[i];
-        const auto phase = framePhase(frames, i);
-        // Ties go to the innermost frame: frames are stored outermost first.
-        if (phase && priority(*phase) >= best) {
-            best = priority(*phase);
-            decision = { *phase, &info.frames[i] };
-        }
-        // The optimizer step a framework takes while it is being built (DeepSpeed ZeRO's
-        // initialize_optimizer_states) creates state and trains nothing: loading, whatever runs inside.
-        if (frames[i].words & WordOptimizerSetup)
-            return { Phase::Load, &info.frames[i] };
-    }
-    // A model library's layer names the forward when no other frame decides.
-    if (decision.phase == Phase::Unknown && layer)
-        return { Phase::Forward, layer };
-    if (decision.phase == Phase::Unknown)
+    const RankedPhase ranked = rankPhase(readClues(frames));
+    if (ranked.phase == Phase::Unknown)
         return decideByElimination(info, frames);
-    return decision;
+    if (ranked.depth >= frames.size())
+        return { ranked.phase, nullptr };
+    return { ranked.phase, &info.frames[frames.size() - 1 - ranked.depth] };
 }
 
 // The frame that decided, in words: "evaluate in trainer.py:2113 (metrics = self.evaluate())".

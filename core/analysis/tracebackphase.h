@@ -14,8 +14,8 @@ inline constexpr std::string_view pasteOpeningLineFile = "(cut before this line)
 // info.phaseEvidence and info.compiled. The frames are read with the vocabulary the snapshot's
 // stacks are read with (framewords.h); what only a traceback has, the source line printed under
 // each frame, adds its own words ("loss.backward()", "optimizer.step()", "out = model(x)").
-// The strongest signature wins, innermost frame on ties: backward, the optimizer, loading, data,
-// evaluation, forward.
+// The phases rank as a snapshot's stacks rank them (rankPhase, phaseranking.h): the innermost kind
+// of work, backward over a forward it re-runs, evaluation as a mode over the forward.
 void decideTracebackPhase(TracebackInfo& info);
 
 } // namespace oomlens

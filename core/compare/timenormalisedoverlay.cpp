@@ -1,5 +1,7 @@
 #include "core/compare/timenormalisedoverlay.h"
 
+#include "core/analysis/series.h"
+
 #include <algorithm>
 
 namespace oomlens {
@@ -15,9 +17,15 @@ std::vector<OverlayLevels> sideLevels(const ComparisonSide& side, const DeviceAn
     const int64_t last = std::min<int64_t>(side.lastEvent, int64_t(device.allocatedAfter.size()) - 1);
     if (!trace || last < first || columns == 0)
         return levels;
-    const auto timeOf = [&](int64_t event) { return trace->events[size_t(event)].timeUs; };
-    const bool byTime = timeOf(last) > timeOf(first);
-    const double span = byTime ? double(timeOf(last) - timeOf(first)) : double(std::max<int64_t>(last - first, 1));
+    // Each event where the timelines draw it: on the analysis' time axis, where a clock that steps
+    // back holds its running maximum and events before the first with a time sit at the origin.
+    // Raw time_us would end the span at a last event whose clock stepped back (events past it
+    // pile into the last column), or start it at a missing (zero) first time, the epoch, which
+    // crowds the whole run into the last column.
+    const auto timeOf = [&](int64_t event) { return timeSinceStart(device, *trace, event); };
+    const int64_t startUs = timeOf(first);
+    const bool byTime = device.timeAxis.hasTime && timeOf(last) > startUs;
+    const double span = byTime ? double(timeOf(last) - startUs) : double(std::max<int64_t>(last - first, 1));
     uint64_t level = first > 0 ? device.allocatedAfter[size_t(first - 1)] : device.initialAllocatedBytes;
     int64_t event = first;
     for (size_t c = 0; c < columns; ++c) {
@@ -26,7 +34,7 @@ std::vector<OverlayLevels> sideLevels(const ComparisonSide& side, const DeviceAn
         // A column with no event of its own holds the level the previous one ended at.
         column = { true, level, level };
         while (event <= last) {
-            const double at = byTime ? double(timeOf(event) - timeOf(first)) / span : double(event - first) / span;
+            const double at = byTime ? double(timeOf(event) - startUs) / span : double(event - first) / span;
             if (at >= end && c + 1 < columns)
                 break;
             level = device.allocatedAfter[size_t(event)];

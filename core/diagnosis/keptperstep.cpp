@@ -58,24 +58,28 @@ bool madeByTheLoop(const Group& group)
     return loopPhase && dynamic;
 }
 
-} // namespace
+// Same-size blocks from one stack: the tensors one line makes each step.
+using GroupKey = std::pair<uint32_t, uint64_t>; // stack, requested size
 
-std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const DeviceAnalysis& device,
-    const DeviceProfile& profile, int64_t untilEvent, std::optional<uint64_t> shortfallBytes)
+bool hasFrames(const Snapshot& snapshot, StackId stack)
 {
-    if (untilEvent < 0 || untilEvent >= static_cast<int64_t>(device.eventStep.size()) || !snapshot.frames)
-        return std::nullopt;
-    const int32_t failingStep = device.eventStep[static_cast<size_t>(untilEvent)];
-    const StepProfile* failing = profile.step(failingStep);
+    return stack.isValid() && stack != FrameTable::emptyStack() && stack.value < snapshot.frames->stackCount()
+        && !snapshot.frames->stack(stack).empty();
+}
+
+// The tensors that outlived their step, grouped by stack and size: those still live, and those freed
+// after their step ended (a cache evicting, a buffer reused) counted as evicted.
+std::map<GroupKey, Group> groupSurvivors(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const StepProfile* failing, int64_t untilEvent)
+{
     // Older-than-trace tensors were made before the failing step only when the trace holds its start.
     const bool traceHoldsStepStart = failing && failing->firstEvent > 0;
-    std::map<std::pair<uint32_t, uint64_t>, Group> groups;
+    std::map<GroupKey, Group> groups;
     for (const Allocation& allocation : device.allocations) {
         if (isTrainingState(allocation.category) || allocation.phase == Phase::Eval || allocation.phase == Phase::Load)
             continue;
         const StackId stack = allocation.stack;
-        if (!stack.isValid() || stack == FrameTable::emptyStack() || stack.value >= snapshot.frames->stackCount()
-            || snapshot.frames->stack(stack).empty())
+        if (!hasFrames(snapshot, stack))
             continue;
         const bool madeBeforeStep = allocation.olderThanTrace()
             ? traceHoldsStepStart
@@ -110,38 +114,59 @@ std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const Devic
             group.latestEvent = std::max(group.latestEvent, allocation.allocEvent);
         }
     }
+    return groups;
+}
+
+// A group is a set kept per step when three or more are live, some older than the failing step,
+// none evicted, and either the trace shows steps adding it or, unseen, the live set alone argues it.
+std::optional<KeptPerStep> keptSetPerStep(const Snapshot& snapshot, const GroupKey& key, const Group& group,
+    bool rateVisible, std::optional<uint64_t> shortfallBytes)
+{
+    if (group.live < 3 || group.olderThanStep == 0 || group.evicted > 0)
+        return std::nullopt;
+    KeptPerStep found;
+    found.stack = StackId(key.first);
+    found.tensorBytes = key.second;
+    found.live = group.live;
+    found.olderThanStep = group.olderThanStep;
+    if (group.madePerStep.empty()) {
+        // Nothing of it in the trace: read from the live set alone, where the trace could not
+        // have shown a step adding (see keptperstep.h).
+        if (!shortfallBytes || rateVisible || group.olderThanTrace != group.live || !madeByTheLoop(group)
+            || !madeInProgramCode(snapshot, found.stack) || found.liveBytes() < *shortfallBytes)
+            return std::nullopt;
+        found.perStep = 1;
+        found.rateUnseen = true;
+        return found;
+    }
+    // One set per step: the survivors outnumber what one step makes, or the trace shows a
+    // second step adding to them.
+    std::vector<int> counts;
+    for (const auto& [step, count] : group.madePerStep)
+        counts.push_back(count);
+    std::sort(counts.begin(), counts.end());
+    const int perStep = counts[counts.size() / 2];
+    if (group.olderThanStep < 2 * perStep && group.madePerStep.size() < 2)
+        return std::nullopt;
+    found.perStep = perStep;
+    found.latestEvent = group.latestEvent;
+    return found;
+}
+
+} // namespace
+
+std::optional<KeptPerStep> findKeptPerStep(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const DeviceProfile& profile, int64_t untilEvent, std::optional<uint64_t> shortfallBytes)
+{
+    if (untilEvent < 0 || untilEvent >= static_cast<int64_t>(device.eventStep.size()) || !snapshot.frames)
+        return std::nullopt;
+    const int32_t failingStep = device.eventStep[static_cast<size_t>(untilEvent)];
+    const std::map<GroupKey, Group> groups = groupSurvivors(snapshot, device, profile.step(failingStep), untilEvent);
     const bool rateVisible = traceHoldsAStepBefore(profile, failingStep);
     std::optional<KeptPerStep> best;
     for (const auto& [key, group] : groups) {
-        if (group.live < 3 || group.olderThanStep == 0 || group.evicted > 0)
-            continue;
-        KeptPerStep found;
-        found.stack = StackId(key.first);
-        found.tensorBytes = key.second;
-        found.live = group.live;
-        found.olderThanStep = group.olderThanStep;
-        if (group.madePerStep.empty()) {
-            // Nothing of it in the trace: read from the live set alone, where the trace could not
-            // have shown a step adding (see keptperstep.h).
-            if (!shortfallBytes || rateVisible || group.olderThanTrace != group.live || !madeByTheLoop(group)
-                || !madeInProgramCode(snapshot, found.stack) || found.liveBytes() < *shortfallBytes)
-                continue;
-            found.perStep = 1;
-            found.rateUnseen = true;
-        } else {
-            // One set per step: the survivors outnumber what one step makes, or the trace shows a
-            // second step adding to them.
-            std::vector<int> counts;
-            for (const auto& [step, count] : group.madePerStep)
-                counts.push_back(count);
-            std::sort(counts.begin(), counts.end());
-            const int perStep = counts[counts.size() / 2];
-            if (group.olderThanStep < 2 * perStep && group.madePerStep.size() < 2)
-                continue;
-            found.perStep = perStep;
-            found.latestEvent = group.latestEvent;
-        }
-        if (!best || found.liveBytes() > best->liveBytes())
+        const std::optional<KeptPerStep> found = keptSetPerStep(snapshot, key, group, rateVisible, shortfallBytes);
+        if (found && (!best || found->liveBytes() > best->liveBytes()))
             best = found;
     }
     if (best)

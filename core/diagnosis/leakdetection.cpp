@@ -97,45 +97,44 @@ std::vector<uint64_t> pendingBefore(const DeviceAnalysis& device, const std::vec
     });
 }
 
-} // namespace
-
-std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalysis& device,
-    const DeviceProfile& profile, int64_t untilEvent, int32_t firstTrainingStep)
+// The points to compare: the starts of training steps after the first, else the starts of forward
+// passes after the first.
+void choosePoints(const DeviceAnalysis& device, const DeviceProfile& profile, int64_t untilEvent,
+    int32_t firstTrainingStep, LeakFinding& finding)
 {
-    LeakFinding finding;
     finding.point = "the start of each step";
     for (const StepProfile& step : profile.steps) {
         if (step.step > firstTrainingStep && !step.hasEval && step.firstEvent >= 0 && step.firstEvent <= untilEvent)
             finding.events.push_back(step.firstEvent);
     }
-    if (finding.events.size() < 3) {
-        finding.events.clear();
-        finding.point = "the start of each forward pass";
-        bool skippedFirst = false;
-        for (size_t s = 0; s < device.phaseSpans.size(); ++s) {
-            const PhaseSpan& span = device.phaseSpans[s];
-            if (span.firstEvent > untilEvent)
-                break;
-            const bool starts = span.phase == Phase::Forward
-                && (s == 0 || device.phaseSpans[s - 1].phase != Phase::Forward
-                    || device.phaseSpans[s - 1].step != span.step);
-            if (!starts)
-                continue;
-            if (!skippedFirst) { // the first pass runs before gradients and optimizer state exist
-                skippedFirst = true;
-                continue;
-            }
-            finding.events.push_back(span.firstEvent);
+    if (finding.events.size() >= 3)
+        return;
+    finding.events.clear();
+    finding.point = "the start of each forward pass";
+    bool skippedFirst = false;
+    for (size_t s = 0; s < device.phaseSpans.size(); ++s) {
+        const PhaseSpan& span = device.phaseSpans[s];
+        if (span.firstEvent > untilEvent)
+            break;
+        const bool starts = span.phase == Phase::Forward
+            && (s == 0 || device.phaseSpans[s - 1].phase != Phase::Forward
+                || device.phaseSpans[s - 1].step != span.step);
+        if (!starts)
+            continue;
+        if (!skippedFirst) { // the first pass runs before gradients and optimizer state exist
+            skippedFirst = true;
+            continue;
         }
+        finding.events.push_back(span.firstEvent);
     }
-    if (finding.events.size() < 3)
-        return std::nullopt;
+}
 
-    // Gradients and optimizer state appear in the first steps (lazily, at the first backward and
-    // optimizer.step(), or over several micro-batches of gradient accumulation); that is state
-    // creation, not a leak. What a leak keeps is compared without them: the live bytes of every
-    // other kind at each matching point.
-    std::vector<int64_t> changes;
+// Gradients and optimizer state appear in the first steps (lazily, at the first backward and
+// optimizer.step(), or over several micro-batches of gradient accumulation); that is state
+// creation, not a leak. What a leak keeps is compared without them: the live bytes of every
+// other kind at each matching point.
+void measureKeptAtPoints(const DeviceAnalysis& device, LeakFinding& finding)
+{
     const std::vector<uint64_t> state = stateLiveBefore(device, finding.events);
     const std::vector<uint64_t> pending = pendingBefore(device, finding.events);
     for (size_t i = 0; i < finding.events.size(); ++i) {
@@ -143,6 +142,13 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
         const uint64_t kept = state[i] + pending[i];
         finding.live.push_back(live > kept ? live - kept : 0);
     }
+}
+
+// Rising from point to point, most comparisons up, and still rising over the later half of the
+// points: sets the slope and growth where it does.
+bool growsLikeALeak(LeakFinding& finding)
+{
+    std::vector<int64_t> changes;
     for (size_t i = 1; i < finding.live.size(); ++i) {
         changes.push_back(static_cast<int64_t>(finding.live[i]) - static_cast<int64_t>(finding.live[i - 1]));
         finding.rising += changes.back() > 0 ? 1 : 0;
@@ -151,7 +157,7 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     std::sort(changes.begin(), changes.end());
     const int64_t median = changes[changes.size() / 2];
     if (finding.live.back() <= finding.live.front() || median <= 0 || 3 * finding.rising < 2 * finding.comparisons)
-        return std::nullopt;
+        return false;
     // A leak keeps the same bytes every step: growth confined to the first points (a cache warming
     // up, a buffer sized once) stops, and the later half of the points then shows little of it.
     const size_t middle = finding.live.size() / 2;
@@ -160,14 +166,19 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
     const uint64_t total = finding.live.back() - finding.live.front();
     const double laterShare = double(finding.live.size() - 1 - middle) / double(finding.live.size() - 1);
     if (double(lateGrowth) < 0.5 * laterShare * double(total))
-        return std::nullopt;
+        return false;
     finding.slopePerStep = static_cast<uint64_t>(median);
     finding.growth = finding.live.back() - finding.live.front();
+    return true;
+}
 
-    // What the steps left behind: made after the first point, still live at the last one. The
-    // weights, gradients and optimizer state are legitimately persistent.
-    const int64_t first = finding.events.front();
-    const int64_t last = finding.events.back();
+// What the steps left behind: made after the first point, still live at the last one. The
+// weights, gradients and optimizer state are legitimately persistent.
+std::vector<LeakFinding::Site> growingSites(
+    const Snapshot& snapshot, const DeviceAnalysis& device, const std::vector<int64_t>& events)
+{
+    const int64_t first = events.front();
+    const int64_t last = events.back();
     std::unordered_map<uint32_t, LeakFinding::Site> sites;
     for (const Allocation& allocation : device.allocations) {
         if (allocation.allocEvent < first || allocation.allocEvent >= last || !allocation.liveAfter(last))
@@ -184,12 +195,29 @@ std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalys
         merged.bytes += site.bytes;
         merged.count += site.count;
     }
+    std::vector<LeakFinding::Site> found;
     for (auto& [where, site] : byWhere) {
         site.where = where;
-        finding.growingSites.push_back(site);
+        found.push_back(site);
     }
-    std::sort(finding.growingSites.begin(), finding.growingSites.end(),
+    std::sort(found.begin(), found.end(),
         [](const auto& a, const auto& b) { return a.bytes != b.bytes ? a.bytes > b.bytes : a.where < b.where; });
+    return found;
+}
+
+} // namespace
+
+std::optional<LeakFinding> findLeak(const Snapshot& snapshot, const DeviceAnalysis& device,
+    const DeviceProfile& profile, int64_t untilEvent, int32_t firstTrainingStep)
+{
+    LeakFinding finding;
+    choosePoints(device, profile, untilEvent, firstTrainingStep, finding);
+    if (finding.events.size() < 3)
+        return std::nullopt;
+    measureKeptAtPoints(device, finding);
+    if (!growsLikeALeak(finding))
+        return std::nullopt;
+    finding.growingSites = growingSites(snapshot, device, finding.events);
     return finding;
 }
 

@@ -49,17 +49,8 @@ void inferSelfFromHostPids(const OomMessage& message, OomFacts& facts)
         facts.otherPids.erase(pid);
 }
 
-} // namespace
-
-std::optional<uint64_t> OomFacts::unattributedOutsideBytes() const
-{
-    if (!outsideBytes)
-        return std::nullopt;
-    const uint64_t known = otherProcessBytes + selfNonPyTorchBytes.value_or(0);
-    return *outsideBytes > known ? *outsideBytes - known : 0;
-}
-
-OomFacts oomFacts(const OomMessage& message)
+// The figures and facts the message prints, as printed.
+OomFacts printedFacts(const OomMessage& message)
 {
     OomFacts facts;
     facts.device = message.device.value_or(0);
@@ -74,15 +65,29 @@ OomFacts oomFacts(const OomMessage& message)
     facts.mpsOtherBytes = message.otherAllocationsBytes;
     facts.probable = message.probable;
     facts.asyncAllocator = message.templateId == OomTemplate::CudaMallocAsync;
+    facts.platformLimit = message.platformLimitBytes;
+    facts.xlaBuffers = message.xlaBuffers;
+    facts.trainableParameters = message.trainableParameters;
+    facts.totalParameters = message.totalParameters;
+    facts.recipe = message.recipe;
+    facts.memoryLog = message.memoryLog;
+    return facts;
+}
 
+// reserved = allocated + unallocated: either side completes the other.
+void completeCacheFigures(OomFacts& facts)
+{
     if (!facts.reserved && facts.allocated && facts.reservedUnallocated)
         facts.reserved = *facts.allocated + *facts.reservedUnallocated;
     if (!facts.reservedUnallocated && facts.reserved && facts.allocated && *facts.reserved >= *facts.allocated)
         facts.reservedUnallocated = *facts.reserved - *facts.allocated;
     if (facts.asyncAllocator && !facts.reserved && facts.allocated)
         facts.reserved = facts.allocated;
+}
 
-    const bool mps = message.backend == Backend::Mps;
+// What this process may use: the card, or a per-process fraction of it.
+void readLimit(OomFacts& facts, bool mps)
+{
     // MPS prints its high-watermark limit as "max allowed": that is the card as far as MPS goes,
     // not a user-chosen fraction of it.
     if (mps) {
@@ -95,12 +100,11 @@ OomFacts oomFacts(const OomMessage& message)
     facts.limit = facts.allowed ? facts.allowed : facts.total;
     if (facts.total && facts.allowed)
         facts.limit = std::min(*facts.total, *facts.allowed);
+}
 
-    // 2.1's template left out the allowed clause although set_per_process_memory_fraction existed;
-    // T0 (<=1.3) predates the function itself (1.8), so a cap cannot explain its refusals.
-    facts.preAllowedClause = message.templateId == OomTemplate::T2;
-    facts.preExpandableTorch = message.templateId == OomTemplate::T0 || message.templateId == OomTemplate::T1;
-
+// The NVML clause's processes: this one and the others, believable figures only.
+void splitProcesses(const OomMessage& message, OomFacts& facts)
+{
     for (const auto& process : message.processes) {
         if (!process.bytes)
             continue;
@@ -117,12 +121,12 @@ OomFacts oomFacts(const OomMessage& message)
         }
     }
     inferSelfFromHostPids(message, facts);
-    facts.platformLimit = message.platformLimitBytes;
-    facts.xlaBuffers = message.xlaBuffers;
-    facts.trainableParameters = message.trainableParameters;
-    facts.totalParameters = message.totalParameters;
-    facts.recipe = message.recipe;
-    facts.memoryLog = message.memoryLog;
+}
+
+// Memory on the card outside PyTorch's cache (this process's own beyond it, and anyone's), and
+// figures that cannot all be true.
+void deriveMemoryOutsideCache(OomFacts& facts, bool mps)
+{
     if (facts.selfProcessBytes && facts.reserved && *facts.selfProcessBytes >= *facts.reserved)
         facts.selfNonPyTorchBytes = *facts.selfProcessBytes - *facts.reserved;
     if (mps && facts.mpsOtherBytes)
@@ -144,20 +148,49 @@ OomFacts oomFacts(const OomMessage& message)
     if (facts.total && facts.allocated
         && static_cast<double>(*facts.allocated) > static_cast<double>(*facts.total) * 1.02)
         facts.inconsistent = true;
+}
 
+// The failing phase (the message's, else the traceback's) and the traceback's frames.
+void readTraceback(const OomMessage& message, OomFacts& facts)
+{
     facts.phase = message.phase;
-    if (message.traceback) {
-        if (facts.phase == Phase::Unknown)
-            facts.phase = message.traceback->phase;
-        facts.phaseEvidence = message.traceback->phaseEvidence;
-        for (const auto& frame : message.traceback->frames) {
-            facts.tracebackFunctions.push_back(frame.function);
-            if (!frame.code.empty())
-                facts.tracebackFunctions.push_back(frame.code);
-        }
-        if (!message.traceback->frames.empty())
-            facts.failingFrame = message.traceback->frames.back();
+    if (!message.traceback)
+        return;
+    if (facts.phase == Phase::Unknown)
+        facts.phase = message.traceback->phase;
+    facts.phaseEvidence = message.traceback->phaseEvidence;
+    for (const auto& frame : message.traceback->frames) {
+        facts.tracebackFunctions.push_back(frame.function);
+        if (!frame.code.empty())
+            facts.tracebackFunctions.push_back(frame.code);
     }
+    if (!message.traceback->frames.empty())
+        facts.failingFrame = message.traceback->frames.back();
+}
+
+} // namespace
+
+std::optional<uint64_t> OomFacts::unattributedOutsideBytes() const
+{
+    if (!outsideBytes)
+        return std::nullopt;
+    const uint64_t known = otherProcessBytes + selfNonPyTorchBytes.value_or(0);
+    return *outsideBytes > known ? *outsideBytes - known : 0;
+}
+
+OomFacts oomFacts(const OomMessage& message)
+{
+    OomFacts facts = printedFacts(message);
+    completeCacheFigures(facts);
+    const bool mps = message.backend == Backend::Mps;
+    readLimit(facts, mps);
+    // 2.1's template left out the allowed clause although set_per_process_memory_fraction existed;
+    // T0 (<=1.3) predates the function itself (1.8), so a cap cannot explain its refusals.
+    facts.preAllowedClause = message.templateId == OomTemplate::T2;
+    facts.preExpandableTorch = message.templateId == OomTemplate::T0 || message.templateId == OomTemplate::T1;
+    splitProcesses(message, facts);
+    deriveMemoryOutsideCache(facts, mps);
+    readTraceback(message, facts);
     return facts;
 }
 

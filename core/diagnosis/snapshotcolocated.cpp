@@ -273,22 +273,25 @@ void sleepEvidence(const SnapshotEvidence& e, Diagnosis& d)
             sleptAt);
 }
 
-} // namespace
-
-void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+// Both sides must be resident, and the engine's share worth moving: at least the failed request.
+// A trainer shows by the state only training keeps (gradients, optimizer state) or by failing in
+// training's or an RL iteration's phases; weights alone beside a KV cache are an inference server's.
+bool bothSidesResident(const SnapshotEvidence& e, const Sides& s)
 {
-    const Sides s = measureSides(e);
-    const uint64_t engine = s.engineBytes();
-    const uint64_t trainer = s.trainerBytes();
-    // Both sides must be resident, and the engine's share worth moving: at least the failed request.
-    // A trainer shows by the state only training keeps (gradients, optimizer state) or by failing in
-    // training's or an RL iteration's phases; weights alone beside a KV cache are an inference server's.
     const Phase phase = e.oom.phase;
     const bool trainerPresent = s.trainerGradients + s.trainerOptimizer > 0 || isIterationPhase(phase)
         || phase == Phase::Forward || phase == Phase::Backward || phase == Phase::Optimizer;
-    if (engine == 0 || trainer == 0 || !trainerPresent
-        || s.kvCache + s.engineWeights < std::max<uint64_t>(e.oom.requestedBytes, 1))
-        return;
+    return s.engineBytes() != 0 && s.trainerBytes() != 0 && trainerPresent
+        && s.kvCache + s.engineWeights >= std::max<uint64_t>(e.oom.requestedBytes, 1);
+}
+
+// 0.5, +0.2 in an RL iteration's phase, +0.15 when either side alone would have fit, +0.1 when
+// neither side is under a tenth of the two.
+double colocatedConfidence(const SnapshotEvidence& e, const Sides& s)
+{
+    const Phase phase = e.oom.phase;
+    const uint64_t engine = s.engineBytes();
+    const uint64_t trainer = s.trainerBytes();
     const bool iteration = isIterationPhase(phase) || (phase == Phase::Load && s.kvCache > 0);
     const uint64_t live = engine + trainer;
     const bool balanced = safeRatio(std::min(engine, trainer), live) >= 0.1;
@@ -299,21 +302,23 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     const auto spareWithoutTrainer = budget.spareAfter(trainer);
     const bool eitherAloneFits
         = (spareWithoutEngine && *spareWithoutEngine >= 0) || (spareWithoutTrainer && *spareWithoutTrainer >= 0);
-    Diagnosis d = makeDiagnosis(DiagnosisId::ColocatedEngine,
-        0.5 + (iteration ? 0.2 : 0.0) + (eitherAloneFits ? 0.15 : 0.0) + (balanced ? 0.1 : 0.0),
-        "The trainer's state (" + formatBytes(trainer) + ") and the inference engine's memory (" + formatBytes(engine)
-            + ") were both on the card when " + phaseInSentence(phase)
-            + " failed; one side has to leave the GPU during the other's phase.");
+    return 0.5 + (iteration ? 0.2 : 0.0) + (eitherAloneFits ? 0.15 : 0.0) + (balanced ? 0.1 : 0.0);
+}
+
+// Both sides' memory at the failure, and which side failed.
+void sidesEvidence(const SnapshotEvidence& e, const Sides& s, Diagnosis& d)
+{
+    const Phase phase = e.oom.phase;
     const std::string engineWho
         = s.engine == Engine::None ? std::string("the inference engine") : std::string(engineLabel(s.engine));
     e.evidence(d,
-        "at the OOM in " + e.where() + " " + engineWho + " held " + formatBytes(engine) + ": KV cache "
+        "at the OOM in " + e.where() + " " + engineWho + " held " + formatBytes(s.engineBytes()) + ": KV cache "
             + formatBytes(s.kvCache) + ", its copy of the weights " + formatBytes(s.engineWeights)
             + ", its working memory " + formatBytes(s.engineOther),
         e.oom.eventIndex);
     e.evidence(d,
-        "the trainer held " + formatBytes(trainer) + ": parameters " + formatBytes(s.trainerParameters) + ", gradients "
-            + formatBytes(s.trainerGradients) + ", optimizer state " + formatBytes(s.trainerOptimizer),
+        "the trainer held " + formatBytes(s.trainerBytes()) + ": parameters " + formatBytes(s.trainerParameters)
+            + ", gradients " + formatBytes(s.trainerGradients) + ", optimizer state " + formatBytes(s.trainerOptimizer),
         e.oom.eventIndex);
     kvPerTokenEvidence(e, s, d);
     poolEvidence(e, d);
@@ -329,14 +334,19 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         e.evidence(
             d, formatBytes(s.weightSync) + " of weight-sync buffers were live: the weights on their way to the engine");
     sleepEvidence(e, d);
+}
 
-    // The ladder of product.md §3, each fix only where it acts on the failing phase. Its rung is
-    // whichever side idles in that phase: during the trainer's phases (the update, the reference
-    // and reward passes) the engine's KV cache and weights serve nobody, and sleeping it returns
-    // all of them (vLLM sleep level 1 discards the cache and moves the weights to the host; SGLang
-    // releases its memory occupation), where a smaller share returns a tenth of the card per 0.1.
-    // That whole release leads, as offloading the idle trainer leads during rollout, and it is
-    // the fix the ranking judges: whether the failing phase fits once the engine is asleep.
+// The ladder of product.md §3, each fix only where it acts on the failing phase. Its rung is
+// whichever side idles in that phase: during the trainer's phases (the update, the reference
+// and reward passes) the engine's KV cache and weights serve nobody, and sleeping it returns
+// all of them (vLLM sleep level 1 discards the cache and moves the weights to the host; SGLang
+// releases its memory occupation), where a smaller share returns a tenth of the card per 0.1.
+// That whole release leads, as offloading the idle trainer leads during rollout, and it is
+// the fix the ranking judges: whether the failing phase fits once the engine is asleep.
+void colocatedLadder(const SnapshotEvidence& e, const Sides& s, Diagnosis& d)
+{
+    const Phase phase = e.oom.phase;
+    const MemoryBudget& budget = e.fixes.budget;
     const bool trainerSide = isTrainerPhase(phase);
     if (trainerSide)
         d.fixes.push_back(sleepEngine(s, budget));
@@ -353,15 +363,35 @@ void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     if (phase == Phase::WeightSync || s.weightSync > 0)
         d.fixes.push_back(bucketedSync(s, budget));
     d.fixes.push_back(moreGpus(s, budget));
+}
 
-    d.outlook = RunOutlook {};
+RunOutlook colocatedOutlook(const Diagnosis& d)
+{
+    RunOutlook outlook;
     if (!d.fixes.empty() && d.fixes.front().projectedSavingBytes)
-        d.outlook->leadingFixFreesOnceBytes = static_cast<uint64_t>(*d.fixes.front().projectedSavingBytes);
+        outlook.leadingFixFreesOnceBytes = static_cast<uint64_t>(*d.fixes.front().projectedSavingBytes);
     // The side that idles in the failing phase leaves the card for all of it (the engine asleep
     // through the update, the trainer offloaded through rollout): not a one-off recovery.
     const FixKind leading = d.fixes.empty() ? FixKind::MoreRolloutGpus : d.fixes.front().kind;
-    d.outlook->leadingFixFreesForThePhase
+    outlook.leadingFixFreesForThePhase
         = leading == FixKind::FreeEngineCacheBeforeUpdate || leading == FixKind::OffloadTrainerDuringRollout;
+    return outlook;
+}
+
+} // namespace
+
+void colocatedEngine(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const Sides s = measureSides(e);
+    if (!bothSidesResident(e, s))
+        return;
+    Diagnosis d = makeDiagnosis(DiagnosisId::ColocatedEngine, colocatedConfidence(e, s),
+        "The trainer's state (" + formatBytes(s.trainerBytes()) + ") and the inference engine's memory ("
+            + formatBytes(s.engineBytes()) + ") were both on the card when " + phaseInSentence(e.oom.phase)
+            + " failed; one side has to leave the GPU during the other's phase.");
+    sidesEvidence(e, s, d);
+    colocatedLadder(e, s, d);
+    d.outlook = colocatedOutlook(d);
     out.push_back(std::move(d));
 }
 

@@ -82,11 +82,7 @@ private:
             }
             const StepProfile* failing = m_evidence.profile.step(m_evidence.oom.step);
             if (!growth.empty() && failing) {
-                uint64_t dynamicNow = 0;
-                for (int i = 0; i < categoryCount; ++i) {
-                    if (isDynamic(static_cast<Category>(i)))
-                        dynamicNow += m_evidence.oom.liveByCategory[static_cast<size_t>(i)];
-                }
+                const uint64_t dynamicNow = dynamicBandBytes(m_evidence.oom.liveByCategory);
                 const uint64_t already
                     = dynamicNow > failing->startDynamic() ? dynamicNow - failing->startDynamic() : 0;
                 const uint64_t typical = median(growth);

@@ -107,36 +107,19 @@ void markFragmentationBelow(
     }
 }
 
-} // namespace
-
-void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+double pendingFreesConfidence(const SnapshotEvidence& e, const PendingFrees& p, uint64_t held)
 {
-    const PendingFrees& p = e.distributed.pending;
-    const uint64_t request = e.oom.requestedBytes;
-    if (p.windows.empty() || request == 0)
-        return;
-    // Before it gives up, the allocator waits for every pending event and returns those blocks to
-    // the cache (release_cached_blocks begins with synchronize_and_free_events,
-    // CUDACachingAllocator.cpp), so pending frees can have caused the failure only through the
-    // split cache their window left behind, or through blocks still pending at the failure where
-    // that wait is skipped (a capture underway, a private pool in use; the trace counts them live
-    // until free_completed). When the live tensors other than those and the request exceed what this
-    // process could hold, no layout of the cache would have served the request.
-    const auto spareUnsplit = e.fixes.budget.spareAfter(p.atOomBytes, true);
-    if (spareUnsplit && *spareUnsplit < 0)
-        return;
-    // What pending frees kept from reuse around the failure: segments reserved in the failing step
-    // that the pending blocks could have served, what the allocator's synchronize returned just
-    // before it gave up, or what was still pending at the oom event.
-    const uint64_t held = std::max({ p.coverableInFailingStepBytes, p.releasedAtOomBytes, p.atOomBytes });
-    double confidence = 0.0;
-    if (held >= request)
-        confidence = 0.6 + 0.3 * clamp01(safeRatio(held, e.oom.reservedBytes) / 0.1);
-    else if (p.maxPendingInFailingStepBytes >= request)
-        confidence = 0.45;
-    if (confidence <= 0)
-        return;
-    Diagnosis d = makeDiagnosis(DiagnosisId::PendingFrees, confidence, {});
+    if (held >= e.oom.requestedBytes)
+        return 0.6 + 0.3 * clamp01(safeRatio(held, e.oom.reservedBytes) / 0.1);
+    if (p.maxPendingInFailingStepBytes >= e.oom.requestedBytes)
+        return 0.45;
+    return 0.0;
+}
+
+// The pending windows as the trace shows them: how many, how much at once, the segments reserved
+// meanwhile, what the allocator's wait returned at the failure, and who released them.
+void pendingFreesEvidence(const SnapshotEvidence& e, const PendingFrees& p, Diagnosis& d)
+{
     e.evidence(d,
         std::to_string(p.windows.size()) + " frees waited for work on another stream (free_requested long before "
             + "free_completed): up to " + formatBytes(p.maxPendingBytes)
@@ -169,8 +152,11 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         e.evidence(d,
             "released by " + releaserText(snapshot, p.releasers[i].stack) + ": " + formatBytes(p.releasers[i].bytes)
                 + " in " + std::to_string(p.releasers[i].windows) + " frees that waited");
-    d.summary = formatBytes(held) + " the program had freed could not be reused until another stream's work "
-        + "finished (record_stream, collectives on a side stream), so the allocator reserved new memory instead.";
+}
+
+// The fixes follow whoever tags the blocks with record_stream: only that code's settings change it.
+void pendingOwnerFixes(const SnapshotEvidence& e, Diagnosis& d)
+{
     switch (pendingOwner(e)) {
     case PendingOwner::DeepSpeed:
         e.evidence(d,
@@ -192,6 +178,37 @@ void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         appendFixes(d.fixes, { FixKind::SynchronizeBeforeReuse, FixKind::AvoidRecordStreams, FixKind::Fsdp2 }, e.fixes);
         break;
     }
+}
+
+} // namespace
+
+void pendingFrees(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const PendingFrees& p = e.distributed.pending;
+    const uint64_t request = e.oom.requestedBytes;
+    if (p.windows.empty() || request == 0)
+        return;
+    // Before it gives up, the allocator waits for every pending event and returns those blocks to
+    // the cache (release_cached_blocks begins with synchronize_and_free_events,
+    // CUDACachingAllocator.cpp), so pending frees can have caused the failure only through the
+    // split cache their window left behind, or through blocks still pending at the failure where
+    // that wait is skipped (a capture underway, a private pool in use; the trace counts them live
+    // until free_completed). When the live tensors other than those and the request exceed what this
+    // process could hold, no layout of the cache would have served the request.
+    const auto spareUnsplit = e.fixes.budget.spareAfter(p.atOomBytes, true);
+    if (spareUnsplit && *spareUnsplit < 0)
+        return;
+    // What pending frees kept from reuse around the failure (measured once with the evidence, for
+    // the ladder's projection too).
+    const uint64_t held = e.fixes.pendingFreeBytes;
+    const double confidence = pendingFreesConfidence(e, p, held);
+    if (confidence <= 0)
+        return;
+    Diagnosis d = makeDiagnosis(DiagnosisId::PendingFrees, confidence, {});
+    pendingFreesEvidence(e, p, d);
+    d.summary = formatBytes(held) + " the program had freed could not be reused until another stream's work "
+        + "finished (record_stream, collectives on a side stream), so the allocator reserved new memory instead.";
+    pendingOwnerFixes(e, d);
     d.outlook = dynamicOutlook();
     const std::string why = "the " + formatBytes(held)
         + " of cache that was unusable came from blocks held by pending frees while new segments were reserved";
@@ -206,48 +223,63 @@ namespace {
 // counted at 4 bytes (the widest dtype it buckets). A larger buffer is a size someone set.
 constexpr uint64_t defaultIpgBufferBytes = 500'000'000ull * 4;
 
-} // namespace
+// Or the failing request is itself a ZeRO IPG buffer: ZeRO-1/2 allocates one (two with
+// overlap_comm) of reduce_bucket_size elements when backward starts, whatever the model, so
+// their size is a setting; it is the cause when the run fits with them at DeepSpeed's default.
+struct IpgBuckets
+{
+    uint64_t bucketBytes = 0; // the IPG buffers live with the request, the request included
+    uint64_t atDefault = 0; // the same count of buffers at DeepSpeed's default size
+    uint64_t saving = 0; // what the default size would give back
+    std::optional<int64_t> spareWithDefaultBuckets;
+    bool cause = false;
+};
 
-void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+IpgBuckets measureIpgBuckets(const SnapshotEvidence& e)
 {
     const DistributedEvidence& c = e.distributed;
     const uint64_t request = e.oom.requestedBytes;
-    const uint64_t kept = c.keptBeyondNeedBytes();
-    if (request == 0)
-        return;
-    // A pipelined collective needs the buffer it works on and the one it prefetches; the rest are
-    // kept per layer or per bucket. Only when they alone would have served the request are they a cause.
-    const bool keptCause = c.communicationBuffers > 0 && kept >= request;
-    // Or the failing request is itself a ZeRO IPG buffer: ZeRO-1/2 allocates one (two with
-    // overlap_comm) of reduce_bucket_size elements when backward starts, whatever the model, so
-    // their size is a setting; it is the cause when the run fits with them at DeepSpeed's default.
+    IpgBuckets ipg;
     const bool requestIsIpg = c.requestKind == CommunicationKind::ZeroIpgBuffer;
-    const uint64_t bucketBytes = requestIsIpg ? request + c.ipgBufferBytes : 0;
-    const uint64_t atDefault = requestIsIpg ? (1 + c.ipgBufferBytes / request) * defaultIpgBufferBytes : 0;
-    const uint64_t bucketSaving = bucketBytes > atDefault ? bucketBytes - atDefault : 0;
-    const auto spareWithDefaultBuckets = e.fixes.budget.spareAfter(bucketSaving);
-    const bool bucketCause = bucketSaving > 0 && (!spareWithDefaultBuckets || *spareWithDefaultBuckets >= 0);
-    if (!keptCause && !bucketCause)
-        return;
-    const double share = safeRatio(c.communicationBytes + (bucketCause ? request : 0), e.fixes.budget.liveBytes);
+    ipg.bucketBytes = requestIsIpg ? request + c.ipgBufferBytes : 0;
+    ipg.atDefault = requestIsIpg ? (1 + c.ipgBufferBytes / request) * defaultIpgBufferBytes : 0;
+    ipg.saving = ipg.bucketBytes > ipg.atDefault ? ipg.bucketBytes - ipg.atDefault : 0;
+    ipg.spareWithDefaultBuckets = e.fixes.budget.spareAfter(ipg.saving);
+    ipg.cause = ipg.saving > 0 && (!ipg.spareWithDefaultBuckets || *ipg.spareWithDefaultBuckets >= 0);
+    return ipg;
+}
+
+double communicationConfidence(const SnapshotEvidence& e, uint64_t kept, const IpgBuckets& ipg)
+{
+    const DistributedEvidence& c = e.distributed;
+    const double share
+        = safeRatio(c.communicationBytes + (ipg.cause ? e.oom.requestedBytes : 0), e.fixes.budget.liveBytes);
     double confidence = 0.55 + 0.35 * clamp01(share / 0.3);
     // The memory the fix removes is pure overhead (a second copy of the gradients, buffers kept
     // past their collective, a bucket above its default) and without it the run fits: it is the
     // cause, whatever else the phase holds.
-    const uint64_t removable = bucketCause             ? bucketSaving
+    const uint64_t removable = ipg.cause               ? ipg.saving
         : c.ddpBucketBytes * 2 >= c.communicationBytes ? c.ddpBucketBytes
                                                        : kept;
     const auto spare = e.fixes.budget.spareAfter(removable);
     if (spare && *spare >= 0)
         confidence = std::max(confidence, 0.9);
-    Diagnosis d = makeDiagnosis(DiagnosisId::CommunicationBuffers, confidence, {});
-    if (bucketCause)
+    return confidence;
+}
+
+// What the communication band holds at the failure, and which of its parts exist only to move data.
+void communicationEvidence(
+    const SnapshotEvidence& e, uint64_t kept, bool keptCause, const IpgBuckets& ipg, Diagnosis& d)
+{
+    const DistributedEvidence& c = e.distributed;
+    const uint64_t request = e.oom.requestedBytes;
+    if (ipg.cause)
         e.evidence(d,
             "the failing " + formatBytes(request) + " request is itself a ZeRO IPG buffer (allocated by "
-                + "stage_1_and_2.py's backward), and " + formatBytes(bucketBytes)
+                + "stage_1_and_2.py's backward), and " + formatBytes(ipg.bucketBytes)
                 + " of IPG buffers would be live with it; at DeepSpeed's default reduce_bucket_size (5e8 elements) "
-                + "they would hold at most " + formatBytes(atDefault)
-                + (spareWithDefaultBuckets ? ", and the request would fit" : ""),
+                + "they would hold at most " + formatBytes(ipg.atDefault)
+                + (ipg.spareWithDefaultBuckets ? ", and the request would fit" : ""),
             e.oom.eventIndex);
     e.evidence(d,
         "the communication band holds " + formatBytes(c.communicationBytes) + " in "
@@ -272,12 +304,12 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
         e.evidence(d,
             formatBytes(kept) + " beyond the two largest buffers a pipelined collective has in flight ("
                 + formatBytes(c.inFlightBytes) + "), more than the " + formatBytes(request) + " request");
-    d.summary = bucketCause
-        ? "The failing request is one of ZeRO's IPG buffers, whose size is the reduce_bucket_size setting: "
-            + formatBytes(bucketBytes) + " of buckets exist only to move gradients between ranks."
-        : "Buffers of collectives (all-gathered parameters, reduce-scatter inputs, buckets) are kept alive beyond "
-          "the one or two in flight: "
-            + formatBytes(kept) + " that exists only to move data between ranks.";
+}
+
+// The fixes lead with the setting that made the largest part of the band.
+void communicationFixes(const SnapshotEvidence& e, bool bucketCause, Diagnosis& d)
+{
+    const DistributedEvidence& c = e.distributed;
     if (c.ddpBucketBytes * 2 >= c.communicationBytes && c.ddpBucketBytes > 0)
         appendFixes(d.fixes, { FixKind::GradientAsBucketView, FixKind::BucketSizes, FixKind::FewerAllGathersInFlight },
             e.fixes);
@@ -300,8 +332,12 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
         e.evidence(d,
             std::string("the band's buffers are ") + collectiveFrameworkText(c.communicationFramework)
                 + "'s (their frames): the fixes are in its settings");
-    d.outlook = dynamicOutlook();
-    out.push_back(std::move(d));
+}
+
+// The diagnoses whose story the buffers explain rank below them.
+void rankBelowCommunication(
+    const SnapshotEvidence& e, std::vector<Diagnosis>& out, uint64_t kept, bool keptCause, bool bucketCause)
+{
     const Diagnosis& cause = out.back();
     if (bucketCause)
         rankBelow(e, out, cause, DiagnosisId::FirstBackward,
@@ -321,30 +357,72 @@ void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out
                 + formatBytes(e.fixes.budget.fragmentedBytes) + " of unused cache");
 }
 
-void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+} // namespace
+
+void communicationBuffers(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
 {
-    const DistributedEvidence& g = e.distributed;
+    const DistributedEvidence& c = e.distributed;
     const uint64_t request = e.oom.requestedBytes;
+    const uint64_t kept = c.keptBeyondNeedBytes();
+    if (request == 0)
+        return;
+    // A pipelined collective needs the buffer it works on and the one it prefetches; the rest are
+    // kept per layer or per bucket. Only when they alone would have served the request are they a cause.
+    const bool keptCause = c.communicationBuffers > 0 && kept >= request;
+    const IpgBuckets ipg = measureIpgBuckets(e);
+    if (!keptCause && !ipg.cause)
+        return;
+    Diagnosis d = makeDiagnosis(DiagnosisId::CommunicationBuffers, communicationConfidence(e, kept, ipg), {});
+    communicationEvidence(e, kept, keptCause, ipg, d);
+    d.summary = ipg.cause
+        ? "The failing request is one of ZeRO's IPG buffers, whose size is the reduce_bucket_size setting: "
+            + formatBytes(ipg.bucketBytes) + " of buckets exist only to move gradients between ranks."
+        : "Buffers of collectives (all-gathered parameters, reduce-scatter inputs, buckets) are kept alive beyond "
+          "the one or two in flight: "
+            + formatBytes(kept) + " that exists only to move data between ranks.";
+    communicationFixes(e, ipg.cause, d);
+    d.outlook = dynamicOutlook();
+    out.push_back(std::move(d));
+    rankBelowCommunication(e, out, kept, keptCause, ipg.cause);
+}
+
+namespace {
+
+// Which memory CUDA graphs kept from the failing request.
+struct CaptureHold
+{
     // A graph's private pool keeps what it freed during capture for that graph alone: eager
     // execution would have reused it. Only when that is at least the request is it the cause.
-    const bool poolsHold = g.graphPoolFreeBytes >= request && request > 0;
-    if (!g.oomInCapture && !poolsHold)
-        return;
+    bool poolsHold = false;
     // Failing inside a capture, the cache outside the capturing pool is no use to it and cannot be
     // returned to the driver to retry (release_cached_blocks is skipped while a capture is
     // underway): what the capture could not touch, not a split of what it could.
-    const bool captureLockedOut = g.oomInCapture && request > 0 && g.cacheOutsideCaptureBytes >= request;
+    bool captureLockedOut = false;
     // Graphs captured before, still referenced, whose pools alone would have served the request.
-    const bool oldGraphsHold = g.oomInCapture && request > 0 && g.otherGraphPoolsReservedBytes >= request;
+    bool oldGraphsHold = false;
     // Or the capturing pool's own cache would have held the request, but split: a private pool grows
     // by whole segments only (alloc_block uses expandable segments for no pool a private pool owns)
     // and gives nothing back while a capture is underway, so every shape captured into it leaves its
     // blocks there for later captures to fit between. Fewer shapes, not an allocator setting.
-    const bool splitInCapturingPool = g.oomInCapture && request > 0 && g.capturingPoolFreeBytes >= request;
-    const uint64_t unused = e.fixes.budget.fragmentedBytes;
-    const double confidence
-        = g.oomInCapture ? 0.85 : 0.55 + 0.3 * clamp01(safeRatio(g.graphPoolFreeBytes, std::max(unused, request)));
-    Diagnosis d = makeDiagnosis(DiagnosisId::GraphCapture, confidence, {});
+    bool splitInCapturingPool = false;
+};
+
+CaptureHold measureCaptureHold(const SnapshotEvidence& e)
+{
+    const DistributedEvidence& g = e.distributed;
+    const uint64_t request = e.oom.requestedBytes;
+    CaptureHold hold;
+    hold.poolsHold = g.graphPoolFreeBytes >= request && request > 0;
+    hold.captureLockedOut = g.oomInCapture && request > 0 && g.cacheOutsideCaptureBytes >= request;
+    hold.oldGraphsHold = g.oomInCapture && request > 0 && g.otherGraphPoolsReservedBytes >= request;
+    hold.splitInCapturingPool = g.oomInCapture && request > 0 && g.capturingPoolFreeBytes >= request;
+    return hold;
+}
+
+// How the capture shows in the trace, and what each pool held at the failure.
+void captureEvidence(const SnapshotEvidence& e, const CaptureHold& hold, Diagnosis& d)
+{
+    const DistributedEvidence& g = e.distributed;
     if (g.oomInCapture && !g.captureSeenByPool)
         e.evidence(d,
             "the failing request came from inside a CUDA graph capture (torch.cuda.graph, make_graphed_callables, "
@@ -371,66 +449,92 @@ void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             "graphs captured before are still alive: pools other than the capturing one reserve "
                 + formatBytes(g.otherGraphPoolsReservedBytes) + " (" + formatBytes(g.otherGraphPoolsLiveBytes)
                 + " of it their live outputs), held until those graphs are deleted");
-    if (captureLockedOut)
+    if (hold.captureLockedOut)
         e.evidence(d,
             formatBytes(g.cacheOutsideCaptureBytes) + " sat cached free outside " + poolName(g.capturingPool)
                 + " (the default pool on any stream, other graphs' pools): a capture allocates only from its own "
                   "pool, and while one is underway the allocator does not release cached segments to retry, so "
                   "torch.cuda.empty_cache() (and deleting graphs no longer needed) before capturing returns it",
             e.oom.eventIndex);
-    if (splitInCapturingPool)
+    if (hold.splitInCapturingPool)
         e.evidence(d,
             formatBytes(g.capturingPoolFreeBytes) + " sat free inside " + poolName(g.capturingPool)
                 + ", the capturing pool, split among the blocks of what was captured into it before: a private "
                   "pool grows by whole segments (expandable segments are never used for one) and releases nothing "
                   "while a capture is underway",
             e.oom.eventIndex);
-    if (oldGraphsHold)
-        d.summary = "The run ran out of memory while capturing CUDA graphs, with "
+}
+
+std::string captureSummary(const SnapshotEvidence& e, const CaptureHold& hold)
+{
+    const DistributedEvidence& g = e.distributed;
+    if (hold.oldGraphsHold)
+        return "The run ran out of memory while capturing CUDA graphs, with "
             + formatBytes(g.otherGraphPoolsReservedBytes)
             + " still reserved by the pools of graphs captured before: the new graphs needed a pool beside theirs. "
               "Deleting the old graphs (and emptying the cache) before capturing again returns it.";
-    else if (captureLockedOut)
-        d.summary = "The run ran out of memory while capturing a CUDA graph: the capture may use only its private "
-                    "pool, and the "
+    if (hold.captureLockedOut)
+        return "The run ran out of memory while capturing a CUDA graph: the capture may use only its private "
+               "pool, and the "
             + formatBytes(g.cacheOutsideCaptureBytes)
             + " cached outside it (warm-up, eager work) could neither serve it nor be released while capturing.";
-    else if (splitInCapturingPool)
-        d.summary = "The run ran out of memory while capturing a CUDA graph into a pool that already held "
+    if (hold.splitInCapturingPool)
+        return "The run ran out of memory while capturing a CUDA graph into a pool that already held "
             + formatBytes(g.capturingPoolFreeBytes)
             + " free, split among what earlier captures of other shapes left in it: each new shape needs blocks of "
               "its own sizes, and a private pool only grows. Capturing fewer shapes keeps it small.";
-    else if (g.oomInCapture)
-        d.summary
-            = "The run ran out of memory while capturing CUDA graphs: each graph's pool keeps the memory it used, "
-              "and the graphs captured before held what eager execution would have reused.";
-    else
-        d.summary = formatBytes(g.graphPoolFreeBytes)
-            + " sat free in CUDA graphs' private pools, reusable only by their " + "graphs, more than the "
-            + formatBytes(request) + " request.";
-    // What the capture could not use leads when it alone would have served the request.
-    if (captureLockedOut || oldGraphsHold)
-        appendFixes(d.fixes, { FixKind::ReleaseBeforeCapture }, e.fixes);
-    // The capturing pool split by the shapes captured into it: fewer shapes first (sharing a pool
-    // is what split it).
-    if (splitInCapturingPool && !captureLockedOut && !oldGraphsHold)
-        appendFixes(d.fixes, { FixKind::FewerGraphShapes }, e.fixes);
-    appendFixes(d.fixes, { FixKind::ShareGraphPool, FixKind::FewerGraphShapes, FixKind::EagerFallback }, e.fixes);
-    d.outlook = dynamicOutlook();
-    out.push_back(std::move(d));
-    if (splitInCapturingPool && !captureLockedOut)
+    if (g.oomInCapture)
+        return "The run ran out of memory while capturing CUDA graphs: each graph's pool keeps the memory it used, "
+               "and the graphs captured before held what eager execution would have reused.";
+    return formatBytes(g.graphPoolFreeBytes) + " sat free in CUDA graphs' private pools, reusable only by their "
+        + "graphs, more than the " + formatBytes(e.oom.requestedBytes) + " request.";
+}
+
+// The split cache is where a capture's overflow showed, not why.
+void rankFragmentationBelowCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out, const CaptureHold& hold)
+{
+    const DistributedEvidence& g = e.distributed;
+    if (hold.splitInCapturingPool && !hold.captureLockedOut)
         markFragmentationBelow(e, out, out.back(),
             "the " + formatBytes(g.capturingPoolFreeBytes)
                 + " of split cache is the capturing pool's own, made by the shapes captured into it; expandable "
                   "segments do not apply to a private pool");
-    if (captureLockedOut)
+    if (hold.captureLockedOut)
         markFragmentationBelow(e, out, out.back(),
             "the failing request was captured into a private pool, and the " + formatBytes(g.cacheOutsideCaptureBytes)
                 + " of cache outside it is memory a capture may neither use nor release");
-    else if (poolsHold)
+    else if (hold.poolsHold)
         rankBelow(e, out, out.back(), DiagnosisId::Fragmentation,
             formatBytes(g.graphPoolFreeBytes) + " of the unused cache is CUDA graphs' private pools, which no other "
                 + "request may use");
+}
+
+} // namespace
+
+void graphCapture(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const DistributedEvidence& g = e.distributed;
+    const CaptureHold hold = measureCaptureHold(e);
+    if (!g.oomInCapture && !hold.poolsHold)
+        return;
+    const uint64_t unused = e.fixes.budget.fragmentedBytes;
+    const double confidence = g.oomInCapture
+        ? 0.85
+        : 0.55 + 0.3 * clamp01(safeRatio(g.graphPoolFreeBytes, std::max(unused, e.oom.requestedBytes)));
+    Diagnosis d = makeDiagnosis(DiagnosisId::GraphCapture, confidence, {});
+    captureEvidence(e, hold, d);
+    d.summary = captureSummary(e, hold);
+    // What the capture could not use leads when it alone would have served the request.
+    if (hold.captureLockedOut || hold.oldGraphsHold)
+        appendFixes(d.fixes, { FixKind::ReleaseBeforeCapture }, e.fixes);
+    // The capturing pool split by the shapes captured into it: fewer shapes first (sharing a pool
+    // is what split it).
+    if (hold.splitInCapturingPool && !hold.captureLockedOut && !hold.oldGraphsHold)
+        appendFixes(d.fixes, { FixKind::FewerGraphShapes }, e.fixes);
+    appendFixes(d.fixes, { FixKind::ShareGraphPool, FixKind::FewerGraphShapes, FixKind::EagerFallback }, e.fixes);
+    d.outlook = dynamicOutlook();
+    out.push_back(std::move(d));
+    rankFragmentationBelowCapture(e, out, hold);
 }
 
 } // namespace oomlens::snapshotrules

@@ -145,83 +145,118 @@ KeptOutputs keptOutsideGraphs(const SnapshotEvidence& e)
     return kept;
 }
 
-} // namespace
-
-// Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
-// until the evaluation ends or the card is full. The batches are counted as the repeats of the
-// most repeated allocation site among what evaluation left live.
-void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+// The batches kept: the repeats of the most repeated allocation site among what evaluation left
+// live outside CUDA graphs.
+int batchesKept(const SnapshotEvidence& e)
 {
-    const KeptOutputs kept = keptOutsideGraphs(e);
-    if (e.oom.phase != Phase::Eval && kept.count == 0)
-        return;
-    const uint64_t live = e.fixes.budget.liveBytes;
-    const bool firstForward = stillInFirstForward(e);
-    const bool retains = kept.count >= 3 && safeRatio(kept.bytes, live) >= kRetainedShare && !firstForward;
-    if (e.oom.phase != Phase::Eval && !retains)
-        return;
-    // 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
-    // is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation
-    // with nothing retained (an oversized evaluation batch is as likely); 0.3 when the trace saw
-    // evaluation allocate batch after batch and free nearly all of it (nothing piles up: only the
-    // phase is left, a description), or when it failed in its first batch's forward (no batch has
-    // ended to keep anything); 0.45: retained outputs measured but the failure is elsewhere.
-    const GrowingBuffer buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : GrowingBuffer {};
-    const bool gathered = buffer.buffers > 0;
+    int batches = 0;
+    std::unordered_map<uint32_t, int> perSite;
+    for (size_t i = 0; i < e.device.allocations.size(); ++i) {
+        const Allocation& allocation = e.device.allocations[i];
+        if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
+            && allocation.category != Category::KvCache && allocation.category != Category::Communication
+            && allocation.liveAfter(e.oom.eventIndex) && !allocation.releasedBy(e.oom.eventIndex) && !isCaptured(e, i))
+            batches = std::max(batches, ++perSite[allocation.stack.value]);
+    }
+    return batches;
+}
+
+// What evaluation piled up by the failure, each way the trace shows it.
+struct EvalPile
+{
+    KeptOutputs kept;
+    uint64_t live = 0;
+    bool firstForward = false;
+    bool retains = false; // kept outputs are a real share of live memory
+    GrowingBuffer buffer;
+    bool gathered = false; // gathered into one ever larger tensor
+    EvalTurnover turnover;
+    bool seenFreeingEverything = false;
+    int batches = 0;
+
+    bool measuredPerBatch() const { return retains && batches >= 2; }
+};
+
+EvalPile measureKeptOutputs(const SnapshotEvidence& e, const KeptOutputs& kept)
+{
+    EvalPile pile;
+    pile.kept = kept;
+    pile.live = e.fixes.budget.liveBytes;
+    pile.firstForward = stillInFirstForward(e);
+    pile.retains = kept.count >= 3 && safeRatio(kept.bytes, pile.live) >= kRetainedShare && !pile.firstForward;
+    return pile;
+}
+
+void measureHowItPiles(const SnapshotEvidence& e, EvalPile& pile)
+{
+    pile.buffer = e.oom.phase == Phase::Eval ? growingBuffer(e) : GrowingBuffer {};
+    pile.gathered = pile.buffer.buffers > 0;
     // Only a failure in evaluation with nothing kept is judged by the batches seen coming and going
     // (outside evaluation the rule runs only when outputs were kept).
-    const EvalTurnover turnover = retains || gathered ? EvalTurnover {} : evalTurnover(e);
-    const bool traceCoversLive = safeRatio(turnover.olderDynamicBytes, live) < kRetainedShare;
-    const bool seenFreeingEverything
-        = !retains && !gathered && traceCoversLive && turnover.freedCount >= kEvalAllocationsToJudge;
-    double confidence = e.oom.phase == Phase::Eval ? (retains || gathered ? 0.85
-                                : seenFreeingEverything || firstForward   ? 0.3
-                                                                          : 0.5)
-                                                   : 0.45;
-    Diagnosis d = makeDiagnosis(DiagnosisId::EvalAccumulation, confidence, {});
-    e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
-    int batches = 0;
-    if (kept.count > 0) {
-        std::unordered_map<uint32_t, int> perSite;
-        for (size_t i = 0; i < e.device.allocations.size(); ++i) {
-            const Allocation& allocation = e.device.allocations[i];
-            if (allocation.phase == Phase::Eval && allocation.category != Category::Parameters
-                && allocation.category != Category::KvCache && allocation.category != Category::Communication
-                && allocation.liveAfter(e.oom.eventIndex) && !allocation.releasedBy(e.oom.eventIndex)
-                && !isCaptured(e, i))
-                batches = std::max(batches, ++perSite[allocation.stack.value]);
-        }
+    pile.turnover = pile.retains || pile.gathered ? EvalTurnover {} : evalTurnover(e);
+    const bool traceCoversLive = safeRatio(pile.turnover.olderDynamicBytes, pile.live) < kRetainedShare;
+    pile.seenFreeingEverything
+        = !pile.retains && !pile.gathered && traceCoversLive && pile.turnover.freedCount >= kEvalAllocationsToJudge;
+    pile.batches = pile.kept.count > 0 ? batchesKept(e) : 0;
+}
+
+// 0.85: the failure is in evaluation and evaluation's own outputs are a large share of what
+// is live, or are gathered into one buffer that grows batch after batch; 0.5: in evaluation
+// with nothing retained (an oversized evaluation batch is as likely); 0.3 when the trace saw
+// evaluation allocate batch after batch and free nearly all of it (nothing piles up: only the
+// phase is left, a description), or when it failed in its first batch's forward (no batch has
+// ended to keep anything); 0.45: retained outputs measured but the failure is elsewhere.
+double evalConfidence(const SnapshotEvidence& e, const EvalPile& pile)
+{
+    if (e.oom.phase != Phase::Eval)
+        return 0.45;
+    if (pile.retains || pile.gathered)
+        return 0.85;
+    return pile.seenFreeingEverything || pile.firstForward ? 0.3 : 0.5;
+}
+
+// What evaluation left live, what of it is CUDA graphs' memory, and what it was seen freeing.
+void keptOutputsEvidence(const SnapshotEvidence& e, const EvalPile& pile, Diagnosis& d)
+{
+    const KeptOutputs& kept = pile.kept;
+    if (kept.count > 0)
         e.evidence(d,
             std::to_string(kept.count) + " allocations made during evaluation are still live at the failure: "
-                + formatBytes(kept.bytes) + ", " + percentText(kept.bytes, live) + " of live memory",
+                + formatBytes(kept.bytes) + ", " + percentText(kept.bytes, pile.live) + " of live memory",
             e.profile.firstEvalRetainedEvent);
-    }
     if (!e.distributed.capturedAllocations.empty() && kept.count < e.profile.evalRetainedCount)
         e.evidence(d,
             std::to_string(e.profile.evalRetainedCount - kept.count)
                 + " more are a CUDA graph's (made inside a capture, or in a graph's private pool): memory every "
                   "replay rewrites, not outputs kept per batch");
-    if (firstForward && kept.count > 0)
+    if (pile.firstForward && kept.count > 0)
         e.evidence(d,
             "evaluation has freed none of its allocations since the trace saw it begin: what it holds is its first "
             "batch's forward in progress (its working set), not outputs kept from batches that ended");
-    if (seenFreeingEverything)
+    if (pile.seenFreeingEverything)
         e.evidence(d,
-            "the trace saw evaluation free " + std::to_string(turnover.freedCount) + " of its allocations ("
-                + formatBytes(turnover.freedBytes) + ") and keep "
+            "the trace saw evaluation free " + std::to_string(pile.turnover.freedCount) + " of its allocations ("
+                + formatBytes(pile.turnover.freedBytes) + ") and keep "
                 + (kept.count > 0 ? formatBytes(kept.bytes) : std::string("nothing"))
                 + ": no outputs pile up, so only the phase points here");
+}
+
+// How fast the pile grows per evaluation batch: by the tensors one site kept, or by the steps of
+// the gathered buffer.
+void growthPerBatch(const SnapshotEvidence& e, const EvalPile& pile, Diagnosis& d)
+{
     d.outlook = RunOutlook {};
-    d.outlook->leadingFixStopsGrowth = !seenFreeingEverything;
-    if (retains && batches >= 2) {
-        d.outlook->growthPerUnitBytes = kept.bytes / static_cast<uint64_t>(batches);
+    d.outlook->leadingFixStopsGrowth = !pile.seenFreeingEverything;
+    if (pile.measuredPerBatch()) {
+        d.outlook->growthPerUnitBytes = pile.kept.bytes / static_cast<uint64_t>(pile.batches);
         d.outlook->unit = "evaluation batch";
         e.evidence(d,
-            "one allocation site kept " + std::to_string(batches) + " tensors, one per batch: about "
+            "one allocation site kept " + std::to_string(pile.batches) + " tensors, one per batch: about "
                 + formatBytes(d.outlook->growthPerUnitBytes)
                 + " more per evaluation batch, until the evaluation set ends");
     }
-    if (gathered && !(retains && batches >= 2)) {
+    if (pile.gathered && !pile.measuredPerBatch()) {
+        const GrowingBuffer& buffer = pile.buffer;
         d.outlook->growthPerUnitBytes = buffer.perBatchBytes;
         d.outlook->unit = "evaluation batch";
         e.evidence(d,
@@ -234,19 +269,46 @@ void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         e.evidence(d,
             formatBytes(buffer.heldBytes) + " of gathered outputs were live at the failure, and the copy needs "
                 + "the old pile and the new one at once");
-        d.summary = "Evaluation gathers every batch's outputs into one GPU tensor; it held "
-            + formatBytes(buffer.heldBytes) + " and grows by " + formatBytes(buffer.perBatchBytes)
+    }
+}
+
+std::string evalSummary(const EvalPile& pile)
+{
+    if (pile.gathered && !pile.measuredPerBatch())
+        return "Evaluation gathers every batch's outputs into one GPU tensor; it held "
+            + formatBytes(pile.buffer.heldBytes) + " and grows by " + formatBytes(pile.buffer.perBatchBytes)
             + " per batch until the evaluation set ends.";
-    } else
-        d.summary = retains ? "Evaluation keeps each batch's outputs on the GPU; " + formatBytes(kept.bytes)
-                + " piled up before the failure."
-                            : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch "
-                              "are the usual causes.";
+    return pile.retains
+        ? "Evaluation keeps each batch's outputs on the GPU; " + formatBytes(pile.kept.bytes)
+            + " piled up before the failure."
+        : "The failure is in evaluation; outputs kept per batch or an oversized evaluation batch are the usual "
+          "causes.";
+}
+
+} // namespace
+
+// Evaluation outputs kept on the GPU: each batch adds about the same bytes, so the pile grows
+// until the evaluation ends or the card is full. The batches are counted as the repeats of the
+// most repeated allocation site among what evaluation left live.
+void evalAccumulation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const KeptOutputs kept = keptOutsideGraphs(e);
+    if (e.oom.phase != Phase::Eval && kept.count == 0)
+        return;
+    EvalPile pile = measureKeptOutputs(e, kept);
+    if (e.oom.phase != Phase::Eval && !pile.retains)
+        return;
+    measureHowItPiles(e, pile);
+    Diagnosis d = makeDiagnosis(DiagnosisId::EvalAccumulation, evalConfidence(e, pile), {});
+    e.evidence(d, "the OOM is in evaluation (" + e.where() + ")", e.oom.eventIndex);
+    keptOutputsEvidence(e, pile, d);
+    growthPerBatch(e, pile, d);
+    d.summary = evalSummary(pile);
     FixContext fixes = e.fixes;
-    if (retains)
+    if (pile.retains)
         fixes.caseSavingBytes = kept.bytes;
-    else if (gathered)
-        fixes.caseSavingBytes = buffer.heldBytes;
+    else if (pile.gathered)
+        fixes.caseSavingBytes = pile.buffer.heldBytes;
     appendFixes(d.fixes, { FixKind::EvalAccumulation, FixKind::EvalBatchSize }, fixes);
     out.push_back(std::move(d));
 }

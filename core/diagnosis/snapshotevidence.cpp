@@ -11,6 +11,111 @@
 
 namespace oomlens {
 
+namespace {
+
+// What the run's allocator settings and the OOM message tell the fixes.
+void readRunSettings(SnapshotEvidence& e)
+{
+    const Snapshot& snapshot = *e.analysis.snapshot;
+    const SnapshotDiagnosisContext& context = e.context;
+    FixContext& fixes = e.fixes;
+    fixes.backend = context.message ? context.message->backend : Backend::Cuda;
+    fixes.expandableSegmentsOn = context.expandableSegmentsOn
+        || (snapshot.allocatorSettings && snapshot.allocatorSettings->expandableSegments);
+    for (const auto& segment : snapshot.segments)
+        fixes.expandableSegmentsOn |= segment.device == e.device.device && segment.isExpandable;
+    fixes.maxSplitSizeSet = snapshot.allocatorSettings && snapshot.allocatorSettings->maxSplitSize > 0;
+    fixes.lora = loraTargetOf(snapshot);
+    fixes.asyncAllocator = context.asyncAllocator;
+    if (context.message) {
+        fixes.otherProcessBytes = context.message->otherProcessBytes;
+        fixes.allowedBytes = context.message->allowed;
+    }
+}
+
+// The live bands, the request and the cache left unused at the failure.
+void measureBudgetAtOom(MemoryBudget& budget, const OomAnalysis& oom)
+{
+    budget.bands = oom.liveByCategory;
+    budget.liveBytes = 0;
+    for (const uint64_t bytes : oom.liveByCategory)
+        budget.liveBytes += bytes;
+    budget.request = oom.requestedBytes;
+    budget.fragmentedBytes = oom.reservedBytes > oom.allocatedBytes ? oom.reservedBytes - oom.allocatedBytes : 0;
+}
+
+// What this process could hold: its reserve plus what the card had free, unless a per-process
+// limit stood lower. Under a limit the limit plays the part of the card (what the run must fit
+// in), so every fit, capacity and growth projection is made against it.
+void findUsable(SnapshotEvidence& e)
+{
+    const OomAnalysis& oom = e.oom;
+    MemoryBudget& budget = e.fixes.budget;
+    budget.usableBytes = oom.reservedBytes + oom.deviceFreeBytes;
+    e.usableText = formatBytes(oom.reservedBytes) + " reserved + " + formatBytes(oom.deviceFreeBytes)
+        + " free on the card at the OOM in " + e.where();
+    if (e.context.message && e.context.message->allowed) {
+        e.processLimit = e.context.message->allowed;
+        e.processLimitExact = true;
+    } else if (e.limitRefusedSegment()) {
+        e.processLimit = oom.reservedBytes + e.requestSegmentBytes();
+    }
+    if (e.processLimit && *e.processLimit < *budget.usableBytes) {
+        budget.usableBytes = e.processLimit;
+        e.usableText = e.processLimitExact
+            ? "the " + formatBytes(*e.processLimit) + " per-process limit the OOM message states"
+            : "at most " + formatBytes(*e.processLimit) + " under a per-process limit: "
+                + formatBytes(oom.reservedBytes) + " reserved + the " + formatBytes(e.requestSegmentBytes())
+                + " segment it refused while the card had " + formatBytes(oom.deviceFreeBytes) + " free";
+    }
+}
+
+// The card's size where something tells it, and whether the process held implausibly little of one.
+void readCard(SnapshotEvidence& e)
+{
+    const SnapshotDiagnosisContext& context = e.context;
+    e.cardTotal = context.cardTotalBytes;
+    e.cardSource = context.cardTotalSource.empty() ? "given with the case" : context.cardTotalSource;
+    if (!e.cardTotal && context.message && context.message->total) {
+        e.cardTotal = context.message->total;
+        e.cardSource = "the OOM message";
+    }
+    // Judged on what the card left this process, not on a limit it was given: a small limit on a
+    // large card is a choice, not a sign that something else holds the card.
+    e.implausiblySmall = !e.cardTotal && e.oom.reservedBytes + e.oom.deviceFreeBytes < smallestPlausibleProcessBytes;
+}
+
+// What the distributed evidence tells the fixes' ladders.
+void carryDistributedIntoFixes(SnapshotEvidence& e)
+{
+    const DistributedEvidence& distributed = e.distributed;
+    FixContext& fixes = e.fixes;
+    fixes.checkpointingOn = distributed.checkpointing;
+    fixes.checkpointingEvidence = distributed.checkpointingText;
+    // The message's log may say what the stacks do not (frames cut short, stacks="python" of a
+    // recompute the engine thread ran): gradient_checkpointing=True before the failure.
+    const std::optional<OomFacts>& message = e.context.message;
+    if (!fixes.checkpointingOn && message && message->recipe.activationCheckpointing.value_or(false)) {
+        fixes.checkpointingOn = true;
+        fixes.checkpointingEvidence = message->recipe.checkpointingEvidence;
+    }
+    fixes.communicationBytes = distributed.communicationBytes;
+    fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
+    fixes.collectiveFramework = distributed.communicationFramework;
+    fixes.ddpBucketCopyBytes = distributed.ddpBucketBytes;
+    fixes.deferredGradientBytes = distributed.deferredGradientBytes;
+    // What pending frees kept from reuse around the failure: segments reserved in the failing step
+    // that the pending blocks could have served, what the allocator's synchronize returned just
+    // before it gave up, or what was still pending at the oom event.
+    fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
+        distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
+    fixes.graphPoolBytes = distributed.graphPoolReservedBytes;
+    fixes.cacheOutsideCaptureBytes = distributed.cacheOutsideCaptureBytes;
+    fixes.otherGraphPoolsBytes = distributed.otherGraphPoolsReservedBytes;
+}
+
+} // namespace
+
 SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const DeviceAnalysis& device,
     const OomAnalysis& oom, const SnapshotDiagnosisContext& context)
     : analysis(analysis)
@@ -19,83 +124,21 @@ SnapshotEvidence::SnapshotEvidence(const SnapshotAnalysis& analysis, const Devic
     , context(context)
     , profile(profileDevice(device, oom.eventIndex))
 {
-    const Snapshot& snapshot = *analysis.snapshot;
-    fixes.backend = context.message ? context.message->backend : Backend::Cuda;
-    fixes.expandableSegmentsOn = context.expandableSegmentsOn
-        || (snapshot.allocatorSettings && snapshot.allocatorSettings->expandableSegments);
-    for (const auto& segment : snapshot.segments)
-        fixes.expandableSegmentsOn |= segment.device == device.device && segment.isExpandable;
-    fixes.maxSplitSizeSet = snapshot.allocatorSettings && snapshot.allocatorSettings->maxSplitSize > 0;
-    fixes.lora = loraTargetOf(snapshot);
-    earlierStepStateBytes = optimizerStateOfAnEarlierStep(snapshot, device, oom.eventIndex);
-    fixes.asyncAllocator = context.asyncAllocator;
-    if (context.message) {
-        fixes.otherProcessBytes = context.message->otherProcessBytes;
-        fixes.allowedBytes = context.message->allowed;
-    }
-    MemoryBudget& budget = fixes.budget;
-    budget.bands = oom.liveByCategory;
-    budget.liveBytes = 0;
-    for (const uint64_t bytes : oom.liveByCategory)
-        budget.liveBytes += bytes;
-    budget.request = oom.requestedBytes;
-    budget.fragmentedBytes = oom.reservedBytes > oom.allocatedBytes ? oom.reservedBytes - oom.allocatedBytes : 0;
+    readRunSettings(*this);
+    earlierStepStateBytes = optimizerStateOfAnEarlierStep(*analysis.snapshot, device, oom.eventIndex);
+    measureBudgetAtOom(fixes.budget, oom);
     capacity = snapshotCapacity(device, context);
-    // What this process could hold: its reserve plus what the card had free, unless a per-process
-    // limit stood lower. Under a limit the limit plays the part of the card (what the run must fit
-    // in), so every fit, capacity and growth projection is made against it.
-    budget.usableBytes = oom.reservedBytes + oom.deviceFreeBytes;
-    usableText = formatBytes(oom.reservedBytes) + " reserved + " + formatBytes(oom.deviceFreeBytes)
-        + " free on the card at the OOM in " + where();
-    if (context.message && context.message->allowed) {
-        processLimit = context.message->allowed;
-        processLimitExact = true;
-    } else if (limitRefusedSegment()) {
-        processLimit = oom.reservedBytes + requestSegmentBytes();
-    }
-    if (processLimit && *processLimit < *budget.usableBytes) {
-        budget.usableBytes = processLimit;
-        usableText = processLimitExact
-            ? "the " + formatBytes(*processLimit) + " per-process limit the OOM message states"
-            : "at most " + formatBytes(*processLimit) + " under a per-process limit: " + formatBytes(oom.reservedBytes)
-                + " reserved + the " + formatBytes(requestSegmentBytes()) + " segment it refused while the card had "
-                + formatBytes(oom.deviceFreeBytes) + " free";
-    }
-    budget.quadraticBytes = quadraticBytesAtOom();
+    findUsable(*this);
+    fixes.budget.quadraticBytes = quadraticBytesAtOom();
     const BlockEstimate blocks = estimateRepeatedBlocks(device, oom.eventIndex);
-    budget.estimatedBlocks = blocks.blocks;
-    budget.blocksEvidence = blocks.evidence;
+    fixes.budget.estimatedBlocks = blocks.blocks;
+    fixes.budget.blocksEvidence = blocks.evidence;
     countGpus();
-    cardTotal = context.cardTotalBytes;
-    cardSource = context.cardTotalSource.empty() ? "given with the case" : context.cardTotalSource;
-    if (!cardTotal && context.message && context.message->total) {
-        cardTotal = context.message->total;
-        cardSource = "the OOM message";
-    }
-    // Judged on what the card left this process, not on a limit it was given: a small limit on a
-    // large card is a choice, not a sign that something else holds the card.
-    implausiblySmall = !cardTotal && oom.reservedBytes + oom.deviceFreeBytes < smallestPlausibleProcessBytes;
+    readCard(*this);
     // Before the projection: a failure inside a CUDA graph capture bears on whether this is training.
     distributed = distributedEvidence(analysis, device, oom);
     projectState();
-    fixes.checkpointingOn = distributed.checkpointing;
-    fixes.checkpointingEvidence = distributed.checkpointingText;
-    // The message's log may say what the stacks do not (frames cut short, stacks="python" of a
-    // recompute the engine thread ran): gradient_checkpointing=True before the failure.
-    if (!fixes.checkpointingOn && context.message && context.message->recipe.activationCheckpointing.value_or(false)) {
-        fixes.checkpointingOn = true;
-        fixes.checkpointingEvidence = context.message->recipe.checkpointingEvidence;
-    }
-    fixes.communicationBytes = distributed.communicationBytes;
-    fixes.communicationKeptBytes = distributed.keptBeyondNeedBytes();
-    fixes.collectiveFramework = distributed.communicationFramework;
-    fixes.ddpBucketCopyBytes = distributed.ddpBucketBytes;
-    fixes.deferredGradientBytes = distributed.deferredGradientBytes;
-    fixes.pendingFreeBytes = std::max({ distributed.pending.coverableInFailingStepBytes,
-        distributed.pending.releasedAtOomBytes, distributed.pending.atOomBytes });
-    fixes.graphPoolBytes = distributed.graphPoolReservedBytes;
-    fixes.cacheOutsideCaptureBytes = distributed.cacheOutsideCaptureBytes;
-    fixes.otherGraphPoolsBytes = distributed.otherGraphPoolsReservedBytes;
+    carryDistributedIntoFixes(*this);
 }
 
 bool SnapshotEvidence::isTrainingRun() const

@@ -5,21 +5,15 @@
 
 namespace oomlens::snapshotrules {
 
-void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+namespace {
+
+// A later backward that fails where the step before peaked in its own backward, needing at the
+// failure at least what that peak held, is the same overflow one step on: the earlier backward
+// only just fit (often after the allocator emptied its cache), this one did not. Nothing grew
+// in between that another rule would name first (leak, a longer batch, the lazy state: each
+// judged on its own evidence). Returns that earlier step, or null.
+const StepProfile* sameOverflowOneStepOn(const SnapshotEvidence& e, bool first)
 {
-    if (e.oom.phase != Phase::Backward)
-        return;
-    const bool firstInTrace = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
-    // Optimizer state a completed step created, older than the trace: the trace's first step is not
-    // the run's (earlierstep.h).
-    const uint64_t earlierState = firstInTrace ? e.earlierStepStateBytes : 0;
-    const bool first = firstInTrace && earlierState == 0;
-    const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
-    // A later backward that fails where the step before peaked in its own backward, needing at the
-    // failure at least what that peak held, is the same overflow one step on: the earlier backward
-    // only just fit (often after the allocator emptied its cache), this one did not. Nothing grew
-    // in between that another rule would name first (leak, a longer batch, the lazy state: each
-    // judged on its own evidence).
     // Only a step the trace shows from its start has a known peak: step 0 is what the trace opened
     // in, and when it holds a backward it is the tail of a step that began before the trace.
     const StepProfile* previous = first ? nullptr : e.profile.step(e.oom.step - 1);
@@ -38,21 +32,17 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
     // The same working set: the activations and temporaries live at the failure are no more than
     // the earlier backward held at its peak (which also held a request like this one). More than
     // that, the batch or something else grew since, and that is the cause to name.
-    uint64_t dynamicNow = 0;
-    for (int i = 0; i < categoryCount; ++i) {
-        if (isDynamic(static_cast<Category>(i)))
-            dynamicNow += e.oom.liveByCategory[static_cast<size_t>(i)];
-    }
+    const uint64_t dynamicNow = dynamicBandBytes(e.oom.liveByCategory);
     const bool sameOverflowAgain = previousPeakedInBackward && failing
         && (previousIsFirst || failing->startDynamic() <= previous->startDynamic())
         && e.oom.allocatedBytes + e.oom.requestedBytes >= previous->peakLive && dynamicNow <= previous->peakDynamic
         && e.oom.freeInPoolBytes < e.oom.requestedBytes;
-    // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
-    // backward overflow one step on. A later backward with neither says only where the working set
-    // overflowed, which working_set describes at 0.4; the first-backward story does not hold there
-    // (a step completed before), so 0.35, below that description.
-    const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (sameOverflowAgain ? 0.6 : 0.35);
-    Diagnosis d = makeDiagnosis(DiagnosisId::FirstBackward, confidence, {});
+    return sameOverflowAgain ? previous : nullptr;
+}
+
+void firstBackwardEvidence(
+    const SnapshotEvidence& e, uint64_t state, uint64_t earlierState, const StepProfile* previous, Diagnosis& d)
+{
     e.evidence(
         d, "the OOM is in " + e.where() + (state == 0 ? ", before any optimizer state exists" : ""), e.oom.eventIndex);
     e.evidence(d, "live at the failure: " + e.bandsText());
@@ -61,7 +51,7 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             formatBytes(earlierState)
                 + " of optimizer state that optimizer.step() creates on its first call is older than the trace: "
                   "a step completed before it began, so this is not the run's first backward");
-    if (sameOverflowAgain)
+    if (previous)
         e.evidence(d,
             "step " + std::to_string(previous->step) + " peaked in its backward at " + formatBytes(previous->peakLive)
                 + "; this backward needed " + formatBytes(e.oom.allocatedBytes + e.oom.requestedBytes)
@@ -78,6 +68,28 @@ void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
             "keep "
                 + formatBytes(e.state.ifHalfBytes) + ", more than the " + formatBytes(*e.fixes.budget.usableBytes)
                 + " this process could hold: then no activation fix is enough");
+}
+
+} // namespace
+
+void firstBackward(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    if (e.oom.phase != Phase::Backward)
+        return;
+    const bool firstInTrace = e.oom.step < 0 || e.oom.step <= e.firstTrainingStep();
+    // Optimizer state a completed step created, older than the trace: the trace's first step is not
+    // the run's (earlierstep.h).
+    const uint64_t earlierState = firstInTrace ? e.earlierStepStateBytes : 0;
+    const bool first = firstInTrace && earlierState == 0;
+    const uint64_t state = band(e.oom.liveByCategory, Category::OptimizerState);
+    const StepProfile* previousOverflow = sameOverflowOneStepOn(e, first);
+    // 0.85 in the first backward before any state exists, 0.7 with state, 0.6 for the same
+    // backward overflow one step on. A later backward with neither says only where the working set
+    // overflowed, which working_set describes at 0.4; the first-backward story does not hold there
+    // (a step completed before), so 0.35, below that description.
+    const double confidence = first ? (state == 0 ? 0.85 : 0.7) : (previousOverflow ? 0.6 : 0.35);
+    Diagnosis d = makeDiagnosis(DiagnosisId::FirstBackward, confidence, {});
+    firstBackwardEvidence(e, state, earlierState, previousOverflow, d);
     d.summary = "The forward pass fit; backward then needs the saved activations and the new gradients at once, "
                 "and that did not fit.";
     appendFixes(

@@ -8,36 +8,41 @@
 
 namespace oomlens::snapshotrules {
 
-void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+namespace {
+
+// The unused cache could have served the request but for its split: the pool's free blocks together
+// hold it and none alone does (0.9), or reserved − allocated on the request's own stream covers it
+// (0.5-0.75 with the share of the cache unused). 0 when neither.
+double splitCacheConfidence(const SnapshotEvidence& e, bool pooled, Diagnosis& d)
 {
     const uint64_t request = e.oom.requestedBytes;
     const uint64_t unused = e.fixes.budget.fragmentedBytes;
-    if (e.fixes.asyncAllocator || request == 0)
-        return;
     // A cached block belongs to the stream it was made on: free memory on another stream's blocks
     // could not have served this request, however it was split.
     const uint64_t otherStreams = e.distributed.otherStreamFreeBytes;
     const uint64_t unusedHere = unused > otherStreams ? unused - otherStreams : 0;
-    double confidence = 0.0;
-    Diagnosis d = makeDiagnosis(DiagnosisId::Fragmentation, 0.0, {});
-    const bool pooled = e.oom.freeInPoolBytes >= request && e.oom.largestFreeBlock < request;
     if (pooled) {
-        confidence = 0.9;
         e.evidence(d,
             formatBytes(e.oom.freeInPoolBytes) + " sat free in cached blocks of that pool, more than the "
                 + formatBytes(request) + " request, but the largest free block was "
                 + formatBytes(e.oom.largestFreeBlock),
             e.oom.eventIndex);
-    } else if (unusedHere >= request) {
-        confidence = 0.5 + 0.25 * clamp01(safeRatio(unused, e.oom.reservedBytes) / 0.2);
+        return 0.9;
+    }
+    if (unusedHere >= request) {
         e.evidence(d,
             "reserved − allocated was " + formatBytes(unused) + " at the OOM (" + formatBytes(e.oom.reservedBytes)
                 + " reserved, " + formatBytes(e.oom.allocatedBytes) + " allocated), more than the "
                 + formatBytes(request) + " request",
             e.oom.eventIndex);
+        return 0.5 + 0.25 * clamp01(safeRatio(unused, e.oom.reservedBytes) / 0.2);
     }
-    if (confidence <= 0)
-        return;
+    return 0.0;
+}
+
+void otherStreamsEvidence(const SnapshotEvidence& e, Diagnosis& d)
+{
+    const uint64_t otherStreams = e.distributed.otherStreamFreeBytes;
     if (otherStreams > 0)
         e.evidence(d,
             formatBytes(otherStreams) + " of the unused cache sat in blocks of stream "
@@ -45,6 +50,51 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
                 + ", which cannot serve a request on stream " + std::to_string(e.oom.stream) + " (largest such block "
                 + formatBytes(e.distributed.otherStreamLargestFree) + ")",
             e.oom.eventIndex);
+}
+
+// What a new segment could still come from: the card's free memory, or under a per-process
+// limit what the limit leaves above the reserve (the card may have tens of GiB free).
+uint64_t roomForNewSegment(const SnapshotEvidence& e, Diagnosis& d)
+{
+    const uint64_t usable = *e.fixes.budget.usableBytes;
+    const uint64_t roomToReserve = usable > e.oom.reservedBytes ? usable - e.oom.reservedBytes : 0;
+    if (e.processLimit && roomToReserve < e.oom.deviceFreeBytes)
+        e.evidence(d,
+            "the per-process limit left only " + formatBytes(roomToReserve) + " to reserve a new segment (the card had "
+                + formatBytes(e.oom.deviceFreeBytes) + " free)");
+    else
+        e.evidence(d, "the card had only " + formatBytes(e.oom.deviceFreeBytes) + " left to reserve a new segment");
+    return roomToReserve;
+}
+
+// A request routed into a private pool (a capture underway) is served by that pool alone, which
+// grows by whole segments: alloc_block uses expandable segments for no pool a private pool owns
+// (CUDACachingAllocator.cpp), so that setting would not change its layout.
+bool requestInPrivatePool(const SnapshotEvidence& e, Diagnosis& d)
+{
+    const bool privatePoolRequest = e.distributed.oomInCapture && !e.distributed.capturingPool.isDefault();
+    if (privatePoolRequest)
+        e.evidence(d,
+            "the request went to " + poolName(e.distributed.capturingPool)
+                + ", a private pool: the allocator grows one by whole segments and never with expandable segments, "
+                  "so only fewer or smaller captures change its layout");
+    return privatePoolRequest;
+}
+
+} // namespace
+
+void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
+{
+    const uint64_t request = e.oom.requestedBytes;
+    const uint64_t unused = e.fixes.budget.fragmentedBytes;
+    if (e.fixes.asyncAllocator || request == 0)
+        return;
+    Diagnosis d = makeDiagnosis(DiagnosisId::Fragmentation, 0.0, {});
+    const bool pooled = e.oom.freeInPoolBytes >= request && e.oom.largestFreeBlock < request;
+    double confidence = splitCacheConfidence(e, pooled, d);
+    if (confidence <= 0)
+        return;
+    otherStreamsEvidence(e, d);
     // Reserved − allocated also counts block rounding and the other pool: a few percent of the
     // cache is normal slack, and freeing it would not make room for the next step anyway.
     // Only waste that is a real share of the cache (or big in absolute terms) is a diagnosis.
@@ -56,29 +106,12 @@ void fragmentation(const SnapshotEvidence& e, std::vector<Diagnosis>& out)
         e.evidence(d,
             "no free block could take " + formatBytes(request) + ": the largest was "
                 + formatBytes(e.oom.largestFreeBlock));
-    // What a new segment could still come from: the card's free memory, or under a per-process
-    // limit what the limit leaves above the reserve (the card may have tens of GiB free).
-    const uint64_t usable = *e.fixes.budget.usableBytes;
-    const uint64_t roomToReserve = usable > e.oom.reservedBytes ? usable - e.oom.reservedBytes : 0;
-    if (e.processLimit && roomToReserve < e.oom.deviceFreeBytes)
-        e.evidence(d,
-            "the per-process limit left only " + formatBytes(roomToReserve) + " to reserve a new segment (the card had "
-                + formatBytes(e.oom.deviceFreeBytes) + " free)");
-    else
-        e.evidence(d, "the card had only " + formatBytes(e.oom.deviceFreeBytes) + " left to reserve a new segment");
+    const uint64_t roomToReserve = roomForNewSegment(e, d);
     if (e.fixes.expandableSegmentsOn) {
         confidence *= 0.6;
         e.evidence(d, "expandable segments were already on in this run");
     }
-    // A request routed into a private pool (a capture underway) is served by that pool alone, which
-    // grows by whole segments: alloc_block uses expandable segments for no pool a private pool owns
-    // (CUDACachingAllocator.cpp), so that setting would not change its layout.
-    const bool privatePoolRequest = e.distributed.oomInCapture && !e.distributed.capturingPool.isDefault();
-    if (privatePoolRequest)
-        e.evidence(d,
-            "the request went to " + poolName(e.distributed.capturingPool)
-                + ", a private pool: the allocator grows one by whole segments and never with expandable segments, "
-                  "so only fewer or smaller captures change its layout");
+    const bool privatePoolRequest = requestInPrivatePool(e, d);
     d.confidence = confidence;
     d.summary = formatBytes(unused) + " sat unused in PyTorch's cache, but split into blocks smaller than the "
         + formatBytes(request) + " that failed.";

@@ -49,5 +49,8 @@ struct DeviceProfile
 DeviceProfile profileDevice(const DeviceAnalysis& device, int64_t untilEvent);
 
 bool isDynamic(Category category);
+// The bytes of the bands isDynamic names (activations, temporaries, inputs, unknown): what comes and
+// goes with the batch. Narrower than livequery.h's dynamicBytes, which counts all but the state.
+uint64_t dynamicBandBytes(const CategoryBytes& bands);
 
 } // namespace oomlens

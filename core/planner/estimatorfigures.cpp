@@ -68,20 +68,10 @@ uint64_t modelStateBytes(const BandBytes& bands)
         + bands[static_cast<size_t>(Band::OptimizerState)];
 }
 
-void addMegatron(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan& plan)
+// Why the planner's model states differ from Megatron's count, or that they are the same count.
+std::string megatronStatesReason(const ModelSpec& model, const TrainingSetup& setup)
 {
-    const MegatronEstimate megatron = megatronTheoreticalMemory(model, setup);
-    if (megatron.weightAndOptimizerBytes <= 0)
-        return;
     const Parallelism& p = setup.parallel;
-    // Model states: the first stage's GPU, which Megatron's count describes.
-    const BandBytes& firstStage = plan.stages.empty() ? plan.perGpu : plan.stages.front().perGpu;
-    EstimatorFigure states;
-    states.id = "megatron_weights_and_optimizer";
-    states.source = "Megatron-LM theoretical_memory_usage.py, compute_weight_and_optimizer_memory";
-    states.scope = "model states on the first stage's GPU";
-    states.bytes = static_cast<uint64_t>(std::llround(megatron.weightAndOptimizerBytes));
-    states.plannerBytes = modelStateBytes(firstStage);
     std::vector<std::string> why;
     if (setup.zeroStage > 0)
         why.push_back("Megatron counts 18 bytes per parameter; ZeRO shards them over data parallel as DeepSpeed does");
@@ -105,12 +95,47 @@ void addMegatron(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan&
         for (size_t i = 1; i < why.size(); ++i)
             reason += "; " + why[i];
     }
-    states.reason = reason + ".";
+    return reason + ".";
+}
+
+// Why the planner's activations differ from Megatron's formula.
+std::string megatronActivationsReason(const ModelSpec& model, const TrainingSetup& setup)
+{
+    std::string reason
+        = "Megatron's formula is the GPT block's (Korthikanti et al. Table 2 with a 4h-wide, ungated MLP term of "
+          "18 + 4·ffn/h under sequence parallelism and selective recompute, 10 + 24/t per s·b·h otherwise, no "
+          "attention scores, plus a flat 5%); the planner counts this model's blocks (grouped-query K and V, "
+          "gated MLP, norm statistics, FlashAttention's log-sum-exp or eager scores, the set-up's recompute) and "
+          "the logits with their fp32 log-softmax where the LM head lives";
+    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK)
+        reason += "; Megatron's formula does not model full recompute (the planner keeps each "
+                  "checkpointed block's input and one block being recomputed)";
+    if (setup.parallel.context > 1)
+        reason += "; Megatron's formula does not split the sequence by CP";
+    if (model.moe())
+        reason += "; it has no expert term (routed tokens' MLP tensors, top-k)";
+    return reason + ".";
+}
+
+void addMegatron(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan& plan)
+{
+    const MegatronEstimate megatron = megatronTheoreticalMemory(model, setup);
+    if (megatron.weightAndOptimizerBytes <= 0)
+        return;
+    // Model states: the first stage's GPU, which Megatron's count describes.
+    const BandBytes& firstStage = plan.stages.empty() ? plan.perGpu : plan.stages.front().perGpu;
+    EstimatorFigure states;
+    states.id = "megatron_weights_and_optimizer";
+    states.source = "Megatron-LM theoretical_memory_usage.py, compute_weight_and_optimizer_memory";
+    states.scope = "model states on the first stage's GPU";
+    states.bytes = static_cast<uint64_t>(std::llround(megatron.weightAndOptimizerBytes));
+    states.plannerBytes = modelStateBytes(firstStage);
+    states.reason = megatronStatesReason(model, setup);
     plan.estimators.push_back(states);
 
     EstimatorFigure activations;
     activations.id = "megatron_activations";
-    activations.source = p.sequenceParallel && setup.checkpointing == Checkpointing::Selective
+    activations.source = setup.parallel.sequenceParallel && setup.checkpointing == Checkpointing::Selective
         ? "Megatron-LM theoretical_memory_usage.py, compute_activation_memory"
         : "Megatron-LM theoretical_memory_usage.py, compute_activation_memory_without_sp";
     activations.scope = "activations on the first stage's GPU";
@@ -118,20 +143,7 @@ void addMegatron(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan&
     activations.plannerBytes = plan.stages.empty()
         ? plan.activations.savedBytes
         : plan.stages.front().byPhase[static_cast<size_t>(PeakPhase::Backward)][static_cast<size_t>(Band::Activations)];
-    std::string activationReason
-        = "Megatron's formula is the GPT block's (Korthikanti et al. Table 2 with a 4h-wide, ungated MLP term of "
-          "18 + 4·ffn/h under sequence parallelism and selective recompute, 10 + 24/t per s·b·h otherwise, no "
-          "attention scores, plus a flat 5%); the planner counts this model's blocks (grouped-query K and V, "
-          "gated MLP, norm statistics, FlashAttention's log-sum-exp or eager scores, the set-up's recompute) and "
-          "the logits with their fp32 log-softmax where the LM head lives";
-    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK)
-        activationReason += "; Megatron's formula does not model full recompute (the planner keeps each "
-                            "checkpointed block's input and one block being recomputed)";
-    if (p.context > 1)
-        activationReason += "; Megatron's formula does not split the sequence by CP";
-    if (model.moe())
-        activationReason += "; it has no expert term (routed tokens' MLP tensors, top-k)";
-    activations.reason = activationReason + ".";
+    activations.reason = megatronActivationsReason(model, setup);
     plan.estimators.push_back(activations);
 }
 

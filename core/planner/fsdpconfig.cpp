@@ -58,6 +58,17 @@ std::string optimizerLine(const TrainingSetup& setup)
     return {};
 }
 
+// The 16-bit dtype of mixed precision, as torch names it.
+std::string halfDtype(const TrainingSetup& setup)
+{
+    return setup.precision == Precision::MixedFp16 ? "float16" : "bfloat16";
+}
+
+bool checkpointsBlocks(const TrainingSetup& setup)
+{
+    return setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK;
+}
+
 } // namespace
 
 std::string_view fsdpShardingStrategy(const TrainingSetup& setup)
@@ -80,71 +91,80 @@ std::string blockClassName(const ModelSpec& model)
     return "LlamaDecoderLayer";
 }
 
-std::string fsdpSnippet(const ModelSpec& model, const TrainingSetup& setup)
+namespace {
+
+// The launch line and the imports the snippet's lines below need.
+std::string snippetPreamble(const TrainingSetup& setup)
 {
-    const std::string blocks = blockListExpression(model);
-    const std::string blockClass = blockClassName(model);
-    const bool sharded = setup.zeroStage > 0;
-    const bool offload = setup.offload != Offload::None;
-    std::string py;
-    py += "# FSDP equivalent of: " + describeSetup(setup) + "\n";
+    std::string py = "# FSDP equivalent of: " + describeSetup(setup) + "\n";
     py += "# launch: torchrun --nnodes " + std::to_string(setup.nodes) + " --nproc-per-node "
         + std::to_string(setup.gpusPerNode) + " train.py\n";
     py += "import functools\n\nimport torch\n";
-    if (sharded) {
+    if (setup.zeroStage > 0) {
         py += "from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy, CPUOffloadPolicy  # PyTorch 2.6+; "
               "2.4-2.5: torch.distributed._composable.fsdp\n";
     }
-    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK) {
+    if (checkpointsBlocks(setup)) {
         py += "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing, "
               "checkpoint_wrapper\n";
     }
     py += "\n";
     if (setup.precision == Precision::Bf16)
         py += "model = model.to(torch.bfloat16)  # pure bf16: weights, gradients and optimizer state\n";
+    return py;
+}
 
-    if (setup.checkpointing == Checkpointing::Full || setup.checkpointing == Checkpointing::EveryK) {
-        // Checkpointing wraps the blocks before sharding, so that each wrapper holds a whole block.
-        if (setup.checkpointing == Checkpointing::EveryK) {
-            py += "# activation checkpointing on one block in every " + std::to_string(setup.checkpointEvery)
-                + " (blocks 0, " + std::to_string(setup.checkpointEvery) + ", ...)\n";
-            py += "checkpointed = {id(block) for block in " + blocks + "[::" + std::to_string(setup.checkpointEvery)
-                + "]}\n";
-            py += "apply_activation_checkpointing(model, checkpoint_wrapper_fn=checkpoint_wrapper,\n"
-                  "                               check_fn=lambda module: id(module) in checkpointed)\n";
-        } else {
-            py += "# activation checkpointing on every block\n";
-            py += "apply_activation_checkpointing(model, checkpoint_wrapper_fn=checkpoint_wrapper,\n"
-                  "                               check_fn=lambda module: isinstance(module, "
-                + blockClass + "))\n";
-        }
+// Checkpointing wraps the blocks before sharding, so that each wrapper holds a whole block.
+std::string checkpointingLines(const TrainingSetup& setup, const std::string& blocks, const std::string& blockClass)
+{
+    if (!checkpointsBlocks(setup))
+        return {};
+    std::string py;
+    if (setup.checkpointing == Checkpointing::EveryK) {
+        py += "# activation checkpointing on one block in every " + std::to_string(setup.checkpointEvery)
+            + " (blocks 0, " + std::to_string(setup.checkpointEvery) + ", ...)\n";
+        py += "checkpointed = {id(block) for block in " + blocks + "[::" + std::to_string(setup.checkpointEvery)
+            + "]}\n";
+        py += "apply_activation_checkpointing(model, checkpoint_wrapper_fn=checkpoint_wrapper,\n"
+              "                               check_fn=lambda module: id(module) in checkpointed)\n";
+    } else {
+        py += "# activation checkpointing on every block\n";
+        py += "apply_activation_checkpointing(model, checkpoint_wrapper_fn=checkpoint_wrapper,\n"
+              "                               check_fn=lambda module: isinstance(module, "
+            + blockClass + "))\n";
     }
+    return py;
+}
 
-    if (!sharded) {
-        if (setup.totalGpus() > 1) {
-            py += "# ZeRO-0 is plain data parallelism: DDP (FSDP1's ShardingStrategy.NO_SHARD is the same)\n";
-            py += "model = torch.nn.parallel.DistributedDataParallel(model.cuda(), gradient_as_bucket_view=True)\n";
-        } else {
-            py += "# one GPU without ZeRO: nothing to shard\nmodel = model.cuda()\n";
-        }
-        py += optimizerLine(setup);
-        if (setup.mixed()) {
-            py += std::string("# mixed precision: autocast in the training step\n")
-                + "with torch.autocast(\"cuda\", dtype=torch."
-                + (setup.precision == Precision::MixedFp16 ? "float16" : "bfloat16")
-                + "):\n    loss = model(**batch).loss\n";
-        }
-        return py;
+// Without ZeRO there is nothing to shard: DDP over several GPUs, the model as it is on one.
+std::string unshardedLines(const TrainingSetup& setup)
+{
+    std::string py;
+    if (setup.totalGpus() > 1) {
+        py += "# ZeRO-0 is plain data parallelism: DDP (FSDP1's ShardingStrategy.NO_SHARD is the same)\n";
+        py += "model = torch.nn.parallel.DistributedDataParallel(model.cuda(), gradient_as_bucket_view=True)\n";
+    } else {
+        py += "# one GPU without ZeRO: nothing to shard\nmodel = model.cuda()\n";
     }
+    py += optimizerLine(setup);
+    if (setup.mixed()) {
+        py += std::string("# mixed precision: autocast in the training step\n")
+            + "with torch.autocast(\"cuda\", dtype=torch." + halfDtype(setup) + "):\n    loss = model(**batch).loss\n";
+    }
+    return py;
+}
 
+// FSDP2: fully_shard on every block, then on the model; ZeRO-3 reshards after forward.
+std::string fullyShardLines(const TrainingSetup& setup, const std::string& blocks)
+{
+    std::string py;
     const bool reshard = setup.zeroStage >= 3;
     std::string options = "reshard_after_forward=" + std::string(reshard ? "True" : "False");
     if (setup.mixed()) {
-        py += std::string("mp = MixedPrecisionPolicy(param_dtype=torch.")
-            + (setup.precision == Precision::MixedFp16 ? "float16" : "bfloat16") + ", reduce_dtype=torch.float32)\n";
+        py += "mp = MixedPrecisionPolicy(param_dtype=torch." + halfDtype(setup) + ", reduce_dtype=torch.float32)\n";
         options += ", mp_policy=mp";
     }
-    if (offload) {
+    if (setup.offload != Offload::None) {
         py += "# FSDP offloads parameters and gradients together and steps the optimizer on the CPU\n";
         options += ", offload_policy=CPUOffloadPolicy(pin_memory=True)";
     }
@@ -158,7 +178,13 @@ std::string fsdpSnippet(const ModelSpec& model, const TrainingSetup& setup)
     py += optimizerLine(setup);
     if (setup.precision == Precision::MixedFp16)
         py += "scaler = torch.amp.GradScaler()  # FSDP1: ShardedGradScaler\n";
-    py += "\n# FSDP1 (FullyShardedDataParallel) equivalent:\n";
+    return py;
+}
+
+// The same set-up in FSDP1's wrapper, as comments for those on older code.
+std::string fsdp1Comment(const TrainingSetup& setup, const std::string& blockClass)
+{
+    std::string py = "\n# FSDP1 (FullyShardedDataParallel) equivalent:\n";
     py += "# from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy, MixedPrecision, "
           "CPUOffload\n";
     py += "# from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy\n";
@@ -167,13 +193,28 @@ std::string fsdpSnippet(const ModelSpec& model, const TrainingSetup& setup)
     py += "#              auto_wrap_policy=functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={"
         + blockClass + "}),\n";
     if (setup.mixed()) {
-        const std::string dtype = setup.precision == Precision::MixedFp16 ? "torch.float16" : "torch.bfloat16";
+        const std::string dtype = "torch." + halfDtype(setup);
         py += "#              mixed_precision=MixedPrecision(param_dtype=" + dtype + ", reduce_dtype=torch.float32, "
             + "buffer_dtype=" + dtype + "),\n";
     }
-    py += "#              cpu_offload=CPUOffload(offload_params=" + std::string(offload ? "True" : "False") + "),\n";
+    py += "#              cpu_offload=CPUOffload(offload_params="
+        + std::string(setup.offload != Offload::None ? "True" : "False") + "),\n";
     py += "#              device_id=torch.cuda.current_device(), use_orig_params=True)\n";
     return py;
+}
+
+} // namespace
+
+std::string fsdpSnippet(const ModelSpec& model, const TrainingSetup& setup)
+{
+    const std::string blocks = blockListExpression(model);
+    const std::string blockClass = blockClassName(model);
+    std::string py = snippetPreamble(setup);
+    py += checkpointingLines(setup, blocks, blockClass);
+    const bool sharded = setup.zeroStage > 0;
+    if (!sharded)
+        return py + unshardedLines(setup);
+    return py + fullyShardLines(setup, blocks) + fsdp1Comment(setup, blockClass);
 }
 
 std::string accelerateConfig(const ModelSpec& model, const TrainingSetup& setup)

@@ -94,6 +94,42 @@ uint64_t foreachIntermediate(const TrainingSetup& setup, uint64_t parameterBytes
     return variant && variant->stepIntermediate && setup.zeroStage == 0 ? parameterBytes : 0;
 }
 
+// Plain PyTorch, Hugging Face's "model memory anatomy": fp32 weights (the master copy
+// under autocast) plus the 16-bit copies autocast casts and autograd keeps for backward,
+// fp32 gradients, the optimizer's state. Mixed AdamW: 6 + 4 + 8 = 18 bytes per parameter.
+ModelStates unshardedStates(
+    const TrainingSetup& setup, uint64_t p, uint64_t n, double moments, std::vector<std::string>& notes)
+{
+    ModelStates states;
+    const double weight = setup.precision == Precision::Bf16 ? 2.0 : 4.0;
+    states.parameters = scaled(p, weight) + (setup.mixed() ? 2 * p : 0);
+    states.gradients = scaled(p, weight);
+    states.optimizerState = scaled(p, moments);
+    states.optimizerTemporaries = foreachIntermediate(setup, scaled(p, weight));
+    if (n > 1) {
+        // DDP reduces through flat buckets that copy every gradient unless
+        // gradient_as_bucket_view=True.
+        states.gradients *= 2;
+        notes.push_back("DDP's gradient buckets double the gradients (pass gradient_as_bucket_view=True to "
+                        "share them); ZeRO-1 or more shards them instead.");
+    }
+    states.hostBytes = scaled(p, weight) * static_cast<uint64_t>(setup.gpusPerNode); // each rank loads the model
+    return states;
+}
+
+// Host memory per node under ZeRO: DeepSpeed's own estimators, n shards over nodes of
+// gpusPerNode GPUs.
+uint64_t zeroHostBytes(const TrainingSetup& setup, uint64_t p, uint64_t n, uint64_t largestLayer)
+{
+    const bool offloadOptimizer = setup.offload != Offload::None;
+    const auto perNode = static_cast<int>(std::min<uint64_t>(n, static_cast<uint64_t>(setup.gpusPerNode)));
+    const auto nodes = static_cast<int>(std::max<uint64_t>(n / static_cast<uint64_t>(setup.gpusPerNode), 1));
+    if (setup.zeroStage >= 3)
+        return deepSpeedZero3Estimate(p, largestLayer, perNode, nodes, offloadOptimizer, setup.offload == Offload::All)
+            .cpuBytes;
+    return deepSpeedZero2Estimate(p, perNode, nodes, offloadOptimizer).cpuBytes;
+}
+
 } // namespace
 
 ModelStates dataParallelStates(const ModelSpec& model, const TrainingSetup& setup, uint64_t parameters, uint64_t shards,
@@ -102,29 +138,12 @@ ModelStates dataParallelStates(const ModelSpec& model, const TrainingSetup& setu
     const uint64_t p = parameters;
     const uint64_t n = std::max<uint64_t>(shards, 1);
     const double moments = optimizerBytesPerParameter(model, setup);
-    ModelStates states;
-    if (setup.zeroStage == 0) {
-        // Plain PyTorch, Hugging Face's "model memory anatomy": fp32 weights (the master copy
-        // under autocast) plus the 16-bit copies autocast casts and autograd keeps for backward,
-        // fp32 gradients, the optimizer's state. Mixed AdamW: 6 + 4 + 8 = 18 bytes per parameter.
-        const double weight = setup.precision == Precision::Bf16 ? 2.0 : 4.0;
-        states.parameters = scaled(p, weight) + (setup.mixed() ? 2 * p : 0);
-        states.gradients = scaled(p, weight);
-        states.optimizerState = scaled(p, moments);
-        states.optimizerTemporaries = foreachIntermediate(setup, scaled(p, weight));
-        if (n > 1) {
-            // DDP reduces through flat buckets that copy every gradient unless
-            // gradient_as_bucket_view=True.
-            states.gradients *= 2;
-            notes.push_back("DDP's gradient buckets double the gradients (pass gradient_as_bucket_view=True to "
-                            "share them); ZeRO-1 or more shards them instead.");
-        }
-        states.hostBytes = scaled(p, weight) * static_cast<uint64_t>(setup.gpusPerNode); // each rank loads the model
-        return states;
-    }
+    if (setup.zeroStage == 0)
+        return unshardedStates(setup, p, n, moments, notes);
 
     // DeepSpeed ZeRO, as its estimators count it: 16-bit parameters and gradients, and in
     // mixed precision fp32 gradients, fp32 master weights and the moments, sharded by stage.
+    ModelStates states;
     const double weight = setup.precision == Precision::Fp32 ? 4.0 : 2.0;
     const bool fp32Copies = setup.mixed();
     const uint64_t shardedParameters = setup.zeroStage >= 3 ? scaled(p, weight) / n : scaled(p, weight);
@@ -148,19 +167,7 @@ ModelStates dataParallelStates(const ModelSpec& model, const TrainingSetup& setu
         if (setup.offload == Offload::All)
             states.parameters = 0;
     }
-    const bool offloadOptimizer = setup.offload != Offload::None;
-    if (setup.zeroStage >= 3) {
-        states.hostBytes = deepSpeedZero3Estimate(p, largestLayer,
-            static_cast<int>(std::min<uint64_t>(n, static_cast<uint64_t>(setup.gpusPerNode))),
-            static_cast<int>(std::max<uint64_t>(n / static_cast<uint64_t>(setup.gpusPerNode), 1)), offloadOptimizer,
-            setup.offload == Offload::All)
-                               .cpuBytes;
-    } else {
-        states.hostBytes = deepSpeedZero2Estimate(p,
-            static_cast<int>(std::min<uint64_t>(n, static_cast<uint64_t>(setup.gpusPerNode))),
-            static_cast<int>(std::max<uint64_t>(n / static_cast<uint64_t>(setup.gpusPerNode), 1)), offloadOptimizer)
-                               .cpuBytes;
-    }
+    states.hostBytes = zeroHostBytes(setup, p, n, largestLayer);
     if (setup.zeroStage >= 3 && largestLayer == 0)
         notes.push_back("ZeRO-3 gathers the largest module whole: give the dimensions to count that buffer.");
     return states;

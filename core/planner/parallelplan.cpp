@@ -87,26 +87,24 @@ ModelStates stageStates(
     return states;
 }
 
-} // namespace
-
-MemoryPlan planParallel(const ModelSpec& given, const TrainingSetup& setup)
+// The model as Megatron lays it out: the vocabulary padded to a multiple of 128 x TP.
+ModelSpec paddedModel(const ModelSpec& given, const Parallelism& p, std::vector<std::string>& notes)
 {
-    const Parallelism& p = setup.parallel;
-    MemoryPlan plan;
-    plan.parameterCount = given.totalParameters();
-    plan.trainableParameters = plan.parameterCount;
-    plan.largestLayerParameters = given.largestLayerParameters();
-    const int gpus = setup.totalGpus();
-    plan.dataParallel = p.dataParallel(gpus);
-    plan.expertDataParallel = p.expertShardGroup(gpus);
-
     ModelSpec model = given;
     if (model.vocab > 0) {
         model.vocab = megatronPaddedVocab(given.vocab, p.tensor);
         if (model.vocab != given.vocab)
-            plan.notes.push_back("The vocabulary is padded to " + std::to_string(model.vocab)
+            notes.push_back("The vocabulary is padded to " + std::to_string(model.vocab)
                 + " (a multiple of 128 x TP), as Megatron pads it.");
     }
+    return model;
+}
+
+// The activations per block where the model has its dimensions, and what the split over the
+// GPUs rounds: the busiest rank's share is the one counted.
+void modelActivations(const ModelSpec& model, const TrainingSetup& setup, MemoryPlan& plan)
+{
+    const Parallelism& p = setup.parallel;
     plan.activationsModelled = model.hasDimensions();
     if (plan.activationsModelled)
         plan.activations = estimateActivations(model, setup);
@@ -120,72 +118,108 @@ MemoryPlan planParallel(const ModelSpec& given, const TrainingSetup& setup)
     if (model.moe() && model.capacityFactor <= 0)
         plan.notes.push_back("Dropless routing: expert activations are counted for an even share of tokens (top-k "
                              "per token); a skewed router puts more on the busiest expert rank.");
+}
 
-    const int pipeline = model.hasDimensions() ? std::min(p.pipeline, model.layers) : p.pipeline;
-    const int microbatches = p.microbatchCap();
+// The pipeline as it can exist for this model: stages, microbatches and virtual stages (chunks).
+struct PipelineShape
+{
+    int pipeline = 1;
+    int microbatches = 1;
+    int chunks = 1;
+};
+
+PipelineShape pipelineShape(const ModelSpec& model, const Parallelism& p, std::vector<std::string>& notes)
+{
+    PipelineShape shape;
+    shape.pipeline = model.hasDimensions() ? std::min(p.pipeline, model.layers) : p.pipeline;
+    shape.microbatches = p.microbatchCap();
     // A virtual stage holds at least one layer: more chunks than a stage has layers do not exist.
-    const int layersPerStage = model.hasDimensions() ? std::max(1, (model.layers + pipeline - 1) / pipeline) : 1;
-    const int chunks = std::clamp(p.virtualStages, 1, model.hasDimensions() ? layersPerStage : p.virtualStages);
-    if (chunks < p.virtualStages)
-        plan.notes.push_back("--vpp " + std::to_string(p.virtualStages) + " is more virtual stages than a stage's "
-            + std::to_string(layersPerStage) + " layers: counted as " + std::to_string(chunks) + ".");
-    int first = 0;
-    for (int stage = 0; stage < pipeline; ++stage) {
-        StageMemory memory;
-        memory.stage = stage;
-        memory.firstLayer = first;
-        memory.layers = model.hasDimensions() ? stageLayers(model.layers, pipeline, stage) : 0;
-        memory.embedding = stage == 0;
-        memory.outputLayer = stage == pipeline - 1;
-        const StageShard shard = stageShard(model, setup, stage, first, memory.layers);
-        memory.parameters = shard.dense + shard.experts;
-        std::vector<std::string> stageNotes; // the same for every stage: the first one's are kept
-        const ModelStates states = stageStates(model, setup, shard, stageNotes);
-        if (stage == 0)
-            plan.notes.insert(plan.notes.end(), stageNotes.begin(), stageNotes.end());
+    const int layersPerStage
+        = model.hasDimensions() ? std::max(1, (model.layers + shape.pipeline - 1) / shape.pipeline) : 1;
+    shape.chunks = std::clamp(p.virtualStages, 1, model.hasDimensions() ? layersPerStage : p.virtualStages);
+    if (shape.chunks < p.virtualStages)
+        notes.push_back("--vpp " + std::to_string(p.virtualStages) + " is more virtual stages than a stage's "
+            + std::to_string(layersPerStage) + " layers: counted as " + std::to_string(shape.chunks) + ".");
+    return shape;
+}
 
-        uint64_t saved = 0;
-        uint64_t temporaries = 0;
-        if (plan.activationsModelled) {
-            const uint64_t layersBytes = keptBlockBytes(model, setup, plan.activations, first, memory.layers);
-            if (chunks == 1) {
-                memory.inFlight = std::min(pipeline - stage, microbatches);
-                saved = layersBytes * static_cast<uint64_t>(memory.inFlight);
-                memory.inFlightLayers = static_cast<double>(memory.layers) * memory.inFlight;
-            } else {
-                // Megatron's interleaved warm-up: (PP - k - 1)·2 + (VPP - 1)·PP forwards, and the
-                // one in progress, each a chunk of 1/VPP of the stage's layers.
-                const int64_t warmUp = 2 * int64_t(pipeline - stage - 1) + int64_t(chunks - 1) * pipeline + 1;
-                memory.inFlight = int(std::min(warmUp, int64_t(microbatches) * chunks));
-                saved = layersBytes * static_cast<uint64_t>(memory.inFlight) / static_cast<uint64_t>(chunks);
-                memory.inFlightLayers = static_cast<double>(memory.layers) * memory.inFlight / chunks;
-            }
-            if (setup.checkpointedBlocks(memory.layers) > 0)
-                saved += plan.activations.perLayerBytes; // the block being recomputed
-            temporaries = plan.activations.layerGradientBytes;
-            if (memory.outputLayer) {
-                saved += plan.activations.logitsSavedBytes;
-                temporaries = std::max(temporaries, plan.activations.logitsGradientBytes);
-            }
-        }
-        const PhaseBands phases = composePhases(states, saved, temporaries, setup);
-        memory.byPhase = phases.byPhase;
-        memory.peakPhase = phases.peakPhase;
-        memory.perGpu = phases.peak();
-        memory.totalPerGpu = bandTotal(memory.perGpu);
-        plan.hostBytes = std::max(plan.hostBytes, states.hostBytes);
-        if (plan.stages.empty() || memory.totalPerGpu > plan.stages[static_cast<size_t>(plan.busiestStage)].totalPerGpu)
-            plan.busiestStage = stage;
-        plan.stages.push_back(memory);
-        if (stage == plan.busiestStage) {
-            plan.forwardBytes = phases.forwardBytes;
-            plan.backwardBytes = phases.backwardBytes;
-            plan.optimizerStepBytes = phases.optimizerStepBytes;
-            plan.activations.savedBytes = saved;
-        }
-        first += memory.layers;
+// Activations a stage holds at its peak: what its microbatches in flight saved, and the
+// largest temporary of backward.
+struct StageActivations
+{
+    uint64_t saved = 0;
+    uint64_t temporaries = 0;
+};
+
+// Sets the stage's microbatches in flight and returns what they and backward hold.
+StageActivations stageActivations(const ModelSpec& model, const TrainingSetup& setup,
+    const ActivationEstimate& activations, const PipelineShape& shape, StageMemory& memory)
+{
+    StageActivations held;
+    const int stage = memory.stage;
+    const uint64_t layersBytes = keptBlockBytes(model, setup, activations, memory.firstLayer, memory.layers);
+    if (shape.chunks == 1) {
+        memory.inFlight = std::min(shape.pipeline - stage, shape.microbatches);
+        held.saved = layersBytes * static_cast<uint64_t>(memory.inFlight);
+        memory.inFlightLayers = static_cast<double>(memory.layers) * memory.inFlight;
+    } else {
+        // Megatron's interleaved warm-up: (PP - k - 1)·2 + (VPP - 1)·PP forwards, and the
+        // one in progress, each a chunk of 1/VPP of the stage's layers.
+        const int64_t warmUp = 2 * int64_t(shape.pipeline - stage - 1) + int64_t(shape.chunks - 1) * shape.pipeline + 1;
+        memory.inFlight = int(std::min(warmUp, int64_t(shape.microbatches) * shape.chunks));
+        held.saved = layersBytes * static_cast<uint64_t>(memory.inFlight) / static_cast<uint64_t>(shape.chunks);
+        memory.inFlightLayers = static_cast<double>(memory.layers) * memory.inFlight / shape.chunks;
     }
+    if (setup.checkpointedBlocks(memory.layers) > 0)
+        held.saved += activations.perLayerBytes; // the block being recomputed
+    held.temporaries = activations.layerGradientBytes;
+    if (memory.outputLayer) {
+        held.saved += activations.logitsSavedBytes;
+        held.temporaries = std::max(held.temporaries, activations.logitsGradientBytes);
+    }
+    return held;
+}
 
+// One pipeline stage's layers, parameters and bands; the plan keeps the busiest stage's phases.
+void planStage(const ModelSpec& model, const TrainingSetup& setup, const PipelineShape& shape, int stage, int first,
+    MemoryPlan& plan)
+{
+    StageMemory memory;
+    memory.stage = stage;
+    memory.firstLayer = first;
+    memory.layers = model.hasDimensions() ? stageLayers(model.layers, shape.pipeline, stage) : 0;
+    memory.embedding = stage == 0;
+    memory.outputLayer = stage == shape.pipeline - 1;
+    const StageShard shard = stageShard(model, setup, stage, first, memory.layers);
+    memory.parameters = shard.dense + shard.experts;
+    std::vector<std::string> stageNotes; // the same for every stage: the first one's are kept
+    const ModelStates states = stageStates(model, setup, shard, stageNotes);
+    if (stage == 0)
+        plan.notes.insert(plan.notes.end(), stageNotes.begin(), stageNotes.end());
+
+    const StageActivations held = plan.activationsModelled
+        ? stageActivations(model, setup, plan.activations, shape, memory)
+        : StageActivations {};
+    const PhaseBands phases = composePhases(states, held.saved, held.temporaries, setup);
+    memory.byPhase = phases.byPhase;
+    memory.peakPhase = phases.peakPhase;
+    memory.perGpu = phases.peak();
+    memory.totalPerGpu = bandTotal(memory.perGpu);
+    plan.hostBytes = std::max(plan.hostBytes, states.hostBytes);
+    if (plan.stages.empty() || memory.totalPerGpu > plan.stages[static_cast<size_t>(plan.busiestStage)].totalPerGpu)
+        plan.busiestStage = stage;
+    plan.stages.push_back(memory);
+    if (stage == plan.busiestStage) {
+        plan.forwardBytes = phases.forwardBytes;
+        plan.backwardBytes = phases.backwardBytes;
+        plan.optimizerStepBytes = phases.optimizerStepBytes;
+        plan.activations.savedBytes = held.saved;
+    }
+}
+
+// The plan's figures per GPU are the busiest stage's: the GPU that runs out first.
+void adoptBusiestStage(MemoryPlan& plan, int pipeline)
+{
     const StageMemory& busiest = plan.stages[static_cast<size_t>(plan.busiestStage)];
     plan.byPhase = busiest.byPhase;
     plan.peakPhase = busiest.peakPhase;
@@ -195,6 +229,30 @@ MemoryPlan planParallel(const ModelSpec& given, const TrainingSetup& setup)
     if (pipeline > 1)
         plan.notes.push_back("Pipeline stage " + std::to_string(busiest.stage) + " of " + std::to_string(pipeline)
             + " holds the most (the bands above are its GPU's); every stage is listed under stages.");
+}
+
+} // namespace
+
+MemoryPlan planParallel(const ModelSpec& given, const TrainingSetup& setup)
+{
+    const Parallelism& p = setup.parallel;
+    MemoryPlan plan;
+    plan.parameterCount = given.totalParameters();
+    plan.trainableParameters = plan.parameterCount;
+    plan.largestLayerParameters = given.largestLayerParameters();
+    const int gpus = setup.totalGpus();
+    plan.dataParallel = p.dataParallel(gpus);
+    plan.expertDataParallel = p.expertShardGroup(gpus);
+
+    const ModelSpec model = paddedModel(given, p, plan.notes);
+    modelActivations(model, setup, plan);
+    const PipelineShape shape = pipelineShape(model, p, plan.notes);
+    int first = 0;
+    for (int stage = 0; stage < shape.pipeline; ++stage) {
+        planStage(model, setup, shape, stage, first, plan);
+        first += plan.stages.back().layers;
+    }
+    adoptBusiestStage(plan, shape.pipeline);
     addEstimatorFigures(given, setup, plan);
     return plan;
 }

@@ -97,18 +97,8 @@ void writeServing(std::ostringstream& out, const PlanResult& result)
         << percent(fit.neededUtilization) << (fit.neededUtilization > 1 ? " (more than the card)" : "") << ".\n";
 }
 
-} // namespace
-
-std::string fitWords(uint64_t totalBytes, uint64_t capacityBytes)
+void writeHeading(std::ostringstream& out, const PlanResult& result)
 {
-    if (totalBytes <= capacityBytes)
-        return "fits with " + formatBytes(capacityBytes - totalBytes) + " to spare";
-    return "short by " + formatBytes(totalBytes - capacityBytes);
-}
-
-std::string planToText(const PlanResult& result)
-{
-    std::ostringstream out;
     const MemoryPlan& shown = result.shown;
     out << "Model: " << result.model.name << ", " << millions(shown.parameterCount) << " parameters";
     if (result.setup.loraRank > 0)
@@ -117,7 +107,12 @@ std::string planToText(const PlanResult& result)
         out << ", " << result.model.experts << " experts (top-" << result.model.topK() << ", "
             << millions(result.model.activeParameters()) << " active per token)";
     out << "\nSet-up: " << describeSetup(result.setup) << "\n\n";
+}
 
+// Each band per GPU at the peak; with a calibration, the formula's and the run's figures beside.
+void writeBands(std::ostringstream& out, const PlanResult& result)
+{
+    const MemoryPlan& shown = result.shown;
     const bool calibrated = result.calibration.has_value();
     out << padRight("per GPU", 18) << padLeft(calibrated ? "projected" : "bytes", 12);
     if (calibrated)
@@ -136,6 +131,89 @@ std::string planToText(const PlanResult& result)
         out << '\n';
     }
     out << padRight("total", 18) << padLeft(formatBytes(shown.totalPerGpu), 12) << "\n\n";
+}
+
+void writeHostMemory(std::ostringstream& out, const PlanResult& result)
+{
+    const MemoryPlan& shown = result.shown;
+    out << "Host memory per node: " << formatBytes(shown.hostBytes) << '\n';
+    if (shown.pageableBytes > 0)
+        out << "Paged optimizer state: " << formatBytes(shown.pageableBytes)
+            << " of the optimizer state can move to host memory under pressure (counted on the GPU above, and in "
+               "the host figure)\n";
+    if (result.calibration)
+        out << "Calibration: " << result.calibration->summary
+            << "; what-ifs below are projected from the measurement.\n";
+}
+
+void writeLadder(std::ostringstream& out, const std::vector<LadderRung>& ladder, uint64_t usable)
+{
+    size_t idWidth = 15;
+    for (const LadderRung& rung : ladder)
+        idWidth = std::max(idWidth, rung.id.size() + 1);
+    out << "\nThe ladder, cheapest first (each rung on top of the ones before; alone in brackets):\n";
+    for (const LadderRung& rung : ladder) {
+        out << "  " << padRight(rung.id, idWidth) << padRight(rung.change, 48)
+            << padLeft(formatBytes(rung.climbedTotal), 11) << "  " << fitWords(rung.climbedTotal, usable) << "  [alone "
+            << formatBytes(rung.aloneTotal) << "]" << (rung.changesExperiment ? "  changes the experiment" : "")
+            << '\n';
+    }
+    const LadderRung& last = ladder.back();
+    if (last.climbedTotal <= usable)
+        out << "It fits from rung '" << last.id << "' on.\n";
+    else
+        out << "Even the whole ladder does not fit one card: more GPUs (--gpus, --nodes) or a larger card.\n";
+}
+
+// The verdict on the named card, what fits on it, and the ladder of fixes when it does not.
+void writeCard(std::ostringstream& out, const PlanResult& result, const GpuCard& card)
+{
+    const MemoryPlan& shown = result.shown;
+    out << "\nOn " << card.name << " (" << card.models << ", " << formatBytes(card.capacityBytes) << ")";
+    // Serving is held to vLLM's share of the card, the ladder too.
+    const uint64_t usable = usableBytes(result.setup, card.capacityBytes);
+    if (shown.serving)
+        out << " within vLLM's " << percent(result.setup.gpuMemoryUtilization) << " of it";
+    out << ": " << fitWords(shown.totalPerGpu, usable) << ".\n";
+    if (result.fitsWithPaging && !*result.fits)
+        out << (*result.fitsWithPaging ? "With the paged optimizer state moved to host memory it runs, slower: "
+                                       : "Even with the paged optimizer state on the host: ")
+            << fitWords(shown.totalPerGpu - shown.pageableBytes, card.capacityBytes) << ".\n";
+    if (result.maxMicroBatch >= 0 && !shown.serving)
+        out << "Largest micro-batch that fits: " << result.maxMicroBatch << "; longest sequence at micro-batch "
+            << result.setup.microBatch << ": " << result.maxSequence << ".\n";
+    if (!result.ladder.empty())
+        writeLadder(out, result.ladder, usable);
+}
+
+void writeCommonCards(std::ostringstream& out, const PlanResult& result)
+{
+    out << "\nCommon cards:\n";
+    for (const CardFit& fit : result.cards) {
+        out << "  " << padRight(fit.card.name, 7) << padRight(fit.card.models, 28)
+            << padLeft(formatBytes(fit.card.capacityBytes), 11) << "  "
+            << padRight(fit.fits ? "fits" : "does not fit", 14);
+        if (fit.maxMicroBatch > 0)
+            out << (result.shown.serving ? "sequences up to " : "micro-batch up to ") << fit.maxMicroBatch;
+        out << '\n';
+    }
+}
+
+} // namespace
+
+std::string fitWords(uint64_t totalBytes, uint64_t capacityBytes)
+{
+    if (totalBytes <= capacityBytes)
+        return "fits with " + formatBytes(capacityBytes - totalBytes) + " to spare";
+    return "short by " + formatBytes(totalBytes - capacityBytes);
+}
+
+std::string planToText(const PlanResult& result)
+{
+    std::ostringstream out;
+    const MemoryPlan& shown = result.shown;
+    writeHeading(out, result);
+    writeBands(out, result);
     if (shown.serving) {
         writeServing(out, result);
     } else {
@@ -146,58 +224,10 @@ std::string planToText(const PlanResult& result)
     if (!shown.stages.empty())
         writeStages(out, shown);
     writeEstimators(out, shown);
-    out << "Host memory per node: " << formatBytes(shown.hostBytes) << '\n';
-    if (shown.pageableBytes > 0)
-        out << "Paged optimizer state: " << formatBytes(shown.pageableBytes)
-            << " of the optimizer state can move to host memory under pressure (counted on the GPU above, and in "
-               "the host figure)\n";
-    if (calibrated)
-        out << "Calibration: " << result.calibration->summary
-            << "; what-ifs below are projected from the measurement.\n";
-
-    if (result.card) {
-        const GpuCard& card = *result.card;
-        out << "\nOn " << card.name << " (" << card.models << ", " << formatBytes(card.capacityBytes) << ")";
-        // Serving is held to vLLM's share of the card, the ladder too.
-        const uint64_t usable = usableBytes(result.setup, card.capacityBytes);
-        if (shown.serving)
-            out << " within vLLM's " << percent(result.setup.gpuMemoryUtilization) << " of it";
-        out << ": " << fitWords(shown.totalPerGpu, usable) << ".\n";
-        if (result.fitsWithPaging && !*result.fits)
-            out << (*result.fitsWithPaging ? "With the paged optimizer state moved to host memory it runs, slower: "
-                                           : "Even with the paged optimizer state on the host: ")
-                << fitWords(shown.totalPerGpu - shown.pageableBytes, card.capacityBytes) << ".\n";
-        if (result.maxMicroBatch >= 0 && !shown.serving)
-            out << "Largest micro-batch that fits: " << result.maxMicroBatch << "; longest sequence at micro-batch "
-                << result.setup.microBatch << ": " << result.maxSequence << ".\n";
-        if (!result.ladder.empty()) {
-            size_t idWidth = 15;
-            for (const LadderRung& rung : result.ladder)
-                idWidth = std::max(idWidth, rung.id.size() + 1);
-            out << "\nThe ladder, cheapest first (each rung on top of the ones before; alone in brackets):\n";
-            for (const LadderRung& rung : result.ladder) {
-                out << "  " << padRight(rung.id, idWidth) << padRight(rung.change, 48)
-                    << padLeft(formatBytes(rung.climbedTotal), 11) << "  " << fitWords(rung.climbedTotal, usable)
-                    << "  [alone " << formatBytes(rung.aloneTotal) << "]"
-                    << (rung.changesExperiment ? "  changes the experiment" : "") << '\n';
-            }
-            const LadderRung& last = result.ladder.back();
-            if (last.climbedTotal <= usable)
-                out << "It fits from rung '" << last.id << "' on.\n";
-            else
-                out << "Even the whole ladder does not fit one card: more GPUs (--gpus, --nodes) or a larger card.\n";
-        }
-    }
-
-    out << "\nCommon cards:\n";
-    for (const CardFit& fit : result.cards) {
-        out << "  " << padRight(fit.card.name, 7) << padRight(fit.card.models, 28)
-            << padLeft(formatBytes(fit.card.capacityBytes), 11) << "  "
-            << padRight(fit.fits ? "fits" : "does not fit", 14);
-        if (fit.maxMicroBatch > 0)
-            out << (shown.serving ? "sequences up to " : "micro-batch up to ") << fit.maxMicroBatch;
-        out << '\n';
-    }
+    writeHostMemory(out, result);
+    if (result.card)
+        writeCard(out, result, *result.card);
+    writeCommonCards(out, result);
     if (!shown.serving && !result.setup.parallel.any()) {
         out << "\nFSDP equivalent (beside the ds_config.json of --json):\n" << fsdpSnippet(result.model, result.setup);
         out << "\naccelerate config:\n" << accelerateConfig(result.model, result.setup);

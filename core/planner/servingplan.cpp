@@ -54,24 +54,19 @@ uint64_t servingWorkspace(const ModelSpec& model, const TrainingSetup& setup)
     return tokens * e * (residual + std::max(attention, mlp)) + logits;
 }
 
-} // namespace
-
-MemoryPlan planServing(const ModelSpec& model, const TrainingSetup& setup)
+// Bytes per weight the serving format leaves unquantized (embeddings, norms, the head) and the
+// checkpoint holds.
+double unquantizedBytes(const TrainingSetup& setup)
 {
-    MemoryPlan plan;
-    plan.serving = true;
-    plan.parameterCount = model.totalParameters();
-    plan.trainableParameters = 0;
-    plan.largestLayerParameters = model.largestLayerParameters();
-    plan.activationsModelled = model.hasDimensions();
-    const int pipeline
-        = model.hasDimensions() ? std::min(setup.parallel.pipeline, model.layers) : setup.parallel.pipeline;
-    TrainingSetup split = setup;
-    split.parallel.pipeline = std::max(pipeline, 1);
+    return setup.precision == Precision::Fp32 ? 4.0 : 2.0;
+}
 
-    // The busiest stage's weights: the first (with the embedding) or the last (with the head).
-    const double quantized = servingBytesPerWeight(setup);
-    const double unquantized = setup.precision == Precision::Fp32 ? 4.0 : 2.0;
+// The busiest stage's weights: the first (with the embedding) or the last (with the head). The
+// blocks' linear layers take the serving format's bytes, the rest stays in 16 (or 32) bits.
+void busiestStageWeights(const ModelSpec& model, const TrainingSetup& split, MemoryPlan& plan)
+{
+    const double quantized = servingBytesPerWeight(split);
+    const double unquantized = unquantizedBytes(split);
     uint64_t weights = 0;
     int first = 0;
     for (int stage = 0; stage < split.parallel.pipeline; ++stage) {
@@ -87,20 +82,18 @@ MemoryPlan planServing(const ModelSpec& model, const TrainingSetup& setup)
         }
         first += layers;
     }
+    plan.servingMemory.weightBytes = weights;
+}
 
-    ServingMemory& serving = plan.servingMemory;
-    serving.weightBytes = weights;
-    serving.kvBytesPerToken = kvBytesPerToken(servingKvShape(model, split));
-    serving.kvCacheBytes
-        = serving.kvBytesPerToken * static_cast<uint64_t>(setup.microBatch) * static_cast<uint64_t>(setup.sequence);
-    serving.activationBytes = servingWorkspace(model, setup);
-
+// Serving has one phase: the weights, the workspace, the KV cache and the CUDA context at once.
+void servingBands(MemoryPlan& plan)
+{
+    const ServingMemory& serving = plan.servingMemory;
     BandBytes bands {};
     bands[static_cast<size_t>(Band::Parameters)] = serving.weightBytes;
     bands[static_cast<size_t>(Band::Activations)] = serving.activationBytes;
     bands[static_cast<size_t>(Band::KvCache)] = serving.kvCacheBytes;
     bands[static_cast<size_t>(Band::Overhead)] = cudaContextBytes;
-    serving.fixedBytes = serving.weightBytes + serving.activationBytes + cudaContextBytes;
     plan.byPhase = { bands, bands, bands };
     plan.peakPhase = PeakPhase::Forward;
     plan.perGpu = bands;
@@ -108,15 +101,45 @@ MemoryPlan planServing(const ModelSpec& model, const TrainingSetup& setup)
     plan.forwardBytes = plan.totalPerGpu - cudaContextBytes;
     plan.backwardBytes = 0;
     plan.optimizerStepBytes = 0;
-    plan.hostBytes = scaled(plan.parameterCount, unquantized); // the checkpoint as loaded
-    plan.dataParallel = setup.parallel.dataParallel(setup.totalGpus());
+}
+
+void servingNotes(const ModelSpec& model, const TrainingSetup& setup, std::vector<std::string>& notes)
+{
     if (!model.hasDimensions())
-        plan.notes.push_back("The KV cache and the workspace need the layers, hidden size and heads (a config.json).");
+        notes.push_back("The KV cache and the workspace need the layers, hidden size and heads (a config.json).");
     if (model.latentAttention())
-        plan.notes.push_back("Multi-head latent attention caches kv_lora_rank + qk_rope_head_dim per token and "
-                             "layer, the same on every tensor-parallel rank.");
+        notes.push_back("Multi-head latent attention caches kv_lora_rank + qk_rope_head_dim per token and "
+                        "layer, the same on every tensor-parallel rank.");
     if (setup.parallel.tensor > model.kvHeadsOrHeads() && !model.latentAttention())
-        plan.notes.push_back("TP exceeds the KV heads: each rank keeps a whole head (vLLM replicates them).");
+        notes.push_back("TP exceeds the KV heads: each rank keeps a whole head (vLLM replicates them).");
+}
+
+} // namespace
+
+MemoryPlan planServing(const ModelSpec& model, const TrainingSetup& setup)
+{
+    MemoryPlan plan;
+    plan.serving = true;
+    plan.parameterCount = model.totalParameters();
+    plan.trainableParameters = 0;
+    plan.largestLayerParameters = model.largestLayerParameters();
+    plan.activationsModelled = model.hasDimensions();
+    const int pipeline
+        = model.hasDimensions() ? std::min(setup.parallel.pipeline, model.layers) : setup.parallel.pipeline;
+    TrainingSetup split = setup;
+    split.parallel.pipeline = std::max(pipeline, 1);
+    busiestStageWeights(model, split, plan);
+
+    ServingMemory& serving = plan.servingMemory;
+    serving.kvBytesPerToken = kvBytesPerToken(servingKvShape(model, split));
+    serving.kvCacheBytes
+        = serving.kvBytesPerToken * static_cast<uint64_t>(setup.microBatch) * static_cast<uint64_t>(setup.sequence);
+    serving.activationBytes = servingWorkspace(model, setup);
+    serving.fixedBytes = serving.weightBytes + serving.activationBytes + cudaContextBytes;
+    servingBands(plan);
+    plan.hostBytes = scaled(plan.parameterCount, unquantizedBytes(setup)); // the checkpoint as loaded
+    plan.dataParallel = setup.parallel.dataParallel(setup.totalGpus());
+    servingNotes(model, setup, plan.notes);
     return plan;
 }
 

@@ -85,7 +85,10 @@ std::string breakdownSvg(const std::vector<BreakdownRow>& rows)
     return svg.finish();
 }
 
-std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& device, size_t maxSegments)
+namespace {
+
+// The chart's rows: the largest segments first, at most maxSegments of them.
+std::vector<const StateSegment*> largestSegments(const AllocatorState& state, size_t maxSegments)
 {
     std::vector<const StateSegment*> segments;
     for (const StateSegment& segment : state.segments) {
@@ -96,7 +99,112 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
         [](const StateSegment* a, const StateSegment* b) { return a->size > b->size; });
     if (segments.size() > maxSegments)
         segments.resize(maxSegments);
+    return segments;
+}
 
+// The block's allocation in the analysis; null where the analysis has none for it.
+const Allocation* blockAllocation(const StateBlock& block, const DeviceAnalysis& device)
+{
+    if (block.allocation >= 0 && static_cast<size_t>(block.allocation) < device.allocations.size())
+        return &device.allocations[static_cast<size_t>(block.allocation)];
+    return nullptr;
+}
+
+std::string blockTooltip(const StateBlock& block, const Allocation* allocation, const DeviceAnalysis& device)
+{
+    std::string tooltip = formatBytes(block.size);
+    if (allocation) {
+        tooltip += " " + std::string(categoryLabel(allocation->category));
+        if (allocation->reason < device.reasons.size())
+            tooltip += " (" + device.reasons[allocation->reason] + ")";
+    }
+    if (block.pendingFree)
+        tooltip += ", freed but still in use by another stream";
+    return tooltip;
+}
+
+// Blocks are drawn on a half-pixel grid and neighbours of one kind merge into a run, so a
+// segment of ten thousand small blocks costs at most a few hundred rectangles.
+class BlockRuns
+{
+public:
+    struct Run
+    {
+        double left = 0;
+        double right = 0;
+        std::string cssClass;
+        std::string tooltip;
+        size_t blocks = 0;
+        uint64_t bytes = 0;
+    };
+
+    BlockRuns(SvgWriter& svg, double y, double height)
+        : m_svg(svg)
+        , m_y(y)
+        , m_height(height)
+    { }
+
+    // Whether a block over [left, right) joins the current run, or hides under it at this scale.
+    bool absorbs(double left, double right, const std::string& cssClass, uint64_t bytes)
+    {
+        if (m_run && m_run->cssClass == cssClass && left <= m_run->right + 0.5) {
+            m_run->right = std::max(m_run->right, right);
+            ++m_run->blocks;
+            m_run->bytes += bytes;
+            return true;
+        }
+        return m_run && right <= m_run->right;
+    }
+
+    void start(Run run)
+    {
+        flush();
+        m_run = std::move(run);
+    }
+
+    void flush()
+    {
+        if (!m_run)
+            return;
+        const std::string tooltip = m_run->blocks == 1
+            ? m_run->tooltip
+            : std::to_string(m_run->blocks) + " blocks, " + formatBytes(m_run->bytes) + " in all";
+        m_svg.rect(m_run->left, m_y, std::max(0.5, m_run->right - m_run->left), m_height, m_run->cssClass, tooltip);
+        m_run.reset();
+    }
+
+private:
+    SvgWriter& m_svg;
+    double m_y;
+    double m_height;
+    std::optional<Run> m_run;
+};
+
+// One segment's blocks along its bar, `scale` pixels per byte from `barLeft`.
+void segmentBlocks(
+    const StateSegment& segment, const DeviceAnalysis& device, double barLeft, double scale, BlockRuns& runs)
+{
+    const auto snap = [](double x) { return std::round(x * 2.0) / 2.0; };
+    for (const StateBlock& block : segment.blocks) {
+        const uint64_t start = block.address >= segment.address ? block.address - segment.address : 0;
+        const uint64_t size = std::min(block.size, segment.size - std::min(segment.size, start));
+        const double left = snap(barLeft + static_cast<double>(start) * scale);
+        const double right = snap(barLeft + static_cast<double>(start + size) * scale);
+        const Allocation* allocation = blockAllocation(block, device);
+        std::string cssClass
+            = allocation && !block.pendingFree ? "band " + categoryClass(allocation->category) : "block-pending";
+        if (runs.absorbs(left, right, cssClass, block.size))
+            continue;
+        runs.start({ left, right, std::move(cssClass), blockTooltip(block, allocation, device), 1, block.size });
+    }
+    runs.flush();
+}
+
+} // namespace
+
+std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& device, size_t maxSegments)
+{
+    const std::vector<const StateSegment*> segments = largestSegments(state, maxSegments);
     constexpr BarFrame frame = frames::allocatorMap;
     const double height = frame.rowHeight * static_cast<double>(segments.size()) + 4;
     SvgWriter svg(frame.width, height, "chart allocator-map", "Segments and blocks of the caching allocator");
@@ -110,60 +218,8 @@ std::string allocatorMapSvg(const AllocatorState& state, const DeviceAnalysis& d
             std::string(segment.isLargePool ? "large" : "small") + " pool segment of " + formatBytes(segment.size)
                 + ", " + formatBytes(segment.freeBytes) + " free, largest free block "
                 + formatBytes(segment.largestFree) + (segment.isExpandable ? ", expandable" : ""));
-        // Blocks are drawn on a half-pixel grid and neighbours of one kind merge into a run, so a
-        // segment of ten thousand small blocks costs at most a few hundred rectangles.
-        struct Run
-        {
-            double left = 0;
-            double right = 0;
-            std::string cssClass;
-            std::string tooltip;
-            size_t blocks = 0;
-            uint64_t bytes = 0;
-        };
-        std::optional<Run> run;
-        const auto flush = [&] {
-            if (!run)
-                return;
-            const std::string tooltip = run->blocks == 1
-                ? run->tooltip
-                : std::to_string(run->blocks) + " blocks, " + formatBytes(run->bytes) + " in all";
-            svg.rect(run->left, y, std::max(0.5, run->right - run->left), frame.rowHeight - 3, run->cssClass, tooltip);
-            run.reset();
-        };
-        const auto snap = [](double x) { return std::round(x * 2.0) / 2.0; };
-        for (const StateBlock& block : segment.blocks) {
-            const uint64_t start = block.address >= segment.address ? block.address - segment.address : 0;
-            const uint64_t size = std::min(block.size, segment.size - std::min(segment.size, start));
-            const double left = snap(frame.barLeft + static_cast<double>(start) * scale);
-            const double right = snap(frame.barLeft + static_cast<double>(start + size) * scale);
-            std::string cssClass = "block-pending";
-            const Allocation* allocation = nullptr;
-            if (block.allocation >= 0 && static_cast<size_t>(block.allocation) < device.allocations.size()) {
-                allocation = &device.allocations[static_cast<size_t>(block.allocation)];
-                if (!block.pendingFree)
-                    cssClass = "band " + categoryClass(allocation->category);
-            }
-            if (run && run->cssClass == cssClass && left <= run->right + 0.5) {
-                run->right = std::max(run->right, right);
-                ++run->blocks;
-                run->bytes += block.size;
-                continue;
-            }
-            if (run && right <= run->right)
-                continue; // hidden under the current run at this scale
-            flush();
-            std::string tooltip = formatBytes(block.size);
-            if (allocation) {
-                tooltip += " " + std::string(categoryLabel(allocation->category));
-                if (allocation->reason < device.reasons.size())
-                    tooltip += " (" + device.reasons[allocation->reason] + ")";
-            }
-            if (block.pendingFree)
-                tooltip += ", freed but still in use by another stream";
-            run = Run { left, right, std::move(cssClass), std::move(tooltip), 1, block.size };
-        }
-        flush();
+        BlockRuns runs(svg, y, frame.rowHeight - 3);
+        segmentBlocks(segment, device, frame.barLeft, scale, runs);
     }
     return svg.finish();
 }

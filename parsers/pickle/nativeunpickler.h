@@ -133,7 +133,28 @@ private:
     void growStack();
     static DecodeError errorAt(const std::string& message, uint64_t offset);
     void appendItems(uint32_t handle, size_t from);
+    uint64_t checkIn(uint64_t pos, uint64_t limit);
+    // The opcode loop's steps (nativeunpickler.cpp), named after what they do to the stack.
+    bool topIsOpen(Kind kind);
+    void pushOpen(Kind kind, uint32_t handle);
+    void pushMark();
+    static uint64_t signedLength(const unsigned char* p, uint8_t code, uint64_t start);
+    void takeRoot();
+    void popTop();
+    void dropToMark();
+    void duplicateTop();
+    size_t topValues(size_t n);
+    void pushClosed(Kind kind, size_t from);
+    void pushListFromMark();
+    void pushDictFromMark();
+    void appendTop();
+    void appendToMark(Kind kind);
+    bool secondDecoderDone(uint64_t pos) const;
+    void setTopItem();
+    void setItemsToMark();
     bool appendFrameBatch(uint64_t pos);
+    bool reuseFrameList(uint32_t handle, uint64_t pos);
+    uint64_t collectFrames(std::vector<FrameId>& sink, uint64_t pos);
     uint64_t dictBody(uint64_t pos);
     size_t popMark();
     uint32_t target(size_t below, Kind kind);

@@ -47,33 +47,60 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
     std::vector<FrameId>* sink = m_builder.frameSink(handle);
     if (!sink)
         return false;
-    const unsigned char* const base = m_base;
-    const uint64_t size = m_size;
     const uint64_t from = pos;
     const bool fresh = sink->empty() && m_frameLists.sound();
+    if (fresh && reuseFrameList(handle, pos))
+        return true;
+    const size_t before = sink->size();
+    pos = collectFrames(*sink, pos);
+    if (pos >= m_size || m_base[pos] != op::Appends || sink->size() == before) {
+        sink->resize(before);
+        return false;
+    }
+    m_pos = pos + 1;
     if (fresh) {
-        if (pos + 16 <= size) {
-            const FrameListCache::Entry& guess = m_frameLists.recent(base + pos);
-            if (guess.stack != 0 && pos + guess.length < size && base[pos + guess.length] == op::Appends
-                && std::memcmp(base + guess.offset, base + pos, guess.length) == 0) {
-                m_builder.presetStack(handle, StackId(guess.stack - 1));
-                m_pos = pos + guess.length + 1;
-                return true;
-            }
-        }
-        const uint64_t end = getRunEnd(base, size, pos);
-        if (end > pos && end < size && base[end] == op::Appends) {
-            if (const auto known = m_frameLists.find(base, size, pos, end)) {
-                m_builder.presetStack(handle, *known);
-                m_pos = end + 1;
-                return true;
-            }
+        const StackId id = m_builder.stackSoFar(handle);
+        m_builder.presetStack(handle, id);
+        m_frameLists.remember(m_base, m_size, from, pos, id);
+    }
+    return true;
+}
+
+bool NativeUnpickler::reuseFrameList(uint32_t handle, uint64_t pos)
+{
+    // A list whose bytes were seen before is the same stack: first the list last seen with the same
+    // first 16 bytes, then, once the run of GETs is scanned, any list of the same bytes.
+    const unsigned char* const base = m_base;
+    const uint64_t size = m_size;
+    if (pos + 16 <= size) {
+        const FrameListCache::Entry& guess = m_frameLists.recent(base + pos);
+        if (guess.stack != 0 && pos + guess.length < size && base[pos + guess.length] == op::Appends
+            && std::memcmp(base + guess.offset, base + pos, guess.length) == 0) {
+            m_builder.presetStack(handle, StackId(guess.stack - 1));
+            m_pos = pos + guess.length + 1;
+            return true;
         }
     }
+    const uint64_t end = getRunEnd(base, size, pos);
+    if (end > pos && end < size && base[end] == op::Appends) {
+        if (const auto known = m_frameLists.find(base, size, pos, end)) {
+            m_builder.presetStack(handle, *known);
+            m_pos = end + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint64_t NativeUnpickler::collectFrames(std::vector<FrameId>& sink, uint64_t pos)
+{
+    // The frames of the GETs from pos on go to the sink, up to the first opcode that is not a GET;
+    // returns where that is, or the input's end when a GET fetched something other than a frame.
+    const unsigned char* const base = m_base;
+    const uint64_t size = m_size;
     const uint64_t* const memo = m_memo.data();
     const uint64_t memoSize = m_memo.size();
     constexpr uint64_t frameTag = memoTag(Kind::Frame);
-    const size_t before = sink->size();
     // Collected in a buffer first: a push_back per frame re-checks the list's capacity and keeps
     // its end pointer in memory. The buffer is a member because a local FrameId array would be
     // filled with invalid ids on every call.
@@ -90,9 +117,9 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
         if (n == 0)
             return;
         // memcpy, not insert: the compiler cannot tell the buffer from the list and copies by element.
-        const size_t at = sink->size();
-        sink->resize(at + n);
-        std::memcpy(sink->data() + at, buffer, n * sizeof(FrameId));
+        const size_t at = sink.size();
+        sink.resize(at + n);
+        std::memcpy(sink.data() + at, buffer, n * sizeof(FrameId));
         n = 0;
     };
     const auto keep = [&](uint64_t index) {
@@ -127,17 +154,7 @@ bool NativeUnpickler::appendFrameBatch(uint64_t pos)
         }
     }
     flush();
-    if (!valid || pos >= size || base[pos] != op::Appends || sink->size() == before) {
-        sink->resize(before);
-        return false;
-    }
-    m_pos = pos + 1;
-    if (fresh) {
-        const StackId id = m_builder.stackSoFar(handle);
-        m_builder.presetStack(handle, id);
-        m_frameLists.remember(base, size, from, pos, id);
-    }
-    return true;
+    return valid ? pos : size;
 }
 
 uint64_t NativeUnpickler::dictBody(uint64_t pos)

@@ -84,6 +84,7 @@ constexpr uint8_t NextBuffer = 0x97;
 constexpr uint8_t ReadOnlyBuffer = 0x98;
 } // namespace op
 
+// Long on purpose: a table, one case per opcode, of the names pickletools prints.
 inline const char* opcodeName(uint8_t code)
 {
     switch (code) {
@@ -282,6 +283,7 @@ inline DecodeError missingStop(uint64_t size)
 // Real memos are dense (MEMOIZE numbers them 0, 1, 2...); an index far past the end is an attack.
 inline constexpr uint64_t memoSlack = 1u << 16;
 
+// Long on purpose: the switch is a table of each opcode's operand, one short case per opcode.
 // Walks the opcode stream without building anything. Throws the same DecodeError the native
 // decoder would for code opcodes, truncation and unknown opcodes; returns the offset after STOP.
 inline uint64_t scanOpcodes(std::string_view data)

@@ -91,6 +91,34 @@ Value intFromText(std::string_view text, bool isLong, uint64_t offset)
     return Value::integer(v);
 }
 
+Value floatFromBigEndian(const unsigned char* p)
+{
+    uint64_t bits = 0;
+    for (int b = 0; b < 8; ++b)
+        bits = (bits << 8) | p[b];
+    double d;
+    std::memcpy(&d, &bits, sizeof d);
+    return Value::real(d);
+}
+
+Value floatFromText(std::string_view text, uint64_t offset)
+{
+    double d = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw errorAt("not a valid pickle: bad FLOAT literal", offset);
+    return Value::real(d);
+}
+
+uint64_t memoIndexFromText(std::string_view text, const char* opcode, uint64_t offset)
+{
+    uint64_t index = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), index);
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw errorAt(std::string("not a valid pickle: bad ") + opcode + " index", offset);
+    return index;
+}
+
 std::string_view latin1ToUtf8(std::string_view raw, std::string& out)
 {
     out.clear();

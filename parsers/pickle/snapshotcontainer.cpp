@@ -166,9 +166,15 @@ std::string inflate(
     return out;
 }
 
-// A minimal reader of the ZIP central directory: torch.save writes "<name>/data.pkl", usually
-// stored (uncompressed) and 64-byte aligned.
-std::string_view zipEntry(std::string_view zip, std::string& storage, const std::atomic_bool* cancel, bool inflateData)
+// Where the central directory starts and how many entries it holds, from the end-of-central-
+// directory record (its ZIP64 form when the plain one is saturated).
+struct CentralDirectory
+{
+    uint64_t entries = 0;
+    uint64_t offset = 0;
+};
+
+CentralDirectory centralDirectory(std::string_view zip)
 {
     const size_t minEocd = 22;
     if (zip.size() < minEocd)
@@ -183,70 +189,115 @@ std::string_view zipEntry(std::string_view zip, std::string& storage, const std:
     }
     if (eocd == std::string_view::npos)
         throw formatError("truncated ZIP archive: no end-of-central-directory record");
-    uint64_t entries = little(zip, eocd + 10, 2);
-    uint64_t cdOffset = little(zip, eocd + 16, 4);
-    if ((cdOffset == 0xffffffffu || entries == 0xffff) && eocd >= 20
+    CentralDirectory directory { little(zip, eocd + 10, 2), little(zip, eocd + 16, 4) };
+    if ((directory.offset == 0xffffffffu || directory.entries == 0xffff) && eocd >= 20
         && zip.substr(eocd - 20, 4) == std::string_view("PK\x06\x07", 4)) {
         const uint64_t eocd64 = little(zip, eocd - 20 + 8, 8);
         // A 64-bit offset from the file: compare without adding to it (it may be near 2^64).
         if (eocd64 > zip.size() || zip.size() - eocd64 < 56
             || zip.substr(eocd64, 4) != std::string_view("PK\x06\x06", 4))
             throw formatError("corrupt ZIP64 archive: bad end-of-central-directory record");
-        entries = little(zip, eocd64 + 32, 8);
-        cdOffset = little(zip, eocd64 + 48, 8);
+        directory.entries = little(zip, eocd64 + 32, 8);
+        directory.offset = little(zip, eocd64 + 48, 8);
     }
-    uint64_t p = cdOffset;
-    for (uint64_t i = 0; i < entries; ++i) {
-        if (p > zip.size() || zip.size() - p < 46 || zip.substr(p, 4) != std::string_view("PK\x01\x02", 4))
-            throw formatError("corrupt ZIP archive: bad central directory entry at byte " + std::to_string(p));
-        const uint64_t method = little(zip, p + 10, 2);
-        uint64_t compressed = little(zip, p + 20, 4);
-        uint64_t uncompressed = little(zip, p + 24, 4);
-        const uint64_t nameLength = little(zip, p + 28, 2);
-        const uint64_t extraLength = little(zip, p + 30, 2);
-        const uint64_t commentLength = little(zip, p + 32, 2);
-        uint64_t local = little(zip, p + 42, 4);
-        if (p + 46 + nameLength + extraLength > zip.size())
-            throw formatError("corrupt ZIP archive: central directory runs past the end");
-        const auto name = zip.substr(p + 46, nameLength);
-        const bool isData = name == "data.pkl" || (name.size() > 9 && name.substr(name.size() - 9) == "/data.pkl");
-        if (isData) {
-            // ZIP64 extra field: the 64-bit values appear only for fields saturated at 0xffffffff.
-            // A field's own size is not trusted to stay inside the extra block (or the file).
-            const uint64_t extraEnd = p + 46 + nameLength + extraLength;
-            for (uint64_t e = p + 46 + nameLength; e + 4 <= extraEnd;) {
-                const uint64_t id = little(zip, e, 2);
-                const uint64_t size = little(zip, e + 2, 2);
-                if (id == 1) {
-                    const uint64_t fieldEnd = std::min(e + 4 + size, extraEnd);
-                    uint64_t f = e + 4;
-                    for (uint64_t* field : { &uncompressed, &compressed, &local }) {
-                        if (*field == 0xffffffffu && f + 8 <= fieldEnd) {
-                            *field = little(zip, f, 8);
-                            f += 8;
-                        }
-                    }
+    return directory;
+}
+
+// One central directory entry: what is needed to find its data, and where the next one starts.
+struct ZipEntry
+{
+    std::string_view name;
+    uint64_t method = 0;
+    uint64_t compressed = 0;
+    uint64_t uncompressed = 0;
+    uint64_t local = 0; // the local header's offset
+    uint64_t extraBegin = 0;
+    uint64_t extraEnd = 0;
+    uint64_t next = 0;
+};
+
+ZipEntry zipEntryAt(std::string_view zip, uint64_t p)
+{
+    if (p > zip.size() || zip.size() - p < 46 || zip.substr(p, 4) != std::string_view("PK\x01\x02", 4))
+        throw formatError("corrupt ZIP archive: bad central directory entry at byte " + std::to_string(p));
+    ZipEntry entry;
+    entry.method = little(zip, p + 10, 2);
+    entry.compressed = little(zip, p + 20, 4);
+    entry.uncompressed = little(zip, p + 24, 4);
+    const uint64_t nameLength = little(zip, p + 28, 2);
+    const uint64_t extraLength = little(zip, p + 30, 2);
+    const uint64_t commentLength = little(zip, p + 32, 2);
+    entry.local = little(zip, p + 42, 4);
+    if (p + 46 + nameLength + extraLength > zip.size())
+        throw formatError("corrupt ZIP archive: central directory runs past the end");
+    entry.name = zip.substr(p + 46, nameLength);
+    entry.extraBegin = p + 46 + nameLength;
+    entry.extraEnd = entry.extraBegin + extraLength;
+    entry.next = entry.extraEnd + commentLength;
+    return entry;
+}
+
+// ZIP64 extra field: the 64-bit values appear only for fields saturated at 0xffffffff.
+// A field's own size is not trusted to stay inside the extra block (or the file).
+void readZip64Extra(std::string_view zip, ZipEntry& entry)
+{
+    for (uint64_t e = entry.extraBegin; e + 4 <= entry.extraEnd;) {
+        const uint64_t id = little(zip, e, 2);
+        const uint64_t size = little(zip, e + 2, 2);
+        if (id == 1) {
+            const uint64_t fieldEnd = std::min(e + 4 + size, entry.extraEnd);
+            uint64_t f = e + 4;
+            for (uint64_t* field : { &entry.uncompressed, &entry.compressed, &entry.local }) {
+                if (*field == 0xffffffffu && f + 8 <= fieldEnd) {
+                    *field = little(zip, f, 8);
+                    f += 8;
                 }
-                e += 4 + size;
             }
-            // A ZIP64 offset is any 64-bit value: compare without adding to it.
-            if (local > zip.size() || zip.size() - local < 30
-                || zip.substr(local, 4) != std::string_view("PK\x03\x04", 4))
-                throw formatError("corrupt ZIP archive: bad local header for " + printableName(name));
-            const uint64_t data = local + 30 + little(zip, local + 26, 2) + little(zip, local + 28, 2);
-            if (data > zip.size() || compressed > zip.size() - data)
-                throw formatError("truncated ZIP archive: " + printableName(name) + " runs past the end");
-            const auto raw = zip.substr(data, compressed);
-            if (method == 0 || (method == 8 && !inflateData))
-                return raw;
-            if (method == 8) {
-                storage = inflate(raw, -MAX_WBITS, std::min(uncompressed + 1, maxInflatedBytes), cancel, "ZIP entry");
-                return storage;
-            }
-            throw formatError("ZIP entry " + printableName(name) + " uses compression method " + std::to_string(method)
-                + "; only stored and deflated entries are supported");
         }
-        p += 46 + nameLength + extraLength + commentLength;
+        e += 4 + size;
+    }
+}
+
+// The entry's bytes as stored, past its local header.
+std::string_view storedData(std::string_view zip, const ZipEntry& entry)
+{
+    // A ZIP64 offset is any 64-bit value: compare without adding to it.
+    if (entry.local > zip.size() || zip.size() - entry.local < 30
+        || zip.substr(entry.local, 4) != std::string_view("PK\x03\x04", 4))
+        throw formatError("corrupt ZIP archive: bad local header for " + printableName(entry.name));
+    const uint64_t data = entry.local + 30 + little(zip, entry.local + 26, 2) + little(zip, entry.local + 28, 2);
+    if (data > zip.size() || entry.compressed > zip.size() - data)
+        throw formatError("truncated ZIP archive: " + printableName(entry.name) + " runs past the end");
+    return zip.substr(data, entry.compressed);
+}
+
+bool isDataPickle(std::string_view name)
+{
+    return name == "data.pkl" || (name.size() > 9 && name.substr(name.size() - 9) == "/data.pkl");
+}
+
+// A minimal reader of the ZIP central directory: torch.save writes "<name>/data.pkl", usually
+// stored (uncompressed) and 64-byte aligned.
+std::string_view zipEntry(std::string_view zip, std::string& storage, const std::atomic_bool* cancel, bool inflateData)
+{
+    const CentralDirectory directory = centralDirectory(zip);
+    uint64_t p = directory.offset;
+    for (uint64_t i = 0; i < directory.entries; ++i) {
+        ZipEntry entry = zipEntryAt(zip, p);
+        if (!isDataPickle(entry.name)) {
+            p = entry.next;
+            continue;
+        }
+        readZip64Extra(zip, entry);
+        const auto raw = storedData(zip, entry);
+        if (entry.method == 0 || (entry.method == 8 && !inflateData))
+            return raw;
+        if (entry.method == 8) {
+            storage = inflate(raw, -MAX_WBITS, std::min(entry.uncompressed + 1, maxInflatedBytes), cancel, "ZIP entry");
+            return storage;
+        }
+        throw formatError("ZIP entry " + printableName(entry.name) + " uses compression method "
+            + std::to_string(entry.method) + "; only stored and deflated entries are supported");
     }
     throw formatError("ZIP archive without a data.pkl: not a torch.save file");
 }

@@ -129,6 +129,107 @@ bool keyHasPart(std::string_view key, std::string_view word)
     return false;
 }
 
+namespace {
+
+// A number as printed in a log line: its digits (with thousands separators) and fraction.
+struct PrintedNumber
+{
+    size_t begin = 0;
+    size_t end = 0; // past the digits and the fraction
+    uint64_t integer = 0;
+    bool whole = true; // no fraction and no overflow: `integer` is the value
+    bool grouped = false; // thousands separators: "2,779,683,840"
+};
+
+PrintedNumber readNumber(std::string_view line, size_t at)
+{
+    PrintedNumber number;
+    number.begin = at;
+    bool overflow = false;
+    while (at < line.size()) {
+        if (isDigit(line[at])) {
+            const auto digit = static_cast<uint64_t>(line[at] - '0');
+            overflow = overflow || number.integer > (UINT64_MAX - digit) / 10;
+            number.integer = number.integer * 10 + digit;
+            ++at;
+            continue;
+        }
+        // Thousands separators: "2,779,683,840" but not "[8,4096]" or "{'a': 1,'b': 2}".
+        const bool group = line[at] == ',' && at + 3 < line.size() && isDigit(line[at + 1]) && isDigit(line[at + 2])
+            && isDigit(line[at + 3]) && (at + 4 >= line.size() || !isDigit(line[at + 4]));
+        if (!group)
+            break;
+        number.grouped = true;
+        ++at;
+    }
+    number.whole = !overflow;
+    if (at + 1 < line.size() && line[at] == '.' && isDigit(line[at + 1])) {
+        number.whole = false;
+        ++at;
+        while (at < line.size() && isDigit(line[at]))
+            ++at;
+    }
+    number.end = at;
+    return number;
+}
+
+// Where a number that is not a field ends, when it is one: 4.9e-05 (a learning rate, not a size
+// or a count) or a percentage. npos for a field's value.
+size_t notAFieldEnd(std::string_view line, size_t at)
+{
+    if (at + 1 < line.size() && (line[at] == 'e' || line[at] == 'E')
+        && (isDigit(line[at + 1]) || line[at + 1] == '-' || line[at + 1] == '+')) {
+        ++at;
+        while (at < line.size() && (isDigit(line[at]) || line[at] == '-' || line[at] == '+'))
+            ++at;
+        return at;
+    }
+    if (at < line.size() && line[at] == '%')
+        return at + 1;
+    return std::string_view::npos;
+}
+
+// The bytes a number stands for, with a size unit after it ("12 GiB") or in its name ("mem_gb=6.02");
+// returns where the field ends, past a unit after the number.
+size_t readBytes(std::string_view line, const PrintedNumber& number, const Name& name, LogField& field)
+{
+    size_t end = number.end;
+    if (!number.grouped) {
+        if (auto size = parseSizeAt(line, number.begin); size && size->bytes && size->end > number.end) {
+            field.bytes = size->bytes;
+            end = size->end;
+        }
+    }
+    if (!field.bytes && name.unit != 0) {
+        // "mem_gb=6.02": the number with the name's unit (from_chars: never the user's locale).
+        double value = 0;
+        const char* first = line.data() + number.begin;
+        if (const auto [ptr, ec] = std::from_chars(first, line.data() + number.end, value); ec == std::errc()) {
+            const double scaled = value * static_cast<double>(name.unit);
+            if (scaled >= 0 && scaled < 9.0e18)
+                field.bytes = static_cast<uint64_t>(scaled + 0.5);
+        }
+    }
+    return end;
+}
+
+// The word printed after the value ("12 tokens", "3 it/s"), lowercase, with its '/' when one follows.
+std::string wordAfter(std::string_view line, size_t end)
+{
+    size_t word = end;
+    if (word < line.size() && line[word] == ' ')
+        ++word;
+    size_t wordEnd = word;
+    while (wordEnd < line.size() && isAlpha(line[wordEnd]))
+        ++wordEnd;
+    std::string after = lowercase(line.substr(word, wordEnd - word));
+    if (!after.empty() && wordEnd < line.size() && line[wordEnd] == '/')
+        after += '/';
+    return after;
+}
+
+} // namespace
+
 std::vector<LogField> logFields(std::string_view line)
 {
     std::vector<LogField> fields;
@@ -146,77 +247,19 @@ std::vector<LogField> logFields(std::string_view line)
                 ++at;
             continue;
         }
-        const size_t begin = at;
-        uint64_t integer = 0;
-        bool overflow = false;
-        bool grouped = false;
-        while (at < line.size()) {
-            if (isDigit(line[at])) {
-                const auto digit = static_cast<uint64_t>(line[at] - '0');
-                overflow = overflow || integer > (UINT64_MAX - digit) / 10;
-                integer = integer * 10 + digit;
-                ++at;
-                continue;
-            }
-            // Thousands separators: "2,779,683,840" but not "[8,4096]" or "{'a': 1,'b': 2}".
-            const bool group = line[at] == ',' && at + 3 < line.size() && isDigit(line[at + 1]) && isDigit(line[at + 2])
-                && isDigit(line[at + 3]) && (at + 4 >= line.size() || !isDigit(line[at + 4]));
-            if (!group)
-                break;
-            grouped = true;
-            ++at;
-        }
-        bool whole = !overflow;
-        if (at + 1 < line.size() && line[at] == '.' && isDigit(line[at + 1])) {
-            whole = false;
-            ++at;
-            while (at < line.size() && isDigit(line[at]))
-                ++at;
-        }
-        if (at + 1 < line.size() && (line[at] == 'e' || line[at] == 'E')
-            && (isDigit(line[at + 1]) || line[at + 1] == '-' || line[at + 1] == '+')) {
-            // 4.9e-05: a learning rate, not a size or a count.
-            ++at;
-            while (at < line.size() && (isDigit(line[at]) || line[at] == '-' || line[at] == '+'))
-                ++at;
-            continue;
-        }
-        if (at < line.size() && line[at] == '%') {
-            ++at;
+        const PrintedNumber number = readNumber(line, at);
+        if (const size_t skipped = notAFieldEnd(line, number.end); skipped != std::string_view::npos) {
+            at = skipped;
             continue;
         }
         LogField field;
-        field.begin = begin;
-        if (whole)
-            field.integer = integer;
-        const Name name = nameBefore(line, begin);
+        field.begin = number.begin;
+        if (number.whole)
+            field.integer = number.integer;
+        const Name name = nameBefore(line, number.begin);
         field.key = name.key;
-        size_t end = at;
-        if (!grouped) {
-            if (auto size = parseSizeAt(line, begin); size && size->bytes && size->end > at) {
-                field.bytes = size->bytes;
-                end = size->end;
-            }
-        }
-        if (!field.bytes && name.unit != 0) {
-            // "mem_gb=6.02": the number with the name's unit (from_chars: never the user's locale).
-            double value = 0;
-            const char* first = line.data() + begin;
-            if (const auto [ptr, ec] = std::from_chars(first, line.data() + at, value); ec == std::errc()) {
-                const double scaled = value * static_cast<double>(name.unit);
-                if (scaled >= 0 && scaled < 9.0e18)
-                    field.bytes = static_cast<uint64_t>(scaled + 0.5);
-            }
-        }
-        size_t word = end;
-        if (word < line.size() && line[word] == ' ')
-            ++word;
-        size_t wordEnd = word;
-        while (wordEnd < line.size() && isAlpha(line[wordEnd]))
-            ++wordEnd;
-        field.after = lowercase(line.substr(word, wordEnd - word));
-        if (!field.after.empty() && wordEnd < line.size() && line[wordEnd] == '/')
-            field.after += '/';
+        const size_t end = readBytes(line, number, name, field);
+        field.after = wordAfter(line, end);
         at = end;
         fields.push_back(std::move(field));
     }

@@ -102,125 +102,164 @@ std::optional<NvidiaSmiGpu> csvGpu(
     return gpu;
 }
 
-} // namespace
-
-std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
+// The lines of one input, read for nvidia-smi output: the box-drawn table nvidia-smi prints, the
+// CSV of `--query-gpu`, and torch.cuda.list_gpu_processes(); each row joins the table being read.
+class TableReader
 {
-    // Rows are short (at most 200 bytes, checked below), so these patterns never see long input,
-    // and only rows of a table already found reach them.
-    static const std::regex gpuRow(R"(^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|)");
-    static const std::regex memoryRow(R"(\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|)");
-    static const std::regex processRow(R"(^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+|N/)"
-                                       R"(A)\s+(C\+G|C|G)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$)");
-    static const std::regex listProcess(R"(^process\s+(\d+)\s+uses\s+([0-9.]+)\s+MB GPU memory)");
+public:
+    explicit TableReader(const TextLines& lines)
+        : m_lines(lines)
+    { }
 
-    std::vector<NvidiaSmiTable> tables;
-    std::optional<NvidiaSmiTable> table;
-    std::optional<int> pendingGpu;
-    std::vector<std::string> csvColumns; // the header of `nvidia-smi --query-gpu=... --format=csv`
-    int listGpu = -1;
-    size_t lastUseful = 0;
-    auto flush = [&] {
-        if (table && (!table->gpus.empty() || !table->processes.empty() || !table->driverVersion.empty()))
-            tables.push_back(std::move(*table));
-        table.reset();
-        pendingGpu.reset();
-        csvColumns.clear();
-        listGpu = -1;
-    };
-    auto ensure = [&](size_t i) -> NvidiaSmiTable& {
-        if (!table) {
-            table = NvidiaSmiTable {};
-            table->sourceLine = lines.lineNumber(i);
+    std::vector<NvidiaSmiTable> read()
+    {
+        for (size_t i = 0; i < m_lines.size(); ++i) {
+            if (m_table && i > m_lastUseful + 12)
+                flush();
+            readLine(i, trimmed(m_lines[i]));
         }
-        lastUseful = i;
-        return *table;
-    };
+        flush();
+        return std::move(m_tables);
+    }
 
-    for (size_t i = 0; i < lines.size(); ++i) {
-        const std::string_view raw = lines[i];
-        const std::string_view text = trimmed(raw);
-        if (table && i > lastUseful + 12)
-            flush();
+private:
+    // The header lines start a table (or name the GPU of the list that follows); other lines
+    // count only while a table is being read.
+    void readLine(size_t i, std::string_view text)
+    {
         if (contains(text, "NVIDIA-SMI ") && contains(text, "Driver Version")) {
             flush();
             NvidiaSmiTable& current = ensure(i);
             current.driverVersion = versionAfter(text, "Driver Version:");
             current.cudaVersion = versionAfter(text, "CUDA Version:");
-            continue;
+            return;
         }
         if (text.starts_with("GPU:") && text.size() < 12) {
             if (auto gpu = parseIntegerAt(text, 4); gpu && *gpu < 4096) {
                 ensure(i);
-                listGpu = static_cast<int>(*gpu);
+                m_listGpu = static_cast<int>(*gpu);
             }
-            continue;
+            return;
         }
         if ((contains(text, "memory.used [MiB]") || contains(text, "memory.total [MiB]")) && text[0] != '|') {
             flush();
             ensure(i);
-            csvColumns = splitCsv(text);
-            continue;
+            m_csvColumns = splitCsv(text);
+            return;
         }
         if (text.empty() || text.size() > 200)
-            continue;
-        std::cmatch match;
-        if (listGpu >= 0 && text.starts_with("process ")) {
-            if (search(text, match, listProcess)) {
-                GpuProcess process;
-                process.gpu = listGpu;
-                process.pid = digitsValue<int64_t>(captured(match, 1));
-                // list_gpu_processes divides by 1024*1024 and prints three decimals.
-                const auto size = parseSizeAt(std::string(captured(match, 2)) + " MiB", 0);
-                if (size)
-                    process.bytes = size->bytes;
-                ensure(i).processes.push_back(process);
-            }
-            continue;
+            return;
+        if (m_listGpu >= 0 && text.starts_with("process ")) {
+            readListedProcess(i, text);
+            return;
         }
-        if (table && text[0] != '|') {
-            if (auto gpu = csvGpu(csvColumns, splitCsv(text), table->gpus.size())) {
+        if (m_table && text[0] != '|') {
+            if (auto gpu = csvGpu(m_csvColumns, splitCsv(text), m_table->gpus.size())) {
                 ensure(i);
-                table->gpus.push_back(std::move(*gpu));
+                m_table->gpus.push_back(std::move(*gpu));
             }
-            continue;
+            return;
         }
-        if (!table || text[0] != '|')
-            continue;
+        if (m_table && text[0] == '|')
+            readBoxRow(i, text);
+    }
+
+    // "process 1234 uses 512.000 MB GPU memory" under "GPU:0".
+    void readListedProcess(size_t i, std::string_view text)
+    {
+        static const std::regex listProcess(R"(^process\s+(\d+)\s+uses\s+([0-9.]+)\s+MB GPU memory)");
+        std::cmatch match;
+        if (!search(text, match, listProcess))
+            return;
+        GpuProcess process;
+        process.gpu = m_listGpu;
+        process.pid = digitsValue<int64_t>(captured(match, 1));
+        // list_gpu_processes divides by 1024*1024 and prints three decimals.
+        const auto size = parseSizeAt(std::string(captured(match, 2)) + " MiB", 0);
+        if (size)
+            process.bytes = size->bytes;
+        ensure(i).processes.push_back(process);
+    }
+
+    // A row of the box-drawn table: a GPU's name, its memory on the row below, or a process.
+    void readBoxRow(size_t i, std::string_view text)
+    {
+        // Rows are short (at most 200 bytes, checked above), so these patterns never see long input,
+        // and only rows of a table already found reach them.
+        static const std::regex gpuRow(R"(^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|)");
+        static const std::regex memoryRow(R"(\|\s+(\d+)MiB\s*/\s*(\d+)MiB\s+\|)");
+        static const std::regex processRow(R"(^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+|N/)"
+                                           R"(A)\s+(C\+G|C|G)\s+(.+?)\s+(\d+MiB|N/A)\s*\|$)");
+        std::cmatch match;
         if (!contains(text, "MiB") && search(text, match, gpuRow)) {
             NvidiaSmiGpu entry;
             entry.index = digitsValue<int>(captured(match, 1));
             entry.name = std::string(trimmed(captured(match, 2)));
             ensure(i).gpus.push_back(entry);
-            pendingGpu = static_cast<int>(table->gpus.size() - 1);
-            continue;
-        }
-        if (pendingGpu && search(text, match, memoryRow)) {
-            NvidiaSmiGpu& entry = ensure(i).gpus[static_cast<size_t>(*pendingGpu)];
+            m_pendingGpu = static_cast<int>(m_table->gpus.size() - 1);
+        } else if (m_pendingGpu && search(text, match, memoryRow)) {
+            NvidiaSmiGpu& entry = ensure(i).gpus[static_cast<size_t>(*m_pendingGpu)];
             entry.usedBytes = mibValue(captured(match, 1));
             entry.totalBytes = mibValue(captured(match, 2));
-            pendingGpu.reset();
-            continue;
-        }
-        if (search(text, match, processRow)) {
-            GpuProcess entry;
-            entry.gpu = digitsValue<int>(captured(match, 1));
-            if (captured(match, 2) != "N/A")
-                entry.pid = digitsValue<int64_t>(captured(match, 2));
-            entry.type = std::string(captured(match, 3));
-            entry.name = std::string(trimmed(captured(match, 4)));
-            const std::string_view memory = captured(match, 5);
-            if (memory.ends_with("MiB"))
-                entry.bytes = mibValue(memory.substr(0, memory.size() - 3));
-            ensure(i).processes.push_back(entry);
-            continue;
-        }
-        if (contains(text, "Processes:") || contains(text, "No running processes found")
-            || contains(text, "Memory-Usage"))
+            m_pendingGpu.reset();
+        } else if (search(text, match, processRow)) {
+            ensure(i).processes.push_back(boxProcess(match));
+        } else if (contains(text, "Processes:") || contains(text, "No running processes found")
+            || contains(text, "Memory-Usage")) {
             ensure(i);
+        }
     }
-    flush();
-    return tables;
+
+    static GpuProcess boxProcess(const std::cmatch& match)
+    {
+        GpuProcess entry;
+        entry.gpu = digitsValue<int>(captured(match, 1));
+        if (captured(match, 2) != "N/A")
+            entry.pid = digitsValue<int64_t>(captured(match, 2));
+        entry.type = std::string(captured(match, 3));
+        entry.name = std::string(trimmed(captured(match, 4)));
+        const std::string_view memory = captured(match, 5);
+        if (memory.ends_with("MiB"))
+            entry.bytes = mibValue(memory.substr(0, memory.size() - 3));
+        return entry;
+    }
+
+    // Ends the table being read; kept only when it holds something.
+    void flush()
+    {
+        if (m_table && (!m_table->gpus.empty() || !m_table->processes.empty() || !m_table->driverVersion.empty()))
+            m_tables.push_back(std::move(*m_table));
+        m_table.reset();
+        m_pendingGpu.reset();
+        m_csvColumns.clear();
+        m_listGpu = -1;
+    }
+
+    // The table being read, begun at line i when none is; line i was of use to it.
+    NvidiaSmiTable& ensure(size_t i)
+    {
+        if (!m_table) {
+            m_table = NvidiaSmiTable {};
+            m_table->sourceLine = m_lines.lineNumber(i);
+        }
+        m_lastUseful = i;
+        return *m_table;
+    }
+
+    const TextLines& m_lines;
+    std::vector<NvidiaSmiTable> m_tables;
+    std::optional<NvidiaSmiTable> m_table;
+    std::optional<int> m_pendingGpu; // the GPU row whose memory row comes next
+    std::vector<std::string> m_csvColumns; // the header of `nvidia-smi --query-gpu=... --format=csv`
+    int m_listGpu = -1; // the GPU that list_gpu_processes() named last
+    size_t m_lastUseful = 0;
+};
+
+} // namespace
+
+std::vector<NvidiaSmiTable> findNvidiaSmiTables(const TextLines& lines)
+{
+    return TableReader(lines).read();
 }
 
 } // namespace oomlens::text

@@ -41,89 +41,102 @@ bool mentionsMemory(std::string_view text)
     return contains(text, "emory") || contains(text, "EMORY") || contains(text, "llocat");
 }
 
-// The phrase that starts an OOM message in this line, if any. `next` is the following line, for
-// messages a terminal broke in two ("Resource exhausted: Out" / "of memory while ...").
-std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
+// Whether the line holds any word an anchor phrase contains: most log lines do not, and are
+// not searched further.
+bool mayHoldAnchor(std::string_view line)
 {
-    const bool maybe = contains(line, "emory") || contains(line, "RESOURCE_EXHAUSTED")
-        || contains(line, "Resource exhausted") || contains(line, "OOM when") || contains(line, "STATUS_")
-        || contains(line, "DefaultCPUAllocator") || contains(line, "OUT_OF_DEVICE_MEMORY")
-        || contains(line, "total capac") || contains(line, "Allocation on device");
-    if (!maybe)
-        return std::nullopt;
+    return contains(line, "emory") || contains(line, "RESOURCE_EXHAUSTED") || contains(line, "Resource exhausted")
+        || contains(line, "OOM when") || contains(line, "STATUS_") || contains(line, "DefaultCPUAllocator")
+        || contains(line, "OUT_OF_DEVICE_MEMORY") || contains(line, "total capac")
+        || contains(line, "Allocation on device");
+}
 
-    std::optional<Anchor> best;
+// The family of an "out of memory" at `at`, told by the words just before it.
+void considerOutOfMemoryAt(std::string_view line, size_t at, std::optional<Anchor>& best)
+{
     static constexpr std::array<std::string_view, 7> deviceWords { "CUDA", "HIP", "XPU", "DPCPP", "NPU", "MUSA",
         "MLU" };
-    for (size_t at = line.find("out of memory"); at != std::string_view::npos;
-         at = line.find("out of memory", at + 1)) {
-        if (best)
-            break; // later occurrences start later
-        const std::string_view before = line.substr(0, at);
-        if (before.ends_with("MPS backend ")) {
-            consider(best, OomFamily::Mps, at - 12);
-            continue;
-        }
-        bool matched = false;
-        for (std::string_view word : deviceWords) {
-            if (before.ends_with(" ") && before.substr(0, before.size() - 1).ends_with(word)) {
-                consider(best, OomFamily::Caching, at - word.size() - 1);
-                matched = true;
-                break;
-            }
-        }
-        if (matched)
-            continue;
-        if (before.ends_with("CUDA error: ") || before.ends_with("HIP error: ")) {
-            consider(best, OomFamily::CudaRuntime, at - (before.ends_with("HIP error: ") ? 11 : 12));
-        } else if (before.ends_with("CUDA driver error: ")) {
-            consider(best, OomFamily::CudaDriver, at - 19);
-        } else if (before.ends_with("(") && contains(line, "would exceed allowed memory")) {
-            const size_t allocation = line.find("Allocation on device");
-            consider(best, OomFamily::MallocAsync, allocation == std::string_view::npos ? at : allocation);
-        } else if (const size_t thc = before.find("cuda runtime error (2)"); thc != std::string_view::npos) {
-            consider(best, OomFamily::Thc, thc);
-        } else if (const size_t check = before.find("THCudaCheck FAIL"); check != std::string_view::npos) {
-            consider(best, OomFamily::Thc, check);
+    const std::string_view before = line.substr(0, at);
+    if (before.ends_with("MPS backend ")) {
+        consider(best, OomFamily::Mps, at - 12);
+        return;
+    }
+    for (std::string_view word : deviceWords) {
+        if (before.ends_with(" ") && before.substr(0, before.size() - 1).ends_with(word)) {
+            consider(best, OomFamily::Caching, at - word.size() - 1);
+            return;
         }
     }
-    if (!best) {
-        // Pastes that lost the message's first words keep their numbers: "Tried to allocate 2.00 MiB
-        // (GPU 0; ...)", "Tried to allocate 2.00 MiB. GPU 0 has a total capacity of ...", or the
-        // parenthesis alone. IPEX's per-block limit starts with its own words and then the same numbers.
-        if (const size_t at = line.find("Current platform can NOT allocate memory block"); at != std::string_view::npos)
-            consider(best, OomFamily::Caching, at);
-        else if (const size_t tried = line.find("Tried to allocate "); tried != std::string_view::npos
-                 && (contains(line.substr(tried), "total capacity") || contains(line.substr(tried), "total capacty")))
-            consider(best, OomFamily::Caching, tried);
-        else if (const size_t open = line.find("(GPU ");
-                 open != std::string_view::npos && contains(line.substr(open), " total capacity;"))
-            consider(best, OomFamily::Caching, open);
+    if (before.ends_with("CUDA error: ") || before.ends_with("HIP error: ")) {
+        consider(best, OomFamily::CudaRuntime, at - (before.ends_with("HIP error: ") ? 11 : 12));
+    } else if (before.ends_with("CUDA driver error: ")) {
+        consider(best, OomFamily::CudaDriver, at - 19);
+    } else if (before.ends_with("(") && contains(line, "would exceed allowed memory")) {
+        const size_t allocation = line.find("Allocation on device");
+        consider(best, OomFamily::MallocAsync, allocation == std::string_view::npos ? at : allocation);
+    } else if (const size_t thc = before.find("cuda runtime error (2)"); thc != std::string_view::npos) {
+        consider(best, OomFamily::Thc, thc);
+    } else if (const size_t check = before.find("THCudaCheck FAIL"); check != std::string_view::npos) {
+        consider(best, OomFamily::Thc, check);
     }
-    // TF/XLA's BFC allocator logs the failed request before the exception; its stats follow.
+}
+
+// Pastes that lost the message's first words keep their numbers: "Tried to allocate 2.00 MiB
+// (GPU 0; ...)", "Tried to allocate 2.00 MiB. GPU 0 has a total capacity of ...", or the
+// parenthesis alone. IPEX's per-block limit starts with its own words and then the same numbers.
+void considerHeadlessCaching(std::string_view line, std::optional<Anchor>& best)
+{
+    if (const size_t at = line.find("Current platform can NOT allocate memory block"); at != std::string_view::npos)
+        consider(best, OomFamily::Caching, at);
+    else if (const size_t tried = line.find("Tried to allocate "); tried != std::string_view::npos
+             && (contains(line.substr(tried), "total capacity") || contains(line.substr(tried), "total capacty")))
+        consider(best, OomFamily::Caching, tried);
+    else if (const size_t open = line.find("(GPU ");
+             open != std::string_view::npos && contains(line.substr(open), " total capacity;"))
+        consider(best, OomFamily::Caching, open);
+}
+
+// TF/XLA's BFC allocator logs the failed request before the exception; its stats follow.
+void considerBfcLog(std::string_view line, std::optional<Anchor>& best)
+{
     for (std::string_view marker : { "ran out of memory trying to allocate", "Ran out of memory trying to allocate" }) {
         if (const size_t at = line.find(marker); at != std::string_view::npos) {
             const size_t allocator = line.rfind("Allocator (", at);
             consider(best, OomFamily::Bfc, allocator == std::string_view::npos ? at : allocator);
         }
     }
-    // cudaMallocAsync prints the device index as a raw byte; device 0 is a NUL, which ends the
-    // message right there for Python: "torch.OutOfMemoryError: Allocation on device ".
+}
+
+// cudaMallocAsync prints the device index as a raw byte; device 0 is a NUL, which ends the
+// message right there for Python: "torch.OutOfMemoryError: Allocation on device ".
+void considerMallocAsyncCutByNul(std::string_view line, std::optional<Anchor>& best)
+{
     if (const size_t at = line.find("Allocation on device"); at != std::string_view::npos
         && !contains(line, "would exceed allowed memory")
         && (contains(line, "OutOfMemoryError") || contains(line, "Exception Message")
             || contains(line, "Exception during processing")))
         consider(best, OomFamily::MallocAsync, at);
+}
+
+// TF names the tensor it could not allocate; XLA's wordings need a mention of memory, on this
+// line or the next.
+void considerTfAndXla(std::string_view line, std::string_view next, std::optional<Anchor>& best)
+{
     if (const size_t at = line.find("OOM when allocating tensor"); at != std::string_view::npos) {
         consider(best, OomFamily::Tf, at);
-    } else {
-        for (std::string_view marker : { "RESOURCE_EXHAUSTED", "Resource exhausted",
-                 "Out of memory while trying to allocate", "Out of memory allocating" }) {
-            const size_t at = line.find(marker);
-            if (at != std::string_view::npos && (mentionsMemory(line.substr(at)) || mentionsMemory(next)))
-                consider(best, OomFamily::Xla, at);
-        }
+        return;
     }
+    for (std::string_view marker : { "RESOURCE_EXHAUSTED", "Resource exhausted",
+             "Out of memory while trying to allocate", "Out of memory allocating" }) {
+        const size_t at = line.find(marker);
+        if (at != std::string_view::npos && (mentionsMemory(line.substr(at)) || mentionsMemory(next)))
+            consider(best, OomFamily::Xla, at);
+    }
+}
+
+// The status codes of cuBLAS, cuDNN, the CPU allocator and Level Zero.
+void considerStatusCodes(std::string_view line, std::optional<Anchor>& best)
+{
     for (std::string_view status : { "CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_NOT_INITIALIZED" }) {
         if (const size_t at = line.find(status); at != std::string_view::npos)
             consider(best, OomFamily::Cublas, startOf(line, at, "CUDA error: "));
@@ -137,6 +150,26 @@ std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
         consider(best, OomFamily::Cpu, at);
     if (const size_t at = line.find("UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"); at != std::string_view::npos)
         consider(best, OomFamily::LevelZero, at);
+}
+
+// The phrase that starts an OOM message in this line, if any: the earliest of every family's
+// (on a tie, the first considered). `next` is the following line, for messages a terminal broke
+// in two ("Resource exhausted: Out" / "of memory while ...").
+std::optional<Anchor> findAnchor(std::string_view line, std::string_view next)
+{
+    if (!mayHoldAnchor(line))
+        return std::nullopt;
+    std::optional<Anchor> best;
+    // Later occurrences start later: the first one that names a family is the one.
+    for (size_t at = line.find("out of memory"); at != std::string_view::npos && !best;
+         at = line.find("out of memory", at + 1))
+        considerOutOfMemoryAt(line, at, best);
+    if (!best)
+        considerHeadlessCaching(line, best);
+    considerBfcLog(line, best);
+    considerMallocAsyncCutByNul(line, best);
+    considerTfAndXla(line, next, best);
+    considerStatusCodes(line, best);
     return best;
 }
 
@@ -275,6 +308,128 @@ void attachRematerialization(const TextLines& lines, size_t index, OomMessage& m
     }
 }
 
+// The exception class before the anchor ("torch.OutOfMemoryError: ..."), else the one VS Code's
+// debugger prints on the line above ("Exception has occurred: RuntimeError").
+std::string exceptionOf(const TextLines& lines, size_t index, size_t anchorPos)
+{
+    size_t textBegin = anchorPos;
+    std::string exception(exceptionBefore(lines[index], anchorPos, &textBegin));
+    if (exception.empty() && index > 0) {
+        const std::string_view above = trimmed(lines[index - 1]);
+        if (above.starts_with("Exception has occurred: "))
+            exception = std::string(trimmed(above.substr(24)));
+    }
+    return exception;
+}
+
+// The message's text as read from its input lines.
+struct MessageText
+{
+    std::string raw; // the input's bytes from the message's start, its lines joined by '\n'
+    std::string body; // `raw` with its whitespace normalized
+    std::vector<size_t> bodyLengths; // the body's length after each input line it took
+    size_t last = 0; // the last input line taken
+};
+
+// The text from the anchor on; a paragraph family's message goes on over the lines a terminal
+// or a logger wrapped it into, until it is complete or the next line is something else.
+MessageText gatherText(const TextLines& lines, size_t index, Anchor anchor, bool hasException)
+{
+    const std::string_view line = lines[index];
+    const bool xla = anchor.family == OomFamily::Xla;
+    // XLA puts the size before RESOURCE_EXHAUSTED in some wordings, so its whole log line is read
+    // (minus the glog prefix); the others are read from the anchor phrase on.
+    size_t bodyBegin = anchor.pos;
+    if (xla && !hasException) {
+        const size_t glog = line.rfind("] ", anchor.pos);
+        bodyBegin = glog == std::string_view::npos ? 0 : glog + 2;
+    }
+    MessageText text;
+    // Real messages are a few hundred bytes; a megabyte-long line must not make field scans slow.
+    text.raw = std::string(line.substr(bodyBegin, maxMessageBytes));
+    text.body = normalizedWhitespace(text.raw);
+    text.bodyLengths = { text.body.size() };
+    text.last = index;
+    if (!isParagraphFamily(anchor.family))
+        return text;
+    while (
+        text.last + 1 < lines.size() && text.last - index + 1 < maxMessageLines && text.raw.size() < maxMessageBytes) {
+        const std::string_view nextLine = lines[text.last + 1];
+        const bool xlaStats = xla && contains(nextLine, "Free memory/Total memory");
+        if (oomMessageComplete(anchor.family, text.body) && !xlaStats)
+            break;
+        if (isStructural(nextLine) || (!xlaStats && !continuesMessage(anchor.family, text.body, nextLine)))
+            break;
+        const std::string_view after = text.last + 2 < lines.size() ? lines[text.last + 2] : std::string_view {};
+        if (!xla && findAnchor(nextLine, after))
+            break;
+        text.raw += '\n';
+        text.raw += nextLine;
+        ++text.last;
+        text.body = normalizedWhitespace(text.raw);
+        text.bodyLengths.push_back(text.body.size());
+    }
+    return text;
+}
+
+// The message's last input line is the one its end falls on.
+size_t lineOfEnd(const MessageText& text, size_t index, size_t messageSize)
+{
+    for (size_t k = 0; k < text.bodyLengths.size(); ++k) {
+        if (text.bodyLengths[k] >= messageSize)
+            return index + k;
+    }
+    return text.last;
+}
+
+// "[[{{node ...}}]]" and the report_tensor_allocations_upon_oom hint belong to a TF message.
+size_t skipTfTail(const TextLines& lines, size_t last, OomMessage& message)
+{
+    while (last + 1 < lines.size()) {
+        const std::string_view next = trimmed(lines[last + 1]);
+        if (!next.starts_with("[[") && !next.starts_with("Hint:"))
+            break;
+        ++last;
+        if (last + 1 == lines.size() && next.starts_with("Hint:") && !next.ends_with("."))
+            message.truncated = true;
+    }
+    return last;
+}
+
+// The runtime-error boilerplate that follows "CUDA error: out of memory".
+size_t skipRuntimeTail(const TextLines& lines, size_t last, OomFamily family, OomMessage& message)
+{
+    while (last + 1 < lines.size()) {
+        const std::string_view next = trimmed(lines[last + 1]).substr(0, 200);
+        bool tail = false;
+        for (std::string_view lead : { "CUDA kernel errors might", "For debugging consider", "Compile with",
+                 "[Search for", "cuda runtime error", "HIP kernel errors might" })
+            tail = tail || contains(next, lead);
+        if (!tail)
+            break;
+        ++last;
+        if (family == OomFamily::CudaRuntime)
+            refineFromRuntimeTail(next, message);
+    }
+    return last;
+}
+
+// The lines after the message that still belong to it: its family's tail, a C++ stack trace, XLA's
+// buffer statistics.
+size_t readTails(const TextLines& lines, size_t index, size_t last, OomFamily family, OomMessage& message)
+{
+    if (family == OomFamily::Tf)
+        last = skipTfTail(lines, last, message);
+    else if (!isParagraphFamily(family))
+        last = skipRuntimeTail(lines, last, family, message);
+    last = skipCppTail(lines, last, message);
+    if (family == OomFamily::Xla) {
+        attachRematerialization(lines, index, message);
+        last = readXlaBufferStats(lines, last, message);
+    }
+    return last;
+}
+
 FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
 {
     FoundOom found;
@@ -282,103 +437,24 @@ FoundOom assemble(const TextLines& lines, size_t index, Anchor anchor)
     found.firstLine = index;
     OomMessage& message = found.message;
     message.sourceLine = lines.lineNumber(index);
-    const std::string_view line = lines[index];
-    const bool xla = anchor.family == OomFamily::Xla;
+    message.exception = exceptionOf(lines, index, anchor.pos);
+    const MessageText text = gatherText(lines, index, anchor, !message.exception.empty());
 
-    size_t textBegin = anchor.pos;
-    message.exception = std::string(exceptionBefore(line, anchor.pos, &textBegin));
-    if (message.exception.empty() && index > 0) {
-        // VS Code's debugger: "Exception has occurred: RuntimeError" on the line above.
-        const std::string_view above = trimmed(lines[index - 1]);
-        if (above.starts_with("Exception has occurred: "))
-            message.exception = std::string(trimmed(above.substr(24)));
-    }
-    // XLA puts the size before RESOURCE_EXHAUSTED in some wordings, so its whole log line is read
-    // (minus the glog prefix); the others are read from the anchor phrase on.
-    size_t bodyBegin = anchor.pos;
-    if (xla && message.exception.empty()) {
-        const size_t glog = line.rfind("] ", anchor.pos);
-        bodyBegin = glog == std::string_view::npos ? 0 : glog + 2;
-    }
-
-    // Real messages are a few hundred bytes; a megabyte-long line must not make field scans slow.
-    std::string raw(line.substr(bodyBegin, maxMessageBytes));
-    std::string body = normalizedWhitespace(raw);
-    std::vector<size_t> bodyLengths { body.size() };
-    size_t last = index;
-    if (isParagraphFamily(anchor.family)) {
-        while (last + 1 < lines.size() && last - index + 1 < maxMessageLines && raw.size() < maxMessageBytes) {
-            const std::string_view nextLine = lines[last + 1];
-            const bool xlaStats = xla && contains(nextLine, "Free memory/Total memory");
-            if (oomMessageComplete(anchor.family, body) && !xlaStats)
-                break;
-            if (isStructural(nextLine) || (!xlaStats && !continuesMessage(anchor.family, body, nextLine)))
-                break;
-            const std::string_view after = last + 2 < lines.size() ? lines[last + 2] : std::string_view {};
-            if (!xla && findAnchor(nextLine, after))
-                break;
-            raw += '\n';
-            raw += nextLine;
-            ++last;
-            body = normalizedWhitespace(raw);
-            bodyLengths.push_back(body.size());
-        }
-    }
-
-    const size_t end = std::min(body.size(), oomMessageEnd(anchor.family, body));
-    const bool endMarkerFound = oomMessageEnd(anchor.family, body) != std::string_view::npos;
-    const std::string_view message_ = trimmed(std::string_view(body).substr(0, end));
-    parseOomFields(anchor.family, xla ? std::string_view(body) : message_, message);
-
-    // The message's last input line is the one its end falls on.
-    for (size_t k = 0; k < bodyLengths.size(); ++k) {
-        if (bodyLengths[k] >= message_.size()) {
-            last = index + k;
-            break;
-        }
-    }
-
-    if (anchor.family == OomFamily::Tf) {
-        // "[[{{node ...}}]]" and the report_tensor_allocations_upon_oom hint belong to the message.
-        while (last + 1 < lines.size()) {
-            const std::string_view next = trimmed(lines[last + 1]);
-            if (!next.starts_with("[[") && !next.starts_with("Hint:"))
-                break;
-            ++last;
-            if (last + 1 == lines.size() && next.starts_with("Hint:") && !next.ends_with("."))
-                message.truncated = true;
-        }
-    } else if (!isParagraphFamily(anchor.family)) {
-        // The runtime-error boilerplate that follows "CUDA error: out of memory".
-        while (last + 1 < lines.size()) {
-            const std::string_view next = trimmed(lines[last + 1]).substr(0, 200);
-            bool tail = false;
-            for (std::string_view lead : { "CUDA kernel errors might", "For debugging consider", "Compile with",
-                     "[Search for", "cuda runtime error", "HIP kernel errors might" })
-                tail = tail || contains(next, lead);
-            if (!tail)
-                break;
-            ++last;
-            if (anchor.family == OomFamily::CudaRuntime)
-                refineFromRuntimeTail(next, message);
-        }
-    }
-    last = skipCppTail(lines, last, message);
-    if (xla) {
-        attachRematerialization(lines, index, message);
-        last = readXlaBufferStats(lines, last, message);
-    }
-    if (anchor.family == OomFamily::MallocAsync && !contains(message_, "would exceed") && !message.truncated)
+    const size_t endAt = oomMessageEnd(anchor.family, text.body);
+    const bool endMarkerFound = endAt != std::string_view::npos;
+    const std::string_view core = trimmed(std::string_view(text.body).substr(0, std::min(text.body.size(), endAt)));
+    parseOomFields(anchor.family, anchor.family == OomFamily::Xla ? std::string_view(text.body) : core, message);
+    const size_t last = readTails(lines, index, lineOfEnd(text, index, core.size()), anchor.family, message);
+    if (anchor.family == OomFamily::MallocAsync && !contains(core, "would exceed") && !message.truncated)
         message.notes.push_back("cudaMallocAsync printed the device index as a raw byte (a NUL for device 0), "
                                 "which ends the message for Python: the allocated, requested and free figures "
                                 "after it were never shown");
-
-    if (!endMarkerFound && onlyBlankAfter(lines, last) && endsMidWord(anchor.family, message_))
+    if (!endMarkerFound && onlyBlankAfter(lines, last) && endsMidWord(anchor.family, core))
         message.truncated = true;
 
     found.lastLine = last;
-    found.core = std::string(message_);
-    message.text = message.exception.empty() ? std::string(message_) : message.exception + ": " + std::string(message_);
+    found.core = std::string(core);
+    message.text = message.exception.empty() ? std::string(core) : message.exception + ": " + std::string(core);
     return found;
 }
 

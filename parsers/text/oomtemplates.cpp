@@ -189,97 +189,101 @@ void parsePlatformLimit(std::string_view body, OomMessage& message)
                             "necessarily full");
 }
 
-void parseCaching(std::string_view body, OomMessage& message)
+// What a caching-allocator message's first words tell, read before its figures.
+struct CachingLead
 {
-    std::string_view word = body.substr(0, body.find(' '));
+    std::string_view word; // the first word: the device's name, or "Tried" / "(GPU" when it was not pasted
+    bool platformLimit = false; // IPEX's per-block limit
+    size_t afterRequest = std::string_view::npos; // the end of "Tried to allocate N" (0: the paste starts at '(')
+};
+
+CachingLead readCachingLead(std::string_view body, OomMessage& message)
+{
+    CachingLead lead;
+    lead.word = body.substr(0, body.find(' '));
     message.backend = Backend::Cuda;
     for (const auto& candidate : deviceWords) {
-        if (candidate.word == word)
+        if (candidate.word == lead.word)
             message.backend = candidate.backend;
     }
-    const bool platformLimit = body.starts_with("Current platform can NOT allocate");
-    const bool headless = word == "Tried" || word == "(GPU";
-    if (platformLimit)
+    lead.platformLimit = body.starts_with("Current platform can NOT allocate");
+    const bool headless = lead.word == "Tried" || lead.word == "(GPU";
+    if (lead.platformLimit)
         parsePlatformLimit(body, message);
     else if (headless)
         message.notes.push_back("the message's first words (\"CUDA out of memory.\") were not pasted; the backend "
                                 "is assumed to be CUDA");
     const auto requested = sizeAfter(body, "Tried to allocate ");
     setSize(message.requestedBytes, requested, message, "the requested size");
-    size_t afterRequest = requested ? requested->end : std::string_view::npos;
-    if (!requested && word == "(GPU")
-        afterRequest = 0; // only the parenthesis was pasted: its '(' is at the start
-    const bool parenthesisAt = afterRequest != std::string_view::npos
-        && (afterRequest == 0 ? body.front() == '(' : body.substr(afterRequest, 2) == " (");
+    lead.afterRequest = requested ? requested->end : std::string_view::npos;
+    if (!requested && lead.word == "(GPU")
+        lead.afterRequest = 0; // only the parenthesis was pasted: its '(' is at the start
+    return lead;
+}
 
-    const bool oldStyle = parenthesisAt;
-    const bool newStyle = contains(body, ". GPU ") || contains(body, "total capac");
-    if (!oldStyle && !newStyle) {
-        // Cut before anything that tells the wording apart.
-        message.templateId = word == "DPCPP"
-            ? OomTemplate::Dpcpp
-            : (word == "CUDA" || word == "HIP" ? OomTemplate::Unknown : templateNamedAfter(message.backend));
-        message.truncated = true;
-        return;
+// The template of a parenthesised message (T0, T1 and the vendors' copies) and the versions that print it.
+void classifyParenthesised(std::string_view body, const CachingLead& lead, bool sawCached, OomMessage& message)
+{
+    const bool hint = contains(body, "If reserved memory is >>");
+    const bool closed = body.find(')', lead.afterRequest) != std::string_view::npos;
+    if (lead.platformLimit) {
+        message.templateId = OomTemplate::XpuBlockLimit;
+    } else if (lead.word == "DPCPP") {
+        message.templateId = OomTemplate::Dpcpp;
+    } else if (lead.word == "NPU" || lead.word == "MUSA" || lead.word == "MLU") {
+        message.templateId = templateNamedAfter(message.backend);
+    } else if (sawCached) {
+        message.templateId = OomTemplate::T0;
+        setVersionHint(message, { 0, 103 });
+    } else {
+        message.templateId = OomTemplate::T1;
+        if (hint)
+            setVersionHint(message, { 110, 200 });
+        else if (closed && contains(body, "reserved in total by PyTorch)"))
+            setVersionHint(message, { 104, 109 });
+        else
+            setVersionHint(message, { 104, 200 });
     }
-    if (oldStyle) {
-        bool sawCached = false;
-        bool sawReserved = false;
-        parseParenthesisedClauses(body, afterRequest == 0 ? 0 : afterRequest + 1, message, sawCached, sawReserved);
-        const bool hint = contains(body, "If reserved memory is >>");
-        const bool closed = body.find(')', afterRequest) != std::string_view::npos;
-        if (platformLimit) {
-            message.templateId = OomTemplate::XpuBlockLimit;
-        } else if (word == "DPCPP") {
-            message.templateId = OomTemplate::Dpcpp;
-        } else if (word == "NPU" || word == "MUSA" || word == "MLU") {
-            message.templateId = templateNamedAfter(message.backend);
-        } else if (sawCached) {
-            message.templateId = OomTemplate::T0;
-            setVersionHint(message, { 0, 103 });
-        } else {
-            message.templateId = OomTemplate::T1;
-            if (hint)
-                setVersionHint(message, { 110, 200 });
-            else if (closed && contains(body, "reserved in total by PyTorch)"))
-                setVersionHint(message, { 104, 109 });
-            else
-                setVersionHint(message, { 104, 200 });
-        }
-        // Old IPEX (DPCPP) and its block-limit message never print the free memory.
-        const bool complete = message.requestedBytes && message.device && message.totalBytes && message.allocatedBytes
-            && (message.freeBytes || word == "DPCPP" || platformLimit) && (sawCached || sawReserved);
-        message.truncated = message.truncated || !complete;
-        return;
-    }
+}
 
-    if (auto device = intAfter(body, ". GPU "))
-        message.device = device;
-    const bool typo = contains(body, "total capacty of ");
-    setSize(message.totalBytes, sizeAfter(body, typo ? "total capacty of " : "total capacity of "), message,
-        "the total capacity");
-    setSize(message.freeBytes, sizeAfter(body, " of which "), message, "the free memory");
-    parseProcesses(body, message);
-    if (const size_t allowed = body.find(" allowed; "); allowed != std::string_view::npos)
-        setSize(message.allowedBytes, sizeBefore(body, allowed), message, "the allowed memory");
+// "Tried to allocate N (GPU 0; ... total capacity; ... already allocated; ...)": PyTorch up to 2.0 and
+// the vendor plugins' copies of it.
+void parseParenthesised(std::string_view body, const CachingLead& lead, OomMessage& message)
+{
+    bool sawCached = false;
+    bool sawReserved = false;
+    parseParenthesisedClauses(
+        body, lead.afterRequest == 0 ? 0 : lead.afterRequest + 1, message, sawCached, sawReserved);
+    classifyParenthesised(body, lead, sawCached, message);
+    // Old IPEX (DPCPP) and its block-limit message never print the free memory.
+    const bool complete = message.requestedBytes && message.device && message.totalBytes && message.allocatedBytes
+        && (message.freeBytes || lead.word == "DPCPP" || lead.platformLimit) && (sawCached || sawReserved);
+    message.truncated = message.truncated || !complete;
+}
+
+// "Of the allocated memory X is allocated by PyTorch, with Y allocated in private pools (e.g., CUDA
+// Graphs), and Z is reserved by PyTorch but unallocated."
+void parseAllocatedSentence(std::string_view body, OomMessage& message)
+{
     const size_t ofAllocated = body.find("Of the allocated memory ");
-    if (ofAllocated != std::string_view::npos) {
-        setSize(message.allocatedBytes, sizeAfter(body, "Of the allocated memory ", ofAllocated), message,
-            "the allocated memory");
-        setSize(message.privatePoolsBytes, sizeAfter(body, "is allocated by PyTorch, with ", ofAllocated), message,
-            "the private pools");
-        for (size_t at = body.find("and ", ofAllocated); at != std::string_view::npos; at = body.find("and ", at + 4)) {
-            const auto unallocated = parseSizeAt(body, at + 4);
-            if (unallocated && contains(body.substr(unallocated->end, 40), "reserved by PyTorch but unallocated")) {
-                setSize(message.reservedUnallocatedBytes, unallocated, message, "the reserved-but-unallocated memory");
-                break;
-            }
+    if (ofAllocated == std::string_view::npos)
+        return;
+    setSize(message.allocatedBytes, sizeAfter(body, "Of the allocated memory ", ofAllocated), message,
+        "the allocated memory");
+    setSize(message.privatePoolsBytes, sizeAfter(body, "is allocated by PyTorch, with ", ofAllocated), message,
+        "the private pools");
+    for (size_t at = body.find("and ", ofAllocated); at != std::string_view::npos; at = body.find("and ", at + 4)) {
+        const auto unallocated = parseSizeAt(body, at + 4);
+        if (unallocated && contains(body.substr(unallocated->end, 40), "reserved by PyTorch but unallocated")) {
+            setSize(message.reservedUnallocatedBytes, unallocated, message, "the reserved-but-unallocated memory");
+            return;
         }
     }
-    // The allocated figure already includes private pools and the unallocated one is reserved
-    // minus both (CUDACachingAllocator.cpp), so their sum is the whole reservation.
-    addReservedFromParts(message);
+}
 
+// The template of a message in sentences (T2-T4, XPU) and the versions that print it.
+void classifySentences(std::string_view body, bool typo, OomMessage& message)
+{
     const bool v3 = contains(body, "#environment-variables)");
     const bool v4 = contains(body, "docs.pytorch.org") || contains(body, "#optimizing-memory-usage");
     if (message.backend == Backend::Xpu) {
@@ -301,9 +305,48 @@ void parseCaching(std::string_view body, OomMessage& message)
         message.notes.push_back("the documentation link is missing, so 2.2-2.7 (T3) and 2.8+ (T4) wording cannot "
                                 "be told apart");
     }
+}
+
+// "Tried to allocate N. GPU 0 has a total capacity of ... of which ... is free. ...": PyTorch 2.1 on.
+void parseSentences(std::string_view body, OomMessage& message)
+{
+    if (auto device = intAfter(body, ". GPU "))
+        message.device = device;
+    const bool typo = contains(body, "total capacty of ");
+    setSize(message.totalBytes, sizeAfter(body, typo ? "total capacty of " : "total capacity of "), message,
+        "the total capacity");
+    setSize(message.freeBytes, sizeAfter(body, " of which "), message, "the free memory");
+    parseProcesses(body, message);
+    if (const size_t allowed = body.find(" allowed; "); allowed != std::string_view::npos)
+        setSize(message.allowedBytes, sizeBefore(body, allowed), message, "the allowed memory");
+    parseAllocatedSentence(body, message);
+    // The allocated figure already includes private pools and the unallocated one is reserved
+    // minus both (CUDACachingAllocator.cpp), so their sum is the whole reservation.
+    addReservedFromParts(message);
+    classifySentences(body, typo, message);
     const bool complete = message.requestedBytes && message.device && message.totalBytes && message.freeBytes
         && message.allocatedBytes && message.reservedUnallocatedBytes;
     message.truncated = message.truncated || !complete;
+}
+
+void parseCaching(std::string_view body, OomMessage& message)
+{
+    const CachingLead lead = readCachingLead(body, message);
+    // The old wording opens a parenthesis right after the request; the new one writes sentences.
+    const bool oldStyle = lead.afterRequest != std::string_view::npos
+        && (lead.afterRequest == 0 ? body.front() == '(' : body.substr(lead.afterRequest, 2) == " (");
+    const bool newStyle = contains(body, ". GPU ") || contains(body, "total capac");
+    if (oldStyle) {
+        parseParenthesised(body, lead, message);
+    } else if (newStyle) {
+        parseSentences(body, message);
+    } else {
+        // Cut before anything that tells the wording apart.
+        message.templateId = lead.word == "DPCPP"
+            ? OomTemplate::Dpcpp
+            : (lead.word == "CUDA" || lead.word == "HIP" ? OomTemplate::Unknown : templateNamedAfter(message.backend));
+        message.truncated = true;
+    }
 }
 
 void parseMps(std::string_view body, OomMessage& message)

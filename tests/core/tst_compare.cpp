@@ -3,6 +3,7 @@
 #include "core/compare/comparison.h"
 #include "core/compare/comparisonjson.h"
 #include "core/compare/comparisontext.h"
+#include "core/compare/timenormalisedoverlay.h"
 #include "core/report/htmlreport.h"
 #include "core/units.h"
 #include "parsers/snapshotreader.h"
@@ -379,6 +380,43 @@ private Q_SLOTS:
         for (const OverlayColumn& column : timeline.columns)
             QVERIFY(column.a.present && column.b.present);
         QVERIFY(comparison.summary.starts_with("B added 40.00 MiB of parameters at the peak"));
+    }
+
+    // The Compare view's time-normalised overlay puts each event where the timelines draw it, on
+    // the analysis' time axis, not at its raw time_us. A: the first event has no time (0), the
+    // clock then steps 1000 us; the axis starts at the first time, raw times would start the run
+    // at 0. B: the clock steps back at the last event; the axis holds its running maximum, raw
+    // times would end the run at the stepped-back time, a shorter span.
+    void timeNormalisedOverlayFollowsTheTimeAxis()
+    {
+        const auto run = [](const std::vector<int>& times) {
+            std::string text = "segment s0 0x7f0000000000 64MiB large stream=0\n";
+            for (size_t i = 0; i < times.size(); ++i)
+                text += "alloc a" + std::to_string(i) + " 2MiB load in=s0 t=" + std::to_string(times[i]) + "\n";
+            return analyzeSnapshot(test::buildSnapshot(text));
+        };
+        const SnapshotAnalysis a = run({ 0, 1000, 2000, 3000, 4000 });
+        const SnapshotAnalysis b = run({ 1000, 2000, 5000, 3000 });
+        const DeviceAnalysis& deviceA = *a.primary();
+        const DeviceAnalysis& deviceB = *b.primary();
+        QCOMPARE(deviceA.allocatedAfter.size(), size_t(5)); // no segment events: one event per alloc
+        QCOMPARE(deviceB.allocatedAfter.size(), size_t(4));
+        const Comparison comparison = compareSnapshots(a, b);
+        const ComparisonTimeline timeline = timeNormalisedOverlay(comparison, deviceA, deviceB, 4);
+        QCOMPARE(timeline.columns.size(), size_t(4));
+        // On the axis A's events sit at 0, 0, 1/3, 2/3 and 1 of its run (raw: 0, 1/4, 1/2, 3/4, 1),
+        // B's at 0, 1/4, 1, 1 (raw: 0, 1/2, 2, 1). Each column spans the level before it to its events'.
+        const std::vector<std::pair<uint64_t, uint64_t>> expectedA
+            = { { 0, 4 * MiB }, { 4 * MiB, 6 * MiB }, { 6 * MiB, 8 * MiB }, { 8 * MiB, 10 * MiB } };
+        const std::vector<std::pair<uint64_t, uint64_t>> expectedB
+            = { { 0, 2 * MiB }, { 2 * MiB, 4 * MiB }, { 4 * MiB, 4 * MiB }, { 4 * MiB, 8 * MiB } };
+        for (size_t c = 0; c < 4; ++c) {
+            const OverlayColumn& column = timeline.columns[c];
+            QVERIFY(column.a.present && column.b.present);
+            QCOMPARE(std::pair(column.a.low, column.a.high), expectedA[c]);
+            QCOMPARE(std::pair(column.b.low, column.b.high), expectedB[c]);
+        }
+        QCOMPARE(timeline.maxBytes, 10 * MiB);
     }
 
     void jsonContract()

@@ -139,6 +139,83 @@ private Q_SLOTS:
         QCOMPARE(name(tracebackPhase(frames)), name(expected));
     }
 
+    // Stacks whose frames show more than one kind of work: the same run recorded as a snapshot's
+    // allocation stack and printed as an OOM's traceback names one phase, the one that was running.
+    void nestedWorkRanksAlike_data()
+    {
+        QTest::addColumn<std::vector<PyFrame>>("frames");
+        QTest::addColumn<Phase>("expected");
+        const std::string s = site;
+        const PyFrame moduleCall { s + "torch/nn/modules/module.py", "_call_impl" };
+        const PyFrame linear { s + "torch/nn/modules/linear.py", "forward" };
+        const PyFrame main { "train.py", "main" };
+        const PyFrame collate { s + "torch/utils/data/_utils/collate.py", "default_collate" };
+        const PyFrame next { s + "torch/utils/data/dataloader.py", "__next__" };
+        const PyFrame engine { s + "torch/autograd/graph.py", "_engine_run_backward" };
+        const PyFrame tensorBackward { s + "torch/_tensor.py", "backward" };
+        // Lightning calls training_step from its wrapper module's forward: a batch fetched there
+        // is still input data.
+        QTest::newRow("DataLoader inside the training step's forward") << std::vector<PyFrame> { collate, next,
+            { "model.py", "training_step" }, { s + "lightning/pytorch/overrides/base.py", "forward" }, moduleCall,
+            main } << Phase::Data;
+        // A collate function that runs a model to build the batch is running that model.
+        QTest::newRow("forward inside a collate function")
+            << std::vector<PyFrame> { linear, moduleCall, { "data.py", "collate_with_features" }, next, main }
+            << Phase::Forward;
+        // The evaluation loop's own batch is input data; its model call is evaluation.
+        QTest::newRow("batch fetched by Trainer's evaluation loop") << std::vector<PyFrame> { collate, next,
+            { s + "transformers/trainer.py", "evaluation_loop" }, { s + "transformers/trainer.py", "evaluate" }, main }
+                                                                    << Phase::Data;
+        QTest::newRow("forward under a user's @no_grad function") << std::vector<PyFrame> { linear, moduleCall,
+            { "train.py", "score" }, { s + "torch/utils/_contextlib.py", "decorate_context" }, main }
+                                                                  << Phase::Eval;
+        QTest::newRow("evaluation's own code")
+            << std::vector<PyFrame> { { "train.py", "compute_metrics" }, main } << Phase::Eval;
+        // A lazy module materialises its weights in its first forward (_infer_parameters ->
+        // reset_parameters -> nn.init): what is allocated there is weights.
+        QTest::newRow("lazy module's weights made inside the forward") << std::vector<PyFrame> {
+            { s + "torch/nn/init.py", "kaiming_uniform_" }, { s + "torch/nn/modules/linear.py", "reset_parameters" },
+            { s + "torch/nn/modules/linear.py", "initialize_parameters" },
+            { s + "torch/nn/modules/lazy.py", "_infer_parameters" }, moduleCall, main
+        } << Phase::Load;
+        QTest::newRow("checkpoint loaded inside validation")
+            << std::vector<PyFrame> { { s + "torch/serialization.py", "load" }, { "train.py", "run_validation" }, main }
+            << Phase::Load;
+        // An optimizer stepped from a post-accumulate-grad hook runs inside backward: the step's
+        // state and arithmetic are the optimizer's.
+        QTest::newRow("optimizer step inside backward") << std::vector<PyFrame> {
+            { s + "torch/optim/adamw.py", "_multi_tensor_adamw" }, { s + "torch/optim/adamw.py", "step" },
+            { "train.py", "optimizer_hook" }, engine, tensorBackward, main
+        } << Phase::Optimizer;
+        QTest::newRow("backward inside optimizer.step(closure)") << std::vector<PyFrame> { engine, tensorBackward,
+            { "train.py", "closure" }, { s + "torch/optim/lbfgs.py", "step" }, main }
+                                                                 << Phase::Backward;
+        // Activation checkpointing re-runs the forward inside backward.
+        QTest::newRow("forward re-run inside backward") << std::vector<PyFrame> { linear, moduleCall,
+            { s + "torch/utils/checkpoint.py", "recompute_fn" }, engine, tensorBackward, main }
+                                                        << Phase::Backward;
+        // A gradient penalty calls the engine from the forward.
+        QTest::newRow("backward inside the forward") << std::vector<PyFrame> { engine,
+            { s + "torch/autograd/__init__.py", "grad" }, { "model.py", "forward" }, moduleCall, main }
+                                                     << Phase::Backward;
+        // torch.set_default_device puts torch.utils._device's hook inside every factory call.
+        QTest::newRow("forward under torch.set_default_device") << std::vector<PyFrame> {
+            { s + "torch/utils/_device.py", "__torch_function__" }, { "model.py", "forward" }, moduleCall, main
+        } << Phase::Forward;
+        QTest::newRow("model built under torch.device")
+            << std::vector<PyFrame> { { s + "torch/utils/_device.py", "__torch_function__" },
+                   { s + "torch/nn/modules/linear.py", "__init__" }, { "model.py", "__init__" }, main }
+            << Phase::Load;
+    }
+
+    void nestedWorkRanksAlike()
+    {
+        QFETCH(std::vector<PyFrame>, frames);
+        QFETCH(Phase, expected);
+        QCOMPARE(name(snapshotPhase(frames)), name(expected));
+        QCOMPARE(name(tracebackPhase(frames)), name(expected));
+    }
+
     void pathsMatchWithEitherSeparator()
     {
         QVERIFY(frameWords("C:\\Python\\Lib\\site-packages\\torch\\optim\\adam.py", "step") & WordOptimizer);
@@ -156,6 +233,8 @@ private Q_SLOTS:
         QVERIFY(!(frameWords("/usr/lib/python3/dist-packages/foo/args.py", "validate_args") & WordEvaluation));
         // Python's builtin eval is no evaluation loop.
         QVERIFY(!(frameWords("train.py", "eval") & WordEvaluation));
+        // Nor is CPython's own C function, which the symbolizer may leave without a file.
+        QVERIFY(!(frameWords("", "run_eval_code_obj") & WordEvaluation));
         // The user's own batch builder is input data; a library's function of the same name is not read.
         QVERIFY(frameWords("pretrain_gpt.py", "get_batch") & WordData);
         QVERIFY(!(frameWords("/x/site-packages/megatron/training/utils.py", "get_batch_on_this_cp_rank") & WordData));
