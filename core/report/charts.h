@@ -52,8 +52,7 @@ struct TimelineChartData
     int64_t firstTimeUs = 0;
     int64_t lastTimeUs = 0;
 };
-TimelineChartData timelineChartData(
-    const Snapshot& snapshot, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets);
+TimelineChartData timelineChartData(const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets);
 
 // The stacked, categorized timeline: one band per category (parameters at the bottom), the
 // reserved line above, phase shading behind, and vertical markers. `restOfCard`: the memory the

@@ -11,8 +11,7 @@ void timeline(HtmlWriter& html, const ReportContext& context, const ShownSnapsho
 {
     const DeviceAnalysis& device = *shown.device;
     const TimelineSeries curves(device);
-    const TimelineChartData series
-        = timelineChartData(*shown.analysis->snapshot, device, curves, context.options.timelineBuckets);
+    const TimelineChartData series = timelineChartData(device, curves, context.options.timelineBuckets);
     std::vector<TimelineMarker> markers;
     if (device.peakAllocatedBytes > 0)
         markers.push_back({ device.peakEvent, "peak " + formatBytes(device.peakAllocatedBytes), false });

@@ -96,9 +96,7 @@ std::vector<ChartSpan> chartSpans(const DeviceAnalysis& device, int64_t events, 
 
 } // namespace
 
-// `snapshot` goes unread: the spans come with the analysis (DeviceAnalysis::annotationSpans).
-TimelineChartData timelineChartData(
-    const Snapshot& /*snapshot*/, const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets)
+TimelineChartData timelineChartData(const DeviceAnalysis& device, const TimelineSeries& series, size_t buckets)
 {
     TimelineChartData chart;
     chart.eventCount = series.eventCount();

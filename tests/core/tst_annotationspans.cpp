@@ -122,8 +122,7 @@ private Q_SLOTS:
         const Built built = build(text);
         const DeviceAnalysis& device = *built.analysis.primary();
         const TimelineSeries series(device);
-        const report::TimelineChartData chart
-            = report::timelineChartData(*built.analysis.snapshot, device, series, 500);
+        const report::TimelineChartData chart = report::timelineChartData(device, series, 500);
         QVERIFY(!chart.spans.empty());
         QVERIFY2(chart.spans.size() <= 501, std::to_string(chart.spans.size()).c_str());
         const std::string svg = report::timelineSvg(chart, {}, std::nullopt);

@@ -315,7 +315,7 @@ private Q_SLOTS:
         const SnapshotAnalysis analysis = trace.analyze();
         const DeviceAnalysis& device = analysis.devices.front();
         const TimelineSeries curves(device);
-        const TimelineChartData series = timelineChartData(*analysis.snapshot, device, curves, 500);
+        const TimelineChartData series = timelineChartData(device, curves, 500);
         QVERIFY(series.points.size() <= 1002);
         QVERIFY(series.points.size() >= 500);
         QCOMPARE(series.maxAllocated, device.peakAllocatedBytes);
@@ -352,7 +352,7 @@ private Q_SLOTS:
                                                                    "free a bwd\n");
         const DeviceAnalysis& device = analysis.devices.front();
         const TimelineSeries curves(device);
-        const TimelineChartData series = timelineChartData(*analysis.snapshot, device, curves, 1000);
+        const TimelineChartData series = timelineChartData(device, curves, 1000);
         // 3 GiB at the dump, 1 GiB of it reserved during the trace: 2 GiB were there before.
         QCOMPARE(curves.reservedAt(-1), 2 * GiB);
         QCOMPARE(series.reserved.front().bytes, 3 * GiB); // right after the first event, the segment_alloc

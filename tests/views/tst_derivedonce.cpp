@@ -171,11 +171,10 @@ private Q_SLOTS:
         // The report at one column per event draws exactly those runs; at fewer columns, the
         // majority of each column as it voted from the events.
         const TimelineSeries series(device);
-        const Snapshot& snapshot = *fixture.input.snapshots.front();
         const auto events = size_t(series.eventCount());
-        QVERIFY(sameRuns(report::timelineChartData(snapshot, device, series, events).phases, device.phaseRuns));
+        QVERIFY(sameRuns(report::timelineChartData(device, series, events).phases, device.phaseRuns));
         for (size_t columns : { size_t(1), size_t(2), size_t(3), size_t(5), events - 1 }) {
-            const auto chart = report::timelineChartData(snapshot, device, series, columns);
+            const auto chart = report::timelineChartData(device, series, columns);
             QVERIFY2(sameColumns(chart.phases, columnsFromEvents(device, columns)),
                 qPrintable(QStringLiteral("%1 columns").arg(columns)));
         }
@@ -214,7 +213,7 @@ private Q_SLOTS:
         }
         // The report's axis title spans the trace as recorded.
         const TimelineSeries series(device);
-        const auto chart = report::timelineChartData(*fixture.input.snapshots.front(), device, series, 10);
+        const auto chart = report::timelineChartData(device, series, 10);
         QCOMPARE(chart.firstTimeUs, device.timeAxis.firstUs);
         QCOMPARE(chart.lastTimeUs, device.timeAxis.lastUs);
     }
@@ -244,7 +243,7 @@ private Q_SLOTS:
         // column per event every range is drawn; with the field changed, the chart changes with it.
         const TimelineSeries series(device);
         const auto events = size_t(series.eventCount());
-        const auto chart = report::timelineChartData(snapshot, device, series, events);
+        const auto chart = report::timelineChartData(device, series, events);
         const auto ranges = std::count_if(
             spans.begin(), spans.end(), [](const AnnotationSpan& s) { return !s.mark && s.lastEvent >= s.firstEvent; });
         QCOMPARE(qsizetype(chart.spans.size()), qsizetype(ranges));
@@ -260,11 +259,11 @@ private Q_SLOTS:
         only.firstEvent = 1;
         only.lastEvent = 2;
         altered.annotationSpans = { only };
-        const auto alteredChart = report::timelineChartData(snapshot, altered, series, events);
+        const auto alteredChart = report::timelineChartData(altered, series, events);
         QCOMPARE(alteredChart.spans.size(), size_t(1));
         QCOMPARE(alteredChart.spans.front().label, std::string("only-in-the-field"));
         altered.annotationSpans.clear();
-        QVERIFY(report::timelineChartData(snapshot, altered, series, events).spans.empty());
+        QVERIFY(report::timelineChartData(altered, series, events).spans.empty());
     }
 
     void traceHistoryIsCountedOnce()

@@ -190,8 +190,8 @@ private Q_SLOTS:
         QVERIFY2(html.contains(QStringLiteral(">peak ") + peak + QStringLiteral("</text>")), qPrintable(peak));
 
         // The report's chart, at its default resolution, reaches the peak exactly.
-        const report::TimelineChartData chart = report::timelineChartData(
-            *snapshot.snapshot, *device, TimelineSeries(*device), report::ReportOptions {}.timelineBuckets);
+        const report::TimelineChartData chart
+            = report::timelineChartData(*device, TimelineSeries(*device), report::ReportOptions {}.timelineBuckets);
         uint64_t chartMax = 0;
         for (const auto& point : chart.points)
             chartMax = std::max(chartMax, point.total());
